@@ -1,0 +1,118 @@
+# drover: one plain GNU Makefile (Redis/LMDB style).
+#
+#   make            build ./drover (and build/rel/libdrover.a)
+#   make run        install missing Debian packages, build, run the main job
+#   make test       install missing packages, build, run every test suite
+#   make fuzz       run each libFuzzer target for a while (FUZZ_SECONDS)
+#   make install    install drover into $(PREFIX)/bin
+#
+# Sources are found by wildcard: a new .c in src/<layer>/ joins libdrover.a,
+# a new .c in src/cmd/ joins the binary, a new tests/unit/*.c joins the unit
+# test binary. Header dependencies are generated (-MMD).
+
+PREFIX ?= /usr/local
+CC ?= cc
+PKGS := libfyaml jansson libmicrohttpd libcurl sqlite3
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wno-sign-compare -Wstrict-prototypes
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WARN) -Iinclude $(PKG_CFLAGS) $(CFLAGS) -D_GNU_SOURCE \
+	-include drover/banned.h -fno-omit-frame-pointer
+LIBS := $(PKG_LIBS) -lm -ldl -lpthread
+
+LAYERS := core spec store metrics http server agent sim client bench
+LIB_SRC := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
+CMD_SRC := $(wildcard src/cmd/*.c)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+
+# Build flavours: rel (the shipped binary) and asan (ASan+UBSan, tests).
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+define flavour
+$(1)_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(LIB_SRC))
+$(1)_CMD_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(CMD_SRC))
+$(1)_UNIT_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(UNIT_SRC))
+build/$(1)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) $(2) -MMD -MP -c $$< -o $$@
+build/$(1)/libdrover.a: $$($(1)_OBJ)
+	@rm -f $$@
+	ar rcs $$@ $$^
+build/$(1)/drover: $$($(1)_CMD_OBJ) build/$(1)/libdrover.a
+	$$(CC) $(2) -o $$@ $$($(1)_CMD_OBJ) build/$(1)/libdrover.a $$(LIBS)
+build/$(1)/unit-tests: $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a
+	$$(CC) $(2) -o $$@ $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a $$(LIBS) -lcriterion
+-include $$($(1)_OBJ:.o=.d) $$($(1)_CMD_OBJ:.o=.d) $$($(1)_UNIT_OBJ:.o=.d)
+endef
+
+$(eval $(call flavour,rel,))
+$(eval $(call flavour,asan,$(SAN_FLAGS)))
+
+.PHONY: all run test deps install clean fuzz test-unit test-asan test-golden \
+	test-integration test-fuzz check-deps
+
+all: drover
+
+drover: build/rel/drover
+	cp build/rel/drover drover
+
+deps:
+	@./scripts/install-deps
+
+# The main job: the all-in-one controller + local agent when it exists;
+# until then, validate an example cluster and place an 8-GPU job on it.
+run: deps
+	@$(MAKE) --no-print-directory drover
+	@./scripts/run-main
+
+test: deps
+	@$(MAKE) --no-print-directory drover build/rel/unit-tests build/asan/unit-tests build/asan/drover
+	@./scripts/run-tests
+
+test-unit: build/rel/unit-tests
+	./build/rel/unit-tests
+
+test-asan: build/asan/unit-tests
+	./build/asan/unit-tests
+
+test-golden: drover
+	@./tests/golden/run
+
+test-integration: drover
+	@./tests/run-integration
+
+# --- fuzzing: clang + libFuzzer over an instrumented library build ---------
+FUZZ_CC := clang
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+fuzz_OBJ := $(patsubst %.c,build/fuzz/%.o,$(LIB_SRC))
+build/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(ALL_CFLAGS) -Wno-unknown-warning-option $(FUZZ_FLAGS) -MMD -MP -c $< -o $@
+build/fuzz/libdrover.a: $(fuzz_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+build/fuzz/bin/%: tests/fuzz/%.c build/fuzz/libdrover.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(ALL_CFLAGS) -Wno-unknown-warning-option -fsanitize=fuzzer,address,undefined \
+		-o $@ $< build/fuzz/libdrover.a $(LIBS)
+-include $(fuzz_OBJ:.o=.d)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/bin/%,$(FUZZ_SRC))
+FUZZ_SECONDS ?= 60
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	@./tests/run-fuzz $(FUZZ_SECONDS)
+
+test-fuzz: $(FUZZ_BINS)
+	@./tests/run-fuzz 3
+
+install: drover
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 drover $(DESTDIR)$(PREFIX)/bin/drover
+
+clean:
+	rm -rf build drover

@@ -1,0 +1,83 @@
+/*
+ * catalog.c: the GPU catalog, as data. One row per GPU model with its
+ * canonical id and every name the outside world uses for it: the short
+ * name, the GPU feature discovery label value (nvidia.com/gpu.product),
+ * NVML's device name and the Slurm gres type. Lookups are
+ * case-insensitive over all of them.
+ *
+ * Figures are the vendor's published ones: memory per GPU in MiB, NVLink
+ * generation and bandwidth per GPU (GB/s, both directions), dense bf16
+ * TFLOP/s (fp16 for V100/P100/T4, which have no bf16), board power.
+ */
+#include "drover/model.h"
+
+static const struct drv_gpu_model catalog[] = {
+	{ "GB200", "GB200", "NVIDIA-GB200", "NVIDIA GB200", "gb200",
+	  { "GB200-NVL72", "NVIDIA-GB200-186GB-HBM3e", NULL },
+	  190464, 5, 1800, 2500, 1200, 100 },
+	{ "B200-180GB", "B200", "NVIDIA-B200", "NVIDIA B200", "b200",
+	  { "B200-SXM-180GB", NULL },
+	  184320, 5, 1800, 2250, 1000, 90 },
+	{ "H200-141GB", "H200", "NVIDIA-H200", "NVIDIA H200", "h200",
+	  { "H200-SXM-141GB", "NVIDIA-H200-141GB-HBM3e", NULL },
+	  144384, 4, 900, 989, 700, 80 },
+	{ "H100-SXM-80GB", "H100", "NVIDIA-H100-80GB-HBM3", "NVIDIA H100 80GB HBM3", "h100",
+	  { "H100-SXM5-80GB", "H100-80GB", NULL },
+	  81920, 4, 900, 989, 700, 70 },
+	{ "A100-SXM4-80GB", "A100", "NVIDIA-A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", "a100",
+	  { "A100-80GB", NULL },
+	  81920, 3, 600, 312, 400, 60 },
+	{ "A100-SXM4-40GB", "A100-40GB", "NVIDIA-A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", "a100-40gb",
+	  { "A100-SXM-40GB", NULL },
+	  40960, 3, 600, 312, 400, 55 },
+	{ "L40S", "L40S", "NVIDIA-L40S", "NVIDIA L40S", "l40s",
+	  { "L40S-48GB", NULL },
+	  46068, 0, 0, 362, 350, 50 },
+	{ "A10G", "A10G", "NVIDIA-A10G", "NVIDIA A10G", "a10g",
+	  { NULL },
+	  23028, 0, 0, 70, 300, 35 },
+	{ "V100-SXM2-32GB", "V100", "Tesla-V100-SXM2-32GB", "Tesla V100-SXM2-32GB", "v100",
+	  { "V100-32GB", "Tesla-V100-SXM2-16GB", NULL },
+	  32768, 2, 300, 125, 300, 30 },
+	{ "L4", "L4", "NVIDIA-L4", "NVIDIA L4", "l4",
+	  { NULL },
+	  23034, 0, 0, 121, 72, 25 },
+	{ "P100-SXM2-16GB", "P100", "Tesla-P100-SXM2-16GB", "Tesla P100-SXM2-16GB", "p100",
+	  { "P100-16GB", "Tesla-P100-PCIE-16GB", NULL },
+	  16384, 1, 160, 21, 300, 15 },
+	{ "T4", "T4", "Tesla-T4", "Tesla T4", "t4",
+	  { "T4-16GB", NULL },
+	  15360, 0, 0, 65, 70, 10 },
+};
+
+int drv_gpu_model_count(void)
+{
+	return (int)DRV_ARRAY_SIZE(catalog);
+}
+
+const struct drv_gpu_model *drv_gpu_model_at(int i)
+{
+	if (i < 0 || i >= (int)DRV_ARRAY_SIZE(catalog))
+		return NULL;
+	return &catalog[i];
+}
+
+int drv_gpu_model_find(const char *name)
+{
+	size_t i;
+	int k;
+
+	if (!name || !*name)
+		return -1;
+	for (i = 0; i < DRV_ARRAY_SIZE(catalog); i++) {
+		const struct drv_gpu_model *m = &catalog[i];
+		if (drv_strcaseeq(name, m->id) || drv_strcaseeq(name, m->short_name) ||
+		    drv_strcaseeq(name, m->gfd_product) || drv_strcaseeq(name, m->nvml_name) ||
+		    drv_strcaseeq(name, m->slurm_gres))
+			return (int)i;
+		for (k = 0; k < 4 && m->more_aliases[k]; k++)
+			if (drv_strcaseeq(name, m->more_aliases[k]))
+				return (int)i;
+	}
+	return -1;
+}
