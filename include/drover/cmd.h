@@ -15,9 +15,22 @@ struct drv_command {
 
 extern const struct drv_command drv_commands[];
 
-/* One declaration per command; each lives in src/cmd/<name>.c */
+/* One handler per command; each lives in src/cmd/<name>.c */
+int cmd_up(int argc, char **argv);
+int cmd_server(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
+int cmd_describe(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
 int cmd_place(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

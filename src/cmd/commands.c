@@ -8,8 +8,21 @@
 #include <stddef.h>
 
 const struct drv_command drv_commands[] = {
+	{ "up", cmd_up, "all-in-one: controller + a local agent, state in SQLite" },
+	{ "server", cmd_server, "the controller: API, durable state, scheduling loop, metrics" },
+	{ "agent", cmd_agent, "the node agent: GPUs, launching tasks, node and GPU metrics" },
+	{ "submit", cmd_submit, "submit a job file (Kubernetes YAML, Slurm script, drover JSON)" },
+	{ "apply", cmd_apply, "create or update a job by name, as kubectl apply -f does" },
+	{ "get", cmd_get, "list jobs or nodes (get jobs|nodes)" },
+	{ "queue", cmd_queue, "the queue, like squeue: state, GPUs, nodes or pending reason" },
+	{ "nodes", cmd_nodes, "the nodes, like sinfo" },
+	{ "describe", cmd_describe, "one job in full: placement, env, events, why pending" },
+	{ "cancel", cmd_cancel, "cancel a job" },
+	{ "logs", cmd_logs, "a job's task output" },
+	{ "top", cmd_top, "a live terminal view of GPUs and jobs" },
+	{ "sim", cmd_sim, "replay a trace through the scheduler on a virtual clock" },
 	{ "validate", cmd_validate, "check a cluster or job file; print a summary or (--json) the canonical form" },
 	{ "place", cmd_place, "place a job on a cluster file and print the placement or the reason it cannot" },
-	{ "bench", cmd_bench, "run a benchmark (place, ...) and print JSON" },
+	{ "bench", cmd_bench, "run a benchmark (place, sched, api, agent) and print JSON" },
 	{ NULL, NULL, NULL },
 };
