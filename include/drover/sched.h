@@ -222,16 +222,16 @@ enum drv_sched_dec_kind {
 };
 
 enum drv_sched_reason {
-	DRV_WHY_NONE = 0,
-	DRV_WHY_RESOURCES = 1,   /* not enough free GPUs (of its model, in its pools) */
-	DRV_WHY_TOPOLOGY = 2,    /* enough free in total, not together as required */
-	DRV_WHY_QUOTA = 3,       /* tenant at quota (plus what it may borrow) */
-	DRV_WHY_RESERVATION = 4, /* would delay another job's reservation */
-	DRV_WHY_PRIORITY = 5,    /* strict order: behind a blocked job */
-	DRV_WHY_PREEMPTING = 6,  /* waiting for its preemption victims to stop */
-	DRV_WHY_PROVISIONING = 7,/* waiting for nodes being provisioned */
-	DRV_WHY_NEVER = 8,       /* can never fit this cluster (size, regions, model) */
-	DRV_WHY_RESERVED = 9,    /* blocked; holds a reservation (see RESERVE) */
+	DRV_REASON_NONE = 0,
+	DRV_REASON_RESOURCES = 1,   /* not enough free GPUs (of its model, in its pools) */
+	DRV_REASON_TOPOLOGY = 2,    /* enough free in total, not together as required */
+	DRV_REASON_QUOTA = 3,       /* tenant at quota (plus what it may borrow) */
+	DRV_REASON_RESERVATION = 4, /* would delay another job's reservation */
+	DRV_REASON_PRIORITY = 5,    /* strict order: behind a blocked job */
+	DRV_REASON_PREEMPTING = 6,  /* waiting for its preemption victims to stop */
+	DRV_REASON_PROVISIONING = 7,/* waiting for nodes being provisioned */
+	DRV_REASON_NEVER = 8,       /* can never fit this cluster (size, regions, model) */
+	DRV_REASON_RESERVED = 9,    /* blocked; holds a reservation (see RESERVE) */
 };
 
 /* Decision flags. */
