@@ -28,6 +28,7 @@
 #include "drover/common.h"
 #include "drover/diag.h"
 #include "drover/model.h"
+#include "drover/sched.h"
 
 #include <stdio.h>
 
@@ -60,7 +61,7 @@ struct drv_sim_job {
 	int64_t duration;     /* seconds of work, or DRV_SIM_SERVICE */
 	int32_t line;         /* source line (1-based), 0 when generated */
 	int32_t tenant;       /* index into the workload's tenants */
-	char *reject;         /* set by drv_sim_check_fit: why it can never run */
+	char *reject;         /* set by drv_sim_run: why it can never run */
 };
 
 struct drv_sim_workload {
@@ -178,6 +179,7 @@ enum drv_sim_outcome {
 	DRV_SIM_RUNNING = 3,     /* still running at the end (services) */
 	DRV_SIM_NEVER = 4,       /* never started */
 	DRV_SIM_REJECTED = 5,    /* can never run on this cluster */
+	DRV_SIM_TIMEOUT = 6,     /* killed at its time limit */
 };
 
 const char *drv_sim_outcome_name(enum drv_sim_outcome o);
@@ -218,7 +220,7 @@ struct drv_sim_summary {
 };
 
 struct drv_sim_opts {
-	const void *policy;        /* const struct drv_sched_policy *, see sched.h */
+	const struct drv_sched_policy *policy; /* queue order, mode, preemption, pools */
 	double mtbf_hours;         /* per node; 0 = no failures */
 	double repair_hours;       /* mean repair time */
 	uint64_t seed;
@@ -240,16 +242,12 @@ void drv_sim_result_init(struct drv_sim_result *r);
 void drv_sim_result_release(struct drv_sim_result *r);
 
 /*
- * Marks the jobs of w that can never run on c, even empty (too large,
- * impossible model, region or topology): sets job->reject to the reason.
- * c is not changed. Returns the number rejected.
- */
-int64_t drv_sim_check_fit(const struct drv_cluster *c, struct drv_sim_workload *w);
-
-/*
- * Replays w on c (which is modified: it ends in the final state) under
- * o->policy. Fills r. Returns 0, or a negative drv_err if the scheduler
- * returned a decision the virtual cluster cannot apply (a bug).
+ * Replays w on c under o->policy, one scheduling pass per distinct event
+ * time. c is modified (it ends in the final state; failed nodes may be
+ * down, provisioned nodes added). Jobs the scheduler finds can never run
+ * get job->reject. Fills r (initialised by the caller). Returns 0, or a
+ * negative drv_err when the scheduler fails or returns a decision the
+ * virtual cluster cannot apply (a bug either way).
  */
 int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w,
 		const struct drv_sim_opts *o, struct drv_sim_result *r);

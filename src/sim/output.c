@@ -25,6 +25,8 @@ const char *drv_sim_outcome_name(enum drv_sim_outcome o)
 		return "pending";
 	case DRV_SIM_REJECTED:
 		return "rejected";
+	case DRV_SIM_TIMEOUT:
+		return "timed_out";
 	}
 	return "unknown";
 }
