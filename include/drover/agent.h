@@ -170,6 +170,8 @@ struct drv_agent_config {
 	const char *advertise;     /* address peers reach this node on; NULL = found */
 	const char *nvml_lib;      /* NULL = "libnvidia-ml.so.1" */
 	int64_t grace_ms;          /* default SIGTERM→SIGKILL grace; 0 = 10000 */
+	bool run_as_self;          /* every task runs as the agent's own user, whatever the
+				    * assignment's user (drover up: a single-user setup) */
 	bool quiet;                /* no log lines on stderr */
 };
 

@@ -72,7 +72,7 @@ struct drv_agent {
 	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
 	char *sysfs_root, *cgroup_parent, *fake_gpus;
 	int fake_hcas;
-	bool fake_fallback, quiet;
+	bool fake_fallback, quiet, run_as_self;
 	int64_t grace_ms;
 
 	/* the node */
@@ -435,7 +435,7 @@ static void start_task(struct drv_agent *a, json_t *j)
 			  drv_json_str(j, "container") : "", image ? image : "none");
 		goto out;
 	}
-	if (geteuid() == 0 && user && *user && strcmp(user, "root")) {
+	if (!a->run_as_self && geteuid() == 0 && user && *user && strcmp(user, "root")) {
 		int ng = (int)DRV_ARRAY_SIZE(groups);
 		if (getpwnam_r(user, &pw, pwbuf, sizeof(pwbuf), &pwp) != 0 || !pwp) {
 			fail_task(t, "user %s does not exist on node %s", user, a->name);
@@ -1271,6 +1271,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	a->fake_hcas = cfg->fake_hcas;
 	a->fake_fallback = cfg->fake_fallback;
 	a->quiet = cfg->quiet;
+	a->run_as_self = cfg->run_as_self;
 	a->grace_ms = cfg->grace_ms > 0 ? cfg->grace_ms : 10000;
 	a->heartbeat_s = 5;
 	if (gethostname(a->hostname, sizeof(a->hostname) - 1) < 0)
@@ -1329,6 +1330,15 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	if (!a->cg.enabled)
 		logf_(a, "%s", a->cg.why);
 	find_address(a);
+	{
+		struct passwd *me = getpwuid(geteuid());
+		if (a->run_as_self)
+			logf_(a, "every task runs as %s (uid %d), whoever submitted it",
+			      me ? me->pw_name : "?", (int)geteuid());
+		else if (geteuid() != 0)
+			logf_(a, "not root: every task runs as %s (uid %d)", me ? me->pw_name : "?",
+			      (int)geteuid());
+	}
 
 	if (strcmp(a->listen, "none")) {
 		char host[256];

@@ -39,7 +39,9 @@ static void usage(FILE *f)
 		"  --grace SECONDS     SIGTERM-to-SIGKILL grace when the agent stops (default 10)\n"
 		"  --sysfs-root DIR    read /sys/class/infiniband under DIR (tests)\n"
 		"  --cgroup DIR        the cgroup v2 directory to make task cgroups under\n"
-		"  --nvml-lib PATH     the NVML library to load (default libnvidia-ml.so.1)\n");
+		"  --nvml-lib PATH     the NVML library to load (default libnvidia-ml.so.1)\n"
+		"  --run-as-self       run every task as this agent's user, not the job's user\n"
+		"                      (single-user and test setups)\n");
 }
 
 static int check_labels(const char *l)
@@ -77,6 +79,10 @@ int cmd_agent(int argc, char **argv)
 		char flag[64];
 		size_t fl = eq ? (size_t)(eq - arg) : strlen(arg);
 
+		if (!strcmp(arg, "--run-as-self")) {
+			cfg.run_as_self = true;
+			continue;
+		}
 		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
 			usage(stdout);
 			return DRV_EXIT_OK;
