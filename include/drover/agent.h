@@ -73,6 +73,15 @@ struct drv_task_spec {
 	const char *nccl_socket_ifname;/* NULL or "": not set */
 	int64_t mem_limit_mib;         /* 0: none */
 	int64_t cpu_milli;             /* 0: none */
+	/* Run as another user (the agent must be root): set_user, with uid,
+	 * gid, supplementary groups, and user/home for USER, LOGNAME, HOME. */
+	bool set_user;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	int ngroups;
+	const char *user;
+	const char *home;
 };
 
 /*
