@@ -841,15 +841,6 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 	const char *p = buf, *end = buf + len;
 	bool in_directives = true;
 
-	memset(&c, 0, sizeof(c));
-	c.d = d;
-	c.time = -1;
-	c.s = drv_specset_add(set);
-	c.s->format = DRV_FMT_SBATCH;
-	c.s->api_version = drv_strdup("slurm");
-	c.s->kind = drv_strdup("BatchScript");
-	new_comp(&c, 1, 1);
-
 	if (len > DRV_SPEC_MAX_STRING) {
 		drv_diag_err(d, 0, 0, NULL, "found a script of %zu bytes, over the limit of %d", len,
 			     DRV_SPEC_MAX_STRING);
@@ -859,6 +850,15 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 		drv_diag_err(d, 0, 0, NULL, "found a NUL byte, expected a text script");
 		return DRV_EPARSE;
 	}
+	memset(&c, 0, sizeof(c));
+	c.d = d;
+	c.time = -1;
+	c.s = drv_specset_add(set);
+	c.s->format = DRV_FMT_SBATCH;
+	c.s->api_version = drv_strdup("slurm");
+	c.s->kind = drv_strdup("BatchScript");
+	new_comp(&c, 1, 1);
+
 	while (p < end && in_directives) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *q;
