@@ -1403,51 +1403,6 @@ static void resolve_priorities(struct mctx *c)
 	}
 }
 
-/*
- * YAML text is printable Unicode (YAML 1.2, 5.1): valid UTF-8 without
- * control characters other than tab, LF and CR. Checking it first gives a
- * clear line:col and keeps bytes libfyaml 0.7 mishandles (it can loop on
- * invalid UTF-8 inside a directive) away from it.
- */
-static bool check_text(const char *buf, size_t len, struct drv_diags *d)
-{
-	const unsigned char *b = (const unsigned char *)buf;
-	size_t i = 0;
-	int line = 1, col = 1;
-	while (i < len) {
-		unsigned char ch = b[i];
-		size_t n = ch < 0x80 ? 1 : (ch & 0xE0) == 0xC0 ? 2 : (ch & 0xF0) == 0xE0 ? 3
-			 : (ch & 0xF8) == 0xF0 ? 4 : 0;
-		uint32_t cp = n == 1 ? ch : n == 2 ? ch & 0x1F : n == 3 ? ch & 0x0F : ch & 0x07;
-		size_t k;
-		bool ok = n > 0 && i + n <= len;
-		for (k = 1; ok && k < n; k++) {
-			if ((b[i + k] & 0xC0) != 0x80)
-				ok = false;
-			else
-				cp = (cp << 6) | (b[i + k] & 0x3F);
-		}
-		if (ok && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-			   cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
-			ok = false;
-		if (ok && n == 1 && ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7F))
-			ok = false;
-		if (!ok) {
-			drv_diag_err(d, line, col, NULL, "found byte 0x%02x, expected UTF-8 text "
-				     "without control characters", ch);
-			return false;
-		}
-		if (ch == '\n') {
-			line++;
-			col = 1;
-		} else {
-			col++;
-		}
-		i += n;
-	}
-	return true;
-}
-
 /* 0: fine; 1: holds an alias; 2: nested deeper than the limit. */
 static int check_tree(struct fy_node *n, int depth)
 {
@@ -1487,7 +1442,9 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 	struct pgset pgs = { 0 };
 	int ndocs = 0, rc = 0, i;
 
-	if (!check_text(buf, len, d))
+	/* YAML text is printable Unicode (YAML 1.2, 5.1); checking first also keeps
+	 * bytes libfyaml 0.7 mishandles (invalid UTF-8 in a directive) away from it */
+	if (!drv_spec_check_text(buf, len, false, d))
 		return DRV_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;

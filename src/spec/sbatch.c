@@ -846,10 +846,8 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 			     DRV_SPEC_MAX_STRING);
 		return DRV_ELIMIT;
 	}
-	if (memchr(buf, '\0', len)) {
-		drv_diag_err(d, 0, 0, NULL, "found a NUL byte, expected a text script");
+	if (!drv_spec_check_text(buf, len, true, d))
 		return DRV_EPARSE;
-	}
 	memset(&c, 0, sizeof(c));
 	c.d = d;
 	c.time = -1;
