@@ -28,6 +28,13 @@ CMD_SRC := $(wildcard src/cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
+# A stand-in libnvidia-ml.so.1 with known answers (tests/nvml-standin/):
+# the nvml GPU backend's tests dlopen it through the real loader path.
+NVML_STANDIN := build/nvml-standin/libnvidia-ml.so.1
+$(NVML_STANDIN): tests/nvml-standin/nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O1 -Wall -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+
 # Build flavours: rel (the shipped binary) and asan (ASan+UBSan, tests).
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
@@ -43,7 +50,7 @@ build/$(1)/libdrover.a: $$($(1)_OBJ)
 	ar rcs $$@ $$^
 build/$(1)/drover: $$($(1)_CMD_OBJ) build/$(1)/libdrover.a
 	$$(CC) $(2) -o $$@ $$($(1)_CMD_OBJ) build/$(1)/libdrover.a $$(LIBS)
-build/$(1)/unit-tests: $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a
+build/$(1)/unit-tests: $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a | $(NVML_STANDIN)
 	$$(CC) $(2) -o $$@ $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a $$(LIBS) -lcriterion
 -include $$($(1)_OBJ:.o=.d) $$($(1)_CMD_OBJ:.o=.d) $$($(1)_UNIT_OBJ:.o=.d)
 endef

@@ -124,6 +124,20 @@ struct drv_vertex {
 	int32_t free_nodes;      /* nodes with nothing on any GPU */
 	int32_t max_node_free;   /* most free whole GPUs on one node below */
 	int32_t free_gpus_by_model[DRV_MAX_MODELS];
+
+	/* Added by core (extensions; all kept exact like the above): */
+	int32_t last_child;      /* -1 when none; children keep insertion order */
+	/*
+	 * max_free_at[l]: the most free whole GPUs under one vertex of level l
+	 * in this subtree (for l <= level: free_gpus itself). A vertex whose
+	 * path skips level l counts as its own level-l unit. So
+	 * max_free_at[nlevels-1] == max_node_free, and "does the gang fit
+	 * under one leaf below here" is one comparison.
+	 */
+	int32_t max_free_at[DRV_MAX_LEVELS];
+	int32_t max_part_free;   /* most free milli on one partly used GPU below; 0 = none */
+	int32_t max_node_gpus;   /* largest node below (any state); static */
+	int32_t nodes_all;       /* nodes below in any state; static */
 };
 
 struct drv_cluster {
@@ -141,7 +155,17 @@ struct drv_cluster {
 	struct drv_pool *pools;
 	int32_t npools;
 	size_t pcap;
+
+	/* Added by core: scratch for drv_place (no allocation per decision). */
+	int32_t *scratch;
+	size_t scratch_cap;
 };
+
+#define DRV_MAX_POOLS 64        /* pool masks are 64-bit */
+
+/* "up", "draining", "down"; parse returns -1 for anything else. */
+const char *drv_node_state_name(enum drv_node_state st);
+int drv_node_state_parse(const char *s);
 
 /* Lifecycle. init makes an empty cluster with only a root vertex named
  * name and one level "cluster". release frees everything it owns. */
@@ -155,6 +179,9 @@ void drv_cluster_release(struct drv_cluster *c);
  */
 int drv_cluster_set_levels(struct drv_cluster *c, const char *const *names, int n);
 int drv_cluster_add_vertex(struct drv_cluster *c, int32_t parent, const char *name);
+/* The same at an explicit level below the parent's (a path may skip
+ * levels: a small pool with nodes straight under it); level < node level. */
+int drv_cluster_add_vertex_at(struct drv_cluster *c, int32_t parent, const char *name, int level);
 int drv_cluster_add_pool(struct drv_cluster *c, const struct drv_pool *p); /* copies strings */
 /* Adds a node vertex under parent with ngpus GPUs of the catalog model. */
 int drv_cluster_add_node(struct drv_cluster *c, int32_t parent, const char *name,
@@ -209,8 +236,28 @@ struct drv_job {
 	int64_t runtime_estimate; /* s; 0 = unknown */
 };
 
+/* Zeroes j (no groups, gang of all tasks, no topology constraint). */
+void drv_job_init(struct drv_job *j);
 /* Frees everything the job owns (not the struct itself). */
 void drv_job_release(struct drv_job *j);
+/*
+ * Appends a task group (name copied, may be NULL) with count tasks of
+ * gpus whole GPUs each (or gpu_milli of one GPU when gpus is 0), any
+ * model, no CPU/memory request; returns it for the caller to adjust. The
+ * pointer is valid until the next add.
+ */
+struct drv_task_group *drv_job_add_group(struct drv_job *j, const char *name, int32_t count,
+					 int32_t gpus, int32_t gpu_milli);
+/* Sets the topology constraint (level copied; NULL with DRV_TOPO_NONE). */
+void drv_job_set_topology(struct drv_job *j, enum drv_topo_mode mode, const char *level);
+/* Appends an allowed region (copied). */
+void drv_job_add_region(struct drv_job *j, const char *region);
+/* Whole GPUs the job holds (fractional tasks count 0). */
+int64_t drv_job_whole_gpus(const struct drv_job *j);
+/* Checks the job is well-formed (counts > 0, gpus <= 64, milli in 1..999
+ * when fractional, model in catalog); 0 or DRV_EINVAL with a one-line
+ * explanation in why. */
+int drv_job_check(const struct drv_job *j, char *why, size_t whysz);
 /* Deep copy; dst is overwritten. */
 void drv_job_copy(struct drv_job *dst, const struct drv_job *src);
 /* Total tasks over all groups. */
@@ -253,8 +300,29 @@ struct drv_place_opts {
 	const int32_t *mix_milli;
 	const double *mix_weight;
 	int32_t nmix;
-	/* Pools the job may use (bitmask by pool index; 0 = all allowed). */
+	/* Pools the job may use (bitmask by pool index; 0 = all allowed). The
+	 * job's own regions restrict further. */
 	uint64_t pool_mask;
+	/* Optional: filled on failure with the kind and numbers behind the
+	 * reason (NULL = not wanted). */
+	struct drv_place_info *info;
+};
+
+enum drv_place_why {
+	DRV_WHY_NONE = 0,
+	DRV_WHY_INVALID,   /* malformed job, unknown level, task bigger than any node */
+	DRV_WHY_REGION,    /* no pool in the allowed regions / pool mask */
+	DRV_WHY_MODEL,     /* not enough free GPUs of the model asked for */
+	DRV_WHY_CAPACITY,  /* not enough free GPUs (or milli-GPUs) in total */
+	DRV_WHY_TOPOLOGY,  /* enough free in total, not under one required vertex */
+	DRV_WHY_FRAGMENTED /* enough free, but not on nodes that fit each task */
+};
+
+struct drv_place_info {
+	enum drv_place_why why;
+	int64_t need;      /* GPUs (or milli-GPUs for fractional-only jobs) asked for */
+	int64_t have;      /* the best the cluster offers now, same unit */
+	bool never;        /* cannot fit even on an empty cluster */
 };
 
 /*
@@ -266,6 +334,38 @@ struct drv_place_opts {
 int drv_place(const struct drv_cluster *c, const struct drv_job *job,
 	      const struct drv_place_opts *opts, struct drv_placement *out,
 	      char *reason, size_t reasonsz);
+/*
+ * How drv_place treats c: it marks tentative tasks in c's usage while it
+ * searches and restores every field exactly before it returns, so c is
+ * unchanged afterwards but must not be used by another thread meanwhile.
+ * opts may be NULL (best-fit, every pool). reason may be NULL.
+ *
+ * Semantics: the whole job or nothing (gang_min is not used by placement:
+ * every task is placed); a task never spans nodes; with a required level
+ * every task lies under one vertex of that level ("nvlink-domain" is the
+ * cluster's NVLink level, the node on HGX); a preferred level is kept when
+ * possible. Whole-GPU tasks take GPUs with nothing on them; fractional
+ * tasks go to the partly used GPU of the right model that fits best, else
+ * a free one. Among subtrees that can hold the gang the smallest is used,
+ * best-fit among siblings, then nodes are packed best-fit.
+ */
+
+/*
+ * Cheap necessary test, O(groups + pools): 0 when the aggregates say the
+ * job may fit now (drv_place may still fail), DRV_ENOSPACE when it surely
+ * does not. For skipping hopeless jobs in a scheduling pass.
+ */
+int drv_place_may_fit(const struct drv_cluster *c, const struct drv_job *job,
+		      const struct drv_place_opts *opts);
+/*
+ * 0 when the job could fit if every up node were empty; DRV_ENOSPACE with
+ * a reason when it never can (larger than the cluster or than any vertex of
+ * its required level, a task larger than any node, no GPUs of its model,
+ * no pool in its regions). Not for the hot path (may visit every vertex
+ * of the required level).
+ */
+int drv_place_check_static(const struct drv_cluster *c, const struct drv_job *job,
+			   const struct drv_place_opts *opts, char *reason, size_t reasonsz);
 
 /* Applies / undoes a placement; release restores the exact prior state. */
 void drv_cluster_commit(struct drv_cluster *c, const struct drv_placement *p);
@@ -277,5 +377,12 @@ void drv_cluster_uncommit(struct drv_cluster *c, const struct drv_placement *p);
  */
 size_t drv_placement_format(const struct drv_cluster *c, const struct drv_placement *p,
 			    char *buf, size_t bufsz);
+/*
+ * Parses the format above back (node names looked up in c; every task of
+ * it gets the given milli/memory per GPU and no CPU/memory). 0 or
+ * DRV_EINVAL. For tests and trace replays.
+ */
+int drv_placement_parse(const struct drv_cluster *c, const char *s, int32_t gpu_milli,
+			struct drv_placement *out);
 
 #endif

@@ -1,13 +1,10 @@
 /*
- * apply.c: placeholder for 'drover apply' until its issue lands.
+ * apply.c: 'drover apply', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_apply(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover apply: not built yet\n");
-	return 1;
+	return drv_client_cmd_apply(argc, argv);
 }

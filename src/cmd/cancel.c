@@ -1,13 +1,10 @@
 /*
- * cancel.c: placeholder for 'drover cancel' until its issue lands.
+ * cancel.c: 'drover cancel', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_cancel(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover cancel: not built yet\n");
-	return 1;
+	return drv_client_cmd_cancel(argc, argv);
 }

@@ -1,13 +1,10 @@
 /*
- * describe.c: placeholder for 'drover describe' until its issue lands.
+ * describe.c: 'drover describe', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_describe(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover describe: not built yet\n");
-	return 1;
+	return drv_client_cmd_describe(argc, argv);
 }

@@ -1,13 +1,10 @@
 /*
- * get.c: placeholder for 'drover get' until its issue lands.
+ * get.c: 'drover get', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_get(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover get: not built yet\n");
-	return 1;
+	return drv_client_cmd_get(argc, argv);
 }

@@ -1,13 +1,10 @@
 /*
- * logs.c: placeholder for 'drover logs' until its issue lands.
+ * logs.c: 'drover logs', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_logs(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover logs: not built yet\n");
-	return 1;
+	return drv_client_cmd_logs(argc, argv);
 }

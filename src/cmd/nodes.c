@@ -1,13 +1,10 @@
 /*
- * nodes.c: placeholder for 'drover nodes' until its issue lands.
+ * nodes.c: 'drover nodes', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_nodes(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover nodes: not built yet\n");
-	return 1;
+	return drv_client_cmd_nodes(argc, argv);
 }

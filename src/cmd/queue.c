@@ -1,13 +1,10 @@
 /*
- * queue.c: placeholder for 'drover queue' until its issue lands.
+ * queue.c: 'drover queue', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_queue(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover queue: not built yet\n");
-	return 1;
+	return drv_client_cmd_queue(argc, argv);
 }

@@ -1,13 +1,10 @@
 /*
- * submit.c: placeholder for 'drover submit' until its issue lands.
+ * submit.c: 'drover submit', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_submit(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover submit: not built yet\n");
-	return 1;
+	return drv_client_cmd_submit(argc, argv);
 }

@@ -1,13 +1,10 @@
 /*
- * top.c: placeholder for 'drover top' until its issue lands.
+ * top.c: 'drover top', a thin entry into the client (src/client/).
  */
+#include "drover/client.h"
 #include "drover/cmd.h"
-#include <stdio.h>
 
 int cmd_top(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover top: not built yet\n");
-	return 1;
+	return drv_client_cmd_top(argc, argv);
 }

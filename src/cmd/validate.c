@@ -1,13 +1,269 @@
 /*
- * validate.c: placeholder for 'drover validate' until the scheduling-core work lands.
+ * validate.c: 'drover validate [--json] FILE': reads a cluster file (or,
+ * from the specs issue, a job file; told apart by content) and either
+ * prints what is wrong (file:line:col, exit 2) or a summary of it: pools,
+ * nodes, GPUs by model, NVLink domains; --json prints the same as one JSON
+ * object with the GPU total as a plain integer.
+ *
+ * First version by core (cluster files); the spec engineer extends it to
+ * job files.
  */
+#include "drover/clusterfile.h"
 #include "drover/cmd.h"
+#include "drover/common.h"
+#include "drover/diag.h"
+#include "drover/model.h"
+
+#include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: drover validate [--json] FILE\n"
+		   "  Checks a cluster file and prints a summary (pools, nodes, GPUs by model,\n"
+		   "  NVLink domains), or every error as file:line:col (exit 2).\n"
+		   "  --json   print the summary as JSON\n");
+}
+
+static char *read_all(const char *path, size_t *lenp, int *err)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, got;
+
+	*err = 0;
+	if (!f) {
+		*err = errno;
+		return NULL;
+	}
+	do {
+		DRV_GROW(buf, len + 65537, cap);
+		got = fread(buf + len, 1, cap - len - 1, f);
+		len += got;
+	} while (got > 0 && len < ((size_t)256 << 20));
+	if (ferror(f))
+		*err = errno ? errno : EIO;
+	if (f != stdin)
+		fclose(f);
+	buf[len] = 0;
+	*lenp = len;
+	return buf;
+}
+
+struct summary {
+	int64_t gpus, gpus_up;
+	int32_t nodes_by_state[3];
+	int64_t by_model[DRV_MAX_MODELS];
+	int32_t domains, dom_min, dom_max;
+	int32_t *pool_nodes;
+	int64_t *pool_gpus;
+};
+
+static void summarize(const struct drv_cluster *c, struct summary *s)
+{
+	int32_t *dom_gpus = drv_calloc((size_t)c->nvertices, sizeof(int32_t));
+	int32_t i;
+
+	memset(s, 0, sizeof(*s));
+	s->pool_nodes = drv_calloc((size_t)c->npools + 1, sizeof(int32_t));
+	s->pool_gpus = drv_calloc((size_t)c->npools + 1, sizeof(int64_t));
+	for (i = 0; i < c->nnodes; i++) {
+		const struct drv_node *n = &c->nodes[i];
+		s->gpus += n->ngpus;
+		if (n->state == DRV_NODE_UP)
+			s->gpus_up += n->ngpus;
+		s->nodes_by_state[n->state]++;
+		if (n->model >= 0)
+			s->by_model[n->model] += n->ngpus;
+		if (n->pool >= 0) {
+			s->pool_nodes[n->pool]++;
+			s->pool_gpus[n->pool] += n->ngpus;
+		}
+		if (n->ngpus > 0)
+			dom_gpus[n->nvl_domain] += n->ngpus;
+	}
+	s->dom_min = -1;
+	for (i = 0; i < c->nvertices; i++)
+		if (dom_gpus[i] > 0) {
+			s->domains++;
+			if (s->dom_min < 0 || dom_gpus[i] < s->dom_min)
+				s->dom_min = dom_gpus[i];
+			if (dom_gpus[i] > s->dom_max)
+				s->dom_max = dom_gpus[i];
+		}
+	if (s->dom_min < 0)
+		s->dom_min = 0;
+	drv_free(dom_gpus);
+}
+
+static const char *nvl_name(const struct drv_cluster *c)
+{
+	return c->nvl_level >= 0 ? c->levels[c->nvl_level] : "node";
+}
+
+static void print_text(const char *path, const struct drv_cluster *c, const struct summary *s)
+{
+	int32_t i, l;
+
+	printf("%s: cluster %s is valid\n", path, c->name);
+	printf("  levels: ");
+	for (l = 0; l < c->nlevels; l++)
+		printf("%s%s", l ? " > " : "", c->levels[l]);
+	printf("\n  pools: %d\n", (int)c->npools);
+	for (i = 0; i < c->npools; i++) {
+		const struct drv_pool *p = &c->pools[i];
+		printf("    %-14s %-8s %-14s $%.2f/GPU-h%s%s  %d nodes, %lld GPUs", p->name, p->provider,
+		       *p->region ? p->region : "-", p->price_micro_per_gpu_hour / 1e6,
+		       p->spot ? "  spot" : "", p->elastic ? "  elastic" : "",
+		       (int)s->pool_nodes[i], (long long)s->pool_gpus[i]);
+		if (p->elastic && p->max_nodes)
+			printf(" (up to %d nodes)", (int)p->max_nodes);
+		printf("\n");
+	}
+	printf("  nodes: %d", (int)c->nnodes);
+	if (s->nodes_by_state[DRV_NODE_DRAINING] || s->nodes_by_state[DRV_NODE_DOWN])
+		printf(" (%d up, %d draining, %d down)", (int)s->nodes_by_state[DRV_NODE_UP],
+		       (int)s->nodes_by_state[DRV_NODE_DRAINING], (int)s->nodes_by_state[DRV_NODE_DOWN]);
+	printf("\n  GPUs: %lld\n", (long long)s->gpus);
+	for (i = 0; i < drv_gpu_model_count(); i++)
+		if (s->by_model[i])
+			printf("    %-16s %lld\n", drv_gpu_model_at(i)->id, (long long)s->by_model[i]);
+	printf("  NVLink domains: %d (level %s, ", (int)s->domains, nvl_name(c));
+	if (s->dom_min == s->dom_max)
+		printf("%d GPUs each)\n", (int)s->dom_max);
+	else
+		printf("%d to %d GPUs)\n", (int)s->dom_min, (int)s->dom_max);
+}
+
+static void print_json(const struct drv_cluster *c, const struct summary *s)
+{
+	json_t *o = json_object(), *levels = json_array(), *pools = json_array();
+	json_t *models = json_object(), *nodes = json_object();
+	int32_t i, l;
+	char *txt;
+
+	for (l = 0; l < c->nlevels; l++)
+		json_array_append_new(levels, json_string(c->levels[l]));
+	for (i = 0; i < c->npools; i++) {
+		const struct drv_pool *p = &c->pools[i];
+		json_t *po = json_object();
+		json_object_set_new(po, "name", json_string(p->name));
+		json_object_set_new(po, "provider", json_string(p->provider));
+		json_object_set_new(po, "region", json_string(p->region));
+		json_object_set_new(po, "price_per_gpu_hour",
+				    json_real((double)p->price_micro_per_gpu_hour / 1e6));
+		json_object_set_new(po, "spot", json_boolean(p->spot));
+		json_object_set_new(po, "elastic", json_boolean(p->elastic));
+		json_object_set_new(po, "max_nodes", json_integer(p->max_nodes));
+		json_object_set_new(po, "nodes", json_integer(s->pool_nodes[i]));
+		json_object_set_new(po, "gpus", json_integer(s->pool_gpus[i]));
+		json_array_append_new(pools, po);
+	}
+	for (i = 0; i < drv_gpu_model_count(); i++)
+		if (s->by_model[i])
+			json_object_set_new(models, drv_gpu_model_at(i)->id, json_integer(s->by_model[i]));
+	json_object_set_new(nodes, "total", json_integer(c->nnodes));
+	json_object_set_new(nodes, "up", json_integer(s->nodes_by_state[DRV_NODE_UP]));
+	json_object_set_new(nodes, "draining", json_integer(s->nodes_by_state[DRV_NODE_DRAINING]));
+	json_object_set_new(nodes, "down", json_integer(s->nodes_by_state[DRV_NODE_DOWN]));
+
+	json_object_set_new(o, "kind", json_string("Cluster"));
+	json_object_set_new(o, "name", json_string(c->name));
+	json_object_set_new(o, "valid", json_true());
+	json_object_set_new(o, "levels", levels);
+	json_object_set_new(o, "pools", pools);
+	json_object_set_new(o, "nodes", nodes);
+	json_object_set_new(o, "gpus", json_integer(s->gpus));
+	json_object_set_new(o, "gpus_by_model", models);
+	{
+		json_t *d = json_object();
+		json_object_set_new(d, "level", json_string(nvl_name(c)));
+		json_object_set_new(d, "count", json_integer(s->domains));
+		json_object_set_new(d, "min_gpus", json_integer(s->dom_min));
+		json_object_set_new(d, "max_gpus", json_integer(s->dom_max));
+		json_object_set_new(o, "nvlink_domains", d);
+	}
+	txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	printf("%s\n", txt);
+	free(txt);
+	json_decref(o);
+}
+
+static int validate_cluster(const char *path, const char *buf, size_t len, bool json)
+{
+	struct drv_cluster c;
+	struct drv_diags d;
+	struct summary s;
+	int rc;
+
+	drv_diags_init(&d, path);
+	rc = drv_cluster_load_buffer(buf, len, &c, &d);
+	if (rc) {
+		drv_diags_print(&d, stderr);
+		drv_diags_release(&d);
+		return DRV_EXIT_USAGE;
+	}
+	drv_diags_print(&d, stderr); /* warnings, if any */
+	drv_diags_release(&d);
+	summarize(&c, &s);
+	if (json)
+		print_json(&c, &s);
+	else
+		print_text(path, &c, &s);
+	drv_free(s.pool_nodes);
+	drv_free(s.pool_gpus);
+	drv_cluster_release(&c);
+	return DRV_EXIT_OK;
+}
 
 int cmd_validate(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "drover validate: not built yet\n");
-	return 1;
+	const char *path = NULL;
+	bool json = false;
+	char *buf;
+	size_t len;
+	int i, e, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return DRV_EXIT_OK;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "drover validate: unknown option %s\n", argv[i]);
+			usage(stderr);
+			return DRV_EXIT_USAGE;
+		} else if (!path)
+			path = argv[i];
+		else {
+			fprintf(stderr, "drover validate: one file at a time (got %s and %s)\n", path,
+				argv[i]);
+			return DRV_EXIT_USAGE;
+		}
+	}
+	if (!path) {
+		usage(stderr);
+		return DRV_EXIT_USAGE;
+	}
+	buf = read_all(path, &len, &e);
+	if (!buf || e) {
+		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(e ? e : EIO));
+		drv_free(buf);
+		return DRV_EXIT_USAGE;
+	}
+	if (drv_cluster_file_sniff(buf, len)) {
+		rc = validate_cluster(path, buf, len, json);
+	} else {
+		/* NEEDSWORK(spec): job files (Kubernetes, Slurm, drover JSON) go here. */
+		fprintf(stderr,
+			"%s:1:1: error: not a cluster file (no top-level 'kind: Cluster'); job files are not validated yet\n",
+			path);
+		rc = DRV_EXIT_USAGE;
+	}
+	drv_free(buf);
+	return rc;
 }

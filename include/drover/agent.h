@@ -1,0 +1,192 @@
+/*
+ * agent.h: the node agent (src/agent/). Owned by the agent engineer.
+ *
+ * Three parts, bottom up:
+ *   - cgroups (src/agent/cgroup.c): where task cgroups go, and whether
+ *     cgroup v2 memory/CPU limits can be applied on this machine at all;
+ *   - the launcher (src/agent/launch.c): one task = one process group in
+ *     its own session, its environment built from the placement, stdout and
+ *     stderr to files, limits, termination with a grace period, exact exit
+ *     status and OOM detection;
+ *   - the agent (src/agent/agent.c): registers with the controller, sends
+ *     heartbeats, long-polls for assignments, launches and stops tasks,
+ *     reports them, and serves /metrics. drover agent runs it in the
+ *     foreground; drover up runs it on threads next to the controller with
+ *     drv_agent_start / drv_agent_stop.
+ */
+#ifndef DROVER_AGENT_H
+#define DROVER_AGENT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "drover/gpu.h"
+
+/* ---------------------------------------------------------------------------
+ * cgroup v2
+ */
+struct drv_cgroup {
+	bool enabled;           /* limits are applied */
+	bool has_cpu;           /* the cpu controller is there too */
+	char base[PATH_MAX];    /* task cgroups are made as <base>/task-<id> */
+	char why[512];          /* when !enabled: a sentence saying why */
+};
+
+/*
+ * Finds a cgroup v2 tree this process may write to and that offers the
+ * memory controller: parent if given (a cgroup directory), else the
+ * agent's own cgroup. Enables memory (and cpu) for a "drover-tasks" child,
+ * moving the agent into a "drover-agent" leaf first when cgroup v2's
+ * no-internal-process rule asks for it. Never fails: when limits cannot be
+ * applied, cg->enabled is false and cg->why says why.
+ */
+void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent);
+
+/* ---------------------------------------------------------------------------
+ * Launching one task.
+ */
+struct drv_task_spec {
+	const char *job_id;
+	const char *task_id;           /* unique on the node: "<job>.<index>" */
+	char *const *argv;             /* NULL-terminated; argv[0] looked up in PATH */
+	const char *script;            /* instead of argv: a script body run by /bin/sh
+					* (or its #! line), written to a file first */
+	char *const *env;              /* the job's own "K=V" (NULL-terminated, or NULL) */
+	const char *workdir;           /* NULL: the task's log directory */
+	const char *log_dir;           /* <log_dir>/<task_id>.out, .err (and .script) */
+	const char *node_name;
+	const char *image;             /* recorded as DROVER_IMAGE; may be NULL */
+	int gpus[DRV_GPU_MAX];         /* GPU indexes on this node */
+	int ngpus;
+	int rank, world_size;          /* global */
+	int local_rank, local_world_size;
+	int node_rank, nnodes;
+	const char *master_addr;
+	int master_port;
+	/* Address of each rank's node, rank order (world_size of them), for
+	 * TF_CONFIG; NULL: every rank at master_addr. */
+	const char *const *rank_addrs;
+	const char *nccl_ib_hca;       /* HCAs for NCCL_IB_HCA; NULL or "" = none */
+	const char *nccl_socket_ifname;/* NULL or "": not set */
+	int64_t mem_limit_mib;         /* 0: none */
+	int64_t cpu_milli;             /* 0: none */
+};
+
+/*
+ * Builds the task's environment: a few variables from the agent's own
+ * (PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, TZ, TMPDIR,
+ * LD_LIBRARY_PATH), drover's (DROVER_JOB_ID, DROVER_TASK_ID, DROVER_NODE,
+ * DROVER_IMAGE), the GPUs (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES),
+ * PyTorch's, JAX's, TensorFlow's and NCCL's, then the job's own env on top
+ * (a job's NCCL_IB_DISABLE=0 wins). Returns a NULL-terminated array of
+ * malloc'd "K=V" strings; free with drv_env_free.
+ */
+char **drv_task_env(const struct drv_task_spec *t);
+void drv_env_free(char **env);
+/* Value of key in a "K=V" array, or NULL. */
+const char *drv_env_get(char *const *env, const char *key);
+
+enum drv_proc_state {
+	DRV_PROC_RUNNING = 0,
+	DRV_PROC_EXITED = 1,    /* exit_code / signal are set */
+	DRV_PROC_FAILED = 2,    /* never started: error says why */
+};
+
+struct drv_proc {
+	pid_t pid;                /* also the process group and session id */
+	enum drv_proc_state state;
+	int exit_code;            /* when it exited normally, else -1 */
+	int signal;               /* the signal that ended it, else 0 */
+	bool oom_killed;          /* the kernel's OOM killer ended it (cgroup memory.events) */
+	bool terminating;         /* SIGTERM was sent */
+	int64_t started_ms, ended_ms;
+	int64_t kill_at_ms;       /* when SIGKILL follows SIGTERM */
+	char cgroup[PATH_MAX];    /* "" when none */
+	char error[512];          /* why it failed to start */
+	char stdout_path[PATH_MAX];
+	char stderr_path[PATH_MAX];
+};
+
+/*
+ * Starts t as a new session and process group: fork, then in the child
+ * only async-signal-safe calls (setsid, joining the cgroup, chdir, dup2,
+ * execve). argv and env are passed as given: no shell sees them. On
+ * failure to start (command not found, exec error, bad workdir) returns a
+ * negative drv_err, p->state is DRV_PROC_FAILED and p->error says why.
+ * cg may be NULL or disabled: then no limits, and that is not an error.
+ * now_ms is the caller's monotonic clock.
+ */
+int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
+		   const struct drv_cgroup *cg, int64_t now_ms);
+
+/*
+ * Checks whether the task ended (no waiting). Returns 1 when it has (state
+ * EXITED, exit_code/signal/oom_killed set, its leftover group members
+ * killed), 0 while it runs. Sends the pending SIGKILL when the grace
+ * period has passed.
+ */
+int drv_proc_poll(struct drv_proc *p, int64_t now_ms);
+
+/* SIGTERM to the whole process group now, SIGKILL after grace_ms (0:
+ * SIGKILL at once). Repeated calls keep the earlier deadline. */
+void drv_proc_terminate(struct drv_proc *p, int64_t grace_ms, int64_t now_ms);
+
+/* Removes the task's cgroup once it is empty; call after it ended. */
+void drv_proc_cleanup(struct drv_proc *p);
+
+/* "SIGKILL" for 9, ...; "SIG<n>" for others (buf used then). */
+const char *drv_signal_name(int sig, char *buf, size_t bufsz);
+
+/* A monotonic clock in milliseconds. */
+int64_t drv_now_ms(void);
+
+/* ---------------------------------------------------------------------------
+ * The agent.
+ */
+struct drv_agent_config {
+	const char *server_url;    /* "http://127.0.0.1:8080" */
+	const char *token;         /* the cluster's agent token */
+	const char *name;          /* node name */
+	const char *listen;        /* /metrics "ADDR:PORT"; NULL = "0.0.0.0:9400"; "none" = off */
+	const char *fake_gpus;     /* "8xH100": the fake backend; NULL = nvml */
+	bool fake_fallback;        /* nvml missing: use 8xH100 fake and say so (drover up) */
+	int fake_hcas;             /* with fake GPUs: this many fake HCAs (default 0) */
+	const char *labels;        /* "k=v,k=v" */
+	const char *state_dir;     /* task logs and scripts; NULL = $XDG_STATE_HOME/drover/agent-<name> */
+	const char *sysfs_root;    /* NULL = "/" (tests point it at a tree of their own) */
+	const char *cgroup_parent; /* NULL = the agent's own cgroup */
+	const char *advertise;     /* address peers reach this node on; NULL = found */
+	const char *nvml_lib;      /* NULL = "libnvidia-ml.so.1" */
+	int64_t grace_ms;          /* default SIGTERM→SIGKILL grace; 0 = 10000 */
+	bool quiet;                /* no log lines on stderr */
+};
+
+struct drv_agent;
+
+/*
+ * Opens the GPUs, HCAs and cgroups, starts the /metrics listener and the
+ * protocol loop on threads of its own, and returns. On failure (no NVML
+ * and no fake, bad --listen, ...) returns a negative drv_err with a
+ * sentence in err and *out is NULL. cfg's strings are copied.
+ */
+int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, char *err,
+		    size_t errsz);
+
+/* Stops the loop, terminates running tasks (SIGTERM, grace, SIGKILL) and
+ * reports them, stops the listener and frees a. NULL is a no-op. */
+void drv_agent_stop(struct drv_agent *a);
+
+/* The /metrics port actually bound (useful with port 0), or 0. */
+int drv_agent_metrics_port(const struct drv_agent *a);
+
+/*
+ * Renders the agent's /metrics text (dcgm-exporter's GPU series, drover_
+ * HCA and task series) at now_ms into w. Exposed for tests and the bench.
+ */
+struct drv_prom;
+void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t now_ms);
+
+#endif

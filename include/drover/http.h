@@ -1,0 +1,228 @@
+/*
+ * http.h: drover's thin HTTP layer (src/http/). Owned by the server
+ * engineer (issue 6); used by the controller, the agent and the client.
+ *
+ * Server side (src/http/server.c): a table of routes over libmicrohttpd.
+ * A route is one row: method, path pattern, handler. A pattern is a path
+ * whose segments may be "{}" to capture that segment: "/v1/jobs/{}/cancel".
+ * The server runs one thread per connection, so a handler may block
+ * (long-poll) and a streamed reply (SSE) may wait in its reader callback.
+ * A path that matches a pattern with another method gets 405 with Allow; no
+ * match gets 404; both in the error shape of docs/api.md.
+ *
+ * Client side (src/http/client.c): one connection handle over a libcurl
+ * easy handle (keep-alive), bearer token, JSON helpers, long-poll with a
+ * per-request timeout, and a Server-Sent Events reader. A handle is used by
+ * one thread at a time.
+ *
+ * JSON is jansson's json_t throughout; "consumes" means the function takes
+ * the caller's reference.
+ */
+#ifndef DROVER_HTTP_H
+#define DROVER_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+#include "drover/common.h"
+
+/* ---------------------------------------------------------------------------
+ * Server
+ */
+
+#define DRV_HTTP_MAX_BODY (16u << 20)  /* request bodies over this: 413 */
+#define DRV_HTTP_MAX_PARAMS 4          /* "{}" captures per pattern */
+
+struct drv_http_req;   /* opaque: valid during the handler call only */
+
+/*
+ * A reply the handler fills. Defaults: status 200, no body. Set it with the
+ * helpers below; each replaces any body set before.
+ */
+struct drv_http_resp {
+	int status;
+	char *body;                 /* owned; freed by the server */
+	size_t len;
+	char content_type[96];
+	char *headers;              /* owned; "Name: value\n" lines, or NULL */
+	/* streamed body (SSE): called until it returns < 0; may block */
+	ssize_t (*stream)(void *cls, char *buf, size_t max);
+	void *stream_cls;
+	void (*stream_free)(void *cls);
+};
+
+/*
+ * A handler returns 0 (the reply is in resp) or a negative drv_err, which
+ * the server turns into a 500 "internal" error reply unless resp->status
+ * was already set to an error (>= 400) with a body.
+ */
+typedef int (*drv_http_handler)(struct drv_http_req *req, struct drv_http_resp *resp,
+				void *ctx);
+
+struct drv_http_route {
+	const char *method;        /* "GET", "POST", ... */
+	const char *pattern;       /* "/v1/jobs/{}" */
+	drv_http_handler fn;
+	unsigned flags;            /* the caller's, passed to the filter */
+};
+
+/*
+ * Called before every matched handler; returning non-zero stops the request
+ * with whatever it set in resp (e.g. 401). NULL: no filter.
+ */
+typedef int (*drv_http_filter)(struct drv_http_req *req, const struct drv_http_route *route,
+			       struct drv_http_resp *resp, void *ctx);
+
+struct drv_http_server;
+
+/*
+ * Starts listening on addr ("127.0.0.1:8080", "0.0.0.0:8080", ":8080",
+ * port 0 picks a free one) and serving routes (an array ending with a row
+ * whose method is NULL; it must outlive the server). ctx is passed to every
+ * handler. Returns 0 and *out, or DRV_EINVAL (bad address), DRV_EIO (cannot
+ * bind: errmsg says why, errmsg may be NULL).
+ */
+int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
+			  drv_http_filter filter, void *ctx, struct drv_http_server **out,
+			  char *errmsg, size_t errsz);
+/* The port it listens on (useful with port 0). */
+int drv_http_server_port(const struct drv_http_server *s);
+/* Stops accepting, waits for handlers to return, frees. NULL is a no-op. */
+void drv_http_server_stop(struct drv_http_server *s);
+
+/* Parses "ADDR:PORT" (ADDR may be empty = all, or "localhost"). */
+int drv_http_parse_addr(const char *s, char *host, size_t hostsz, int *port);
+
+/* --- the request (valid during the handler call) --- */
+const char *drv_http_req_method(const struct drv_http_req *r);
+const char *drv_http_req_path(const struct drv_http_req *r);
+/* i-th "{}" capture of the pattern, URL-decoded; NULL when absent. */
+const char *drv_http_req_param(const struct drv_http_req *r, int i);
+/* Query argument (URL-decoded) or NULL. */
+const char *drv_http_req_query(const struct drv_http_req *r, const char *name);
+/* Header (case-insensitive name) or NULL. */
+const char *drv_http_req_header(const struct drv_http_req *r, const char *name);
+/* Body bytes (NUL-terminated for convenience) and length. */
+const char *drv_http_req_body(const struct drv_http_req *r, size_t *len);
+/* The peer's IP address as text ("127.0.0.1"). */
+const char *drv_http_req_peer(const struct drv_http_req *r);
+/* The matched route (NULL in the filter of an unmatched path: never called). */
+const struct drv_http_route *drv_http_req_route(const struct drv_http_req *r);
+/* Per-request slot for the filter to hand data to the handler (e.g. the
+ * authenticated user). Not freed by the server. */
+void drv_http_req_set_user(struct drv_http_req *r, void *p);
+void *drv_http_req_user(const struct drv_http_req *r);
+/*
+ * Parses the body as JSON. Returns a new reference, or NULL after setting
+ * resp to 400 "invalid" with jansson's message (line:column).
+ */
+json_t *drv_http_req_json(const struct drv_http_req *r, struct drv_http_resp *resp);
+/*
+ * Query argument as an integer in [min, max]; def when absent. Returns 0,
+ * or DRV_EINVAL after setting resp to 400.
+ */
+int drv_http_req_query_int(const struct drv_http_req *r, const char *name, int64_t def,
+			   int64_t min, int64_t max, int64_t *out, struct drv_http_resp *resp);
+
+/* --- the reply --- */
+/* status with the compact dump of obj (consumes obj; NULL gives "{}"). */
+void drv_http_resp_json(struct drv_http_resp *resp, int status, json_t *obj);
+/* status with raw bytes (copied) of the given content type. */
+void drv_http_resp_bytes(struct drv_http_resp *resp, int status, const char *ctype,
+			 const void *data, size_t len);
+/*
+ * The error shape: {"error":{"code":code,"message":msg,"details":[…]}}.
+ * details may be NULL (empty array) and is consumed.
+ */
+void drv_http_resp_error(struct drv_http_resp *resp, int status, const char *code,
+			 json_t *details, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Adds a header line to the reply. */
+void drv_http_resp_header(struct drv_http_resp *resp, const char *name, const char *value);
+/* A streamed reply (SSE). fn fills buf and returns bytes (0 = nothing yet,
+ * it is called again) or -1 at the end; free_fn(cls) runs after. */
+void drv_http_resp_stream(struct drv_http_resp *resp, int status, const char *ctype,
+			  ssize_t (*fn)(void *cls, char *buf, size_t max), void *cls,
+			  void (*free_fn)(void *cls));
+
+/* ---------------------------------------------------------------------------
+ * Client
+ */
+
+struct drv_http_client {
+	char *base;            /* "http://127.0.0.1:8080", no trailing slash */
+	char *token;           /* bearer token or NULL */
+	long timeout_ms;       /* per request, default 30000; 0 = none */
+	long connect_timeout_ms; /* default 5000 */
+	void *curl;            /* CURL * */
+	void *hdrs;            /* internal */
+	char err[512];         /* last transport error, for a person */
+};
+
+struct drv_http_reply {
+	long status;           /* 0 when no reply came */
+	char *body;            /* NUL-terminated, owned */
+	size_t len;
+	char *headers;         /* raw header lines, owned */
+};
+
+/* base is copied (a trailing '/' is dropped); token may be NULL. */
+void drv_http_client_init(struct drv_http_client *c, const char *base, const char *token);
+void drv_http_client_release(struct drv_http_client *c);
+
+void drv_http_reply_init(struct drv_http_reply *r);
+void drv_http_reply_release(struct drv_http_reply *r);
+/* A header of the reply (case-insensitive name), copied into buf; NULL when absent. */
+const char *drv_http_reply_header(const struct drv_http_reply *r, const char *name,
+				  char *buf, size_t bufsz);
+
+/*
+ * One request: method, path (with query, appended to base), an optional body
+ * of ctype. Returns 0 when any HTTP reply came (look at out->status), or
+ * DRV_ECONN / DRV_ETIMEDOUT with c->err set to a line such as "cannot reach
+ * drover at http://127.0.0.1:8080: connection refused". timeout_ms < 0 uses
+ * c->timeout_ms.
+ */
+int drv_http_request(struct drv_http_client *c, const char *method, const char *path,
+		     const char *ctype, const void *body, size_t len, long timeout_ms,
+		     struct drv_http_reply *out);
+
+/*
+ * JSON request: body (may be NULL; not consumed) is sent as application/json;
+ * on any reply, *status is set and *reply gets the parsed JSON body (new
+ * reference; NULL when the body is not JSON). Returns as drv_http_request.
+ */
+int drv_http_json(struct drv_http_client *c, const char *method, const char *path,
+		  json_t *body, long timeout_ms, long *status, json_t **reply);
+
+/*
+ * The message of an error reply in the shape of docs/api.md (or the raw
+ * body), copied into buf; always returns buf.
+ */
+const char *drv_http_error_message(const struct drv_http_reply *r, char *buf, size_t bufsz);
+
+/*
+ * Server-Sent Events: GETs path with Accept: text/event-stream and calls
+ * fn(event, id, data, cls) for each event (event "message" when unnamed;
+ * id "" when none). fn returns 0 to go on, non-zero to stop (then this
+ * returns 0). Returns DRV_ECONN/DRV_ETIMEDOUT as drv_http_request, DRV_EIO
+ * when the status is not 200 (c->err says it). timeout_ms 0: none.
+ */
+int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
+		 int (*fn)(const char *event, const char *id, const char *data, void *cls),
+		 void *cls);
+
+/* Percent-encodes s for a query value or path segment into a new string. */
+char *drv_http_escape(const char *s);
+
+/* --- JSON helpers (NULL-safe reads) --- */
+const char *drv_json_str(const json_t *obj, const char *key);     /* NULL if absent/not string */
+int64_t drv_json_int(const json_t *obj, const char *key, int64_t def);
+double drv_json_num(const json_t *obj, const char *key, double def);
+int drv_json_bool(const json_t *obj, const char *key, int def);
+/* Compact dump; caller frees. */
+char *drv_json_dump(const json_t *j);
+
+#endif

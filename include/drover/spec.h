@@ -1,0 +1,279 @@
+/*
+ * spec.h: job files in, job model out (src/spec, owned by the spec work,
+ * issue 5). drover reads a job as it is already written:
+ *
+ *   - Kubernetes manifests (YAML or JSON, multi-document streams): v1 Pod,
+ *     batch/v1 Job, Volcano Job and PodGroup, Kubeflow PyTorchJob,
+ *     PriorityClass, and the v1 List wrapper;
+ *   - Slurm batch scripts (#SBATCH directives, hetjob components, arrays);
+ *   - drover's canonical JSON job (apiVersion "drover/v1", kind "Job"),
+ *     the form the API and the store speak (docs/job-format.md).
+ *
+ * Each becomes a struct drv_jobspec: an embedded struct drv_job that the
+ * scheduler sees, plus what running it needs per task group (image,
+ * command, env in order, script body, ...) and what the source said that
+ * the scheduler does not act on (array, dependencies, Slurm and Kubernetes
+ * extras, warnings).
+ *
+ * Errors go to a struct drv_diags as "file:line:col: field: found X,
+ * expected Y"; parse functions return 0 or a negative enum drv_err
+ * (DRV_EPARSE for bad input, DRV_ELIMIT when an input limit was passed,
+ * DRV_EIO when a file cannot be read). On error the spec is left
+ * initialised and empty (release it as usual); nothing half-filled leaks out.
+ *
+ * Ownership: a drv_jobspec owns every string and array it points to;
+ * drv_jobspec_release frees them. Functions that take const char * copy.
+ */
+#ifndef DROVER_SPEC_H
+#define DROVER_SPEC_H
+
+#include "drover/common.h"
+#include "drover/diag.h"
+#include "drover/model.h"
+
+#include <jansson.h>
+
+/* ---------------------------------------------------------------------------
+ * Input limits; passing one is a DRV_ELIMIT error naming the limit.
+ */
+#define DRV_SPEC_MAX_BYTES   (4 << 20)  /* a whole input file */
+#define DRV_SPEC_MAX_DEPTH   64         /* nesting of YAML/JSON collections */
+#define DRV_SPEC_MAX_STRING  (256 << 10) /* one string (script bodies included) */
+#define DRV_SPEC_MAX_DOCS    256        /* documents in one YAML stream */
+#define DRV_SPEC_MAX_TASKS   100000     /* tasks in one job, all groups */
+#define DRV_SPEC_MAX_GROUPS  64         /* task groups (hetjob components, replica types) */
+#define DRV_SPEC_MAX_ITEMS   4096       /* env entries, args, labels, ... per list */
+#define DRV_SPEC_MAX_ARRAY   1000000    /* array tasks (Slurm --array) */
+
+/* What a file is, told apart by content (drv_spec_sniff). */
+enum drv_spec_format {
+	DRV_FMT_UNKNOWN = 0,
+	DRV_FMT_MANIFEST = 1,  /* Kubernetes YAML/JSON */
+	DRV_FMT_SBATCH = 2,    /* Slurm batch script */
+	DRV_FMT_CANONICAL = 3, /* drover's canonical JSON job */
+	DRV_FMT_CLUSTER = 4,   /* a cluster file (clusterfile.h), not a job */
+};
+
+/* "manifest", "sbatch", "canonical", "cluster", "unknown". */
+const char *drv_spec_format_name(enum drv_spec_format f);
+
+/* One environment variable; a NULL value means "take it from the
+ * submitter's environment" (Slurm --export=NAME without a value). */
+struct drv_env {
+	char *name;
+	char *value;
+};
+
+/* What running one task group needs. Parallel to job.groups[i]. */
+struct drv_task_run {
+	char *container;        /* Kubernetes container name; NULL when none */
+	char *image;            /* container image; NULL for a bare process */
+	char **command;         /* argv[0..]: Kubernetes command (entrypoint) */
+	int32_t ncommand;
+	char **args;            /* Kubernetes args */
+	int32_t nargs;
+	struct drv_env *env;    /* in the order written */
+	int32_t nenv;
+	size_t envcap;
+	char *working_dir;
+	int64_t termination_grace_s; /* -1 = not given (Kubernetes default 30) */
+	char *script;           /* batch script body (the whole script); NULL for manifests */
+	char *export_mode;      /* Slurm --export: "ALL", "NONE" or NULL (not given) */
+	char *restart_policy;   /* Kubernetes restartPolicy, NULL when not given */
+};
+
+/* Slurm --dependency entries: afterok:123 -> { "afterok", "123", 0 }. */
+struct drv_dep {
+	char *type;             /* after, afterany, afterok, afternotok, aftercorr, singleton */
+	char *job;              /* job id or name; NULL for singleton */
+	int64_t delay_s;        /* after:job+time, in seconds; 0 = none */
+};
+
+/* Slurm --array: ranges first-last:step, and the % limit. */
+struct drv_array_range {
+	int32_t first, last, step;
+};
+struct drv_array {
+	char *spec;             /* as written: "0-15:2%4"; NULL = not an array job */
+	struct drv_array_range *ranges;
+	int32_t nranges;
+	int32_t count;          /* array tasks, all ranges */
+	int32_t max_parallel;   /* % limit; 0 = none */
+};
+
+/* scheduling.k8s.io/v1 PriorityClass. */
+struct drv_priority_class {
+	char *name;
+	int32_t value;
+	bool global_default;
+	char *preemption_policy; /* "PreemptLowerPriority" or "Never"; NULL = default */
+	char *description;
+};
+
+/* Slurm options that are kept but are not part of the core model. */
+struct drv_slurm_extra {
+	char *qos;
+	char *account;
+	char *partition;        /* also copied to queue */
+	bool requeue;           /* --requeue (false: --no-requeue or not given) */
+	int32_t signal;         /* --signal number (SIGUSR1 = 10, ...); 0 = none */
+	int32_t signal_secs;    /* @secs before the time limit (Slurm default 60) */
+	bool signal_batch_only; /* B: prefix */
+	int32_t switches;       /* --switches count; 0 = none */
+	int64_t switches_wait_s;
+	int32_t segment;        /* --segment size; 0 = none */
+};
+
+/* Kubernetes controller fields that are kept. -1 = not given. */
+struct drv_k8s_extra {
+	int32_t parallelism;
+	int32_t completions;
+	int32_t backoff_limit;
+	int64_t active_deadline_s;
+	int32_t min_available;  /* Volcano minAvailable / PodGroup minMember */
+};
+
+/* The full job. */
+struct drv_jobspec {
+	struct drv_job job;     /* what the scheduler sees; groups[] live here */
+	struct drv_task_run *run; /* [job.ngroups], what each group runs */
+
+	enum drv_spec_format format; /* where it came from */
+	char *api_version;      /* source apiVersion ("v1", "kubeflow.org/v1"; "slurm" for scripts) */
+	char *kind;             /* source kind ("Pod", "PyTorchJob", "BatchScript", "Job") */
+	char *namespace_;       /* Kubernetes namespace, NULL when not given */
+	char *queue;            /* Volcano/Kueue queue, Slurm partition */
+	char *priority_class;   /* priorityClassName (Slurm: --qos) */
+
+	struct drv_label *labels;      /* metadata.labels, in order */
+	int32_t nlabels;
+	struct drv_label *annotations; /* metadata.annotations, in order */
+	int32_t nannotations;
+
+	struct drv_array array;
+	struct drv_dep *deps;
+	int32_t ndeps;
+	bool deps_any;          /* '?' separated: any one suffices */
+
+	struct drv_slurm_extra slurm;
+	struct drv_k8s_extra k8s;
+
+	/* PriorityClass objects defined in the same stream. */
+	struct drv_priority_class *classes;
+	int32_t nclasses;
+
+	/* Fields drover kept but does not act on: a JSON object mapping each
+	 * field path ("spec.tolerations") to its value. Never NULL after init. */
+	json_t *ignored;
+	/* Warnings, one line each ("spec.tolerations: kept, not acted on"). */
+	char **warnings;
+	int32_t nwarnings;
+};
+
+void drv_jobspec_init(struct drv_jobspec *s);
+void drv_jobspec_release(struct drv_jobspec *s);
+
+/*
+ * Appends a task group (zeroed; model -1; termination_grace_s -1) and
+ * returns its index; name is copied. DRV_ELIMIT past DRV_SPEC_MAX_GROUPS.
+ */
+int drv_jobspec_add_group(struct drv_jobspec *s, const char *name);
+/* Appends an env entry to group g (value may be NULL); copies both. */
+void drv_jobspec_add_env(struct drv_jobspec *s, int g, const char *name, const char *value);
+/* Value of env name in group g, or NULL. */
+const char *drv_jobspec_env(const struct drv_jobspec *s, int g, const char *name);
+/* Appends a warning line (printf-like) to s->warnings. */
+void drv_jobspec_warn(struct drv_jobspec *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------------------
+ * Loading.
+ */
+
+/* Options: Slurm options given on the command line win over #SBATCH ones. */
+struct drv_spec_opts {
+	int sbatch_argc;
+	char **sbatch_argv;     /* e.g. { "-N", "4", "--time=1:00:00" } */
+};
+
+/* Tells the format of buf apart by content, not by name. */
+enum drv_spec_format drv_spec_sniff(const char *buf, size_t len);
+
+/*
+ * Parses one job from buf (len bytes, need not be NUL-terminated); name is
+ * what messages call it (usually the path). A stream holding several jobs
+ * is an error here (use drv_spec_parse_all). PriorityClass objects in the
+ * stream resolve priorityClassName into job.priority.
+ */
+int drv_spec_parse_buffer(const char *buf, size_t len, const char *name,
+			  struct drv_jobspec *spec, struct drv_diags *d);
+int drv_spec_parse_buffer_opts(const char *buf, size_t len, const char *name,
+			       const struct drv_spec_opts *opts,
+			       struct drv_jobspec *spec, struct drv_diags *d);
+/* Reads path (at most DRV_SPEC_MAX_BYTES) and parses it as above; "-" is stdin. */
+int drv_spec_load_file(const char *path, struct drv_jobspec *spec, struct drv_diags *d);
+int drv_spec_load_file_opts(const char *path, const struct drv_spec_opts *opts,
+			    struct drv_jobspec *spec, struct drv_diags *d);
+
+/* Every job in a stream (v1 List items and multi-document streams). */
+struct drv_specset {
+	struct drv_jobspec *jobs;
+	int32_t njobs;
+	size_t cap;
+	struct drv_priority_class *classes; /* PriorityClass objects seen */
+	int32_t nclasses;
+	size_t ccap;
+};
+void drv_specset_init(struct drv_specset *set);
+void drv_specset_release(struct drv_specset *set);
+int drv_spec_parse_all(const char *buf, size_t len, const char *name,
+		       const struct drv_spec_opts *opts, struct drv_specset *set,
+		       struct drv_diags *d);
+
+/* Reads a whole file into a NUL-terminated buffer (caller frees), at most
+ * max bytes; DRV_ELIMIT beyond, DRV_EIO when unreadable. "-" is stdin. */
+int drv_spec_read_file(const char *path, size_t max, char **buf, size_t *len);
+
+/* ---------------------------------------------------------------------------
+ * Canonical JSON (docs/job-format.md).
+ */
+
+/* New reference to the canonical object of s. Deterministic: the same spec
+ * gives the same bytes with drv_jobspec_dumps. */
+json_t *drv_jobspec_to_json(const struct drv_jobspec *s);
+/*
+ * Fills spec (initialised, empty) from a canonical object. Unknown keys,
+ * wrong types and out-of-range values are errors with their field path.
+ * from_json(to_json(s)) gives back s; to_json(from_json(j)) == j for any
+ * j that to_json produced.
+ */
+int drv_jobspec_from_json(const json_t *j, struct drv_jobspec *spec, struct drv_diags *d);
+/* Canonical text: sorted-free, indented (indent 2) or compact (indent 0);
+ * malloc'd, caller frees. */
+char *drv_jobspec_dumps(const struct drv_jobspec *s, int indent);
+
+/* ---------------------------------------------------------------------------
+ * Value parsers, exposed for tests, the client and the fuzz targets.
+ */
+
+/*
+ * Kubernetes quantity ("500m", "2", "16Gi", "1e3", "129M", "0.5") scaled
+ * by `scale` and rounded up: drv_quantity_parse("500m", 1000, &v) gives
+ * 500 (milli-units); ("16Gi", 1, &v) gives bytes. DRV_EINVAL when s is not
+ * a quantity, DRV_ELIMIT when the result does not fit in int64.
+ */
+int drv_quantity_parse(const char *s, int64_t scale, int64_t *out);
+/* Bytes quantity to MiB, rounded up. */
+int drv_quantity_mib(const char *s, int64_t *mib);
+
+/*
+ * Slurm time ("MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS",
+ * "UNLIMITED"/"INFINITE" = 0) to seconds. DRV_EINVAL when malformed.
+ */
+int drv_slurm_time_parse(const char *s, int64_t *secs);
+
+/* Slurm --array value into a (released, then filled); DRV_EINVAL/ELIMIT. */
+int drv_array_parse(const char *s, struct drv_array *a);
+void drv_array_release(struct drv_array *a);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * store.h: drover's durable state behind one small interface (src/store/).
+ * Owned by the server engineer (issue 6).
+ *
+ * The controller keeps its working state in memory and writes through to a
+ * store: every job as one row (a few indexed columns plus the full record
+ * as a JSON document), an append-only log of events with a sequence number
+ * that only grows, the nodes, and a few named counters (the assignment
+ * epoch). On start it loads everything back.
+ *
+ * A store is a table of function pointers (SQLite's VFS, Slurm's select
+ * plugins): struct drv_store_ops. The SQLite backend (store_sqlite.c) runs
+ * in WAL mode with synchronous=FULL, so a committed transaction is on disk
+ * when commit returns; its schema is versioned (PRAGMA user_version) and
+ * migrated forward on open. The fault backend (store_fault.c) wraps any
+ * store and makes chosen operations fail, so tests can show that a failing
+ * write is reported and nothing half-done is kept.
+ *
+ * Not thread-safe: the caller serialises calls on one store.
+ * Strings passed in are copied or written before the call returns; strings
+ * handed to callbacks are valid during the callback only.
+ */
+#ifndef DROVER_STORE_H
+#define DROVER_STORE_H
+
+#include <stdint.h>
+
+#include "drover/common.h"
+
+struct drv_store;
+
+/* One job row. doc is the full record as JSON text (the server's format). */
+struct drv_store_job {
+	uint64_t id;
+	const char *name;
+	const char *user;
+	const char *tenant;
+	const char *state;
+	int64_t submit_time;   /* s since the Unix epoch */
+	const char *doc;
+};
+
+/* One event. seq is assigned by add_event (> every earlier seq, also across
+ * restarts). job is 0 for node events; node is NULL for job events. */
+struct drv_store_event {
+	int64_t seq;
+	int64_t time;
+	const char *type;      /* "job", "node" */
+	uint64_t job;
+	const char *node;
+	const char *from;      /* may be NULL */
+	const char *to;
+	const char *reason;
+	const char *doc;       /* the event as JSON text (what the watch stream sends) */
+};
+
+struct drv_store_node {
+	const char *name;
+	const char *doc;       /* JSON text */
+};
+
+/*
+ * The backend table. Every function returns 0 or a negative drv_err
+ * (DRV_EIO when the medium failed, DRV_ENOENT when a key is absent).
+ * Writes outside begin/commit are each their own transaction.
+ * Loaders call fn for each row in key order (jobs by id, events by seq,
+ * nodes by name) and stop early, returning fn's value, when fn returns
+ * non-zero.
+ */
+struct drv_store_ops {
+	const char *name;
+	int (*begin)(struct drv_store *s);
+	int (*commit)(struct drv_store *s);
+	int (*rollback)(struct drv_store *s);
+	int (*put_job)(struct drv_store *s, const struct drv_store_job *j);   /* insert or replace */
+	int (*load_jobs)(struct drv_store *s,
+			 int (*fn)(const struct drv_store_job *j, void *cls), void *cls);
+	int (*add_event)(struct drv_store *s, struct drv_store_event *e);    /* sets e->seq */
+	/* events with seq > since (and of job when job != 0), at most limit (0 = all) */
+	int (*load_events)(struct drv_store *s, int64_t since, uint64_t job, int limit,
+			   int (*fn)(const struct drv_store_event *e, void *cls), void *cls);
+	int (*put_node)(struct drv_store *s, const struct drv_store_node *n);
+	int (*load_nodes)(struct drv_store *s,
+			  int (*fn)(const struct drv_store_node *n, void *cls), void *cls);
+	int (*get_meta)(struct drv_store *s, const char *key, int64_t *val); /* DRV_ENOENT */
+	int (*put_meta)(struct drv_store *s, const char *key, int64_t val);
+	/* Largest job id and event seq stored (0 when none). */
+	int (*max_ids)(struct drv_store *s, uint64_t *job, int64_t *seq);
+	void (*close)(struct drv_store *s);
+};
+
+struct drv_store {
+	const struct drv_store_ops *ops;
+	void *impl;
+	char err[256];         /* the last failure, for a person */
+};
+
+/* Calls through the table (so callers read like plain functions). */
+static inline int drv_store_begin(struct drv_store *s) { return s->ops->begin(s); }
+static inline int drv_store_commit(struct drv_store *s) { return s->ops->commit(s); }
+static inline int drv_store_rollback(struct drv_store *s) { return s->ops->rollback(s); }
+static inline int drv_store_put_job(struct drv_store *s, const struct drv_store_job *j)
+{ return s->ops->put_job(s, j); }
+static inline int drv_store_add_event(struct drv_store *s, struct drv_store_event *e)
+{ return s->ops->add_event(s, e); }
+static inline int drv_store_put_node(struct drv_store *s, const struct drv_store_node *n)
+{ return s->ops->put_node(s, n); }
+static inline int drv_store_get_meta(struct drv_store *s, const char *k, int64_t *v)
+{ return s->ops->get_meta(s, k, v); }
+static inline int drv_store_put_meta(struct drv_store *s, const char *k, int64_t v)
+{ return s->ops->put_meta(s, k, v); }
+/* Closes and frees; NULL is a no-op. */
+void drv_store_close(struct drv_store *s);
+
+/*
+ * SQLite: opens (creating) the database file path, WAL mode, and migrates
+ * the schema to the newest version. DRV_EIO with s->err... when it cannot:
+ * errmsg gets the reason. A database whose schema is newer than this
+ * binary knows is refused (DRV_EUNSUPP).
+ */
+int drv_store_open_sqlite(const char *path, struct drv_store **out, char *errmsg,
+			  size_t errsz);
+/* The newest schema version this binary writes. */
+int drv_store_sqlite_schema_version(void);
+/* Opens path migrating only up to version (tests of migrations). */
+int drv_store_open_sqlite_at(const char *path, int version, struct drv_store **out,
+			     char *errmsg, size_t errsz);
+
+/*
+ * Fault injection: wraps inner (taking ownership) in a store whose
+ * operations pass through until armed. drv_store_fault_arm(s, op, after,
+ * err): the operation named op ("put_job", "add_event", "commit", "*" for
+ * any write) fails with err after `after` more successful calls of it, and
+ * keeps failing until disarmed (count < 0 disarms). A failing commit rolls
+ * the inner transaction back, as a real failed commit does.
+ */
+int drv_store_fault_wrap(struct drv_store *inner, struct drv_store **out);
+void drv_store_fault_arm(struct drv_store *s, const char *op, int after, int err);
+/* Calls of op that failed so far. */
+int drv_store_fault_hits(const struct drv_store *s);
+
+#endif

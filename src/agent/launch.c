@@ -1,0 +1,566 @@
+/*
+ * launch.c: starting, watching and stopping one task.
+ *
+ * A task is a process in a session and process group of its own (setsid
+ * in the child), so one kill(-pgid) reaches it and every descendant that
+ * stayed in the group; where cgroup v2 limits are on, the task's cgroup
+ * also catches descendants that left the group (cgroup.kill). The agent
+ * is multi-threaded, so between fork and execve the child makes only
+ * async-signal-safe calls; everything else (the environment, the
+ * executable's path, log files, the cgroup) is prepared before the fork.
+ * A CLOEXEC pipe tells the parent whether execve worked, and if not which
+ * step failed with which errno, so "command not found" and "no such
+ * working directory" are reported as what they are.
+ *
+ * The environment is built from the placement (drv_task_env): GPUs,
+ * PyTorch, JAX, TensorFlow and NCCL variables, then the job's own env on
+ * top. Nothing is ever passed through a shell unless the job is a script.
+ */
+#include "drover/agent.h"
+#include "drover/common.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t drv_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *drv_signal_name(int sig, char *buf, size_t bufsz)
+{
+	const char *abbr = sigabbrev_np(sig);
+
+	if (abbr)
+		snprintf(buf, bufsz, "SIG%s", abbr);
+	else
+		snprintf(buf, bufsz, "SIG%d", sig);
+	return buf;
+}
+
+/* --- environment -------------------------------------------------------- */
+
+struct envb {
+	char **v;
+	size_t n, cap;
+};
+
+static void env_set(struct envb *e, const char *key, const char *val)
+{
+	size_t klen = strlen(key), i, len = klen + strlen(val) + 2;
+	char *kv = drv_malloc(len);
+
+	snprintf(kv, len, "%s=%s", key, val);
+	for (i = 0; i < e->n; i++) {
+		if (!strncmp(e->v[i], key, klen) && e->v[i][klen] == '=') {
+			drv_free(e->v[i]);
+			e->v[i] = kv;
+			return;
+		}
+	}
+	DRV_GROW(e->v, e->n + 2, e->cap);
+	e->v[e->n++] = kv;
+	e->v[e->n] = NULL;
+}
+
+static void env_setf(struct envb *e, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void env_setf(struct envb *e, const char *key, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	env_set(e, key, buf);
+}
+
+const char *drv_env_get(char *const *env, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (; env && *env; env++)
+		if (!strncmp(*env, key, klen) && (*env)[klen] == '=')
+			return *env + klen + 1;
+	return NULL;
+}
+
+void drv_env_free(char **env)
+{
+	char **p;
+
+	for (p = env; p && *p; p++)
+		drv_free(*p);
+	drv_free(env);
+}
+
+/* "host:port", with IPv6 literals in brackets. */
+static void hostport(char *buf, size_t bufsz, const char *host, int port)
+{
+	if (strchr(host, ':'))
+		snprintf(buf, bufsz, "[%s]:%d", host, port);
+	else
+		snprintf(buf, bufsz, "%s:%d", host, port);
+}
+
+/*
+ * TF_CONFIG as MultiWorkerMirroredStrategy reads it. Each worker needs a
+ * port of its own: rank r listens on master_port + 1 + (the number of
+ * lower ranks on the same host), so ranks sharing a node never collide
+ * and every task computes the same list.
+ */
+static char *tf_config(const struct drv_task_spec *t)
+{
+	json_t *root = json_object(), *cluster = json_object(), *workers = json_array();
+	json_t *task = json_object();
+	const char *master = t->master_addr ? t->master_addr : "127.0.0.1";
+	char hp[300], *s;
+	int r, q;
+
+	for (r = 0; r < t->world_size && r < 65536; r++) {
+		const char *h = t->rank_addrs && t->rank_addrs[r] ? t->rank_addrs[r] : master;
+		int before = 0;
+		for (q = 0; q < r; q++) {
+			const char *hq = t->rank_addrs && t->rank_addrs[q] ? t->rank_addrs[q] : master;
+			before += !strcmp(hq, h);
+		}
+		hostport(hp, sizeof(hp), h, t->master_port + 1 + before);
+		json_array_append_new(workers, json_string(hp));
+	}
+	json_object_set_new(cluster, "worker", workers);
+	json_object_set_new(root, "cluster", cluster);
+	json_object_set_new(task, "type", json_string("worker"));
+	json_object_set_new(task, "index", json_integer(t->rank));
+	json_object_set_new(root, "task", task);
+	s = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	return s;
+}
+
+char **drv_task_env(const struct drv_task_spec *t)
+{
+	static const char *const inherit[] = { "PATH", "HOME", "USER", "LOGNAME", "SHELL",
+		"LANG", "LC_ALL", "TZ", "TMPDIR", "LD_LIBRARY_PATH" };
+	struct envb e = { 0 };
+	char gpus[DRV_GPU_MAX * 4 + 1] = "", hp[300];
+	size_t i, len = 0;
+	char *tf;
+	int k;
+
+	DRV_GROW(e.v, 1, e.cap);
+	e.v[0] = NULL;
+	for (i = 0; i < DRV_ARRAY_SIZE(inherit); i++) {
+		const char *v = getenv(inherit[i]);
+		if (v)
+			env_set(&e, inherit[i], v);
+	}
+	if (!drv_env_get(e.v, "PATH"))
+		env_set(&e, "PATH", "/usr/local/bin:/usr/bin:/bin");
+
+	env_set(&e, "DROVER_JOB_ID", t->job_id ? t->job_id : "");
+	env_set(&e, "DROVER_TASK_ID", t->task_id ? t->task_id : "");
+	if (t->node_name)
+		env_set(&e, "DROVER_NODE", t->node_name);
+	if (t->image && *t->image)
+		env_set(&e, "DROVER_IMAGE", t->image);
+
+	for (k = 0; k < t->ngpus && k < DRV_GPU_MAX; k++)
+		len += (size_t)snprintf(gpus + len, sizeof(gpus) - len, "%s%d", k ? "," : "",
+					t->gpus[k]);
+	env_set(&e, "CUDA_VISIBLE_DEVICES", gpus);
+	env_set(&e, "NVIDIA_VISIBLE_DEVICES", t->ngpus ? gpus : "void");
+
+	if (t->world_size > 0) {
+		const char *master = t->master_addr ? t->master_addr : "127.0.0.1";
+		/* PyTorch (torchrun's names) */
+		env_set(&e, "MASTER_ADDR", master);
+		env_setf(&e, "MASTER_PORT", "%d", t->master_port);
+		env_setf(&e, "WORLD_SIZE", "%d", t->world_size);
+		env_setf(&e, "RANK", "%d", t->rank);
+		env_setf(&e, "LOCAL_RANK", "%d", t->local_rank);
+		env_setf(&e, "LOCAL_WORLD_SIZE", "%d", t->local_world_size);
+		env_setf(&e, "NODE_RANK", "%d", t->node_rank);
+		/* JAX (jax.distributed.initialize() reads these) */
+		hostport(hp, sizeof(hp), master, t->master_port);
+		env_set(&e, "JAX_COORDINATOR_ADDRESS", hp);
+		env_setf(&e, "JAX_NUM_PROCESSES", "%d", t->world_size);
+		env_setf(&e, "JAX_PROCESS_ID", "%d", t->rank);
+		/* TensorFlow */
+		tf = tf_config(t);
+		env_set(&e, "TF_CONFIG", tf);
+		free(tf);
+	}
+	/* NCCL from the placement: InfiniBand only between nodes that have it */
+	if (t->nnodes <= 1 || !t->nccl_ib_hca || !*t->nccl_ib_hca)
+		env_set(&e, "NCCL_IB_DISABLE", "1");
+	else
+		env_set(&e, "NCCL_IB_HCA", t->nccl_ib_hca);
+	if (t->nccl_socket_ifname && *t->nccl_socket_ifname)
+		env_set(&e, "NCCL_SOCKET_IFNAME", t->nccl_socket_ifname);
+
+	/* the job's own env wins */
+	for (i = 0; t->env && t->env[i]; i++) {
+		const char *eq = strchr(t->env[i], '=');
+		char *key;
+		if (!eq || eq == t->env[i])
+			continue;
+		key = drv_strndup(t->env[i], (size_t)(eq - t->env[i]));
+		env_set(&e, key, eq + 1);
+		drv_free(key);
+	}
+	return e.v;
+}
+
+/* --- starting ------------------------------------------------------------ */
+
+enum { STAGE_CGROUP = 1, STAGE_CHDIR, STAGE_EXEC, STAGE_SETSID };
+
+struct child_report {
+	int stage;
+	int err;
+};
+
+/* Looks cmd up in path ("a:b:c"); writes the executable's path to out. */
+static int find_in_path(const char *cmd, const char *path, char *out, size_t outsz)
+{
+	const char *p = path;
+
+	while (p && *p) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		struct stat st;
+		if (n == 0)
+			snprintf(out, outsz, "./%s", cmd);
+		else
+			snprintf(out, outsz, "%.*s/%s", (int)n, p, cmd);
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+			return 0;
+		p = colon ? colon + 1 : NULL;
+	}
+	return -1;
+}
+
+static int write_script(const char *path, const char *body, char *err, size_t errsz)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	size_t len = strlen(body), off = 0;
+
+	if (fd < 0) {
+		snprintf(err, errsz, "cannot write the job script %s: %s", path, strerror(errno));
+		return DRV_EIO;
+	}
+	fchmod(fd, 0700);
+	while (off < len) {
+		ssize_t n = write(fd, body + off, len - off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errsz, "cannot write the job script %s: %s", path,
+				 strerror(errno));
+			close(fd);
+			return DRV_EIO;
+		}
+		off += (size_t)n;
+	}
+	close(fd);
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char tmp[PATH_MAX];
+	char *p;
+
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
+		   const struct drv_cgroup *cg, int64_t now_ms)
+{
+	char exe[PATH_MAX], script_path[PATH_MAX], cgerr[512];
+	const char *log_dir = t->log_dir ? t->log_dir : ".";
+	const char *workdir;
+	char *script_argv[3];
+	char *const *argv;
+	char **env = NULL;
+	int out = -1, errfd = -1, devnull = -1, procs = -1, pipefd[2] = { -1, -1 };
+	struct child_report rep;
+	ssize_t n;
+	pid_t pid;
+	int rc = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->exit_code = -1;
+	p->state = DRV_PROC_FAILED;
+	if (mkdir_p(log_dir) < 0) {
+		snprintf(p->error, sizeof(p->error), "cannot create log directory %s: %s", log_dir,
+			 strerror(errno));
+		return DRV_EIO;
+	}
+	workdir = t->workdir && *t->workdir ? t->workdir : log_dir;
+	snprintf(p->stdout_path, sizeof(p->stdout_path), "%s/%s.out", log_dir, t->task_id);
+	snprintf(p->stderr_path, sizeof(p->stderr_path), "%s/%s.err", log_dir, t->task_id);
+
+	env = drv_task_env(t);
+	if (t->script) {
+		snprintf(script_path, sizeof(script_path), "%s/%s.script", log_dir, t->task_id);
+		if ((rc = write_script(script_path, t->script, p->error, sizeof(p->error))) < 0)
+			goto out;
+		if (!strncmp(t->script, "#!", 2)) {
+			script_argv[0] = script_path;
+			script_argv[1] = NULL;
+		} else {
+			script_argv[0] = (char *)"/bin/sh";
+			script_argv[1] = script_path;
+			script_argv[2] = NULL;
+		}
+		argv = script_argv;
+	} else {
+		argv = t->argv;
+	}
+	if (!argv || !argv[0] || !argv[0][0]) {
+		snprintf(p->error, sizeof(p->error), "the task has no command to run");
+		rc = DRV_EINVAL;
+		goto out;
+	}
+	if (strchr(argv[0], '/')) {
+		snprintf(exe, sizeof(exe), "%s", argv[0]);
+	} else if (find_in_path(argv[0], drv_env_get(env, "PATH"), exe, sizeof(exe)) < 0) {
+		snprintf(p->error, sizeof(p->error), "command not found: %s (PATH=%s)", argv[0],
+			 drv_env_get(env, "PATH"));
+		rc = DRV_ENOENT;
+		goto out;
+	}
+
+	out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	errfd = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (out < 0 || errfd < 0 || devnull < 0) {
+		snprintf(p->error, sizeof(p->error), "cannot open the task's log files in %s: %s",
+			 log_dir, strerror(errno));
+		rc = DRV_EIO;
+		goto out;
+	}
+
+	cgerr[0] = '\0';
+	if (drv_cgroup_make_task(cg, t->task_id, t->mem_limit_mib, t->cpu_milli, p->cgroup,
+				 sizeof(p->cgroup), cgerr, sizeof(cgerr)) < 0) {
+		snprintf(p->error, sizeof(p->error), "%s", cgerr);
+		rc = DRV_EIO;
+		goto out;
+	}
+	if (p->cgroup[0]) {
+		char procs_path[PATH_MAX + 16];
+		snprintf(procs_path, sizeof(procs_path), "%s/cgroup.procs", p->cgroup);
+		procs = open(procs_path, O_WRONLY | O_CLOEXEC);
+		if (procs < 0) {
+			snprintf(p->error, sizeof(p->error), "cannot open %s: %s", procs_path,
+				 strerror(errno));
+			rc = DRV_EIO;
+			goto out;
+		}
+	}
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		snprintf(p->error, sizeof(p->error), "pipe: %s", strerror(errno));
+		rc = DRV_EIO;
+		goto out;
+	}
+
+	pid = fork();
+	if (pid < 0) {
+		snprintf(p->error, sizeof(p->error), "fork: %s", strerror(errno));
+		rc = DRV_EIO;
+		goto out;
+	}
+	if (pid == 0) {
+		/* child: async-signal-safe calls only */
+		struct sigaction sa;
+		sigset_t none;
+		int sig;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		for (sig = 1; sig < NSIG; sig++)
+			sigaction(sig, &sa, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		rep.err = 0;
+		if (setsid() < 0) {
+			rep.stage = STAGE_SETSID;
+			goto fail;
+		}
+		if (procs >= 0 && write(procs, "0", 1) < 0) {
+			rep.stage = STAGE_CGROUP;
+			goto fail;
+		}
+		if (chdir(workdir) < 0) {
+			rep.stage = STAGE_CHDIR;
+			goto fail;
+		}
+		dup2(devnull, 0);
+		dup2(out, 1);
+		dup2(errfd, 2);
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		execve(exe, argv, env);
+		rep.stage = STAGE_EXEC;
+fail:
+		rep.err = errno;
+		n = write(pipefd[1], &rep, sizeof(rep));
+		(void)n;
+		_exit(127);
+	}
+
+	close(pipefd[1]);
+	pipefd[1] = -1;
+	do
+		n = read(pipefd[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	p->pid = pid;
+	p->started_ms = now_ms;
+	if (n == (ssize_t)sizeof(rep)) {
+		int st;
+		waitpid(pid, &st, 0);
+		switch (rep.stage) {
+		case STAGE_CHDIR:
+			snprintf(p->error, sizeof(p->error), "cannot enter working directory %s: %s",
+				 workdir, strerror(rep.err));
+			break;
+		case STAGE_CGROUP:
+			snprintf(p->error, sizeof(p->error), "cannot join cgroup %s: %s", p->cgroup,
+				 strerror(rep.err));
+			break;
+		case STAGE_SETSID:
+			snprintf(p->error, sizeof(p->error), "setsid: %s", strerror(rep.err));
+			break;
+		default:
+			snprintf(p->error, sizeof(p->error), "cannot execute %s: %s", exe,
+				 strerror(rep.err));
+		}
+		p->pid = 0;
+		drv_proc_cleanup(p);
+		rc = rep.err == ENOENT ? DRV_ENOENT : DRV_EIO;
+		goto out;
+	}
+	p->state = DRV_PROC_RUNNING;
+	rc = 0;
+out:
+	if (out >= 0)
+		close(out);
+	if (errfd >= 0)
+		close(errfd);
+	if (devnull >= 0)
+		close(devnull);
+	if (procs >= 0)
+		close(procs);
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	drv_env_free(env);
+	return rc;
+}
+
+/* --- watching and stopping ---------------------------------------------- */
+
+static void kill_group(struct drv_proc *p, int sig)
+{
+	if (p->pid > 0)
+		kill(-p->pid, sig);
+}
+
+int drv_proc_poll(struct drv_proc *p, int64_t now_ms)
+{
+	int st = 0;
+	pid_t r;
+
+	if (p->state != DRV_PROC_RUNNING)
+		return 1;
+	r = waitpid(p->pid, &st, WNOHANG);
+	if (r == 0) {
+		if (p->terminating && now_ms >= p->kill_at_ms) {
+			kill_group(p, SIGKILL);
+			drv_cgroup_kill(p->cgroup);
+		}
+		return 0;
+	}
+	if (r < 0 && errno == EINTR)
+		return 0;
+	p->state = DRV_PROC_EXITED;
+	p->ended_ms = now_ms;
+	if (r < 0) {
+		/* someone else reaped it: we cannot know how it ended */
+		p->exit_code = -1;
+		snprintf(p->error, sizeof(p->error), "the task's exit status was lost: %s",
+			 strerror(errno));
+	} else if (WIFEXITED(st)) {
+		p->exit_code = WEXITSTATUS(st);
+	} else if (WIFSIGNALED(st)) {
+		p->signal = WTERMSIG(st);
+	}
+	p->oom_killed = drv_cgroup_oom_kills(p->cgroup) > 0;
+	/* the task is over: nothing it started outlives it */
+	kill_group(p, SIGKILL);
+	drv_cgroup_kill(p->cgroup);
+	return 1;
+}
+
+void drv_proc_terminate(struct drv_proc *p, int64_t grace_ms, int64_t now_ms)
+{
+	if (p->state != DRV_PROC_RUNNING)
+		return;
+	if (grace_ms <= 0) {
+		kill_group(p, SIGKILL);
+		drv_cgroup_kill(p->cgroup);
+		p->terminating = true;
+		p->kill_at_ms = now_ms;
+		return;
+	}
+	if (p->terminating)
+		return;
+	p->terminating = true;
+	p->kill_at_ms = now_ms + grace_ms;
+	kill_group(p, SIGTERM);
+	kill_group(p, SIGCONT); /* a stopped task must see its SIGTERM */
+}
+
+void drv_proc_cleanup(struct drv_proc *p)
+{
+	int i;
+
+	if (!p->cgroup[0])
+		return;
+	/* the kernel empties the cgroup shortly after the last process dies */
+	for (i = 0; i < 50; i++) {
+		if (rmdir(p->cgroup) == 0 || errno == ENOENT)
+			break;
+		if (errno != EBUSY)
+			break;
+		usleep(10000);
+	}
+}

@@ -1,0 +1,248 @@
+/*
+ * conf.c: where the client talks to. The server URL and the bearer token
+ * are resolved each on its own, first match wins: the --server/--token
+ * flags, then DROVER_SERVER/DROVER_TOKEN, then the config file that
+ * `drover up` writes ($XDG_CONFIG_HOME/drover/config, a small YAML mapping
+ * read with libfyaml), then the default server and no token.
+ *
+ * A config file that exists but cannot be read or parsed is an error the
+ * user sees, not skipped: a silently ignored token turns into a confusing
+ * "unauthorized" later.
+ */
+#include "drover/client.h"
+#include "drover/common.h"
+
+#include <errno.h>
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *drv_client_config_path(void)
+{
+	const char *x = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char *p;
+	size_t n;
+
+	if (x && *x) {
+		n = strlen(x) + sizeof("/drover/config");
+		p = drv_malloc(n);
+		snprintf(p, n, "%s/drover/config", x);
+		return p;
+	}
+	if (home && *home) {
+		n = strlen(home) + sizeof("/.config/drover/config");
+		p = drv_malloc(n);
+		snprintf(p, n, "%s/.config/drover/config", home);
+		return p;
+	}
+	return NULL;
+}
+
+static int scalar_value(struct fy_node *map, const char *key, char **out, char *err,
+			size_t errsz)
+{
+	struct fy_node *v = fy_node_mapping_lookup_by_string(map, key, FY_NT);
+	const char *s;
+	size_t len;
+
+	*out = NULL;
+	if (!v || fy_node_is_null(v))
+		return 0;
+	if (!fy_node_is_scalar(v)) {
+		snprintf(err, errsz, "%s: found a %s, expected a string", key,
+			 fy_node_is_mapping(v) ? "mapping" : "sequence");
+		return DRV_EPARSE;
+	}
+	s = fy_node_get_scalar(v, &len);
+	if (!s)
+		return 0;
+	*out = drv_strndup(s, len);
+	return 0;
+}
+
+static void diag_silent(struct fy_diag *diag, void *user, const char *buf, size_t len)
+{
+	(void)diag;
+	(void)user;
+	(void)buf;
+	(void)len;
+}
+
+int drv_client_conf_parse(const char *text, size_t len, char **server, char **token,
+			  char *err, size_t errsz)
+{
+	struct fy_diag_cfg dcfg;
+	struct fy_diag *diag;
+	struct fy_parse_cfg cfg = { .flags = FYPCF_QUIET | FYPCF_DEFAULT_DOC | FYPCF_COLLECT_DIAG };
+	struct fy_document *d = NULL;
+	struct fy_node *root;
+	int rc = 0;
+
+	*server = NULL;
+	*token = NULL;
+	/* An empty file is an empty configuration. */
+	if (strspn(text, " \t\r\n") == len)
+		return 0;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	dcfg.output_fn = diag_silent;
+	diag = fy_diag_create(&dcfg);
+	cfg.diag = diag;
+	d = fy_document_build_from_string(&cfg, text, len);
+	if (!d) {
+		void *it = NULL;
+		struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &it) : NULL;
+		if (e)
+			snprintf(err, errsz, "%d:%d: %s; expected lines like 'server: URL' and 'token: TOKEN'",
+				 e->line + 1, e->column + 1, e->msg);
+		else
+			snprintf(err, errsz, "not valid YAML; expected lines like 'server: URL' and 'token: TOKEN'");
+		if (diag)
+			fy_diag_destroy(diag);
+		return DRV_EPARSE;
+	}
+	if (diag)
+		fy_diag_destroy(diag);
+	root = fy_document_root(d);
+	if (!root || fy_node_is_null(root))
+		goto out;
+	if (!fy_node_is_mapping(root)) {
+		snprintf(err, errsz, "found a %s, expected a mapping with 'server' and 'token'",
+			 fy_node_is_sequence(root) ? "sequence" : "scalar");
+		rc = DRV_EPARSE;
+		goto out;
+	}
+	rc = scalar_value(root, "server", server, err, errsz);
+	if (rc == 0)
+		rc = scalar_value(root, "token", token, err, errsz);
+	if (rc) {
+		drv_free(*server);
+		drv_free(*token);
+		*server = *token = NULL;
+	}
+out:
+	fy_document_destroy(d);
+	return rc;
+}
+
+static char *read_file(const char *path, size_t *len, int *eno)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, r;
+
+	if (!f) {
+		*eno = errno;
+		return NULL;
+	}
+	for (;;) {
+		DRV_GROW(buf, n + 4096, cap);
+		r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0)
+			break;
+		if (n > (1u << 20)) { /* a config file is a few lines */
+			*eno = EFBIG;
+			fclose(f);
+			drv_free(buf);
+			return NULL;
+		}
+	}
+	if (ferror(f)) {
+		*eno = errno ? errno : EIO;
+		fclose(f);
+		drv_free(buf);
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static char *normalize_server(const char *s)
+{
+	size_t n = strlen(s);
+	char *u;
+
+	while (n > 0 && s[n - 1] == '/')
+		n--;
+	if (strstr(s, "://"))
+		return drv_strndup(s, n);
+	u = drv_malloc(n + sizeof("http://"));
+	snprintf(u, n + sizeof("http://"), "http://%.*s", (int)n, s);
+	return u;
+}
+
+int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_server,
+			    const char *flag_token, char *err, size_t errsz)
+{
+	const char *env_server = getenv("DROVER_SERVER");
+	const char *env_token = getenv("DROVER_TOKEN");
+	char *path = NULL, *text = NULL, *file_server = NULL, *file_token = NULL;
+	const char *server = NULL, *token = NULL, *source = NULL;
+	size_t len = 0;
+	int rc = 0, eno = 0;
+
+	memset(conf, 0, sizeof(*conf));
+	if (flag_server && *flag_server) {
+		server = flag_server;
+		source = "--server";
+	} else if (env_server && *env_server) {
+		server = env_server;
+		source = "DROVER_SERVER";
+	}
+	if (flag_token && *flag_token)
+		token = flag_token;
+	else if (env_token && *env_token)
+		token = env_token;
+
+	if (!server || !token) {
+		path = drv_client_config_path();
+		if (path)
+			text = read_file(path, &len, &eno);
+		if (path && !text && eno != ENOENT && eno != ENOTDIR) {
+			snprintf(err, errsz, "cannot read %s: %s", path, strerror(eno));
+			rc = DRV_EIO;
+			goto out;
+		}
+		if (text) {
+			char msg[256];
+			rc = drv_client_conf_parse(text, len, &file_server, &file_token, msg,
+						   sizeof(msg));
+			if (rc) {
+				snprintf(err, errsz, "%s: %s", path, msg);
+				goto out;
+			}
+		}
+		if (!server && file_server && *file_server) {
+			server = file_server;
+			source = path;
+		}
+		if (!token && file_token && *file_token)
+			token = file_token;
+	}
+	if (!server) {
+		server = DRV_CLIENT_DEFAULT_SERVER;
+		source = "default";
+	}
+	conf->server = normalize_server(server);
+	conf->token = drv_strdup(token);
+	conf->source = drv_strdup(source);
+out:
+	drv_free(path);
+	drv_free(text);
+	drv_free(file_server);
+	drv_free(file_token);
+	return rc;
+}
+
+void drv_client_conf_release(struct drv_client_conf *conf)
+{
+	drv_free(conf->server);
+	drv_free(conf->token);
+	drv_free(conf->source);
+	memset(conf, 0, sizeof(*conf));
+}

@@ -1,0 +1,816 @@
+/*
+ * place.c: gang placement on the topology tree (src/core).
+ *
+ * drv_place() finds room for a whole job or explains in one line why there
+ * is none. The search reads only the per-vertex aggregates until it is at
+ * a node:
+ *
+ *   search(v): if the gang cannot fit under v by the aggregates, fail;
+ *              try v's children that can hold the whole gang, best-fit
+ *              first (fewest free GPUs); the first that succeeds wins;
+ *              else, unless a required level forbids spreading above it,
+ *              place the tasks one by one under v.
+ *
+ * So the gang lands in the smallest subtree that holds it, and a required
+ * level is never broken (no spreading above it). Each task descends from
+ * that subtree root to the best-fitting node (the one with the fewest free
+ * GPUs that still has enough), so big holes stay whole; fractional tasks
+ * go to the fullest partly used GPU that still fits. Tasks are marked in
+ * the cluster tentatively as they are chosen, so the aggregates stay exact
+ * for the next task, and are taken back before returning.
+ *
+ * No allocation per decision: child lists live on a scratch stack owned by
+ * the cluster; the caller's placement buffer grows only when a job has more
+ * tasks than any before. Ties break by vertex order: deterministic.
+ */
+#include "drover/model.h"
+#include "core_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_LOCAL_GROUPS 128
+
+struct ctx {
+	struct drv_cluster *c;
+	const struct drv_job *job;
+	const struct drv_place_opts *opts;
+	struct drv_placement *out;
+	uint64_t pools_ok;
+	bool pool_restricted;
+	int req_level;            /* -1: none */
+	int64_t need_gpus;        /* whole GPUs */
+	int64_t need_milli;       /* all GPU shares, whole ones as 1000 each */
+	int32_t max_task_gpus;
+	int32_t min_frac;         /* smallest fractional share; 0 = none */
+	int32_t need_by_model[DRV_MAX_MODELS];
+	int8_t models[DRV_MAX_MODELS];
+	int nmodels;
+	const int32_t *order;     /* groups, largest tasks first */
+	const int32_t *first;     /* first task index of each group in out */
+	int32_t *sp, *send;       /* scratch stack */
+};
+
+/* ---- placement buffers ---------------------------------------------- */
+
+void drv_placement_init(struct drv_placement *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void drv_placement_release(struct drv_placement *p)
+{
+	drv_free(p->tasks);
+	memset(p, 0, sizeof(*p));
+}
+
+void drv_placement_copy(struct drv_placement *dst, const struct drv_placement *src)
+{
+	if (src->ntasks > 0)
+		DRV_GROW(dst->tasks, (size_t)src->ntasks, dst->cap);
+	if (src->ntasks > 0)
+		memcpy(dst->tasks, src->tasks, sizeof(*src->tasks) * (size_t)src->ntasks);
+	dst->ntasks = src->ntasks;
+}
+
+/* ---- aggregate tests ---------------------------------------------------- */
+
+static bool vertex_allowed(const struct ctx *x, const struct drv_vertex *v)
+{
+	return v->pool < 0 || ((x->pools_ok >> v->pool) & 1);
+}
+
+/* Tasks of the job with exactly m whole GPUs. */
+static int32_t tasks_of_size(const struct ctx *x, int32_t m)
+{
+	int32_t i, n = 0;
+	for (i = 0; i < x->job->ngroups; i++)
+		if (x->job->groups[i].gpus == m)
+			n += x->job->groups[i].count;
+	return n;
+}
+
+/* Necessary test: can the whole gang fit under v? */
+static bool gang_fits(const struct ctx *x, const struct drv_vertex *v)
+{
+	int k;
+
+	if (!vertex_allowed(x, v))
+		return false;
+	if (v->free_gpus < x->need_gpus || v->free_milli < x->need_milli)
+		return false;
+	if (x->max_task_gpus > v->max_node_free)
+		return false;
+	for (k = 0; k < x->nmodels; k++)
+		if (v->free_gpus_by_model[x->models[k]] < x->need_by_model[x->models[k]])
+			return false;
+	if (x->min_frac > 0 && v->max_part_free < x->min_frac && v->free_gpus <= x->need_gpus)
+		return false;
+	/* Tasks as large as the largest node below each need a whole free node. */
+	if (v->max_node_gpus > 0 && x->max_task_gpus >= v->max_node_gpus &&
+	    tasks_of_size(x, v->max_node_gpus) > v->free_nodes)
+		return false;
+	if (x->req_level >= 0 && v->level <= x->req_level &&
+	    v->max_free_at[x->req_level] < x->need_gpus)
+		return false;
+	if (x->need_gpus == 0 && x->min_frac == 0 && v->total_nodes == 0)
+		return false; /* CPU-only job: needs some up node */
+	return true;
+}
+
+static bool task_fits(const struct ctx *x, const struct drv_vertex *v,
+		      const struct drv_task_group *g)
+{
+	if (!vertex_allowed(x, v))
+		return false;
+	if (g->gpus > 0) {
+		if (v->max_node_free < g->gpus)
+			return false;
+		if (g->model >= 0 && v->free_gpus_by_model[g->model] < g->gpus)
+			return false;
+		return true;
+	}
+	if (g->gpu_milli > 0) {
+		if (v->max_part_free >= g->gpu_milli)
+			return true;
+		if (g->model >= 0)
+			return v->free_gpus_by_model[g->model] >= 1;
+		return v->free_gpus >= 1;
+	}
+	return v->total_nodes > 0;
+}
+
+/* Best-fit keys: lower is tried first. */
+static int32_t gang_key(const struct ctx *x, const struct drv_vertex *v)
+{
+	if (x->need_gpus > 0 || x->min_frac == 0)
+		return v->free_gpus;
+	return (v->max_part_free >= x->min_frac ? 0 : (1 << 30)) +
+	       (int32_t)DRV_MIN(v->free_milli, (1 << 30) - 1);
+}
+
+static int32_t task_key(const struct drv_vertex *v, const struct drv_task_group *g)
+{
+	if (g->gpus > 0)
+		return g->model >= 0 ? v->free_gpus_by_model[g->model] : v->free_gpus;
+	if (g->gpu_milli > 0) {
+		if (v->max_part_free >= g->gpu_milli)
+			return v->max_part_free;
+		return DRV_MILLI + (g->model >= 0 ? v->free_gpus_by_model[g->model] : v->free_gpus);
+	}
+	return v->free_gpus;
+}
+
+/*
+ * Pushes v's children that pass the test onto the scratch stack, sorted by
+ * key (stable: vertex order breaks ties). Returns how many; they sit at
+ * base[0..n). Keys use the room just above them while sorting.
+ */
+static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g, int32_t **basep)
+{
+	const struct drv_cluster *c = x->c;
+	int32_t *base = x->sp, n = 0, ch, i, j, *kp;
+
+	for (ch = c->vertices[vi].first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
+		const struct drv_vertex *w = &c->vertices[ch];
+		bool ok = g ? task_fits(x, w, g) : gang_fits(x, w);
+		if (ok)
+			base[n++] = ch;
+	}
+	kp = base + n;
+	for (i = 0; i < n; i++)
+		kp[i] = g ? task_key(&c->vertices[base[i]], g) : gang_key(x, &c->vertices[base[i]]);
+	for (i = 1; i < n; i++) {
+		int32_t k = kp[i], v = base[i];
+		for (j = i - 1; j >= 0 && kp[j] > k; j--) {
+			kp[j + 1] = kp[j];
+			base[j + 1] = base[j];
+		}
+		kp[j + 1] = k;
+		base[j + 1] = v;
+	}
+	x->sp = base + n;
+	*basep = base;
+	return n;
+}
+
+/* ---- node level --------------------------------------------------------- */
+
+static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_task_place *tp)
+{
+	const struct drv_node *n = &x->c->nodes[ni];
+	const struct drv_task_group *g = &x->job->groups[gi];
+	const struct drv_gpu_model *m;
+	uint64_t mask = 0;
+	int k, got = 0, best = -1, bestfree = DRV_MILLI + 1;
+
+	if (n->state != DRV_NODE_UP)
+		return false;
+	if (n->cpu_milli - n->cpu_used < g->cpu_milli || n->mem_mib - n->mem_used < g->mem_mib)
+		return false;
+	if (g->gpus > 0 || g->gpu_milli > 0) {
+		if (n->ngpus == 0 || (g->model >= 0 && n->model != g->model))
+			return false;
+		m = drv_gpu_model_at(n->model);
+		if (m && g->gpu_mem_mib > m->mem_mib)
+			return false;
+	}
+	if (g->gpus > 0) {
+		if (g->gpus > n->ngpus)
+			return false;
+		for (k = 0; k < n->ngpus && got < g->gpus; k++)
+			if (n->gpu_milli_used[k] == 0 && n->gpu_mem_used[k] == 0) {
+				mask |= 1ULL << k;
+				got++;
+			}
+		if (got < g->gpus)
+			return false;
+		tp->gpu_milli = DRV_MILLI;
+		tp->gpu_mem_mib = g->gpu_mem_mib;
+	} else if (g->gpu_milli > 0) {
+		int cap = m ? m->mem_mib : 0;
+		/* fullest partly used GPU that still fits, else the first free one */
+		for (k = 0; k < n->ngpus; k++) {
+			int used = n->gpu_milli_used[k], fr = DRV_MILLI - used - g->gpu_milli;
+			if (used == 0 || fr < 0)
+				continue;
+			if (cap && n->gpu_mem_used[k] + g->gpu_mem_mib > cap)
+				continue;
+			if (fr < bestfree) {
+				bestfree = fr;
+				best = k;
+			}
+		}
+		if (best < 0)
+			for (k = 0; k < n->ngpus; k++)
+				if (n->gpu_milli_used[k] == 0 &&
+				    (!cap || n->gpu_mem_used[k] + g->gpu_mem_mib <= cap)) {
+					best = k;
+					break;
+				}
+		if (best < 0)
+			return false;
+		mask = 1ULL << best;
+		tp->gpu_milli = g->gpu_milli;
+		tp->gpu_mem_mib = g->gpu_mem_mib;
+	} else {
+		tp->gpu_milli = 0;
+		tp->gpu_mem_mib = 0;
+	}
+	tp->node = ni;
+	tp->group = (int16_t)gi;
+	tp->gpu_mask = mask;
+	tp->cpu_milli = g->cpu_milli;
+	tp->mem_mib = g->mem_mib;
+	return true;
+}
+
+/* One task under vertex vi: descend best-fit, backtrack on failure. */
+static bool place_task(struct ctx *x, int32_t vi, int32_t gi, struct drv_task_place *tp)
+{
+	const struct drv_vertex *v = &x->c->vertices[vi];
+	const struct drv_task_group *g = &x->job->groups[gi];
+	int32_t *base, n, i, *saved = x->sp;
+	bool ok = false;
+
+	if (v->node >= 0)
+		return task_fits(x, v, g) && fit_node(x, v->node, gi, tp);
+	n = collect(x, vi, g, &base);
+	for (i = 0; i < n && !ok; i++)
+		ok = place_task(x, base[i], gi, tp);
+	x->sp = saved;
+	return ok;
+}
+
+static void rollback(struct ctx *x)
+{
+	int32_t i;
+	for (i = 0; i < x->out->ntasks; i++)
+		if (x->out->tasks[i].node >= 0) {
+			drv__task_apply(x->c, &x->out->tasks[i], -1);
+			x->out->tasks[i].node = -1;
+		}
+}
+
+/* Every task of the job under vi, largest first; all or nothing. */
+static bool place_all(struct ctx *x, int32_t vi)
+{
+	int32_t k, t;
+
+	for (k = 0; k < x->job->ngroups; k++) {
+		int32_t gi = x->order[k];
+		for (t = 0; t < x->job->groups[gi].count; t++) {
+			struct drv_task_place *tp = &x->out->tasks[x->first[gi] + t];
+			if (!place_task(x, vi, gi, tp)) {
+				rollback(x);
+				return false;
+			}
+			drv__task_apply(x->c, tp, +1);
+		}
+	}
+	return true;
+}
+
+static bool search(struct ctx *x, int32_t vi)
+{
+	const struct drv_vertex *v = &x->c->vertices[vi];
+	int32_t *base, n, i, *saved = x->sp;
+	bool ok = false;
+
+	if (!gang_fits(x, v))
+		return false;
+	if (v->node >= 0)
+		return place_all(x, vi);
+	n = collect(x, vi, NULL, &base);
+	for (i = 0; i < n && !ok; i++)
+		ok = search(x, base[i]);
+	x->sp = saved;
+	if (ok)
+		return true;
+	if (x->req_level >= 0 && v->level < x->req_level)
+		return false;
+	return place_all(x, vi);
+}
+
+/* ---- setup, views and reasons ------------------------------------------- */
+
+struct view {
+	int64_t free_gpus, free_milli, total_gpus;
+	int32_t free_nodes, total_nodes, max_node_free, max_part_free, max_node_gpus;
+	int32_t max_free_at[DRV_MAX_LEVELS];
+	int32_t by_model[DRV_MAX_MODELS];
+};
+
+static void view_add(struct view *w, const struct drv_vertex *v, int nl)
+{
+	int l;
+	w->free_gpus += v->free_gpus;
+	w->free_milli += v->free_milli;
+	w->total_gpus += v->total_gpus;
+	w->free_nodes += v->free_nodes;
+	w->total_nodes += v->total_nodes;
+	w->max_node_free = DRV_MAX(w->max_node_free, v->max_node_free);
+	w->max_part_free = DRV_MAX(w->max_part_free, v->max_part_free);
+	w->max_node_gpus = DRV_MAX(w->max_node_gpus, v->max_node_gpus);
+	for (l = 0; l < nl; l++)
+		w->max_free_at[l] = DRV_MAX(w->max_free_at[l], v->max_free_at[l]);
+	for (l = 0; l < DRV_MAX_MODELS; l++)
+		w->by_model[l] += v->free_gpus_by_model[l];
+}
+
+/* The cluster as the job may use it: the root, or the allowed pools. */
+static void make_view(const struct ctx *x, struct view *w)
+{
+	const struct drv_cluster *c = x->c;
+	int32_t p;
+
+	memset(w, 0, sizeof(*w));
+	if (!x->pool_restricted) {
+		view_add(w, &c->vertices[0], c->nlevels);
+		return;
+	}
+	for (p = 0; p < c->npools; p++)
+		if ((x->pools_ok >> p) & 1)
+			view_add(w, &c->vertices[c->pools[p].vertex], c->nlevels);
+	/* at the root level the allowed pools count together */
+	w->max_free_at[0] = (int32_t)w->free_gpus;
+}
+
+static bool region_ok(const struct drv_job *j, const char *region)
+{
+	int32_t i;
+	if (j->nregions == 0)
+		return true;
+	for (i = 0; i < j->nregions; i++)
+		if (region && drv_strcaseeq(j->regions[i], region))
+			return true;
+	return false;
+}
+
+static void set_info(const struct ctx *x, enum drv_place_why why, int64_t need, int64_t have,
+		     bool never)
+{
+	struct drv_place_info *info = x->opts ? x->opts->info : NULL;
+	if (!info)
+		return;
+	info->why = why;
+	info->need = need;
+	info->have = have;
+	info->never = never;
+}
+
+/*
+ * Fills the context from the job: sums, largest task, models, pools,
+ * required level. Returns 0, or DRV_EINVAL / DRV_ENOSPACE with a reason
+ * for jobs that are malformed or name a level or region the cluster lacks.
+ */
+static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_job *job,
+		 const struct drv_place_opts *opts, char *reason, size_t rsz)
+{
+	int32_t i, p;
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	x->c = (struct drv_cluster *)c; /* tentative marks only; see model.h */
+	x->job = job;
+	x->opts = opts;
+	x->req_level = -1;
+	rc = drv_job_check(job, reason, rsz);
+	if (rc) {
+		set_info(x, DRV_WHY_INVALID, 0, 0, true);
+		return rc;
+	}
+	for (i = 0; i < job->ngroups; i++) {
+		const struct drv_task_group *g = &job->groups[i];
+		x->need_gpus += (int64_t)g->count * g->gpus;
+		x->need_milli += (int64_t)g->count * (g->gpus > 0 ? g->gpus * DRV_MILLI : g->gpu_milli);
+		if (g->gpus > x->max_task_gpus)
+			x->max_task_gpus = g->gpus;
+		if (g->gpus == 0 && g->gpu_milli > 0 && (x->min_frac == 0 || g->gpu_milli < x->min_frac))
+			x->min_frac = g->gpu_milli;
+		if (g->model >= 0 && g->gpus > 0) {
+			if (x->need_by_model[g->model] == 0)
+				x->models[x->nmodels++] = g->model;
+			x->need_by_model[g->model] += g->count * g->gpus;
+		}
+	}
+	x->pools_ok = ~0ULL;
+	if ((opts && opts->pool_mask) || job->nregions > 0) {
+		x->pool_restricted = true;
+		x->pools_ok = 0;
+		for (p = 0; p < c->npools; p++) {
+			if (opts && opts->pool_mask && !((opts->pool_mask >> p) & 1))
+				continue;
+			if (!region_ok(job, c->pools[p].region))
+				continue;
+			x->pools_ok |= 1ULL << p;
+		}
+		if (!x->pools_ok) {
+			if (job->nregions > 0)
+				snprintf(reason, rsz, "no pool of the cluster is in the allowed region%s %s%s",
+					 job->nregions > 1 ? "s" : "", job->regions[0],
+					 job->nregions > 1 ? ", ..." : "");
+			else
+				snprintf(reason, rsz, "no pool of the cluster is allowed for this job");
+			set_info(x, DRV_WHY_REGION, x->need_gpus, 0, true);
+			return DRV_ENOSPACE;
+		}
+	}
+	if (job->topo_mode == DRV_TOPO_REQUIRED) {
+		x->req_level = drv_cluster_level(c, job->topo_level);
+		if (x->req_level < 0) {
+			snprintf(reason, rsz, "the cluster has no topology level '%s' (required)",
+				 job->topo_level);
+			set_info(x, DRV_WHY_INVALID, x->need_gpus, 0, true);
+			return DRV_ENOSPACE;
+		}
+	}
+	return 0;
+}
+
+static const char *level_word(const struct ctx *x)
+{
+	return x->job->topo_level ? x->job->topo_level : x->c->levels[x->req_level];
+}
+
+static void gpus_phrase(char *buf, size_t sz, int64_t milli)
+{
+	if (milli % DRV_MILLI == 0)
+		snprintf(buf, sz, "%lld GPU%s", (long long)(milli / DRV_MILLI),
+			 milli == DRV_MILLI ? "" : "s");
+	else
+		snprintf(buf, sz, "%.3g GPUs", (double)milli / DRV_MILLI);
+}
+
+/* The first aggregate test the view fails, as a reason; false when none. */
+static bool explain_view(const struct ctx *x, const struct view *w, char *reason, size_t rsz,
+			 bool set)
+{
+	const struct drv_job *j = x->job;
+	const char *where = x->pool_restricted ? " in the allowed pools" : "";
+	char a[48], b[48];
+	int32_t i;
+	int k;
+
+	for (i = 0; i < j->ngroups; i++)
+		if (j->groups[i].gpus > w->max_node_gpus) {
+			snprintf(reason, rsz, "a task needs %d GPUs on one node; the largest node%s has %d",
+				 (int)j->groups[i].gpus, where, (int)w->max_node_gpus);
+			if (set)
+				set_info(x, DRV_WHY_INVALID, j->groups[i].gpus, w->max_node_gpus, true);
+			return true;
+		}
+	for (k = 0; k < x->nmodels; k++) {
+		int mi = x->models[k];
+		if (w->by_model[mi] < x->need_by_model[mi]) {
+			snprintf(reason, rsz, "needs %d %s GPUs; %d are free%s", (int)x->need_by_model[mi],
+				 drv_gpu_model_at(mi)->short_name, (int)w->by_model[mi], where);
+			if (set)
+				set_info(x, DRV_WHY_MODEL, x->need_by_model[mi], w->by_model[mi], false);
+			return true;
+		}
+	}
+	if (w->free_gpus < x->need_gpus) {
+		snprintf(reason, rsz, "needs %lld GPUs; %lld are free%s", (long long)x->need_gpus,
+			 (long long)w->free_gpus, where);
+		if (set)
+			set_info(x, DRV_WHY_CAPACITY, x->need_gpus, w->free_gpus, false);
+		return true;
+	}
+	if (w->free_milli < x->need_milli) {
+		gpus_phrase(a, sizeof(a), x->need_milli);
+		gpus_phrase(b, sizeof(b), w->free_milli);
+		snprintf(reason, rsz, "needs %s; %s are free%s", a, b, where);
+		if (set)
+			set_info(x, DRV_WHY_CAPACITY, x->need_milli, w->free_milli, false);
+		return true;
+	}
+	if (x->req_level >= 0 && w->max_free_at[x->req_level] < x->need_gpus) {
+		snprintf(reason, rsz, "needs %lld GPUs under one %s; the emptiest %s has %d free",
+			 (long long)x->need_gpus, level_word(x), level_word(x),
+			 (int)w->max_free_at[x->req_level]);
+		if (set)
+			set_info(x, DRV_WHY_TOPOLOGY, x->need_gpus, w->max_free_at[x->req_level], false);
+		return true;
+	}
+	if (x->max_task_gpus > w->max_node_free) {
+		snprintf(reason, rsz, "a task needs %d free GPUs on one node; the emptiest node%s has %d",
+			 (int)x->max_task_gpus, where, (int)w->max_node_free);
+		if (set)
+			set_info(x, DRV_WHY_FRAGMENTED, x->max_task_gpus, w->max_node_free, false);
+		return true;
+	}
+	if (w->max_node_gpus > 0 && x->max_task_gpus >= w->max_node_gpus &&
+	    tasks_of_size(x, w->max_node_gpus) > w->free_nodes) {
+		int32_t t = tasks_of_size(x, w->max_node_gpus);
+		snprintf(reason, rsz, "needs %d whole free nodes of %d GPUs; %d are free%s", (int)t,
+			 (int)w->max_node_gpus, (int)w->free_nodes, where);
+		if (set)
+			set_info(x, DRV_WHY_FRAGMENTED, t, w->free_nodes, false);
+		return true;
+	}
+	return false;
+}
+
+static void explain(const struct ctx *x, char *reason, size_t rsz)
+{
+	struct view w;
+	char a[48];
+
+	make_view(x, &w);
+	if (explain_view(x, &w, reason, rsz, true))
+		return;
+	gpus_phrase(a, sizeof(a), x->need_milli);
+	if (x->req_level >= 0)
+		snprintf(reason, rsz,
+			 "needs %s as %d tasks under one %s; no %s has free GPUs, CPU and memory that fit every task",
+			 a, (int)drv_job_tasks(x->job), level_word(x), level_word(x));
+	else
+		snprintf(reason, rsz,
+			 "needs %s as %d tasks; %lld GPUs are free but not on nodes that fit every task (GPUs, GPU memory, CPU or memory per node)",
+			 a, (int)drv_job_tasks(x->job), (long long)w.free_gpus);
+	set_info(x, x->req_level >= 0 ? DRV_WHY_TOPOLOGY : DRV_WHY_FRAGMENTED, x->need_gpus,
+		 w.free_gpus, false);
+}
+
+/* ---- the entry points ------------------------------------------------- */
+
+int drv_place(const struct drv_cluster *c, const struct drv_job *job,
+	      const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
+	      size_t reasonsz)
+{
+	struct ctx x;
+	struct view w;
+	int32_t order_local[MAX_LOCAL_GROUPS], first_local[MAX_LOCAL_GROUPS];
+	int32_t *order = order_local, *first = first_local;
+	int32_t ntasks, i, j;
+	char dummy[4];
+	int rc;
+
+	if (!reason) {
+		reason = dummy;
+		reasonsz = sizeof(dummy);
+	}
+	if (reasonsz)
+		reason[0] = 0;
+	out->ntasks = 0;
+	rc = setup(&x, c, job, opts, reason, reasonsz);
+	if (rc)
+		return rc;
+	x.out = out;
+	if (opts && opts->info)
+		memset(opts->info, 0, sizeof(*opts->info));
+
+	/* Quick refusal from the root aggregates: the common failure is cheap. */
+	make_view(&x, &w);
+	if (explain_view(&x, &w, reason, reasonsz, true))
+		return DRV_ENOSPACE;
+
+	ntasks = drv_job_tasks(job);
+	DRV_GROW(out->tasks, (size_t)ntasks, out->cap);
+	out->ntasks = ntasks;
+	if (job->ngroups > MAX_LOCAL_GROUPS) {
+		order = drv_malloc(sizeof(int32_t) * (size_t)job->ngroups);
+		first = drv_malloc(sizeof(int32_t) * (size_t)job->ngroups);
+	}
+	for (i = 0, j = 0; i < job->ngroups; i++) {
+		first[i] = j;
+		j += job->groups[i].count;
+	}
+	for (i = 0; i < ntasks; i++) {
+		memset(&out->tasks[i], 0, sizeof(out->tasks[i]));
+		out->tasks[i].node = -1;
+	}
+	/* Largest tasks first: whole GPUs descending, then shares, then CPU-only. */
+	for (i = 0; i < job->ngroups; i++) {
+		const struct drv_task_group *g = &job->groups[i];
+		int64_t k = (int64_t)g->gpus * DRV_MILLI + g->gpu_milli;
+		for (j = i - 1; j >= 0; j--) {
+			const struct drv_task_group *h = &job->groups[order[j]];
+			if ((int64_t)h->gpus * DRV_MILLI + h->gpu_milli >= k)
+				break;
+			order[j + 1] = order[j];
+		}
+		order[j + 1] = i;
+	}
+	x.order = order;
+	x.first = first;
+	x.sp = x.c->scratch;
+	x.send = x.c->scratch + x.c->scratch_cap;
+
+	if (search(&x, 0)) {
+		for (i = ntasks - 1; i >= 0; i--)
+			drv__task_apply(x.c, &out->tasks[i], -1);
+		rc = 0;
+	} else {
+		out->ntasks = 0;
+		explain(&x, reason, reasonsz);
+		rc = DRV_ENOSPACE;
+	}
+	if (order != order_local) {
+		drv_free(order);
+		drv_free(first);
+	}
+	return rc;
+}
+
+int drv_place_may_fit(const struct drv_cluster *c, const struct drv_job *job,
+		      const struct drv_place_opts *opts)
+{
+	struct ctx x;
+	struct view w;
+	char r[8];
+	int rc = setup(&x, c, job, opts, r, sizeof(r));
+
+	if (rc)
+		return rc == DRV_EINVAL ? DRV_EINVAL : DRV_ENOSPACE;
+	make_view(&x, &w);
+	return explain_view(&x, &w, r, sizeof(r), false) ? DRV_ENOSPACE : 0;
+}
+
+int drv_place_check_static(const struct drv_cluster *c, const struct drv_job *job,
+			   const struct drv_place_opts *opts, char *reason, size_t reasonsz)
+{
+	struct ctx x;
+	struct view w;
+	int32_t i;
+	char dummy[4];
+	int rc;
+
+	if (!reason) {
+		reason = dummy;
+		reasonsz = sizeof(dummy);
+	}
+	rc = setup(&x, c, job, opts, reason, reasonsz);
+	if (rc)
+		return rc;
+	/* The view of an empty cluster: totals of the up nodes in allowed pools. */
+	memset(&w, 0, sizeof(w));
+	for (i = 0; i < c->nnodes; i++) {
+		const struct drv_node *n = &c->nodes[i];
+		if (n->state != DRV_NODE_UP)
+			continue;
+		if (n->pool >= 0 && !((x.pools_ok >> n->pool) & 1))
+			continue;
+		if (n->pool < 0 && x.pool_restricted)
+			continue;
+		w.free_gpus += n->ngpus;
+		w.free_milli += (int64_t)n->ngpus * DRV_MILLI;
+		w.total_gpus += n->ngpus;
+		w.free_nodes++;
+		w.total_nodes++;
+		w.max_node_free = DRV_MAX(w.max_node_free, n->ngpus);
+		w.max_node_gpus = DRV_MAX(w.max_node_gpus, n->ngpus);
+		if (n->model >= 0)
+			w.by_model[n->model] += n->ngpus;
+	}
+	if (x.req_level >= 0) {
+		/* largest total under one topmost vertex at level >= req_level */
+		for (i = 0; i < c->nvertices; i++) {
+			const struct drv_vertex *v = &c->vertices[i];
+			if (v->level < x.req_level)
+				continue;
+			if (v->parent >= 0 && c->vertices[v->parent].level >= x.req_level)
+				continue;
+			if (v->pool >= 0 && !((x.pools_ok >> v->pool) & 1))
+				continue;
+			w.max_free_at[x.req_level] = DRV_MAX(w.max_free_at[x.req_level], v->total_gpus);
+		}
+	}
+	if (explain_view(&x, &w, reason, reasonsz, true)) {
+		if (opts && opts->info)
+			opts->info->never = true;
+		return DRV_ENOSPACE;
+	}
+	return 0;
+}
+
+/* ---- text form -------------------------------------------------------- */
+
+size_t drv_placement_format(const struct drv_cluster *c, const struct drv_placement *p,
+			    char *buf, size_t bufsz)
+{
+	size_t len = 0;
+	int32_t i;
+
+#define PUT(...)                                                                   \
+	do {                                                                       \
+		int n_ = snprintf(bufsz > len ? buf + len : NULL,                  \
+				  bufsz > len ? bufsz - len : 0, __VA_ARGS__);     \
+		if (n_ > 0)                                                        \
+			len += (size_t)n_;                                         \
+	} while (0)
+
+	if (bufsz)
+		buf[0] = 0;
+	for (i = 0; i < p->ntasks; i++) {
+		const struct drv_task_place *t = &p->tasks[i];
+		uint64_t m;
+		bool firstg = true;
+		const char *name = t->node >= 0 && t->node < c->nnodes ? c->nodes[t->node].name : "?";
+		PUT("%s%s", i ? ";" : "", name);
+		if (t->gpu_mask)
+			PUT(":");
+		for (m = t->gpu_mask; m; m &= m - 1) {
+			PUT("%s%d", firstg ? "" : ",", __builtin_ctzll(m));
+			firstg = false;
+		}
+	}
+#undef PUT
+	return len;
+}
+
+int drv_placement_parse(const struct drv_cluster *c, const char *s, int32_t gpu_milli,
+			struct drv_placement *out)
+{
+	const char *p = s;
+
+	out->ntasks = 0;
+	if (!s || !*s)
+		return 0;
+	while (*p) {
+		const char *e = p;
+		char name[DRV_NAME_MAX * 2];
+		struct drv_task_place *t;
+		int32_t ni;
+		size_t nl;
+
+		while (*e && *e != ':' && *e != ';')
+			e++;
+		nl = (size_t)(e - p);
+		if (nl == 0 || nl >= sizeof(name))
+			return DRV_EINVAL;
+		memcpy(name, p, nl);
+		name[nl] = 0;
+		ni = drv_cluster_find_node(c, name);
+		if (ni < 0)
+			return DRV_EINVAL;
+		DRV_GROW(out->tasks, (size_t)out->ntasks + 1, out->cap);
+		t = &out->tasks[out->ntasks++];
+		memset(t, 0, sizeof(*t));
+		t->node = ni;
+		t->gpu_milli = gpu_milli;
+		p = e;
+		if (*p == ':') {
+			p++;
+			for (;;) {
+				int g = 0, digits = 0;
+				while (*p >= '0' && *p <= '9' && digits < 3) {
+					g = g * 10 + (*p++ - '0');
+					digits++;
+				}
+				if (!digits || g >= c->nodes[ni].ngpus)
+					return DRV_EINVAL;
+				t->gpu_mask |= 1ULL << g;
+				if (*p != ',')
+					break;
+				p++;
+			}
+		}
+		if (*p == ';')
+			p++;
+		else if (*p)
+			return DRV_EINVAL;
+	}
+	return 0;
+}

@@ -1,0 +1,426 @@
+/*
+ * jobspec.c: the lifecycle of struct drv_jobspec and struct drv_specset,
+ * reading files under the size cap, telling formats apart by content, and
+ * handing a buffer to the parser of its format (manifest.c, sbatch.c,
+ * canonical.c).
+ */
+#include "drover/spec.h"
+#include "spec_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *drv_spec_format_name(enum drv_spec_format f)
+{
+	switch (f) {
+	case DRV_FMT_MANIFEST: return "manifest";
+	case DRV_FMT_SBATCH: return "sbatch";
+	case DRV_FMT_CANONICAL: return "canonical";
+	case DRV_FMT_CLUSTER: return "cluster";
+	default: return "unknown";
+	}
+}
+
+void drv_jobspec_init(struct drv_jobspec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->k8s.parallelism = -1;
+	s->k8s.completions = -1;
+	s->k8s.backoff_limit = -1;
+	s->k8s.active_deadline_s = -1;
+	s->k8s.min_available = -1;
+	s->ignored = json_object();
+}
+
+static void free_strv(char **v, int32_t n)
+{
+	int32_t i;
+	for (i = 0; i < n; i++)
+		drv_free(v[i]);
+	drv_free(v);
+}
+
+static void free_labels(struct drv_label *l, int32_t n)
+{
+	int32_t i;
+	for (i = 0; i < n; i++) {
+		drv_free(l[i].key);
+		drv_free(l[i].value);
+	}
+	drv_free(l);
+}
+
+void drv_spec_run_release(struct drv_task_run *r)
+{
+	int32_t i;
+	drv_free(r->container);
+	drv_free(r->image);
+	free_strv(r->command, r->ncommand);
+	free_strv(r->args, r->nargs);
+	for (i = 0; i < r->nenv; i++) {
+		drv_free(r->env[i].name);
+		drv_free(r->env[i].value);
+	}
+	drv_free(r->env);
+	drv_free(r->working_dir);
+	drv_free(r->script);
+	drv_free(r->export_mode);
+	drv_free(r->restart_policy);
+	memset(r, 0, sizeof(*r));
+}
+
+void drv_spec_class_release(struct drv_priority_class *c)
+{
+	drv_free(c->name);
+	drv_free(c->preemption_policy);
+	drv_free(c->description);
+	memset(c, 0, sizeof(*c));
+}
+
+/* NEEDSWORK: switch to drv_job_release once src/core/job.c is on main. */
+static void job_free_fields(struct drv_job *j)
+{
+	int32_t i;
+	drv_free(j->name);
+	drv_free(j->tenant);
+	drv_free(j->user);
+	for (i = 0; i < j->ngroups; i++)
+		drv_free(j->groups[i].name);
+	drv_free(j->groups);
+	drv_free(j->topo_level);
+	free_strv(j->regions, j->nregions);
+	memset(j, 0, sizeof(*j));
+}
+
+void drv_jobspec_release(struct drv_jobspec *s)
+{
+	int32_t i;
+	if (s->run)
+		for (i = 0; i < s->job.ngroups; i++)
+			drv_spec_run_release(&s->run[i]);
+	drv_free(s->run);
+	job_free_fields(&s->job);
+	drv_free(s->api_version);
+	drv_free(s->kind);
+	drv_free(s->namespace_);
+	drv_free(s->queue);
+	drv_free(s->priority_class);
+	free_labels(s->labels, s->nlabels);
+	free_labels(s->annotations, s->nannotations);
+	drv_array_release(&s->array);
+	for (i = 0; i < s->ndeps; i++) {
+		drv_free(s->deps[i].type);
+		drv_free(s->deps[i].job);
+	}
+	drv_free(s->deps);
+	drv_free(s->slurm.qos);
+	drv_free(s->slurm.account);
+	drv_free(s->slurm.partition);
+	for (i = 0; i < s->nclasses; i++)
+		drv_spec_class_release(&s->classes[i]);
+	drv_free(s->classes);
+	if (s->ignored)
+		json_decref(s->ignored);
+	free_strv(s->warnings, s->nwarnings);
+	memset(s, 0, sizeof(*s));
+	s->k8s.parallelism = -1;
+	s->k8s.completions = -1;
+	s->k8s.backoff_limit = -1;
+	s->k8s.active_deadline_s = -1;
+	s->k8s.min_available = -1;
+}
+
+int drv_jobspec_add_group(struct drv_jobspec *s, const char *name)
+{
+	int32_t n = s->job.ngroups;
+	if (n >= DRV_SPEC_MAX_GROUPS)
+		return DRV_ELIMIT;
+	s->job.groups = drv_realloc(s->job.groups, sizeof(*s->job.groups) * (size_t)(n + 1));
+	s->run = drv_realloc(s->run, sizeof(*s->run) * (size_t)(n + 1));
+	memset(&s->job.groups[n], 0, sizeof(s->job.groups[n]));
+	memset(&s->run[n], 0, sizeof(s->run[n]));
+	s->job.groups[n].name = drv_strdup(name);
+	s->job.groups[n].model = -1;
+	s->run[n].termination_grace_s = -1;
+	s->job.ngroups = n + 1;
+	return n;
+}
+
+void drv_jobspec_add_env(struct drv_jobspec *s, int g, const char *name, const char *value)
+{
+	struct drv_task_run *r = &s->run[g];
+	DRV_GROW(r->env, (size_t)r->nenv + 1, r->envcap);
+	r->env[r->nenv].name = drv_strdup(name);
+	r->env[r->nenv].value = drv_strdup(value);
+	r->nenv++;
+}
+
+const char *drv_jobspec_env(const struct drv_jobspec *s, int g, const char *name)
+{
+	int32_t i;
+	if (g < 0 || g >= s->job.ngroups)
+		return NULL;
+	for (i = s->run[g].nenv - 1; i >= 0; i--)
+		if (strcmp(s->run[g].env[i].name, name) == 0)
+			return s->run[g].env[i].value;
+	return NULL;
+}
+
+void drv_jobspec_warn(struct drv_jobspec *s, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	if (s->nwarnings >= DRV_SPEC_MAX_ITEMS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	s->warnings = drv_realloc(s->warnings, sizeof(char *) * (size_t)(s->nwarnings + 1));
+	s->warnings[s->nwarnings++] = drv_strdup(buf);
+}
+
+void drv_specset_init(struct drv_specset *set)
+{
+	memset(set, 0, sizeof(*set));
+}
+
+void drv_specset_release(struct drv_specset *set)
+{
+	int32_t i;
+	for (i = 0; i < set->njobs; i++)
+		drv_jobspec_release(&set->jobs[i]);
+	drv_free(set->jobs);
+	for (i = 0; i < set->nclasses; i++)
+		drv_spec_class_release(&set->classes[i]);
+	drv_free(set->classes);
+	memset(set, 0, sizeof(*set));
+}
+
+struct drv_jobspec *drv_specset_add(struct drv_specset *set)
+{
+	struct drv_jobspec *s;
+	DRV_GROW(set->jobs, (size_t)set->njobs + 1, set->cap);
+	s = &set->jobs[set->njobs++];
+	drv_jobspec_init(s);
+	return s;
+}
+
+int drv_spec_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	FILE *f;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int rc = 0;
+
+	f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+	if (!f)
+		return DRV_EIO;
+	for (;;) {
+		size_t n;
+		DRV_GROW(buf, len + 65536 + 1, cap);
+		n = fread(buf + len, 1, 65536, f);
+		len += n;
+		if (len > max) {
+			rc = DRV_ELIMIT;
+			break;
+		}
+		if (n == 0) {
+			if (ferror(f))
+				rc = DRV_EIO;
+			break;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	if (rc) {
+		drv_free(buf);
+		return rc;
+	}
+	buf[len] = '\0';
+	*bufp = buf;
+	*lenp = len;
+	return 0;
+}
+
+/* Start of line i-th content: skips a UTF-8 BOM. */
+static size_t skip_bom(const char *b, size_t n)
+{
+	return n >= 3 && (unsigned char)b[0] == 0xEF && (unsigned char)b[1] == 0xBB &&
+	       (unsigned char)b[2] == 0xBF ? 3 : 0;
+}
+
+/* Does a line of buf start with key (at column 0)? */
+static bool has_line_key(const char *b, size_t n, const char *key)
+{
+	size_t kl = strlen(key), i = 0;
+	while (i < n) {
+		if (n - i >= kl && memcmp(b + i, key, kl) == 0)
+			return true;
+		while (i < n && b[i] != '\n')
+			i++;
+		i++;
+	}
+	return false;
+}
+
+/* Finds "key" then : then "value-prefix in a JSON text. */
+static bool json_has(const char *b, size_t n, const char *key, const char *valpre)
+{
+	size_t kl = strlen(key), vl = valpre ? strlen(valpre) : 0, i;
+	for (i = 0; i + kl + 2 <= n; i++) {
+		size_t j;
+		if (b[i] != '"' || memcmp(b + i + 1, key, kl) != 0 || b[i + 1 + kl] != '"')
+			continue;
+		if (!valpre)
+			return true;
+		j = i + kl + 2;
+		while (j < n && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r'))
+			j++;
+		if (j >= n || b[j] != ':')
+			continue;
+		j++;
+		while (j < n && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r'))
+			j++;
+		if (j + 1 + vl <= n && b[j] == '"' && memcmp(b + j + 1, valpre, vl) == 0)
+			return true;
+	}
+	return false;
+}
+
+enum drv_spec_format drv_spec_sniff(const char *buf, size_t len)
+{
+	size_t i = skip_bom(buf, len);
+	const char *b = buf + i;
+	size_t n = len - i, k = 0;
+
+	if (n >= 2 && b[0] == '#' && b[1] == '!')
+		return DRV_FMT_SBATCH;
+	/* first significant character, skipping blank and comment lines */
+	while (k < n) {
+		if (b[k] == ' ' || b[k] == '\t' || b[k] == '\r' || b[k] == '\n') {
+			k++;
+		} else if (b[k] == '#') {
+			while (k < n && b[k] != '\n')
+				k++;
+		} else {
+			break;
+		}
+	}
+	if (k >= n)
+		return DRV_FMT_UNKNOWN;
+	if (b[k] == '{' || b[k] == '[') {
+		if (json_has(b, n, "apiVersion", "drover/"))
+			return DRV_FMT_CANONICAL;
+		if (json_has(b, n, "kind", NULL) && json_has(b, n, "apiVersion", NULL))
+			return DRV_FMT_MANIFEST;
+		return DRV_FMT_CLUSTER;
+	}
+	if (has_line_key(b, n, "apiVersion:") || has_line_key(b, n, "kind:"))
+		return DRV_FMT_MANIFEST;
+	if (has_line_key(b, n, "---") && (has_line_key(b, n, "  apiVersion:") ||
+					    has_line_key(b, n, "- apiVersion:")))
+		return DRV_FMT_MANIFEST;
+	return DRV_FMT_CLUSTER;
+}
+
+int drv_spec_parse_all(const char *buf, size_t len, const char *name,
+		       const struct drv_spec_opts *opts, struct drv_specset *set,
+		       struct drv_diags *d)
+{
+	enum drv_spec_format f;
+	char *copy;
+	int rc;
+
+	if (len > DRV_SPEC_MAX_BYTES) {
+		drv_diag_err(d, 0, 0, NULL, "input is %zu bytes, over the limit of %d bytes",
+			     len, DRV_SPEC_MAX_BYTES);
+		return DRV_ELIMIT;
+	}
+	copy = drv_malloc(len + 1);
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	f = drv_spec_sniff(copy, len);
+	switch (f) {
+	case DRV_FMT_SBATCH:
+		rc = drv_spec_parse_sbatch(copy, len, name, opts, set, d);
+		break;
+	case DRV_FMT_CANONICAL:
+		rc = drv_spec_parse_canonical(copy, len, set, d);
+		break;
+	case DRV_FMT_MANIFEST:
+		rc = drv_spec_parse_manifest(copy, len, name, set, d);
+		break;
+	case DRV_FMT_CLUSTER:
+		drv_diag_err(d, 0, 0, NULL, "found a cluster file, expected a job (a Kubernetes "
+			     "manifest, a Slurm batch script or a drover JSON job)");
+		rc = DRV_EPARSE;
+		break;
+	default:
+		drv_diag_err(d, 1, 1, NULL, "found an empty file, expected a job");
+		rc = DRV_EPARSE;
+		break;
+	}
+	drv_free(copy);
+	if (rc == 0 && d->nerrors)
+		rc = DRV_EPARSE;
+	if (rc)
+		drv_specset_release(set);
+	return rc;
+}
+
+int drv_spec_parse_buffer_opts(const char *buf, size_t len, const char *name,
+			       const struct drv_spec_opts *opts,
+			       struct drv_jobspec *spec, struct drv_diags *d)
+{
+	struct drv_specset set;
+	int rc;
+
+	drv_specset_init(&set);
+	rc = drv_spec_parse_all(buf, len, name, opts, &set, d);
+	if (rc)
+		goto out;
+	if (set.njobs != 1) {
+		drv_diag_err(d, 0, 0, NULL, "found %d jobs, expected exactly one%s", set.njobs,
+			     set.njobs ? " (submit each job from its own file)" : "");
+		rc = DRV_EPARSE;
+		goto out;
+	}
+	drv_jobspec_release(spec);
+	*spec = set.jobs[0];
+	set.njobs = 0;
+out:
+	drv_specset_release(&set);
+	return rc;
+}
+
+int drv_spec_parse_buffer(const char *buf, size_t len, const char *name,
+			  struct drv_jobspec *spec, struct drv_diags *d)
+{
+	return drv_spec_parse_buffer_opts(buf, len, name, NULL, spec, d);
+}
+
+int drv_spec_load_file_opts(const char *path, const struct drv_spec_opts *opts,
+			    struct drv_jobspec *spec, struct drv_diags *d)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = drv_spec_read_file(path, DRV_SPEC_MAX_BYTES, &buf, &len);
+	if (rc == DRV_ELIMIT) {
+		drv_diag_err(d, 0, 0, NULL, "file is over the limit of %d bytes", DRV_SPEC_MAX_BYTES);
+		return rc;
+	}
+	if (rc) {
+		drv_diag_err(d, 0, 0, NULL, "cannot read: %s", strerror(errno));
+		return rc;
+	}
+	rc = drv_spec_parse_buffer_opts(buf, len, path, opts, spec, d);
+	drv_free(buf);
+	return rc;
+}
+
+int drv_spec_load_file(const char *path, struct drv_jobspec *spec, struct drv_diags *d)
+{
+	return drv_spec_load_file_opts(path, NULL, spec, d);
+}

@@ -1,0 +1,517 @@
+/*
+ * store_sqlite.c: the SQLite backend of the store (include/drover/store.h).
+ *
+ * One database file in WAL mode with synchronous=FULL: a transaction is on
+ * disk when COMMIT returns, and readers never block the writer. The schema
+ * is versioned with PRAGMA user_version; migrations[] holds one SQL script
+ * per version and open applies, in one transaction, every script above the
+ * file's version. A file newer than this binary is refused rather than
+ * guessed at. Statements are prepared once and reused.
+ */
+#include "drover/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+/* migrations[i] takes the schema from version i to i + 1. Never edit a
+ * shipped entry; append a new one. */
+static const char *const migrations[] = {
+	/* 0 -> 1: jobs, the event log, counters */
+	"CREATE TABLE jobs ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  user TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  submit_time INTEGER NOT NULL,"
+	"  doc TEXT NOT NULL);"
+	"CREATE TABLE events ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  time INTEGER NOT NULL,"
+	"  type TEXT NOT NULL,"
+	"  job INTEGER NOT NULL DEFAULT 0,"
+	"  from_state TEXT,"
+	"  to_state TEXT NOT NULL,"
+	"  reason TEXT NOT NULL DEFAULT '',"
+	"  doc TEXT NOT NULL);"
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, val INTEGER NOT NULL);",
+	/* 1 -> 2: tenants on jobs, nodes, node events, indexes for filters */
+	"ALTER TABLE jobs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';"
+	"ALTER TABLE events ADD COLUMN node TEXT;"
+	"CREATE TABLE nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+	"CREATE INDEX events_by_job ON events(job, seq);"
+	"CREATE INDEX jobs_by_state ON jobs(state);",
+};
+
+enum {
+	ST_PUT_JOB,
+	ST_LOAD_JOBS,
+	ST_ADD_EVENT,
+	ST_LOAD_EVENTS,
+	ST_LOAD_JOB_EVENTS,
+	ST_PUT_NODE,
+	ST_LOAD_NODES,
+	ST_GET_META,
+	ST_PUT_META,
+	ST_MAX_IDS,
+	ST_N
+};
+
+static const char *const stmt_sql[ST_N] = {
+	[ST_PUT_JOB] = "INSERT OR REPLACE INTO jobs(id,name,user,tenant,state,submit_time,doc)"
+		       " VALUES(?,?,?,?,?,?,?)",
+	[ST_LOAD_JOBS] = "SELECT id,name,user,tenant,state,submit_time,doc FROM jobs ORDER BY id",
+	[ST_ADD_EVENT] = "INSERT INTO events(time,type,job,node,from_state,to_state,reason,doc)"
+			 " VALUES(?,?,?,?,?,?,?,?)",
+	[ST_LOAD_EVENTS] = "SELECT seq,time,type,job,node,from_state,to_state,reason,doc"
+			   " FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+	[ST_LOAD_JOB_EVENTS] = "SELECT seq,time,type,job,node,from_state,to_state,reason,doc"
+			       " FROM events WHERE job = ? AND seq > ? ORDER BY seq LIMIT ?",
+	[ST_PUT_NODE] = "INSERT OR REPLACE INTO nodes(name,doc) VALUES(?,?)",
+	[ST_LOAD_NODES] = "SELECT name,doc FROM nodes ORDER BY name",
+	[ST_GET_META] = "SELECT val FROM meta WHERE key = ?",
+	[ST_PUT_META] = "INSERT OR REPLACE INTO meta(key,val) VALUES(?,?)",
+	[ST_MAX_IDS] = "SELECT (SELECT COALESCE(MAX(id),0) FROM jobs),"
+		       " (SELECT COALESCE(MAX(seq),0) FROM events)",
+};
+
+struct sq {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_N];
+	bool in_txn;
+};
+
+static int fail(struct drv_store *s, const char *what)
+{
+	struct sq *q = s->impl;
+
+	snprintf(s->err, sizeof(s->err), "sqlite: %s: %s", what, sqlite3_errmsg(q->db));
+	return DRV_EIO;
+}
+
+static int exec(struct drv_store *s, const char *sql)
+{
+	struct sq *q = s->impl;
+	char *msg = NULL;
+
+	if (sqlite3_exec(q->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(s->err, sizeof(s->err), "sqlite: %s", msg ? msg : "error");
+		sqlite3_free(msg);
+		return DRV_EIO;
+	}
+	return 0;
+}
+
+static sqlite3_stmt *stmt(struct drv_store *s, int i)
+{
+	struct sq *q = s->impl;
+
+	sqlite3_reset(q->st[i]);
+	sqlite3_clear_bindings(q->st[i]);
+	return q->st[i];
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int step_done(struct drv_store *s, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_DONE) {
+		int r = fail(s, what);
+
+		sqlite3_reset(st);
+		return r;
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int sq_begin(struct drv_store *s)
+{
+	struct sq *q = s->impl;
+	int rc;
+
+	if (q->in_txn)
+		return DRV_ESTATE;
+	rc = exec(s, "BEGIN IMMEDIATE");
+	if (rc == 0)
+		q->in_txn = true;
+	return rc;
+}
+
+static int sq_commit(struct drv_store *s)
+{
+	struct sq *q = s->impl;
+	int rc;
+
+	if (!q->in_txn)
+		return DRV_ESTATE;
+	rc = exec(s, "COMMIT");
+	if (rc < 0) {
+		exec(s, "ROLLBACK");
+	}
+	q->in_txn = false;
+	return rc;
+}
+
+static int sq_rollback(struct drv_store *s)
+{
+	struct sq *q = s->impl;
+
+	if (!q->in_txn)
+		return 0;
+	q->in_txn = false;
+	return exec(s, "ROLLBACK");
+}
+
+static int sq_put_job(struct drv_store *s, const struct drv_store_job *j)
+{
+	sqlite3_stmt *st = stmt(s, ST_PUT_JOB);
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+	bind_text(st, 2, j->name ? j->name : "");
+	bind_text(st, 3, j->user ? j->user : "");
+	bind_text(st, 4, j->tenant ? j->tenant : "default");
+	bind_text(st, 5, j->state);
+	sqlite3_bind_int64(st, 6, j->submit_time);
+	bind_text(st, 7, j->doc ? j->doc : "{}");
+	return step_done(s, st, "put_job");
+}
+
+static const char *col(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+static int sq_load_jobs(struct drv_store *s, int (*fn)(const struct drv_store_job *, void *),
+			void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_LOAD_JOBS);
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct drv_store_job j = {
+			.id = (uint64_t)sqlite3_column_int64(st, 0),
+			.name = col(st, 1),
+			.user = col(st, 2),
+			.tenant = col(st, 3),
+			.state = col(st, 4),
+			.submit_time = sqlite3_column_int64(st, 5),
+			.doc = col(st, 6),
+		};
+		int r = fn(&j, cls);
+
+		if (r) {
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fail(s, "load_jobs");
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int sq_add_event(struct drv_store *s, struct drv_store_event *e)
+{
+	struct sq *q = s->impl;
+	sqlite3_stmt *st = stmt(s, ST_ADD_EVENT);
+	int rc;
+
+	sqlite3_bind_int64(st, 1, e->time);
+	bind_text(st, 2, e->type ? e->type : "job");
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)e->job);
+	bind_text(st, 4, e->node);
+	bind_text(st, 5, e->from);
+	bind_text(st, 6, e->to ? e->to : "");
+	bind_text(st, 7, e->reason ? e->reason : "");
+	bind_text(st, 8, e->doc ? e->doc : "{}");
+	rc = step_done(s, st, "add_event");
+	if (rc == 0)
+		e->seq = sqlite3_last_insert_rowid(q->db);
+	return rc;
+}
+
+static int sq_load_events(struct drv_store *s, int64_t since, uint64_t job, int limit,
+			  int (*fn)(const struct drv_store_event *, void *), void *cls)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (job) {
+		st = stmt(s, ST_LOAD_JOB_EVENTS);
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+		sqlite3_bind_int64(st, 2, since);
+		sqlite3_bind_int64(st, 3, limit > 0 ? limit : -1);
+	} else {
+		st = stmt(s, ST_LOAD_EVENTS);
+		sqlite3_bind_int64(st, 1, since);
+		sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct drv_store_event e = {
+			.seq = sqlite3_column_int64(st, 0),
+			.time = sqlite3_column_int64(st, 1),
+			.type = col(st, 2),
+			.job = (uint64_t)sqlite3_column_int64(st, 3),
+			.node = col(st, 4),
+			.from = col(st, 5),
+			.to = col(st, 6),
+			.reason = col(st, 7),
+			.doc = col(st, 8),
+		};
+		int r = fn(&e, cls);
+
+		if (r) {
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fail(s, "load_events");
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int sq_put_node(struct drv_store *s, const struct drv_store_node *n)
+{
+	sqlite3_stmt *st = stmt(s, ST_PUT_NODE);
+
+	bind_text(st, 1, n->name);
+	bind_text(st, 2, n->doc ? n->doc : "{}");
+	return step_done(s, st, "put_node");
+}
+
+static int sq_load_nodes(struct drv_store *s, int (*fn)(const struct drv_store_node *, void *),
+			 void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_LOAD_NODES);
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct drv_store_node n = { .name = col(st, 0), .doc = col(st, 1) };
+		int r = fn(&n, cls);
+
+		if (r) {
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		rc = fail(s, "load_nodes");
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int sq_get_meta(struct drv_store *s, const char *key, int64_t *val)
+{
+	sqlite3_stmt *st = stmt(s, ST_GET_META);
+	int rc;
+
+	bind_text(st, 1, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*val = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		return 0;
+	}
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(st);
+		return DRV_ENOENT;
+	}
+	rc = fail(s, "get_meta");
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int sq_put_meta(struct drv_store *s, const char *key, int64_t val)
+{
+	sqlite3_stmt *st = stmt(s, ST_PUT_META);
+
+	bind_text(st, 1, key);
+	sqlite3_bind_int64(st, 2, val);
+	return step_done(s, st, "put_meta");
+}
+
+static int sq_max_ids(struct drv_store *s, uint64_t *job, int64_t *seq)
+{
+	sqlite3_stmt *st = stmt(s, ST_MAX_IDS);
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_ROW) {
+		rc = fail(s, "max_ids");
+		sqlite3_reset(st);
+		return rc;
+	}
+	*job = (uint64_t)sqlite3_column_int64(st, 0);
+	*seq = sqlite3_column_int64(st, 1);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static void sq_close(struct drv_store *s)
+{
+	struct sq *q = s->impl;
+
+	if (!q)
+		return;
+	if (q->in_txn)
+		exec(s, "ROLLBACK");
+	for (int i = 0; i < ST_N; i++)
+		sqlite3_finalize(q->st[i]);
+	sqlite3_close(q->db);
+	drv_free(q);
+	s->impl = NULL;
+}
+
+static const struct drv_store_ops sqlite_ops = {
+	.name = "sqlite",
+	.begin = sq_begin,
+	.commit = sq_commit,
+	.rollback = sq_rollback,
+	.put_job = sq_put_job,
+	.load_jobs = sq_load_jobs,
+	.add_event = sq_add_event,
+	.load_events = sq_load_events,
+	.put_node = sq_put_node,
+	.load_nodes = sq_load_nodes,
+	.get_meta = sq_get_meta,
+	.put_meta = sq_put_meta,
+	.max_ids = sq_max_ids,
+	.close = sq_close,
+};
+
+int drv_store_sqlite_schema_version(void)
+{
+	return (int)DRV_ARRAY_SIZE(migrations);
+}
+
+static int user_version(struct drv_store *s, int *v)
+{
+	struct sq *q = s->impl;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(q->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return fail(s, "user_version");
+	rc = sqlite3_step(st);
+	*v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+	sqlite3_finalize(st);
+	return *v < 0 ? fail(s, "user_version") : 0;
+}
+
+static int migrate(struct drv_store *s, int target)
+{
+	int v, rc;
+	char sql[64];
+
+	rc = exec(s, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		return rc;
+	rc = user_version(s, &v);
+	if (rc < 0)
+		goto bad;
+	if (v > drv_store_sqlite_schema_version()) {
+		snprintf(s->err, sizeof(s->err),
+			 "the state database has schema version %d; this drover knows up to %d "
+			 "(a newer drover wrote it)", v, drv_store_sqlite_schema_version());
+		rc = DRV_EUNSUPP;
+		goto bad;
+	}
+	for (; v < target; v++) {
+		rc = exec(s, migrations[v]);
+		if (rc < 0)
+			goto bad;
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
+		rc = exec(s, sql);
+		if (rc < 0)
+			goto bad;
+	}
+	return exec(s, "COMMIT");
+bad:
+	{
+		char keep[sizeof(s->err)];
+
+		memcpy(keep, s->err, sizeof(keep));
+		exec(s, "ROLLBACK");
+		memcpy(s->err, keep, sizeof(keep));
+	}
+	return rc;
+}
+
+int drv_store_open_sqlite_at(const char *path, int version, struct drv_store **out,
+			     char *errmsg, size_t errsz)
+{
+	struct drv_store *s = drv_calloc(1, sizeof(*s));
+	struct sq *q = drv_calloc(1, sizeof(*q));
+	int rc;
+
+	s->ops = &sqlite_ops;
+	s->impl = q;
+	if (sqlite3_open_v2(path, &q->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		rc = fail(s, path);
+		goto bad;
+	}
+	sqlite3_busy_timeout(q->db, 5000);
+	rc = exec(s, "PRAGMA journal_mode=WAL");
+	if (rc == 0)
+		rc = exec(s, "PRAGMA synchronous=FULL");
+	if (rc == 0)
+		rc = exec(s, "PRAGMA foreign_keys=ON");
+	if (rc < 0)
+		goto bad;
+	rc = migrate(s, version);
+	if (rc < 0)
+		goto bad;
+	if (version == drv_store_sqlite_schema_version()) {
+		for (int i = 0; i < ST_N; i++) {
+			if (sqlite3_prepare_v3(q->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+					       &q->st[i], NULL) != SQLITE_OK) {
+				rc = fail(s, stmt_sql[i]);
+				goto bad;
+			}
+		}
+	}
+	*out = s;
+	return 0;
+bad:
+	if (errmsg)
+		snprintf(errmsg, errsz, "%s: %s", path, s->err);
+	sq_close(s);
+	drv_free(s);
+	return rc;
+}
+
+int drv_store_open_sqlite(const char *path, struct drv_store **out, char *errmsg, size_t errsz)
+{
+	return drv_store_open_sqlite_at(path, drv_store_sqlite_schema_version(), out, errmsg,
+					errsz);
+}
+
+void drv_store_close(struct drv_store *s)
+{
+	if (!s)
+		return;
+	s->ops->close(s);
+	drv_free(s);
+}

@@ -1,0 +1,293 @@
+/*
+ * test_http.c: the route table over libmicrohttpd and the libcurl client,
+ * talking over real loopback sockets: captures, query, JSON bodies, the
+ * error shape for 404/405/413, the filter, long-poll timeouts, Server-Sent
+ * Events, and the message a person sees when nothing listens.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drover/http.h"
+
+static int h_echo(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	const char *q = drv_http_req_query(req, "q");
+	json_t *body = NULL;
+	size_t len;
+
+	(void)ctx;
+	drv_http_req_body(req, &len);
+	if (len) {
+		body = drv_http_req_json(req, resp);
+		if (!body)
+			return 0;
+	}
+	drv_http_resp_json(resp, 201,
+			   json_pack("{s:s?,s:s?,s:s?,s:o?,s:s?}", "id", drv_http_req_param(req, 0),
+				     "q", q, "ct", drv_http_req_header(req, "content-type"), "body",
+				     body, "user", (const char *)drv_http_req_user(req)));
+	return 0;
+}
+
+static int h_fail(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	(void)req;
+	(void)resp;
+	(void)ctx;
+	return DRV_EIO;
+}
+
+static int h_slow(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	(void)req;
+	(void)ctx;
+	usleep(400 * 1000);
+	drv_http_resp_bytes(resp, 200, "text/plain", "late", 4);
+	return 0;
+}
+
+struct sse_state {
+	int n;
+};
+
+static ssize_t sse_fn(void *cls, char *buf, size_t max)
+{
+	struct sse_state *s = cls;
+
+	if (s->n >= 3)
+		return -1;
+	usleep(10 * 1000);
+	s->n++;
+	return snprintf(buf, max, ": keepalive\nid: %d\nevent: job\ndata: {\"seq\":%d}\n\n", s->n, s->n);
+}
+
+static int h_sse(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	(void)req;
+	(void)ctx;
+	drv_http_resp_stream(resp, 200, "text/event-stream", sse_fn,
+			     drv_calloc(1, sizeof(struct sse_state)), drv_free);
+	return 0;
+}
+
+static int filter(struct drv_http_req *req, const struct drv_http_route *rt,
+		  struct drv_http_resp *resp, void *ctx)
+{
+	const char *auth = drv_http_req_header(req, "Authorization");
+
+	(void)ctx;
+	if (!(rt->flags & 1))
+		return 0;
+	if (!auth || strcmp(auth, "Bearer good") != 0) {
+		drv_http_resp_error(resp, 401, "unauthorized", NULL, "no valid token");
+		return 1;
+	}
+	drv_http_req_set_user(req, (void *)"alice");
+	return 0;
+}
+
+static const struct drv_http_route routes[] = {
+	{ "POST", "/v1/things/{}", h_echo, 0 },
+	{ "GET", "/v1/things/{}", h_echo, 0 },
+	{ "GET", "/v1/private", h_echo, 1 },
+	{ "GET", "/v1/fail", h_fail, 0 },
+	{ "GET", "/v1/slow", h_slow, 0 },
+	{ "GET", "/v1/events", h_sse, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
+static struct drv_http_server *srv;
+static char base[64];
+
+static void start(void)
+{
+	char err[256];
+
+	cr_assert(eq(int, drv_http_server_start("127.0.0.1:0", routes, filter, NULL, &srv, err,
+						 sizeof(err)), 0));
+	snprintf(base, sizeof(base), "http://127.0.0.1:%d", drv_http_server_port(srv));
+}
+
+static void stop(void)
+{
+	drv_http_server_stop(srv);
+	srv = NULL;
+}
+
+TestSuite(http, .init = start, .fini = stop);
+
+Test(http, captures_query_and_json_body)
+{
+	struct drv_http_client c;
+	json_t *body = json_pack("{s:i}", "gpus", 8), *reply = NULL, *b;
+	long st = 0;
+
+	drv_http_client_init(&c, base, NULL);
+	cr_assert(eq(int, drv_http_json(&c, "POST", "/v1/things/job%2042?q=a%20b", body, -1, &st,
+					&reply), 0));
+	cr_assert(eq(long, st, 201));
+	cr_assert(eq(str, (char *)drv_json_str(reply, "id"), "job 42"));
+	cr_assert(eq(str, (char *)drv_json_str(reply, "q"), "a b"));
+	cr_assert(eq(str, (char *)drv_json_str(reply, "ct"), "application/json"));
+	b = json_object_get(reply, "body");
+	cr_assert(eq(i64, drv_json_int(b, "gpus", -1), 8));
+	json_decref(reply);
+	json_decref(body);
+	drv_http_client_release(&c);
+}
+
+Test(http, errors_have_the_documented_shape)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+	char buf[256];
+	json_t *j;
+
+	drv_http_client_init(&c, base, NULL);
+	drv_http_reply_init(&r);
+
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/nothing", NULL, NULL, 0, -1, &r), 0));
+	cr_assert(eq(long, r.status, 404));
+	j = json_loads(r.body, 0, NULL);
+	cr_assert(eq(str, (char *)drv_json_str(json_object_get(j, "error"), "code"), "not_found"));
+	cr_assert(json_object_get(json_object_get(j, "error"), "details") != NULL);
+	json_decref(j);
+
+	cr_assert(eq(int, drv_http_request(&c, "DELETE", "/v1/things/1", NULL, NULL, 0, -1, &r), 0));
+	cr_assert(eq(long, r.status, 405));
+	cr_assert(ne(ptr, (void *)drv_http_reply_header(&r, "allow", buf, sizeof(buf)), NULL));
+	cr_assert(eq(str, buf, "POST, GET"));
+
+	cr_assert(eq(int, drv_http_request(&c, "POST", "/v1/things/1", "application/json", "{bad",
+					   4, -1, &r), 0));
+	cr_assert(eq(long, r.status, 400));
+	cr_assert(ne(ptr, strstr(drv_http_error_message(&r, buf, sizeof(buf)), "request body:1:"),
+		     NULL));
+
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/fail", NULL, NULL, 0, -1, &r), 0));
+	cr_assert(eq(long, r.status, 500));
+	cr_assert(ne(ptr, strstr(drv_http_error_message(&r, buf, sizeof(buf)), "input/output"), NULL),
+		  "%s", buf);
+
+	drv_http_reply_release(&r);
+	drv_http_client_release(&c);
+}
+
+Test(http, body_over_the_limit_is_413)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+	size_t n = DRV_HTTP_MAX_BODY + 10;
+	char *big = drv_malloc(n);
+
+	memset(big, 'x', n);
+	drv_http_client_init(&c, base, NULL);
+	drv_http_reply_init(&r);
+	cr_assert(eq(int, drv_http_request(&c, "POST", "/v1/things/1", "text/plain", big, n, -1, &r),
+		     0));
+	cr_assert(eq(long, r.status, 413));
+	drv_http_reply_release(&r);
+	drv_http_client_release(&c);
+	drv_free(big);
+}
+
+Test(http, filter_sees_the_token)
+{
+	struct drv_http_client c, good;
+	json_t *reply = NULL;
+	long st = 0;
+
+	drv_http_client_init(&c, base, "bad");
+	drv_http_client_init(&good, base, "good");
+	cr_assert(eq(int, drv_http_json(&c, "GET", "/v1/private", NULL, -1, &st, &reply), 0));
+	cr_assert(eq(long, st, 401));
+	json_decref(reply);
+	cr_assert(eq(int, drv_http_json(&good, "GET", "/v1/private", NULL, -1, &st, &reply), 0));
+	cr_assert(eq(long, st, 201));
+	cr_assert(eq(str, (char *)drv_json_str(reply, "user"), "alice"));
+	json_decref(reply);
+	drv_http_client_release(&c);
+	drv_http_client_release(&good);
+}
+
+Test(http, per_request_timeout)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+
+	drv_http_client_init(&c, base, NULL);
+	drv_http_reply_init(&r);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/slow", NULL, NULL, 0, 100, &r),
+		     DRV_ETIMEDOUT));
+	cr_assert(ne(ptr, strstr(c.err, "timed out"), NULL), "%s", c.err);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/slow", NULL, NULL, 0, 5000, &r), 0));
+	cr_assert(eq(str, r.body, "late"));
+	drv_http_reply_release(&r);
+	drv_http_client_release(&c);
+}
+
+struct got {
+	int n;
+	char ids[64];
+	char last[64];
+};
+
+static int on_event(const char *event, const char *id, const char *data, void *cls)
+{
+	struct got *g = cls;
+	size_t l = strlen(g->ids);
+
+	cr_assert(eq(str, (char *)event, "job"));
+	snprintf(g->ids + l, sizeof(g->ids) - l, "%s,", id);
+	snprintf(g->last, sizeof(g->last), "%s", data);
+	return ++g->n == 2;   /* stop after two */
+}
+
+Test(http, server_sent_events)
+{
+	struct drv_http_client c;
+	struct got g = { 0 };
+
+	drv_http_client_init(&c, base, NULL);
+	cr_assert(eq(int, drv_http_sse(&c, "/v1/events", 5000, on_event, &g), 0));
+	cr_assert(eq(int, g.n, 2));
+	cr_assert(eq(str, g.ids, "1,2,"));
+	cr_assert(eq(str, g.last, "{\"seq\":2}"));
+	drv_http_client_release(&c);
+}
+
+Test(http, nothing_listening_says_so)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+	char url[64];
+	int port = drv_http_server_port(srv);
+
+	drv_http_server_stop(srv);
+	srv = NULL;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	drv_http_client_init(&c, url, NULL);
+	drv_http_reply_init(&r);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/healthz", NULL, NULL, 0, -1, &r),
+		     DRV_ECONN));
+	cr_assert(ne(ptr, strstr(c.err, "cannot reach drover at http://127.0.0.1:"), NULL));
+	cr_assert(ne(ptr, strstr(c.err, "connection refused"), NULL), "%s", c.err);
+	drv_http_client_release(&c);
+}
+
+Test(http, busy_port_is_reported)
+{
+	struct drv_http_server *s2 = NULL;
+	char addr[64], err[256];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", drv_http_server_port(srv));
+	cr_assert(eq(int, drv_http_server_start(addr, routes, NULL, NULL, &s2, err, sizeof(err)),
+		     DRV_EIO));
+	cr_assert(ne(ptr, strstr(err, "in use"), NULL), "%s", err);
+	cr_assert(eq(int, drv_http_server_start("nonsense", routes, NULL, NULL, &s2, err,
+						sizeof(err)), DRV_EINVAL));
+}

@@ -1,0 +1,390 @@
+/*
+ * test_launch.c: the launcher runs real processes. A task sees exactly
+ * its GPUs and the distributed-training environment (it writes its env to
+ * its stdout file, which the test reads); argv reaches it uninterpreted;
+ * exit codes and signals come back exactly; cancel reaches grandchildren,
+ * with SIGKILL after the grace period; a task over its memory limit is
+ * reported as OOM-killed where this machine's cgroup v2 allows the test.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drover/agent.h"
+#include "drover/common.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/drv-launch-XXXXXX");
+	cr_assert(not(eq(ptr, mkdtemp(dir), NULL)));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		cr_log_warn("could not remove %s", dir);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	cr_assert(not(eq(ptr, f, NULL)), "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	if (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)
+		cr_assert(0, "short read on %s", path);
+	fclose(f);
+	return buf;
+}
+
+/* Runs to completion (10 s at most). */
+static void run(struct drv_proc *p)
+{
+	int i;
+	for (i = 0; i < 1000 && !drv_proc_poll(p, drv_now_ms()); i++)
+		usleep(10000);
+	cr_assert(eq(int, p->state, DRV_PROC_EXITED), "task did not end");
+}
+
+/* The value of KEY in env(1)'s output text, or NULL. */
+static char *envval(const char *text, const char *key)
+{
+	static char val[4096];
+	const char *p = text;
+	size_t k = strlen(key);
+
+	while (p && *p) {
+		if (!strncmp(p, key, k) && p[k] == '=') {
+			const char *e = strchr(p, '\n');
+			size_t n = e ? (size_t)(e - p - k - 1) : strlen(p + k + 1);
+			snprintf(val, sizeof(val), "%.*s", (int)n, p + k + 1);
+			return val;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return NULL;
+}
+
+#define EXPECT_ENV(text, key, want)                                                   \
+	do {                                                                           \
+		char *v_ = envval(text, key);                                           \
+		cr_assert(not(eq(ptr, v_, NULL)), "%s missing from the task's env", key); \
+		cr_assert(eq(str, v_, (char *)(want)), "%s", key);                       \
+	} while (0)
+
+TestSuite(launch, .init = setup, .fini = teardown);
+
+Test(launch, task_sees_its_gpus_and_distributed_env)
+{
+	char *argv[] = { "env", NULL };
+	char *jobenv[] = { "NCCL_IB_DISABLE=0", "NCCL_NET_GDR_LEVEL=5", "MY_VAR=a b;$(x)", NULL };
+	const char *addrs[] = { "10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2" };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	char *out;
+
+	t.job_id = "17";
+	t.task_id = "17.2";
+	t.argv = argv;
+	t.env = jobenv;
+	t.log_dir = dir;
+	t.node_name = "node-b";
+	t.image = "nvcr.io/nvidia/pytorch:24.01-py3";
+	t.gpus[0] = 1;
+	t.gpus[1] = 3;
+	t.ngpus = 2;
+	t.rank = 2;
+	t.world_size = 4;
+	t.local_rank = 0;
+	t.local_world_size = 2;
+	t.node_rank = 1;
+	t.nnodes = 2;
+	t.master_addr = "10.0.0.1";
+	t.master_port = 29500;
+	t.rank_addrs = addrs;
+	t.nccl_ib_hca = "mlx5_0,mlx5_1";
+	t.nccl_socket_ifname = "eth0";
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	cr_assert(eq(int, p.exit_code, 0));
+	out = slurp(p.stdout_path);
+	EXPECT_ENV(out, "CUDA_VISIBLE_DEVICES", "1,3");
+	EXPECT_ENV(out, "NVIDIA_VISIBLE_DEVICES", "1,3");
+	EXPECT_ENV(out, "MASTER_ADDR", "10.0.0.1");
+	EXPECT_ENV(out, "MASTER_PORT", "29500");
+	EXPECT_ENV(out, "WORLD_SIZE", "4");
+	EXPECT_ENV(out, "RANK", "2");
+	EXPECT_ENV(out, "LOCAL_RANK", "0");
+	EXPECT_ENV(out, "LOCAL_WORLD_SIZE", "2");
+	EXPECT_ENV(out, "NODE_RANK", "1");
+	EXPECT_ENV(out, "JAX_COORDINATOR_ADDRESS", "10.0.0.1:29500");
+	EXPECT_ENV(out, "JAX_NUM_PROCESSES", "4");
+	EXPECT_ENV(out, "JAX_PROCESS_ID", "2");
+	EXPECT_ENV(out, "TF_CONFIG",
+		   "{\"cluster\":{\"worker\":[\"10.0.0.1:29501\",\"10.0.0.1:29502\","
+		   "\"10.0.0.2:29501\",\"10.0.0.2:29502\"]},\"task\":{\"type\":\"worker\","
+		   "\"index\":2}}");
+	EXPECT_ENV(out, "NCCL_IB_HCA", "mlx5_0,mlx5_1");
+	EXPECT_ENV(out, "NCCL_SOCKET_IFNAME", "eth0");
+	/* the job's own env wins over what the placement says */
+	EXPECT_ENV(out, "NCCL_IB_DISABLE", "0");
+	EXPECT_ENV(out, "NCCL_NET_GDR_LEVEL", "5");
+	EXPECT_ENV(out, "MY_VAR", "a b;$(x)");
+	EXPECT_ENV(out, "DROVER_JOB_ID", "17");
+	EXPECT_ENV(out, "DROVER_TASK_ID", "17.2");
+	EXPECT_ENV(out, "DROVER_IMAGE", "nvcr.io/nvidia/pytorch:24.01-py3");
+	cr_assert(not(eq(ptr, envval(out, "PATH"), NULL)));
+	free(out);
+}
+
+Test(launch, single_node_and_no_gpus)
+{
+	char *argv[] = { "env", NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	char *out;
+
+	t.job_id = "3";
+	t.task_id = "3.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	t.nnodes = 1;
+	t.world_size = 1;
+	t.local_world_size = 1;
+	t.master_addr = "127.0.0.1";
+	t.master_port = 29500;
+	t.nccl_ib_hca = "mlx5_0";
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(p.stdout_path);
+	EXPECT_ENV(out, "CUDA_VISIBLE_DEVICES", "");
+	EXPECT_ENV(out, "NVIDIA_VISIBLE_DEVICES", "void");
+	/* a gang on one node talks over NVLink/shared memory, not IB */
+	EXPECT_ENV(out, "NCCL_IB_DISABLE", "1");
+	cr_assert(eq(ptr, envval(out, "NCCL_IB_HCA"), NULL));
+	free(out);
+}
+
+Test(launch, argv_is_not_interpreted_and_workdir_is_used)
+{
+	char *argv[] = { "sh", "-c", "pwd; printf '%s|' \"$0\" \"$1\"", "$HOME; `id`", "*", NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	char wd[128], *out, want[256];
+
+	snprintf(wd, sizeof(wd), "%s/work", dir);
+	cr_assert(eq(int, mkdir(wd, 0755), 0));
+	t.task_id = "1.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	t.workdir = wd;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(p.stdout_path);
+	snprintf(want, sizeof(want), "%s\n$HOME; `id`|*|", wd);
+	cr_assert(eq(str, out, want));
+	free(out);
+}
+
+Test(launch, exit_codes_signals_and_stderr)
+{
+	char *a1[] = { "sh", "-c", "echo oops >&2; exit 7", NULL };
+	char *a2[] = { "sh", "-c", "kill -SEGV $$", NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	char sig[16], *err;
+
+	t.task_id = "1.0";
+	t.argv = a1;
+	t.log_dir = dir;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	cr_assert(eq(int, p.exit_code, 7));
+	cr_assert(eq(int, p.signal, 0));
+	err = slurp(p.stderr_path);
+	cr_assert(eq(str, err, "oops\n"));
+	free(err);
+
+	t.task_id = "1.1";
+	t.argv = a2;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	cr_assert(eq(int, p.exit_code, -1));
+	cr_assert(eq(int, p.signal, SIGSEGV));
+	cr_assert(eq(str, (char *)drv_signal_name(p.signal, sig, sizeof(sig)), "SIGSEGV"));
+}
+
+Test(launch, failures_to_start_say_why)
+{
+	char *a1[] = { "no-such-command-xyz", NULL };
+	char *a2[] = { "/nonexistent/bin/x", NULL };
+	char *a3[] = { "true", NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+
+	t.task_id = "1.0";
+	t.argv = a1;
+	t.log_dir = dir;
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(eq(int, p.state, DRV_PROC_FAILED));
+	cr_assert(not(eq(ptr, strstr(p.error, "command not found: no-such-command-xyz"), NULL)),
+		  "%s", p.error);
+	t.argv = a2;
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(not(eq(ptr, strstr(p.error, "cannot execute /nonexistent/bin/x"), NULL)), "%s",
+		  p.error);
+	t.argv = a3;
+	t.workdir = "/nonexistent-dir";
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(not(eq(ptr, strstr(p.error, "cannot enter working directory"), NULL)), "%s",
+		  p.error);
+	t.workdir = NULL;
+	t.argv = NULL;
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(not(eq(ptr, strstr(p.error, "no command"), NULL)), "%s", p.error);
+}
+
+Test(launch, script_runs_under_sh)
+{
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	char *out;
+
+	t.task_id = "9.0";
+	t.script = "#SBATCH --gpus=1\nx=hello\necho \"$x from $DROVER_TASK_ID\"\n";
+	t.log_dir = dir;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(p.stdout_path);
+	cr_assert(eq(str, out, "hello from 9.0\n"));
+	free(out);
+}
+
+static int alive(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 0;
+	/* a zombie waiting for init to reap it is dead too */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	buf[0] = '\0';
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	rp = strrchr(buf, ')');
+	return !(rp && rp[1] == ' ' && rp[2] == 'Z');
+}
+
+static pid_t read_pid(const char *path)
+{
+	int i;
+	for (i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "r");
+		int pid = 0;
+		if (f) {
+			if (fscanf(f, "%d", &pid) != 1)
+				pid = 0;
+			fclose(f);
+		}
+		if (pid > 0)
+			return pid;
+		usleep(10000);
+	}
+	cr_assert(0, "no pid in %s", path);
+	return 0;
+}
+
+Test(launch, cancel_reaches_grandchildren)
+{
+	char script[512], pidf[128];
+	char *argv[] = { "sh", "-c", script, NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	pid_t gc;
+
+	snprintf(pidf, sizeof(pidf), "%s/gc.pid", dir);
+	/* the grandchild is a subshell running sleep: two levels down */
+	snprintf(script, sizeof(script), "(sleep 300; echo never) & echo $! > %s; wait", pidf);
+	t.task_id = "5.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	gc = read_pid(pidf);
+	cr_assert(alive(gc));
+	drv_proc_terminate(&p, 5000, drv_now_ms());
+	run(&p);
+	cr_assert(eq(int, p.signal, SIGTERM));
+	usleep(100000);
+	cr_assert(not(alive(gc)), "grandchild %d survived the cancel", (int)gc);
+}
+
+Test(launch, sigterm_ignored_means_sigkill_after_grace)
+{
+	char script[512], pidf[128];
+	char *argv[] = { "sh", "-c", script, NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	int64_t t0;
+	pid_t gc;
+
+	snprintf(pidf, sizeof(pidf), "%s/gc.pid", dir);
+	/* ignoring TERM is inherited by the grandchild too */
+	snprintf(script, sizeof(script), "trap '' TERM; sleep 300 & echo $! > %s; wait; wait",
+		 pidf);
+	t.task_id = "6.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	gc = read_pid(pidf);
+	t0 = drv_now_ms();
+	drv_proc_terminate(&p, 300, t0);
+	run(&p);
+	cr_assert(eq(int, p.signal, SIGKILL));
+	cr_assert(ge(i64, p.ended_ms - t0, 300));
+	usleep(100000);
+	cr_assert(not(alive(gc)), "grandchild %d survived SIGKILL", (int)gc);
+}
+
+Test(launch, over_memory_task_is_reported_oom_killed)
+{
+	struct drv_cgroup cg;
+	char *argv[] = { "python3", "-c", "x = bytearray(256 << 20); import time; time.sleep(5)",
+			 NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+
+	drv_cgroup_setup(&cg, getenv("DROVER_TEST_CGROUP"));
+	if (!cg.enabled)
+		cr_skip_test("SKIPPED: cgroup v2 memory limits unavailable here: %s", cg.why);
+	t.task_id = "oom.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	t.mem_limit_mib = 64;
+	cr_assert(eq(int, drv_proc_start(&p, &t, &cg, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	cr_assert(eq(int, p.signal, SIGKILL));
+	cr_assert(p.oom_killed, "exit %d signal %d not seen as OOM", p.exit_code, p.signal);
+	drv_proc_cleanup(&p);
+}

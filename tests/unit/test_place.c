@@ -1,0 +1,292 @@
+/*
+ * test_place.c: placement behaviour a user relies on: whole gangs or
+ * nothing, best-fit packing, required and preferred topology levels,
+ * fractional packing, exact release, readable reasons, determinism.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "drover/model.h"
+
+/* cluster -> leaf x nleaves -> node x per_leaf, 8 H100 each */
+static void build(struct drv_cluster *c, int nleaves, int per_leaf, int ngpus)
+{
+	static const char *const lv[] = { "cluster", "leaf", "node" };
+	int h100 = drv_gpu_model_find("H100");
+	int l, n;
+	char name[64];
+
+	drv_cluster_init(c, "t");
+	cr_assert(eq(int, drv_cluster_set_levels(c, lv, 3), 0));
+	for (l = 0; l < nleaves; l++) {
+		int32_t leaf;
+		snprintf(name, sizeof(name), "leaf%d", l);
+		leaf = drv_cluster_add_vertex(c, 0, name);
+		cr_assert(ge(int, leaf, 0));
+		for (n = 0; n < per_leaf; n++) {
+			snprintf(name, sizeof(name), "n%d-%d", l, n);
+			cr_assert(ge(int, drv_cluster_add_node(c, leaf, name, h100, ngpus, 64000,
+							       512 * 1024), 0));
+		}
+	}
+	cr_assert(eq(int, drv_cluster_check(c), 0));
+}
+
+static void job1(struct drv_job *j, int tasks, int gpus, int milli)
+{
+	drv_job_init(j);
+	drv_job_add_group(j, "w", tasks, gpus, milli);
+}
+
+static int place_commit(struct drv_cluster *c, struct drv_job *j, struct drv_placement *p,
+			char *why, size_t wsz)
+{
+	int rc = drv_place(c, j, NULL, p, why, wsz);
+	if (rc == 0)
+		drv_cluster_commit(c, p);
+	return rc;
+}
+
+Test(place, eight_gpu_task_takes_a_whole_node)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	char buf[256];
+
+	build(&c, 2, 4, 8);
+	job1(&j, 1, 8, 0);
+	drv_placement_init(&p);
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, buf, sizeof(buf)), 0));
+	cr_assert(eq(int, p.ntasks, 1));
+	drv_placement_format(&c, &p, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-0:0,1,2,3,4,5,6,7"));
+	/* drv_place left the cluster as it was */
+	cr_assert(eq(int, c.vertices[0].free_gpus, 64));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_placement_release(&p);
+	drv_job_release(&j);
+	drv_cluster_release(&c);
+}
+
+Test(place, small_tasks_pack_so_whole_nodes_stay_free)
+{
+	struct drv_cluster c;
+	struct drv_job j, big;
+	struct drv_placement p;
+	char why[256];
+	int i;
+
+	build(&c, 2, 4, 8);
+	drv_placement_init(&p);
+	/* eight 1-GPU jobs one after another should fill one node, not eight */
+	job1(&j, 1, 1, 0);
+	for (i = 0; i < 8; i++)
+		cr_assert(eq(int, place_commit(&c, &j, &p, why, sizeof(why)), 0));
+	cr_assert(eq(int, c.vertices[0].free_nodes, 7));
+	job1(&big, 7, 8, 0);
+	cr_assert(eq(int, place_commit(&c, &big, &p, why, sizeof(why)), 0), "%s", why);
+	cr_assert(eq(int, c.vertices[0].free_gpus, 0));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&j);
+	drv_job_release(&big);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
+
+Test(place, gang_is_whole_or_nothing_with_reason)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	char why[256];
+
+	build(&c, 1, 4, 8);
+	job1(&j, 5, 8, 0); /* 40 GPUs on 32 */
+	drv_placement_init(&p);
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), DRV_ENOSPACE));
+	cr_assert(eq(int, p.ntasks, 0));
+	cr_assert(eq(str, why, "needs 40 GPUs; 32 are free"));
+	cr_assert(eq(int, c.vertices[0].free_gpus, 32));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
+
+Test(place, required_leaf_is_never_broken)
+{
+	struct drv_cluster c;
+	struct drv_job fill, j;
+	struct drv_placement p, q;
+	struct drv_place_info info;
+	struct drv_place_opts o;
+	char why[256];
+	int i;
+
+	build(&c, 2, 4, 8); /* two leaves of 32 GPUs */
+	drv_placement_init(&p);
+	drv_placement_init(&q);
+	/* take one node in each leaf: 24 free per leaf, 48 in all */
+	job1(&fill, 1, 8, 0);
+	drv_job_set_topology(&fill, DRV_TOPO_REQUIRED, "node");
+	cr_assert(eq(int, place_commit(&c, &fill, &p, why, sizeof(why)), 0));
+	cr_assert(eq(int, place_commit(&c, &fill, &q, why, sizeof(why)), 0));
+	/* best-fit: the second 8-GPU job joins the first in leaf0 */
+	cr_assert(eq(int, c.vertices[1].free_gpus, 16));
+	job1(&j, 4, 8, 0); /* 32 GPUs in one leaf: only leaf1 can */
+	drv_job_set_topology(&j, DRV_TOPO_REQUIRED, "leaf");
+	memset(&o, 0, sizeof(o));
+	o.info = &info;
+	cr_assert(eq(int, drv_place(&c, &j, &o, &p, why, sizeof(why)), 0), "%s", why);
+	for (i = 0; i < p.ntasks; i++)
+		cr_assert(eq(str, c.vertices[c.vertices[c.nodes[p.tasks[i].node].vertex].parent].name,
+			     "leaf1"));
+	drv_job_release(&j);
+	job1(&j, 5, 8, 0); /* 40 in one leaf: never possible on 32-GPU leaves */
+	drv_job_set_topology(&j, DRV_TOPO_REQUIRED, "leaf");
+	cr_assert(eq(int, drv_place(&c, &j, &o, &p, why, sizeof(why)), DRV_ENOSPACE));
+	cr_assert(eq(int, info.why, DRV_WHY_TOPOLOGY));
+	cr_assert(eq(str, why, "needs 40 GPUs under one leaf; the emptiest leaf has 32 free"));
+	cr_assert(eq(int, drv_place_check_static(&c, &j, NULL, why, sizeof(why)), DRV_ENOSPACE));
+	/* preferred: spreads over both leaves when it must */
+	drv_job_set_topology(&j, DRV_TOPO_PREFERRED, "leaf");
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	drv_job_release(&fill);
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_placement_release(&q);
+	drv_cluster_release(&c);
+}
+
+Test(place, smallest_subtree_best_fit)
+{
+	struct drv_cluster c;
+	struct drv_job a, j;
+	struct drv_placement p;
+	char why[256];
+	int i;
+
+	build(&c, 3, 4, 8);
+	drv_placement_init(&p);
+	/* leaf1 gets 16 used: then a 16-GPU gang belongs in leaf1 (16 free), not in a whole leaf */
+	job1(&a, 2, 8, 0);
+	cr_assert(eq(int, place_commit(&c, &a, &p, why, sizeof(why)), 0));
+	cr_assert(eq(int, c.nodes[p.tasks[0].node].vertex > 0, 1));
+	{
+		int leaf = c.vertices[c.nodes[p.tasks[0].node].vertex].parent;
+		job1(&j, 2, 8, 0);
+		drv_job_set_topology(&j, DRV_TOPO_REQUIRED, "leaf");
+		cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0));
+		for (i = 0; i < p.ntasks; i++)
+			cr_assert(eq(int, c.vertices[c.nodes[p.tasks[i].node].vertex].parent, leaf));
+	}
+	drv_job_release(&a);
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
+
+Test(place, fractional_tasks_share_a_gpu_and_release_exactly)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p1, p2, p3;
+	char why[256], buf[64];
+
+	build(&c, 1, 2, 8);
+	drv_placement_init(&p1);
+	drv_placement_init(&p2);
+	drv_placement_init(&p3);
+	job1(&j, 1, 0, 300);
+	j.groups[0].gpu_mem_mib = 20000;
+	cr_assert(eq(int, place_commit(&c, &j, &p1, why, sizeof(why)), 0));
+	cr_assert(eq(int, place_commit(&c, &j, &p2, why, sizeof(why)), 0));
+	drv_placement_format(&c, &p1, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-0:0"));
+	drv_placement_format(&c, &p2, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-0:0"));
+	cr_assert(eq(int, c.nodes[0].gpu_milli_used[0], 600));
+	/* memory: 3 x 20000 fits in 80 GB, a 4th at 20000 would too (81920) */
+	cr_assert(eq(int, place_commit(&c, &j, &p3, why, sizeof(why)), 0));
+	cr_assert(eq(int, c.nodes[0].gpu_milli_used[0], 900));
+	cr_assert(eq(int, c.vertices[0].free_gpus, 15));
+	cr_assert(eq(int, c.vertices[0].max_part_free, 100));
+	drv_cluster_uncommit(&c, &p3);
+	drv_cluster_uncommit(&c, &p2);
+	drv_cluster_uncommit(&c, &p1);
+	cr_assert(eq(int, c.vertices[0].free_gpus, 16));
+	cr_assert(eq(int, c.vertices[0].free_milli, 16000));
+	cr_assert(eq(int, c.nodes[0].gpu_mem_used[0], 0));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&j);
+	drv_placement_release(&p1);
+	drv_placement_release(&p2);
+	drv_placement_release(&p3);
+	drv_cluster_release(&c);
+}
+
+Test(place, task_larger_than_any_node_is_refused_forever)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	struct drv_place_info info;
+	struct drv_place_opts o = { 0 };
+	char why[256];
+
+	build(&c, 1, 2, 8);
+	drv_placement_init(&p);
+	job1(&j, 1, 16, 0);
+	o.info = &info;
+	cr_assert(eq(int, drv_place(&c, &j, &o, &p, why, sizeof(why)), DRV_ENOSPACE));
+	cr_assert(eq(str, why, "a task needs 16 GPUs on one node; the largest node has 8"));
+	cr_assert(info.never);
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
+
+Test(place, draining_nodes_take_nothing_new)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	char why[256], buf[64];
+
+	build(&c, 1, 2, 8);
+	drv_placement_init(&p);
+	drv_cluster_set_node_state(&c, 0, DRV_NODE_DRAINING);
+	cr_assert(eq(int, c.vertices[0].free_gpus, 8));
+	job1(&j, 1, 4, 0);
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0));
+	drv_placement_format(&c, &p, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-1:0,1,2,3"));
+	drv_cluster_set_node_state(&c, 1, DRV_NODE_DOWN);
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), DRV_ENOSPACE));
+	cr_assert(eq(str, why, "needs 4 GPUs; 0 are free"));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
+
+Test(place, format_and_parse_round_trip)
+{
+	struct drv_cluster c;
+	struct drv_placement p;
+	char buf[128];
+
+	build(&c, 1, 2, 8);
+	drv_placement_init(&p);
+	cr_assert(eq(int, drv_placement_parse(&c, "n0-0:0,3;n0-1:7", 1000, &p), 0));
+	cr_assert(eq(int, p.ntasks, 2));
+	drv_placement_format(&c, &p, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-0:0,3;n0-1:7"));
+	cr_assert(eq(int, drv_placement_parse(&c, "nope:1", 1000, &p), DRV_EINVAL));
+	cr_assert(eq(int, drv_placement_parse(&c, "n0-0:9", 1000, &p), DRV_EINVAL));
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
