@@ -247,9 +247,21 @@ static int32_t pend_lower_bound(const struct drv_sched *s, int32_t slot)
 	return lo;
 }
 
+void sched__demand(struct drv_sched *s, const struct sjob *j, int d)
+{
+	if (j->gpuless)
+		s->cnt_gpuless += d;
+	if (j->need_whole > 0 && j->max_task > 0 && j->max_task <= DRV_MAX_NODE_GPUS)
+		s->cnt_task[j->max_task] += d;
+	if (j->min_frac > 0 && j->min_frac < DRV_MILLI)
+		s->cnt_frac[j->min_frac] += d;
+}
+
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
+	sched__demand(s, &s->jobs[slot], +1);
+	s->jobs[slot].added_pass = s->pass_no;
 	DRV_GROW(s->pend, (size_t)s->npend + 1, s->pcap);
 	if (s->keys_valid) {
 		sched__key(s, &s->jobs[slot], s->keys_at, &s->keyed_pol);
@@ -280,6 +292,7 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 			}
 	if (pos < 0)
 		return;
+	sched__demand(s, &s->jobs[slot], -1);
 	memmove(&s->pend[pos], &s->pend[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend));
 	s->npend--;
 }
@@ -436,8 +449,14 @@ void sched__refresh_cluster(struct drv_sched *s)
 		s->pool_speed[p] = m ? m->speed_rank : 0;
 	}
 	for (i = 0; i < s->njobs; i++)
-		if (s->jobs[i].state != SJ_FREE)
+		if (s->jobs[i].state != SJ_FREE) {
+			bool pend = s->jobs[i].state == DRV_SJ_PENDING;
+			if (pend)
+				sched__demand(s, &s->jobs[i], -1);
 			derive(s, &s->jobs[i]);
+			if (pend)
+				sched__demand(s, &s->jobs[i], +1);
+		}
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -465,6 +484,7 @@ static void derive(struct drv_sched *s, struct sjob *j)
 	j->need_milli = 0;
 	j->need_whole = 0;
 	j->max_task = 0;
+	j->min_frac = 0;
 	for (g = 0; g < job->ngroups; g++) {
 		const struct drv_task_group *tg = &job->groups[g];
 		if (tg->gpus > 0) {
@@ -474,6 +494,8 @@ static void derive(struct drv_sched *s, struct sjob *j)
 				j->max_task = tg->gpus;
 		} else if (tg->gpu_milli > 0) {
 			j->need_milli += (int64_t)tg->count * tg->gpu_milli;
+			if (!j->min_frac || tg->gpu_milli < j->min_frac)
+				j->min_frac = tg->gpu_milli;
 		} else {
 			continue;
 		}
@@ -483,6 +505,7 @@ static void derive(struct drv_sched *s, struct sjob *j)
 			model = -1;
 	}
 	j->model = model >= 0 ? model : -1;
+	j->gpuless = j->need_milli == 0;
 	j->quota_any_model = j->model < 0;
 	j->level = -1;
 	if (job->topo_mode == DRV_TOPO_REQUIRED && job->topo_level)
@@ -924,6 +947,15 @@ void drv_sched_decisions_release(struct drv_sched_decisions *d)
 
 /* ---- queries ------------------------------------------------------------ */
 
+static void why_never(const struct sjob *j, struct drv_sched_decision *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->reason = DRV_REASON_NEVER;
+	w->pool = w->node = w->model = w->level = -1;
+	w->n[0] = j->need_milli;
+	w->n[1] = j->cap_milli;
+}
+
 int drv_sched_job_get(const struct drv_sched *s, uint64_t id, struct drv_sched_job_info *out)
 {
 	int32_t slot = sched__lookup(s, id);
@@ -944,6 +976,17 @@ int drv_sched_job_get(const struct drv_sched *s, uint64_t id, struct drv_sched_j
 	out->preempted_by = j->preempted_by;
 	out->placement = j->state != DRV_SJ_PENDING ? &j->pl : NULL;
 	out->why = j->why;
+	if (j->state == DRV_SJ_PENDING && j->never && j->why.reason != DRV_REASON_NEVER) {
+		why_never(j, &out->why);
+	} else if (j->state == DRV_SJ_PENDING && s->tail_pass && s->tail_pass == s->pass_no &&
+	    j->why_pass != s->pass_no && j->added_pass < s->pass_no) {
+		/* the last pass stopped before it: nothing could fit */
+		out->why = s->tail_why;
+		if (out->why.reason == DRV_REASON_RESOURCES) {
+			out->why.n[0] = j->need_milli;
+			out->why.n[2] = j->max_task;
+		}
+	}
 	out->why.kind = DRV_DEC_PENDING;
 	out->why.job = j->id;
 	return 0;
@@ -1117,7 +1160,7 @@ size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sch
 			fput(&f, " in the pools, regions and models it may use");
 			break;
 		case DRV_REASON_RESERVED:
-			fput(&f, "reserved: starts at %" PRId64 " at the latest", d->at);
+			fput(&f, "reserved: holds a reservation from %" PRId64, d->at);
 			break;
 		default:
 			fput(&f, "not considered yet");

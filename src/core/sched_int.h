@@ -43,6 +43,8 @@ struct sjob {
 	int64_t need_milli;     /* GPU milli over all tasks */
 	int32_t need_whole;     /* whole GPUs over all tasks */
 	int32_t max_task;       /* largest whole-GPU task */
+	int32_t min_frac;       /* smallest fractional task (milli), 0 = none */
+	bool gpuless;           /* asks for no GPU at all */
 	int32_t level;          /* required topology level, -1 = none */
 	uint64_t pool_mask;     /* pools it may use (0 with pools_none) */
 	bool pools_none;        /* no pool allowed at all */
@@ -73,6 +75,7 @@ struct sjob {
 	/* pending: reason of the last pass that visited it */
 	struct drv_sched_decision why;
 	uint32_t why_pass;      /* pass number that set why */
+	uint32_t added_pass;    /* s->pass_no when it became pending */
 	bool why_emitted;
 };
 
@@ -155,6 +158,15 @@ struct drv_sched {
 	int32_t *order;         /* fair merge output */
 	size_t ocap;
 
+	/* pending demand, for stopping a pass early: counts by whole-GPU task
+	 * size (max_task, 1..64) and by fractional task size (1..999) */
+	int32_t cnt_task[DRV_MAX_NODE_GPUS + 1];
+	int32_t cnt_frac[DRV_MILLI];
+	int32_t cnt_gpuless;
+	/* the reason of the jobs a pass stopped before reaching */
+	struct drv_sched_decision tail_why;
+	uint32_t tail_pass;     /* pass that stopped early (0 = none) */
+
 	uint32_t pass_no;
 	int64_t last_now;
 	int32_t max_node_gpus;
@@ -162,6 +174,7 @@ struct drv_sched {
 
 /* sched.c */
 int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
+void sched__demand(struct drv_sched *s, const struct sjob *j, int d);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);
 void sched__run_insert(struct drv_sched *s, int32_t slot);

@@ -37,6 +37,8 @@ struct pass {
 	int32_t tries;
 	bool blocked_on;        /* s->block committed */
 	int64_t blocked_gpus;   /* GPUs in s->block */
+	int32_t blocked_max;    /* most blocked GPUs on one node */
+	int32_t min_prio_victim;/* least priority of a preemptible running job */
 	int32_t first_resv;     /* index of the earliest reservation */
 	int32_t nstarted;
 	int32_t prov_add[SCHED_MAX_POOLS];
@@ -93,14 +95,20 @@ struct avail {
 	int64_t whole;     /* free whole GPUs of the job's model */
 	int64_t milli;     /* free milli */
 	int32_t maxnode;   /* most free whole GPUs on one node */
+	int32_t maxlevel;  /* most free whole GPUs under one vertex of its required level */
+	int32_t maxpart;   /* most free milli on one partly used GPU */
 };
 
-static void avail_vertex(const struct drv_vertex *v, int model, struct avail *a)
+static void avail_vertex(const struct drv_vertex *v, int model, int level, struct avail *a)
 {
 	a->whole += model >= 0 ? v->free_gpus_by_model[model] : v->free_gpus;
 	a->milli += v->free_milli;
 	if (v->max_node_free > a->maxnode)
 		a->maxnode = v->max_node_free;
+	if (level >= 0 && level < DRV_MAX_LEVELS && v->max_free_at[level] > a->maxlevel)
+		a->maxlevel = v->max_free_at[level];
+	if (v->max_part_free > a->maxpart)
+		a->maxpart = v->max_part_free;
 }
 
 static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t mask,
@@ -112,15 +120,26 @@ static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t 
 	if (c->nvertices == 0)
 		return;
 	if (!mask) {
-		avail_vertex(&c->vertices[0], j->model, a);
+		avail_vertex(&c->vertices[0], j->model, j->level, a);
 		return;
 	}
 	for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++)
 		if (mask >> p & 1) {
 			int32_t v = c->pools[p].vertex;
 			if (v >= 0 && v < c->nvertices)
-				avail_vertex(&c->vertices[v], j->model, a);
+				avail_vertex(&c->vertices[v], j->model, j->level, a);
 		}
+}
+
+static bool avail_fits(const struct sjob *j, const struct avail *a)
+{
+	if ((int64_t)j->need_whole > a->whole || j->max_task > a->maxnode || j->need_milli > a->milli)
+		return false;
+	if (j->level >= 0 && j->need_whole > a->maxlevel)
+		return false;
+	if (j->min_frac > 0 && a->whole == 0 && j->min_frac > a->maxpart)
+		return false;
+	return true;
 }
 
 /* A necessary condition: may the job fit in these pools now? */
@@ -128,8 +147,7 @@ static bool fits_quick(const struct drv_sched *s, const struct sjob *j, uint64_t
 {
 	struct avail a;
 	job_avail(s, j, mask, &a);
-	return (int64_t)j->need_whole <= a.whole && j->max_task <= a.maxnode &&
-	       j->need_milli <= a.milli;
+	return avail_fits(j, &a);
 }
 
 /* ---- quota -------------------------------------------------------------- */
@@ -227,7 +245,7 @@ static uint64_t free_mask(const struct drv_cluster *c, int32_t n, uint64_t mask)
 
 /* Commits blocks for pl's GPUs that are free now, appending to blk. */
 static void block_add(struct drv_cluster *c, struct drv_placement *blk,
-		      const struct drv_placement *pl, int64_t *gpus)
+		      const struct drv_placement *pl, int64_t *gpus, int32_t *maxt)
 {
 	int32_t i;
 	for (i = 0; i < pl->ntasks; i++) {
@@ -250,6 +268,8 @@ static void block_add(struct drv_cluster *c, struct drv_placement *blk,
 		drv_cluster_commit(c, &one);
 		blk->ntasks++;
 		*gpus += __builtin_popcountll(fm);
+		if (__builtin_popcountll(fm) > *maxt)
+			*maxt = __builtin_popcountll(fm);
 	}
 }
 
@@ -261,6 +281,7 @@ static void blocks_off(struct pass *p)
 	p->s->block.ntasks = 0;
 	p->blocked_on = false;
 	p->blocked_gpus = 0;
+	p->blocked_max = 0;
 }
 
 static void blocks_on(struct pass *p)
@@ -271,7 +292,7 @@ static void blocks_on(struct pass *p)
 		return;
 	s->block.ntasks = 0;
 	for (i = 0; i < s->nresv; i++)
-		block_add(p->c, &s->block, &s->resv[i].pl, &p->blocked_gpus);
+		block_add(p->c, &s->block, &s->resv[i].pl, &p->blocked_gpus, &p->blocked_max);
 	p->blocked_on = true;
 }
 
@@ -300,7 +321,7 @@ static void resv_add(struct pass *p, int32_t slot, int64_t at, const struct drv_
 		p->first_resv = s->nresv - 1;
 	}
 	if (p->blocked_on)
-		block_add(p->c, &s->block, &r->pl, &p->blocked_gpus);
+		block_add(p->c, &s->block, &r->pl, &p->blocked_gpus, &p->blocked_max);
 }
 
 /* ---- placement with the pool policy ------------------------------------- */
@@ -943,6 +964,18 @@ static const int32_t *fair_order(struct pass *p)
 
 /* ---- one job ------------------------------------------------------------ */
 
+/* Upper bound: could j fit if the reserved GPUs were free? */
+static bool fits_with_blocked(const struct pass *p, const struct sjob *j)
+{
+	struct avail a;
+	job_avail(p->s, j, j->pool_mask, &a);
+	a.whole += p->blocked_gpus;
+	a.milli += p->blocked_gpus * DRV_MILLI;
+	a.maxnode = DRV_MIN(a.maxnode + p->blocked_max, p->s->max_node_gpus);
+	a.maxlevel += (int32_t)DRV_MIN(p->blocked_gpus, INT32_MAX - a.maxlevel);
+	return avail_fits(j, &a);
+}
+
 static void count_blocked(struct pass *p, const struct sjob *j)
 {
 	if (p->nblocked++ == 0)
@@ -1017,7 +1050,7 @@ static void scan_one(struct pass *p, int32_t slot)
 
 	rc = try_place(p, j, pl, &pool, &f);
 	if (rc && s->nresv > 0 && p->blocked_gpus > 0 && j->dur > 0 &&
-	    p->now + j->dur <= p->t_min) {
+	    p->now + j->dur <= p->t_min && fits_with_blocked(p, j)) {
 		/* short enough to be gone before any reservation starts */
 		struct place_fail f2;
 		blocks_off(p);
@@ -1089,6 +1122,95 @@ static void scan_one(struct pass *p, int32_t slot)
 		consider_provision(p, j);
 }
 
+/* ---- stopping early ---------------------------------------------------- */
+
+/*
+ * A pass may stop before the end of the queue once nothing in it can
+ * start, reserve, preempt or ask for nodes any more: then every job left
+ * waits for resources, and their reason is the pass's tail reason. The
+ * bound is over the whole queue's smallest task, on the cluster's root
+ * aggregates, counting reserved GPUs as free (a short job might use them).
+ */
+struct stopper {
+	bool possible;     /* policy and state allow stopping at all */
+	int32_t min_task;  /* smallest whole-GPU task pending, 0 = none */
+	int32_t min_frac;  /* smallest fractional task pending, 0 = none */
+};
+
+static void stopper_init(struct pass *p, struct stopper *st)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_sched_policy *pol = p->pol;
+	int32_t i;
+	memset(st, 0, sizeof(*st));
+	if (s->cnt_gpuless > 0 || p->c->nvertices == 0)
+		return;
+	if (pol->grow_wait_s > 0)
+		for (i = 0; i < p->c->npools; i++)
+			if (p->c->pools[i].elastic)
+				return;
+	p->min_prio_victim = INT32_MAX;
+	if (pol->preemption) {
+		if (pol->order == DRV_ORDER_LAS)
+			return;
+		for (i = 0; i < s->ntenants; i++)
+			if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
+				return; /* reclaim may preempt whatever the priority */
+		for (i = 0; i < s->nrun; i++) {
+			const struct sjob *r = &s->jobs[s->run[i]];
+			if (r->preemptible && r->state == DRV_SJ_RUNNING && r->prio < p->min_prio_victim)
+				p->min_prio_victim = r->prio;
+		}
+	}
+	for (i = 1; i <= DRV_MAX_NODE_GPUS; i++)
+		if (s->cnt_task[i]) {
+			st->min_task = i;
+			break;
+		}
+	for (i = 1; i < DRV_MILLI; i++)
+		if (s->cnt_frac[i]) {
+			st->min_frac = i;
+			break;
+		}
+	st->possible = true;
+}
+
+static bool stop_here(struct pass *p, const struct stopper *st, const struct sjob *j)
+{
+	const struct drv_vertex *r = &p->c->vertices[0];
+	int64_t whole;
+	int32_t maxnode;
+	if (!st->possible)
+		return false;
+	if (p->pol->mode != DRV_MODE_GREEDY &&
+	    p->nresv_made < DRV_MAX(1, p->pol->mode == DRV_MODE_BACKFILL ? p->pol->conservative_depth : 1))
+		return false;
+	if (p->pol->preemption && p->tries < p->pol->max_preempt_tries &&
+	    !j->never_preempts && j->prio > p->min_prio_victim)
+		return false;
+	whole = r->free_gpus + p->blocked_gpus;
+	maxnode = DRV_MIN(r->max_node_free + p->blocked_max, p->s->max_node_gpus);
+	if (st->min_task && maxnode >= st->min_task)
+		return false;
+	if (st->min_frac && (whole > 0 || r->max_part_free >= st->min_frac))
+		return false;
+	return true;
+}
+
+static void set_tail(struct pass *p, enum drv_sched_reason why)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_vertex *r = &p->c->vertices[0];
+	why_init(&s->tail_why, why);
+	if (why == DRV_REASON_PRIORITY) {
+		s->tail_why.n[0] = (int64_t)p->first_blocked;
+	} else {
+		s->tail_why.n[1] = DRV_MIN((int64_t)r->free_gpus * DRV_MILLI, r->free_milli);
+		s->tail_why.n[3] = r->max_node_free;
+	}
+	s->tail_pass = s->pass_no;
+}
+
 /* ---- the pass ----------------------------------------------------------- */
 
 static int check_policy(const struct drv_sched_policy *pol)
@@ -1109,6 +1231,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		   struct drv_sched_decisions *out)
 {
 	struct pass P, *p = &P;
+	struct stopper stop;
 	const int32_t *order;
 	int32_t i, k, n, nall, nd;
 	int rc;
@@ -1153,10 +1276,21 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	rekey(p);
 	order = pol->order == DRV_ORDER_FAIR ? fair_order(p) : s->pend;
 	nall = s->npend;
+	stopper_init(p, &stop);
+	s->tail_pass = 0;
 	for (k = 0; k < nall; k++) {
 		int32_t slot = order[k];
-		if (s->jobs[slot].state != DRV_SJ_PENDING)
+		const struct sjob *j = &s->jobs[slot];
+		if (j->state != DRV_SJ_PENDING)
 			continue;
+		if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
+			set_tail(p, DRV_REASON_PRIORITY);
+			break;
+		}
+		if (!pol->report_all_pending && stop_here(p, &stop, j)) {
+			set_tail(p, DRV_REASON_RESOURCES);
+			break;
+		}
 		scan_one(p, slot);
 	}
 
@@ -1167,9 +1301,12 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 				if (out->v[k].kind == DRV_DEC_START)
 					sched__pend_remove(s, sched__lookup(s, out->v[k].job));
 		} else {
-			for (i = 0, n = 0; i < s->npend; i++)
+			for (i = 0, n = 0; i < s->npend; i++) {
 				if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING)
 					s->pend[n++] = s->pend[i];
+				else
+					sched__demand(s, &s->jobs[s->pend[i]], -1);
+			}
 			s->npend = n;
 		}
 	}
@@ -1197,6 +1334,8 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		d->n[0] = s->pool_tmpl_gpus[i];
 		d->job = p->prov_job[i];
 	}
+	if (pol->order != DRV_ORDER_FAIR)
+		nall = s->npend; /* s->pend was compacted */
 	for (k = 0; k < nall; k++) {
 		struct sjob *j = &s->jobs[order[k]];
 		struct drv_sched_decision *d;
