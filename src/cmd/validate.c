@@ -107,6 +107,7 @@ static const char *nvl_name(const struct drv_cluster *c)
 static void print_text(const char *path, const struct drv_cluster *c, const struct summary *s)
 {
 	int32_t i, l;
+	int wname = 4, wreg = 1;
 
 	printf("%s: cluster %s is valid\n", path, c->name);
 	printf("  levels: ");
@@ -114,9 +115,18 @@ static void print_text(const char *path, const struct drv_cluster *c, const stru
 		printf("%s%s", l ? " > " : "", c->levels[l]);
 	printf("\n  pools: %d\n", (int)c->npools);
 	for (i = 0; i < c->npools; i++) {
+		int w = (int)strlen(c->pools[i].name);
+		if (w > wname)
+			wname = w;
+		w = (int)strlen(c->pools[i].region);
+		if (w > wreg)
+			wreg = w;
+	}
+	for (i = 0; i < c->npools; i++) {
 		const struct drv_pool *p = &c->pools[i];
-		printf("    %-14s %-8s %-14s $%.2f/GPU-h%s%s  %d nodes, %lld GPUs", p->name, p->provider,
-		       *p->region ? p->region : "-", p->price_micro_per_gpu_hour / 1e6,
+		printf("    %-*s  %-7s %-*s  $%.2f/GPU-h%s%s  %d nodes, %lld GPUs", wname, p->name,
+		       p->provider, wreg, *p->region ? p->region : "-",
+		       p->price_micro_per_gpu_hour / 1e6,
 		       p->spot ? "  spot" : "", p->elastic ? "  elastic" : "",
 		       (int)s->pool_nodes[i], (long long)s->pool_gpus[i]);
 		if (p->elastic && p->max_nodes)
