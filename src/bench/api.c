@@ -275,14 +275,16 @@ static int start_agents(const struct server *s, int n, const char *spec)
 	int i, up = 0;
 
 	for (i = 0; i < n; i++) {
-		char name[64], listen[64], log[600];
+		char name[64], listen[64], log[600], state[600];
 		snprintf(name, sizeof(name), "bench-node-%02d", i + 1);
 		snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
 		snprintf(log, sizeof(log), "%s/agent-%02d.log", tmpdir, i + 1);
+		snprintf(state, sizeof(state), "%s/agent-%02d", tmpdir, i + 1);
 		{
 			char *argv[] = { self, "agent", "--server", (char *)s->url, "--token",
 					 CLUSTER_TOKEN, "--name", name, "--listen", listen,
-					 "--fake-gpus", (char *)spec, NULL };
+					 "--fake-gpus", (char *)spec, "--run-as-self",
+					 "--state", state, NULL };
 			if (spawn(argv, log) < 0)
 				break;
 		}
