@@ -102,7 +102,11 @@ struct drv_agent {
 	struct drv_http_server *http;
 	pthread_t poller, super;
 	bool poller_on, super_on;
+	bool poller_done;       /* the poller has left its loop */
+	bool poller_orphan;     /* stop did not wait for it: it frees the agent */
 };
+
+static void agent_free(struct drv_agent *a);
 
 /* --- small helpers --------------------------------------------------------- */
 
@@ -845,6 +849,7 @@ static void *poller_main(void *arg)
 	struct drv_agent *a = arg;
 	struct drv_http_client c;
 	int64_t backoff = 0;
+	bool orphan;
 
 	drv_http_client_init(&c, a->server, a->token);
 	pthread_mutex_lock(&a->mu);
@@ -900,8 +905,13 @@ static void *poller_main(void *arg)
 		}
 		json_decref(reply);
 	}
+	a->poller_done = true;
+	orphan = a->poller_orphan;
+	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
 	drv_http_client_release(&c);
+	if (orphan)
+		agent_free(a);
 	return NULL;
 }
 
@@ -1391,6 +1401,25 @@ void drv_agent_stop(struct drv_agent *a)
 	pthread_mutex_unlock(&a->mu);
 	if (a->super_on)
 		pthread_join(a->super, NULL);
+	/* the listener and the GPUs go now, whatever the poller does */
+	drv_http_server_stop(a->http);
+	a->http = NULL;
+	pthread_mutex_lock(&a->mu);
+	drv_gpu_close(&a->gpus);
+	if (a->poller_on) {
+		/* the poller may sit in a long-poll for up to POLL_WAIT_S seconds:
+		 * give it a moment, then leave it to free the agent itself */
+		int64_t end = drv_now_ms() + 300;
+		while (!a->poller_done && drv_now_ms() < end)
+			wait_ms(a, 20);
+		if (!a->poller_done) {
+			a->poller_orphan = true;
+			pthread_detach(a->poller);
+			pthread_mutex_unlock(&a->mu);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&a->mu);
 	if (a->poller_on)
 		pthread_join(a->poller, NULL);
 	agent_free(a);
