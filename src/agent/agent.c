@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #define DRV_AGENT_VERSION "0.1.0"
-#define POLL_WAIT_S 10
+#define POLL_WAIT_S 30
 
 enum tstate { T_RUNNING, T_EXITED, T_FAILED };
 
@@ -90,6 +90,7 @@ struct drv_agent {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stopping;
+	int stop_flag;          /* stopping, readable without the lock (atomic) */
 	struct task **tasks;
 	size_t ntasks, tcap;
 	json_t *desired;        /* latest "tasks" array from the controller, or NULL */
@@ -844,6 +845,13 @@ static void heartbeat(struct drv_agent *a, struct drv_http_client *c)
 	json_decref(reply);
 }
 
+static int poller_abort(void *cls)
+{
+	struct drv_agent *a = cls;
+
+	return __atomic_load_n(&a->stop_flag, __ATOMIC_RELAXED);
+}
+
 static void *poller_main(void *arg)
 {
 	struct drv_agent *a = arg;
@@ -852,6 +860,8 @@ static void *poller_main(void *arg)
 	bool orphan;
 
 	drv_http_client_init(&c, a->server, a->token);
+	c.abort_cb = poller_abort;
+	c.abort_cls = a;
 	pthread_mutex_lock(&a->mu);
 	while (!a->stopping) {
 		char path[512], *node;
@@ -876,7 +886,9 @@ static void *poller_main(void *arg)
 		rc = drv_http_json(&c, "GET", path, NULL, (POLL_WAIT_S + 10) * 1000L, &status,
 				   &reply);
 		if (rc < 0 || (status != 200 && status != 409)) {
-			if (rc < 0)
+			if (poller_abort(a))
+				;
+			else if (rc < 0)
 				logf_(a, "assignments: %s", c.err);
 			else
 				logf_(a, "assignments refused (HTTP %ld)", status);
@@ -1397,6 +1409,7 @@ void drv_agent_stop(struct drv_agent *a)
 		return;
 	pthread_mutex_lock(&a->mu);
 	a->stopping = true;
+	__atomic_store_n(&a->stop_flag, 1, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
 	if (a->super_on)
