@@ -73,6 +73,15 @@ struct drv_task_spec {
 	const char *nccl_socket_ifname;/* NULL or "": not set */
 	int64_t mem_limit_mib;         /* 0: none */
 	int64_t cpu_milli;             /* 0: none */
+	/* Run as another user (the agent must be root): set_user, with uid,
+	 * gid, supplementary groups, and user/home for USER, LOGNAME, HOME. */
+	bool set_user;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	int ngroups;
+	const char *user;
+	const char *home;
 };
 
 /*
@@ -161,6 +170,8 @@ struct drv_agent_config {
 	const char *advertise;     /* address peers reach this node on; NULL = found */
 	const char *nvml_lib;      /* NULL = "libnvidia-ml.so.1" */
 	int64_t grace_ms;          /* default SIGTERM→SIGKILL grace; 0 = 10000 */
+	bool run_as_self;          /* every task runs as the agent's own user, whatever the
+				    * assignment's user (drover up: a single-user setup) */
 	bool quiet;                /* no log lines on stderr */
 };
 

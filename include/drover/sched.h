@@ -298,8 +298,8 @@ void drv_sched_decisions_release(struct drv_sched_decisions *d);
 
 /*
  * The pass. Clears out, decides, applies the decisions to s (see the top of
- * this file) and appends them to out in this order: RELEASE, PREEMPT and
- * START in queue order, RESERVE, PROVISION, then PENDING by queue position.
+ * this file) and appends them to out in this order: PREEMPT and START in
+ * queue order, RELEASE, RESERVE, PROVISION, then PENDING in queue order.
  * Returns the number of decisions, or a negative drv_err (DRV_EINVAL for a
  * bad policy). now must not go backwards between passes.
  */

@@ -153,8 +153,8 @@ static int nvml_open(struct drv_gpu_set *s, const char *arg, char *err, size_t e
 	n = drv_calloc(1, sizeof(*n));
 	n->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!n->dl) {
-		snprintf(err, errsz, "NVIDIA driver library %s not found (%s); is the NVIDIA "
-			 "driver installed?", lib, dlerror());
+		snprintf(err, errsz, "cannot load NVIDIA's %s, so no NVIDIA driver here (%s)", lib,
+			 dlerror());
 		drv_free(n);
 		return DRV_EUNSUPP;
 	}

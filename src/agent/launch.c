@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -172,6 +173,12 @@ char **drv_task_env(const struct drv_task_spec *t)
 	if (!drv_env_get(e.v, "PATH"))
 		env_set(&e, "PATH", "/usr/local/bin:/usr/bin:/bin");
 
+	if (t->set_user) {
+		if (t->user)
+			env_set(&e, "USER", t->user), env_set(&e, "LOGNAME", t->user);
+		if (t->home)
+			env_set(&e, "HOME", t->home);
+	}
 	env_set(&e, "DROVER_JOB_ID", t->job_id ? t->job_id : "");
 	env_set(&e, "DROVER_TASK_ID", t->task_id ? t->task_id : "");
 	if (t->node_name)
@@ -228,7 +235,7 @@ char **drv_task_env(const struct drv_task_spec *t)
 
 /* --- starting ------------------------------------------------------------ */
 
-enum { STAGE_CGROUP = 1, STAGE_CHDIR, STAGE_EXEC, STAGE_SETSID };
+enum { STAGE_CGROUP = 1, STAGE_CHDIR, STAGE_EXEC, STAGE_SETSID, STAGE_USER };
 
 struct child_report {
 	int stage;
@@ -419,6 +426,13 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 			rep.stage = STAGE_CGROUP;
 			goto fail;
 		}
+		if (t->set_user) {
+			if (setgroups((size_t)t->ngroups, t->groups) < 0 || setgid(t->gid) < 0 ||
+			    setuid(t->uid) < 0) {
+				rep.stage = STAGE_USER;
+				goto fail;
+			}
+		}
 		if (chdir(workdir) < 0) {
 			rep.stage = STAGE_CHDIR;
 			goto fail;
@@ -454,6 +468,10 @@ fail:
 		case STAGE_CGROUP:
 			snprintf(p->error, sizeof(p->error), "cannot join cgroup %s: %s", p->cgroup,
 				 strerror(rep.err));
+			break;
+		case STAGE_USER:
+			snprintf(p->error, sizeof(p->error), "cannot switch to user %s (uid %d): %s",
+				 t->user ? t->user : "?", (int)t->uid, strerror(rep.err));
 			break;
 		case STAGE_SETSID:
 			snprintf(p->error, sizeof(p->error), "setsid: %s", strerror(rep.err));

@@ -303,9 +303,12 @@ int drv_client_describe_node(struct cli *cli, const char *name)
 	printf("%-12s %lld total, %lld allocated, %lld free\n", "GPUs:",
 	       drv_jint(node, "gpus", 0), drv_jint(node, "gpus_allocated", 0),
 	       drv_jint(node, "gpus_free", 0));
-	printf("%-12s %s\n", "Address:", drv_jstr(node, "address", b, sizeof(b)));
-	printf("%-12s %s\n", "Agent:", drv_jstr(node, "agent_url", b, sizeof(b)));
-	printf("%-12s %s\n", "Heartbeat:", drv_jstr(node, "last_heartbeat", b, sizeof(b)));
+	drv_jstr(node, "address", b, sizeof(b));
+	printf("%-12s %s\n", "Address:", b[0] ? b : "-");
+	drv_jstr(node, "agent_url", b, sizeof(b));
+	printf("%-12s %s\n", "Agent:", b[0] ? b : "-");
+	drv_jstr(node, "last_heartbeat", b, sizeof(b));
+	printf("%-12s %s\n", "Heartbeat:", b[0] ? b : "-");
 	jobs_list(node, b, sizeof(b));
 	printf("%-12s %s\n", "Jobs:", b[0] ? b : "-");
 	a = json_object_get(node, "labels");

@@ -56,7 +56,14 @@ static int needs_quotes(const char *s)
 			return 1;
 	if (strchr("0123456789+-.", *s))
 		return 1;
-	if (strpbrk(s, "\"'\\\n\t\r:#{}[],&*!|>%@`"))
+	/* Leading and trailing blanks and control characters: the emitter
+	 * would keep them, but a reader could not tell them apart. */
+	if (*s == ' ' || s[strlen(s) - 1] == ' ' || strpbrk(s, "\t\r\n\\\""))
+		return 1;
+	/* YAML indicators that may not start a plain scalar, and the two
+	 * sequences that end one early; libfyaml's emitter misses some. */
+	if (strchr("#@%!|>?`'&*-[]{},:", *s) || strstr(s, ": ") || strstr(s, " #") ||
+	    s[strlen(s) - 1] == ':')
 		return 1;
 	return 0;
 }

@@ -200,7 +200,7 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 {
 	const struct drv_node *n = &x->c->nodes[ni];
 	const struct drv_task_group *g = &x->job->groups[gi];
-	const struct drv_gpu_model *m;
+	const struct drv_gpu_model *m = NULL;
 	uint64_t mask = 0;
 	int k, got = 0, best = -1, bestfree = DRV_MILLI + 1;
 

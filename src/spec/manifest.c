@@ -1442,6 +1442,10 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 	struct pgset pgs = { 0 };
 	int ndocs = 0, rc = 0, i;
 
+	/* YAML text is printable Unicode (YAML 1.2, 5.1); checking first also keeps
+	 * bytes libfyaml 0.7 mishandles (invalid UTF-8 in a directive) away from it */
+	if (!drv_spec_check_text(buf, len, false, d))
+		return DRV_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
 	dcfg.output_fn = NULL;

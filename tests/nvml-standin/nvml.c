@@ -11,7 +11,7 @@
  *   GPU i: utilization 10*(i+1) %, memory used 1024*(i+1) MiB,
  *   temperature 40+i C, power 100+i W, SM clock 1980 MHz, memory clock
  *   2619 MHz, energy 123456789+i mJ, corrected ECC i, uncorrected 0.
- *   One XID 79 event on GPU 1, delivered once.
+ *   One XID 31 event (an application's page fault) on GPU 1, delivered once.
  * Environment: DROVER_NVML_STANDIN_FAIL=1 makes nvmlInit fail as a
  * machine without a loaded driver does (NVML_ERROR_DRIVER_NOT_LOADED);
  * DROVER_NVML_STANDIN_GPUS=N (1..4) shows only N GPUs.
@@ -286,7 +286,7 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t s, nvmlEventData_t *ev, unsigned
 		memset(ev, 0, sizeof(*ev));
 		ev->device = &devs[1];
 		ev->eventType = 0x8;
-		ev->eventData = 79;
+		ev->eventData = 31;
 		return OK;
 	}
 	return E_TIMEOUT;

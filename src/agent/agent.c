@@ -1,0 +1,1444 @@
+/*
+ * agent.c: the node agent's protocol loop (docs/api.md, "Agent protocol")
+ * and its HTTP endpoints.
+ *
+ * Threads:
+ *   - the poller: the assignments long-poll. It only stores the latest
+ *     level-triggered task list and wakes the supervisor.
+ *   - the supervisor: everything that touches processes and the
+ *     controller's session. It registers (again after any 409), applies the
+ *     desired task set (start what is new, stop what is told to stop, kill
+ *     what is absent: fencing by (task_id, epoch)), reaps tasks, enforces
+ *     time limits, sends reports and heartbeats.
+ *   - the HTTP server's threads (src/http): /metrics, /healthz and task
+ *     logs (GET /v1/tasks/ID/logs with the cluster token).
+ * One mutex guards the task table, the GPU set and the desired list.
+ *
+ * A (task_id, epoch) pair is started at most once: the record of a
+ * finished task stays while the controller's list still names it.
+ */
+#include "drover/agent.h"
+#include "drover/common.h"
+#include "drover/gpu.h"
+#include "drover/http.h"
+#include "drover/metrics.h"
+#include "drover/model.h"
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <ifaddrs.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DRV_AGENT_VERSION "0.1.0"
+#define POLL_WAIT_S 30
+
+enum tstate { T_RUNNING, T_EXITED, T_FAILED };
+
+struct task {
+	char id[64];
+	int64_t epoch;
+	char job_id[32];
+	int gpus[DRV_GPU_MAX];
+	int ngpus;
+	enum tstate state;
+	struct drv_proc proc;
+	bool rep_running;       /* a "running" report is owed */
+	bool rep_end;           /* an "exited"/"failed" report is owed */
+	bool listed;            /* named by the latest assignment list */
+	int64_t deadline_ms;    /* time limit; 0 none */
+	char reason[512];       /* why it failed to start, or why it was stopped */
+	char dir[PATH_MAX];
+};
+
+struct drv_agent {
+	/* configuration (owned copies) */
+	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
+	char *sysfs_root, *cgroup_parent, *fake_gpus;
+	int fake_hcas;
+	bool fake_fallback, quiet, run_as_self;
+	int64_t grace_ms;
+
+	/* the node */
+	struct drv_gpu_set gpus;
+	const char *backend;
+	struct drv_hca_set hcas;
+	char ib_list[256];
+	struct drv_cgroup cg;
+	char address[128];
+	char ifname[IF_NAMESIZE + 1];
+	char agent_url[256];
+	char hostname[256];
+
+	/* shared state */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stopping;
+	int stop_flag;          /* stopping, readable without the lock (atomic) */
+	struct task **tasks;
+	size_t ntasks, tcap;
+	json_t *desired;        /* latest "tasks" array from the controller, or NULL */
+	bool desired_new;
+	int64_t session;        /* 0: not registered */
+	int64_t version;
+	bool need_register;
+	int heartbeat_s;
+
+	struct drv_http_server *http;
+	pthread_t poller, super;
+	bool poller_on, super_on;
+	bool poller_done;       /* the poller has left its loop */
+	bool poller_orphan;     /* stop did not wait for it: it frees the agent */
+};
+
+static void agent_free(struct drv_agent *a);
+
+/* --- small helpers --------------------------------------------------------- */
+
+static void logf_(struct drv_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct drv_agent *a, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (a->quiet)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "drover agent: %s\n", line);
+}
+
+static void rfc3339(char *buf, size_t bufsz)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, bufsz, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int valid_task_id(const char *id)
+{
+	const char *p;
+
+	if (!id || !*id || id[0] == '.' || strlen(id) >= 64)
+		return 0;
+	for (p = id; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
+			return 0;
+	return 1;
+}
+
+static int mkdir_p(const char *dir, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	char *p;
+
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	for (p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	}
+	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static char *dupe(const char *s)
+{
+	return s ? drv_strdup(s) : NULL;
+}
+
+/* --- node facts ------------------------------------------------------------ */
+
+/* host part of "http://host:port/…" into out */
+static void url_host(const char *url, char *out, size_t outsz, char *port, size_t portsz)
+{
+	const char *p = strstr(url, "://");
+	const char *end;
+
+	p = p ? p + 3 : url;
+	snprintf(port, portsz, "%s", strncmp(url, "https", 5) ? "80" : "443");
+	if (*p == '[') {
+		end = strchr(p, ']');
+		if (!end)
+			end = p + strlen(p);
+		snprintf(out, outsz, "%.*s", (int)(end - p - 1), p + 1);
+		p = *end ? end + 1 : end;
+	} else {
+		end = p + strcspn(p, ":/");
+		snprintf(out, outsz, "%.*s", (int)(end - p), p);
+		p = end;
+	}
+	if (*p == ':')
+		snprintf(port, portsz, "%.*s", (int)strcspn(p + 1, "/"), p + 1);
+}
+
+/*
+ * The address peers reach this node on: the local address of a (UDP,
+ * nothing sent) route to the controller; and the interface that holds it,
+ * for NCCL_SOCKET_IFNAME.
+ */
+static void find_address(struct drv_agent *a)
+{
+	char host[256], port[16];
+	struct addrinfo hints, *res = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct ifaddrs *ifs = NULL, *i;
+	int fd;
+
+	if (a->advertise_cfg)
+		snprintf(a->address, sizeof(a->address), "%s", a->advertise_cfg);
+	if (!a->address[0]) {
+		url_host(a->server, host, sizeof(host), port, sizeof(port));
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_socktype = SOCK_DGRAM;
+		if (getaddrinfo(host, port, &hints, &res) == 0 && res) {
+			fd = socket(res->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+			    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+				getnameinfo((struct sockaddr *)&ss, sl, a->address, sizeof(a->address),
+					    NULL, 0, NI_NUMERICHOST);
+			if (fd >= 0)
+				close(fd);
+			freeaddrinfo(res);
+		}
+	}
+	if (!a->address[0])
+		snprintf(a->address, sizeof(a->address), "127.0.0.1");
+	if (getifaddrs(&ifs) == 0) {
+		for (i = ifs; i; i = i->ifa_next) {
+			char h[128];
+			if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+					     i->ifa_addr->sa_family != AF_INET6))
+				continue;
+			if (getnameinfo(i->ifa_addr, i->ifa_addr->sa_family == AF_INET ?
+					sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
+					h, sizeof(h), NULL, 0, NI_NUMERICHOST) == 0 &&
+			    !strcmp(h, a->address)) {
+				snprintf(a->ifname, sizeof(a->ifname), "%s", i->ifa_name);
+				break;
+			}
+		}
+		freeifaddrs(ifs);
+	}
+}
+
+static int64_t mem_mib(void)
+{
+	struct sysinfo si;
+
+	if (sysinfo(&si) < 0)
+		return 0;
+	return (int64_t)((uint64_t)si.totalram * si.mem_unit >> 20);
+}
+
+/* --- JSON bodies ------------------------------------------------------------ */
+
+static json_t *labels_json(const char *labels)
+{
+	json_t *o = json_object();
+	char *copy, *save = NULL, *kv;
+
+	if (!labels)
+		return o;
+	copy = drv_strdup(labels);
+	for (kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		json_object_set_new(o, kv, json_string(eq + 1));
+	}
+	drv_free(copy);
+	return o;
+}
+
+/* caller holds a->mu */
+static json_t *register_body(struct drv_agent *a)
+{
+	json_t *b = json_object(), *gpus = json_array(), *mat = json_array(), *nics = json_array();
+	json_t *topo = json_object(), *running = json_array();
+	char ln[16];
+	size_t k;
+	int i, j;
+
+	json_object_set_new(b, "name", json_string(a->name));
+	json_object_set_new(b, "hostname", json_string(a->hostname));
+	json_object_set_new(b, "address", json_string(a->address));
+	if (a->agent_url[0])
+		json_object_set_new(b, "agent_url", json_string(a->agent_url));
+	json_object_set_new(b, "version", json_string(DRV_AGENT_VERSION));
+	json_object_set_new(b, "labels", labels_json(a->labels));
+	json_object_set_new(b, "cpu_milli", json_integer(sysconf(_SC_NPROCESSORS_ONLN) * 1000));
+	json_object_set_new(b, "mem_mib", json_integer(mem_mib()));
+	json_object_set_new(b, "backend", json_string(a->backend));
+	for (i = 0; i < a->gpus.ngpus; i++) {
+		const struct drv_gpu_info *g = &a->gpus.gpus[i];
+		json_t *row = json_array();
+		json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:s}", "index", i, "uuid",
+						      g->uuid, "model", g->name, "memory_mib",
+						      (json_int_t)g->mem_total_mib, "pci_bus_id",
+						      g->pci_bus_id));
+		for (j = 0; j < a->gpus.ngpus; j++)
+			json_array_append_new(row, json_string(drv_gpu_link_name(
+				a->gpus.link[i][j], a->gpus.nvlinks[i][j], ln, sizeof(ln))));
+		json_array_append_new(mat, row);
+	}
+	for (i = 0; i < a->hcas.nhcas; i++) {
+		const struct drv_hca *h = &a->hcas.hcas[i];
+		json_t *near = json_array();
+		for (j = 0; j < a->gpus.ngpus; j++)
+			if (drv_hca_nearest(&a->hcas, &a->gpus, j) == i)
+				json_array_append_new(near, json_integer(j));
+		json_array_append_new(nics, json_pack("{s:s, s:s, s:s, s:i, s:o}", "name", h->name,
+						      "link_layer", h->nports ? h->ports[0].link_layer : "",
+						      "state", h->nports ? h->ports[0].state : "",
+						      "rate_gbps", h->nports ? h->ports[0].rate_gbps : 0,
+						      "near_gpus", near));
+	}
+	json_object_set_new(b, "gpus", gpus);
+	json_object_set_new(topo, "gpu_matrix", mat);
+	json_object_set_new(topo, "nics", nics);
+	json_object_set_new(b, "topology", topo);
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		if (t->state == T_RUNNING)
+			json_array_append_new(running, json_pack("{s:s, s:I, s:i}", "task_id", t->id,
+								 "epoch", (json_int_t)t->epoch,
+								 "pid", (int)t->proc.pid));
+	}
+	json_object_set_new(b, "running", running);
+	return b;
+}
+
+/* --- tasks ----------------------------------------------------------------- */
+
+static struct task *find_task(struct drv_agent *a, const char *id, int64_t epoch)
+{
+	size_t k;
+
+	for (k = 0; k < a->ntasks; k++)
+		if (!strcmp(a->tasks[k]->id, id) && (epoch < 0 || a->tasks[k]->epoch == epoch))
+			return a->tasks[k];
+	return NULL;
+}
+
+static void mark_gpus(struct drv_agent *a, struct task *t, bool busy)
+{
+	int k;
+
+	for (k = 0; k < t->ngpus; k++)
+		drv_gpu_set_use(&a->gpus, t->gpus[k], busy ? t->job_id : NULL, drv_now_ms());
+}
+
+static void fail_task(struct task *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_task(struct task *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->reason, sizeof(t->reason), fmt, ap);
+	va_end(ap);
+	t->state = T_FAILED;
+	t->rep_end = true;
+}
+
+static char **json_strv(json_t *arr)
+{
+	size_t i, n = json_is_array(arr) ? json_array_size(arr) : 0;
+	char **v = drv_calloc(n + 1, sizeof(*v));
+
+	for (i = 0; i < n; i++) {
+		const char *s = json_string_value(json_array_get(arr, i));
+		v[i] = drv_strdup(s ? s : "");
+	}
+	return v;
+}
+
+static void strv_free(char **v)
+{
+	char **p;
+
+	for (p = v; p && *p; p++)
+		drv_free(*p);
+	drv_free(v);
+}
+
+/* Starts the task the controller describes in j. Caller holds a->mu. */
+static void start_task(struct drv_agent *a, json_t *j)
+{
+	struct drv_task_spec s;
+	struct task *t = drv_calloc(1, sizeof(*t));
+	const char *id = drv_json_str(j, "task_id");
+	const char *script = drv_json_str(j, "script");
+	const char *user = drv_json_str(j, "user");
+	const char *master = drv_json_str(j, "master_addr");
+	json_t *jg = json_object_get(j, "gpus"), *env = json_object_get(j, "env"), *v;
+	json_t *peers = json_object_get(j, "peers");
+	char **argv = json_strv(json_object_get(j, "argv")), **envv = NULL;
+	const char **rank_addrs = NULL;
+	gid_t groups[256];
+	struct passwd pw, *pwp = NULL;
+	char pwbuf[4096], jobid[32];
+	const char *key;
+	size_t i, n;
+	int64_t tl;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(t->id, sizeof(t->id), "%s", id);
+	t->epoch = drv_json_int(j, "epoch", 0);
+	snprintf(jobid, sizeof(jobid), "%lld", (long long)drv_json_int(j, "job_id", 0));
+	snprintf(t->job_id, sizeof(t->job_id), "%s", jobid);
+	t->listed = true;
+	t->rep_running = false;
+	DRV_GROW(a->tasks, a->ntasks + 1, a->tcap);
+	a->tasks[a->ntasks++] = t;
+
+	for (i = 0; json_is_array(jg) && i < json_array_size(jg) && t->ngpus < DRV_GPU_MAX; i++) {
+		int g = (int)json_integer_value(json_array_get(jg, i));
+		if (g < 0 || g >= a->gpus.ngpus) {
+			fail_task(t, "GPU %d is not on node %s (it has %d)", g, a->name,
+				  a->gpus.ngpus);
+			goto out;
+		}
+		t->gpus[t->ngpus] = g;
+		s.gpus[t->ngpus++] = g;
+	}
+	s.ngpus = t->ngpus;
+
+	snprintf(t->dir, sizeof(t->dir), "%s/tasks/%s", a->state_dir, t->id);
+	if (mkdir_p(t->dir, 0755) < 0) {
+		fail_task(t, "cannot create %s: %s", t->dir, strerror(errno));
+		goto out;
+	}
+	if ((!argv[0]) && !script) {
+		const char *image = drv_json_str(j, "image");
+		fail_task(t, "container \"%s\" names no command; runtime host runs only a given "
+			  "command (image %s)", drv_json_str(j, "container") ?
+			  drv_json_str(j, "container") : "", image ? image : "none");
+		goto out;
+	}
+	if (!a->run_as_self && geteuid() == 0 && user && *user && strcmp(user, "root")) {
+		int ng = (int)DRV_ARRAY_SIZE(groups);
+		if (getpwnam_r(user, &pw, pwbuf, sizeof(pwbuf), &pwp) != 0 || !pwp) {
+			fail_task(t, "user %s does not exist on node %s", user, a->name);
+			goto out;
+		}
+		if (getgrouplist(user, pw.pw_gid, groups, &ng) < 0)
+			ng = 0;
+		s.set_user = true;
+		s.uid = pw.pw_uid;
+		s.gid = pw.pw_gid;
+		s.groups = groups;
+		s.ngroups = ng;
+		s.user = user;
+		s.home = pw.pw_dir;
+		if (chown(t->dir, pw.pw_uid, pw.pw_gid) < 0)
+			logf_(a, "task %s: cannot hand %s to %s: %s", t->id, t->dir, user,
+			      strerror(errno));
+	}
+
+	n = json_is_object(env) ? json_object_size(env) : 0;
+	envv = drv_calloc(n + 1, sizeof(*envv));
+	i = 0;
+	json_object_foreach(env, key, v) {
+		const char *val = json_string_value(v);
+		size_t len = strlen(key) + (val ? strlen(val) : 0) + 2;
+		if (i >= n)
+			break;
+		envv[i] = drv_malloc(len);
+		snprintf(envv[i], len, "%s=%s", key, val ? val : "");
+		i++;
+	}
+
+	s.job_id = jobid;
+	s.task_id = t->id;
+	s.argv = argv[0] ? argv : NULL;
+	s.script = script;
+	s.env = envv;
+	s.workdir = drv_json_str(j, "workdir");
+	s.log_dir = t->dir;
+	s.node_name = a->name;
+	s.image = drv_json_str(j, "image");
+	s.rank = (int)drv_json_int(j, "rank", 0);
+	s.world_size = (int)drv_json_int(j, "world_size", 1);
+	s.local_rank = (int)drv_json_int(j, "local_rank", 0);
+	s.local_world_size = (int)drv_json_int(j, "local_world_size", 1);
+	s.node_rank = (int)drv_json_int(j, "node_rank", 0);
+	s.nnodes = (int)drv_json_int(j, "nnodes", 1);
+	s.master_addr = master ? master : a->address;
+	s.master_port = (int)drv_json_int(j, "master_port", 29500);
+	if (json_is_array(peers) && s.world_size > 0 && s.world_size <= 65536) {
+		rank_addrs = drv_calloc((size_t)s.world_size, sizeof(*rank_addrs));
+		for (i = 0; i < json_array_size(peers); i++) {
+			json_t *p = json_array_get(peers, i);
+			int64_t r = drv_json_int(p, "rank", -1);
+			if (r >= 0 && r < s.world_size)
+				rank_addrs[r] = drv_json_str(p, "address");
+		}
+		s.rank_addrs = rank_addrs;
+	}
+	s.nccl_ib_hca = a->ib_list;
+	s.nccl_socket_ifname = a->ifname;
+	s.mem_limit_mib = drv_json_int(j, "mem_mib", 0);
+	s.cpu_milli = drv_json_int(j, "cpu_milli", 0);
+
+	if (drv_proc_start(&t->proc, &s, &a->cg, drv_now_ms()) < 0) {
+		fail_task(t, "%s", t->proc.error);
+		goto out;
+	}
+	t->state = T_RUNNING;
+	t->rep_running = true;
+	tl = drv_json_int(j, "time_limit_s", 0);
+	t->deadline_ms = tl > 0 ? t->proc.started_ms + tl * 1000 : 0;
+	mark_gpus(a, t, true);
+	logf_(a, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
+	      (int)t->proc.pid, t->ngpus);
+out:
+	if (t->state == T_FAILED)
+		logf_(a, "task %s (epoch %lld) failed to start: %s", t->id, (long long)t->epoch,
+		      t->reason);
+	strv_free(argv);
+	strv_free(envv);
+	drv_free(rank_addrs);
+}
+
+static void stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, const char *why)
+{
+	if (t->state != T_RUNNING || t->proc.terminating)
+		return;
+	snprintf(t->reason, sizeof(t->reason), "%s", why);
+	logf_(a, "task %s (epoch %lld): stopping (%s), grace %lld ms", t->id, (long long)t->epoch,
+	      why, (long long)grace_ms);
+	drv_proc_terminate(&t->proc, grace_ms, drv_now_ms());
+}
+
+/* Applies the latest desired list. Caller holds a->mu. */
+static void apply_desired(struct drv_agent *a)
+{
+	json_t *list = a->desired, *j;
+	size_t k, i;
+
+	if (!list)
+		return;
+	for (k = 0; k < a->ntasks; k++)
+		a->tasks[k]->listed = false;
+	json_array_foreach(list, i, j) {
+		const char *id = drv_json_str(j, "task_id");
+		const char *desired = drv_json_str(j, "desired");
+		int64_t epoch = drv_json_int(j, "epoch", 0);
+		struct task *t;
+
+		if (!valid_task_id(id)) {
+			logf_(a, "ignoring an assignment with a bad task_id");
+			continue;
+		}
+		t = find_task(a, id, epoch);
+		if (t)
+			t->listed = true;
+		if (desired && !strcmp(desired, "stop")) {
+			if (t) {
+				const char *why = drv_json_str(j, "stop_reason");
+				stop_task(a, t, drv_json_int(j, "grace_s", a->grace_ms / 1000) * 1000,
+					  why ? why : "stopped by the controller");
+			}
+			continue;
+		}
+		if (!t) {
+			/* a task of the same id with an older epoch must go first */
+			struct task *old = find_task(a, id, -1);
+			if (old && old->state == T_RUNNING)
+				stop_task(a, old, 0, "superseded by a newer epoch");
+			start_task(a, j);
+		}
+	}
+	/* fencing: what the controller does not list must not run */
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		if (!t->listed && t->state == T_RUNNING)
+			stop_task(a, t, 0, "not assigned to this node (fenced)");
+	}
+	/* forget finished tasks the controller no longer lists and that owe nothing */
+	for (k = 0; k < a->ntasks;) {
+		struct task *t = a->tasks[k];
+		if (!t->listed && t->state != T_RUNNING && !t->rep_running && !t->rep_end) {
+			drv_free(t);
+			a->tasks[k] = a->tasks[--a->ntasks];
+			continue;
+		}
+		k++;
+	}
+}
+
+/* Reaps and enforces limits. Caller holds a->mu. Returns running count. */
+static int reap(struct drv_agent *a)
+{
+	int64_t now = drv_now_ms();
+	int running = 0;
+	size_t k;
+
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		char sn[16];
+		if (t->state != T_RUNNING)
+			continue;
+		if (t->deadline_ms && now >= t->deadline_ms && !t->proc.terminating)
+			stop_task(a, t, a->grace_ms, "time limit");
+		if (!drv_proc_poll(&t->proc, now)) {
+			running++;
+			continue;
+		}
+		t->state = T_EXITED;
+		t->rep_end = true;
+		mark_gpus(a, t, false);
+		drv_proc_cleanup(&t->proc);
+		if (t->proc.signal)
+			logf_(a, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
+			      drv_signal_name(t->proc.signal, sn, sizeof(sn)),
+			      t->proc.oom_killed ? " (out of memory)" : "");
+		else
+			logf_(a, "task %s (epoch %lld) exited with code %d", t->id,
+			      (long long)t->epoch, t->proc.exit_code);
+	}
+	return running;
+}
+
+/* --- talking to the controller --------------------------------------------- */
+
+static int do_register(struct drv_agent *a, struct drv_http_client *c)
+{
+	json_t *body, *reply = NULL;
+	long status = 0;
+	char msg[512];
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	body = register_body(a);
+	pthread_mutex_unlock(&a->mu);
+	rc = drv_http_json(c, "POST", "/v1/agent/register", body, 10000, &status, &reply);
+	json_decref(body);
+	if (rc < 0) {
+		json_decref(reply);
+		return rc;
+	}
+	if (status != 200) {
+		json_t *e = json_object_get(reply, "error");
+		snprintf(msg, sizeof(msg), "%s", e ? drv_json_str(e, "message") ?
+			 drv_json_str(e, "message") : "?" : "no error message");
+		logf_(a, "register refused (HTTP %ld): %s", status, msg);
+		json_decref(reply);
+		return status == 401 || status == 400 || status == 409 ? DRV_EPERM : DRV_EIO;
+	}
+	pthread_mutex_lock(&a->mu);
+	a->session = drv_json_int(reply, "session", 0);
+	a->heartbeat_s = (int)drv_json_int(reply, "heartbeat_interval_s", 5);
+	if (a->heartbeat_s < 1)
+		a->heartbeat_s = 1;
+	a->version = 0;
+	a->need_register = false;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	logf_(a, "registered with %s as %s (session %lld, %d GPUs, backend %s)", a->server, a->name,
+	      (long long)a->session, a->gpus.ngpus, a->backend);
+	json_decref(reply);
+	return 0;
+}
+
+static void session_gone(struct drv_agent *a, const char *what)
+{
+	pthread_mutex_lock(&a->mu);
+	if (!a->need_register)
+		logf_(a, "%s: the controller no longer knows session %lld; registering again", what,
+		      (long long)a->session);
+	a->need_register = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* Sends owed reports. Returns 0 when nothing is owed any more. */
+static int send_reports(struct drv_agent *a, struct drv_http_client *c)
+{
+	json_t *body, *reps = json_array(), *reply = NULL, *stale, *st;
+	struct task **sent = NULL;
+	size_t nsent = 0, k, i;
+	long status = 0;
+	char now[32], sn[16];
+	int rc;
+
+	rfc3339(now, sizeof(now));
+	pthread_mutex_lock(&a->mu);
+	sent = drv_calloc(a->ntasks + 1, sizeof(*sent));
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		json_t *r;
+		if (!t->rep_running && !t->rep_end)
+			continue;
+		if (t->rep_running && t->proc.pid)
+			json_array_append_new(reps, json_pack("{s:s, s:I, s:s, s:i, s:s}", "task_id",
+							      t->id, "epoch", (json_int_t)t->epoch,
+							      "state", "running", "pid",
+							      (int)t->proc.pid, "time", now));
+		if (t->rep_end) {
+			r = json_pack("{s:s, s:I, s:s, s:s}", "task_id", t->id, "epoch",
+				      (json_int_t)t->epoch, "state",
+				      t->state == T_FAILED ? "failed" : "exited", "time", now);
+			if (t->state == T_FAILED) {
+				json_object_set_new(r, "reason", json_string(t->reason));
+			} else {
+				if (t->proc.signal) {
+					json_object_set_new(r, "signal", json_integer(t->proc.signal));
+					json_object_set_new(r, "signal_name", json_string(
+						drv_signal_name(t->proc.signal, sn, sizeof(sn))));
+				} else {
+					json_object_set_new(r, "exit_code",
+							    json_integer(t->proc.exit_code));
+				}
+				json_object_set_new(r, "oom_killed", json_boolean(t->proc.oom_killed));
+				if (t->reason[0])
+					json_object_set_new(r, "reason", json_string(t->reason));
+			}
+			json_array_append_new(reps, r);
+		}
+		sent[nsent++] = t;
+	}
+	body = json_pack("{s:s, s:I, s:o}", "node", a->name, "session", (json_int_t)a->session,
+			 "reports", reps);
+	pthread_mutex_unlock(&a->mu);
+	if (!nsent) {
+		json_decref(body);
+		drv_free(sent);
+		return 0;
+	}
+	rc = drv_http_json(c, "POST", "/v1/agent/report", body, 10000, &status, &reply);
+	json_decref(body);
+	if (rc < 0 || status != 200) {
+		if (rc == 0 && status == 409)
+			session_gone(a, "report");
+		else if (rc == 0)
+			logf_(a, "report refused (HTTP %ld)", status);
+		json_decref(reply);
+		drv_free(sent);
+		return -1;
+	}
+	pthread_mutex_lock(&a->mu);
+	/* the tasks may have moved on meanwhile: clear only what was sent */
+	for (k = 0; k < nsent; k++) {
+		for (i = 0; i < a->ntasks && a->tasks[i] != sent[k]; i++)
+			;
+		if (i == a->ntasks)
+			continue;
+		if (sent[k]->rep_running)
+			sent[k]->rep_running = false;
+		if (sent[k]->rep_end)
+			sent[k]->rep_end = false;
+	}
+	stale = json_object_get(reply, "stale");
+	json_array_foreach(stale, k, st) {
+		const char *sid = drv_json_str(st, "task_id");
+		struct task *t = sid ? find_task(a, sid, drv_json_int(st, "epoch", -2)) : NULL;
+		if (t)
+			stop_task(a, t, 0, "stale epoch");
+	}
+	pthread_mutex_unlock(&a->mu);
+	json_decref(reply);
+	drv_free(sent);
+	return 0;
+}
+
+static int gpu_healthy(const struct drv_gpu_sample *s)
+{
+	/* XIDs that mean the GPU needs a reset or is gone (not app faults) */
+	static const int bad[] = { 48, 63, 64, 74, 79, 92, 94, 95, 119, 120 };
+	size_t i;
+
+	if (s->ecc_dbe > 0)
+		return 0;
+	for (i = 0; i < DRV_ARRAY_SIZE(bad); i++)
+		if (s->xid_last == bad[i])
+			return 0;
+	return 1;
+}
+
+static void heartbeat(struct drv_agent *a, struct drv_http_client *c)
+{
+	json_t *body, *tasks = json_array(), *gpus = json_array(), *reply = NULL, *kill, *k;
+	int64_t now = drv_now_ms();
+	long status = 0;
+	size_t i;
+	int g;
+
+	pthread_mutex_lock(&a->mu);
+	for (i = 0; i < a->ntasks; i++) {
+		struct task *t = a->tasks[i];
+		if (t->state == T_RUNNING)
+			json_array_append_new(tasks, json_pack("{s:s, s:I, s:s}", "task_id", t->id,
+							       "epoch", (json_int_t)t->epoch,
+							       "state", "running"));
+	}
+	for (g = 0; g < a->gpus.ngpus; g++) {
+		struct drv_gpu_sample s;
+		json_t *o;
+		if (drv_gpu_sample(&a->gpus, g, now, &s) < 0)
+			continue;
+		o = json_pack("{s:i, s:b, s:I, s:I}", "index", g, "healthy", gpu_healthy(&s), "xid",
+			      (json_int_t)s.xid_last, "ecc_uncorrected",
+			      (json_int_t)(s.ecc_dbe > 0 ? s.ecc_dbe : 0));
+		if (s.temp_c >= 0)
+			json_object_set_new(o, "temperature_c", json_integer(s.temp_c));
+		if (s.util_pct >= 0)
+			json_object_set_new(o, "utilization", json_integer(s.util_pct));
+		if (s.fb_used_mib >= 0)
+			json_object_set_new(o, "memory_used_mib", json_integer(s.fb_used_mib));
+		if (s.power_w == s.power_w)
+			json_object_set_new(o, "power_w", json_real(s.power_w));
+		json_array_append_new(gpus, o);
+	}
+	body = json_pack("{s:s, s:I, s:o, s:o}", "node", a->name, "session",
+			 (json_int_t)a->session, "tasks", tasks, "gpus", gpus);
+	pthread_mutex_unlock(&a->mu);
+	if (drv_http_json(c, "POST", "/v1/agent/heartbeat", body, 10000, &status, &reply) < 0) {
+		logf_(a, "heartbeat: %s", c->err);
+		json_decref(body);
+		return;
+	}
+	json_decref(body);
+	if (status == 409) {
+		session_gone(a, "heartbeat");
+	} else if (status == 200) {
+		pthread_mutex_lock(&a->mu);
+		kill = json_object_get(reply, "kill");
+		json_array_foreach(kill, i, k) {
+			const char *id = drv_json_str(k, "task_id");
+			struct task *t = id ? find_task(a, id, drv_json_int(k, "epoch", -2)) : NULL;
+			const char *why = drv_json_str(k, "reason");
+			if (t)
+				stop_task(a, t, 0, why ? why : "killed by the controller");
+		}
+		if (drv_json_int(reply, "heartbeat_interval_s", 0) > 0)
+			a->heartbeat_s = (int)drv_json_int(reply, "heartbeat_interval_s", 5);
+		pthread_mutex_unlock(&a->mu);
+	} else {
+		logf_(a, "heartbeat refused (HTTP %ld)", status);
+	}
+	json_decref(reply);
+}
+
+static int poller_abort(void *cls)
+{
+	struct drv_agent *a = cls;
+
+	return __atomic_load_n(&a->stop_flag, __ATOMIC_RELAXED);
+}
+
+static void *poller_main(void *arg)
+{
+	struct drv_agent *a = arg;
+	struct drv_http_client c;
+	int64_t backoff = 0;
+	bool orphan;
+
+	drv_http_client_init(&c, a->server, a->token);
+	c.abort_cb = poller_abort;
+	c.abort_cls = a;
+	pthread_mutex_lock(&a->mu);
+	while (!a->stopping) {
+		char path[512], *node;
+		int64_t session = a->session, version = a->version;
+		json_t *reply = NULL;
+		long status = 0;
+		int rc;
+
+		if (!session || a->need_register) {
+			pthread_cond_wait(&a->cv, &a->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&a->mu);
+		if (backoff) {
+			usleep((useconds_t)backoff * 1000);
+		}
+		node = drv_http_escape(a->name);
+		snprintf(path, sizeof(path),
+			 "/v1/agent/assignments?node=%s&session=%lld&version=%lld&wait=%d", node,
+			 (long long)session, (long long)version, POLL_WAIT_S);
+		drv_free(node);
+		rc = drv_http_json(&c, "GET", path, NULL, (POLL_WAIT_S + 10) * 1000L, &status,
+				   &reply);
+		if (rc < 0 || (status != 200 && status != 409)) {
+			if (poller_abort(a))
+				;
+			else if (rc < 0)
+				logf_(a, "assignments: %s", c.err);
+			else
+				logf_(a, "assignments refused (HTTP %ld)", status);
+			backoff = backoff ? DRV_MIN(backoff * 2, 5000) : 500;
+			json_decref(reply);
+			pthread_mutex_lock(&a->mu);
+			continue;
+		}
+		backoff = 0;
+		if (status == 409) {
+			json_decref(reply);
+			session_gone(a, "assignments");
+			pthread_mutex_lock(&a->mu);
+			continue;
+		}
+		pthread_mutex_lock(&a->mu);
+		if (a->session == session && !a->stopping) {
+			json_t *tasks = json_object_get(reply, "tasks");
+			a->version = drv_json_int(reply, "version", version);
+			if (json_is_array(tasks)) {
+				json_decref(a->desired);
+				a->desired = json_incref(tasks);
+				a->desired_new = true;
+				pthread_cond_broadcast(&a->cv);
+			}
+		}
+		json_decref(reply);
+	}
+	a->poller_done = true;
+	orphan = a->poller_orphan;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	drv_http_client_release(&c);
+	if (orphan)
+		agent_free(a);
+	return NULL;
+}
+
+static void wait_ms(struct drv_agent *a, int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+}
+
+static void *super_main(void *arg)
+{
+	struct drv_agent *a = arg;
+	struct drv_http_client c;
+	int64_t next_hb = 0, reg_backoff = 500, next_reg = 0, next_report = 0;
+	bool said_unreachable = false;
+	size_t k;
+
+	drv_http_client_init(&c, a->server, a->token);
+	pthread_mutex_lock(&a->mu);
+	while (!a->stopping) {
+		int64_t now = drv_now_ms();
+		int running;
+		bool owed = false;
+
+		if ((!a->session || a->need_register) && now >= next_reg) {
+			int rc;
+			pthread_mutex_unlock(&a->mu);
+			rc = do_register(a, &c);
+			pthread_mutex_lock(&a->mu);
+			if (rc < 0) {
+				if (!said_unreachable && rc != DRV_EPERM && rc != DRV_EIO)
+					logf_(a, "%s; retrying", c.err);
+				said_unreachable = true;
+				next_reg = drv_now_ms() + reg_backoff;
+				reg_backoff = DRV_MIN(reg_backoff * 2, 10000);
+			} else {
+				said_unreachable = false;
+				reg_backoff = 500;
+				next_hb = 0;
+			}
+		}
+		if (a->desired_new) {
+			a->desired_new = false;
+			apply_desired(a);
+		}
+		running = reap(a);
+		for (k = 0; k < a->ntasks; k++)
+			owed |= a->tasks[k]->rep_running || a->tasks[k]->rep_end;
+		now = drv_now_ms();
+		if (a->session && !a->need_register && owed && now >= next_report) {
+			pthread_mutex_unlock(&a->mu);
+			if (send_reports(a, &c) < 0)
+				next_report = drv_now_ms() + 1000;
+			pthread_mutex_lock(&a->mu);
+		}
+		if (a->session && !a->need_register && drv_now_ms() >= next_hb) {
+			pthread_mutex_unlock(&a->mu);
+			heartbeat(a, &c);
+			pthread_mutex_lock(&a->mu);
+			next_hb = drv_now_ms() + a->heartbeat_s * 1000;
+		}
+		if (a->stopping)
+			break;
+		/* processes need watching; an idle agent sleeps until woken or due */
+		if (running || a->desired_new)
+			wait_ms(a, running ? 100 : 0);
+		else {
+			int64_t until = next_hb - drv_now_ms();
+			if (!a->session || a->need_register)
+				until = DRV_MAX(next_reg - drv_now_ms(), 50);
+			wait_ms(a, DRV_MAX(until, 10));
+		}
+	}
+
+	/* stopping: terminate what runs, wait for it, report it */
+	for (k = 0; k < a->ntasks; k++)
+		stop_task(a, a->tasks[k], a->grace_ms, "the agent is stopping");
+	{
+		int64_t end = drv_now_ms() + a->grace_ms + 2000;
+		while (reap(a) > 0 && drv_now_ms() < end)
+			wait_ms(a, 50);
+	}
+	pthread_mutex_unlock(&a->mu);
+	if (a->session)
+		send_reports(a, &c);
+	drv_http_client_release(&c);
+	return NULL;
+}
+
+/* --- HTTP endpoints ---------------------------------------------------------- */
+
+static const char *const xid_help = "Value of the last XID error encountered.";
+
+void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fam[] = {
+		{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)." },
+		{ "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)." },
+		{ "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)." },
+		{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)." },
+		{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)." },
+		{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)." },
+		{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)." },
+		{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+		  "Total energy consumption since boot (in mJ)." },
+		{ "DCGM_FI_DEV_XID_ERRORS", "gauge", NULL },
+	};
+	struct drv_gpu_sample s[DRV_GPU_MAX];
+	bool ok[DRV_GPU_MAX];
+	char idx[DRV_GPU_MAX][8], dev[DRV_GPU_MAX][16], port[8];
+	int g, busy = 0, running = 0, exited = 0, failed = 0;
+	size_t f, k;
+
+	pthread_mutex_lock(&a->mu);
+	for (g = 0; g < a->gpus.ngpus; g++) {
+		ok[g] = drv_gpu_sample(&a->gpus, g, now_ms, &s[g]) == 0;
+		busy += a->gpus.use[g].job[0] != '\0';
+		snprintf(idx[g], sizeof(idx[g]), "%d", g);
+		snprintf(dev[g], sizeof(dev[g]), "nvidia%d", g);
+	}
+	for (f = 0; f < DRV_ARRAY_SIZE(fam); f++) {
+		bool any = false;
+		for (g = 0; g < a->gpus.ngpus; g++) {
+			double v;
+			if (!ok[g])
+				continue;
+			switch (f) {
+			case 0: v = s[g].util_pct; break;
+			case 1: v = (double)s[g].fb_used_mib; break;
+			case 2: v = (double)s[g].fb_free_mib; break;
+			case 3: v = s[g].temp_c; break;
+			case 4: v = s[g].power_w == s[g].power_w ? s[g].power_w : -1; break;
+			case 5: v = s[g].sm_clock_mhz; break;
+			case 6: v = s[g].mem_clock_mhz; break;
+			case 7: v = (double)s[g].energy_mj; break;
+			default: v = (double)s[g].xid_last; break;
+			}
+			if (v < 0)
+				continue;
+			if (!any)
+				drv_prom_family(w, fam[f].name, fam[f].type,
+						fam[f].help ? fam[f].help : xid_help);
+			any = true;
+			drv_prom_sample(w, fam[f].name,
+					DRV_PROM_LABELS("gpu", idx[g], "UUID", a->gpus.gpus[g].uuid,
+							"device", dev[g], "modelName",
+							a->gpus.gpus[g].name, "Hostname", a->name,
+							"hpc_job", a->gpus.use[g].job[0] ?
+							a->gpus.use[g].job : NULL),
+					v);
+		}
+	}
+
+	drv_hca_refresh(&a->hcas, busy);
+	for (f = 0; f < 3; f++) {
+		static const char *const names[] = { "drover_ib_port_receive_bytes_total",
+			"drover_ib_port_transmit_bytes_total", "drover_ib_port_active" };
+		static const char *const helps[] = {
+			"Bytes received on an InfiniBand/RoCE port (port_rcv_data x 4).",
+			"Bytes sent on an InfiniBand/RoCE port (port_xmit_data x 4).",
+			"1 when the InfiniBand/RoCE port is ACTIVE." };
+		int h, p;
+		for (h = 0; h < a->hcas.nhcas; h++) {
+			const struct drv_hca *hc = &a->hcas.hcas[h];
+			for (p = 0; p < hc->nports; p++) {
+				const struct drv_hca_port *pp = &hc->ports[p];
+				double v = f == 0 ? (double)pp->rx_bytes : f == 1 ? (double)pp->tx_bytes :
+					   !strcmp(pp->state, "ACTIVE");
+				drv_prom_family(w, names[f], f < 2 ? "counter" : "gauge", helps[f]);
+				snprintf(port, sizeof(port), "%d", pp->port);
+				drv_prom_sample(w, names[f],
+						DRV_PROM_LABELS("Hostname", a->name, "hca", hc->name,
+								"port", port, "link_layer",
+								pp->link_layer),
+						v);
+			}
+		}
+	}
+
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		running += t->state == T_RUNNING;
+		exited += t->state == T_EXITED;
+		failed += t->state == T_FAILED;
+		if (t->state == T_FAILED)
+			continue;
+		drv_prom_family(w, "drover_task_oom_kills_total", "counter",
+				"OOM kills of a task's processes (cgroup memory.events).");
+		drv_prom_sample(w, "drover_task_oom_kills_total",
+				DRV_PROM_LABELS("Hostname", a->name, "hpc_job", t->job_id, "task",
+						t->id),
+				t->proc.oom_killed ? 1 : 0);
+	}
+	drv_prom_family(w, "drover_agent_tasks", "gauge", "Tasks the agent knows, by state.");
+	drv_prom_sample(w, "drover_agent_tasks", DRV_PROM_LABELS("Hostname", a->name, "state",
+								 "running"), running);
+	drv_prom_sample(w, "drover_agent_tasks", DRV_PROM_LABELS("Hostname", a->name, "state",
+								 "exited"), exited);
+	drv_prom_sample(w, "drover_agent_tasks", DRV_PROM_LABELS("Hostname", a->name, "state",
+								 "failed"), failed);
+	drv_prom_metric(w, "drover_agent_registered", "gauge",
+			"1 while the agent holds a session with the controller.",
+			DRV_PROM_LABELS("Hostname", a->name),
+			a->session && !a->need_register ? 1 : 0);
+	drv_prom_metric(w, "drover_agent_cgroup_limits", "gauge",
+			"1 when task memory/CPU limits are enforced with cgroup v2.",
+			DRV_PROM_LABELS("Hostname", a->name), a->cg.enabled ? 1 : 0);
+	pthread_mutex_unlock(&a->mu);
+}
+
+static int h_metrics(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_prom w;
+
+	drv_prom_init(&w);
+	drv_agent_render_metrics(ctx, &w, drv_now_ms());
+	drv_http_resp_bytes(resp, 200, DRV_PROM_CONTENT_TYPE, drv_prom_text(&w), drv_prom_len(&w));
+	drv_prom_release(&w);
+	return 0;
+}
+
+static int h_healthz(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	json_t *o;
+
+	pthread_mutex_lock(&a->mu);
+	o = json_pack("{s:s, s:s, s:s, s:i, s:b}", "status", "ok", "version", DRV_AGENT_VERSION,
+		      "backend", a->backend, "gpus", a->gpus.ngpus, "registered",
+		      a->session && !a->need_register);
+	pthread_mutex_unlock(&a->mu);
+	drv_http_resp_json(resp, 200, o);
+	return 0;
+}
+
+static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	const char *id = drv_http_req_param(req, 0);
+	const char *auth = drv_http_req_header(req, "Authorization");
+	const char *stream = drv_http_req_query(req, "stream");
+	int64_t offset, limit;
+	char path[PATH_MAX], next[32];
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, a->token)) {
+		drv_http_resp_error(resp, 401, "unauthorized", NULL,
+				    "task logs need the cluster token");
+		return 0;
+	}
+	if (!stream)
+		stream = "stdout";
+	if (strcmp(stream, "stdout") && strcmp(stream, "stderr")) {
+		drv_http_resp_error(resp, 400, "invalid", NULL,
+				    "stream: '%s', expected stdout or stderr", stream);
+		return 0;
+	}
+	if (drv_http_req_query_int(req, "offset", 0, 0, INT64_MAX, &offset, resp) < 0 ||
+	    drv_http_req_query_int(req, "limit", 1 << 20, 0, 16 << 20, &limit, resp) < 0)
+		return 0;
+	if (!valid_task_id(id)) {
+		drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s",
+				    id ? id : "", a->name);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/tasks/%s/%s.%s", a->state_dir, id, id,
+		 strcmp(stream, "stdout") ? "err" : "out");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s", id,
+				    a->name);
+		return 0;
+	}
+	if (offset > st.st_size)
+		offset = st.st_size;
+	if (limit > st.st_size - offset)
+		limit = st.st_size - offset;
+	buf = drv_malloc((size_t)limit + 1);
+	n = pread(fd, buf, (size_t)limit, offset);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	drv_http_resp_bytes(resp, 200, "text/plain; charset=utf-8", buf, (size_t)n);
+	snprintf(next, sizeof(next), "%lld", (long long)(offset + n));
+	drv_http_resp_header(resp, "X-Drover-Next-Offset", next);
+	drv_free(buf);
+	return 0;
+}
+
+static const struct drv_http_route agent_routes[] = {
+	{ "GET", "/metrics", h_metrics, 0 },
+	{ "GET", "/healthz", h_healthz, 0 },
+	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
+/* --- start and stop --------------------------------------------------------- */
+
+static void agent_free(struct drv_agent *a)
+{
+	size_t k;
+
+	if (!a)
+		return;
+	drv_http_server_stop(a->http);
+	drv_gpu_close(&a->gpus);
+	for (k = 0; k < a->ntasks; k++)
+		drv_free(a->tasks[k]);
+	drv_free(a->tasks);
+	json_decref(a->desired);
+	drv_free(a->server);
+	drv_free(a->token);
+	drv_free(a->name);
+	drv_free(a->listen);
+	drv_free(a->labels);
+	drv_free(a->state_dir);
+	drv_free(a->nvml_lib);
+	drv_free(a->advertise_cfg);
+	drv_free(a->sysfs_root);
+	drv_free(a->cgroup_parent);
+	drv_free(a->fake_gpus);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+	drv_free(a);
+}
+
+int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, char *err,
+		    size_t errsz)
+{
+	struct drv_agent *a;
+	char nverr[512];
+	int rc;
+
+	*out = NULL;
+	if (!cfg->server_url || !cfg->name || !*cfg->name || !cfg->token) {
+		snprintf(err, errsz, "the agent needs a server URL, a token and a node name");
+		return DRV_EINVAL;
+	}
+	a = drv_calloc(1, sizeof(*a));
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	a->server = dupe(cfg->server_url);
+	a->token = dupe(cfg->token);
+	a->name = dupe(cfg->name);
+	a->listen = dupe(cfg->listen ? cfg->listen : "0.0.0.0:9400");
+	a->labels = dupe(cfg->labels);
+	a->nvml_lib = dupe(cfg->nvml_lib);
+	a->advertise_cfg = dupe(cfg->advertise);
+	a->sysfs_root = dupe(cfg->sysfs_root);
+	a->cgroup_parent = dupe(cfg->cgroup_parent);
+	a->fake_gpus = dupe(cfg->fake_gpus);
+	a->fake_hcas = cfg->fake_hcas;
+	a->fake_fallback = cfg->fake_fallback;
+	a->quiet = cfg->quiet;
+	a->run_as_self = cfg->run_as_self;
+	a->grace_ms = cfg->grace_ms > 0 ? cfg->grace_ms : 10000;
+	a->heartbeat_s = 5;
+	if (gethostname(a->hostname, sizeof(a->hostname) - 1) < 0)
+		snprintf(a->hostname, sizeof(a->hostname), "%s", a->name);
+	if (cfg->state_dir) {
+		a->state_dir = drv_strdup(cfg->state_dir);
+	} else {
+		const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+		char d[PATH_MAX];
+		if (xdg && *xdg)
+			snprintf(d, sizeof(d), "%s/drover/agent-%s", xdg, a->name);
+		else
+			snprintf(d, sizeof(d), "%s/.local/state/drover/agent-%s", home ? home : "/tmp",
+				 a->name);
+		a->state_dir = drv_strdup(d);
+	}
+	if (mkdir_p(a->state_dir, 0755) < 0) {
+		snprintf(err, errsz, "cannot create the agent's state directory %s: %s", a->state_dir,
+			 strerror(errno));
+		rc = DRV_EIO;
+		goto fail;
+	}
+
+	/* GPUs */
+	if (a->fake_gpus) {
+		rc = drv_gpu_open(&a->gpus, "fake", a->fake_gpus, err, errsz);
+		if (rc < 0)
+			goto fail;
+		a->backend = "fake";
+	} else {
+		rc = drv_gpu_open(&a->gpus, "nvml", a->nvml_lib, nverr, sizeof(nverr));
+		if (rc < 0 && !a->fake_fallback) {
+			snprintf(err, errsz, "%s; no GPUs to offer: give --fake-gpus 8xH100 to run "
+				 "with simulated GPUs", nverr);
+			goto fail;
+		}
+		if (rc < 0) {
+			logf_(a, "no NVIDIA GPUs (%s); simulating 8 H100 GPUs instead "
+			      "(--fake-gpus 8xH100)", nverr);
+			rc = drv_gpu_open(&a->gpus, "fake", "8xH100", err, errsz);
+			if (rc < 0)
+				goto fail;
+			a->backend = "fake";
+		} else {
+			a->backend = "nvml";
+		}
+	}
+	/* fabric */
+	if (a->fake_hcas > 0)
+		drv_hca_fake(&a->hcas, a->fake_hcas);
+	else
+		drv_hca_scan(&a->hcas, a->sysfs_root);
+	drv_hca_active_list(&a->hcas, a->ib_list, sizeof(a->ib_list));
+	/* limits */
+	drv_cgroup_setup(&a->cg, a->cgroup_parent);
+	if (!a->cg.enabled)
+		logf_(a, "%s", a->cg.why);
+	find_address(a);
+	{
+		struct passwd *me = getpwuid(geteuid());
+		if (a->run_as_self)
+			logf_(a, "every task runs as %s (uid %d), whoever submitted it",
+			      me ? me->pw_name : "?", (int)geteuid());
+		else if (geteuid() != 0)
+			logf_(a, "not root: every task runs as %s (uid %d)", me ? me->pw_name : "?",
+			      (int)geteuid());
+	}
+
+	if (strcmp(a->listen, "none")) {
+		char host[256];
+		int port;
+		rc = drv_http_server_start(a->listen, agent_routes, NULL, a, &a->http, err, errsz);
+		if (rc < 0)
+			goto fail;
+		/* peers and the controller reach us on the listen host, or on our
+		 * address when listening on every interface */
+		if (drv_http_parse_addr(a->listen, host, sizeof(host), &port) < 0 || !host[0] ||
+		    !strcmp(host, "0.0.0.0") || !strcmp(host, "::"))
+			snprintf(host, sizeof(host), "%s", a->address);
+		port = drv_http_server_port(a->http);
+		if (strchr(host, ':'))
+			snprintf(a->agent_url, sizeof(a->agent_url), "http://[%s]:%d", host, port);
+		else
+			snprintf(a->agent_url, sizeof(a->agent_url), "http://%s:%d", host, port);
+	}
+	logf_(a, "node %s: %d GPUs (%s%s%s), %d HCAs%s%s, address %s%s%s", a->name, a->gpus.ngpus,
+	      a->backend, a->gpus.ngpus ? ", " : "", a->gpus.ngpus ? a->gpus.gpus[0].name : "",
+	      a->hcas.nhcas, a->ib_list[0] ? " active: " : "", a->ib_list, a->address,
+	      a->agent_url[0] ? ", metrics and logs at " : "", a->agent_url);
+
+	if (pthread_create(&a->super, NULL, super_main, a) != 0) {
+		snprintf(err, errsz, "cannot start the agent's thread");
+		rc = DRV_EIO;
+		goto fail;
+	}
+	a->super_on = true;
+	if (pthread_create(&a->poller, NULL, poller_main, a) != 0) {
+		snprintf(err, errsz, "cannot start the agent's thread");
+		rc = DRV_EIO;
+		goto fail;
+	}
+	a->poller_on = true;
+	*out = a;
+	return 0;
+fail:
+	drv_agent_stop(a);
+	return rc;
+}
+
+void drv_agent_stop(struct drv_agent *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stopping = true;
+	__atomic_store_n(&a->stop_flag, 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	if (a->super_on)
+		pthread_join(a->super, NULL);
+	/* the listener and the GPUs go now, whatever the poller does */
+	drv_http_server_stop(a->http);
+	a->http = NULL;
+	pthread_mutex_lock(&a->mu);
+	drv_gpu_close(&a->gpus);
+	if (a->poller_on) {
+		/* the poller may sit in a long-poll for up to POLL_WAIT_S seconds:
+		 * give it a moment, then leave it to free the agent itself */
+		int64_t end = drv_now_ms() + 300;
+		while (!a->poller_done && drv_now_ms() < end)
+			wait_ms(a, 20);
+		if (!a->poller_done) {
+			a->poller_orphan = true;
+			pthread_detach(a->poller);
+			pthread_mutex_unlock(&a->mu);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&a->mu);
+	if (a->poller_on)
+		pthread_join(a->poller, NULL);
+	agent_free(a);
+}
+
+int drv_agent_metrics_port(const struct drv_agent *a)
+{
+	return a && a->http ? drv_http_server_port(a->http) : 0;
+}
