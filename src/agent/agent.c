@@ -1228,8 +1228,26 @@ static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
+/* What the agent tells the controller at register: GPUs, matrix, HCAs. */
+static int h_inventory(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	json_t *o;
+
+	pthread_mutex_lock(&a->mu);
+	o = register_body(a);
+	json_object_set_new(o, "cgroup_limits", json_boolean(a->cg.enabled));
+	if (!a->cg.enabled)
+		json_object_set_new(o, "cgroup_why", json_string(a->cg.why));
+	json_object_set_new(o, "driver_version", json_string(a->gpus.driver_version));
+	pthread_mutex_unlock(&a->mu);
+	drv_http_resp_json(resp, 200, o);
+	return 0;
+}
+
 static const struct drv_http_route agent_routes[] = {
 	{ "GET", "/metrics", h_metrics, 0 },
+	{ "GET", "/v1/inventory", h_inventory, 0 },
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
 	{ NULL, NULL, NULL, 0 },
