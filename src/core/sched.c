@@ -257,6 +257,27 @@ void sched__demand(struct drv_sched *s, const struct sjob *j, int d)
 		s->cnt_frac[j->min_frac] += d;
 }
 
+void sched__phot_fill(struct drv_sched *s, int32_t pos)
+{
+	const struct sjob *j = &s->jobs[s->pend[pos]];
+	struct phot *h = &s->phot[pos];
+	h->need_whole = j->need_whole;
+	h->max_task = (int16_t)j->max_task;
+	h->min_frac = (int16_t)j->min_frac;
+	h->prio = j->prio;
+	h->never = j->never;
+	h->gpuless = j->gpuless;
+	h->dur = j->dur;
+}
+
+void sched__phot_rebuild(struct drv_sched *s)
+{
+	int32_t i;
+	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
+	for (i = 0; i < s->npend; i++)
+		sched__phot_fill(s, i);
+}
+
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
@@ -271,9 +292,12 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 	} else {
 		pos = s->npend;
 	}
+	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
 	memmove(&s->pend[pos + 1], &s->pend[pos], (size_t)(s->npend - pos) * sizeof(*s->pend));
+	memmove(&s->phot[pos + 1], &s->phot[pos], (size_t)(s->npend - pos) * sizeof(*s->phot));
 	s->pend[pos] = slot;
 	s->npend++;
+	sched__phot_fill(s, pos);
 }
 
 void sched__pend_remove(struct drv_sched *s, int32_t slot)
@@ -294,6 +318,7 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 		return;
 	sched__demand(s, &s->jobs[slot], -1);
 	memmove(&s->pend[pos], &s->pend[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend));
+	memmove(&s->phot[pos], &s->phot[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->phot));
 	s->npend--;
 }
 
@@ -457,6 +482,7 @@ void sched__refresh_cluster(struct drv_sched *s)
 			if (pend)
 				sched__demand(s, &s->jobs[i], +1);
 		}
+	sched__phot_rebuild(s);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -918,6 +944,8 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->hkeys);
 	drv_free(s->hvals);
 	drv_free(s->pend);
+	drv_free(s->phot);
+	drv_free(s->visited);
 	drv_free(s->run);
 	drv_free(s->classes);
 	drv_free(s->tenants);

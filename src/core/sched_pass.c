@@ -879,6 +879,7 @@ static void rekey(struct pass *p)
 			moved++;
 	if (!moved)
 		return;
+	s->phot_stale = true;
 	if (moved < 64) {
 		/* a few moved: insertion sort is linear-ish */
 		for (i = 1; i < s->npend; i++) {
@@ -1132,9 +1133,7 @@ static void scan_one(struct pass *p, int32_t slot)
  * aggregates, counting reserved GPUs as free (a short job might use them).
  */
 struct stopper {
-	bool possible;     /* policy and state allow stopping at all */
-	int32_t min_task;  /* smallest whole-GPU task pending, 0 = none */
-	int32_t min_frac;  /* smallest fractional task pending, 0 = none */
+	bool possible;     /* policy and state allow skipping at all */
 };
 
 static void stopper_init(struct pass *p, struct stopper *st)
@@ -1143,7 +1142,7 @@ static void stopper_init(struct pass *p, struct stopper *st)
 	const struct drv_sched_policy *pol = p->pol;
 	int32_t i;
 	memset(st, 0, sizeof(*st));
-	if (s->cnt_gpuless > 0 || p->c->nvertices == 0)
+	if (p->c->nvertices == 0)
 		return;
 	if (pol->grow_wait_s > 0)
 		for (i = 0; i < p->c->npools; i++)
@@ -1162,39 +1161,40 @@ static void stopper_init(struct pass *p, struct stopper *st)
 				p->min_prio_victim = r->prio;
 		}
 	}
-	for (i = 1; i <= DRV_MAX_NODE_GPUS; i++)
-		if (s->cnt_task[i]) {
-			st->min_task = i;
-			break;
-		}
-	for (i = 1; i < DRV_MILLI; i++)
-		if (s->cnt_frac[i]) {
-			st->min_frac = i;
-			break;
-		}
 	st->possible = true;
 }
 
-static bool stop_here(struct pass *p, const struct stopper *st, const struct sjob *j)
+/* Global part: may the pass skip jobs that surely cannot start now? */
+static bool skip_allowed(const struct pass *p, const struct stopper *st)
 {
-	const struct drv_vertex *r = &p->c->vertices[0];
-	int64_t whole;
-	int32_t maxnode;
-	if (!st->possible)
+	if (!st->possible || p->pol->report_all_pending)
 		return false;
 	if (p->pol->mode != DRV_MODE_GREEDY &&
 	    p->nresv_made < DRV_MAX(1, p->pol->mode == DRV_MODE_BACKFILL ? p->pol->conservative_depth : 1))
 		return false;
-	if (p->pol->preemption && p->tries < p->pol->max_preempt_tries &&
-	    !j->never_preempts && j->prio > p->min_prio_victim)
-		return false;
-	whole = r->free_gpus + p->blocked_gpus;
-	maxnode = DRV_MIN(r->max_node_free + p->blocked_max, p->s->max_node_gpus);
-	if (st->min_task && maxnode >= st->min_task)
-		return false;
-	if (st->min_frac && (whole > 0 || r->max_part_free >= st->min_frac))
-		return false;
 	return true;
+}
+
+/* Per job, from the compact entry only: true when the job surely can
+ * neither start (even on reserved GPUs, if it is short) nor preempt. */
+static bool hot_skip(const struct pass *p, const struct phot *h)
+{
+	const struct drv_vertex *r = &p->c->vertices[0];
+	int64_t whole = r->free_gpus;
+	int32_t maxnode = r->max_node_free;
+	if (h->gpuless)
+		return false;
+	if (p->pol->preemption && p->tries < p->pol->max_preempt_tries && h->prio > p->min_prio_victim)
+		return false;
+	if (p->blocked_gpus > 0 && h->dur > 0 && p->now + h->dur <= p->t_min) {
+		whole += p->blocked_gpus;
+		maxnode = DRV_MIN(maxnode + p->blocked_max, p->s->max_node_gpus);
+	}
+	if (h->need_whole > whole || h->max_task > maxnode)
+		return true;
+	if (h->min_frac > 0 && whole == 0 && h->min_frac > r->max_part_free)
+		return true;
+	return false;
 }
 
 static void set_tail(struct pass *p, enum drv_sched_reason why)
@@ -1233,7 +1233,8 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	struct pass P, *p = &P;
 	struct stopper stop;
 	const int32_t *order;
-	int32_t i, k, n, nall, nd;
+	int32_t i, k, n, nall, nd, nvis;
+	bool skipped;
 	int rc;
 
 	if (!s || !pol || !out)
@@ -1274,25 +1275,51 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	p->blocked_on = true; /* nothing blocked yet; reservations add as they come */
 
 	rekey(p);
+	if (s->phot_stale) {
+		sched__phot_rebuild(s);
+		s->phot_stale = false;
+	}
 	order = pol->order == DRV_ORDER_FAIR ? fair_order(p) : s->pend;
 	nall = s->npend;
 	stopper_init(p, &stop);
 	s->tail_pass = 0;
+	nvis = 0;
+	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
+	skipped = false;
 	for (k = 0; k < nall; k++) {
 		int32_t slot = order[k];
-		const struct sjob *j = &s->jobs[slot];
-		if (j->state != DRV_SJ_PENDING)
-			continue;
 		if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
 			set_tail(p, DRV_REASON_PRIORITY);
 			break;
 		}
-		if (!pol->report_all_pending && stop_here(p, &stop, j)) {
-			set_tail(p, DRV_REASON_RESOURCES);
-			break;
+		if (skip_allowed(p, &stop)) {
+			struct phot hh;
+			const struct phot *h;
+			if (pol->order == DRV_ORDER_FAIR) {
+				const struct sjob *j = &s->jobs[slot];
+				hh.need_whole = j->need_whole;
+				hh.max_task = (int16_t)j->max_task;
+				hh.min_frac = (int16_t)j->min_frac;
+				hh.prio = j->prio;
+				hh.never = j->never;
+				hh.gpuless = j->gpuless;
+				hh.dur = j->dur;
+				h = &hh;
+			} else {
+				h = &s->phot[k];
+			}
+			if (h->never || hot_skip(p, h)) {
+				skipped = true;
+				continue;
+			}
 		}
+		if (s->jobs[slot].state != DRV_SJ_PENDING)
+			continue;
+		s->visited[nvis++] = slot;
 		scan_one(p, slot);
 	}
+	if (skipped && !s->tail_pass)
+		set_tail(p, DRV_REASON_RESOURCES);
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {
@@ -1302,10 +1329,12 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 					sched__pend_remove(s, sched__lookup(s, out->v[k].job));
 		} else {
 			for (i = 0, n = 0; i < s->npend; i++) {
-				if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING)
+				if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING) {
+					s->phot[n] = s->phot[i];
 					s->pend[n++] = s->pend[i];
-				else
+				} else {
 					sched__demand(s, &s->jobs[s->pend[i]], -1);
+				}
 			}
 			s->npend = n;
 		}
@@ -1334,10 +1363,8 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		d->n[0] = s->pool_tmpl_gpus[i];
 		d->job = p->prov_job[i];
 	}
-	if (pol->order != DRV_ORDER_FAIR)
-		nall = s->npend; /* s->pend was compacted */
-	for (k = 0; k < nall; k++) {
-		struct sjob *j = &s->jobs[order[k]];
+	for (k = 0; k < nvis; k++) {
+		struct sjob *j = &s->jobs[s->visited[k]];
 		struct drv_sched_decision *d;
 		if (j->state != DRV_SJ_PENDING || j->why_pass != s->pass_no)
 			continue;
