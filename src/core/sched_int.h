@@ -40,6 +40,7 @@ struct sjob {
 	int32_t prio;
 	int32_t tenant;
 	int32_t model;          /* the one model all GPU groups ask for, or -1 */
+	int32_t qmodel;         /* model its quota is charged to before placement, or -1 */
 	int64_t need_milli;     /* GPU milli over all tasks */
 	int32_t need_whole;     /* whole GPUs over all tasks */
 	int32_t max_task;       /* largest whole-GPU task */
@@ -158,6 +159,11 @@ struct drv_sched {
 	int32_t nnodes_seen;
 	bool idle_unknown;      /* some idle_since[] still INT64_MIN */
 
+	/* pending preemptors holding a nominated placement */
+	int32_t *noms;
+	int32_t nnoms;
+	size_t nomcap;
+
 	/* reservations made by the last pass */
 	struct sresv *resv;
 	int32_t nresv;
@@ -188,12 +194,14 @@ struct drv_sched {
 	uint32_t pass_no;
 	int64_t last_now;
 	int32_t max_node_gpus;
+	int32_t only_model;     /* the cluster's one GPU model, -1 when mixed or none */
 };
 
 /* sched.c */
 int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
 void sched__phot_fill(struct drv_sched *s, int32_t pos);
 void sched__phot_rebuild(struct drv_sched *s);
+void sched__nom_drop(struct drv_sched *s, int32_t slot);
 void sched__demand(struct drv_sched *s, const struct sjob *j, int d);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);
