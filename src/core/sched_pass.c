@@ -1162,6 +1162,9 @@ static void scan_one(struct pass *p, int32_t slot)
 	if (pol->preemption && !j->never_preempts &&
 	    (w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY))
 		w.flags |= DRV_DEC_NO_VICTIMS;
+	if (pol->preemption && j->never_preempts &&
+	    (w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY))
+		w.flags |= DRV_DEC_CLASS_NEVER;
 	reason_blocks = w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY ||
 			w.reason == DRV_REASON_RESERVATION;
 	if (reason_blocks && pol->mode != DRV_MODE_GREEDY) {
