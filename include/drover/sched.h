@@ -240,6 +240,7 @@ enum drv_sched_reason {
 #define DRV_DEC_RECLAIM 0x4u     /* PREEMPT: reclaims quota lent to the victims' tenants */
 #define DRV_DEC_SPOT 0x8u        /* START: in a spot pool */
 #define DRV_DEC_NO_VICTIMS 0x10u /* PENDING: preemption is on and no victim set helps */
+#define DRV_DEC_CLASS_NEVER 0x20u /* PENDING: preemption is on but its class is Never */
 
 /*
  * One decision. Fields by kind (unused ones are 0 / -1 / NULL):

@@ -1120,6 +1120,9 @@ size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sch
 		fput_place(&f, s, d->placement);
 		if (d->pool >= 0)
 			fput(&f, " pool %s", pool_name(s, d->pool));
+		if (d->n[0] > 0)
+			fput(&f, " $%" PRId64 ".%02" PRId64 "/h", d->n[0] / 1000000,
+			     d->n[0] % 1000000 / 10000);
 		if (d->flags & DRV_DEC_BACKFILLED)
 			fput(&f, " backfilled");
 		if (d->flags & DRV_DEC_BORROWING)
@@ -1167,6 +1170,8 @@ size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sch
 				fput(&f, ", at most %" PRId64 " on one node", d->n[3] < 0 ? 0 : d->n[3]);
 			if (d->flags & DRV_DEC_NO_VICTIMS)
 				fput(&f, "; no preemption frees enough");
+			if (d->flags & DRV_DEC_CLASS_NEVER)
+				fput(&f, "; its priority class never preempts");
 			break;
 		case DRV_REASON_TOPOLOGY:
 			fput(&f, "topology: needs ");
@@ -1176,6 +1181,8 @@ size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sch
 			fput(&f, " free in all, not together");
 			if (d->flags & DRV_DEC_NO_VICTIMS)
 				fput(&f, "; no preemption frees enough");
+			if (d->flags & DRV_DEC_CLASS_NEVER)
+				fput(&f, "; its priority class never preempts");
 			break;
 		case DRV_REASON_QUOTA:
 			gm = drv_gpu_model_at(d->model);
