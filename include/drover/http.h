@@ -156,6 +156,10 @@ struct drv_http_client {
 	char *token;           /* bearer token or NULL */
 	long timeout_ms;       /* per request, default 30000; 0 = none */
 	long connect_timeout_ms; /* default 5000 */
+	/* Optional: polled during a transfer; non-zero aborts it (the request
+	 * then returns DRV_ECONN). Lets a long-poll be cut short at shutdown. */
+	int (*abort_cb)(void *cls);
+	void *abort_cls;
 	void *curl;            /* CURL * */
 	void *hdrs;            /* internal */
 	char err[512];         /* last transport error, for a person */

@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #define DRV_AGENT_VERSION "0.1.0"
-#define POLL_WAIT_S 10
+#define POLL_WAIT_S 30
 
 enum tstate { T_RUNNING, T_EXITED, T_FAILED };
 
@@ -90,6 +90,7 @@ struct drv_agent {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stopping;
+	int stop_flag;          /* stopping, readable without the lock (atomic) */
 	struct task **tasks;
 	size_t ntasks, tcap;
 	json_t *desired;        /* latest "tasks" array from the controller, or NULL */
@@ -102,7 +103,11 @@ struct drv_agent {
 	struct drv_http_server *http;
 	pthread_t poller, super;
 	bool poller_on, super_on;
+	bool poller_done;       /* the poller has left its loop */
+	bool poller_orphan;     /* stop did not wait for it: it frees the agent */
 };
+
+static void agent_free(struct drv_agent *a);
 
 /* --- small helpers --------------------------------------------------------- */
 
@@ -840,13 +845,23 @@ static void heartbeat(struct drv_agent *a, struct drv_http_client *c)
 	json_decref(reply);
 }
 
+static int poller_abort(void *cls)
+{
+	struct drv_agent *a = cls;
+
+	return __atomic_load_n(&a->stop_flag, __ATOMIC_RELAXED);
+}
+
 static void *poller_main(void *arg)
 {
 	struct drv_agent *a = arg;
 	struct drv_http_client c;
 	int64_t backoff = 0;
+	bool orphan;
 
 	drv_http_client_init(&c, a->server, a->token);
+	c.abort_cb = poller_abort;
+	c.abort_cls = a;
 	pthread_mutex_lock(&a->mu);
 	while (!a->stopping) {
 		char path[512], *node;
@@ -871,7 +886,9 @@ static void *poller_main(void *arg)
 		rc = drv_http_json(&c, "GET", path, NULL, (POLL_WAIT_S + 10) * 1000L, &status,
 				   &reply);
 		if (rc < 0 || (status != 200 && status != 409)) {
-			if (rc < 0)
+			if (poller_abort(a))
+				;
+			else if (rc < 0)
 				logf_(a, "assignments: %s", c.err);
 			else
 				logf_(a, "assignments refused (HTTP %ld)", status);
@@ -900,8 +917,13 @@ static void *poller_main(void *arg)
 		}
 		json_decref(reply);
 	}
+	a->poller_done = true;
+	orphan = a->poller_orphan;
+	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
 	drv_http_client_release(&c);
+	if (orphan)
+		agent_free(a);
 	return NULL;
 }
 
@@ -1206,8 +1228,26 @@ static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
+/* What the agent tells the controller at register: GPUs, matrix, HCAs. */
+static int h_inventory(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	json_t *o;
+
+	pthread_mutex_lock(&a->mu);
+	o = register_body(a);
+	json_object_set_new(o, "cgroup_limits", json_boolean(a->cg.enabled));
+	if (!a->cg.enabled)
+		json_object_set_new(o, "cgroup_why", json_string(a->cg.why));
+	json_object_set_new(o, "driver_version", json_string(a->gpus.driver_version));
+	pthread_mutex_unlock(&a->mu);
+	drv_http_resp_json(resp, 200, o);
+	return 0;
+}
+
 static const struct drv_http_route agent_routes[] = {
 	{ "GET", "/metrics", h_metrics, 0 },
+	{ "GET", "/v1/inventory", h_inventory, 0 },
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
 	{ NULL, NULL, NULL, 0 },
@@ -1387,10 +1427,30 @@ void drv_agent_stop(struct drv_agent *a)
 		return;
 	pthread_mutex_lock(&a->mu);
 	a->stopping = true;
+	__atomic_store_n(&a->stop_flag, 1, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
 	if (a->super_on)
 		pthread_join(a->super, NULL);
+	/* the listener and the GPUs go now, whatever the poller does */
+	drv_http_server_stop(a->http);
+	a->http = NULL;
+	pthread_mutex_lock(&a->mu);
+	drv_gpu_close(&a->gpus);
+	if (a->poller_on) {
+		/* the poller may sit in a long-poll for up to POLL_WAIT_S seconds:
+		 * give it a moment, then leave it to free the agent itself */
+		int64_t end = drv_now_ms() + 300;
+		while (!a->poller_done && drv_now_ms() < end)
+			wait_ms(a, 20);
+		if (!a->poller_done) {
+			a->poller_orphan = true;
+			pthread_detach(a->poller);
+			pthread_mutex_unlock(&a->mu);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&a->mu);
 	if (a->poller_on)
 		pthread_join(a->poller, NULL);
 	agent_free(a);

@@ -1,18 +1,23 @@
 /*
- * validate.c: 'drover validate [--json] FILE': reads a cluster file (or,
- * from the specs issue, a job file; told apart by content) and either
- * prints what is wrong (file:line:col, exit 2) or a summary of it: pools,
- * nodes, GPUs by model, NVLink domains; --json prints the same as one JSON
- * object with the GPU total as a plain integer.
+ * validate.c: 'drover validate [--json] FILE [SBATCH-OPTIONS...]': reads a
+ * cluster file or a job file (Kubernetes manifest, Slurm batch script,
+ * drover canonical JSON), told apart by content, not by name, and either
+ * prints what is wrong (file:line:col or field path, exit 2) or a summary.
+ * Warnings (fields kept but not acted on) go to stderr.
  *
- * First version by core (cluster files); the spec engineer extends it to
- * job files.
+ * Cluster files: pools, nodes, GPUs by model, NVLink domains; --json prints
+ * the same as one JSON object with the GPU total as a plain integer.
+ * Jobs: groups, GPUs, env; --json prints the canonical JSON job
+ * (docs/job-format.md) on stdout, an array when the stream holds several.
+ *
+ * Cluster part by core; job part by spec.
  */
 #include "drover/clusterfile.h"
 #include "drover/cmd.h"
 #include "drover/common.h"
 #include "drover/diag.h"
 #include "drover/model.h"
+#include "drover/spec.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -23,9 +28,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: drover validate [--json] FILE\n"
-		   "  Checks a cluster file and prints a summary (pools, nodes, GPUs by model,\n"
-		   "  NVLink domains), or every error as file:line:col (exit 2).\n"
-		   "  --json   print the summary as JSON\n");
+		   "  Checks a cluster file or a job file (Kubernetes manifest, Slurm batch\n"
+		   "  script, drover JSON job; told apart by content) and prints a summary,\n"
+		   "  or every error as file:line:col or field path (exit 2). Warnings go to\n"
+		   "  stderr. Options after FILE are sbatch options that win over the\n"
+		   "  script's #SBATCH lines.\n"
+		   "  --json   print the summary (cluster) or canonical JSON job (jobs)\n");
 }
 
 static char *read_all(const char *path, size_t *lenp, int *err)
@@ -229,51 +237,169 @@ static int validate_cluster(const char *path, const char *buf, size_t len, bool 
 	return DRV_EXIT_OK;
 }
 
+static void print_job_text(const char *path, const struct drv_jobspec *s)
+{
+	const struct drv_job *j = &s->job;
+	int32_t g, e;
+
+	printf("%s: job %s (%s %s%s%s) is valid\n", path, j->name, drv_spec_format_name(s->format),
+	       s->api_version ? s->api_version : "", s->api_version ? " " : "",
+	       s->kind ? s->kind : "");
+	printf("  tasks: %d in %d group%s, ", (int)drv_job_tasks(j), (int)j->ngroups,
+	       j->ngroups == 1 ? "" : "s");
+	if (j->gang_min)
+		printf("at least %d start together\n", (int)j->gang_min);
+	else
+		printf("all start together\n");
+	for (g = 0; g < j->ngroups; g++) {
+		const struct drv_task_group *tg = &j->groups[g];
+		const struct drv_task_run *r = &s->run[g];
+		printf("  group %s: %d x ", tg->name, (int)tg->count);
+		if (tg->gpu_milli)
+			printf("%d.%03d GPU", (int)(tg->gpu_milli / 1000), (int)(tg->gpu_milli % 1000));
+		else
+			printf("%d GPU%s", (int)tg->gpus, tg->gpus == 1 ? "" : "s");
+		if (tg->model >= 0)
+			printf(" %s", drv_gpu_model_at(tg->model)->id);
+		if (tg->cpu_milli)
+			printf(", %lld.%03lld CPU", (long long)(tg->cpu_milli / 1000),
+			       (long long)(tg->cpu_milli % 1000));
+		if (tg->mem_mib)
+			printf(", %lld MiB", (long long)tg->mem_mib);
+		printf("\n");
+		if (r->image)
+			printf("    image: %s\n", r->image);
+		for (e = 0; e < r->nenv; e++)
+			printf("    env: %s=%s\n", r->env[e].name,
+			       r->env[e].value ? r->env[e].value : "(from the submitter)");
+	}
+	if (j->topo_mode != DRV_TOPO_NONE)
+		printf("  topology: %s %s\n", j->topo_mode == DRV_TOPO_REQUIRED ? "required" : "preferred",
+		       j->topo_level);
+	if (j->nregions) {
+		printf("  regions:");
+		for (g = 0; g < j->nregions; g++)
+			printf(" %s", j->regions[g]);
+		printf("\n");
+	}
+	if (j->time_limit)
+		printf("  time limit: %llds\n", (long long)j->time_limit);
+	for (g = 0; g < s->ndeps; g++)
+		printf("  after: %s%s%s%s\n", s->deps[g].type, s->deps[g].job ? " " : "",
+		       s->deps[g].job ? s->deps[g].job : "",
+		       g + 1 < s->ndeps ? (s->deps_any ? " (or)" : " (and)") : "");
+	if (s->queue)
+		printf("  queue: %s\n", s->queue);
+	if (s->priority_class || j->priority)
+		printf("  priority: %d%s%s\n", (int)j->priority, s->priority_class ? " class " : "",
+		       s->priority_class ? s->priority_class : "");
+	if (s->array.spec)
+		printf("  array: %s (%d tasks%s)\n", s->array.spec, (int)s->array.count,
+		       s->array.max_parallel ? ", limited" : "");
+}
+
+static int validate_job(const char *path, const char *buf, size_t len, bool json, int sargc,
+			char **sargv)
+{
+	struct drv_spec_opts opts = { .sbatch_argc = sargc, .sbatch_argv = sargv };
+	struct drv_specset set;
+	struct drv_diags d;
+	int32_t i, w;
+	int rc;
+
+	drv_specset_init(&set);
+	drv_diags_init(&d, path);
+	rc = drv_spec_parse_all(buf, len, path, &opts, &set, &d);
+	drv_diags_print(&d, stderr);
+	if (rc || d.nerrors) {
+		drv_diags_release(&d);
+		drv_specset_release(&set);
+		return DRV_EXIT_USAGE;
+	}
+	for (i = 0; i < set.njobs; i++)
+		for (w = 0; w < set.jobs[i].nwarnings; w++)
+			fprintf(stderr, "%s: warning: %s\n", path, set.jobs[i].warnings[w]);
+	if (json) {
+		json_t *out;
+		char *txt;
+		if (set.njobs == 1) {
+			out = drv_jobspec_to_json(&set.jobs[0]);
+		} else {
+			out = json_array();
+			for (i = 0; i < set.njobs; i++)
+				json_array_append_new(out, drv_jobspec_to_json(&set.jobs[i]));
+		}
+		txt = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		printf("%s\n", txt);
+		free(txt);
+		json_decref(out);
+	} else {
+		for (i = 0; i < set.njobs; i++)
+			print_job_text(path, &set.jobs[i]);
+		for (i = 0; i < set.nclasses; i++)
+			printf("%s: PriorityClass %s = %d\n", path, set.classes[i].name,
+			       (int)set.classes[i].value);
+	}
+	drv_diags_release(&d);
+	drv_specset_release(&set);
+	return DRV_EXIT_OK;
+}
+
 int cmd_validate(int argc, char **argv)
 {
 	const char *path = NULL;
 	bool json = false;
 	char *buf;
 	size_t len;
-	int i, e, rc;
+	int i, e, rc, sargc = 0;
+	char **sargv = NULL;
 
+	sargv = drv_calloc((size_t)argc + 1, sizeof(char *));
 	for (i = 1; i < argc; i++) {
+		if (path && strcmp(argv[i], "--json") != 0) {
+			/* after FILE: sbatch options for a batch script */
+			sargv[sargc++] = argv[i];
+			continue;
+		}
 		if (!strcmp(argv[i], "--json"))
 			json = true;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
+			drv_free(sargv);
 			return DRV_EXIT_OK;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "drover validate: unknown option %s\n", argv[i]);
 			usage(stderr);
+			drv_free(sargv);
 			return DRV_EXIT_USAGE;
-		} else if (!path)
+		} else
 			path = argv[i];
-		else {
-			fprintf(stderr, "drover validate: one file at a time (got %s and %s)\n", path,
-				argv[i]);
-			return DRV_EXIT_USAGE;
-		}
 	}
 	if (!path) {
 		usage(stderr);
+		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}
 	buf = read_all(path, &len, &e);
 	if (!buf || e) {
 		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(e ? e : EIO));
 		drv_free(buf);
+		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}
-	if (drv_cluster_file_sniff(buf, len)) {
+	if (sargc && drv_spec_sniff(buf, len) != DRV_FMT_SBATCH) {
+		fprintf(stderr, "drover validate: %s is not a batch script; options after it (%s) "
+			"are sbatch options\n", path, sargv[0]);
+		drv_free(buf);
+		drv_free(sargv);
+		return DRV_EXIT_USAGE;
+	}
+	if (drv_spec_sniff(buf, len) == DRV_FMT_CLUSTER) {
 		rc = validate_cluster(path, buf, len, json);
 	} else {
-		/* NEEDSWORK(spec): job files (Kubernetes, Slurm, drover JSON) go here. */
-		fprintf(stderr,
-			"%s:1:1: error: not a cluster file (no top-level 'kind: Cluster'); job files are not validated yet\n",
-			path);
-		rc = DRV_EXIT_USAGE;
+		rc = validate_job(path, buf, len, json, sargc, sargv);
 	}
 	drv_free(buf);
+	drv_free(sargv);
 	return rc;
 }

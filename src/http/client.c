@@ -158,6 +158,9 @@ static int transport_error(struct drv_http_client *c, CURLcode cc)
 	case CURLE_OPERATION_TIMEDOUT:
 		snprintf(why, sizeof(why), "no reply in time (timed out)");
 		break;
+	case CURLE_ABORTED_BY_CALLBACK:
+		snprintf(why, sizeof(why), "the request was cut short (stopping)");
+		break;
 	case CURLE_GOT_NOTHING:
 		snprintf(why, sizeof(why), "the server closed the connection without replying");
 		break;
@@ -192,6 +195,18 @@ static struct curl_slist *make_headers(struct drv_http_client *c, const char *ct
 	return h;
 }
 
+static int xfer_cb(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		   curl_off_t ulnow)
+{
+	struct drv_http_client *c = cls;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return c->abort_cb(c->abort_cls) ? 1 : 0;
+}
+
 static void setup(struct drv_http_client *c, const char *method, const char *path,
 		  long timeout_ms, struct curl_slist *h)
 {
@@ -208,6 +223,11 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms < 0 ? c->timeout_ms : timeout_ms);
+	if (c->abort_cb) {
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, xfer_cb);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, c);
+	}
 	if (strcmp(method, "GET") == 0)
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	else if (strcmp(method, "POST") != 0)

@@ -18,10 +18,28 @@
  * Writing.
  */
 
+/* A JSON string; bytes that are not UTF-8 (only possible from command-line
+ * options, every file is checked) become '?', so no field goes missing. */
+static json_t *jstr(const char *s)
+{
+	json_t *j = json_string(s);
+	char *c;
+	size_t i;
+	if (j)
+		return j;
+	c = drv_strdup(s);
+	for (i = 0; c[i]; i++)
+		if ((unsigned char)c[i] >= 0x80)
+			c[i] = '?';
+	j = json_string(c);
+	drv_free(c);
+	return j;
+}
+
 static void set_str(json_t *o, const char *k, const char *v)
 {
 	if (v)
-		json_object_set_new(o, k, json_string(v));
+		json_object_set_new(o, k, jstr(v));
 }
 
 static json_t *strv_json(char *const *v, int32_t n)
@@ -29,7 +47,7 @@ static json_t *strv_json(char *const *v, int32_t n)
 	json_t *a = json_array();
 	int32_t i;
 	for (i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
+		json_array_append_new(a, jstr(v[i]));
 	return a;
 }
 
@@ -38,7 +56,7 @@ static json_t *labels_json(const struct drv_label *l, int32_t n)
 	json_t *o = json_object();
 	int32_t i;
 	for (i = 0; i < n; i++)
-		json_object_set_new(o, l[i].key, json_string(l[i].value ? l[i].value : ""));
+		json_object_set_new(o, l[i].key, jstr(l[i].value ? l[i].value : ""));
 	return o;
 }
 
@@ -52,13 +70,13 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 	json_t *o = json_object();
 	int32_t i;
 
-	json_object_set_new(o, "name", json_string(g->name ? g->name : ""));
+	json_object_set_new(o, "name", jstr(g->name ? g->name : ""));
 	json_object_set_new(o, "count", json_integer(g->count));
 	json_object_set_new(o, "gpus", json_integer(g->gpus));
 	json_object_set_new(o, "gpuMilli", json_integer(g->gpu_milli));
 	json_object_set_new(o, "gpuMemMiB", json_integer(g->gpu_mem_mib));
 	if (g->model >= 0 && drv_gpu_model_at(g->model))
-		json_object_set_new(o, "gpuModel", json_string(drv_gpu_model_at(g->model)->id));
+		json_object_set_new(o, "gpuModel", jstr(drv_gpu_model_at(g->model)->id));
 	json_object_set_new(o, "cpuMilli", json_integer(g->cpu_milli));
 	json_object_set_new(o, "memMiB", json_integer(g->mem_mib));
 	set_str(o, "container", r->container);
@@ -71,8 +89,8 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 		json_t *a = json_array();
 		for (i = 0; i < r->nenv; i++) {
 			json_t *e = json_object();
-			json_object_set_new(e, "name", json_string(r->env[i].name));
-			json_object_set_new(e, "value", r->env[i].value ? json_string(r->env[i].value)
+			json_object_set_new(e, "name", jstr(r->env[i].name));
+			json_object_set_new(e, "value", r->env[i].value ? jstr(r->env[i].value)
 								       : json_null());
 			json_array_append_new(a, e);
 		}
@@ -94,15 +112,15 @@ json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
 	json_t *o = json_object(), *x;
 	int32_t i;
 
-	json_object_set_new(o, "apiVersion", json_string("drover/v1"));
-	json_object_set_new(o, "kind", json_string("Job"));
+	json_object_set_new(o, "apiVersion", jstr("drover/v1"));
+	json_object_set_new(o, "kind", jstr("Job"));
 	json_object_set_new(o, "id", json_integer((json_int_t)j->id));
-	json_object_set_new(o, "name", json_string(j->name ? j->name : ""));
+	json_object_set_new(o, "name", jstr(j->name ? j->name : ""));
 	set_str(o, "tenant", j->tenant);
 	set_str(o, "user", j->user);
 	set_str(o, "namespace", s->namespace_);
 	x = json_object();
-	json_object_set_new(x, "format", json_string(drv_spec_format_name(s->format)));
+	json_object_set_new(x, "format", jstr(drv_spec_format_name(s->format)));
 	set_str(x, "apiVersion", s->api_version);
 	set_str(x, "kind", s->kind);
 	json_object_set_new(o, "source", x);
@@ -113,8 +131,8 @@ json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
 	json_object_set_new(o, "gangMin", json_integer(j->gang_min));
 	if (j->topo_mode != DRV_TOPO_NONE) {
 		x = json_object();
-		json_object_set_new(x, "mode", json_string(topo_mode_name(j->topo_mode)));
-		json_object_set_new(x, "level", json_string(j->topo_level ? j->topo_level : ""));
+		json_object_set_new(x, "mode", jstr(topo_mode_name(j->topo_mode)));
+		json_object_set_new(x, "level", jstr(j->topo_level ? j->topo_level : ""));
 		json_object_set_new(o, "topology", x);
 	}
 	if (j->nregions)
@@ -130,7 +148,7 @@ json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
 
 	if (s->array.spec) {
 		x = json_object();
-		json_object_set_new(x, "spec", json_string(s->array.spec));
+		json_object_set_new(x, "spec", jstr(s->array.spec));
 		json_object_set_new(x, "count", json_integer(s->array.count));
 		json_object_set_new(x, "maxParallel", json_integer(s->array.max_parallel));
 		json_object_set_new(o, "array", x);
@@ -139,7 +157,7 @@ json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
 		x = json_array();
 		for (i = 0; i < s->ndeps; i++) {
 			json_t *e = json_object();
-			json_object_set_new(e, "type", json_string(s->deps[i].type));
+			json_object_set_new(e, "type", jstr(s->deps[i].type));
 			set_str(e, "job", s->deps[i].job);
 			if (s->deps[i].delay_s)
 				json_object_set_new(e, "delay", json_integer(s->deps[i].delay_s));
@@ -201,7 +219,7 @@ json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
 		for (i = 0; i < s->nclasses; i++) {
 			const struct drv_priority_class *c = &s->classes[i];
 			json_t *e = json_object();
-			json_object_set_new(e, "name", json_string(c->name ? c->name : ""));
+			json_object_set_new(e, "name", jstr(c->name ? c->name : ""));
 			json_object_set_new(e, "value", json_integer(c->value));
 			json_object_set_new(e, "globalDefault", json_boolean(c->global_default));
 			set_str(e, "preemptionPolicy", c->preemption_policy);

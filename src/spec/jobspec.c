@@ -4,6 +4,7 @@
  * handing a buffer to the parser of its format (manifest.c, sbatch.c,
  * canonical.c).
  */
+#include "drover/clusterfile.h"
 #include "drover/spec.h"
 #include "spec_int.h"
 
@@ -79,21 +80,6 @@ void drv_spec_class_release(struct drv_priority_class *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* NEEDSWORK: switch to drv_job_release once src/core/job.c is on main. */
-static void job_free_fields(struct drv_job *j)
-{
-	int32_t i;
-	drv_free(j->name);
-	drv_free(j->tenant);
-	drv_free(j->user);
-	for (i = 0; i < j->ngroups; i++)
-		drv_free(j->groups[i].name);
-	drv_free(j->groups);
-	drv_free(j->topo_level);
-	free_strv(j->regions, j->nregions);
-	memset(j, 0, sizeof(*j));
-}
-
 void drv_jobspec_release(struct drv_jobspec *s)
 {
 	int32_t i;
@@ -101,7 +87,7 @@ void drv_jobspec_release(struct drv_jobspec *s)
 		for (i = 0; i < s->job.ngroups; i++)
 			drv_spec_run_release(&s->run[i]);
 	drv_free(s->run);
-	job_free_fields(&s->job);
+	drv_job_release(&s->job);
 	drv_free(s->api_version);
 	drv_free(s->kind);
 	drv_free(s->namespace_);
@@ -289,6 +275,45 @@ static bool json_has(const char *b, size_t n, const char *key, const char *valpr
 	return false;
 }
 
+bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_diags *d)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t i = 0;
+	int line = 1, col = 1;
+	while (i < len) {
+		unsigned char ch = b[i];
+		size_t n = ch < 0x80 ? 1 : (ch & 0xE0) == 0xC0 ? 2 : (ch & 0xF0) == 0xE0 ? 3
+			 : (ch & 0xF8) == 0xF0 ? 4 : 0;
+		uint32_t cp = n == 1 ? ch : n == 2 ? ch & 0x1F : n == 3 ? ch & 0x0F : ch & 0x07;
+		size_t k;
+		bool ok = n > 0 && i + n <= len;
+		for (k = 1; ok && k < n; k++) {
+			if ((b[i + k] & 0xC0) != 0x80)
+				ok = false;
+			else
+				cp = (cp << 6) | (b[i + k] & 0x3F);
+		}
+		if (ok && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+			   cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+			ok = false;
+		if (ok && n == 1 && !(controls && cp != 0) && ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7F))
+			ok = false;
+		if (!ok) {
+			drv_diag_err(d, line, col, NULL, "found byte 0x%02x, expected UTF-8 text "
+				     "without control characters", ch);
+			return false;
+		}
+		if (ch == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+		i += n;
+	}
+	return true;
+}
+
 enum drv_spec_format drv_spec_sniff(const char *buf, size_t len)
 {
 	size_t i = skip_bom(buf, len);
@@ -297,6 +322,8 @@ enum drv_spec_format drv_spec_sniff(const char *buf, size_t len)
 
 	if (n >= 2 && b[0] == '#' && b[1] == '!')
 		return DRV_FMT_SBATCH;
+	if (drv_cluster_file_sniff(b, n))
+		return DRV_FMT_CLUSTER;
 	/* first significant character, skipping blank and comment lines */
 	while (k < n) {
 		if (b[k] == ' ' || b[k] == '\t' || b[k] == '\r' || b[k] == '\n') {
@@ -313,16 +340,14 @@ enum drv_spec_format drv_spec_sniff(const char *buf, size_t len)
 	if (b[k] == '{' || b[k] == '[') {
 		if (json_has(b, n, "apiVersion", "drover/"))
 			return DRV_FMT_CANONICAL;
-		if (json_has(b, n, "kind", NULL) && json_has(b, n, "apiVersion", NULL))
+		if (json_has(b, n, "kind", NULL) || json_has(b, n, "apiVersion", NULL))
 			return DRV_FMT_MANIFEST;
-		return DRV_FMT_CLUSTER;
+		return DRV_FMT_UNKNOWN;
 	}
-	if (has_line_key(b, n, "apiVersion:") || has_line_key(b, n, "kind:"))
+	if (has_line_key(b, n, "apiVersion:") || has_line_key(b, n, "kind:") ||
+	    has_line_key(b, n, "- apiVersion:") || has_line_key(b, n, "  apiVersion:"))
 		return DRV_FMT_MANIFEST;
-	if (has_line_key(b, n, "---") && (has_line_key(b, n, "  apiVersion:") ||
-					    has_line_key(b, n, "- apiVersion:")))
-		return DRV_FMT_MANIFEST;
-	return DRV_FMT_CLUSTER;
+	return DRV_FMT_UNKNOWN;
 }
 
 int drv_spec_parse_all(const char *buf, size_t len, const char *name,
@@ -358,7 +383,10 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
 		rc = DRV_EPARSE;
 		break;
 	default:
-		drv_diag_err(d, 1, 1, NULL, "found an empty file, expected a job");
+		drv_diag_err(d, 1, 1, NULL, "found neither a job nor a cluster file, expected a "
+			     "Kubernetes manifest (apiVersion, kind), a Slurm batch script (#!), "
+			     "a drover JSON job (\"apiVersion\": \"drover/v1\") or a cluster file "
+			     "(kind: Cluster)");
 		rc = DRV_EPARSE;
 		break;
 	}

@@ -841,6 +841,13 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 	const char *p = buf, *end = buf + len;
 	bool in_directives = true;
 
+	if (len > DRV_SPEC_MAX_STRING) {
+		drv_diag_err(d, 0, 0, NULL, "found a script of %zu bytes, over the limit of %d", len,
+			     DRV_SPEC_MAX_STRING);
+		return DRV_ELIMIT;
+	}
+	if (!drv_spec_check_text(buf, len, true, d))
+		return DRV_EPARSE;
 	memset(&c, 0, sizeof(c));
 	c.d = d;
 	c.time = -1;
@@ -850,15 +857,6 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 	c.s->kind = drv_strdup("BatchScript");
 	new_comp(&c, 1, 1);
 
-	if (len > DRV_SPEC_MAX_STRING) {
-		drv_diag_err(d, 0, 0, NULL, "found a script of %zu bytes, over the limit of %d", len,
-			     DRV_SPEC_MAX_STRING);
-		return DRV_ELIMIT;
-	}
-	if (memchr(buf, '\0', len)) {
-		drv_diag_err(d, 0, 0, NULL, "found a NUL byte, expected a text script");
-		return DRV_EPARSE;
-	}
 	while (p < end && in_directives) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *q;

@@ -26,9 +26,11 @@ void drv_spec_class_release(struct drv_priority_class *c);
  * and warns "path: kept, not acted on by drover". */
 void drv_spec_keep_ignored(struct drv_jobspec *s, const char *path, json_t *value);
 
-/* Topology mapping: Kueue topology label keys and drover level names to a
- * drover level name ("nvlink-domain", "node", "leaf", "spine", "pool"),
- * or NULL when unknown. */
-const char *drv_spec_topo_level(const char *key);
+/*
+ * Checks that buf is valid UTF-8 and, unless controls, holds no control
+ * characters but tab, LF and CR (NUL is refused either way). On failure
+ * reports "found byte 0x.., expected UTF-8 text" at its line:col.
+ */
+bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_diags *d);
 
 #endif

@@ -291,3 +291,24 @@ Test(http, busy_port_is_reported)
 	cr_assert(eq(int, drv_http_server_start("nonsense", routes, NULL, NULL, &s2, err,
 						sizeof(err)), DRV_EINVAL));
 }
+
+static int always_abort(void *cls)
+{
+	(void)cls;
+	return 1;
+}
+
+Test(http, abort_hook_cuts_a_request_short)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+
+	drv_http_client_init(&c, base, NULL);
+	c.abort_cb = always_abort;
+	drv_http_reply_init(&r);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/slow", NULL, NULL, 0, 5000, &r),
+		     DRV_ECONN));
+	cr_assert(ne(ptr, strstr(c.err, "cut short"), NULL), "%s", c.err);
+	drv_http_reply_release(&r);
+	drv_http_client_release(&c);
+}

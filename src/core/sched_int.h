@@ -1,0 +1,220 @@
+/*
+ * sched_int.h: the scheduler state's insides, shared by sched.c (the
+ * state, the calls that change it, the queries and formatting) and
+ * sched_pass.c (the pass). Not part of the public contract.
+ */
+#ifndef DROVER_SCHED_INT_H
+#define DROVER_SCHED_INT_H
+
+#include "drover/sched.h"
+
+#define SJ_FREE 0xff
+#define T_INF INT64_MAX
+#define SCHED_MAX_POOLS 64
+
+struct sclass {
+	char *name;
+	int32_t value;
+	enum drv_preempt_policy policy;
+};
+
+struct stenant {
+	char *name;
+	int32_t cohort;   /* -1 = none */
+	int32_t weight;
+	bool has_quota;   /* any quota set */
+	int64_t quota[DRV_MAX_MODELS];
+	int64_t limit[DRV_MAX_MODELS];
+	int64_t usage[DRV_MAX_MODELS];  /* milli-GPUs held by running + terminating jobs */
+	int64_t usage_all;              /* over all models */
+	int64_t vuse;                   /* fair: virtual use while a pass merges */
+};
+
+struct sjob {
+	const struct drv_job *job;
+	uint64_t id;
+	uint8_t state;          /* enum drv_sched_job_state, or SJ_FREE */
+	bool preemptible;
+	bool never_preempts;    /* class policy Never */
+	bool quota_any_model;   /* job's model is -1: quota checked after placement */
+	int32_t prio;
+	int32_t tenant;
+	int32_t model;          /* the one model all GPU groups ask for, or -1 */
+	int32_t qmodel;         /* model its quota is charged to before placement, or -1 */
+	int64_t need_milli;     /* GPU milli over all tasks */
+	int32_t need_whole;     /* whole GPUs over all tasks */
+	int32_t max_task;       /* largest whole-GPU task */
+	int32_t min_frac;       /* smallest fractional task (milli), 0 = none */
+	bool gpuless;           /* asks for no GPU at all */
+	int32_t level;          /* required topology level, -1 = none */
+	uint64_t pool_mask;     /* pools it may use (0 with pools_none) */
+	bool pools_none;        /* no pool allowed at all */
+	bool never;             /* can never fit the cluster as it is */
+	int64_t cap_milli;      /* GPU capacity it may ever use (up nodes, its pools) */
+	int64_t dur;            /* own runtime for backfill: estimate, else limit; 0 = unknown */
+	int64_t submit;
+	int64_t attained;       /* milli-GPU-seconds before the current run */
+
+	/* running / terminating */
+	struct drv_placement pl;
+	int32_t pool;           /* pool of its placement (first task), -1 */
+	int64_t start;
+	int64_t end;            /* expected end (T_INF unknown); key of the running list */
+	int64_t grace;          /* terminating: deadline */
+	uint64_t preempted_by;
+
+	/* pending: preemption in progress */
+	int32_t nvict_left;
+	int64_t nom_deadline;
+	struct drv_placement nom;
+
+	/* pending: order keys (valid for s->keyed_order) */
+	int64_t kprio;          /* effective priority (with aging) */
+	int64_t kpol;           /* policy key */
+	int64_t next_age;       /* when kprio next changes (T_INF = never) */
+
+	/* pending: reason of the last pass that visited it */
+	struct drv_sched_decision why;
+	uint32_t why_pass;      /* pass number that set why */
+	uint32_t added_pass;    /* s->pass_no when it became pending */
+	bool why_emitted;
+};
+
+/* What the pass reads of a pending job before touching the job itself:
+ * one compact entry per s->pend position, so a pass over a long queue that
+ * mostly cannot start stays in cache. */
+struct phot {
+	int32_t need_whole;
+	int16_t max_task;
+	int16_t min_frac;
+	int32_t prio;
+	uint8_t never;
+	uint8_t gpuless;
+	int64_t dur;
+};
+
+struct sresv {
+	int32_t job;            /* slot */
+	int64_t at;
+	bool nominated;         /* held for a preemptor, not a backfill reservation */
+	struct drv_placement pl;
+};
+
+struct drv_sched {
+	struct drv_cluster *c;
+
+	struct sjob *jobs;
+	int32_t njobs;          /* slots used (including free ones) */
+	size_t jcap;
+	int32_t *free_slots;
+	int32_t nfree;
+	size_t fcap;
+
+	/* id -> slot, open addressing, power-of-two size, -1 empty, -2 deleted */
+	uint64_t *hkeys;
+	int32_t *hvals;
+	size_t hcap;
+	size_t hused;
+
+	/* pending, sorted by (kprio desc, kpol, submit, id) */
+	int32_t *pend;
+	struct phot *phot;      /* parallel to pend */
+	bool phot_stale;        /* pend was re-sorted: rebuild phot */
+	int32_t npend;
+	size_t pcap;
+	size_t phcap;
+	enum drv_sched_order keyed_order;
+	bool keys_valid;
+	int64_t keys_at;        /* time keys were computed for */
+	int64_t next_age;       /* min over pending of next_age */
+	struct drv_sched_policy keyed_pol; /* aging/LAS settings the keys used */
+
+	/* running + terminating, sorted by (end, id) */
+	int32_t *run;
+	int32_t nrun;
+	size_t rcap;
+
+	struct sclass *classes;
+	int32_t nclasses;
+	size_t ccap;
+	struct stenant *tenants;
+	int32_t ntenants;
+	size_t tcap;
+	char **cohorts;
+	int32_t ncohorts;
+	size_t cocap;
+
+	/* per pool */
+	int32_t pool_nodes[SCHED_MAX_POOLS];
+	int32_t pool_inflight[SCHED_MAX_POOLS];
+	int32_t pool_tmpl_model[SCHED_MAX_POOLS];
+	int32_t pool_tmpl_gpus[SCHED_MAX_POOLS];
+	int32_t pool_speed[SCHED_MAX_POOLS];
+	uint64_t spot_mask;
+	uint64_t all_pools;
+
+	/* per node */
+	int64_t *idle_since;    /* INT64_MIN unknown, -1 busy */
+	uint64_t *resv_mask;    /* GPUs reserved during a pass */
+	int32_t nnodes_seen;
+	bool idle_unknown;      /* some idle_since[] still INT64_MIN */
+
+	/* pending preemptors holding a nominated placement */
+	int32_t *noms;
+	int32_t nnoms;
+	size_t nomcap;
+
+	/* reservations made by the last pass */
+	struct sresv *resv;
+	int32_t nresv;
+	size_t resvcap;
+	struct drv_placement block;   /* the GPUs a pass blocks for reservations */
+	struct drv_placement scratch; /* placement attempts */
+	struct drv_placement scratch2;
+
+	/* pass scratch */
+	int32_t *tmp;           /* victims, sweeps */
+	size_t tmpcap;
+	int32_t *tmp2;
+	size_t tmp2cap;
+	int32_t *order;         /* fair merge output */
+	size_t ocap;
+	int32_t *visited;       /* slots the last pass gave a reason */
+	size_t vcap;
+
+	/* pending demand, for stopping a pass early: counts by whole-GPU task
+	 * size (max_task, 1..64) and by fractional task size (1..999) */
+	int32_t cnt_task[DRV_MAX_NODE_GPUS + 1];
+	int32_t cnt_frac[DRV_MILLI];
+	int32_t cnt_gpuless;
+	/* the reason of the jobs a pass stopped before reaching */
+	struct drv_sched_decision tail_why;
+	uint32_t tail_pass;     /* pass that stopped early (0 = none) */
+
+	uint32_t pass_no;
+	int64_t last_now;
+	int32_t max_node_gpus;
+	int32_t only_model;     /* the cluster's one GPU model, -1 when mixed or none */
+};
+
+/* sched.c */
+int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
+void sched__phot_fill(struct drv_sched *s, int32_t pos);
+void sched__phot_rebuild(struct drv_sched *s);
+void sched__nom_drop(struct drv_sched *s, int32_t slot);
+void sched__demand(struct drv_sched *s, const struct sjob *j, int d);
+void sched__pend_remove(struct drv_sched *s, int32_t slot);
+void sched__pend_insert(struct drv_sched *s, int32_t slot);
+void sched__run_insert(struct drv_sched *s, int32_t slot);
+void sched__run_remove(struct drv_sched *s, int32_t slot);
+void sched__key(const struct drv_sched *s, struct sjob *j, int64_t now,
+		const struct drv_sched_policy *pol);
+int sched__cmp_pend(const struct drv_sched *s, int32_t a, int32_t b);
+int32_t sched__las_queue(const struct drv_sched_policy *pol, int64_t attained_milli_s);
+void sched__usage(struct drv_sched *s, struct sjob *j, int sign);
+void sched__node_touch(struct drv_sched *s, const struct drv_placement *p, int64_t now);
+void sched__refresh_cluster(struct drv_sched *s);
+void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now);
+int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement *p, int model);
+
+#endif

@@ -1,0 +1,1457 @@
+/*
+ * sched_pass.c: the scheduling pass. It walks the pending queue once, in
+ * order (priority with aging, then fifo/sjf/las, or the fair-share merge of
+ * the tenants' queues), and for each job: checks its tenant's quota (with
+ * cohort borrowing), tries to place the whole gang in the pools the policy
+ * prefers, else may preempt whole lower-priority gangs (or reclaim lent
+ * quota), else leaves it pending with the reason and the numbers. Under
+ * strict order the first blocked job stops the rest; under backfill it gets
+ * a reservation (the earliest time running jobs free enough room, found by
+ * sweeping the running list in order of expected end) and later jobs start
+ * only where they cannot delay it; under greedy every job is tried.
+ *
+ * Reservations are held by "blocking" their GPUs that are free now: the
+ * pass commits them into the cluster as synthetic tasks, so the placement
+ * engine itself keeps backfilled jobs off them. A job short enough to end
+ * before the earliest reservation may use them; the pass lifts the blocks
+ * to place it. Every block is lifted before the pass returns.
+ *
+ * No I/O, no clock, no globals; every choice is ordered by a total key so
+ * the decisions are the same byte for byte.
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Exact placement attempts in a sweep before it starts to gallop. */
+#define GALLOP_AFTER 16
+
+struct pass {
+	struct drv_sched *s;
+	struct drv_cluster *c;
+	const struct drv_sched_policy *pol;
+	int64_t now;
+	struct drv_sched_decisions *out;
+	int32_t nblocked;
+	uint64_t first_blocked;
+	int32_t nresv_made;     /* reservations computed (depth) */
+	int64_t t_min;          /* earliest reservation start */
+	int32_t tries;
+	bool blocked_on;        /* s->block committed */
+	int64_t blocked_gpus;   /* GPUs in s->block */
+	int32_t blocked_max;    /* most blocked GPUs on one node */
+	int32_t min_prio_victim;/* least priority of a preemptible running job */
+	int32_t first_resv;     /* index of the earliest reservation */
+	int32_t nstarted;
+	int32_t prov_add[SCHED_MAX_POOLS];
+	uint64_t prov_job[SCHED_MAX_POOLS];
+};
+
+/* ---- decisions ---------------------------------------------------------- */
+
+static struct drv_sched_decision *dec_new(struct pass *p, enum drv_sched_dec_kind kind)
+{
+	struct drv_sched_decisions *o = p->out;
+	struct drv_sched_decision *d;
+	DRV_GROW(o->v, (size_t)o->n + 1, o->cap);
+	d = &o->v[o->n++];
+	memset(d, 0, sizeof(*d));
+	d->kind = kind;
+	d->pool = -1;
+	d->node = -1;
+	d->model = -1;
+	d->level = -1;
+	return d;
+}
+
+/* Sets a pending job's reason for this pass; remembers whether it changed. */
+static void set_why(struct pass *p, struct sjob *j, const struct drv_sched_decision *w)
+{
+	struct drv_sched_decision n = *w;
+	n.kind = DRV_DEC_PENDING;
+	n.job = j->id;
+	n.placement = NULL;
+	n.victims = NULL;
+	n.nvictims = 0;
+	if (memcmp(&n, &j->why, sizeof(n)) != 0) {
+		j->why = n;
+		j->why_emitted = false;
+	}
+	j->why_pass = p->s->pass_no;
+}
+
+static void why_init(struct drv_sched_decision *w, enum drv_sched_reason r)
+{
+	memset(w, 0, sizeof(*w));
+	w->kind = DRV_DEC_PENDING;
+	w->reason = r;
+	w->pool = -1;
+	w->node = -1;
+	w->model = -1;
+	w->level = -1;
+}
+
+/* ---- aggregates --------------------------------------------------------- */
+
+struct avail {
+	int64_t whole;     /* free whole GPUs of the job's model */
+	int64_t milli;     /* free milli */
+	int32_t maxnode;   /* most free whole GPUs on one node */
+	int32_t maxlevel;  /* most free whole GPUs under one vertex of its required level */
+	int32_t maxpart;   /* most free milli on one partly used GPU */
+};
+
+static void avail_vertex(const struct drv_vertex *v, int model, int level, struct avail *a)
+{
+	a->whole += model >= 0 ? v->free_gpus_by_model[model] : v->free_gpus;
+	a->milli += v->free_milli;
+	if (v->max_node_free > a->maxnode)
+		a->maxnode = v->max_node_free;
+	if (level >= 0 && level < DRV_MAX_LEVELS && v->max_free_at[level] > a->maxlevel)
+		a->maxlevel = v->max_free_at[level];
+	if (v->max_part_free > a->maxpart)
+		a->maxpart = v->max_part_free;
+}
+
+static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t mask,
+		      struct avail *a)
+{
+	const struct drv_cluster *c = s->c;
+	int32_t p;
+	memset(a, 0, sizeof(*a));
+	if (c->nvertices == 0)
+		return;
+	if (!mask) {
+		avail_vertex(&c->vertices[0], j->model, j->level, a);
+		return;
+	}
+	for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++)
+		if (mask >> p & 1) {
+			int32_t v = c->pools[p].vertex;
+			if (v >= 0 && v < c->nvertices)
+				avail_vertex(&c->vertices[v], j->model, j->level, a);
+		}
+}
+
+static bool avail_fits(const struct sjob *j, const struct avail *a)
+{
+	if ((int64_t)j->need_whole > a->whole || j->max_task > a->maxnode || j->need_milli > a->milli)
+		return false;
+	if (j->level >= 0 && j->need_whole > a->maxlevel)
+		return false;
+	if (j->min_frac > 0 && a->whole == 0 && j->min_frac > a->maxpart)
+		return false;
+	return true;
+}
+
+/* A necessary condition: may the job fit in these pools now? */
+static bool fits_quick(const struct drv_sched *s, const struct sjob *j, uint64_t mask)
+{
+	struct avail a;
+	job_avail(s, j, mask, &a);
+	return avail_fits(j, &a);
+}
+
+/* ---- quota -------------------------------------------------------------- */
+
+/*
+ * May tenant t take need more milli-GPUs of model m? 0 = within its
+ * nominal quota, 1 = by borrowing from its cohort, -1 = no (w filled).
+ */
+static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t need,
+		       struct drv_sched_decision *w)
+{
+	const struct stenant *t = &s->tenants[ti];
+	int64_t cq = 0, cu = 0, may;
+	int32_t i;
+
+	if (m < 0 || m >= DRV_MAX_MODELS || t->quota[m] < 0)
+		return 0;
+	if (t->usage[m] + need <= t->quota[m])
+		return 0;
+	may = 0;
+	if (t->cohort >= 0) {
+		int64_t head = DRV_MAX(0, t->quota[m] - t->usage[m]);
+		for (i = 0; i < s->ntenants; i++) {
+			const struct stenant *o = &s->tenants[i];
+			if (o->cohort != t->cohort || o->quota[m] < 0)
+				continue;
+			cq += o->quota[m];
+			cu += o->usage[m];
+		}
+		/* what it may take beyond its own headroom: the cohort's unused
+		 * quota, within its borrowing limit */
+		may = cq - cu - head;
+		if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - t->usage[m] - head < may)
+			may = t->quota[m] + t->limit[m] - t->usage[m] - head;
+		if (may < 0)
+			may = 0;
+		if (need <= head + may)
+			return 1;
+	}
+	if (w) {
+		why_init(w, DRV_REASON_QUOTA);
+		w->model = m;
+		w->n[0] = need;
+		w->n[1] = t->usage[m];
+		w->n[2] = t->quota[m];
+		w->n[3] = may;
+	}
+	return -1;
+}
+
+/* Quota for a placement whose models were not known before (model = any). */
+static int quota_check_placement(const struct drv_sched *s, const struct sjob *j,
+				 const struct drv_placement *pl, struct drv_sched_decision *w)
+{
+	int64_t by[DRV_MAX_MODELS];
+	int32_t i;
+	int m, rc = 0, r;
+	if (!s->tenants[j->tenant].has_quota)
+		return 0;
+	memset(by, 0, sizeof(by));
+	for (i = 0; i < pl->ntasks; i++) {
+		int32_t n = pl->tasks[i].node;
+		m = n >= 0 && n < s->c->nnodes ? s->c->nodes[n].model : -1;
+		if (m >= 0 && m < DRV_MAX_MODELS)
+			by[m] += (int64_t)pl->tasks[i].gpu_milli *
+				 __builtin_popcountll(pl->tasks[i].gpu_mask);
+	}
+	for (m = 0; m < DRV_MAX_MODELS; m++) {
+		if (!by[m])
+			continue;
+		r = quota_check(s, j->tenant, m, by[m], w);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			rc = 1;
+	}
+	return rc;
+}
+
+/* ---- reservation blocks ------------------------------------------------- */
+
+static void block_one(struct drv_cluster *c, struct drv_placement *blk, int32_t node,
+		      uint64_t mask, int32_t milli)
+{
+	struct drv_placement one;
+	DRV_GROW(blk->tasks, (size_t)blk->ntasks + 1, blk->cap);
+	memset(&blk->tasks[blk->ntasks], 0, sizeof(blk->tasks[0]));
+	blk->tasks[blk->ntasks].node = node;
+	blk->tasks[blk->ntasks].gpu_milli = milli;
+	blk->tasks[blk->ntasks].gpu_mask = mask;
+	one.tasks = &blk->tasks[blk->ntasks];
+	one.ntasks = 1;
+	one.cap = 1;
+	drv_cluster_commit(c, &one);
+	blk->ntasks++;
+}
+
+/*
+ * Blocks what is free now of the GPUs in mask on node: whole free GPUs as
+ * one synthetic task, what is left of partly used ones (fractional tasks)
+ * one task each, so no new task lands there. Returns the GPUs touched.
+ */
+static int block_gpus(struct drv_cluster *c, struct drv_placement *blk, int32_t node,
+		      uint64_t mask)
+{
+	const struct drv_node *nd = &c->nodes[node];
+	uint64_t m, whole = 0;
+	int n = 0;
+	for (m = mask; m; m &= m - 1) {
+		int g = __builtin_ctzll(m);
+		if (g >= nd->ngpus || nd->gpu_milli_used[g] >= DRV_MILLI)
+			continue;
+		n++;
+		if (nd->gpu_milli_used[g] == 0)
+			whole |= 1ull << g;
+		else
+			block_one(c, blk, node, 1ull << g, DRV_MILLI - nd->gpu_milli_used[g]);
+	}
+	if (whole)
+		block_one(c, blk, node, whole, DRV_MILLI);
+	return n;
+}
+
+/* Blocks pl's GPUs as far as they are free now, appending to blk. */
+static void block_add(struct drv_cluster *c, struct drv_placement *blk,
+		      const struct drv_placement *pl, int64_t *gpus, int32_t *maxt)
+{
+	int32_t i;
+	for (i = 0; i < pl->ntasks; i++) {
+		const struct drv_task_place *t = &pl->tasks[i];
+		int n;
+		if (t->node < 0 || t->node >= c->nnodes)
+			continue;
+		n = block_gpus(c, blk, t->node, t->gpu_mask);
+		*gpus += n;
+		if (n > *maxt)
+			*maxt = n;
+	}
+}
+
+static void blocks_off(struct pass *p)
+{
+	if (!p->blocked_on)
+		return;
+	drv_cluster_uncommit(p->c, &p->s->block);
+	p->s->block.ntasks = 0;
+	p->blocked_on = false;
+	p->blocked_gpus = 0;
+	p->blocked_max = 0;
+}
+
+static void blocks_on(struct pass *p)
+{
+	struct drv_sched *s = p->s;
+	int32_t i;
+	if (p->blocked_on)
+		return;
+	s->block.ntasks = 0;
+	for (i = 0; i < s->nresv; i++)
+		block_add(p->c, &s->block, &s->resv[i].pl, &p->blocked_gpus, &p->blocked_max);
+	p->blocked_on = true;
+}
+
+static void resv_add(struct pass *p, int32_t slot, int64_t at, const struct drv_placement *pl,
+		     bool nominated)
+{
+	struct drv_sched *s = p->s;
+	struct sresv *r;
+	int32_t i;
+	if ((size_t)s->nresv + 1 > s->resvcap) {
+		size_t old = s->resvcap;
+		DRV_GROW(s->resv, (size_t)s->nresv + 1, s->resvcap);
+		for (i = (int32_t)old; i < (int32_t)s->resvcap; i++)
+			drv_placement_init(&s->resv[i].pl);
+	}
+	r = &s->resv[s->nresv++];
+	r->job = slot;
+	r->at = at;
+	r->nominated = nominated;
+	drv_placement_copy(&r->pl, pl);
+	for (i = 0; i < pl->ntasks; i++)
+		if (pl->tasks[i].node >= 0 && pl->tasks[i].node < s->nnodes_seen)
+			s->resv_mask[pl->tasks[i].node] |= pl->tasks[i].gpu_mask;
+	if (at < p->t_min) {
+		p->t_min = at;
+		p->first_resv = s->nresv - 1;
+	}
+	if (p->blocked_on)
+		block_add(p->c, &s->block, &r->pl, &p->blocked_gpus, &p->blocked_max);
+}
+
+/* Removes slot's reservation (a nomination it may now use itself). */
+static void resv_drop(struct pass *p, int32_t slot)
+{
+	struct drv_sched *s = p->s;
+	int32_t i;
+	for (i = 0; i < s->nresv; i++) {
+		struct sresv t;
+		if (s->resv[i].job != slot)
+			continue;
+		t = s->resv[i];
+		memmove(&s->resv[i], &s->resv[i + 1], (size_t)(s->nresv - i - 1) * sizeof(*s->resv));
+		s->resv[s->nresv - 1] = t; /* keep its buffer for reuse */
+		s->nresv--;
+		break;
+	}
+	p->t_min = T_INF;
+	for (i = 0; i < s->nresv; i++)
+		if (s->resv[i].at < p->t_min) {
+			p->t_min = s->resv[i].at;
+			p->first_resv = i;
+		}
+	if (p->blocked_on) {
+		blocks_off(p);
+		blocks_on(p);
+	}
+}
+
+/* ---- placement with the pool policy ------------------------------------- */
+
+static int cmp_pool_cheap(const struct drv_sched *s, int32_t a, int32_t b)
+{
+	const struct drv_pool *x = &s->c->pools[a], *y = &s->c->pools[b];
+	if (x->price_micro_per_gpu_hour != y->price_micro_per_gpu_hour)
+		return x->price_micro_per_gpu_hour < y->price_micro_per_gpu_hour ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_pool_fast(const struct drv_sched *s, int32_t a, int32_t b)
+{
+	if (s->pool_speed[a] != s->pool_speed[b])
+		return s->pool_speed[a] > s->pool_speed[b] ? -1 : 1;
+	return cmp_pool_cheap(s, a, b);
+}
+
+/* The job's candidate pools in policy order; returns how many (0 = use the
+ * whole cluster in one attempt). */
+static int32_t pool_order(const struct pass *p, const struct sjob *j, int32_t *out)
+{
+	const struct drv_sched *s = p->s;
+	int32_t n = 0, i, k, np = DRV_MIN(s->c->npools, SCHED_MAX_POOLS);
+	uint64_t mask = j->pool_mask ? j->pool_mask : s->all_pools;
+	if (np <= 1)
+		return 0;
+	for (i = 0; i < np; i++) {
+		if (!(mask >> i & 1))
+			continue;
+		/* insertion sort: a handful of pools */
+		for (k = n; k > 0; k--) {
+			int c = p->pol->pools == DRV_POOLS_FASTEST ? cmp_pool_fast(s, out[k - 1], i) :
+								      cmp_pool_cheap(s, out[k - 1], i);
+			if (c <= 0)
+				break;
+			out[k] = out[k - 1];
+		}
+		out[k] = i;
+		n++;
+	}
+	return n;
+}
+
+struct place_fail {
+	bool quick;        /* the aggregates said no */
+	bool never;
+	bool topology;
+};
+
+/*
+ * Tries to place j now; 0 and pl/pool filled, or DRV_ENOSPACE with f
+ * filled. Tries the job's pools in policy order, each behind a cheap
+ * aggregate test.
+ */
+static int try_place(struct pass *p, const struct sjob *j, struct drv_placement *pl,
+		     int32_t *pool, struct place_fail *f)
+{
+	struct drv_sched *s = p->s;
+	struct drv_place_opts o;
+	struct drv_place_info info;
+	int32_t order[SCHED_MAX_POOLS], n, i;
+	bool any_quick = false;
+
+	memset(f, 0, sizeof(*f));
+	*pool = -1;
+	memset(&o, 0, sizeof(o));
+	o.strategy = p->pol->place;
+	o.info = &info;
+	n = pool_order(p, j, order);
+	if (n == 0) {
+		if (!fits_quick(s, j, j->pool_mask)) {
+			f->quick = true;
+			return DRV_ENOSPACE;
+		}
+		o.pool_mask = j->pool_mask;
+		memset(&info, 0, sizeof(info));
+		if (drv_place(s->c, j->job, &o, pl, NULL, 0) == 0) {
+			*pool = pl->ntasks > 0 && pl->tasks[0].node >= 0 ?
+					s->c->nodes[pl->tasks[0].node].pool : -1;
+			return 0;
+		}
+		f->never = info.never;
+		f->topology = info.why == DRV_WHY_TOPOLOGY || info.why == DRV_WHY_FRAGMENTED;
+		return DRV_ENOSPACE;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t m = 1ull << order[i];
+		if (!fits_quick(s, j, m))
+			continue;
+		any_quick = true;
+		o.pool_mask = m;
+		memset(&info, 0, sizeof(info));
+		if (drv_place(s->c, j->job, &o, pl, NULL, 0) == 0) {
+			*pool = order[i];
+			return 0;
+		}
+		if (info.why == DRV_WHY_TOPOLOGY || info.why == DRV_WHY_FRAGMENTED)
+			f->topology = true;
+	}
+	f->quick = !any_quick;
+	return DRV_ENOSPACE;
+}
+
+/* ---- starting ----------------------------------------------------------- */
+
+static int64_t placement_price(const struct drv_sched *s, const struct drv_placement *pl)
+{
+	int64_t sum = 0;
+	int32_t i;
+	for (i = 0; i < pl->ntasks; i++) {
+		int32_t n = pl->tasks[i].node, po;
+		if (n < 0 || n >= s->c->nnodes)
+			continue;
+		po = s->c->nodes[n].pool;
+		if (po < 0 || po >= s->c->npools)
+			continue;
+		sum += s->c->pools[po].price_micro_per_gpu_hour *
+		       (int64_t)pl->tasks[i].gpu_milli * __builtin_popcountll(pl->tasks[i].gpu_mask) /
+		       DRV_MILLI;
+	}
+	return sum;
+}
+
+static void do_start(struct pass *p, int32_t slot, const struct drv_placement *pl,
+		     uint32_t flags)
+{
+	struct drv_sched *s = p->s;
+	struct sjob *j = &s->jobs[slot];
+	struct drv_sched_decision *d;
+
+	j->state = DRV_SJ_RUNNING; /* stays in s->pend until the pass compacts it */
+	sched__start(s, slot, pl, p->now);
+	if (j->pool >= 0 && j->pool < s->c->npools && s->c->pools[j->pool].spot)
+		flags |= DRV_DEC_SPOT;
+	d = dec_new(p, DRV_DEC_START);
+	d->job = j->id;
+	d->placement = &j->pl;
+	d->pool = j->pool;
+	d->at = j->end == T_INF ? 0 : j->end;
+	d->n[0] = placement_price(s, &j->pl);
+	d->flags = flags;
+	p->nstarted++;
+}
+
+/* ---- reservations: the earliest time j fits ---------------------------- */
+
+/*
+ * Sweeps the running list in order of expected end, freeing each job's
+ * resources (while keeping GPUs reserved for others blocked), until j can
+ * be placed. Restores the cluster exactly. Returns the start time, or
+ * T_INF when running jobs never free enough (unknown ends).
+ */
+static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placement *pl)
+{
+	struct drv_sched *s = p->s;
+	struct drv_cluster *c = p->c;
+	struct drv_placement *sw = &s->scratch2; /* extra blocks made while sweeping */
+	int64_t at = T_INF;
+	int32_t i, k, n = 0, gap = 1, skip = 0, pool, fails = 0;
+	struct place_fail f;
+
+	sw->ntasks = 0;
+	for (i = 0; i < s->nrun; i++) {
+		struct sjob *r = &s->jobs[s->run[i]];
+		if (r->end == T_INF)
+			break;
+		drv_cluster_uncommit(c, &r->pl);
+		n = i + 1;
+		/* keep other reservations' GPUs out of reach */
+		if (p->blocked_on)
+			for (k = 0; k < r->pl.ntasks; k++) {
+				const struct drv_task_place *t = &r->pl.tasks[k];
+				if (t->node < 0 || t->node >= s->nnodes_seen ||
+				    !(s->resv_mask[t->node] & t->gpu_mask))
+					continue;
+				block_gpus(c, sw, t->node, t->gpu_mask & s->resv_mask[t->node]);
+			}
+		/* jobs ending together free together */
+		if (i + 1 < s->nrun && s->jobs[s->run[i + 1]].end == r->end)
+			continue;
+		if (!fits_quick(s, j, j->pool_mask))
+			continue;
+		if (skip > 0) {
+			skip--;
+			continue;
+		}
+		if (try_place(p, j, pl, &pool, &f) == 0) {
+			at = r->end > p->now ? r->end : p->now;
+			break;
+		}
+		if (f.never)
+			break;
+		/* after many exact tries, gallop: placement is dearer than
+		 * freeing, so look less often the longer it keeps failing (the
+		 * start found may then be a little later than the earliest) */
+		if (++fails > GALLOP_AFTER) {
+			skip = gap;
+			gap *= 2;
+		}
+	}
+	drv_cluster_uncommit(c, sw);
+	sw->ntasks = 0;
+	for (i = n - 1; i >= 0; i--)
+		drv_cluster_commit(c, &s->jobs[s->run[i]].pl);
+	return at;
+}
+
+/* ---- preemption --------------------------------------------------------- */
+
+struct cand {
+	int32_t slot;
+	int32_t prio;
+	bool reclaim_only;
+	int64_t lost;       /* milli-GPU-seconds */
+};
+
+static int cmp_cand(const void *a, const void *b, void *arg)
+{
+	const struct cand *x = a, *y = b;
+	const struct drv_sched *s = arg;
+	uint64_t ix, iy;
+	if (x->prio != y->prio)
+		return x->prio < y->prio ? -1 : 1;
+	if (x->lost != y->lost)
+		return x->lost < y->lost ? -1 : 1;
+	/* then the newest (highest id) first */
+	ix = s->jobs[x->slot].id;
+	iy = s->jobs[y->slot].id;
+	return ix > iy ? -1 : ix < iy;
+}
+
+static int32_t placement_model(const struct drv_sched *s, const struct drv_placement *pl)
+{
+	if (pl->ntasks > 0 && pl->tasks[0].node >= 0 && pl->tasks[0].node < s->c->nnodes)
+		return s->c->nodes[pl->tasks[0].node].model;
+	return -1;
+}
+
+static bool overlaps(const struct drv_placement *a, const struct drv_placement *b)
+{
+	int32_t i, k;
+	for (i = 0; i < a->ntasks; i++)
+		for (k = 0; k < b->ntasks; k++)
+			if (a->tasks[i].node == b->tasks[k].node &&
+			    ((a->tasks[i].gpu_mask & b->tasks[k].gpu_mask) ||
+			     b->tasks[k].cpu_milli > 0 || b->tasks[k].mem_mib > 0))
+				return true;
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Looks for whole gangs whose removal lets j be placed: candidates in
+ * order of least priority then least work lost; frees them one by one
+ * (on a scratch basis: everything is put back) until j fits, then keeps
+ * only those the found placement actually overlaps. Returns true and
+ * applies the preemption (victims terminating, j nominated) when found.
+ */
+static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
+{
+	struct drv_sched *s = p->s;
+	struct drv_cluster *c = p->c;
+	struct sjob *j = &s->jobs[slot];
+	struct cand *cands;
+	struct drv_placement *pl = &s->scratch;
+	int32_t i, nc = 0, taken = 0, pool, gap = 1, skip = 0, nv = 0, fails = 0;
+	int64_t room = 0, borrowed[64];
+	struct avail a;
+	struct place_fail f;
+	bool found = false, reclaim = false;
+	int32_t jq = p->pol->order == DRV_ORDER_LAS ? sched__las_queue(p->pol, j->attained) : 0;
+	const struct stenant *jt = &s->tenants[j->tenant];
+	uint64_t mask = j->pool_mask;
+	struct drv_sched_decision *d;
+	int64_t lost = 0, topprio = INT64_MIN;
+
+	if (j->never_preempts || s->nrun == 0)
+		return false;
+	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
+	cands = (struct cand *)(void *)s->tmp;
+	memset(borrowed, 0, sizeof(borrowed));
+
+	for (i = 0; i < s->nrun; i++) {
+		int32_t vs = s->run[i];
+		struct sjob *v = &s->jobs[vs];
+		bool by_prio, by_las = false, by_reclaim = false;
+		int32_t vm;
+		if (v->state != DRV_SJ_RUNNING || !v->preemptible || vs == slot)
+			continue;
+		if (p->now - v->start < p->pol->min_run_s)
+			continue;
+		if (j->preempted_by && v->id == j->preempted_by)
+			continue; /* no ping-pong */
+		if (mask && (v->pool < 0 || !(mask >> v->pool & 1)))
+			continue;
+		vm = placement_model(s, &v->pl);
+		if (j->model >= 0 && vm != j->model)
+			continue;
+		by_prio = v->prio < j->prio;
+		if (!by_prio && p->pol->order == DRV_ORDER_LAS && v->prio <= j->prio) {
+			int64_t att = v->attained + (p->now - v->start) * v->need_milli;
+			by_las = sched__las_queue(p->pol, att) > jq;
+		}
+		if (!by_prio && !by_las && quota_rc == 0 && jt->cohort >= 0 && v->tenant != j->tenant &&
+		    s->tenants[v->tenant].cohort == jt->cohort && vm >= 0 && vm < DRV_MAX_MODELS) {
+			const struct stenant *vt = &s->tenants[v->tenant];
+			by_reclaim = vt->quota[vm] >= 0 && vt->usage[vm] > vt->quota[vm] &&
+				     jt->quota[vm] >= 0;
+		}
+		if (!by_prio && !by_las && !by_reclaim)
+			continue;
+		cands[nc].slot = vs;
+		cands[nc].prio = by_reclaim ? INT32_MIN : v->prio;
+		cands[nc].reclaim_only = by_reclaim;
+		cands[nc].lost = (p->now - v->start) * v->need_milli;
+		room += v->need_milli;
+		nc++;
+	}
+	if (nc == 0)
+		return false;
+	job_avail(s, j, mask, &a);
+	if (a.milli + room < j->need_milli)
+		return false;
+	/* a total order: (priority, work lost, id) */
+	qsort_r(cands, (size_t)nc, sizeof(*cands), cmp_cand, s);
+	p->tries++;
+	for (i = 0; i < nc; i++) {
+		struct sjob *v = &s->jobs[cands[i].slot];
+		if (cands[i].reclaim_only) {
+			int32_t vt = v->tenant, vm = placement_model(s, &v->pl);
+			int64_t over = s->tenants[vt].usage[vm] - s->tenants[vt].quota[vm];
+			if (vt < 64 && over - borrowed[vt] <= 0)
+				continue; /* that tenant is back within its quota */
+			if (vt < 64)
+				borrowed[vt] += v->need_milli;
+		}
+		drv_cluster_uncommit(c, &v->pl);
+		cands[taken++] = cands[i];
+		if (!fits_quick(s, j, mask))
+			continue;
+		if (skip > 0 && i + 1 < nc) {
+			skip--;
+			continue;
+		}
+		if (try_place(p, j, pl, &pool, &f) == 0) {
+			found = true;
+			break;
+		}
+		if (f.never)
+			break;
+		if (++fails > GALLOP_AFTER) {
+			skip = gap;
+			gap *= 2;
+		}
+	}
+	/* put everything back */
+	for (i = taken - 1; i >= 0; i--)
+		drv_cluster_commit(c, &s->jobs[cands[i].slot].pl);
+	if (!found)
+		return false;
+
+	/* keep only the victims the placement needs */
+	d = dec_new(p, DRV_DEC_PREEMPT);
+	DRV_GROW(p->out->ids, p->out->nids + (size_t)taken, p->out->idcap);
+	for (i = 0; i < taken; i++) {
+		struct sjob *v = &s->jobs[cands[i].slot];
+		if (!overlaps(&v->pl, pl))
+			continue;
+		p->out->ids[p->out->nids + (size_t)nv++] = v->id;
+		lost += cands[i].lost / DRV_MILLI;
+		if (v->prio > topprio)
+			topprio = v->prio;
+		if (cands[i].reclaim_only)
+			reclaim = true;
+		v->state = DRV_SJ_TERMINATING;
+		v->grace = p->now + p->pol->grace_s;
+		v->preempted_by = j->id;
+		if (v->grace < v->end) {
+			sched__run_remove(s, cands[i].slot);
+			v->end = v->grace;
+			sched__run_insert(s, cands[i].slot);
+		}
+	}
+	qsort(&p->out->ids[p->out->nids], (size_t)nv, sizeof(uint64_t), cmp_u64);
+	/* d may have moved if dec_new grew; it did not: ids are a separate array */
+	d->job = j->id;
+	d->victims = NULL; /* pointed at after the pass (ids may still grow) */
+	d->count = (int32_t)p->out->nids; /* offset, fixed up at the end */
+	d->nvictims = nv;
+	d->at = p->now + p->pol->grace_s;
+	d->n[0] = lost;
+	d->n[1] = topprio == INT64_MIN ? 0 : topprio;
+	d->flags = reclaim ? DRV_DEC_RECLAIM : 0;
+	p->out->nids += (size_t)nv;
+	if (!j->nom.ntasks) {
+		DRV_GROW(s->noms, (size_t)s->nnoms + 1, s->nomcap);
+		s->noms[s->nnoms++] = slot;
+	}
+	drv_placement_copy(&j->nom, pl);
+	d->placement = &j->nom;
+	j->nvict_left = nv;
+	j->nom_deadline = d->at;
+	return true;
+}
+
+/* ---- elastic pools ------------------------------------------------------ */
+
+static void consider_provision(struct pass *p, struct sjob *j)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_cluster *c = p->c;
+	int32_t order[SCHED_MAX_POOLS], n, i, po;
+	struct drv_sched_decision w;
+
+	if (p->pol->grow_wait_s <= 0 || p->now - j->submit < p->pol->grow_wait_s)
+		return;
+	n = pool_order(p, j, order);
+	if (n == 0) {
+		for (po = 0; po < c->npools && po < SCHED_MAX_POOLS; po++)
+			if (!j->pool_mask || (j->pool_mask >> po & 1))
+				order[n++] = po;
+	}
+	for (i = 0; i < n; i++) {
+		const struct drv_pool *pool;
+		int32_t per, need;
+		po = order[i];
+		pool = &c->pools[po];
+		if (!pool->elastic || pool->max_nodes <= 0)
+			continue;
+		per = s->pool_tmpl_gpus[po];
+		if (per <= 0 || per < j->max_task ||
+		    (j->model >= 0 && s->pool_tmpl_model[po] != j->model))
+			continue;
+		if (s->pool_inflight[po] > 0) {
+			why_init(&w, DRV_REASON_PROVISIONING);
+			w.pool = po;
+			w.count = s->pool_inflight[po];
+			set_why(p, j, &w);
+			return;
+		}
+		need = (int32_t)((DRV_MAX(j->need_whole * (int64_t)DRV_MILLI, j->need_milli) +
+				  (int64_t)per * DRV_MILLI - 1) / ((int64_t)per * DRV_MILLI));
+		if (s->pool_nodes[po] + p->prov_add[po] + need > pool->max_nodes)
+			continue;
+		if (!p->prov_add[po])
+			p->prov_job[po] = j->id;
+		p->prov_add[po] += need;
+		why_init(&w, DRV_REASON_PROVISIONING);
+		w.pool = po;
+		w.count = need;
+		set_why(p, j, &w);
+		return;
+	}
+}
+
+static void releases(struct pass *p)
+{
+	struct drv_sched *s = p->s;
+	struct drv_cluster *c = p->c;
+	int32_t i, changed = 0;
+	if (p->pol->idle_release_s <= 0)
+		return;
+	for (i = 0; i < c->nnodes && i < s->nnodes_seen; i++) {
+		const struct drv_node *n = &c->nodes[i];
+		struct drv_sched_decision *d;
+		int g;
+		bool busy = false;
+		if (n->pool < 0 || n->pool >= c->npools || !c->pools[n->pool].elastic ||
+		    n->state != DRV_NODE_UP)
+			continue;
+		if (s->idle_since[i] < 0 || p->now - s->idle_since[i] < p->pol->idle_release_s)
+			continue;
+		for (g = 0; g < n->ngpus; g++)
+			if (n->gpu_milli_used[g])
+				busy = true;
+		if (busy || n->cpu_used || n->mem_used || s->resv_mask[i])
+			continue;
+		drv_cluster_set_node_state(c, i, DRV_NODE_DOWN);
+		d = dec_new(p, DRV_DEC_RELEASE);
+		d->pool = n->pool;
+		d->node = i;
+		changed++;
+	}
+	if (changed)
+		sched__refresh_cluster(s);
+}
+
+/* ---- the queue ---------------------------------------------------------- */
+
+static int cmp_slots(const void *a, const void *b, void *arg)
+{
+	return sched__cmp_pend(arg, *(const int32_t *)a, *(const int32_t *)b);
+}
+
+/* Re-keys every pending job at now and re-sorts when the keys moved. */
+static void rekey(struct pass *p)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_sched_policy *pol = p->pol;
+	const struct drv_sched_policy *kp = &s->keyed_pol;
+	bool same = s->keys_valid && kp->order == pol->order &&
+		    kp->aging_interval_s == pol->aging_interval_s &&
+		    kp->aging_step == pol->aging_step && kp->aging_max == pol->aging_max &&
+		    kp->nlas == pol->nlas &&
+		    !memcmp(kp->las_threshold, pol->las_threshold, sizeof(pol->las_threshold));
+	int32_t i, moved = 0;
+	int64_t next = T_INF;
+
+	if (kp->default_runtime_s != pol->default_runtime_s) {
+		s->keyed_pol.default_runtime_s = pol->default_runtime_s;
+		for (i = 0; i < s->nrun; i++) {
+			struct sjob *r = &s->jobs[s->run[i]];
+			int64_t d = r->dur > 0 ? r->dur : pol->default_runtime_s;
+			r->end = d > 0 ? r->start + d : T_INF;
+			if (r->state == DRV_SJ_TERMINATING && r->grace < r->end)
+				r->end = r->grace;
+		}
+		/* re-sort the running list by (end, id) */
+		for (i = 1; i < s->nrun; i++) {
+			int32_t k = i, x = s->run[i];
+			while (k > 0) {
+				const struct sjob *a = &s->jobs[s->run[k - 1]], *b = &s->jobs[x];
+				if (a->end < b->end || (a->end == b->end && a->id < b->id))
+					break;
+				s->run[k] = s->run[k - 1];
+				k--;
+			}
+			s->run[k] = x;
+		}
+	}
+	if (same && p->now < s->next_age)
+		return;
+	s->keyed_pol = *pol;
+	s->keys_at = p->now;
+	s->keys_valid = true;
+	for (i = 0; i < s->npend; i++) {
+		struct sjob *j = &s->jobs[s->pend[i]];
+		sched__key(s, j, p->now, pol);
+		if (j->next_age < next)
+			next = j->next_age;
+	}
+	s->next_age = next;
+	for (i = 1; i < s->npend; i++)
+		if (sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
+			moved++;
+	if (!moved)
+		return;
+	s->phot_stale = true;
+	if (moved < 64) {
+		/* a few moved: insertion sort is linear-ish */
+		for (i = 1; i < s->npend; i++) {
+			int32_t k = i, x = s->pend[i];
+			while (k > 0 && sched__cmp_pend(s, s->pend[k - 1], x) > 0) {
+				s->pend[k] = s->pend[k - 1];
+				k--;
+			}
+			s->pend[k] = x;
+		}
+		return;
+	}
+	qsort_r(s->pend, (size_t)s->npend, sizeof(*s->pend), cmp_slots, s);
+}
+
+/*
+ * Fair share: merge the tenants' queues (each in priority, then submit
+ * order) taking next the job whose tenant has the least weighted use,
+ * counting what it holds and what the merge already took for it.
+ */
+static const int32_t *fair_order(struct pass *p)
+{
+	struct drv_sched *s = p->s;
+	int32_t nt = s->ntenants, i, k;
+	int32_t *cnt, *pos, *bucket;
+	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
+	DRV_GROW(s->tmp2, (size_t)s->npend + 2 * (size_t)nt + 2, s->tmp2cap);
+	cnt = s->tmp2;
+	pos = s->tmp2 + nt + 1;
+	bucket = s->tmp2 + 2 * nt + 2;
+	(void)bucket;
+	/* counting sort by tenant, keeping queue order inside each */
+	DRV_GROW(s->tmp, (size_t)s->npend + 1, s->tmpcap);
+	memset(cnt, 0, (size_t)(nt + 1) * sizeof(*cnt));
+	for (i = 0; i < s->npend; i++)
+		cnt[s->jobs[s->pend[i]].tenant + 1]++;
+	for (i = 0; i < nt; i++)
+		cnt[i + 1] += cnt[i];
+	for (i = 0; i < nt; i++) {
+		pos[i] = cnt[i];
+		s->tenants[i].vuse = s->tenants[i].usage_all;
+	}
+	for (i = 0; i < s->npend; i++) {
+		int32_t t = s->jobs[s->pend[i]].tenant;
+		s->tmp[pos[t]++] = s->pend[i];
+	}
+	for (i = 0; i < nt; i++)
+		pos[i] = cnt[i]; /* head of tenant i */
+	for (k = 0; k < s->npend; k++) {
+		int32_t best = -1;
+		for (i = 0; i < nt; i++) {
+			const struct sjob *h, *b;
+			if (pos[i] >= cnt[i + 1])
+				continue;
+			if (best < 0) {
+				best = i;
+				continue;
+			}
+			h = &s->jobs[s->tmp[pos[i]]];
+			b = &s->jobs[s->tmp[pos[best]]];
+			if (h->kprio != b->kprio) {
+				if (h->kprio > b->kprio)
+					best = i;
+				continue;
+			}
+			{
+				__int128 x = (__int128)s->tenants[i].vuse * s->tenants[best].weight;
+				__int128 y = (__int128)s->tenants[best].vuse * s->tenants[i].weight;
+				if (x != y) {
+					if (x < y)
+						best = i;
+					continue;
+				}
+			}
+			if (sched__cmp_pend(s, s->tmp[pos[i]], s->tmp[pos[best]]) < 0)
+				best = i;
+		}
+		s->order[k] = s->tmp[pos[best]++];
+		s->tenants[best].vuse += s->jobs[s->order[k]].need_milli;
+	}
+	return s->order;
+}
+
+/* ---- one job ------------------------------------------------------------ */
+
+/* Upper bound: could j fit if the reserved GPUs were free? */
+static bool fits_with_blocked(const struct pass *p, const struct sjob *j)
+{
+	struct avail a;
+	job_avail(p->s, j, j->pool_mask, &a);
+	a.whole += p->blocked_gpus;
+	a.milli += p->blocked_gpus * DRV_MILLI;
+	a.maxnode = DRV_MIN(a.maxnode + p->blocked_max, p->s->max_node_gpus);
+	a.maxlevel += (int32_t)DRV_MIN(p->blocked_gpus, INT32_MAX - a.maxlevel);
+	return avail_fits(j, &a);
+}
+
+static void count_blocked(struct pass *p, const struct sjob *j)
+{
+	if (p->nblocked++ == 0)
+		p->first_blocked = j->id;
+}
+
+/* Exact: would j fit now without the reservations' blocks? */
+static bool fits_unblocked(struct pass *p, const struct sjob *j)
+{
+	struct place_fail f;
+	int32_t pool;
+	int rc;
+	blocks_off(p);
+	rc = try_place(p, j, &p->s->scratch2, &pool, &f);
+	blocks_on(p);
+	return rc == 0;
+}
+
+static void resources_why(struct pass *p, const struct sjob *j, const struct place_fail *f,
+			  struct drv_sched_decision *w)
+{
+	struct avail a;
+	job_avail(p->s, j, j->pool_mask, &a);
+	why_init(w, f->topology ? DRV_REASON_TOPOLOGY : DRV_REASON_RESOURCES);
+	w->n[0] = j->need_milli;
+	w->n[1] = j->need_whole > 0 ? DRV_MIN(a.whole * DRV_MILLI, a.milli) : a.milli;
+	w->n[2] = j->max_task;
+	w->n[3] = a.maxnode;
+	w->level = j->level;
+	if (f->topology)
+		w->n[2] = w->n[3] = 0;
+	/* It would fit now if reserved GPUs were free: say so. */
+	if (p->s->nresv > 0 && p->blocked_gpus > 0 && fits_with_blocked(p, j) &&
+	    fits_unblocked(p, j)) {
+		const struct sresv *r = &p->s->resv[p->first_resv];
+		why_init(w, DRV_REASON_RESERVATION);
+		w->n[0] = (int64_t)p->s->jobs[r->job].id;
+		w->at = r->at;
+	}
+}
+
+static void scan_one(struct pass *p, int32_t slot)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_sched_policy *pol = p->pol;
+	struct sjob *j = &s->jobs[slot];
+	struct drv_placement *pl = &s->scratch;
+	struct drv_sched_decision w;
+	struct place_fail f;
+	int32_t pool;
+	int qrc = 0, rc;
+	bool reason_blocks, own_nom = false;
+
+	if (j->nvict_left > 0) {
+		/* its nominated placement is already held (pass start) */
+		why_init(&w, DRV_REASON_PREEMPTING);
+		w.n[0] = j->nvict_left;
+		w.at = j->nom_deadline;
+		set_why(p, j, &w);
+		count_blocked(p, j);
+		return;
+	}
+	if (j->nom.ntasks > 0) {
+		/* its victims are gone: the held placement is its own to use */
+		resv_drop(p, slot);
+		sched__nom_drop(s, slot);
+		own_nom = true;
+	}
+	if (j->never) {
+		why_init(&w, DRV_REASON_NEVER);
+		w.n[0] = j->need_milli;
+		w.n[1] = j->cap_milli;
+		set_why(p, j, &w);
+		return;
+	}
+	if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0) {
+		why_init(&w, DRV_REASON_PRIORITY);
+		w.n[0] = (int64_t)p->first_blocked;
+		set_why(p, j, &w);
+		return;
+	}
+	if (s->tenants[j->tenant].has_quota && !j->quota_any_model) {
+		qrc = quota_check(s, j->tenant, j->qmodel, j->need_milli, &w);
+		if (qrc < 0) {
+			set_why(p, j, &w);
+			return;
+		}
+	}
+
+	rc = try_place(p, j, pl, &pool, &f);
+	if (rc && s->nresv > 0 && p->blocked_gpus > 0 && j->dur > 0 &&
+	    p->now + j->dur <= p->t_min && fits_with_blocked(p, j)) {
+		/* short enough to be gone before any reservation starts */
+		struct place_fail f2;
+		blocks_off(p);
+		rc = try_place(p, j, pl, &pool, &f2);
+		if (rc == 0 && j->quota_any_model)
+			qrc = quota_check_placement(s, j, pl, &w);
+		if (rc == 0 && qrc >= 0)
+			do_start(p, slot, pl,
+				 (p->nblocked && !own_nom ? DRV_DEC_BACKFILLED : 0) |
+					 (qrc > 0 ? DRV_DEC_BORROWING : 0));
+		blocks_on(p);
+		if (rc == 0) {
+			if (qrc < 0)
+				set_why(p, j, &w);
+			return;
+		}
+	} else if (rc == 0) {
+		if (j->quota_any_model) {
+			qrc = quota_check_placement(s, j, pl, &w);
+			if (qrc < 0) {
+				set_why(p, j, &w);
+				return;
+			}
+		}
+		do_start(p, slot, pl,
+			 (p->nblocked && !own_nom ? DRV_DEC_BACKFILLED : 0) |
+				 (qrc > 0 ? DRV_DEC_BORROWING : 0));
+		return;
+	}
+
+	if (f.never) {
+		j->never = true;
+		why_init(&w, DRV_REASON_NEVER);
+		w.n[0] = j->need_milli;
+		w.n[1] = j->cap_milli;
+		set_why(p, j, &w);
+		return;
+	}
+	resources_why(p, j, &f, &w);
+	if (pol->preemption && !j->never_preempts && p->tries < pol->max_preempt_tries &&
+	    try_preempt(p, slot, qrc)) {
+		why_init(&w, DRV_REASON_PREEMPTING);
+		w.n[0] = j->nvict_left;
+		w.at = j->nom_deadline;
+		set_why(p, j, &w);
+		resv_add(p, slot, j->nom_deadline, &j->nom, true);
+		count_blocked(p, j);
+		return;
+	}
+	if (pol->preemption && !j->never_preempts &&
+	    (w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY))
+		w.flags |= DRV_DEC_NO_VICTIMS;
+	if (pol->preemption && j->never_preempts &&
+	    (w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY))
+		w.flags |= DRV_DEC_CLASS_NEVER;
+	reason_blocks = w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY ||
+			w.reason == DRV_REASON_RESERVATION;
+	if (reason_blocks && pol->mode != DRV_MODE_GREEDY) {
+		int32_t depth = pol->mode == DRV_MODE_BACKFILL && pol->conservative_depth > 1 ?
+					pol->conservative_depth : 1;
+		if (p->nresv_made < depth) {
+			int64_t at;
+			p->nresv_made++;
+			at = earliest(p, j, pl);
+			if (at != T_INF) {
+				resv_add(p, slot, at, pl, false);
+				why_init(&w, DRV_REASON_RESERVED);
+				w.at = at;
+			}
+		}
+		count_blocked(p, j);
+	}
+	set_why(p, j, &w);
+	if (reason_blocks || w.reason == DRV_REASON_RESERVED)
+		consider_provision(p, j);
+}
+
+/* ---- stopping early ---------------------------------------------------- */
+
+/*
+ * A pass may stop before the end of the queue once nothing in it can
+ * start, reserve, preempt or ask for nodes any more: then every job left
+ * waits for resources, and their reason is the pass's tail reason. The
+ * bound is over the whole queue's smallest task, on the cluster's root
+ * aggregates, counting reserved GPUs as free (a short job might use them).
+ */
+struct stopper {
+	bool possible;     /* policy and state allow skipping at all */
+};
+
+static void stopper_init(struct pass *p, struct stopper *st)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_sched_policy *pol = p->pol;
+	int32_t i;
+	memset(st, 0, sizeof(*st));
+	if (p->c->nvertices == 0)
+		return;
+	if (pol->grow_wait_s > 0)
+		for (i = 0; i < p->c->npools; i++)
+			if (p->c->pools[i].elastic)
+				return;
+	p->min_prio_victim = INT32_MAX;
+	if (pol->preemption) {
+		if (pol->order == DRV_ORDER_LAS)
+			return;
+		for (i = 0; i < s->ntenants; i++)
+			if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
+				return; /* reclaim may preempt whatever the priority */
+		for (i = 0; i < s->nrun; i++) {
+			const struct sjob *r = &s->jobs[s->run[i]];
+			if (r->preemptible && r->state == DRV_SJ_RUNNING && r->prio < p->min_prio_victim)
+				p->min_prio_victim = r->prio;
+		}
+	}
+	st->possible = true;
+}
+
+/* Global part: may the pass skip jobs that surely cannot start now? */
+static bool skip_allowed(const struct pass *p, const struct stopper *st)
+{
+	if (!st->possible || p->pol->report_all_pending)
+		return false;
+	if (p->pol->mode != DRV_MODE_GREEDY &&
+	    p->nresv_made < DRV_MAX(1, p->pol->mode == DRV_MODE_BACKFILL ? p->pol->conservative_depth : 1))
+		return false;
+	return true;
+}
+
+/* Per job, from the compact entry only: true when the job surely can
+ * neither start (even on reserved GPUs, if it is short) nor preempt. */
+static bool hot_skip(const struct pass *p, const struct phot *h)
+{
+	const struct drv_vertex *r = &p->c->vertices[0];
+	int64_t whole = r->free_gpus;
+	int32_t maxnode = r->max_node_free;
+	if (h->gpuless)
+		return false;
+	if (p->pol->preemption && p->tries < p->pol->max_preempt_tries && h->prio > p->min_prio_victim)
+		return false;
+	if (p->blocked_gpus > 0 && h->dur > 0 && p->now + h->dur <= p->t_min) {
+		whole += p->blocked_gpus;
+		maxnode = DRV_MIN(maxnode + p->blocked_max, p->s->max_node_gpus);
+	}
+	if (h->need_whole > whole || h->max_task > maxnode)
+		return true;
+	if (h->min_frac > 0 && whole == 0 && h->min_frac > r->max_part_free)
+		return true;
+	return false;
+}
+
+static void set_tail(struct pass *p, enum drv_sched_reason why)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_vertex *r = &p->c->vertices[0];
+	why_init(&s->tail_why, why);
+	if (why == DRV_REASON_PRIORITY) {
+		s->tail_why.n[0] = (int64_t)p->first_blocked;
+	} else {
+		s->tail_why.n[1] = DRV_MIN((int64_t)r->free_gpus * DRV_MILLI, r->free_milli);
+		s->tail_why.n[3] = r->max_node_free;
+	}
+	s->tail_pass = s->pass_no;
+}
+
+/* ---- the pass ----------------------------------------------------------- */
+
+static int check_policy(const struct drv_sched_policy *pol)
+{
+	int32_t i;
+	if ((unsigned)pol->order > DRV_ORDER_FAIR || (unsigned)pol->mode > DRV_MODE_GREEDY ||
+	    (unsigned)pol->pools > DRV_POOLS_FASTEST || pol->nlas < 0 ||
+	    pol->nlas > DRV_SCHED_MAX_LAS || pol->grace_s < 0 || pol->min_run_s < 0 ||
+	    pol->aging_interval_s < 0 || pol->conservative_depth < 0 || pol->max_preempt_tries < 0)
+		return DRV_EINVAL;
+	for (i = 1; i < pol->nlas; i++)
+		if (pol->las_threshold[i] <= pol->las_threshold[i - 1])
+			return DRV_EINVAL;
+	return 0;
+}
+
+int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_policy *pol,
+		   struct drv_sched_decisions *out)
+{
+	struct pass P, *p = &P;
+	struct stopper stop;
+	const int32_t *order;
+	int32_t i, k, n, nall, nd, nvis;
+	bool skipped;
+	int rc;
+
+	if (!s || !pol || !out)
+		return DRV_EINVAL;
+	rc = check_policy(pol);
+	if (rc)
+		return rc;
+	if (s->last_now != INT64_MIN && now < s->last_now)
+		return DRV_EINVAL;
+	out->n = 0;
+	out->nids = 0;
+	memset(p, 0, sizeof(*p));
+	p->s = s;
+	p->c = s->c;
+	p->pol = pol;
+	p->now = now;
+	p->out = out;
+	p->t_min = T_INF;
+	s->pass_no++;
+	s->last_now = now;
+	if (s->c->nnodes != s->nnodes_seen)
+		sched__refresh_cluster(s);
+	if (s->idle_unknown) {
+		for (i = 0; i < s->nnodes_seen; i++)
+			if (s->idle_since[i] == INT64_MIN)
+				s->idle_since[i] = now;
+		s->idle_unknown = false;
+	}
+	/* last pass's reservations are recomputed */
+	for (i = 0; i < s->nresv; i++)
+		for (k = 0; k < s->resv[i].pl.ntasks; k++) {
+			int32_t nd2 = s->resv[i].pl.tasks[k].node;
+			if (nd2 >= 0 && nd2 < s->nnodes_seen)
+				s->resv_mask[nd2] = 0;
+		}
+	s->nresv = 0;
+	s->block.ntasks = 0;
+	p->blocked_on = true; /* nothing blocked yet; reservations add as they come */
+	/* preemptors' nominated placements are held before anyone else is
+	 * considered (their victims' GPUs must not go to a third job) */
+	for (i = 0; i < s->nnoms; i++) {
+		struct sjob *nj = &s->jobs[s->noms[i]];
+		resv_add(p, s->noms[i], DRV_MAX(nj->nom_deadline, now), &nj->nom, true);
+		p->nresv_made++;
+	}
+
+	rekey(p);
+	if (s->phot_stale) {
+		sched__phot_rebuild(s);
+		s->phot_stale = false;
+	}
+	order = pol->order == DRV_ORDER_FAIR ? fair_order(p) : s->pend;
+	nall = s->npend;
+	stopper_init(p, &stop);
+	s->tail_pass = 0;
+	nvis = 0;
+	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
+	skipped = false;
+	for (k = 0; k < nall; k++) {
+		int32_t slot = order[k];
+		if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
+			set_tail(p, DRV_REASON_PRIORITY);
+			break;
+		}
+		if (skip_allowed(p, &stop)) {
+			struct phot hh;
+			const struct phot *h;
+			if (pol->order == DRV_ORDER_FAIR) {
+				const struct sjob *j = &s->jobs[slot];
+				hh.need_whole = j->need_whole;
+				hh.max_task = (int16_t)j->max_task;
+				hh.min_frac = (int16_t)j->min_frac;
+				hh.prio = j->prio;
+				hh.never = j->never;
+				hh.gpuless = j->gpuless;
+				hh.dur = j->dur;
+				h = &hh;
+			} else {
+				h = &s->phot[k];
+			}
+			if (h->never || hot_skip(p, h)) {
+				skipped = true;
+				continue;
+			}
+		}
+		if (s->jobs[slot].state != DRV_SJ_PENDING)
+			continue;
+		s->visited[nvis++] = slot;
+		scan_one(p, slot);
+	}
+	if (skipped && !s->tail_pass)
+		set_tail(p, DRV_REASON_RESOURCES);
+
+	/* take the started jobs out of the queue */
+	if (p->nstarted > 0) {
+		if (p->nstarted <= 32 && pol->order != DRV_ORDER_FAIR) {
+			for (k = 0; k < out->n; k++)
+				if (out->v[k].kind == DRV_DEC_START)
+					sched__pend_remove(s, sched__lookup(s, out->v[k].job));
+		} else {
+			for (i = 0, n = 0; i < s->npend; i++) {
+				if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING) {
+					s->phot[n] = s->phot[i];
+					s->pend[n++] = s->pend[i];
+				} else {
+					sched__demand(s, &s->jobs[s->pend[i]], -1);
+				}
+			}
+			s->npend = n;
+		}
+	}
+	releases(p);
+	blocks_off(p);
+
+	for (i = 0; i < s->nresv; i++) {
+		struct drv_sched_decision *d;
+		if (s->resv[i].nominated)
+			continue;
+		d = dec_new(p, DRV_DEC_RESERVE);
+		d->job = s->jobs[s->resv[i].job].id;
+		d->at = s->resv[i].at;
+		d->placement = &s->resv[i].pl;
+	}
+	for (i = 0; i < SCHED_MAX_POOLS && i < s->c->npools; i++) {
+		struct drv_sched_decision *d;
+		if (!p->prov_add[i])
+			continue;
+		s->pool_inflight[i] = p->prov_add[i];
+		d = dec_new(p, DRV_DEC_PROVISION);
+		d->pool = i;
+		d->count = p->prov_add[i];
+		d->model = s->pool_tmpl_model[i];
+		d->n[0] = s->pool_tmpl_gpus[i];
+		d->job = p->prov_job[i];
+	}
+	for (k = 0; k < nvis; k++) {
+		struct sjob *j = &s->jobs[s->visited[k]];
+		struct drv_sched_decision *d;
+		if (j->state != DRV_SJ_PENDING || j->why_pass != s->pass_no)
+			continue;
+		if (!pol->report_all_pending && j->why_emitted)
+			continue;
+		d = dec_new(p, DRV_DEC_PENDING);
+		*d = j->why;
+		j->why_emitted = true;
+	}
+	/* victims' ids: the arena is final now */
+	nd = out->n;
+	for (k = 0; k < nd; k++)
+		if (out->v[k].kind == DRV_DEC_PREEMPT) {
+			out->v[k].victims = &out->ids[out->v[k].count];
+			out->v[k].count = 0;
+		}
+	return out->n;
+}

@@ -1,0 +1,777 @@
+/*
+ * jobs_api.c: the job routes of docs/api.md: submit (by Content-Type),
+ * batch, apply, list, get, cancel, logs (relayed from the agent), queue.
+ *
+ * A submit parses outside the lock, then under it writes the job and its
+ * first event in one store transaction; only when that committed is the
+ * job handed to the scheduler and 201 sent. A store failure answers 503
+ * and leaves no trace of the job.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static struct caller *caller_of(struct drv_http_req *r)
+{
+	return drv_http_req_user(r);
+}
+
+/* --- parsing a submitted body ------------------------------------------- */
+
+enum body_kind { BK_JSON, BK_YAML, BK_SLURM, BK_SNIFF, BK_BAD };
+
+static enum body_kind kind_of(const char *ctype, char *clean, size_t n)
+{
+	size_t l;
+
+	if (!ctype || !*ctype) {
+		snprintf(clean, n, "(none)");
+		return BK_SNIFF;
+	}
+	l = strcspn(ctype, ";");
+	while (l > 0 && ctype[l - 1] == ' ')
+		l--;
+	snprintf(clean, n, "%.*s", (int)l, ctype);
+	if (strcasecmp(clean, "application/json") == 0)
+		return BK_JSON;
+	if (strcasecmp(clean, "application/yaml") == 0 || strcasecmp(clean, "application/x-yaml") == 0 ||
+	    strcasecmp(clean, "text/yaml") == 0 || strcasecmp(clean, "text/x-yaml") == 0)
+		return BK_YAML;
+	if (strcasecmp(clean, "text/x-slurm") == 0 || strcasecmp(clean, "text/x-shellscript") == 0 ||
+	    strcasecmp(clean, "application/x-sh") == 0)
+		return BK_SLURM;
+	if (strcasecmp(clean, "text/plain") == 0 || strcasecmp(clean, "application/octet-stream") == 0)
+		return BK_SNIFF;
+	return BK_BAD;
+}
+
+static json_t *diag_lines(const struct drv_diags *d)
+{
+	json_t *a = json_array();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	char *line, *save = NULL;
+
+	if (!f)
+		return a;
+	drv_diags_print(d, f);
+	fclose(f);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		json_array_append_new(a, json_string(line));
+	free(buf);
+	return a;
+}
+
+/*
+ * Parses one job from body into spec (initialised). Returns 0, or sets
+ * resp (400/415) and returns -1.
+ */
+static int parse_job(const char *body, size_t len, const char *ctype, const char *fname,
+		     struct drv_jobspec *spec, struct drv_http_resp *resp)
+{
+	char clean[96];
+	enum body_kind k = kind_of(ctype, clean, sizeof(clean));
+	enum drv_spec_format f;
+	struct drv_diags d;
+	int rc;
+
+	if (k == BK_BAD) {
+		drv_http_resp_error(resp, 415, "unsupported_media_type", NULL,
+				    "Content-Type %s: expected application/json (drover job), "
+				    "application/yaml (Kubernetes manifest) or text/x-slurm "
+				    "(Slurm batch script)", clean);
+		return -1;
+	}
+	if (len == 0) {
+		drv_http_resp_error(resp, 400, "invalid", NULL, "%s: empty body, expected a job",
+				    fname);
+		return -1;
+	}
+	f = drv_spec_sniff(body, len);
+	if ((k == BK_SLURM && f != DRV_FMT_SBATCH) ||
+	    ((k == BK_YAML || k == BK_JSON) && f != DRV_FMT_MANIFEST && f != DRV_FMT_CANONICAL)) {
+		drv_http_resp_error(resp, 400, "invalid", NULL,
+				    "%s: Content-Type %s, but the body reads as %s", fname, clean,
+				    f == DRV_FMT_UNKNOWN ? "no job format drover knows"
+							 : drv_spec_format_name(f));
+		return -1;
+	}
+	drv_diags_init(&d, fname);
+	if (f == DRV_FMT_CANONICAL && k == BK_JSON) {
+		json_error_t je;
+		json_t *j = json_loadb(body, len, 0, &je);
+
+		if (!j) {
+			drv_http_resp_error(resp, 400, "invalid", NULL, "%s:%d:%d: %s", fname, je.line,
+					    je.column, je.text);
+			drv_diags_release(&d);
+			return -1;
+		}
+		rc = drv_jobspec_from_json(j, spec, &d);
+		json_decref(j);
+	} else {
+		rc = drv_spec_parse_buffer(body, len, fname, spec, &d);
+	}
+	if (rc < 0 || d.nerrors > 0) {
+		drv_http_resp_error(resp, 400, "invalid", diag_lines(&d), "%s: %d error%s in the job",
+				    fname, d.nerrors ? d.nerrors : 1, d.nerrors == 1 ? "" : "s");
+		drv_diags_release(&d);
+		return -1;
+	}
+	drv_diags_release(&d);
+	if (drv_job_tasks(&spec->job) <= 0) {
+		drv_http_resp_error(resp, 400, "invalid", NULL, "%s: the job has no tasks", fname);
+		return -1;
+	}
+	return 0;
+}
+
+/* Owner and defaults; 0 or sets resp (403) and returns -1. */
+static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *spec,
+		   struct drv_http_resp *resp)
+{
+	const char *user = c->user;
+
+	if (c->admin && spec->job.user && *spec->job.user)
+		user = spec->job.user;  /* admins may submit for someone */
+	if (strcmp(user, "root") == 0 && !s->cfg.allow_root_tasks) {
+		drv_http_resp_error(resp, 403, "forbidden", NULL,
+				    "jobs of user root are refused: tasks would run as root "
+				    "(set allow_root_tasks: true in the server config to allow it)");
+		return -1;
+	}
+	{
+		char *u = drv_strdup(user);
+
+		drv_free(spec->job.user);
+		spec->job.user = u;
+	}
+	if (!spec->job.tenant || !*spec->job.tenant)
+		srv_set_str(&spec->job.tenant, spec->queue && *spec->queue ? spec->queue : "default");
+	if (!spec->job.name || !*spec->job.name)
+		srv_set_str(&spec->job.name, "job");
+	return 0;
+}
+
+static struct sjob *job_from_spec(struct drv_jobspec *spec)
+{
+	struct sjob *j = drv_calloc(1, sizeof(*j));
+
+	j->spec = *spec;                 /* moved */
+	drv_jobspec_init(spec);
+	j->events = json_array();
+	return j;
+}
+
+/*
+ * Adds the new jobs (ids assigned here) durably. Under s->mu. Returns 0,
+ * or a negative drv_err with nothing kept (the jobs are freed).
+ */
+static int add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char *by)
+{
+	int64_t now = srv_wall_s();
+	uint64_t first = s->njobs + 1;
+	char why[160];
+	int rc;
+
+	rc = srv_flush(s);
+	if (rc < 0)
+		goto undo_none;
+	DRV_GROW(s->jobs, s->njobs + n, s->jcap);
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = js[i];
+
+		j->id = first + i;
+		j->spec.job.id = j->id;
+		j->spec.job.submit_time = now;
+		j->submit_time = now;
+		j->canon = drv_jobspec_to_json(&j->spec);
+		s->jobs[j->id - 1] = j;
+		s->njobs++;
+		snprintf(why, sizeof(why), "submitted by %s", by);
+		srv_job_transition(s, j, J_PENDING, why);
+	}
+	rc = srv_flush(s);
+	if (rc < 0) {
+		/* nothing of it reached the disk: forget it all */
+		for (size_t i = 0; i < s->npend; i++) {
+			json_decref(s->pend[i].ev);
+			drv_free(s->pend[i].node);
+			drv_free(s->pend[i].from);
+			drv_free(s->pend[i].to);
+			drv_free(s->pend[i].reason);
+		}
+		s->npend = 0;
+		s->ndirty = 0;
+		s->transitions[J_PENDING] -= n;
+		for (size_t i = 0; i < n; i++)
+			s->jobs[first - 1 + i] = NULL;
+		s->njobs = first - 1;
+		goto undo_none;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sjob *j = js[i];
+
+		if (drv_sched_submit(s->sched, &j->spec.job, NULL) == 0)
+			j->in_sched = true;
+	}
+	s->submits += n;
+	srv_sched_kick(s);
+	return 0;
+undo_none:
+	for (size_t i = 0; i < n; i++) {
+		srv_job_free(js[i]);
+		js[i] = NULL;
+	}
+	return rc;
+}
+
+int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	struct drv_jobspec spec;
+	const char *fname = drv_http_req_query(r, "filename");
+	size_t len;
+	const char *body = drv_http_req_body(r, &len);
+	struct sjob *j;
+	char loc[64];
+	int rc;
+
+	drv_jobspec_init(&spec);
+	if (parse_job(body, len, drv_http_req_header(r, "Content-Type"), fname ? fname : "job",
+		      &spec, o) < 0 ||
+	    own_job(s, c, &spec, o) < 0) {
+		drv_jobspec_release(&spec);
+		return 0;
+	}
+	j = job_from_spec(&spec);
+	pthread_mutex_lock(&s->mu);
+	rc = add_jobs(s, &j, 1, c->user);
+	if (rc < 0) {
+		drv_http_resp_error(o, 503, "unavailable", NULL,
+				    "the job was not accepted: the state store cannot write (%s)",
+				    s->store->err);
+	} else {
+		drv_http_resp_json(o, 201, srv_job_api_json(s, j, false));
+		snprintf(loc, sizeof(loc), "/v1/jobs/%llu", (unsigned long long)j->id);
+		drv_http_resp_header(o, "Location", loc);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	json_t *body = drv_http_req_json(r, o), *items, *it, *out;
+	struct sjob **js = NULL;
+	json_t *details = json_array();
+	size_t n = 0, i;
+	int rc;
+
+	if (!body)
+		goto done;
+	items = json_object_get(body, "items");
+	if (!json_is_array(items)) {
+		drv_http_resp_error(o, 400, "invalid", NULL,
+				    "batch: expected {\"items\": [job, ...]} of canonical jobs");
+		goto done;
+	}
+	if (json_array_size(items) > 10000) {
+		drv_http_resp_error(o, 413, "too_large", NULL,
+				    "batch: %zu jobs, at most 10000 in one batch",
+				    json_array_size(items));
+		goto done;
+	}
+	js = drv_calloc(json_array_size(items) + 1, sizeof(*js));
+	json_array_foreach(items, i, it) {
+		struct drv_jobspec spec;
+		struct drv_diags d;
+		char name[48];
+
+		snprintf(name, sizeof(name), "items[%zu]", i);
+		drv_jobspec_init(&spec);
+		drv_diags_init(&d, name);
+		if (drv_jobspec_from_json(it, &spec, &d) < 0 || d.nerrors ||
+		    drv_job_tasks(&spec.job) <= 0) {
+			json_t *lines = diag_lines(&d);
+			size_t k;
+			json_t *l;
+
+			if (json_array_size(lines) == 0)
+				json_array_append_new(details, json_sprintf("%s: the job has no tasks", name));
+			json_array_foreach(lines, k, l)
+				json_array_append(details, l);
+			json_decref(lines);
+			drv_diags_release(&d);
+			drv_jobspec_release(&spec);
+			continue;
+		}
+		drv_diags_release(&d);
+		if (own_job(s, c, &spec, o) < 0) {
+			drv_jobspec_release(&spec);
+			goto done;
+		}
+		js[n++] = job_from_spec(&spec);
+	}
+	if (json_array_size(details)) {
+		drv_http_resp_error(o, 400, "invalid", details, "batch: %zu invalid job%s, none accepted",
+				    json_array_size(details), json_array_size(details) == 1 ? "" : "s");
+		details = NULL;
+		goto done;
+	}
+	pthread_mutex_lock(&s->mu);
+	rc = n ? add_jobs(s, js, n, c->user) : 0;
+	if (rc < 0) {
+		n = 0;
+		drv_http_resp_error(o, 503, "unavailable", NULL,
+				    "no job was accepted: the state store cannot write (%s)",
+				    s->store->err);
+	} else {
+		out = json_array();
+		for (i = 0; i < n; i++)
+			json_array_append_new(out, json_pack("{s:I,s:s,s:s}", "id", (json_int_t)js[i]->id,
+							     "name", js[i]->spec.job.name, "state",
+							     srv_jstate_name(js[i]->state)));
+		drv_http_resp_json(o, 201, json_pack("{s:o}", "items", out));
+		n = 0;  /* owned by the server now */
+	}
+	pthread_mutex_unlock(&s->mu);
+done:
+	for (i = 0; i < n; i++)
+		srv_job_free(js[i]);
+	drv_free(js);
+	json_decref(details);
+	json_decref(body);
+	return 0;
+}
+
+/* Canonical text of a spec without its user and id, to compare specs. */
+static char *spec_key(const json_t *canon)
+{
+	json_t *c = json_deep_copy(canon);
+	char *s;
+
+	json_object_del(c, "user");
+	json_object_del(c, "id");
+	s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(c);
+	return s;
+}
+
+int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	struct drv_jobspec spec;
+	const char *fname = drv_http_req_query(r, "filename");
+	size_t len;
+	const char *body = drv_http_req_body(r, &len);
+	struct sjob *found = NULL, *j;
+	int nfound = 0, rc;
+	json_t *canon;
+	char *k1 = NULL, *k2 = NULL;
+
+	drv_jobspec_init(&spec);
+	if (parse_job(body, len, drv_http_req_header(r, "Content-Type"), fname ? fname : "job",
+		      &spec, o) < 0 ||
+	    own_job(s, c, &spec, o) < 0) {
+		drv_jobspec_release(&spec);
+		return 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct sjob *x = srv_job_get(s, id);
+
+		if (x && !srv_jstate_final(x->state) && strcmp(x->spec.job.user, spec.job.user) == 0 &&
+		    strcmp(x->spec.job.name, spec.job.name) == 0) {
+			found = x;
+			nfound++;
+		}
+	}
+	if (nfound > 1) {
+		drv_http_resp_error(o, 409, "conflict", NULL,
+				    "%d unfinished jobs are named %s; use their ids", nfound,
+				    spec.job.name);
+		goto out;
+	}
+	if (!found) {
+		j = job_from_spec(&spec);
+		rc = add_jobs(s, &j, 1, c->user);
+		if (rc < 0)
+			drv_http_resp_error(o, 503, "unavailable", NULL,
+					    "the job was not accepted: the state store cannot write (%s)",
+					    s->store->err);
+		else
+			drv_http_resp_json(o, 201, json_pack("{s:s,s:o}", "action", "created", "job",
+							     srv_job_api_json(s, j, false)));
+		goto out;
+	}
+	spec.job.id = found->id;
+	spec.job.submit_time = found->submit_time;
+	canon = drv_jobspec_to_json(&spec);
+	k1 = spec_key(canon);
+	k2 = spec_key(found->canon);
+	if (strcmp(k1, k2) == 0) {
+		json_decref(canon);
+		drv_http_resp_json(o, 200, json_pack("{s:s,s:o}", "action", "unchanged", "job",
+						     srv_job_api_json(s, found, false)));
+		goto out;
+	}
+	if (found->state != J_PENDING || found->holding) {
+		json_decref(canon);
+		drv_http_resp_error(o, 409, "conflict", NULL,
+				    "job %llu is %s; cancel it to change its spec",
+				    (unsigned long long)found->id, srv_jstate_name(found->state));
+		goto out;
+	}
+	/* replace the spec of a pending job; it keeps its id and place */
+	if (found->in_sched)
+		drv_sched_finish(s->sched, found->id, srv_wall_s());
+	drv_jobspec_release(&found->spec);
+	found->spec = spec;
+	drv_jobspec_init(&spec);
+	json_decref(found->canon);
+	found->canon = canon;
+	found->in_sched = drv_sched_submit(s->sched, &found->spec.job, NULL) == 0;
+	srv_job_transition(s, found, J_PENDING, "spec updated by apply");
+	if (srv_flush(s) < 0) {
+		drv_http_resp_error(o, 503, "unavailable", NULL,
+				    "the change is not on disk yet: the state store cannot write (%s)",
+				    s->store->err);
+		goto out;
+	}
+	srv_sched_kick(s);
+	drv_http_resp_json(o, 200, json_pack("{s:s,s:o}", "action", "configured", "job",
+					     srv_job_api_json(s, found, false)));
+out:
+	pthread_mutex_unlock(&s->mu);
+	free(k1);
+	free(k2);
+	drv_jobspec_release(&spec);
+	return 0;
+}
+
+/* --- reading ------------------------------------------------------------ */
+
+/* Parses "pending,running" into a bit set; -1 on an unknown word. */
+static int parse_states(const char *v, unsigned *set, struct drv_http_resp *o)
+{
+	char buf[256], *tok, *save = NULL;
+
+	*set = 0;
+	if (!v || !*v)
+		return 0;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int st = srv_jstate_parse(tok);
+
+		if (st < 0) {
+			drv_http_resp_error(o, 400, "invalid", NULL,
+					    "state=%s: expected pending, scheduled, running, "
+					    "succeeded, failed, cancelled or preempted", tok);
+			return -1;
+		}
+		*set |= 1u << st;
+	}
+	return 0;
+}
+
+static bool may_see(struct caller *c, struct sjob *j)
+{
+	return c->admin || strcmp(c->user, j->spec.job.user) == 0;
+}
+
+int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	const char *user = drv_http_req_query(r, "user");
+	const char *tenant = drv_http_req_query(r, "tenant");
+	const char *name = drv_http_req_query(r, "name");
+	unsigned states;
+	int64_t limit, after;
+	json_t *items = json_array(), *out;
+	uint64_t last = 0;
+	bool more = false;
+
+	if (parse_states(drv_http_req_query(r, "state"), &states, o) < 0 ||
+	    drv_http_req_query_int(r, "limit", 1000, 1, 10000, &limit, o) < 0 ||
+	    drv_http_req_query_int(r, "after", 0, 0, INT64_MAX, &after, o) < 0) {
+		json_decref(items);
+		return 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	for (uint64_t id = (uint64_t)after + 1; id <= s->njobs; id++) {
+		struct sjob *j = srv_job_get(s, id);
+
+		if (!j || !may_see(c, j))
+			continue;
+		if (states && !(states & (1u << j->state)))
+			continue;
+		if (user && strcmp(user, j->spec.job.user) != 0)
+			continue;
+		if (tenant && strcmp(tenant, j->spec.job.tenant) != 0)
+			continue;
+		if (name && strcmp(name, j->spec.job.name) != 0)
+			continue;
+		if ((int64_t)json_array_size(items) >= limit) {
+			more = true;
+			break;
+		}
+		json_array_append_new(items, srv_job_api_json(s, j, false));
+		last = id;
+	}
+	pthread_mutex_unlock(&s->mu);
+	out = json_pack("{s:o}", "items", items);
+	if (more)
+		json_object_set_new(out, "next_after", json_integer((json_int_t)last));
+	drv_http_resp_json(o, 200, out);
+	return 0;
+}
+
+/* The job named by the route's first capture, visible to the caller; NULL
+ * after setting a 404. Under s->mu. */
+static struct sjob *route_job(struct drv_server *s, struct drv_http_req *r,
+			      struct drv_http_resp *o)
+{
+	const char *v = drv_http_req_param(r, 0);
+	char *end;
+	unsigned long long id = strtoull(v ? v : "", &end, 10);
+	struct sjob *j = (v && *v && !*end) ? srv_job_get(s, id) : NULL;
+
+	if (!j || !may_see(caller_of(r), j)) {
+		drv_http_resp_error(o, 404, "not_found", NULL, "job %s not found", v ? v : "");
+		return NULL;
+	}
+	return j;
+}
+
+int srv_api_job(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct sjob *j;
+
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o);
+	if (j)
+		drv_http_resp_json(o, 200, srv_job_api_json(s, j, true));
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	size_t len;
+	json_t *body = NULL;
+	char why[512];
+	const char *given = NULL;
+	struct sjob *j;
+
+	drv_http_req_body(r, &len);
+	if (len) {
+		body = drv_http_req_json(r, o);
+		if (!body)
+			return 0;
+		given = drv_json_str(body, "reason");
+	}
+	if (given && *given)
+		snprintf(why, sizeof(why), "cancelled by %s: %s", c->user, given);
+	else
+		snprintf(why, sizeof(why), "cancelled by %s", c->user);
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o);
+	if (!j)
+		goto out;
+	if (srv_jstate_final(j->state)) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu has already %s",
+				    (unsigned long long)j->id, srv_jstate_name(j->state));
+		goto out;
+	}
+	j->requeue_on_stop = false;
+	srv_job_transition(s, j, J_CANCELLED, why);
+	if (j->holding) {
+		srv_job_stop_tasks(s, j, "cancelled");
+	} else if (j->in_sched) {
+		drv_sched_finish(s->sched, j->id, srv_wall_s());
+		j->in_sched = false;
+		srv_sched_kick(s);
+	}
+	if (srv_flush(s) < 0) {
+		drv_http_resp_error(o, 503, "unavailable", NULL,
+				    "the cancel is not on disk yet: the state store cannot write (%s)",
+				    s->store->err);
+		goto out;
+	}
+	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
+out:
+	pthread_mutex_unlock(&s->mu);
+	json_decref(body);
+	return 0;
+}
+
+int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct sjob *j;
+	int64_t task, offset, limit;
+	const char *stream = drv_http_req_query(r, "stream");
+	char *url = NULL, *tok = NULL, path[256], nodename[DRV_NAME_MAX * 2] = "";
+	struct drv_http_client cl;
+	struct drv_http_reply rep;
+	char next[32];
+	int rc;
+
+	if (!stream)
+		stream = "stdout";
+	if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "stream=%s: expected stdout or stderr",
+				    stream);
+		return 0;
+	}
+	if (drv_http_req_query_int(r, "task", 0, 0, 1000000, &task, o) < 0 ||
+	    drv_http_req_query_int(r, "offset", 0, 0, INT64_MAX, &offset, o) < 0 ||
+	    drv_http_req_query_int(r, "limit", 1 << 20, 1, 16 << 20, &limit, o) < 0)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o);
+	if (j) {
+		if (task >= j->ntasks || j->tasks[task].state == T_PENDING) {
+			drv_http_resp_error(o, 404, "not_found", NULL,
+					    "task %llu.%lld has not started; no logs yet",
+					    (unsigned long long)j->id, (long long)task);
+		} else {
+			struct snode *n = &s->nodes[j->tasks[task].node];
+
+			snprintf(nodename, sizeof(nodename), "%s", n->name);
+			if (!n->agent_url)
+				drv_http_resp_error(o, 503, "unavailable", NULL,
+						    "node %s's agent gave no URL to fetch logs from",
+						    n->name);
+			url = n->agent_url ? drv_strdup(n->agent_url) : NULL;
+			tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
+			snprintf(path, sizeof(path), "/v1/tasks/%llu.%lld/logs?stream=%s&offset=%lld&limit=%lld",
+				 (unsigned long long)j->id, (long long)task, stream, (long long)offset,
+				 (long long)limit);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!url)
+		goto out;
+	drv_http_client_init(&cl, url, tok);
+	cl.timeout_ms = 10000;
+	drv_http_reply_init(&rep);
+	rc = drv_http_request(&cl, "GET", path, NULL, NULL, 0, -1, &rep);
+	if (rc < 0) {
+		drv_http_resp_error(o, 503, "unavailable", NULL, "node %s: %s", nodename, cl.err);
+	} else if (rep.status != 200) {
+		char msg[300];
+
+		drv_http_resp_error(o, rep.status == 404 ? 404 : 503,
+				    rep.status == 404 ? "not_found" : "unavailable", NULL,
+				    "node %s: %s", nodename,
+				    drv_http_error_message(&rep, msg, sizeof(msg)));
+	} else {
+		drv_http_resp_bytes(o, 200, "text/plain; charset=utf-8", rep.body, rep.len);
+		if (!drv_http_reply_header(&rep, "X-Drover-Next-Offset", next, sizeof(next)))
+			snprintf(next, sizeof(next), "%lld", (long long)(offset + (int64_t)rep.len));
+		drv_http_resp_header(o, "X-Drover-Next-Offset", next);
+	}
+	drv_http_reply_release(&rep);
+	drv_http_client_release(&cl);
+out:
+	drv_free(url);
+	drv_free(tok);
+	return 0;
+}
+
+struct qent {
+	int32_t prio;
+	int64_t submit;
+	uint64_t id;
+};
+
+static int qcmp(const void *a, const void *b)
+{
+	const struct qent *x = a, *y = b;
+
+	if (x->prio != y->prio)
+		return x->prio > y->prio ? -1 : 1;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	const char *user = drv_http_req_query(r, "user");
+	const char *tenant = drv_http_req_query(r, "tenant");
+	unsigned states;
+	struct qent *pend = NULL;
+	size_t np = 0, cap = 0;
+	json_t *items = json_array();
+	int64_t now = srv_wall_s();
+
+	if (parse_states(drv_http_req_query(r, "state"), &states, o) < 0) {
+		json_decref(items);
+		return 0;
+	}
+	if (!states)
+		states = (1u << J_PENDING) | (1u << J_SCHEDULED) | (1u << J_RUNNING) |
+			 (1u << J_PREEMPTED);
+	pthread_mutex_lock(&s->mu);
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint64_t id = 1; id <= s->njobs; id++) {
+			struct sjob *j = srv_job_get(s, id);
+
+			if (!j || !(states & (1u << j->state)))
+				continue;
+			if ((j->state == J_PENDING) != (pass == 0))
+				continue;
+			if (user && strcmp(user, j->spec.job.user) != 0)
+				continue;
+			if (tenant && strcmp(tenant, j->spec.job.tenant) != 0)
+				continue;
+			if (pass == 0) {
+				DRV_GROW(pend, np + 1, cap);
+				pend[np++] = (struct qent){ j->spec.job.priority, j->submit_time, id };
+				continue;
+			}
+			{
+				json_t *e = srv_job_api_json(s, j, false);
+
+				json_object_set_new(e, "position", json_null());
+				json_object_set_new(e, "wait_s",
+						    json_integer((j->start_time ? j->start_time : now) -
+								 j->submit_time));
+				json_object_set_new(e, "queue", json_string(j->spec.job.tenant));
+				json_array_append_new(items, e);
+			}
+		}
+		if (pass == 0) {
+			qsort(pend, np, sizeof(*pend), qcmp);
+			for (size_t k = 0; k < np; k++) {
+				struct sjob *j = srv_job_get(s, pend[k].id);
+				json_t *e = srv_job_api_json(s, j, false);
+
+				json_object_set_new(e, "position", json_integer((json_int_t)k + 1));
+				json_object_set_new(e, "wait_s", json_integer(now - j->submit_time));
+				json_object_set_new(e, "queue", json_string(j->spec.job.tenant));
+				json_array_append_new(items, e);
+			}
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	drv_free(pend);
+	drv_http_resp_json(o, 200, json_pack("{s:o}", "items", items));
+	return 0;
+}

@@ -1,0 +1,407 @@
+/*
+ * loop.c: the controller's own thread: the scheduling pass, batched; node
+ * liveness (heartbeat timeout -> node down -> gangs requeued whole); cost
+ * accrual; and the /metrics rendering.
+ *
+ * Batching: a submit, a finished job or a node change only sets
+ * sched_dirty; the loop runs one pass sched_delay_ms after the first such
+ * change, so a burst of 10,000 submits costs a handful of passes. A pass
+ * also runs every 5 s while jobs wait (reservations, aging).
+ *
+ * Decisions are applied in memory, flushed to the store, and only then
+ * announced to agents (node versions bumped): written before acted on.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void srv_sched_kick(struct drv_server *s)
+{
+	if (!s->sched_dirty) {
+		s->sched_dirty = true;
+		s->dirty_since_ms = srv_now_ms();
+	}
+	pthread_cond_signal(&s->loop_cv);
+}
+
+static void apply_start(struct drv_server *s, const struct drv_sched_decision *d)
+{
+	struct sjob *j = srv_job_get(s, d->job);
+	const struct drv_placement *p = d->placement;
+	char where[512], why[600];
+
+	if (!j || !p)
+		return;
+	for (int32_t i = 0; i < j->ntasks; i++)
+		drv_free(j->tasks[i].reason);
+	drv_free(j->tasks);
+	j->tasks = drv_calloc((size_t)p->ntasks + 1, sizeof(*j->tasks));
+	j->ntasks = p->ntasks;
+	for (int32_t i = 0; i < p->ntasks; i++) {
+		struct stask *t = &j->tasks[i];
+		const struct drv_task_place *tp = &p->tasks[i];
+
+		t->node = tp->node;
+		t->group = tp->group;
+		t->gpu_mask = tp->gpu_mask;
+		t->gpu_milli = tp->gpu_milli;
+		t->cpu_milli = tp->cpu_milli;
+		t->mem_mib = tp->mem_mib;
+		t->state = T_PENDING;
+		t->exit_code = -1;
+	}
+	j->epoch = ++s->epoch;
+	s->meta_dirty = true;
+	j->attempt++;
+	j->holding = true;
+	j->has_exit = false;
+	j->start_time = 0;
+	j->end_time = 0;
+	srv_set_str(&j->stop_reason, NULL);
+	j->requeue_on_stop = false;
+	srv_active_add(s, j->id);
+	drv_placement_format(&s->cluster, p, where, sizeof(where));
+	snprintf(why, sizeof(why), "placed on %s", where);
+	srv_job_transition(s, j, J_SCHEDULED, why);
+	DRV_GROW(s->announce, s->nannounce + 1, s->anncap);
+	s->announce[s->nannounce++] = j->id;
+}
+
+static void apply_preempt(struct drv_server *s, const struct drv_sched_decision *d)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "preempted by job %llu", (unsigned long long)d->job);
+	for (int32_t k = 0; k < d->nvictims; k++) {
+		struct sjob *v = srv_job_get(s, d->victims[k]);
+
+		if (!v || srv_jstate_final(v->state) || v->state == J_PREEMPTED)
+			continue;
+		s->preemptions++;
+		v->requeue_on_stop = true;
+		srv_job_transition(s, v, J_PREEMPTED, why);
+		srv_set_str(&v->stop_reason, NULL);
+		srv_job_stop_tasks(s, v, why);
+	}
+}
+
+static void apply_pending(struct drv_server *s, const struct drv_sched_decision *d)
+{
+	struct sjob *j = srv_job_get(s, d->job);
+	char buf[512];
+	const char *why = buf, *colon;
+
+	if (!j)
+		return;
+	drv_sched_decision_format(s->sched, d, buf, sizeof(buf));
+	/* "job 9 pending: needs ..." -> "needs ..." */
+	colon = strstr(buf, "pending: ");
+	if (colon)
+		why = colon + strlen("pending: ");
+	srv_set_str(&j->reason, why);
+}
+
+static void run_pass(struct drv_server *s)
+{
+	int64_t t0 = srv_now_ms(), now = srv_wall_s();
+	int n;
+
+	if (now < s->last_pass_now)
+		now = s->last_pass_now;
+	s->last_pass_now = now;
+	s->sched_dirty = false;
+	n = drv_sched_pass(s->sched, now, &s->cfg.policy, &s->dec);
+	s->passes++;
+	if (n < 0) {
+		srv_log(s, "scheduling pass failed: %s", drv_strerror(n));
+		return;
+	}
+	for (int32_t i = 0; i < s->dec.n; i++) {
+		const struct drv_sched_decision *d = &s->dec.v[i];
+
+		switch (d->kind) {
+		case DRV_DEC_START:
+			apply_start(s, d);
+			break;
+		case DRV_DEC_PREEMPT:
+			apply_preempt(s, d);
+			break;
+		case DRV_DEC_PENDING:
+			apply_pending(s, d);
+			break;
+		default:
+			break;
+		}
+	}
+	s->last_pass_ms = srv_now_ms() - t0;
+	drv_histogram_observe(&s->pass_hist, (double)(srv_now_ms() - t0) / 1000.0);
+}
+
+static void announce(struct drv_server *s)
+{
+	for (size_t k = 0; k < s->nannounce; k++) {
+		struct sjob *j = srv_job_get(s, s->announce[k]);
+
+		if (j)
+			srv_job_bump_nodes(s, j);
+	}
+	s->nannounce = 0;
+	pthread_cond_broadcast(&s->cv);
+}
+
+static void check_heartbeats(struct drv_server *s)
+{
+	int64_t now = srv_now_ms(), limit = s->cfg.heartbeat_timeout_s * 1000;
+
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		struct snode *n = &s->nodes[i];
+		char why[128], reason[96];
+		uint64_t *ids;
+		size_t nids;
+
+		if (!n->registered || now - n->last_hb_ms <= limit)
+			continue;
+		snprintf(reason, sizeof(reason), "no heartbeat for %lld s",
+			 (long long)s->cfg.heartbeat_timeout_s);
+		snprintf(why, sizeof(why), "down (%s)", reason);
+		n->registered = false;   /* its session is gone: the agent must register */
+		n->dirty = true;
+		srv_node_set_state(s, i, DRV_NODE_DOWN, reason);
+		ids = drv_calloc(s->nactive + 1, sizeof(*ids));
+		nids = s->nactive;
+		memcpy(ids, s->active, nids * sizeof(*ids));
+		for (size_t k = 0; k < nids; k++) {
+			struct sjob *j = srv_job_get(s, ids[k]);
+			bool here = false;
+
+			if (!j)
+				continue;
+			for (int32_t t = 0; t < j->ntasks; t++)
+				here |= j->tasks[t].node == i && !j->tasks[t].ended;
+			if (here)
+				srv_job_requeue_node_down(s, j, n->name, why);
+		}
+		drv_free(ids);
+	}
+}
+
+static struct cost_cell *cost_cell(struct drv_server *s, const char *tenant, const char *pool)
+{
+	struct cost_cell *c;
+
+	for (size_t k = 0; k < s->ncosts; k++)
+		if (strcmp(s->costs[k].tenant, tenant) == 0 && strcmp(s->costs[k].pool, pool) == 0)
+			return &s->costs[k];
+	DRV_GROW(s->costs, s->ncosts + 1, s->costcap);
+	c = &s->costs[s->ncosts++];
+	c->tenant = drv_strdup(tenant);
+	c->pool = drv_strdup(pool);
+	c->dollars = 0;
+	return c;
+}
+
+static void accrue_cost(struct drv_server *s)
+{
+	int64_t now = srv_now_ms();
+	double hours = (double)(now - s->last_cost_ms) / 3.6e6;
+
+	s->last_cost_ms = now;
+	for (size_t k = 0; k < s->nactive; k++) {
+		struct sjob *j = srv_job_get(s, s->active[k]);
+
+		if (!j || j->state != J_RUNNING)
+			continue;
+		for (int32_t t = 0; t < j->ntasks; t++) {
+			const struct drv_node *cn = &s->cluster.nodes[j->tasks[t].node];
+			const struct drv_pool *p;
+			double gpus = 0;
+
+			if (j->tasks[t].ended || cn->pool < 0)
+				continue;
+			p = &s->cluster.pools[cn->pool];
+			for (int g = 0; g < 64; g++)
+				if (j->tasks[t].gpu_mask & (1ull << g))
+					gpus += j->tasks[t].gpu_milli / 1000.0;
+			cost_cell(s, j->spec.job.tenant, p->name)->dollars +=
+				gpus * hours * (double)p->price_micro_per_gpu_hour / 1e6;
+		}
+	}
+}
+
+void *srv_loop_main(void *arg)
+{
+	struct drv_server *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	s->last_cost_ms = srv_now_ms();
+	while (!s->stopping) {
+		int64_t now = srv_now_ms(), wake = now + 500;
+		struct timespec ts;
+
+		if (s->sched_dirty && now >= s->dirty_since_ms + s->cfg.sched_delay_ms) {
+			run_pass(s);
+			s->last_periodic_pass_ms = now;
+		} else if (!s->sched_dirty && drv_sched_pending_count(s->sched) > 0 &&
+			   now - s->last_periodic_pass_ms >= 5000) {
+			run_pass(s);
+			s->last_periodic_pass_ms = now;
+		}
+		if (now - s->last_hb_check_ms >= 500) {
+			s->last_hb_check_ms = now;
+			check_heartbeats(s);
+		}
+		if (now - s->last_cost_ms >= 1000)
+			accrue_cost(s);
+		if (srv_flush(s) == 0 && s->nannounce)
+			announce(s);
+		if (s->sched_dirty)
+			wake = DRV_MIN(wake, s->dirty_since_ms + s->cfg.sched_delay_ms);
+		now = srv_now_ms();
+		if (wake > now) {
+			int64_t left = wake - now;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += left / 1000;
+			ts.tv_nsec += (left % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&s->loop_cv, &s->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* --- /metrics ----------------------------------------------------------- */
+
+void srv_render_metrics(struct drv_server *s, struct drv_prom *w)
+{
+	int64_t jc[J_NSTATES] = { 0 };
+	int nst[3] = { 0 };
+	char a[32], b[32];
+
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct sjob *j = srv_job_get(s, id);
+
+		if (j)
+			jc[j->state]++;
+	}
+	drv_prom_family(w, "drover_jobs", "gauge", "Jobs by state.");
+	for (int k = 0; k < J_NSTATES; k++)
+		drv_prom_sample(w, "drover_jobs", DRV_PROM_LABELS("state", srv_jstate_name((enum jstate)k)),
+				(double)jc[k]);
+
+	/* queue depth by queue (tenant) and priority */
+	drv_prom_family(w, "drover_queue_depth", "gauge", "Pending jobs by queue and priority.");
+	{
+		struct qd {
+			const char *q;
+			int32_t prio;
+			int64_t n;
+		} *v = NULL;
+		size_t nv = 0, cap = 0;
+
+		for (uint64_t id = 1; id <= s->njobs; id++) {
+			struct sjob *j = srv_job_get(s, id);
+			size_t k;
+
+			if (!j || j->state != J_PENDING)
+				continue;
+			for (k = 0; k < nv; k++)
+				if (v[k].prio == j->spec.job.priority && strcmp(v[k].q, j->spec.job.tenant) == 0)
+					break;
+			if (k == nv) {
+				DRV_GROW(v, nv + 1, cap);
+				v[nv++] = (struct qd){ j->spec.job.tenant, j->spec.job.priority, 0 };
+			}
+			v[k].n++;
+		}
+		if (nv == 0)
+			drv_prom_sample(w, "drover_queue_depth",
+					DRV_PROM_LABELS("queue", "default", "priority", "0"), 0);
+		for (size_t k = 0; k < nv; k++) {
+			snprintf(a, sizeof(a), "%d", v[k].prio);
+			drv_prom_sample(w, "drover_queue_depth", DRV_PROM_LABELS("queue", v[k].q, "priority", a),
+					(double)v[k].n);
+		}
+		drv_free(v);
+	}
+
+	drv_prom_family(w, "drover_gpus", "gauge", "GPUs by pool, model and status.");
+	for (int32_t p = 0; p < s->cluster.npools; p++) {
+		for (int m = -1; m < drv_gpu_model_count(); m++) {
+			int64_t tot = 0, used = 0;
+			bool any = false;
+
+			for (int32_t i = 0; i < s->nnodes; i++) {
+				const struct drv_node *cn = &s->cluster.nodes[i];
+
+				if (cn->pool != p || cn->model != m || m < 0)
+					continue;
+				any = true;
+				tot += cn->ngpus;
+				for (int g = 0; g < cn->ngpus; g++)
+					used += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
+			}
+			if (!any)
+				continue;
+			{
+				const char *pn = s->cluster.pools[p].name, *mn = drv_gpu_model_at(m)->id;
+
+				drv_prom_sample(w, "drover_gpus",
+						DRV_PROM_LABELS("pool", pn, "model", mn, "status", "total"),
+						(double)tot);
+				drv_prom_sample(w, "drover_gpus",
+						DRV_PROM_LABELS("pool", pn, "model", mn, "status", "allocated"),
+						(double)used);
+				drv_prom_sample(w, "drover_gpus",
+						DRV_PROM_LABELS("pool", pn, "model", mn, "status", "free"),
+						(double)(tot - used));
+			}
+		}
+	}
+
+	for (int32_t i = 0; i < s->nnodes; i++)
+		nst[s->nodes[i].state]++;
+	drv_prom_family(w, "drover_nodes", "gauge", "Nodes by state.");
+	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "up"), nst[DRV_NODE_UP]);
+	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "draining"),
+			nst[DRV_NODE_DRAINING]);
+	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "down"), nst[DRV_NODE_DOWN]);
+
+	drv_prom_family(w, "drover_job_wait_seconds", "histogram",
+			"Time from submit to running, seconds.");
+	drv_prom_histogram(w, "drover_job_wait_seconds", NULL, &s->wait_hist);
+	drv_prom_family(w, "drover_sched_pass_seconds", "histogram",
+			"Duration of one scheduling pass, seconds.");
+	drv_prom_histogram(w, "drover_sched_pass_seconds", NULL, &s->pass_hist);
+
+	drv_prom_metric(w, "drover_sched_passes_total", "counter", "Scheduling passes run.", NULL,
+			(double)s->passes);
+	drv_prom_metric(w, "drover_preemptions_total", "counter", "Jobs preempted.", NULL,
+			(double)s->preemptions);
+	drv_prom_family(w, "drover_job_transitions_total", "counter",
+			"Job state transitions by new state.");
+	for (int k = 0; k < J_NSTATES; k++)
+		drv_prom_sample(w, "drover_job_transitions_total",
+				DRV_PROM_LABELS("to", srv_jstate_name((enum jstate)k)),
+				(double)s->transitions[k]);
+	drv_prom_metric(w, "drover_submits_total", "counter", "Jobs accepted.", NULL,
+			(double)s->submits);
+	drv_prom_family(w, "drover_cost_dollars_total", "counter",
+			"GPU cost accrued by running jobs, dollars (GPU-hours x pool price).");
+	if (s->ncosts == 0)
+		drv_prom_sample(w, "drover_cost_dollars_total",
+				DRV_PROM_LABELS("tenant", "default", "pool", "default"), 0);
+	for (size_t k = 0; k < s->ncosts; k++)
+		drv_prom_sample(w, "drover_cost_dollars_total",
+				DRV_PROM_LABELS("tenant", s->costs[k].tenant, "pool", s->costs[k].pool),
+				s->costs[k].dollars);
+	drv_prom_metric(w, "drover_agent_heartbeats_total", "counter", "Agent heartbeats received.",
+			NULL, (double)s->heartbeats);
+	(void)b;
+}

@@ -1,0 +1,486 @@
+/*
+ * misc_api.c: the node routes (list, get, drain, resume), whoami, the
+ * cluster summary, /healthz, /metrics and the watch stream (long-poll or
+ * Server-Sent Events) of docs/api.md.
+ *
+ * Watch: events are published to an in-memory ring after they are on disk
+ * (flush); a watcher asking for a sequence older than the ring reads the
+ * store. Long-polls and SSE streams wait on srv->cv.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static struct caller *caller_of(struct drv_http_req *r)
+{
+	return drv_http_req_user(r);
+}
+
+/* --- nodes -------------------------------------------------------------- */
+
+int srv_api_nodes(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	const char *state = drv_http_req_query(r, "state");
+	const char *pool = drv_http_req_query(r, "pool");
+	json_t *items = json_array();
+	int32_t *order;
+
+	if (state && strcmp(state, "up") && strcmp(state, "draining") && strcmp(state, "down")) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "state=%s: expected up, draining or down",
+				    state);
+		json_decref(items);
+		return 0;
+	}
+	pthread_mutex_lock(&s->mu);
+	order = drv_calloc((size_t)s->nnodes + 1, sizeof(*order));
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		int32_t k = i;
+
+		/* insertion sort by name: node counts are small */
+		while (k > 0 && strcmp(s->nodes[order[k - 1]].name, s->nodes[i].name) > 0) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = i;
+	}
+	for (int32_t k = 0; k < s->nnodes; k++) {
+		int32_t i = order[k];
+		const struct drv_node *cn = &s->cluster.nodes[i];
+
+		if (state && strcmp(state, srv_nstate_name(s->nodes[i].state)) != 0)
+			continue;
+		if (pool && (cn->pool < 0 || strcmp(s->cluster.pools[cn->pool].name, pool) != 0))
+			continue;
+		json_array_append_new(items, srv_node_api_json(s, i));
+	}
+	pthread_mutex_unlock(&s->mu);
+	drv_free(order);
+	drv_http_resp_json(o, 200, json_pack("{s:o}", "items", items));
+	return 0;
+}
+
+static int32_t route_node(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o)
+{
+	const char *name = drv_http_req_param(r, 0);
+	int32_t i = name ? srv_node_find(s, name) : -1;
+
+	if (i < 0)
+		drv_http_resp_error(o, 404, "not_found", NULL, "node %s not found", name ? name : "");
+	return i;
+}
+
+int srv_api_node(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	int32_t i;
+
+	pthread_mutex_lock(&s->mu);
+	i = route_node(s, r, o);
+	if (i >= 0)
+		drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	json_t *body = NULL;
+	size_t len;
+	char why[512];
+	int32_t i;
+
+	drv_http_req_body(r, &len);
+	if (len && !(body = drv_http_req_json(r, o)))
+		return 0;
+	snprintf(why, sizeof(why), "drained by %s%s%s", c->user,
+		 drv_json_str(body, "reason") ? ": " : "",
+		 drv_json_str(body, "reason") ? drv_json_str(body, "reason") : "");
+	pthread_mutex_lock(&s->mu);
+	i = route_node(s, r, o);
+	if (i >= 0) {
+		s->nodes[i].admin_drain = true;
+		s->nodes[i].dirty = true;
+		if (s->nodes[i].state == DRV_NODE_DOWN)
+			srv_set_str(&s->nodes[i].reason, s->nodes[i].reason);
+		else
+			srv_node_set_state(s, i, DRV_NODE_DRAINING, why);
+		if (srv_flush(s) < 0)
+			drv_http_resp_error(o, 503, "unavailable", NULL,
+					    "the state store cannot write (%s)", s->store->err);
+		else
+			drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+	}
+	pthread_mutex_unlock(&s->mu);
+	json_decref(body);
+	return 0;
+}
+
+int srv_api_resume(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	int32_t i;
+
+	pthread_mutex_lock(&s->mu);
+	i = route_node(s, r, o);
+	if (i >= 0) {
+		if (s->nodes[i].state == DRV_NODE_DOWN) {
+			drv_http_resp_error(o, 409, "conflict", NULL,
+					    "node %s is down (%s); it comes back when its agent "
+					    "heartbeats", s->nodes[i].name, s->nodes[i].reason);
+		} else {
+			s->nodes[i].admin_drain = false;
+			s->nodes[i].health_drain = false;
+			s->nodes[i].dirty = true;
+			srv_node_set_state(s, i, DRV_NODE_UP, "");
+			if (srv_flush(s) < 0)
+				drv_http_resp_error(o, 503, "unavailable", NULL,
+						    "the state store cannot write (%s)", s->store->err);
+			else
+				drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/* --- small routes ------------------------------------------------------- */
+
+int srv_api_whoami(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct caller *c = caller_of(r);
+
+	(void)ctx;
+	drv_http_resp_json(o, 200, json_pack("{s:s,s:b}", "user", c->user, "admin", c->admin));
+	return 0;
+}
+
+int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	json_t *pools = json_array(), *jobs = json_object(), *nodes;
+	int nst[3] = { 0 };
+	int64_t total = 0, alloc = 0;
+	int64_t jc[J_NSTATES] = { 0 };
+
+	(void)r;
+	pthread_mutex_lock(&s->mu);
+	for (int32_t p = 0; p < s->cluster.npools; p++) {
+		int64_t pt = 0, pa = 0;
+		const char *model = NULL;
+
+		for (int32_t i = 0; i < s->nnodes; i++) {
+			const struct drv_node *cn = &s->cluster.nodes[i];
+
+			if (cn->pool != p)
+				continue;
+			if (!model && cn->model >= 0)
+				model = drv_gpu_model_at(cn->model)->id;
+			pt += cn->ngpus;
+			for (int g = 0; g < cn->ngpus; g++)
+				pa += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
+		}
+		json_array_append_new(
+			pools, json_pack("{s:s,s:o,s:I,s:I,s:I,s:f}", "name", s->cluster.pools[p].name,
+					 "model", model ? json_string(model) : json_null(), "total",
+					 (json_int_t)pt, "allocated", (json_int_t)pa, "free",
+					 (json_int_t)(pt - pa), "price_per_gpu_hour",
+					 (double)s->cluster.pools[p].price_micro_per_gpu_hour / 1e6));
+	}
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		const struct drv_node *cn = &s->cluster.nodes[i];
+
+		nst[s->nodes[i].state]++;
+		total += cn->ngpus;
+		for (int g = 0; g < cn->ngpus; g++)
+			alloc += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
+	}
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct sjob *j = srv_job_get(s, id);
+
+		if (j)
+			jc[j->state]++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	for (int k = 0; k < J_NSTATES; k++)
+		json_object_set_new(jobs, srv_jstate_name((enum jstate)k), json_integer(jc[k]));
+	nodes = json_pack("{s:i,s:i,s:i}", "up", nst[DRV_NODE_UP], "draining",
+			  nst[DRV_NODE_DRAINING], "down", nst[DRV_NODE_DOWN]);
+	drv_http_resp_json(o, 200,
+			   json_pack("{s:o,s:{s:I,s:I,s:I},s:o,s:o}", "nodes", nodes, "gpus", "total",
+				     (json_int_t)total, "allocated", (json_int_t)alloc, "free",
+				     (json_int_t)(total - alloc), "pools", pools, "jobs", jobs));
+	return 0;
+}
+
+int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	int64_t v;
+	int rc;
+
+	(void)r;
+	pthread_mutex_lock(&s->mu);
+	rc = drv_store_get_meta(s->store, "epoch", &v);
+	pthread_mutex_unlock(&s->mu);
+	if (rc < 0 && rc != DRV_ENOENT) {
+		drv_http_resp_error(o, 503, "unavailable", NULL, "the state store cannot be read: %s",
+				    s->store->err);
+		return 0;
+	}
+	drv_http_resp_json(o, 200, json_pack("{s:s,s:s,s:s,s:I}", "status", "ok", "version", "0.1.0",
+					     "store", "sqlite", "uptime_s",
+					     (json_int_t)((srv_now_ms() - s->started_ms) / 1000)));
+	return 0;
+}
+
+int srv_api_metrics(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct drv_prom w;
+	size_t len;
+	char *text;
+
+	(void)r;
+	drv_prom_init(&w);
+	pthread_mutex_lock(&s->mu);
+	srv_render_metrics(s, &w);
+	pthread_mutex_unlock(&s->mu);
+	text = drv_prom_take(&w, &len);
+	drv_http_resp_bytes(o, 200, DRV_PROM_CONTENT_TYPE, text, len);
+	drv_free(text);
+	drv_prom_release(&w);
+	return 0;
+}
+
+/* --- watch -------------------------------------------------------------- */
+
+struct watch {
+	struct drv_server *s;
+	int64_t since;
+	uint64_t job;
+	const char *user;      /* NULL = admin (all) */
+	int64_t deadline_ms;   /* long-poll */
+	int64_t last_write_ms; /* SSE keepalive */
+	char *pending;         /* SSE bytes not yet handed out */
+	size_t plen, poff;
+};
+
+static bool visible(const struct watch *w, uint64_t job, const char *user)
+{
+	if (w->job && job != w->job)
+		return false;
+	if (w->user && job && (!user || strcmp(user, w->user) != 0))
+		return false;
+	return true;
+}
+
+struct collect {
+	struct watch *w;
+	json_t *items;
+	int64_t last;
+	int max;
+};
+
+static int from_store(const struct drv_store_event *e, void *cls)
+{
+	struct collect *c = cls;
+	json_t *ev;
+
+	c->last = e->seq;
+	ev = json_loads(e->doc, 0, NULL);
+	if (!ev)
+		return 0;
+	if (!visible(c->w, e->job, drv_json_str(ev, "user"))) {
+		json_decref(ev);
+		return 0;
+	}
+	json_object_set_new(ev, "seq", json_integer(e->seq));
+	json_array_append_new(c->items, ev);
+	return (int)json_array_size(c->items) >= c->max;
+}
+
+/* Events after w->since visible to w, at most max; under s->mu. Returns
+ * the last seq examined (so a caller can move past invisible ones). */
+static int64_t collect(struct drv_server *s, struct watch *w, json_t *items, int max)
+{
+	struct collect c = { w, items, w->since, max };
+	int64_t oldest = s->ring_n ? s->ring[s->ring_start].seq : s->last_seq + 1;
+
+	/* older than the ring: read the log up to where the ring starts */
+	while (c.last + 1 < oldest && (int)json_array_size(items) < max) {
+		int64_t before = c.last;
+
+		s->store->ops->load_events(s->store, c.last, 0, 1000, from_store, &c);
+		if (c.last == before)
+			break;
+	}
+	if ((int)json_array_size(items) >= max)
+		return c.last;
+	for (size_t k = 0; k < s->ring_n; k++) {
+		struct ring_event *e = &s->ring[(s->ring_start + k) % s->ring_cap];
+
+		if (e->seq <= c.last)
+			continue;
+		c.last = e->seq;
+		if (visible(w, e->job, e->user))
+			json_array_append(items, e->ev);
+		if ((int)json_array_size(items) >= max)
+			break;
+	}
+	return c.last;
+}
+
+static void abs_deadline(struct timespec *ts, int64_t ms_from_now)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms_from_now / 1000;
+	ts->tv_nsec += (ms_from_now % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+static ssize_t sse_read(void *cls, char *buf, size_t max)
+{
+	struct watch *w = cls;
+	struct drv_server *s = w->s;
+
+	for (;;) {
+		if (w->poff < w->plen) {
+			size_t n = DRV_MIN(max, w->plen - w->poff);
+
+			memcpy(buf, w->pending + w->poff, n);
+			w->poff += n;
+			return (ssize_t)n;
+		}
+		pthread_mutex_lock(&s->mu);
+		for (;;) {
+			json_t *items;
+			size_t i;
+			json_t *ev;
+			char *text;
+			int64_t left;
+
+			if (s->stopping) {
+				pthread_mutex_unlock(&s->mu);
+				return -1;
+			}
+			items = json_array();
+			w->since = collect(s, w, items, 100);
+			if (json_array_size(items)) {
+				size_t cap = 0;
+
+				drv_free(w->pending);
+				w->pending = NULL;
+				w->plen = w->poff = 0;
+				json_array_foreach(items, i, ev) {
+					char head[96];
+					size_t hl, tl;
+
+					text = json_dumps(ev, JSON_COMPACT);
+					hl = (size_t)snprintf(head, sizeof(head), "id: %lld\nevent: %s\ndata: ",
+							      (long long)json_integer_value(json_object_get(ev, "seq")),
+							      drv_json_str(ev, "type") ? drv_json_str(ev, "type") : "job");
+					tl = strlen(text);
+					DRV_GROW(w->pending, w->plen + hl + tl + 3, cap);
+					memcpy(w->pending + w->plen, head, hl);
+					memcpy(w->pending + w->plen + hl, text, tl);
+					memcpy(w->pending + w->plen + hl + tl, "\n\n", 2);
+					w->plen += hl + tl + 2;
+					free(text);
+				}
+				json_decref(items);
+				w->last_write_ms = srv_now_ms();
+				break;
+			}
+			json_decref(items);
+			left = w->last_write_ms + 15000 - srv_now_ms();
+			if (left <= 0) {
+				drv_free(w->pending);
+				w->pending = drv_strdup(": keepalive\n\n");
+				w->plen = strlen(w->pending);
+				w->poff = 0;
+				w->last_write_ms = srv_now_ms();
+				break;
+			}
+			{
+				struct timespec ts;
+
+				abs_deadline(&ts, left);
+				pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+			}
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+static void sse_free(void *cls)
+{
+	struct watch *w = cls;
+
+	drv_free(w->pending);
+	drv_free((char *)w->user);
+	drv_free(w);
+}
+
+int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	const char *accept = drv_http_req_header(r, "Accept");
+	const char *lei = drv_http_req_header(r, "Last-Event-ID");
+	int64_t since, job, timeout;
+	struct watch *w;
+	json_t *items;
+
+	if (drv_http_req_query_int(r, "since", -1, -1, INT64_MAX, &since, o) < 0 ||
+	    drv_http_req_query_int(r, "job", 0, 0, INT64_MAX, &job, o) < 0 ||
+	    drv_http_req_query_int(r, "timeout", 30, 0, 300, &timeout, o) < 0)
+		return 0;
+	if (since < 0 && lei && *lei)
+		since = strtoll(lei, NULL, 10);
+	w = drv_calloc(1, sizeof(*w));
+	w->s = s;
+	w->job = (uint64_t)job;
+	w->user = c->admin ? NULL : drv_strdup(c->user);
+	pthread_mutex_lock(&s->mu);
+	w->since = since < 0 ? s->last_seq : since;
+	pthread_mutex_unlock(&s->mu);
+	if (accept && strstr(accept, "text/event-stream")) {
+		w->last_write_ms = srv_now_ms();
+		/* the first bytes go out at once, so the client sees the stream open */
+		w->pending = drv_strdup(": drover watch\n\n");
+		w->plen = strlen(w->pending);
+		drv_http_resp_stream(o, 200, "text/event-stream", sse_read, w, sse_free);
+		return 0;
+	}
+	items = json_array();
+	w->deadline_ms = srv_now_ms() + timeout * 1000;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		int64_t left;
+		struct timespec ts;
+
+		w->since = collect(s, w, items, 1000);
+		if (json_array_size(items) || s->stopping)
+			break;
+		left = w->deadline_ms - srv_now_ms();
+		if (left <= 0)
+			break;
+		abs_deadline(&ts, left);
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	pthread_mutex_unlock(&s->mu);
+	drv_http_resp_json(o, 200, json_pack("{s:o,s:I}", "items", items, "next",
+					     (json_int_t)w->since));
+	sse_free(w);
+	return 0;
+}

@@ -1,0 +1,320 @@
+/*
+ * server.c: starting and stopping the controller (include/drover/server.h),
+ * the route table of docs/api.md and the authentication filter.
+ *
+ * Start order: config (tokens), the state directory and store (migrated),
+ * the cluster (file, or an empty default pool), restore of nodes and jobs,
+ * the scheduling loop, then the HTTP server last, so no request sees a
+ * half-built controller. Stop runs it backwards.
+ *
+ * DROVER_STORE_FAULT=OP:AFTER in the environment wraps the store in the
+ * fault backend and arms it (tests break a real server's writes this way).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const struct drv_http_route srv_routes[] = {
+	{ "GET", "/healthz", srv_api_healthz, ROUTE_OPEN },
+	{ "GET", "/metrics", srv_api_metrics, ROUTE_OPEN },
+	{ "POST", "/v1/jobs", srv_api_submit, ROUTE_USER },
+	{ "GET", "/v1/jobs", srv_api_jobs, ROUTE_USER },
+	{ "POST", "/v1/jobs/batch", srv_api_batch, ROUTE_USER },
+	{ "GET", "/v1/jobs/{}", srv_api_job, ROUTE_USER },
+	{ "POST", "/v1/jobs/{}/cancel", srv_api_cancel, ROUTE_USER },
+	{ "GET", "/v1/jobs/{}/logs", srv_api_logs, ROUTE_USER },
+	{ "POST", "/v1/apply", srv_api_apply, ROUTE_USER },
+	{ "GET", "/v1/queue", srv_api_queue, ROUTE_USER },
+	{ "GET", "/v1/nodes", srv_api_nodes, ROUTE_USER },
+	{ "GET", "/v1/nodes/{}", srv_api_node, ROUTE_USER },
+	{ "POST", "/v1/nodes/{}/drain", srv_api_drain, ROUTE_ADMIN },
+	{ "POST", "/v1/nodes/{}/resume", srv_api_resume, ROUTE_ADMIN },
+	{ "GET", "/v1/whoami", srv_api_whoami, ROUTE_USER },
+	{ "GET", "/v1/cluster", srv_api_cluster, ROUTE_USER },
+	{ "GET", "/v1/watch", srv_api_watch, ROUTE_USER },
+	{ "POST", "/v1/agent/register", srv_agent_register, ROUTE_AGENT },
+	{ "POST", "/v1/agent/heartbeat", srv_agent_heartbeat, ROUTE_AGENT },
+	{ "GET", "/v1/agent/assignments", srv_agent_assignments, ROUTE_AGENT },
+	{ "POST", "/v1/agent/report", srv_agent_report, ROUTE_AGENT },
+	{ NULL, NULL, NULL, 0 },
+};
+
+/* Callers are static per token: the filter hands out pointers into these. */
+static struct caller agent_caller = { "agent", false, true };
+
+static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
+		       struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	const char *h = drv_http_req_header(r, "Authorization");
+	const char *tok = NULL;
+	const struct token *t;
+
+	if (h && strncasecmp(h, "Bearer ", 7) == 0)
+		tok = h + 7;
+	if ((rt->flags & ROUTE_OPEN) && s->cfg.open_endpoints)
+		return 0;
+	if (!tok || !*tok) {
+		drv_http_resp_error(o, 401, "unauthorized", NULL,
+				    "no token: send Authorization: Bearer TOKEN");
+		return 1;
+	}
+	if (rt->flags & ROUTE_AGENT) {
+		if (!s->cfg.cluster_token || strcmp(tok, s->cfg.cluster_token) != 0) {
+			drv_http_resp_error(o, 401, "unauthorized", NULL,
+					    "agent routes need the cluster token");
+			return 1;
+		}
+		drv_http_req_set_user(r, &agent_caller);
+		return 0;
+	}
+	t = srv_config_find_token(&s->cfg, tok);
+	if (!t) {
+		drv_http_resp_error(o, 401, "unauthorized", NULL, "unknown token");
+		return 1;
+	}
+	if ((rt->flags & ROUTE_ADMIN) && !t->admin) {
+		drv_http_resp_error(o, 403, "forbidden", NULL, "%s %s: only an admin may do this",
+				    drv_http_req_method(r), drv_http_req_path(r));
+		return 1;
+	}
+	/* one caller per token, made at start; it lives as long as the config */
+	drv_http_req_set_user(r, &s->callers[t - s->cfg.tokens]);
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char buf[1024];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(buf))
+		return DRV_EINVAL;
+	memcpy(buf, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] == '/' || buf[i] == '\0') {
+			char c = buf[i];
+
+			buf[i] = '\0';
+			if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+				return DRV_EIO;
+			buf[i] = c;
+		}
+	}
+	return 0;
+}
+
+int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, char *err,
+		     size_t errsz)
+{
+	struct drv_server *s = drv_calloc(1, sizeof(*s));
+	char path[1200], host[256];
+	const char *listen = o->listen ? o->listen : "127.0.0.1:8080";
+	const char *fault = getenv("DROVER_STORE_FAULT");
+	int port, rc;
+
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	pthread_cond_init(&s->loop_cv, NULL);
+	s->log = o->log;
+	s->started_ms = srv_now_ms();
+	s->ring_cap = 65536;
+	s->ring = drv_calloc(s->ring_cap, sizeof(*s->ring));
+	drv_sched_decisions_init(&s->dec);
+	drv_histogram_init(&s->wait_hist, drv_prom_latency_buckets, drv_prom_latency_nbuckets);
+	drv_histogram_init(&s->pass_hist, drv_prom_latency_buckets, drv_prom_latency_nbuckets);
+
+	if (!o->state_dir || !*o->state_dir) {
+		snprintf(err, errsz, "--state DIR is required");
+		rc = DRV_EINVAL;
+		goto fail;
+	}
+	if (drv_http_parse_addr(listen, host, sizeof(host), &port) < 0) {
+		snprintf(err, errsz, "--listen %s: expected ADDR:PORT, e.g. 127.0.0.1:8080", listen);
+		rc = DRV_EINVAL;
+		goto fail;
+	}
+	if (mkdir_p(o->state_dir) < 0) {
+		snprintf(err, errsz, "cannot create the state directory %s: %s", o->state_dir,
+			 strerror(errno));
+		rc = DRV_EIO;
+		goto fail;
+	}
+	s->state_dir = drv_strdup(o->state_dir);
+	if (o->config_file)
+		s->config_path = drv_strdup(o->config_file);
+	else {
+		snprintf(path, sizeof(path), "%s/config.yaml", o->state_dir);
+		s->config_path = drv_strdup(path);
+	}
+	rc = srv_config_load(s, s->config_path, o, err, errsz);
+	if (rc < 0)
+		goto fail;
+	s->callers = drv_calloc((size_t)s->cfg.ntokens + 1, sizeof(struct caller));
+	for (int i = 0; i < s->cfg.ntokens; i++) {
+		s->callers[i].user = s->cfg.tokens[i].user;
+		s->callers[i].admin = s->cfg.tokens[i].admin;
+	}
+
+	snprintf(path, sizeof(path), "%s/state.db", o->state_dir);
+	rc = drv_store_open_sqlite(path, &s->store, err, errsz);
+	if (rc < 0)
+		goto fail;
+	if (fault && *fault) {
+		char op[32] = "";
+		int after = 0;
+		struct drv_store *w;
+
+		if (sscanf(fault, "%31[^:]:%d", op, &after) < 1) {
+			snprintf(err, errsz, "DROVER_STORE_FAULT=%s: expected OP:AFTER", fault);
+			rc = DRV_EINVAL;
+			goto fail;
+		}
+		drv_store_fault_wrap(s->store, &w);
+		s->store = w;
+		drv_store_fault_arm(s->store, op, after, DRV_EIO);
+		srv_log(s, "fault injection armed: %s fails after %d more calls", op, after);
+	}
+
+	rc = srv_cluster_setup(s, o->cluster_file, err, errsz);
+	if (rc < 0)
+		goto fail;
+	s->sched = drv_sched_new(&s->cluster);
+	rc = srv_restore(s, err, errsz);
+	if (rc < 0)
+		goto fail;
+	pthread_mutex_lock(&s->mu);
+	rc = srv_flush(s);
+	pthread_mutex_unlock(&s->mu);
+	if (rc < 0) {
+		snprintf(err, errsz, "cannot write the state: %s", s->store->err);
+		goto fail;
+	}
+	srv_sched_kick(s);
+	if (pthread_create(&s->loop_thread, NULL, srv_loop_main, s) != 0) {
+		snprintf(err, errsz, "cannot start the scheduling thread");
+		rc = DRV_EIO;
+		goto fail;
+	}
+	s->loop_started = true;
+	rc = drv_http_server_start(listen, srv_routes, auth_filter, s, &s->http, err, errsz);
+	if (rc < 0)
+		goto fail;
+	snprintf(s->url, sizeof(s->url), "http://%s:%d",
+		 host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0
+			 ? "127.0.0.1" : host,
+		 drv_http_server_port(s->http));
+	srv_log(s, "listening on %s (state %s, %llu jobs, %d nodes)", s->url, s->state_dir,
+		(unsigned long long)s->njobs, s->nnodes);
+	*out = s;
+	return 0;
+fail:
+	drv_server_stop(s);
+	return rc;
+}
+
+int drv_server_port(const struct drv_server *s)
+{
+	return s->http ? drv_http_server_port(s->http) : 0;
+}
+
+const char *drv_server_url(const struct drv_server *s)
+{
+	return s->url;
+}
+
+const char *drv_server_admin_token(const struct drv_server *s)
+{
+	for (int i = 0; i < s->cfg.ntokens; i++)
+		if (s->cfg.tokens[i].admin)
+			return s->cfg.tokens[i].token;
+	return NULL;
+}
+
+const char *drv_server_cluster_token(const struct drv_server *s)
+{
+	return s->cfg.cluster_token;
+}
+
+const char *drv_server_config_path(const struct drv_server *s)
+{
+	return s->config_path;
+}
+
+void drv_server_stop(struct drv_server *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_cond_broadcast(&s->loop_cv);
+	pthread_mutex_unlock(&s->mu);
+	drv_http_server_stop(s->http);
+	if (s->loop_started)
+		pthread_join(s->loop_thread, NULL);
+	if (s->store) {
+		pthread_mutex_lock(&s->mu);
+		srv_flush(s);
+		pthread_mutex_unlock(&s->mu);
+	}
+	if (s->sched)
+		drv_sched_free(s->sched);
+	drv_sched_decisions_release(&s->dec);
+	for (uint64_t i = 0; i < s->njobs; i++)
+		srv_job_free(s->jobs[i]);
+	drv_free(s->jobs);
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		struct snode *n = &s->nodes[i];
+
+		drv_free(n->name);
+		drv_free(n->reason);
+		drv_free(n->address);
+		drv_free(n->agent_url);
+		json_decref(n->inventory);
+		json_decref(n->health);
+		json_decref(n->labels);
+	}
+	drv_free(s->nodes);
+	if (s->cluster.nlevels)
+		drv_cluster_release(&s->cluster);
+	drv_store_close(s->store);
+	for (size_t k = 0; k < s->ring_n; k++) {
+		struct ring_event *e = &s->ring[(s->ring_start + k) % s->ring_cap];
+
+		drv_free(e->user);
+		json_decref(e->ev);
+	}
+	drv_free(s->ring);
+	for (size_t k = 0; k < s->npend; k++) {
+		json_decref(s->pend[k].ev);
+		drv_free(s->pend[k].node);
+		drv_free(s->pend[k].from);
+		drv_free(s->pend[k].to);
+		drv_free(s->pend[k].reason);
+	}
+	drv_free(s->pend);
+	for (size_t k = 0; k < s->ncosts; k++) {
+		drv_free(s->costs[k].tenant);
+		drv_free(s->costs[k].pool);
+	}
+	drv_free(s->costs);
+	drv_free(s->active);
+	drv_free(s->dirty);
+	drv_free(s->announce);
+	drv_free(s->callers);
+	drv_histogram_release(&s->wait_hist);
+	drv_histogram_release(&s->pass_hist);
+	srv_config_release(&s->cfg);
+	drv_free(s->config_path);
+	drv_free(s->state_dir);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	pthread_cond_destroy(&s->loop_cv);
+	drv_free(s);
+}

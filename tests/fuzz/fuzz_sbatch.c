@@ -1,0 +1,31 @@
+/*
+ * fuzz_sbatch.c: libFuzzer target for the Slurm batch script parser
+ * (directives, options, hetjob); what parses must round-trip.
+ */
+#include "drover/spec.h"
+#include "../../src/spec/spec_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct drv_specset set;
+	struct drv_diags d;
+	char *buf = malloc(size + 1);
+	int i;
+
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	drv_specset_init(&set);
+	drv_diags_init(&d, "fuzz");
+	if (drv_spec_parse_sbatch(buf, size, "fuzz", NULL, &set, &d) == 0 && d.nerrors == 0)
+		for (i = 0; i < set.njobs; i++)
+			fuzz_check_round_trip(&set.jobs[i]);
+	drv_specset_release(&set);
+	drv_diags_release(&d);
+	free(buf);
+	return 0;
+}
