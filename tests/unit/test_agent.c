@@ -14,6 +14,14 @@
 #include "drover/http.h"
 #include "drover/metrics.h"
 
+static void rmtree(const char *dir)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		cr_log_warn("could not remove %s", dir);
+}
+
 static struct drv_agent_config base(const char *state)
 {
 	struct drv_agent_config c;
@@ -59,6 +67,7 @@ Test(agent, starts_serves_metrics_and_stops)
 	drv_agent_stop(a);
 	cr_assert(lt(i64, drv_now_ms() - t0, 2000), "stop took %lld ms",
 		  (long long)(drv_now_ms() - t0));
+	rmtree(state);
 }
 
 Test(agent, nvml_missing_fails_or_falls_back)
@@ -83,4 +92,5 @@ Test(agent, nvml_missing_fails_or_falls_back)
 	cr_assert(not(eq(ptr, strstr(drv_prom_text(&w), "NVIDIA H100 80GB HBM3"), NULL)));
 	drv_prom_release(&w);
 	drv_agent_stop(a);
+	rmtree(state);
 }
