@@ -239,6 +239,8 @@ enum drv_sched_reason {
 #define DRV_DEC_BORROWING 0x2u   /* START: uses quota borrowed from the cohort */
 #define DRV_DEC_RECLAIM 0x4u     /* PREEMPT: reclaims quota lent to the victims' tenants */
 #define DRV_DEC_SPOT 0x8u        /* START: in a spot pool */
+#define DRV_DEC_NO_VICTIMS 0x10u /* PENDING: preemption is on and no victim set helps */
+#define DRV_DEC_CLASS_NEVER 0x20u /* PENDING: preemption is on but its class is Never */
 
 /*
  * One decision. Fields by kind (unused ones are 0 / -1 / NULL):
@@ -264,8 +266,8 @@ enum drv_sched_reason {
  *             PROVISIONING pool, count
  *             NEVER        n[0] need milli, n[1] capacity usable by it
  *             RESERVED     at = reserved start time
- *             PREEMPT_NONE flag: n[3] set to -1 when a preemption search found
- *                          no victim set (RESOURCES/TOPOLOGY only)
+ *             flag DRV_DEC_NO_VICTIMS: preemption is on and no set of victims
+ *                          it may preempt makes room (RESOURCES/TOPOLOGY)
  */
 struct drv_sched_decision {
 	enum drv_sched_dec_kind kind;

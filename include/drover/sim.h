@@ -227,6 +227,7 @@ struct drv_sim_opts {
 	int64_t provision_delay_s; /* elastic nodes become usable after this */
 	bool progress;             /* progress bar on stderr */
 	bool record_samples;       /* keep the time series (the report needs it) */
+	bool every_pass;           /* never skip a pass (tests: skipping changes nothing) */
 };
 
 struct drv_sim_result {

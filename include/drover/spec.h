@@ -272,6 +272,15 @@ int drv_quantity_mib(const char *s, int64_t *mib);
  */
 int drv_slurm_time_parse(const char *s, int64_t *secs);
 
+/*
+ * drover topology level for a Kueue topology annotation value (a node label
+ * key) or a level name: "kubernetes.io/hostname" -> "node", "...-rack" or
+ * "...subblock" -> "leaf", "...-block" -> "spine", "nvidia.com/gpu.clique"
+ * or "...nvlink..." -> "nvlink-domain", "...zone"/"...region" -> "pool";
+ * NULL when it maps to none. Static string.
+ */
+const char *drv_spec_topo_level(const char *key);
+
 /* Slurm --array value into a (released, then filled); DRV_EINVAL/ELIMIT. */
 int drv_array_parse(const char *s, struct drv_array *a);
 void drv_array_release(struct drv_array *a);

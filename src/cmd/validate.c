@@ -276,8 +276,18 @@ static void print_job_text(const char *path, const struct drv_jobspec *s)
 	if (j->topo_mode != DRV_TOPO_NONE)
 		printf("  topology: %s %s\n", j->topo_mode == DRV_TOPO_REQUIRED ? "required" : "preferred",
 		       j->topo_level);
+	if (j->nregions) {
+		printf("  regions:");
+		for (g = 0; g < j->nregions; g++)
+			printf(" %s", j->regions[g]);
+		printf("\n");
+	}
 	if (j->time_limit)
 		printf("  time limit: %llds\n", (long long)j->time_limit);
+	for (g = 0; g < s->ndeps; g++)
+		printf("  after: %s%s%s%s\n", s->deps[g].type, s->deps[g].job ? " " : "",
+		       s->deps[g].job ? s->deps[g].job : "",
+		       g + 1 < s->ndeps ? (s->deps_any ? " (or)" : " (and)") : "");
 	if (s->queue)
 		printf("  queue: %s\n", s->queue);
 	if (s->priority_class || j->priority)
@@ -344,46 +354,52 @@ int cmd_validate(int argc, char **argv)
 	int i, e, rc, sargc = 0;
 	char **sargv = NULL;
 
+	sargv = drv_calloc((size_t)argc + 1, sizeof(char *));
 	for (i = 1; i < argc; i++) {
-		if (path) {
-			/* everything after FILE: sbatch options for a batch script */
-			sargc = argc - i;
-			sargv = argv + i;
-			break;
+		if (path && strcmp(argv[i], "--json") != 0) {
+			/* after FILE: sbatch options for a batch script */
+			sargv[sargc++] = argv[i];
+			continue;
 		}
 		if (!strcmp(argv[i], "--json"))
 			json = true;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
+			drv_free(sargv);
 			return DRV_EXIT_OK;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "drover validate: unknown option %s\n", argv[i]);
 			usage(stderr);
+			drv_free(sargv);
 			return DRV_EXIT_USAGE;
 		} else
 			path = argv[i];
 	}
 	if (!path) {
 		usage(stderr);
+		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}
 	buf = read_all(path, &len, &e);
 	if (!buf || e) {
 		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(e ? e : EIO));
 		drv_free(buf);
+		drv_free(sargv);
+		return DRV_EXIT_USAGE;
+	}
+	if (sargc && drv_spec_sniff(buf, len) != DRV_FMT_SBATCH) {
+		fprintf(stderr, "drover validate: %s is not a batch script; options after it (%s) "
+			"are sbatch options\n", path, sargv[0]);
+		drv_free(buf);
+		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}
 	if (drv_spec_sniff(buf, len) == DRV_FMT_CLUSTER) {
-		if (sargc) {
-			fprintf(stderr, "drover validate: %s is a cluster file; options after it (%s) "
-				"are for batch scripts\n", path, sargv[0]);
-			rc = DRV_EXIT_USAGE;
-		} else {
-			rc = validate_cluster(path, buf, len, json);
-		}
+		rc = validate_cluster(path, buf, len, json);
 	} else {
 		rc = validate_job(path, buf, len, json, sargc, sargv);
 	}
 	drv_free(buf);
+	drv_free(sargv);
 	return rc;
 }

@@ -257,6 +257,27 @@ void sched__demand(struct drv_sched *s, const struct sjob *j, int d)
 		s->cnt_frac[j->min_frac] += d;
 }
 
+void sched__phot_fill(struct drv_sched *s, int32_t pos)
+{
+	const struct sjob *j = &s->jobs[s->pend[pos]];
+	struct phot *h = &s->phot[pos];
+	h->need_whole = j->need_whole;
+	h->max_task = (int16_t)j->max_task;
+	h->min_frac = (int16_t)j->min_frac;
+	h->prio = j->prio;
+	h->never = j->never;
+	h->gpuless = j->gpuless;
+	h->dur = j->dur;
+}
+
+void sched__phot_rebuild(struct drv_sched *s)
+{
+	int32_t i;
+	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
+	for (i = 0; i < s->npend; i++)
+		sched__phot_fill(s, i);
+}
+
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
@@ -271,9 +292,12 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 	} else {
 		pos = s->npend;
 	}
+	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
 	memmove(&s->pend[pos + 1], &s->pend[pos], (size_t)(s->npend - pos) * sizeof(*s->pend));
+	memmove(&s->phot[pos + 1], &s->phot[pos], (size_t)(s->npend - pos) * sizeof(*s->phot));
 	s->pend[pos] = slot;
 	s->npend++;
+	sched__phot_fill(s, pos);
 }
 
 void sched__pend_remove(struct drv_sched *s, int32_t slot)
@@ -294,6 +318,7 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 		return;
 	sched__demand(s, &s->jobs[slot], -1);
 	memmove(&s->pend[pos], &s->pend[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend));
+	memmove(&s->phot[pos], &s->phot[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->phot));
 	s->npend--;
 }
 
@@ -425,8 +450,11 @@ void sched__refresh_cluster(struct drv_sched *s)
 			s->pool_tmpl_model[p] = -1;
 	}
 	s->max_node_gpus = 0;
+	s->only_model = -2;
 	for (i = 0; i < c->nnodes; i++) {
 		const struct drv_node *n = &c->nodes[i];
+		if (n->ngpus > 0 && n->model >= 0)
+			s->only_model = s->only_model == -2 || s->only_model == n->model ? n->model : -1;
 		if (n->ngpus > s->max_node_gpus && n->state != DRV_NODE_DOWN)
 			s->max_node_gpus = n->ngpus;
 		p = n->pool;
@@ -439,6 +467,8 @@ void sched__refresh_cluster(struct drv_sched *s)
 			s->pool_tmpl_model[p] = n->model;
 		}
 	}
+	if (s->only_model == -2)
+		s->only_model = -1;
 	s->spot_mask = 0;
 	s->all_pools = 0;
 	for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++) {
@@ -457,6 +487,7 @@ void sched__refresh_cluster(struct drv_sched *s)
 			if (pend)
 				sched__demand(s, &s->jobs[i], +1);
 		}
+	sched__phot_rebuild(s);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -506,7 +537,8 @@ static void derive(struct drv_sched *s, struct sjob *j)
 	}
 	j->model = model >= 0 ? model : -1;
 	j->gpuless = j->need_milli == 0;
-	j->quota_any_model = j->model < 0;
+	j->qmodel = j->model >= 0 ? j->model : s->only_model;
+	j->quota_any_model = j->qmodel < 0;
 	j->level = -1;
 	if (job->topo_mode == DRV_TOPO_REQUIRED && job->topo_level)
 		j->level = drv_cluster_level(c, job->topo_level);
@@ -720,6 +752,19 @@ static int64_t run_end(const struct drv_sched *s, const struct sjob *j)
 	return d > 0 ? j->start + d : T_INF;
 }
 
+void sched__nom_drop(struct drv_sched *s, int32_t slot)
+{
+	int32_t i;
+	s->jobs[slot].nom.ntasks = 0;
+	s->jobs[slot].nvict_left = 0;
+	for (i = 0; i < s->nnoms; i++)
+		if (s->noms[i] == slot) {
+			memmove(&s->noms[i], &s->noms[i + 1], (size_t)(s->nnoms - i - 1) * sizeof(*s->noms));
+			s->nnoms--;
+			return;
+		}
+}
+
 void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now)
 {
 	struct sjob *j = &s->jobs[slot];
@@ -734,8 +779,8 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 	j->grace = 0;
 	j->pool = j->pl.ntasks > 0 && j->pl.tasks[0].node >= 0 ?
 			  s->c->nodes[j->pl.tasks[0].node].pool : -1;
-	j->nvict_left = 0;
-	j->nom.ntasks = 0;
+	if (j->nom.ntasks)
+		sched__nom_drop(s, slot);
 	sched__usage(s, j, +1);
 	sched__node_touch(s, &j->pl, now);
 	sched__run_insert(s, slot);
@@ -787,10 +832,13 @@ int drv_sched_finish(struct drv_sched *s, uint64_t id, int64_t now)
 	int32_t slot = sched__lookup(s, id);
 	if (slot < 0)
 		return DRV_ENOENT;
-	if (s->jobs[slot].state == DRV_SJ_PENDING)
+	if (s->jobs[slot].state == DRV_SJ_PENDING) {
 		sched__pend_remove(s, slot);
-	else
+		if (s->jobs[slot].nom.ntasks)
+			sched__nom_drop(s, slot);
+	} else {
 		stop_running(s, slot, now);
+	}
 	free_job(s, slot);
 	return 0;
 }
@@ -918,6 +966,9 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->hkeys);
 	drv_free(s->hvals);
 	drv_free(s->pend);
+	drv_free(s->noms);
+	drv_free(s->phot);
+	drv_free(s->visited);
 	drv_free(s->run);
 	drv_free(s->classes);
 	drv_free(s->tenants);
@@ -1069,6 +1120,9 @@ size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sch
 		fput_place(&f, s, d->placement);
 		if (d->pool >= 0)
 			fput(&f, " pool %s", pool_name(s, d->pool));
+		if (d->n[0] > 0)
+			fput(&f, " $%" PRId64 ".%02" PRId64 "/h", d->n[0] / 1000000,
+			     d->n[0] % 1000000 / 10000);
 		if (d->flags & DRV_DEC_BACKFILLED)
 			fput(&f, " backfilled");
 		if (d->flags & DRV_DEC_BORROWING)
@@ -1114,8 +1168,10 @@ size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sch
 			fput(&f, " free where it may run");
 			if (d->n[2] > 1)
 				fput(&f, ", at most %" PRId64 " on one node", d->n[3] < 0 ? 0 : d->n[3]);
-			if (d->flags & DRV_DEC_RECLAIM)
+			if (d->flags & DRV_DEC_NO_VICTIMS)
 				fput(&f, "; no preemption frees enough");
+			if (d->flags & DRV_DEC_CLASS_NEVER)
+				fput(&f, "; its priority class never preempts");
 			break;
 		case DRV_REASON_TOPOLOGY:
 			fput(&f, "topology: needs ");
@@ -1123,8 +1179,10 @@ size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sch
 			fput(&f, " within one %s; ", level_name(s, d->level));
 			fput_gpus(&f, d->n[1]);
 			fput(&f, " free in all, not together");
-			if (d->flags & DRV_DEC_RECLAIM)
+			if (d->flags & DRV_DEC_NO_VICTIMS)
 				fput(&f, "; no preemption frees enough");
+			if (d->flags & DRV_DEC_CLASS_NEVER)
+				fput(&f, "; its priority class never preempts");
 			break;
 		case DRV_REASON_QUOTA:
 			gm = drv_gpu_model_at(d->model);

@@ -40,6 +40,7 @@ struct sjob {
 	int32_t prio;
 	int32_t tenant;
 	int32_t model;          /* the one model all GPU groups ask for, or -1 */
+	int32_t qmodel;         /* model its quota is charged to before placement, or -1 */
 	int64_t need_milli;     /* GPU milli over all tasks */
 	int32_t need_whole;     /* whole GPUs over all tasks */
 	int32_t max_task;       /* largest whole-GPU task */
@@ -79,6 +80,19 @@ struct sjob {
 	bool why_emitted;
 };
 
+/* What the pass reads of a pending job before touching the job itself:
+ * one compact entry per s->pend position, so a pass over a long queue that
+ * mostly cannot start stays in cache. */
+struct phot {
+	int32_t need_whole;
+	int16_t max_task;
+	int16_t min_frac;
+	int32_t prio;
+	uint8_t never;
+	uint8_t gpuless;
+	int64_t dur;
+};
+
 struct sresv {
 	int32_t job;            /* slot */
 	int64_t at;
@@ -104,8 +118,11 @@ struct drv_sched {
 
 	/* pending, sorted by (kprio desc, kpol, submit, id) */
 	int32_t *pend;
+	struct phot *phot;      /* parallel to pend */
+	bool phot_stale;        /* pend was re-sorted: rebuild phot */
 	int32_t npend;
 	size_t pcap;
+	size_t phcap;
 	enum drv_sched_order keyed_order;
 	bool keys_valid;
 	int64_t keys_at;        /* time keys were computed for */
@@ -142,6 +159,11 @@ struct drv_sched {
 	int32_t nnodes_seen;
 	bool idle_unknown;      /* some idle_since[] still INT64_MIN */
 
+	/* pending preemptors holding a nominated placement */
+	int32_t *noms;
+	int32_t nnoms;
+	size_t nomcap;
+
 	/* reservations made by the last pass */
 	struct sresv *resv;
 	int32_t nresv;
@@ -157,6 +179,8 @@ struct drv_sched {
 	size_t tmp2cap;
 	int32_t *order;         /* fair merge output */
 	size_t ocap;
+	int32_t *visited;       /* slots the last pass gave a reason */
+	size_t vcap;
 
 	/* pending demand, for stopping a pass early: counts by whole-GPU task
 	 * size (max_task, 1..64) and by fractional task size (1..999) */
@@ -170,10 +194,14 @@ struct drv_sched {
 	uint32_t pass_no;
 	int64_t last_now;
 	int32_t max_node_gpus;
+	int32_t only_model;     /* the cluster's one GPU model, -1 when mixed or none */
 };
 
 /* sched.c */
 int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
+void sched__phot_fill(struct drv_sched *s, int32_t pos);
+void sched__phot_rebuild(struct drv_sched *s);
+void sched__nom_drop(struct drv_sched *s, int32_t slot);
 void sched__demand(struct drv_sched *s, const struct sjob *j, int d);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);

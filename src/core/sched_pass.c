@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Exact placement attempts in a sweep before it starts to gallop. */
+#define GALLOP_AFTER 16
+
 struct pass {
 	struct drv_sched *s;
 	struct drv_cluster *c;
@@ -169,6 +172,7 @@ static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 		return 0;
 	may = 0;
 	if (t->cohort >= 0) {
+		int64_t head = DRV_MAX(0, t->quota[m] - t->usage[m]);
 		for (i = 0; i < s->ntenants; i++) {
 			const struct stenant *o = &s->tenants[i];
 			if (o->cohort != t->cohort || o->quota[m] < 0)
@@ -176,16 +180,14 @@ static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 			cq += o->quota[m];
 			cu += o->usage[m];
 		}
-		may = cq - cu;
-		if (t->limit[m] >= 0) {
-			int64_t lim = t->quota[m] + t->limit[m] - t->usage[m];
-			if (lim < may)
-				may = lim;
-		}
+		/* what it may take beyond its own headroom: the cohort's unused
+		 * quota, within its borrowing limit */
+		may = cq - cu - head;
+		if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - t->usage[m] - head < may)
+			may = t->quota[m] + t->limit[m] - t->usage[m] - head;
 		if (may < 0)
 			may = 0;
-		/* need beyond the nominal must come out of what the cohort lends */
-		if (need <= may + DRV_MAX(0, t->quota[m] - t->usage[m]) && cu + need <= cq)
+		if (need <= head + may)
 			return 1;
 	}
 	if (w) {
@@ -230,46 +232,62 @@ static int quota_check_placement(const struct drv_sched *s, const struct sjob *j
 
 /* ---- reservation blocks ------------------------------------------------- */
 
-/* GPUs of node n in mask with nothing on them. */
-static uint64_t free_mask(const struct drv_cluster *c, int32_t n, uint64_t mask)
+static void block_one(struct drv_cluster *c, struct drv_placement *blk, int32_t node,
+		      uint64_t mask, int32_t milli)
 {
-	const struct drv_node *nd = &c->nodes[n];
-	uint64_t m, out = 0;
-	for (m = mask; m; m &= m - 1) {
-		int g = __builtin_ctzll(m);
-		if (g < nd->ngpus && nd->gpu_milli_used[g] == 0)
-			out |= 1ull << g;
-	}
-	return out;
+	struct drv_placement one;
+	DRV_GROW(blk->tasks, (size_t)blk->ntasks + 1, blk->cap);
+	memset(&blk->tasks[blk->ntasks], 0, sizeof(blk->tasks[0]));
+	blk->tasks[blk->ntasks].node = node;
+	blk->tasks[blk->ntasks].gpu_milli = milli;
+	blk->tasks[blk->ntasks].gpu_mask = mask;
+	one.tasks = &blk->tasks[blk->ntasks];
+	one.ntasks = 1;
+	one.cap = 1;
+	drv_cluster_commit(c, &one);
+	blk->ntasks++;
 }
 
-/* Commits blocks for pl's GPUs that are free now, appending to blk. */
+/*
+ * Blocks what is free now of the GPUs in mask on node: whole free GPUs as
+ * one synthetic task, what is left of partly used ones (fractional tasks)
+ * one task each, so no new task lands there. Returns the GPUs touched.
+ */
+static int block_gpus(struct drv_cluster *c, struct drv_placement *blk, int32_t node,
+		      uint64_t mask)
+{
+	const struct drv_node *nd = &c->nodes[node];
+	uint64_t m, whole = 0;
+	int n = 0;
+	for (m = mask; m; m &= m - 1) {
+		int g = __builtin_ctzll(m);
+		if (g >= nd->ngpus || nd->gpu_milli_used[g] >= DRV_MILLI)
+			continue;
+		n++;
+		if (nd->gpu_milli_used[g] == 0)
+			whole |= 1ull << g;
+		else
+			block_one(c, blk, node, 1ull << g, DRV_MILLI - nd->gpu_milli_used[g]);
+	}
+	if (whole)
+		block_one(c, blk, node, whole, DRV_MILLI);
+	return n;
+}
+
+/* Blocks pl's GPUs as far as they are free now, appending to blk. */
 static void block_add(struct drv_cluster *c, struct drv_placement *blk,
 		      const struct drv_placement *pl, int64_t *gpus, int32_t *maxt)
 {
 	int32_t i;
 	for (i = 0; i < pl->ntasks; i++) {
 		const struct drv_task_place *t = &pl->tasks[i];
-		struct drv_placement one;
-		uint64_t fm;
+		int n;
 		if (t->node < 0 || t->node >= c->nnodes)
 			continue;
-		fm = free_mask(c, t->node, t->gpu_mask);
-		if (!fm)
-			continue;
-		DRV_GROW(blk->tasks, (size_t)blk->ntasks + 1, blk->cap);
-		memset(&blk->tasks[blk->ntasks], 0, sizeof(blk->tasks[0]));
-		blk->tasks[blk->ntasks].node = t->node;
-		blk->tasks[blk->ntasks].gpu_milli = DRV_MILLI;
-		blk->tasks[blk->ntasks].gpu_mask = fm;
-		one.tasks = &blk->tasks[blk->ntasks];
-		one.ntasks = 1;
-		one.cap = 1;
-		drv_cluster_commit(c, &one);
-		blk->ntasks++;
-		*gpus += __builtin_popcountll(fm);
-		if (__builtin_popcountll(fm) > *maxt)
-			*maxt = __builtin_popcountll(fm);
+		n = block_gpus(c, blk, t->node, t->gpu_mask);
+		*gpus += n;
+		if (n > *maxt)
+			*maxt = n;
 	}
 }
 
@@ -322,6 +340,33 @@ static void resv_add(struct pass *p, int32_t slot, int64_t at, const struct drv_
 	}
 	if (p->blocked_on)
 		block_add(p->c, &s->block, &r->pl, &p->blocked_gpus, &p->blocked_max);
+}
+
+/* Removes slot's reservation (a nomination it may now use itself). */
+static void resv_drop(struct pass *p, int32_t slot)
+{
+	struct drv_sched *s = p->s;
+	int32_t i;
+	for (i = 0; i < s->nresv; i++) {
+		struct sresv t;
+		if (s->resv[i].job != slot)
+			continue;
+		t = s->resv[i];
+		memmove(&s->resv[i], &s->resv[i + 1], (size_t)(s->nresv - i - 1) * sizeof(*s->resv));
+		s->resv[s->nresv - 1] = t; /* keep its buffer for reuse */
+		s->nresv--;
+		break;
+	}
+	p->t_min = T_INF;
+	for (i = 0; i < s->nresv; i++)
+		if (s->resv[i].at < p->t_min) {
+			p->t_min = s->resv[i].at;
+			p->first_resv = i;
+		}
+	if (p->blocked_on) {
+		blocks_off(p);
+		blocks_on(p);
+	}
 }
 
 /* ---- placement with the pool policy ------------------------------------- */
@@ -482,7 +527,7 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 	struct drv_cluster *c = p->c;
 	struct drv_placement *sw = &s->scratch2; /* extra blocks made while sweeping */
 	int64_t at = T_INF;
-	int32_t i, k, n = 0, gap = 1, skip = 0, pool;
+	int32_t i, k, n = 0, gap = 1, skip = 0, pool, fails = 0;
 	struct place_fail f;
 
 	sw->ntasks = 0;
@@ -496,24 +541,10 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 		if (p->blocked_on)
 			for (k = 0; k < r->pl.ntasks; k++) {
 				const struct drv_task_place *t = &r->pl.tasks[k];
-				struct drv_placement one;
-				uint64_t fm;
 				if (t->node < 0 || t->node >= s->nnodes_seen ||
 				    !(s->resv_mask[t->node] & t->gpu_mask))
 					continue;
-				fm = free_mask(c, t->node, t->gpu_mask & s->resv_mask[t->node]);
-				if (!fm)
-					continue;
-				DRV_GROW(sw->tasks, (size_t)sw->ntasks + 1, sw->cap);
-				memset(&sw->tasks[sw->ntasks], 0, sizeof(sw->tasks[0]));
-				sw->tasks[sw->ntasks].node = t->node;
-				sw->tasks[sw->ntasks].gpu_milli = DRV_MILLI;
-				sw->tasks[sw->ntasks].gpu_mask = fm;
-				one.tasks = &sw->tasks[sw->ntasks];
-				one.ntasks = 1;
-				one.cap = 1;
-				drv_cluster_commit(c, &one);
-				sw->ntasks++;
+				block_gpus(c, sw, t->node, t->gpu_mask & s->resv_mask[t->node]);
 			}
 		/* jobs ending together free together */
 		if (i + 1 < s->nrun && s->jobs[s->run[i + 1]].end == r->end)
@@ -530,10 +561,13 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 		}
 		if (f.never)
 			break;
-		/* gallop: placement is dearer than freeing, so look less often
-		 * the longer it keeps failing */
-		skip = gap;
-		gap *= 2;
+		/* after many exact tries, gallop: placement is dearer than
+		 * freeing, so look less often the longer it keeps failing (the
+		 * start found may then be a little later than the earliest) */
+		if (++fails > GALLOP_AFTER) {
+			skip = gap;
+			gap *= 2;
+		}
 	}
 	drv_cluster_uncommit(c, sw);
 	sw->ntasks = 0;
@@ -560,9 +594,10 @@ static int cmp_cand(const void *a, const void *b, void *arg)
 		return x->prio < y->prio ? -1 : 1;
 	if (x->lost != y->lost)
 		return x->lost < y->lost ? -1 : 1;
+	/* then the newest (highest id) first */
 	ix = s->jobs[x->slot].id;
 	iy = s->jobs[y->slot].id;
-	return ix < iy ? -1 : ix > iy;
+	return ix > iy ? -1 : ix < iy;
 }
 
 static int32_t placement_model(const struct drv_sched *s, const struct drv_placement *pl)
@@ -604,7 +639,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	struct sjob *j = &s->jobs[slot];
 	struct cand *cands;
 	struct drv_placement *pl = &s->scratch;
-	int32_t i, nc = 0, taken = 0, pool, gap = 1, skip = 0, nv = 0;
+	int32_t i, nc = 0, taken = 0, pool, gap = 1, skip = 0, nv = 0, fails = 0;
 	int64_t room = 0, borrowed[64];
 	struct avail a;
 	struct place_fail f;
@@ -689,8 +724,10 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		}
 		if (f.never)
 			break;
-		skip = gap;
-		gap *= 2;
+		if (++fails > GALLOP_AFTER) {
+			skip = gap;
+			gap *= 2;
+		}
 	}
 	/* put everything back */
 	for (i = taken - 1; i >= 0; i--)
@@ -731,7 +768,12 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	d->n[1] = topprio == INT64_MIN ? 0 : topprio;
 	d->flags = reclaim ? DRV_DEC_RECLAIM : 0;
 	p->out->nids += (size_t)nv;
+	if (!j->nom.ntasks) {
+		DRV_GROW(s->noms, (size_t)s->nnoms + 1, s->nomcap);
+		s->noms[s->nnoms++] = slot;
+	}
 	drv_placement_copy(&j->nom, pl);
+	d->placement = &j->nom;
 	j->nvict_left = nv;
 	j->nom_deadline = d->at;
 	return true;
@@ -879,6 +921,7 @@ static void rekey(struct pass *p)
 			moved++;
 	if (!moved)
 		return;
+	s->phot_stale = true;
 	if (moved < 64) {
 		/* a few moved: insertion sort is linear-ish */
 		for (i = 1; i < s->npend; i++) {
@@ -982,6 +1025,18 @@ static void count_blocked(struct pass *p, const struct sjob *j)
 		p->first_blocked = j->id;
 }
 
+/* Exact: would j fit now without the reservations' blocks? */
+static bool fits_unblocked(struct pass *p, const struct sjob *j)
+{
+	struct place_fail f;
+	int32_t pool;
+	int rc;
+	blocks_off(p);
+	rc = try_place(p, j, &p->s->scratch2, &pool, &f);
+	blocks_on(p);
+	return rc == 0;
+}
+
 static void resources_why(struct pass *p, const struct sjob *j, const struct place_fail *f,
 			  struct drv_sched_decision *w)
 {
@@ -995,10 +1050,9 @@ static void resources_why(struct pass *p, const struct sjob *j, const struct pla
 	w->level = j->level;
 	if (f->topology)
 		w->n[2] = w->n[3] = 0;
-	/* It would fit if reserved GPUs were free: say so. */
-	if (!f->topology && p->s->nresv > 0 && p->blocked_gpus > 0 &&
-	    j->need_whole <= a.whole + p->blocked_gpus &&
-	    j->need_milli <= a.milli + p->blocked_gpus * DRV_MILLI) {
+	/* It would fit now if reserved GPUs were free: say so. */
+	if (p->s->nresv > 0 && p->blocked_gpus > 0 && fits_with_blocked(p, j) &&
+	    fits_unblocked(p, j)) {
 		const struct sresv *r = &p->s->resv[p->first_resv];
 		why_init(w, DRV_REASON_RESERVATION);
 		w->n[0] = (int64_t)p->s->jobs[r->job].id;
@@ -1016,16 +1070,22 @@ static void scan_one(struct pass *p, int32_t slot)
 	struct place_fail f;
 	int32_t pool;
 	int qrc = 0, rc;
-	bool reason_blocks;
+	bool reason_blocks, own_nom = false;
 
 	if (j->nvict_left > 0) {
+		/* its nominated placement is already held (pass start) */
 		why_init(&w, DRV_REASON_PREEMPTING);
 		w.n[0] = j->nvict_left;
 		w.at = j->nom_deadline;
 		set_why(p, j, &w);
-		resv_add(p, slot, j->nom_deadline, &j->nom, true);
 		count_blocked(p, j);
 		return;
+	}
+	if (j->nom.ntasks > 0) {
+		/* its victims are gone: the held placement is its own to use */
+		resv_drop(p, slot);
+		sched__nom_drop(s, slot);
+		own_nom = true;
 	}
 	if (j->never) {
 		why_init(&w, DRV_REASON_NEVER);
@@ -1041,7 +1101,7 @@ static void scan_one(struct pass *p, int32_t slot)
 		return;
 	}
 	if (s->tenants[j->tenant].has_quota && !j->quota_any_model) {
-		qrc = quota_check(s, j->tenant, j->model, j->need_milli, &w);
+		qrc = quota_check(s, j->tenant, j->qmodel, j->need_milli, &w);
 		if (qrc < 0) {
 			set_why(p, j, &w);
 			return;
@@ -1059,7 +1119,8 @@ static void scan_one(struct pass *p, int32_t slot)
 			qrc = quota_check_placement(s, j, pl, &w);
 		if (rc == 0 && qrc >= 0)
 			do_start(p, slot, pl,
-				 (p->nblocked ? DRV_DEC_BACKFILLED : 0) | (qrc > 0 ? DRV_DEC_BORROWING : 0));
+				 (p->nblocked && !own_nom ? DRV_DEC_BACKFILLED : 0) |
+					 (qrc > 0 ? DRV_DEC_BORROWING : 0));
 		blocks_on(p);
 		if (rc == 0) {
 			if (qrc < 0)
@@ -1075,7 +1136,8 @@ static void scan_one(struct pass *p, int32_t slot)
 			}
 		}
 		do_start(p, slot, pl,
-			 (p->nblocked ? DRV_DEC_BACKFILLED : 0) | (qrc > 0 ? DRV_DEC_BORROWING : 0));
+			 (p->nblocked && !own_nom ? DRV_DEC_BACKFILLED : 0) |
+				 (qrc > 0 ? DRV_DEC_BORROWING : 0));
 		return;
 	}
 
@@ -1098,8 +1160,12 @@ static void scan_one(struct pass *p, int32_t slot)
 		count_blocked(p, j);
 		return;
 	}
-	if (pol->preemption && !j->never_preempts)
-		w.flags |= DRV_DEC_RECLAIM; /* "no preemption frees enough" */
+	if (pol->preemption && !j->never_preempts &&
+	    (w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY))
+		w.flags |= DRV_DEC_NO_VICTIMS;
+	if (pol->preemption && j->never_preempts &&
+	    (w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY))
+		w.flags |= DRV_DEC_CLASS_NEVER;
 	reason_blocks = w.reason == DRV_REASON_RESOURCES || w.reason == DRV_REASON_TOPOLOGY ||
 			w.reason == DRV_REASON_RESERVATION;
 	if (reason_blocks && pol->mode != DRV_MODE_GREEDY) {
@@ -1132,9 +1198,7 @@ static void scan_one(struct pass *p, int32_t slot)
  * aggregates, counting reserved GPUs as free (a short job might use them).
  */
 struct stopper {
-	bool possible;     /* policy and state allow stopping at all */
-	int32_t min_task;  /* smallest whole-GPU task pending, 0 = none */
-	int32_t min_frac;  /* smallest fractional task pending, 0 = none */
+	bool possible;     /* policy and state allow skipping at all */
 };
 
 static void stopper_init(struct pass *p, struct stopper *st)
@@ -1143,7 +1207,7 @@ static void stopper_init(struct pass *p, struct stopper *st)
 	const struct drv_sched_policy *pol = p->pol;
 	int32_t i;
 	memset(st, 0, sizeof(*st));
-	if (s->cnt_gpuless > 0 || p->c->nvertices == 0)
+	if (p->c->nvertices == 0)
 		return;
 	if (pol->grow_wait_s > 0)
 		for (i = 0; i < p->c->npools; i++)
@@ -1162,39 +1226,40 @@ static void stopper_init(struct pass *p, struct stopper *st)
 				p->min_prio_victim = r->prio;
 		}
 	}
-	for (i = 1; i <= DRV_MAX_NODE_GPUS; i++)
-		if (s->cnt_task[i]) {
-			st->min_task = i;
-			break;
-		}
-	for (i = 1; i < DRV_MILLI; i++)
-		if (s->cnt_frac[i]) {
-			st->min_frac = i;
-			break;
-		}
 	st->possible = true;
 }
 
-static bool stop_here(struct pass *p, const struct stopper *st, const struct sjob *j)
+/* Global part: may the pass skip jobs that surely cannot start now? */
+static bool skip_allowed(const struct pass *p, const struct stopper *st)
 {
-	const struct drv_vertex *r = &p->c->vertices[0];
-	int64_t whole;
-	int32_t maxnode;
-	if (!st->possible)
+	if (!st->possible || p->pol->report_all_pending)
 		return false;
 	if (p->pol->mode != DRV_MODE_GREEDY &&
 	    p->nresv_made < DRV_MAX(1, p->pol->mode == DRV_MODE_BACKFILL ? p->pol->conservative_depth : 1))
 		return false;
-	if (p->pol->preemption && p->tries < p->pol->max_preempt_tries &&
-	    !j->never_preempts && j->prio > p->min_prio_victim)
-		return false;
-	whole = r->free_gpus + p->blocked_gpus;
-	maxnode = DRV_MIN(r->max_node_free + p->blocked_max, p->s->max_node_gpus);
-	if (st->min_task && maxnode >= st->min_task)
-		return false;
-	if (st->min_frac && (whole > 0 || r->max_part_free >= st->min_frac))
-		return false;
 	return true;
+}
+
+/* Per job, from the compact entry only: true when the job surely can
+ * neither start (even on reserved GPUs, if it is short) nor preempt. */
+static bool hot_skip(const struct pass *p, const struct phot *h)
+{
+	const struct drv_vertex *r = &p->c->vertices[0];
+	int64_t whole = r->free_gpus;
+	int32_t maxnode = r->max_node_free;
+	if (h->gpuless)
+		return false;
+	if (p->pol->preemption && p->tries < p->pol->max_preempt_tries && h->prio > p->min_prio_victim)
+		return false;
+	if (p->blocked_gpus > 0 && h->dur > 0 && p->now + h->dur <= p->t_min) {
+		whole += p->blocked_gpus;
+		maxnode = DRV_MIN(maxnode + p->blocked_max, p->s->max_node_gpus);
+	}
+	if (h->need_whole > whole || h->max_task > maxnode)
+		return true;
+	if (h->min_frac > 0 && whole == 0 && h->min_frac > r->max_part_free)
+		return true;
+	return false;
 }
 
 static void set_tail(struct pass *p, enum drv_sched_reason why)
@@ -1233,7 +1298,8 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	struct pass P, *p = &P;
 	struct stopper stop;
 	const int32_t *order;
-	int32_t i, k, n, nall, nd;
+	int32_t i, k, n, nall, nd, nvis;
+	bool skipped;
 	int rc;
 
 	if (!s || !pol || !out)
@@ -1272,27 +1338,60 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	s->nresv = 0;
 	s->block.ntasks = 0;
 	p->blocked_on = true; /* nothing blocked yet; reservations add as they come */
+	/* preemptors' nominated placements are held before anyone else is
+	 * considered (their victims' GPUs must not go to a third job) */
+	for (i = 0; i < s->nnoms; i++) {
+		struct sjob *nj = &s->jobs[s->noms[i]];
+		resv_add(p, s->noms[i], DRV_MAX(nj->nom_deadline, now), &nj->nom, true);
+		p->nresv_made++;
+	}
 
 	rekey(p);
+	if (s->phot_stale) {
+		sched__phot_rebuild(s);
+		s->phot_stale = false;
+	}
 	order = pol->order == DRV_ORDER_FAIR ? fair_order(p) : s->pend;
 	nall = s->npend;
 	stopper_init(p, &stop);
 	s->tail_pass = 0;
+	nvis = 0;
+	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
+	skipped = false;
 	for (k = 0; k < nall; k++) {
 		int32_t slot = order[k];
-		const struct sjob *j = &s->jobs[slot];
-		if (j->state != DRV_SJ_PENDING)
-			continue;
 		if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
 			set_tail(p, DRV_REASON_PRIORITY);
 			break;
 		}
-		if (!pol->report_all_pending && stop_here(p, &stop, j)) {
-			set_tail(p, DRV_REASON_RESOURCES);
-			break;
+		if (skip_allowed(p, &stop)) {
+			struct phot hh;
+			const struct phot *h;
+			if (pol->order == DRV_ORDER_FAIR) {
+				const struct sjob *j = &s->jobs[slot];
+				hh.need_whole = j->need_whole;
+				hh.max_task = (int16_t)j->max_task;
+				hh.min_frac = (int16_t)j->min_frac;
+				hh.prio = j->prio;
+				hh.never = j->never;
+				hh.gpuless = j->gpuless;
+				hh.dur = j->dur;
+				h = &hh;
+			} else {
+				h = &s->phot[k];
+			}
+			if (h->never || hot_skip(p, h)) {
+				skipped = true;
+				continue;
+			}
 		}
+		if (s->jobs[slot].state != DRV_SJ_PENDING)
+			continue;
+		s->visited[nvis++] = slot;
 		scan_one(p, slot);
 	}
+	if (skipped && !s->tail_pass)
+		set_tail(p, DRV_REASON_RESOURCES);
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {
@@ -1302,10 +1401,12 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 					sched__pend_remove(s, sched__lookup(s, out->v[k].job));
 		} else {
 			for (i = 0, n = 0; i < s->npend; i++) {
-				if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING)
+				if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING) {
+					s->phot[n] = s->phot[i];
 					s->pend[n++] = s->pend[i];
-				else
+				} else {
 					sched__demand(s, &s->jobs[s->pend[i]], -1);
+				}
 			}
 			s->npend = n;
 		}
@@ -1334,10 +1435,8 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		d->n[0] = s->pool_tmpl_gpus[i];
 		d->job = p->prov_job[i];
 	}
-	if (pol->order != DRV_ORDER_FAIR)
-		nall = s->npend; /* s->pend was compacted */
-	for (k = 0; k < nall; k++) {
-		struct sjob *j = &s->jobs[order[k]];
+	for (k = 0; k < nvis; k++) {
+		struct sjob *j = &s->jobs[s->visited[k]];
 		struct drv_sched_decision *d;
 		if (j->state != DRV_SJ_PENDING || j->why_pass != s->pass_no)
 			continue;

@@ -85,7 +85,7 @@ static struct drv_sim_run *new_run(struct engine *e, int32_t j)
 	struct drv_sim_result *r = e->r;
 	struct drv_sim_run *run;
 	DRV_GROW(r->runs, r->nruns + 1, r->rcap);
-	run = &r->runs[r->nruns];
+	run = &r->runs[r->nruns++];
 	memset(run, 0, sizeof(*run));
 	drv_placement_init(&run->place);
 	run->job = j;
@@ -514,6 +514,7 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	struct drv_sim_event ev;
 	int32_t next = 0, i;
 	int rc = 0;
+	bool changed, may_skip;
 
 	memset(&e, 0, sizeof(e));
 	e.c = c;
@@ -549,6 +550,24 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 					  DRV_SIM_EV_FAIL, i, 0);
 	if (w->njobs)
 		e.now = w->jobs[0].job.submit_time;
+	/*
+	 * Skipping passes. Between events nothing the pass reads changes but
+	 * the clock and the queue. With preemption off, no elastic pool and
+	 * no job that needs no GPU, a pass when every GPU is taken cannot
+	 * start anything, whatever arrived (an arrival may change the order
+	 * and the reservations, not the free GPUs). So a time whose only
+	 * events are arrivals onto a full cluster skips its pass, unless an
+	 * arrival is to be rejected. The next event that frees a GPU (a
+	 * completion, a repair, a grace end) runs one. And when no job waits,
+	 * there is nothing to start: no pass either.
+	 */
+	may_skip = !o->every_pass && !o->policy->preemption;
+	for (i = 0; i < w->njobs && may_skip; i++)
+		if (drv_job_gpu_milli(&w->jobs[i].job) == 0)
+			may_skip = false;
+	for (i = 0; i < c->npools; i++)
+		if (c->pools[i].elastic)
+			may_skip = false;
 
 	while (next < w->njobs || e.live > 0) {
 		const struct drv_sim_event *top = drv_sim_heap_peek(&e.heap);
@@ -558,9 +577,11 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 		else
 			t = top->time;
 		advance(&e, t);
+		changed = false;
 		/* heap events first (completions free room), then arrivals */
 		while ((top = drv_sim_heap_peek(&e.heap)) && top->time == t) {
 			drv_sim_heap_pop(&e.heap, &ev);
+			changed = true;
 			switch (ev.type) {
 			case DRV_SIM_EV_FINISH:
 				e.live--;
@@ -595,6 +616,12 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			}
 		}
 		while (next < w->njobs && w->jobs[next].job.submit_time == t) {
+			/* an arrival that is to be rejected needs the pass */
+			if (!changed && c->vertices[0].free_milli > 0)
+				changed = true;
+			if (!changed &&
+			    drv_place_check_static(c, &w->jobs[next].job, NULL, NULL, 0))
+				changed = true;
 			rc = drv_sched_submit(e.s, &w->jobs[next].job, NULL);
 			if (rc)
 				goto out;
@@ -604,9 +631,14 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			r->sum.events++;
 			next++;
 		}
-		rc = pass(&e);
-		if (rc)
-			goto out;
+		/* nothing waits: a pass would have nothing to start */
+		if (may_skip && e.npending == 0)
+			changed = false;
+		if (changed || !may_skip) {
+			rc = pass(&e);
+			if (rc)
+				goto out;
+		}
 		sample(&e);
 		if (o->progress)
 			progress(&e, next);

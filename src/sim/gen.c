@@ -4,7 +4,8 @@
  * DRV_SIM_DIST_PHILLY draws sizes and durations shaped like Microsoft's
  * Philly trace (most jobs one GPU, a long tail of gangs up to 128 GPUs;
  * log-normal durations with a median near 19 minutes and a mean near 3.6
- * hours), tenants with skewed shares, and three priority levels.
+ * hours, clipped so the work fits the arrival window), tenants with skewed
+ * shares, and three priority levels.
  * DRV_SIM_DIST_EXP gives M/M/c jobs: one task of one GPU, exponential
  * durations. In both, arrivals are Poisson and the rate is set from the
  * drawn jobs so that the offered load (GPU-seconds of work per second,
@@ -133,6 +134,30 @@ int drv_sim_generate(const struct drv_sim_gen_opts *o, struct drv_sim_workload *
 		set_gang(j, n, o->node_gpus);
 		j->runtime_estimate = sj->duration;
 		work += (double)sj->duration * n;
+	}
+	/*
+	 * Heavy tails and short runs: a few month-long gangs can hold most of
+	 * the work, which then lands long after the last arrival, and the load
+	 * inside the arrival window is far below the one asked for. So
+	 * durations are clipped to a quarter of the arrival window (twice, as
+	 * clipping shortens the window).
+	 */
+	if (o->dist == DRV_SIM_DIST_PHILLY) {
+		int pass;
+		for (pass = 0; pass < 2; pass++) {
+			double window = work / (o->load * o->total_gpus);
+			int64_t cap = (int64_t)(window / 4);
+			if (cap < 10)
+				cap = 10;
+			work = 0;
+			for (i = first; i < w->njobs; i++) {
+				struct drv_sim_job *sj = &w->jobs[i];
+				if (sj->duration > cap)
+					sj->duration = cap;
+				sj->job.runtime_estimate = sj->duration;
+				work += (double)sj->duration * drv_job_gpu_milli(&sj->job) / 1000.0;
+			}
+		}
 	}
 	/* rate so that offered GPU-seconds per second = load x GPUs */
 	rate = o->load * o->total_gpus / (work / o->njobs);

@@ -28,6 +28,7 @@ struct series {
 	const char *name;
 	const double *x, *y;
 	size_t n;
+	size_t count; /* shown in the legend when set (e.g. jobs behind a CDF) */
 };
 
 static void html_text(FILE *f, const char *s)
@@ -158,6 +159,13 @@ static void line_chart(FILE *f, const char *title, const char *xlabel, const cha
 			fprintf(f, "%.1f,%.1f ", PX(x), PY(s[i].y[k]));
 		}
 		fprintf(f, "\"/>\n");
+		/* a series of a few points gets markers, so one point still shows */
+		if (s[i].n <= 20)
+			for (k = 0; k < s[i].n; k++) {
+				double x = logx ? log10(DRV_MAX(s[i].x[k], 1e-3)) : s[i].x[k];
+				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+					PX(x), PY(s[i].y[k]), col);
+			}
 	}
 	/* legend below */
 	for (i = 0; i < ns && ns > 1; i++) {
@@ -166,7 +174,9 @@ static void line_chart(FILE *f, const char *title, const char *xlabel, const cha
 			   "<text x=\"%d\" y=\"%d\" class=\"tick\">",
 			lx, ly, palette[i % DRV_ARRAY_SIZE(palette)], lx + 16, ly + 10);
 		html_text(f, s[i].name);
-		fprintf(f, " (%zu)</text>\n", s[i].n);
+		if (s[i].count)
+			fprintf(f, " (%zu)", s[i].count);
+		fprintf(f, "</text>\n");
 	}
 	fprintf(f, "</svg></figure>\n");
 #undef PX
@@ -301,11 +311,11 @@ static void time_series(FILE *f, const struct drv_sim_result *r, int64_t end)
 		queue[b] /= bw;
 		run[b] /= bw;
 	}
-	s[0] = (struct series){ "allocated GPUs", x, alloc, NB };
+	s[0] = (struct series){ "allocated GPUs", x, alloc, NB, 0 };
 	line_chart(f, "GPU allocation over time (time-averaged per interval)", ulabel,
 		   "allocated GPUs", s, 1, false, false, (double)r->total_gpus);
-	s[0] = (struct series){ "pending jobs", x, queue, NB };
-	s[1] = (struct series){ "running jobs", x, run, NB };
+	s[0] = (struct series){ "pending jobs", x, queue, NB, 0 };
+	s[1] = (struct series){ "running jobs", x, run, NB, 0 };
 	line_chart(f, "Queue depth over time (time-averaged per interval)", ulabel, "jobs", s, 2,
 		   false, false, 0);
 	drv_free(x);
@@ -355,10 +365,9 @@ static void jct_cdf(FILE *f, const struct drv_sim_workload *w, const struct drv_
 			px[c][k] = DRV_MAX(jct[c][idx], 1.0);
 			py[c][k] = (double)(idx + 1) / n[c];
 		}
-		s[ns++] = (struct series){ cls[c].name, px[c], py[c], m };
-		s[ns - 1].n = m;
+		s[ns++] = (struct series){ cls[c].name, px[c], py[c], m, n[c] };
 	}
-	line_chart(f, "Job completion time CDF by job size", "JCT (s, log scale)",
+	line_chart(f, "Job completion time CDF by job size (jobs per class)", "JCT (s, log scale)",
 		   "fraction of jobs", s, ns, true, false, 1.0);
 	for (c = 0; c < NC; c++) {
 		drv_free(jct[c]);

@@ -534,9 +534,9 @@ static void read_resources(struct mctx *c, struct drv_jobspec *s, struct fy_node
 		}
 	}
 	if (gpu[0] >= 0 && gpu[1] >= 0 && gpu[0] != gpu[1]) {
-		char fp[600];
-		join(fp, sizeof(fp), path, "requests");
-		join(fp, sizeof(fp), fp, RES_GPU);
+		char rp[560], fp[600];
+		join(rp, sizeof(rp), path, "requests");
+		join(fp, sizeof(fp), rp, RES_GPU);
 		merr(c, field(field(rn, "requests"), RES_GPU), fp,
 		     "found %lld GPUs requested and %lld as the limit, expected them equal",
 		     (long long)gpu[1], (long long)gpu[0]);
@@ -934,7 +934,7 @@ static void kind_volcano_job(struct mctx *c, const struct obj *o)
 	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", "status",
 					     NULL };
 	static const char *const sknown[] = { "minAvailable", "queue", "priorityClassName",
-		"tasks", "schedulerName", NULL };
+		"tasks", NULL };
 	struct drv_jobspec *s = begin_job(c, o);
 	struct fy_node *spec = field(o->root, "spec"), *n;
 	char fp[128], sp[128];
@@ -1245,7 +1245,25 @@ static void join_podgroups(struct mctx *c, struct pgset *pgs)
 			    strcmp(s->kind, "Pod") != 0)
 				continue;
 			if (!first) {
+				json_t *ign = json_object();
+				const char *k;
+				json_t *v;
 				first = s;
+				/* name what each kept field belongs to: the group is several pods */
+				for (g = 0; g < s->nwarnings; g++) {
+					char *old = s->warnings[g];
+					size_t n = strlen(old) + strlen(s->job.name) + 3;
+					s->warnings[g] = drv_malloc(n);
+					snprintf(s->warnings[g], n, "%s: %s", s->job.name, old);
+					drv_free(old);
+				}
+				json_object_foreach(s->ignored, k, v) {
+					char key[600];
+					snprintf(key, sizeof(key), "%s: %s", s->job.name, k);
+					json_object_set(ign, key, v);
+				}
+				json_decref(s->ignored);
+				s->ignored = ign;
 				members += s->job.ngroups ? s->job.groups[0].count : 0;
 				drv_free(first->kind);
 				first->kind = drv_strdup("PodGroup");
@@ -1274,8 +1292,16 @@ static void join_podgroups(struct mctx *c, struct pgset *pgs)
 				members += s->job.groups[g].count;
 			}
 			for (g = 0; g < s->nwarnings; g++)
-				drv_jobspec_warn(first, "%s", s->warnings[g]);
-			json_object_update(first->ignored, s->ignored);
+				drv_jobspec_warn(first, "%s: %s", s->job.name, s->warnings[g]);
+			{
+				const char *k;
+				json_t *v;
+				json_object_foreach(s->ignored, k, v) {
+					char key[600];
+					snprintf(key, sizeof(key), "%s: %s", s->job.name, k);
+					json_object_set(first->ignored, key, v);
+				}
+			}
 			drv_jobspec_release(s);
 			memmove(s, s + 1, sizeof(*s) * (size_t)(c->set->njobs - j - 1));
 			c->set->njobs--;

@@ -33,9 +33,4 @@ void drv_spec_keep_ignored(struct drv_jobspec *s, const char *path, json_t *valu
  */
 bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_diags *d);
 
-/* Topology mapping: Kueue topology label keys and drover level names to a
- * drover level name ("nvlink-domain", "node", "leaf", "spine", "pool"),
- * or NULL when unknown. */
-const char *drv_spec_topo_level(const char *key);
-
 #endif

@@ -155,3 +155,96 @@ Test(spec, array_ranges_steps_and_limit)
 	cr_assert(eq(int, drv_array_parse("0-99999999", &a), DRV_ELIMIT));
 	drv_array_release(&a);
 }
+
+Test(spec, every_example_round_trips_through_canonical_json)
+{
+	static const char *const files[] = {
+		"examples/jobs/training-job.yaml", "examples/jobs/training-job.sbatch",
+		"examples/jobs/training-job.json", "examples/jobs/pytorchjob-multinode.yaml",
+		"examples/jobs/volcano-gang.yaml", "examples/jobs/volcano-podgroup.yaml",
+		"examples/jobs/batch-eval.yaml", "examples/jobs/fractional-inference.yaml",
+		"examples/jobs/array-sweep.sbatch", "examples/jobs/hetjob.sbatch",
+	};
+	size_t i;
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct drv_jobspec s, t, u;
+		struct drv_diags d;
+		json_t *j;
+		char *a, *b, *c;
+		cr_assert(eq(int, load(files[i], &s, &d), 0), "%s", files[i]);
+		a = drv_jobspec_dumps(&s, 2);
+		/* canonical -> model -> canonical, through the text and through json_t */
+		drv_diags_release(&d);
+		cr_assert(eq(int, parse(a, &t, &d), 0), "%s", files[i]);
+		b = drv_jobspec_dumps(&t, 2);
+		cr_assert(eq(str, a, b), "%s", files[i]);
+		j = drv_jobspec_to_json(&t);
+		drv_jobspec_init(&u);
+		cr_assert(eq(int, drv_jobspec_from_json(j, &u, &d), 0));
+		c = drv_jobspec_dumps(&u, 2);
+		cr_assert(eq(str, a, c), "%s", files[i]);
+		/* the core's view survives too */
+		cr_assert(eq(int, drv_job_tasks(&u.job), drv_job_tasks(&s.job)));
+		cr_assert(eq(i64, drv_job_gpu_milli(&u.job), drv_job_gpu_milli(&s.job)));
+		json_decref(j);
+		free(a);
+		free(b);
+		free(c);
+		drv_jobspec_release(&s);
+		drv_jobspec_release(&t);
+		drv_jobspec_release(&u);
+		drv_diags_release(&d);
+	}
+}
+
+Test(spec, canonical_file_is_what_validate_prints)
+{
+	struct drv_jobspec s;
+	struct drv_diags d;
+	char *buf, *out;
+	size_t len;
+	cr_assert(eq(int, drv_spec_read_file("examples/jobs/training-job.json", 1 << 20, &buf, &len), 0));
+	cr_assert(eq(int, parse(buf, &s, &d), 0));
+	out = drv_jobspec_dumps(&s, 2);
+	cr_assert(eq(int, strncmp(buf, out, strlen(out)), 0), "identical canonical text");
+	cr_assert(eq(int, s.format, DRV_FMT_MANIFEST), "remembers where it came from");
+	free(out);
+	free(buf);
+	drv_jobspec_release(&s);
+	drv_diags_release(&d);
+}
+
+Test(spec, formats_are_told_apart_by_content)
+{
+	static const struct {
+		const char *text;
+		enum drv_spec_format f;
+	} c[] = {
+		{ "#!/bin/bash\n#SBATCH -N1\n", DRV_FMT_SBATCH },
+		{ "# comment\napiVersion: v1\nkind: Pod\n", DRV_FMT_MANIFEST },
+		{ "{\"apiVersion\": \"drover/v1\", \"kind\": \"Job\"}", DRV_FMT_CANONICAL },
+		{ "{\"apiVersion\": \"v1\", \"kind\": \"Pod\"}", DRV_FMT_MANIFEST },
+		{ "kind: Cluster\nname: x\n", DRV_FMT_CLUSTER },
+		{ "", DRV_FMT_UNKNOWN },
+		{ "hello: world\n", DRV_FMT_UNKNOWN },
+	};
+	size_t i;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		cr_assert(eq(int, drv_spec_sniff(c[i].text, strlen(c[i].text)), c[i].f), "%s", c[i].text);
+}
+
+Test(spec, input_size_limit)
+{
+	struct drv_jobspec s;
+	struct drv_diags d;
+	size_t n = (size_t)DRV_SPEC_MAX_BYTES + 1;
+	char *big = calloc(1, n + 1);
+	memset(big, ' ', n);
+	drv_jobspec_init(&s);
+	drv_diags_init(&d, "big");
+	cr_assert(eq(int, drv_spec_parse_buffer(big, n, "big", &s, &d), DRV_ELIMIT));
+	cr_assert(not(eq(ptr, strstr(d.v[0].msg, "limit"), NULL)));
+	free(big);
+	drv_jobspec_release(&s);
+	drv_diags_release(&d);
+}

@@ -1,0 +1,276 @@
+/*
+ * test_spec_manifest.c: Kubernetes manifests of every kind drover reads,
+ * written the way the projects' documentation shows them
+ * (examples/jobs/), and bad manifests whose errors must name the line,
+ * column and field path.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drover/spec.h"
+
+static struct drv_jobspec s;
+static struct drv_diags d;
+
+static void setup(void)
+{
+	drv_jobspec_init(&s);
+	drv_diags_init(&d, "test");
+}
+
+static void teardown(void)
+{
+	drv_jobspec_release(&s);
+	drv_diags_release(&d);
+}
+
+TestSuite(spec_manifest, .init = setup, .fini = teardown);
+
+static int parse(const char *text)
+{
+	return drv_spec_parse_buffer(text, strlen(text), "test", &s, &d);
+}
+
+/* The diagnostic whose path is path, or NULL. */
+static const struct drv_diag *diag_at(const char *path)
+{
+	int i;
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].path && strcmp(d.v[i].path, path) == 0)
+			return &d.v[i];
+	return NULL;
+}
+
+static bool warned(const char *needle)
+{
+	int i;
+	for (i = 0; i < s.nwarnings; i++)
+		if (strstr(s.warnings[i], needle))
+			return true;
+	return false;
+}
+
+Test(spec_manifest, pytorchjob_master_and_workers_are_one_gang)
+{
+	cr_assert(eq(int, drv_spec_load_file("examples/jobs/pytorchjob-multinode.yaml", &s, &d), 0));
+	cr_assert(eq(str, s.kind, "PyTorchJob"));
+	cr_assert(eq(str, s.job.name, "llama-finetune"));
+	cr_assert(eq(str, s.namespace_, "research"));
+	cr_assert(eq(int, s.job.ngroups, 2));
+	cr_assert(eq(str, s.job.groups[0].name, "master"));
+	cr_assert(eq(int, s.job.groups[0].count, 1));
+	cr_assert(eq(str, s.job.groups[1].name, "worker"));
+	cr_assert(eq(int, s.job.groups[1].count, 3));
+	cr_assert(eq(int, s.job.groups[1].gpus, 8), "string \"8\" is 8 GPUs");
+	cr_assert(eq(int, s.job.gang_min, 0), "all four pods start together");
+	cr_assert(eq(int, s.job.groups[0].model, drv_gpu_model_find("H100-SXM-80GB")));
+	cr_assert(eq(i64, s.job.groups[0].cpu_milli, 96000));
+	cr_assert(eq(i64, s.job.groups[0].mem_mib, 1024 * 1024));
+	cr_assert(eq(int, s.job.topo_mode, DRV_TOPO_REQUIRED));
+	cr_assert(eq(str, s.job.topo_level, "leaf"));
+	cr_assert(eq(str, s.queue, "research"));
+	cr_assert(eq(i64, s.job.time_limit, 86400));
+	cr_assert(eq(int, s.k8s.backoff_limit, 3));
+	cr_assert(eq(int, s.run[1].ncommand, 1));
+	cr_assert(eq(str, s.run[1].command[0], "torchrun"));
+	cr_assert(eq(int, s.run[1].nargs, 5));
+	cr_assert(eq(str, s.run[1].working_dir, "/workspace"));
+	cr_assert(eq(str, s.run[1].restart_policy, "OnFailure"));
+	cr_assert(eq(str, (char *)drv_jobspec_env(&s, 1, "NCCL_DEBUG"), "WARN"));
+	cr_assert(warned("tolerations"), "unknown fields are kept as warnings");
+	cr_assert(json_object_get(s.ignored, "spec.runPolicy.cleanPodPolicy") != NULL);
+}
+
+Test(spec_manifest, volcano_gang_min_member_smaller_than_replicas)
+{
+	cr_assert(eq(int, drv_spec_load_file("examples/jobs/volcano-gang.yaml", &s, &d), 0));
+	cr_assert(eq(int, s.job.ngroups, 2));
+	cr_assert(eq(int, s.job.groups[0].count + s.job.groups[1].count, 10));
+	cr_assert(eq(int, s.job.gang_min, 6));
+	cr_assert(eq(int, s.k8s.min_available, 6));
+	cr_assert(eq(int, s.job.groups[0].gpus, 0));
+	cr_assert(eq(int, s.job.groups[1].gpus, 1));
+	cr_assert(eq(i64, s.job.groups[1].cpu_milli, 8000));
+	cr_assert(eq(i64, s.job.groups[1].mem_mib, 65536), "\"68719476736\" bytes");
+	cr_assert(eq(str, s.queue, "training"));
+	cr_assert(eq(str, s.priority_class, "training-high"));
+	cr_assert(eq(int, s.job.priority, 100000), "resolved from the stream's PriorityClass");
+	cr_assert(eq(int, s.nclasses, 1));
+	cr_assert(eq(str, s.classes[0].preemption_policy, "PreemptLowerPriority"));
+	cr_assert(warned("spec.plugins"));
+}
+
+Test(spec_manifest, podgroup_gangs_the_pods_that_name_it)
+{
+	cr_assert(eq(int, drv_spec_load_file("examples/jobs/volcano-podgroup.yaml", &s, &d), 0));
+	cr_assert(eq(str, s.job.name, "nccl-allreduce"));
+	cr_assert(eq(int, s.job.ngroups, 2));
+	cr_assert(eq(int, drv_job_tasks(&s.job), 2));
+	cr_assert(eq(int, s.job.groups[1].gpus, 8));
+	cr_assert(eq(int, s.job.gang_min, 0));
+	cr_assert(eq(str, s.run[1].command[0], "all_reduce_perf"));
+}
+
+Test(spec_manifest, batch_job_parallelism_and_quantity_forms)
+{
+	cr_assert(eq(int, drv_spec_load_file("examples/jobs/batch-eval.yaml", &s, &d), 0));
+	cr_assert(eq(int, s.job.groups[0].count, 4));
+	cr_assert(eq(int, s.k8s.completions, 8));
+	cr_assert(eq(int, s.k8s.backoff_limit, 2));
+	cr_assert(eq(i64, s.job.time_limit, 7200));
+	cr_assert(eq(int, s.job.groups[0].gpus, 1));
+	cr_assert(eq(i64, s.job.groups[0].cpu_milli, 7500));
+	cr_assert(eq(i64, s.job.groups[0].mem_mib, 124), "129M = 129e6 bytes, rounded up");
+	cr_assert(eq(int, s.job.groups[0].model, drv_gpu_model_find("A100-SXM4-80GB")));
+	cr_assert(eq(int, s.job.nregions, 1));
+	cr_assert(eq(str, s.job.regions[0], "us-east-1"));
+	cr_assert(eq(i64, s.run[0].termination_grace_s, 60));
+	cr_assert(eq(str, s.run[0].restart_policy, "Never"));
+}
+
+Test(spec_manifest, fractional_gpu_annotation)
+{
+	cr_assert(eq(int, drv_spec_load_file("examples/jobs/fractional-inference.yaml", &s, &d), 0));
+	cr_assert(eq(int, s.job.groups[0].gpus, 0));
+	cr_assert(eq(int, s.job.groups[0].gpu_milli, 250));
+	cr_assert(eq(int, s.job.groups[0].gpu_mem_mib, 10240));
+	cr_assert(s.job.preemptible);
+	cr_assert(warned("ports"));
+}
+
+Test(spec_manifest, list_and_multi_document_stream_give_several_jobs)
+{
+	struct drv_specset set;
+	char *buf;
+	size_t len;
+	drv_specset_init(&set);
+	cr_assert(eq(int, drv_spec_read_file("examples/jobs/two-pods-list.yaml", 1 << 20, &buf, &len), 0));
+	cr_assert(eq(int, drv_spec_parse_all(buf, len, "list", NULL, &set, &d), 0));
+	cr_assert(eq(int, set.njobs, 2));
+	cr_assert(eq(int, set.jobs[1].job.groups[0].gpus, 2));
+	drv_specset_release(&set);
+	cr_assert(eq(int, drv_spec_parse_buffer(buf, len, "list", &s, &d), DRV_EPARSE),
+		  "one-job entry point refuses two jobs");
+	free(buf);
+
+	drv_diags_release(&d);
+	drv_diags_init(&d, "stream");
+	{
+		const char *two = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n"
+				  "  containers: [{name: c, image: i}]\n---\n"
+				  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n---\n"
+				  "apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n"
+				  "  containers: [{name: c, image: i}]\n";
+		drv_specset_init(&set);
+		cr_assert(eq(int, drv_spec_parse_all(two, strlen(two), "stream", NULL, &set, &d), 0));
+		cr_assert(eq(int, set.njobs, 2));
+		cr_assert(eq(int, d.nwarnings, 1), "the ConfigMap is skipped with a warning");
+		drv_specset_release(&set);
+	}
+}
+
+Test(spec_manifest, gpus_in_requests_limits_or_both)
+{
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n"
+				"  containers:\n  - name: c\n    image: i\n    resources:\n"
+				"      requests: {nvidia.com/gpu: \"2\"}\n"), 0));
+	cr_assert(eq(int, s.job.groups[0].gpus, 2));
+	drv_jobspec_release(&s);
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n"
+				"  containers:\n  - name: c\n    image: i\n    resources:\n"
+				"      requests: {nvidia.com/gpu: 2}\n      limits: {nvidia.com/gpu: 4}\n"),
+		     DRV_EPARSE));
+	cr_assert(not(eq(ptr, (void *)diag_at("spec.containers[0].resources.requests[\"nvidia.com/gpu\"]"),
+			 NULL)));
+}
+
+Test(spec_manifest, sidecar_gpus_count_and_sidecar_is_kept)
+{
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n"
+				"  containers:\n"
+				"  - {name: main, image: m, resources: {limits: {nvidia.com/gpu: 2}}}\n"
+				"  - {name: side, image: s, resources: {limits: {nvidia.com/gpu: 1}}}\n"), 0));
+	cr_assert(eq(int, s.job.groups[0].gpus, 3));
+	cr_assert(eq(str, s.run[0].image, "m"));
+	cr_assert(not(eq(ptr, json_object_get(s.ignored, "spec.containers[1].image"), NULL)));
+}
+
+Test(spec_manifest, several_errors_with_line_column_and_path)
+{
+	const char *bad = "apiVersion: v1\n"
+			  "kind: Pod\n"
+			  "metadata:\n"
+			  "  name: bad\n"
+			  "spec:\n"
+			  "  nodeSelector:\n"
+			  "    nvidia.com/gpu.product: NVIDIA-Z9000\n"
+			  "  containers:\n"
+			  "  - name: c\n"
+			  "    resources:\n"
+			  "      limits:\n"
+			  "        nvidia.com/gpu: 1.5\n"
+			  "        cpu: lots\n"
+			  "    env:\n"
+			  "    - value: x\n";
+	const struct drv_diag *x;
+	cr_assert(eq(int, parse(bad), DRV_EPARSE));
+	cr_assert(ge(int, d.nerrors, 5));
+	x = diag_at("spec.containers[0].resources.limits[\"nvidia.com/gpu\"]");
+	cr_assert(not(eq(ptr, (void *)x, NULL)));
+	cr_assert(eq(int, x->line, 12));
+	cr_assert(eq(int, x->col, 25));
+	cr_assert(not(eq(ptr, strstr(x->msg, "1.5"), NULL)), "says what was found: %s", x->msg);
+	x = diag_at("spec.containers[0].resources.limits.cpu");
+	cr_assert(not(eq(ptr, (void *)x, NULL)));
+	cr_assert(eq(int, x->line, 13));
+	x = diag_at("spec.nodeSelector[\"nvidia.com/gpu.product\"]");
+	cr_assert(not(eq(ptr, (void *)x, NULL)));
+	cr_assert(eq(int, x->line, 7));
+	cr_assert(not(eq(ptr, (void *)diag_at("spec.containers[0].image"), NULL)));
+	cr_assert(not(eq(ptr, (void *)diag_at("spec.containers[0].env[0].name"), NULL)));
+	cr_assert(eq(int, s.job.ngroups, 0), "nothing half-filled comes out");
+}
+
+Test(spec_manifest, yaml_syntax_error_has_position)
+{
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata: {name: x\nspec: [\n"), DRV_EPARSE));
+	cr_assert(ge(int, d.nerrors, 1));
+	cr_assert(gt(int, d.v[0].line, 0));
+}
+
+Test(spec_manifest, limits_nesting_aliases_and_bad_bytes)
+{
+	char *deep = malloc(4096);
+	size_t i, n = 0;
+	n += (size_t)snprintf(deep, 4096, "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: ");
+	for (i = 0; i < 200; i++)
+		deep[n++] = '[';
+	for (i = 0; i < 200; i++)
+		deep[n++] = ']';
+	deep[n] = '\0';
+	cr_assert(ne(int, parse(deep), 0));
+	cr_assert(ge(int, d.nerrors, 1));
+	free(deep);
+	drv_jobspec_release(&s);
+	drv_diags_release(&d);
+	drv_diags_init(&d, "t");
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata: {name: &n a}\n"
+				"spec: {containers: [{name: *n, image: i}]}\n"), DRV_EPARSE));
+	cr_assert(not(eq(ptr, strstr(d.v[0].msg, "alias"), NULL)));
+	drv_diags_release(&d);
+	drv_diags_init(&d, "t");
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata: {name: \"a\x01\"}\n"), DRV_EPARSE));
+	cr_assert(eq(int, d.v[0].line, 3));
+}
+
+Test(spec_manifest, kueue_topology_levels)
+{
+	cr_assert(eq(str, (char *)drv_spec_topo_level("kubernetes.io/hostname"), "node"));
+	cr_assert(eq(str, (char *)drv_spec_topo_level("cloud.provider.com/topology-rack"), "leaf"));
+	cr_assert(eq(str, (char *)drv_spec_topo_level("cloud.provider.com/topology-block"), "spine"));
+	cr_assert(eq(str, (char *)drv_spec_topo_level("nvidia.com/gpu.clique"), "nvlink-domain"));
+	cr_assert(eq(str, (char *)drv_spec_topo_level("leaf"), "leaf"));
+	cr_assert(eq(ptr, (void *)drv_spec_topo_level("example.com/whatever"), NULL));
+}
