@@ -162,14 +162,15 @@ static int32_t task_key(const struct drv_vertex *v, const struct drv_task_group 
 }
 
 /*
- * Pushes v's children that pass the test onto the scratch stack, sorted by
- * key (stable: vertex order breaks ties). Returns how many; they sit at
- * base[0..n). Keys use the room just above them while sorting.
+ * Pushes v's children that pass the test onto the scratch stack with their
+ * best-fit keys: ids at base[0..n), keys at base[n..2n). The caller takes
+ * them in key order with next_best(); most searches stop at the first, so
+ * selecting lazily beats sorting.
  */
 static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g, int32_t **basep)
 {
 	const struct drv_cluster *c = x->c;
-	int32_t *base = x->sp, n = 0, ch, i, j, *kp;
+	int32_t *base = x->sp, n = 0, ch, i;
 
 	for (ch = c->vertices[vi].first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
 		const struct drv_vertex *w = &c->vertices[ch];
@@ -177,21 +178,26 @@ static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g
 		if (ok)
 			base[n++] = ch;
 	}
-	kp = base + n;
 	for (i = 0; i < n; i++)
-		kp[i] = g ? task_key(&c->vertices[base[i]], g) : gang_key(x, &c->vertices[base[i]]);
-	for (i = 1; i < n; i++) {
-		int32_t k = kp[i], v = base[i];
-		for (j = i - 1; j >= 0 && kp[j] > k; j--) {
-			kp[j + 1] = kp[j];
-			base[j + 1] = base[j];
-		}
-		kp[j + 1] = k;
-		base[j + 1] = v;
-	}
-	x->sp = base + n;
+		base[n + i] = g ? task_key(&c->vertices[base[i]], g)
+				: gang_key(x, &c->vertices[base[i]]);
+	x->sp = base + 2 * n;
 	*basep = base;
 	return n;
+}
+
+/* Moves the best remaining candidate (lowest key, then lowest vertex id:
+ * sibling order) to position i and returns it. */
+static int32_t next_best(int32_t *base, int32_t n, int32_t i)
+{
+	int32_t *key = base + n, b = i, j, t;
+
+	for (j = i + 1; j < n; j++)
+		if (key[j] < key[b] || (key[j] == key[b] && base[j] < base[b]))
+			b = j;
+	t = base[i], base[i] = base[b], base[b] = t;
+	t = key[i], key[i] = key[b], key[b] = t;
+	return base[i];
 }
 
 /* ---- node level --------------------------------------------------------- */
@@ -277,7 +283,7 @@ static bool place_task(struct ctx *x, int32_t vi, int32_t gi, struct drv_task_pl
 		return task_fits(x, v, g) && fit_node(x, v->node, gi, tp);
 	n = collect(x, vi, g, &base);
 	for (i = 0; i < n && !ok; i++)
-		ok = place_task(x, base[i], gi, tp);
+		ok = place_task(x, next_best(base, n, i), gi, tp);
 	x->sp = saved;
 	return ok;
 }
@@ -323,7 +329,7 @@ static bool search(struct ctx *x, int32_t vi)
 		return place_all(x, vi);
 	n = collect(x, vi, NULL, &base);
 	for (i = 0; i < n && !ok; i++)
-		ok = search(x, base[i]);
+		ok = search(x, next_best(base, n, i));
 	x->sp = saved;
 	if (ok)
 		return true;
@@ -575,9 +581,9 @@ static void explain(const struct ctx *x, char *reason, size_t rsz)
 
 /* ---- the entry points ------------------------------------------------- */
 
-int drv_place(const struct drv_cluster *c, const struct drv_job *job,
-	      const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
-	      size_t reasonsz)
+static int place(const struct drv_cluster *c, const struct drv_job *job,
+		 const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
+		 size_t reasonsz, bool keep)
 {
 	struct ctx x;
 	struct view w;
@@ -639,8 +645,9 @@ int drv_place(const struct drv_cluster *c, const struct drv_job *job,
 	x.send = x.c->scratch + x.c->scratch_cap;
 
 	if (search(&x, 0)) {
-		for (i = ntasks - 1; i >= 0; i--)
-			drv__task_apply(x.c, &out->tasks[i], -1);
+		if (!keep)
+			for (i = ntasks - 1; i >= 0; i--)
+				drv__task_apply(x.c, &out->tasks[i], -1);
 		rc = 0;
 	} else {
 		out->ntasks = 0;
@@ -652,6 +659,20 @@ int drv_place(const struct drv_cluster *c, const struct drv_job *job,
 		drv_free(first);
 	}
 	return rc;
+}
+
+int drv_place(const struct drv_cluster *c, const struct drv_job *job,
+	      const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
+	      size_t reasonsz)
+{
+	return place(c, job, opts, out, reason, reasonsz, false);
+}
+
+int drv_place_commit(struct drv_cluster *c, const struct drv_job *job,
+		     const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
+		     size_t reasonsz)
+{
+	return place(c, job, opts, out, reason, reasonsz, true);
 }
 
 int drv_place_may_fit(const struct drv_cluster *c, const struct drv_job *job,
