@@ -310,66 +310,103 @@ static json_t *num_or_null(double x)
 
 /*
  * --compare: best-fit against FGD on one cluster and one job stream that
- * mixes whole and fractional tasks. Jobs arrive until the cluster refuses
- * a run of them; we report the GPU share allocated when the first job was
- * refused while enough total capacity was free (fragmentation), and at the
- * end, and how many jobs each placed.
+ * mixes whole and fractional tasks (4 in 10 are shares of a GPU). Each
+ * tick one job arrives (dropped when it does not fit) and, nine times in
+ * ten, a random running job ends: offered load exceeds the cluster, so it
+ * runs saturated and what differs is how well each strategy packs. Over
+ * the second half of the ticks we report the mean share of GPU capacity
+ * allocated and the share of arrivals refused although the cluster had
+ * enough free capacity in total (refused by fragmentation).
  */
 static void compare(int gpus, uint64_t seed, json_t *out)
 {
 	static const enum drv_place_strategy strat[2] = { DRV_PLACE_BESTFIT, DRV_PLACE_FGD };
 	static const char *const names[2] = { "bestfit", "fgd" };
+	static const int32_t mix[] = { 100, 200, 250, 300, 500, 700, 1000, 2000, 4000, 8000 };
+	static const double mixw[] = { 0.4 / 6, 0.4 / 6, 0.4 / 6, 0.4 / 6, 0.4 / 6, 0.4 / 6,
+				       0.30, 0.15, 0.10, 0.05 };
 	int s;
 
 	for (s = 0; s < 2; s++) {
 		struct drv_cluster c;
 		struct drv_place_opts opts;
-		struct drv_placement p;
-		struct drv_job j;
-		long placed = 0, refused_frag = 0, k;
-		int64_t used = 0, total = (int64_t)gpus * DRV_MILLI, first_frag = -1;
+		struct running *run;
+		int nrun = 0, maxrun = gpus * 12, i;
+		long ticks = 40L * gpus, k, arrivals = 0, frag_refusals = 0, placed = 0;
+		int64_t used = 0, total = (int64_t)gpus * DRV_MILLI;
+		double alloc_sum = 0, t0 = now_us(), spent;
+		uint64_t arr_rng = seed, dep_rng = seed ^ 0x9e3779b97f4a7c15ULL;
 		json_t *o = json_object();
-		double t0 = now_us(), dt;
 
-		rng = seed;
 		build_hgx(&c, gpus);
 		memset(&opts, 0, sizeof(opts));
 		opts.strategy = strat[s];
-		drv_placement_init(&p);
-		for (k = 0; k < 40L * gpus; k++) {
-			int kind = (int)rnd(10);
-			struct drv_task_group *g;
+		/* FGD is told the stream's true mix of task sizes */
+		opts.mix_milli = mix;
+		opts.mix_weight = mixw;
+		opts.nmix = (int32_t)DRV_ARRAY_SIZE(mix);
+		run = drv_calloc((size_t)maxrun, sizeof(*run));
+		for (i = 0; i < maxrun; i++)
+			drv_placement_init(&run[i].p);
+		for (k = 0; k < ticks; k++) {
+			struct drv_job j;
+			int kind;
+			bool measure = k >= ticks / 2;
+
+			rng = arr_rng;
+			kind = (int)rnd(20);
 			drv_job_init(&j);
-			if (kind < 5)
-				g = drv_job_add_group(&j, "f", 1, 0, (int[]){ 100, 250, 300, 500, 700 }[rnd(5)]);
-			else if (kind < 8)
-				g = drv_job_add_group(&j, "w", 1, (int[]){ 1, 2, 4 }[rnd(3)], 0);
+			if (kind < 8)
+				drv_job_add_group(&j, "f", 1, 0, (int[]){ 100, 200, 250, 300, 500, 700 }[rnd(6)]);
+			else if (kind < 14)
+				drv_job_add_group(&j, "w", 1, 1, 0);
+			else if (kind < 17)
+				drv_job_add_group(&j, "w", 1, 2, 0);
+			else if (kind < 19)
+				drv_job_add_group(&j, "w", 1, 4, 0);
 			else
-				g = drv_job_add_group(&j, "w", 1 + (int)rnd(2), 8, 0);
-			(void)g;
-			if (drv_place(&c, &j, &opts, &p, NULL, 0) == 0) {
-				drv_cluster_commit(&c, &p);
-				used += drv_job_gpu_milli(&j);
-				placed++;
-			} else if (total - used >= drv_job_gpu_milli(&j)) {
-				refused_frag++;
-				if (first_frag < 0)
-					first_frag = used;
+				drv_job_add_group(&j, "w", 1, 8, 0);
+			arr_rng = rng;
+			if (nrun < maxrun &&
+			    drv_place_commit(&c, &j, &opts, &run[nrun].p, NULL, 0) == 0) {
+				run[nrun].milli = drv_job_gpu_milli(&j);
+				used += run[nrun].milli;
+				nrun++;
+				if (measure)
+					placed++;
+			} else if (measure && total - used >= drv_job_gpu_milli(&j)) {
+				frag_refusals++;
 			}
+			if (measure)
+				arrivals++;
 			drv_job_release(&j);
-			if (refused_frag > 200)
-				break;
+			rng = dep_rng;
+			if (nrun > 0 && rnd(10) < 9) {
+				int x = (int)rnd((uint32_t)nrun);
+				struct running tmp;
+				drv_cluster_uncommit(&c, &run[x].p);
+				used -= run[x].milli;
+				tmp = run[x];
+				run[x] = run[nrun - 1];
+				run[nrun - 1] = tmp;
+				nrun--;
+			}
+			dep_rng = rng;
+			if (measure)
+				alloc_sum += (double)used / (double)total;
 		}
-		dt = now_us() - t0;
+		spent = now_us() - t0;
 		json_object_set_new(o, "strategy", json_string(names[s]));
 		json_object_set_new(o, "gpus", json_integer(gpus));
-		json_object_set_new(o, "jobs_placed", json_integer(placed));
-		json_object_set_new(o, "alloc_at_first_fragmented_refusal",
-				    json_real(first_frag < 0 ? 1.0 : (double)first_frag / (double)total));
-		json_object_set_new(o, "alloc_at_end", json_real((double)used / (double)total));
-		json_object_set_new(o, "us_per_attempt", json_real(dt / (double)(k + 1)));
+		json_object_set_new(o, "mean_alloc", json_real(alloc_sum / (double)(ticks - ticks / 2)));
+		json_object_set_new(o, "placed", json_integer(placed));
+		json_object_set_new(o, "frag_refused_share",
+				    json_real(arrivals ? (double)frag_refusals / (double)arrivals : 0));
+		json_object_set_new(o, "us_per_tick", json_real(spent / (double)ticks));
 		json_array_append_new(out, o);
-		drv_placement_release(&p);
+		for (i = 0; i < maxrun; i++)
+			drv_placement_release(&run[i].p);
+		drv_free(run);
 		drv_cluster_release(&c);
 	}
 }

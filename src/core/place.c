@@ -26,6 +26,7 @@
 #include "drover/model.h"
 #include "core_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ struct ctx {
 	const int32_t *order;     /* groups, largest tasks first */
 	const int32_t *first;     /* first task index of each group in out */
 	int32_t *sp, *send;       /* scratch stack */
+	bool fgd;                 /* fragmentation-aware node and GPU choice */
 };
 
 /* ---- placement buffers ---------------------------------------------- */
@@ -161,6 +163,15 @@ static int32_t task_key(const struct drv_vertex *v, const struct drv_task_group 
 	return v->free_gpus;
 }
 
+/* FGD's key for a node: the rise in expected fragmentation, scaled. */
+static int32_t fgd_key(const struct ctx *x, int32_t ni, const struct drv_task_group *g)
+{
+	double d = drv__fgd_delta(&x->c->nodes[ni], g, x->opts, NULL);
+	if (d > 1e12)
+		return INT32_MAX;
+	return (int32_t)(d * 64.0 + (d < 0 ? -0.5 : 0.5));
+}
+
 /*
  * Pushes v's children that pass the test onto the scratch stack with their
  * best-fit keys: ids at base[0..n), keys at base[n..2n). The caller takes
@@ -178,9 +189,13 @@ static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g
 		if (ok)
 			base[n++] = ch;
 	}
-	for (i = 0; i < n; i++)
-		base[n + i] = g ? task_key(&c->vertices[base[i]], g)
-				: gang_key(x, &c->vertices[base[i]]);
+	for (i = 0; i < n; i++) {
+		const struct drv_vertex *w = &c->vertices[base[i]];
+		if (x->fgd && w->node >= 0)
+			base[n + i] = fgd_key(x, w->node, g ? g : &x->job->groups[x->order[0]]);
+		else
+			base[n + i] = g ? task_key(w, g) : gang_key(x, w);
+	}
 	x->sp = base + 2 * n;
 	*basep = base;
 	return n;
@@ -209,6 +224,7 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 	const struct drv_gpu_model *m = NULL;
 	uint64_t mask = 0;
 	int k, got = 0, best = -1, bestfree = DRV_MILLI + 1;
+	bool fgd_chose = false;
 
 	if (n->state != DRV_NODE_UP)
 		return false;
@@ -235,8 +251,16 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 		tp->gpu_mem_mib = g->gpu_mem_mib;
 	} else if (g->gpu_milli > 0) {
 		int cap = m ? m->mem_mib : 0;
+		if (x->fgd) {
+			int k2;
+			drv__fgd_delta(n, g, x->opts, &k2);
+			if (k2 >= 0 && (!cap || n->gpu_mem_used[k2] + g->gpu_mem_mib <= cap)) {
+				best = k2;
+				fgd_chose = true;
+			}
+		}
 		/* fullest partly used GPU that still fits, else the first free one */
-		for (k = 0; k < n->ngpus; k++) {
+		for (k = 0; !fgd_chose && k < n->ngpus; k++) {
 			int used = n->gpu_milli_used[k], fr = DRV_MILLI - used - g->gpu_milli;
 			if (used == 0 || fr < 0)
 				continue;
@@ -421,6 +445,7 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 	x->job = job;
 	x->opts = opts;
 	x->req_level = -1;
+	x->fgd = opts && opts->strategy == DRV_PLACE_FGD;
 	rc = drv_job_check(job, reason, rsz);
 	if (rc) {
 		set_info(x, DRV_WHY_INVALID, 0, 0, true);
