@@ -1480,7 +1480,13 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 		return DRV_EIO;
 	fy_diag_set_collect_errors(diag, true);
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.flags = FYPCF_QUIET | FYPCF_JSON_NONE;
+	{
+		/* JSON manifests (kubectl -o json) are read as JSON, not as YAML flow */
+		size_t k = 0;
+		while (k < len && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\n' || buf[k] == '\r'))
+			k++;
+		cfg.flags = FYPCF_QUIET | (k < len && buf[k] == '{' ? FYPCF_JSON_FORCE : FYPCF_JSON_NONE);
+	}
 	cfg.diag = diag;
 	fyp = fy_parser_create(&cfg);
 	if (!fyp || fy_parser_set_string(fyp, buf, len)) {
