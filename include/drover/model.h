@@ -108,37 +108,40 @@ struct drv_node {
 };
 
 struct drv_vertex {
-	char *name;
-	int32_t parent;        /* -1 for the root */
+	/*
+	 * Field order is for the cache: what placement reads for every
+	 * candidate comes first (one 64-byte line), the rest after. Use the
+	 * names, never positional initialisers.
+	 */
 	int32_t first_child;   /* -1 when none */
 	int32_t next_sibling;  /* -1 when last */
-	int16_t level;         /* index into cluster->levels */
 	int32_t node;          /* node index when this is a node vertex, else -1 */
 	int32_t pool;          /* pool this vertex belongs to, -1 above pools */
+	int16_t level;         /* index into cluster->levels */
 
 	/* aggregates over the up (schedulable) nodes below, kept exact */
-	int32_t total_gpus;
 	int32_t free_gpus;       /* GPUs with nothing on them */
 	int64_t free_milli;      /* sum over GPUs of 1000 - used */
-	int32_t total_nodes;
 	int32_t free_nodes;      /* nodes with nothing on any GPU */
 	int32_t max_node_free;   /* most free whole GPUs on one node below */
-	int32_t free_gpus_by_model[DRV_MAX_MODELS];
-
-	/* Added by core (extensions; all kept exact like the above): */
-	int32_t last_child;      /* -1 when none; children keep insertion order */
+	int32_t max_part_free;   /* (core) most free milli on one partly used GPU below; 0 = none */
+	int32_t max_node_gpus;   /* (core) largest node below (any state); static */
+	int32_t total_nodes;
 	/*
-	 * max_free_at[l]: the most free whole GPUs under one vertex of level l
-	 * in this subtree (for l <= level: free_gpus itself). A vertex whose
-	 * path skips level l counts as its own level-l unit. So
+	 * (core) max_free_at[l]: the most free whole GPUs under one vertex of
+	 * level l in this subtree (for l <= level: free_gpus itself). A vertex
+	 * whose path skips level l counts as its own level-l unit. So
 	 * max_free_at[nlevels-1] == max_node_free, and "does the gang fit
 	 * under one leaf below here" is one comparison.
 	 */
 	int32_t max_free_at[DRV_MAX_LEVELS];
-	int32_t max_part_free;   /* most free milli on one partly used GPU below; 0 = none */
-	int32_t max_node_gpus;   /* largest node below (any state); static */
-	int32_t nodes_all;       /* nodes below in any state; static */
-};
+	int32_t total_gpus;
+	int32_t parent;        /* -1 for the root */
+	int32_t last_child;    /* (core) -1 when none; children keep insertion order */
+	int32_t nodes_all;     /* (core) nodes below in any state; static */
+	char *name;
+	int32_t free_gpus_by_model[DRV_MAX_MODELS];
+} __attribute__((aligned(64))); /* the hot first line never straddles two */
 
 struct drv_cluster {
 	char *name;
@@ -159,6 +162,9 @@ struct drv_cluster {
 	/* Added by core: scratch for drv_place (no allocation per decision). */
 	int32_t *scratch;
 	size_t scratch_cap;
+	/* Added by core: open-addressing index of node names (find_node). */
+	int32_t *name_index;
+	size_t name_icap;
 };
 
 #define DRV_MAX_POOLS 64        /* pool masks are 64-bit */
@@ -349,6 +355,16 @@ int drv_place(const struct drv_cluster *c, const struct drv_job *job,
  * a free one. Among subtrees that can hold the gang the smallest is used,
  * best-fit among siblings, then nodes are packed best-fit.
  */
+
+/*
+ * drv_place, and on success the placement is committed to c as
+ * drv_cluster_commit would (cheaper than the two calls: the tentative marks
+ * stay). On failure c is unchanged. What a scheduling pass or simulator
+ * that starts the job at once wants.
+ */
+int drv_place_commit(struct drv_cluster *c, const struct drv_job *job,
+		     const struct drv_place_opts *opts, struct drv_placement *out,
+		     char *reason, size_t reasonsz);
 
 /*
  * Cheap necessary test, O(groups + pools): 0 when the aggregates say the

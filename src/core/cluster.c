@@ -13,6 +13,7 @@
 #include "drover/model.h"
 #include "core_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- small helpers --------------------------------------------------- */
@@ -47,9 +48,9 @@ static int node_level(const struct drv_cluster *c)
 
 static void ensure_scratch(struct drv_cluster *c)
 {
-	/* drv_place keeps two nested stacks of child lists (each at most every
-	 * vertex once) plus one list's sort keys: three times the vertices. */
-	size_t need = 3 * (size_t)c->nvertices + 64;
+	/* drv_place keeps two nested stacks of child lists with their keys
+	 * (each at most every vertex once, twice with keys): four times. */
+	size_t need = 4 * (size_t)c->nvertices + 64;
 	if (c->scratch_cap < need) {
 		size_t cap = c->scratch_cap ? c->scratch_cap : 64;
 		while (cap < need)
@@ -59,13 +60,60 @@ static void ensure_scratch(struct drv_cluster *c)
 	}
 }
 
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+static void index_put(int32_t *tab, size_t cap, const struct drv_node *nodes, int32_t ni)
+{
+	size_t k = name_hash(nodes[ni].name) & (cap - 1);
+	while (tab[k] >= 0)
+		k = (k + 1) & (cap - 1);
+	tab[k] = ni;
+}
+
+/* Adds node ni to the name index, growing it to keep it at most half full. */
+static void index_add(struct drv_cluster *c, int32_t ni)
+{
+	if ((size_t)(c->nnodes + 1) * 2 > c->name_icap) {
+		size_t cap = c->name_icap ? c->name_icap * 2 : 64, k;
+		int32_t i;
+		while ((size_t)(c->nnodes + 1) * 2 > cap)
+			cap *= 2;
+		drv_free(c->name_index);
+		c->name_index = drv_malloc(cap * sizeof(int32_t));
+		for (k = 0; k < cap; k++)
+			c->name_index[k] = -1;
+		c->name_icap = cap;
+		for (i = 0; i < c->nnodes; i++)
+			if (i != ni)
+				index_put(c->name_index, cap, c->nodes, i);
+	}
+	index_put(c->name_index, c->name_icap, c->nodes, ni);
+}
+
 static int32_t new_vertex(struct drv_cluster *c, int32_t parent, const char *name, int level)
 {
 	struct drv_vertex *v;
 	int32_t id = c->nvertices;
 	int l;
 
-	DRV_GROW(c->vertices, (size_t)id + 1, c->vcap);
+	if ((size_t)id + 1 > c->vcap) {
+		/* cache-line aligned storage (struct drv_vertex is 64-aligned) */
+		size_t cap = c->vcap ? c->vcap * 2 : 16;
+		struct drv_vertex *nv = aligned_alloc(64, cap * sizeof(*nv));
+		if (!nv)
+			abort();
+		if (id)
+			memcpy(nv, c->vertices, (size_t)id * sizeof(*nv));
+		free(c->vertices);
+		c->vertices = nv;
+		c->vcap = cap;
+	}
 	v = &c->vertices[id];
 	memset(v, 0, sizeof(*v));
 	v->name = drv_strdup(name ? name : "");
@@ -127,10 +175,11 @@ void drv_cluster_release(struct drv_cluster *c)
 	}
 	for (l = 0; l < c->nlevels; l++)
 		drv_free(c->levels[l]);
-	drv_free(c->vertices);
+	free(c->vertices); /* aligned_alloc'd */
 	drv_free(c->nodes);
 	drv_free(c->pools);
 	drv_free(c->scratch);
+	drv_free(c->name_index);
 	drv_free(c->name);
 	memset(c, 0, sizeof(*c));
 }
@@ -259,34 +308,32 @@ static void node_offer(const struct drv_node *n, struct node_offer *o)
 		o->free_nodes = n->cpu_used == 0 && n->mem_used == 0;
 }
 
-/* Recomputes a non-node vertex's maxima from its children. */
-static void recompute_max(struct drv_cluster *c, int32_t vi)
+/*
+ * The most of field l (-1: max_part_free) over vi's children, knowing none
+ * exceeds ceiling: stops at the first child that reaches it.
+ */
+static int32_t rescan(const struct drv_cluster *c, int32_t vi, int l, int32_t ceiling)
 {
-	struct drv_vertex *v = &c->vertices[vi];
-	int nl = c->nlevels, lv = v->level, l;
-	int32_t ch, part = 0;
-	int32_t mx[DRV_MAX_LEVELS] = { 0 };
-
-	for (ch = v->first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
+	int32_t ch, best = 0;
+	for (ch = c->vertices[vi].first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
 		const struct drv_vertex *w = &c->vertices[ch];
-		for (l = lv + 1; l < nl; l++)
-			if (w->max_free_at[l] > mx[l])
-				mx[l] = w->max_free_at[l];
-		if (w->max_part_free > part)
-			part = w->max_part_free;
+		int32_t x = l < 0 ? w->max_part_free : w->max_free_at[l];
+		if (x > best) {
+			best = x;
+			if (best >= ceiling)
+				break;
+		}
 	}
-	for (l = 0; l <= lv && l < nl; l++)
-		v->max_free_at[l] = v->free_gpus;
-	for (l = lv + 1; l < nl; l++)
-		v->max_free_at[l] = mx[l];
-	v->max_node_free = v->max_free_at[nl - 1];
-	v->max_part_free = part;
+	return best;
 }
 
 /*
  * Brings node ni's vertex and every ancestor up to date with the node's
  * usage and state. The node vertex holds the node's last offer, so the
- * deltas to push up are the difference.
+ * deltas to push up are the difference. Maxima are kept incrementally: a
+ * child's value that grew raises the parent's; one that fell lowers it only
+ * when that child held the maximum, and then a rescan of the children
+ * stops at the first that still reaches the old value.
  */
 static void node_refresh(struct drv_cluster *c, int32_t ni)
 {
@@ -294,8 +341,10 @@ static void node_refresh(struct drv_cluster *c, int32_t ni)
 	struct drv_vertex *nv = &c->vertices[n->vertex];
 	struct node_offer o;
 	int32_t d_total, d_free, d_tn, d_fn, a;
+	int32_t oldc[DRV_MAX_LEVELS], newc[DRV_MAX_LEVELS], olda[DRV_MAX_LEVELS];
+	int32_t oldc_part, newc_part, olda_part;
 	int64_t d_milli;
-	int l;
+	int l, nl = c->nlevels;
 
 	node_offer(n, &o);
 	d_total = o.total_gpus - nv->total_gpus;
@@ -303,6 +352,10 @@ static void node_refresh(struct drv_cluster *c, int32_t ni)
 	d_milli = o.free_milli - nv->free_milli;
 	d_tn = o.total_nodes - nv->total_nodes;
 	d_fn = o.free_nodes - nv->free_nodes;
+	if (!d_total && !d_free && !d_milli && !d_tn && !d_fn && nv->max_part_free == o.part_free)
+		return; /* nothing any aggregate sees has changed */
+	memcpy(oldc, nv->max_free_at, sizeof(oldc));
+	oldc_part = nv->max_part_free;
 	nv->total_gpus = o.total_gpus;
 	nv->free_gpus = o.free_gpus;
 	nv->free_milli = o.free_milli;
@@ -310,12 +363,17 @@ static void node_refresh(struct drv_cluster *c, int32_t ni)
 	nv->free_nodes = o.free_nodes;
 	nv->max_node_free = o.free_gpus;
 	nv->max_part_free = o.part_free;
-	for (l = 0; l < c->nlevels; l++)
+	for (l = 0; l < nl; l++)
 		nv->max_free_at[l] = o.free_gpus;
 	if (n->model >= 0)
 		nv->free_gpus_by_model[n->model] = o.free_gpus;
+	memcpy(newc, nv->max_free_at, sizeof(newc));
+	newc_part = nv->max_part_free;
 	for (a = nv->parent; a >= 0; a = c->vertices[a].parent) {
 		struct drv_vertex *av = &c->vertices[a];
+		int lv = av->level;
+		memcpy(olda, av->max_free_at, sizeof(olda));
+		olda_part = av->max_part_free;
 		av->total_gpus += d_total;
 		av->free_gpus += d_free;
 		av->free_milli += d_milli;
@@ -323,7 +381,23 @@ static void node_refresh(struct drv_cluster *c, int32_t ni)
 		av->free_nodes += d_fn;
 		if (n->model >= 0)
 			av->free_gpus_by_model[n->model] += d_free;
-		recompute_max(c, a);
+		for (l = 0; l <= lv && l < nl; l++)
+			av->max_free_at[l] = av->free_gpus;
+		for (l = lv + 1; l < nl; l++) {
+			if (newc[l] >= av->max_free_at[l])
+				av->max_free_at[l] = newc[l];
+			else if (oldc[l] == av->max_free_at[l] && newc[l] < oldc[l])
+				av->max_free_at[l] = rescan(c, a, l, oldc[l]);
+		}
+		if (newc_part >= av->max_part_free)
+			av->max_part_free = newc_part;
+		else if (oldc_part == av->max_part_free && newc_part < oldc_part)
+			av->max_part_free = rescan(c, a, -1, oldc_part);
+		av->max_node_free = av->max_free_at[nl - 1];
+		memcpy(oldc, olda, sizeof(oldc));
+		memcpy(newc, av->max_free_at, sizeof(newc));
+		oldc_part = olda_part;
+		newc_part = av->max_part_free;
 	}
 }
 
@@ -359,6 +433,7 @@ int drv_cluster_add_node(struct drv_cluster *c, int32_t parent, const char *name
 	n->gpu_milli_used = drv_calloc((size_t)(ngpus ? ngpus : 1), sizeof(uint16_t));
 	n->gpu_mem_used = drv_calloc((size_t)(ngpus ? ngpus : 1), sizeof(int32_t));
 	c->nnodes++;
+	index_add(c, ni);
 	c->vertices[vi].node = ni;
 	/* NVLink domain: the nearest ancestor at the NVLink level, else the node. */
 	n->nvl_domain = vi;
@@ -380,13 +455,16 @@ int drv_cluster_add_node(struct drv_cluster *c, int32_t parent, const char *name
 
 int drv_cluster_find_node(const struct drv_cluster *c, const char *name)
 {
-	int32_t i;
+	size_t k;
 
-	if (!name)
+	if (!name || !c->name_icap)
 		return -1;
-	for (i = 0; i < c->nnodes; i++)
-		if (!strcmp(c->nodes[i].name, name))
-			return i;
+	k = name_hash(name) & (c->name_icap - 1);
+	while (c->name_index[k] >= 0) {
+		if (!strcmp(c->nodes[c->name_index[k]].name, name))
+			return c->name_index[k];
+		k = (k + 1) & (c->name_icap - 1);
+	}
 	return -1;
 }
 
@@ -458,7 +536,10 @@ int drv_cluster_check(struct drv_cluster *c)
 		}
 	}
 	/* Recount every aggregate from the nodes, bottom-up. */
-	want = drv_calloc((size_t)c->nvertices, sizeof(*want));
+	want = aligned_alloc(64, (size_t)(c->nvertices ? c->nvertices : 1) * sizeof(*want));
+	if (!want)
+		abort();
+	memset(want, 0, (size_t)c->nvertices * sizeof(*want));
 	for (i = 0; i < c->nvertices; i++) {
 		want[i].level = c->vertices[i].level;
 		want[i].first_child = c->vertices[i].first_child;
@@ -545,6 +626,6 @@ int drv_cluster_check(struct drv_cluster *c)
 			memcpy(v->max_free_at, w->max_free_at, sizeof(v->max_free_at));
 		}
 	}
-	drv_free(want);
+	free(want);
 	return rc;
 }

@@ -11,4 +11,13 @@
  * every aggregate exact. */
 void drv__task_apply(struct drv_cluster *c, const struct drv_task_place *t, int sign);
 
+/*
+ * FGD (fgd.c): how much one task of group g on node n raises the node's
+ * expected fragmentation under the mix in opts (or the built-in one). For
+ * fractional tasks *gpu is set to the GPU that raises it least (-1 when
+ * none fits by milli; the caller checks memory). Huge when it cannot fit.
+ */
+double drv__fgd_delta(const struct drv_node *n, const struct drv_task_group *g,
+		      const struct drv_place_opts *opts, int *gpu);
+
 #endif

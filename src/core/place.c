@@ -26,6 +26,7 @@
 #include "drover/model.h"
 #include "core_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ struct ctx {
 	const int32_t *order;     /* groups, largest tasks first */
 	const int32_t *first;     /* first task index of each group in out */
 	int32_t *sp, *send;       /* scratch stack */
+	bool fgd;                 /* fragmentation-aware node and GPU choice */
 };
 
 /* ---- placement buffers ---------------------------------------------- */
@@ -161,15 +163,25 @@ static int32_t task_key(const struct drv_vertex *v, const struct drv_task_group 
 	return v->free_gpus;
 }
 
+/* FGD's key for a node: the rise in expected fragmentation, scaled. */
+static int32_t fgd_key(const struct ctx *x, int32_t ni, const struct drv_task_group *g)
+{
+	double d = drv__fgd_delta(&x->c->nodes[ni], g, x->opts, NULL);
+	if (d > 1e12)
+		return INT32_MAX;
+	return (int32_t)(d * 64.0 + (d < 0 ? -0.5 : 0.5));
+}
+
 /*
- * Pushes v's children that pass the test onto the scratch stack, sorted by
- * key (stable: vertex order breaks ties). Returns how many; they sit at
- * base[0..n). Keys use the room just above them while sorting.
+ * Pushes v's children that pass the test onto the scratch stack with their
+ * best-fit keys: ids at base[0..n), keys at base[n..2n). The caller takes
+ * them in key order with next_best(); most searches stop at the first, so
+ * selecting lazily beats sorting.
  */
 static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g, int32_t **basep)
 {
 	const struct drv_cluster *c = x->c;
-	int32_t *base = x->sp, n = 0, ch, i, j, *kp;
+	int32_t *base = x->sp, n = 0, ch, i;
 
 	for (ch = c->vertices[vi].first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
 		const struct drv_vertex *w = &c->vertices[ch];
@@ -177,21 +189,30 @@ static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g
 		if (ok)
 			base[n++] = ch;
 	}
-	kp = base + n;
-	for (i = 0; i < n; i++)
-		kp[i] = g ? task_key(&c->vertices[base[i]], g) : gang_key(x, &c->vertices[base[i]]);
-	for (i = 1; i < n; i++) {
-		int32_t k = kp[i], v = base[i];
-		for (j = i - 1; j >= 0 && kp[j] > k; j--) {
-			kp[j + 1] = kp[j];
-			base[j + 1] = base[j];
-		}
-		kp[j + 1] = k;
-		base[j + 1] = v;
+	for (i = 0; i < n; i++) {
+		const struct drv_vertex *w = &c->vertices[base[i]];
+		if (x->fgd && w->node >= 0)
+			base[n + i] = fgd_key(x, w->node, g ? g : &x->job->groups[x->order[0]]);
+		else
+			base[n + i] = g ? task_key(w, g) : gang_key(x, w);
 	}
-	x->sp = base + n;
+	x->sp = base + 2 * n;
 	*basep = base;
 	return n;
+}
+
+/* Moves the best remaining candidate (lowest key, then lowest vertex id:
+ * sibling order) to position i and returns it. */
+static int32_t next_best(int32_t *base, int32_t n, int32_t i)
+{
+	int32_t *key = base + n, b = i, j, t;
+
+	for (j = i + 1; j < n; j++)
+		if (key[j] < key[b] || (key[j] == key[b] && base[j] < base[b]))
+			b = j;
+	t = base[i], base[i] = base[b], base[b] = t;
+	t = key[i], key[i] = key[b], key[b] = t;
+	return base[i];
 }
 
 /* ---- node level --------------------------------------------------------- */
@@ -203,6 +224,7 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 	const struct drv_gpu_model *m = NULL;
 	uint64_t mask = 0;
 	int k, got = 0, best = -1, bestfree = DRV_MILLI + 1;
+	bool fgd_chose = false;
 
 	if (n->state != DRV_NODE_UP)
 		return false;
@@ -229,8 +251,16 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 		tp->gpu_mem_mib = g->gpu_mem_mib;
 	} else if (g->gpu_milli > 0) {
 		int cap = m ? m->mem_mib : 0;
+		if (x->fgd) {
+			int k2;
+			drv__fgd_delta(n, g, x->opts, &k2);
+			if (k2 >= 0 && (!cap || n->gpu_mem_used[k2] + g->gpu_mem_mib <= cap)) {
+				best = k2;
+				fgd_chose = true;
+			}
+		}
 		/* fullest partly used GPU that still fits, else the first free one */
-		for (k = 0; k < n->ngpus; k++) {
+		for (k = 0; !fgd_chose && k < n->ngpus; k++) {
 			int used = n->gpu_milli_used[k], fr = DRV_MILLI - used - g->gpu_milli;
 			if (used == 0 || fr < 0)
 				continue;
@@ -277,7 +307,7 @@ static bool place_task(struct ctx *x, int32_t vi, int32_t gi, struct drv_task_pl
 		return task_fits(x, v, g) && fit_node(x, v->node, gi, tp);
 	n = collect(x, vi, g, &base);
 	for (i = 0; i < n && !ok; i++)
-		ok = place_task(x, base[i], gi, tp);
+		ok = place_task(x, next_best(base, n, i), gi, tp);
 	x->sp = saved;
 	return ok;
 }
@@ -323,7 +353,7 @@ static bool search(struct ctx *x, int32_t vi)
 		return place_all(x, vi);
 	n = collect(x, vi, NULL, &base);
 	for (i = 0; i < n && !ok; i++)
-		ok = search(x, base[i]);
+		ok = search(x, next_best(base, n, i));
 	x->sp = saved;
 	if (ok)
 		return true;
@@ -415,6 +445,7 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 	x->job = job;
 	x->opts = opts;
 	x->req_level = -1;
+	x->fgd = opts && opts->strategy == DRV_PLACE_FGD;
 	rc = drv_job_check(job, reason, rsz);
 	if (rc) {
 		set_info(x, DRV_WHY_INVALID, 0, 0, true);
@@ -575,9 +606,9 @@ static void explain(const struct ctx *x, char *reason, size_t rsz)
 
 /* ---- the entry points ------------------------------------------------- */
 
-int drv_place(const struct drv_cluster *c, const struct drv_job *job,
-	      const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
-	      size_t reasonsz)
+static int place(const struct drv_cluster *c, const struct drv_job *job,
+		 const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
+		 size_t reasonsz, bool keep)
 {
 	struct ctx x;
 	struct view w;
@@ -639,8 +670,9 @@ int drv_place(const struct drv_cluster *c, const struct drv_job *job,
 	x.send = x.c->scratch + x.c->scratch_cap;
 
 	if (search(&x, 0)) {
-		for (i = ntasks - 1; i >= 0; i--)
-			drv__task_apply(x.c, &out->tasks[i], -1);
+		if (!keep)
+			for (i = ntasks - 1; i >= 0; i--)
+				drv__task_apply(x.c, &out->tasks[i], -1);
 		rc = 0;
 	} else {
 		out->ntasks = 0;
@@ -652,6 +684,20 @@ int drv_place(const struct drv_cluster *c, const struct drv_job *job,
 		drv_free(first);
 	}
 	return rc;
+}
+
+int drv_place(const struct drv_cluster *c, const struct drv_job *job,
+	      const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
+	      size_t reasonsz)
+{
+	return place(c, job, opts, out, reason, reasonsz, false);
+}
+
+int drv_place_commit(struct drv_cluster *c, const struct drv_job *job,
+		     const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
+		     size_t reasonsz)
+{
+	return place(c, job, opts, out, reason, reasonsz, true);
 }
 
 int drv_place_may_fit(const struct drv_cluster *c, const struct drv_job *job,

@@ -172,6 +172,7 @@ static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 		return 0;
 	may = 0;
 	if (t->cohort >= 0) {
+		int64_t head = DRV_MAX(0, t->quota[m] - t->usage[m]);
 		for (i = 0; i < s->ntenants; i++) {
 			const struct stenant *o = &s->tenants[i];
 			if (o->cohort != t->cohort || o->quota[m] < 0)
@@ -179,16 +180,14 @@ static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 			cq += o->quota[m];
 			cu += o->usage[m];
 		}
-		may = cq - cu;
-		if (t->limit[m] >= 0) {
-			int64_t lim = t->quota[m] + t->limit[m] - t->usage[m];
-			if (lim < may)
-				may = lim;
-		}
+		/* what it may take beyond its own headroom: the cohort's unused
+		 * quota, within its borrowing limit */
+		may = cq - cu - head;
+		if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - t->usage[m] - head < may)
+			may = t->quota[m] + t->limit[m] - t->usage[m] - head;
 		if (may < 0)
 			may = 0;
-		/* need beyond the nominal must come out of what the cohort lends */
-		if (need <= may + DRV_MAX(0, t->quota[m] - t->usage[m]) && cu + need <= cq)
+		if (need <= head + may)
 			return 1;
 	}
 	if (w) {
@@ -233,46 +232,62 @@ static int quota_check_placement(const struct drv_sched *s, const struct sjob *j
 
 /* ---- reservation blocks ------------------------------------------------- */
 
-/* GPUs of node n in mask with nothing on them. */
-static uint64_t free_mask(const struct drv_cluster *c, int32_t n, uint64_t mask)
+static void block_one(struct drv_cluster *c, struct drv_placement *blk, int32_t node,
+		      uint64_t mask, int32_t milli)
 {
-	const struct drv_node *nd = &c->nodes[n];
-	uint64_t m, out = 0;
-	for (m = mask; m; m &= m - 1) {
-		int g = __builtin_ctzll(m);
-		if (g < nd->ngpus && nd->gpu_milli_used[g] == 0)
-			out |= 1ull << g;
-	}
-	return out;
+	struct drv_placement one;
+	DRV_GROW(blk->tasks, (size_t)blk->ntasks + 1, blk->cap);
+	memset(&blk->tasks[blk->ntasks], 0, sizeof(blk->tasks[0]));
+	blk->tasks[blk->ntasks].node = node;
+	blk->tasks[blk->ntasks].gpu_milli = milli;
+	blk->tasks[blk->ntasks].gpu_mask = mask;
+	one.tasks = &blk->tasks[blk->ntasks];
+	one.ntasks = 1;
+	one.cap = 1;
+	drv_cluster_commit(c, &one);
+	blk->ntasks++;
 }
 
-/* Commits blocks for pl's GPUs that are free now, appending to blk. */
+/*
+ * Blocks what is free now of the GPUs in mask on node: whole free GPUs as
+ * one synthetic task, what is left of partly used ones (fractional tasks)
+ * one task each, so no new task lands there. Returns the GPUs touched.
+ */
+static int block_gpus(struct drv_cluster *c, struct drv_placement *blk, int32_t node,
+		      uint64_t mask)
+{
+	const struct drv_node *nd = &c->nodes[node];
+	uint64_t m, whole = 0;
+	int n = 0;
+	for (m = mask; m; m &= m - 1) {
+		int g = __builtin_ctzll(m);
+		if (g >= nd->ngpus || nd->gpu_milli_used[g] >= DRV_MILLI)
+			continue;
+		n++;
+		if (nd->gpu_milli_used[g] == 0)
+			whole |= 1ull << g;
+		else
+			block_one(c, blk, node, 1ull << g, DRV_MILLI - nd->gpu_milli_used[g]);
+	}
+	if (whole)
+		block_one(c, blk, node, whole, DRV_MILLI);
+	return n;
+}
+
+/* Blocks pl's GPUs as far as they are free now, appending to blk. */
 static void block_add(struct drv_cluster *c, struct drv_placement *blk,
 		      const struct drv_placement *pl, int64_t *gpus, int32_t *maxt)
 {
 	int32_t i;
 	for (i = 0; i < pl->ntasks; i++) {
 		const struct drv_task_place *t = &pl->tasks[i];
-		struct drv_placement one;
-		uint64_t fm;
+		int n;
 		if (t->node < 0 || t->node >= c->nnodes)
 			continue;
-		fm = free_mask(c, t->node, t->gpu_mask);
-		if (!fm)
-			continue;
-		DRV_GROW(blk->tasks, (size_t)blk->ntasks + 1, blk->cap);
-		memset(&blk->tasks[blk->ntasks], 0, sizeof(blk->tasks[0]));
-		blk->tasks[blk->ntasks].node = t->node;
-		blk->tasks[blk->ntasks].gpu_milli = DRV_MILLI;
-		blk->tasks[blk->ntasks].gpu_mask = fm;
-		one.tasks = &blk->tasks[blk->ntasks];
-		one.ntasks = 1;
-		one.cap = 1;
-		drv_cluster_commit(c, &one);
-		blk->ntasks++;
-		*gpus += __builtin_popcountll(fm);
-		if (__builtin_popcountll(fm) > *maxt)
-			*maxt = __builtin_popcountll(fm);
+		n = block_gpus(c, blk, t->node, t->gpu_mask);
+		*gpus += n;
+		if (n > *maxt)
+			*maxt = n;
 	}
 }
 
@@ -526,24 +541,10 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 		if (p->blocked_on)
 			for (k = 0; k < r->pl.ntasks; k++) {
 				const struct drv_task_place *t = &r->pl.tasks[k];
-				struct drv_placement one;
-				uint64_t fm;
 				if (t->node < 0 || t->node >= s->nnodes_seen ||
 				    !(s->resv_mask[t->node] & t->gpu_mask))
 					continue;
-				fm = free_mask(c, t->node, t->gpu_mask & s->resv_mask[t->node]);
-				if (!fm)
-					continue;
-				DRV_GROW(sw->tasks, (size_t)sw->ntasks + 1, sw->cap);
-				memset(&sw->tasks[sw->ntasks], 0, sizeof(sw->tasks[0]));
-				sw->tasks[sw->ntasks].node = t->node;
-				sw->tasks[sw->ntasks].gpu_milli = DRV_MILLI;
-				sw->tasks[sw->ntasks].gpu_mask = fm;
-				one.tasks = &sw->tasks[sw->ntasks];
-				one.ntasks = 1;
-				one.cap = 1;
-				drv_cluster_commit(c, &one);
-				sw->ntasks++;
+				block_gpus(c, sw, t->node, t->gpu_mask & s->resv_mask[t->node]);
 			}
 		/* jobs ending together free together */
 		if (i + 1 < s->nrun && s->jobs[s->run[i + 1]].end == r->end)

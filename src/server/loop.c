@@ -96,10 +96,9 @@ static void apply_pending(struct drv_server *s, const struct drv_sched_decision 
 	if (!j)
 		return;
 	drv_sched_decision_format(s->sched, d, buf, sizeof(buf));
-	/* "job 9 pending: needs ..." -> "needs ..." */
-	colon = strstr(buf, "pending: ");
-	if (colon)
-		why = colon + strlen("pending: ");
+	/* "pending 9: resources: needs ..." -> "resources: needs ..." */
+	if (strncmp(buf, "pending ", 8) == 0 && (colon = strstr(buf, ": ")))
+		why = colon + 2;
 	srv_set_str(&j->reason, why);
 }
 

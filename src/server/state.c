@@ -639,6 +639,9 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 		      "gpu_health", n->health ? n->health : json_array());
 	if (!json_object_get(o, "pool"))
 		json_object_set_new(o, "pool", json_null());
+	json_object_set_new(o, "backend", drv_json_str(n->inventory, "backend")
+					      ? json_string(drv_json_str(n->inventory, "backend"))
+					      : json_null());
 	return o;
 }
 

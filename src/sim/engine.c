@@ -558,7 +558,8 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	 * and the reservations, not the free GPUs). So a time whose only
 	 * events are arrivals onto a full cluster skips its pass, unless an
 	 * arrival is to be rejected. The next event that frees a GPU (a
-	 * completion, a repair, a grace end) runs one.
+	 * completion, a repair, a grace end) runs one. And when no job waits,
+	 * there is nothing to start: no pass either.
 	 */
 	may_skip = !o->every_pass && !o->policy->preemption;
 	for (i = 0; i < w->njobs && may_skip; i++)
@@ -630,6 +631,9 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			r->sum.events++;
 			next++;
 		}
+		/* nothing waits: a pass would have nothing to start */
+		if (may_skip && e.npending == 0)
+			changed = false;
 		if (changed || !may_skip) {
 			rc = pass(&e);
 			if (rc)

@@ -148,6 +148,12 @@ wait_for 10 failed node-b 44.0 || fail "44.0 was not reported failed"
 expect_eq "reason" "$(q '.nodes["node-b"].reports[] | select(.task_id == "44.0") | .reason')" \
 	'container "trainer" names no command; runtime host runs only a given command (image nvcr.io/nvidia/pytorch:24.01-py3)'
 
+# --- a time limit stops the task (SIGTERM, then the grace)
+assign b '{"node": "node-b", "tasks": [{"task_id": "46.0", "job_id": 46, "epoch": 11, "desired": "run",
+ "argv": ["sleep", "60"], "env": {}, "gpus": [1], "rank": 0, "world_size": 1, "time_limit_s": 1}]}'
+wait_for 10 exited node-b 46.0 || fail "46.0 outlived its time limit"
+expect_eq "time limit" "$(q '.nodes["node-b"].reports[] | select(.task_id == "46.0" and .state == "exited") | "\(.signal) \(.reason)"')" "15 time limit"
+
 # --- fencing: the session goes stale; the agent registers again, listing the
 # running task; the controller's list no longer has it; the agent kills it.
 assign a '{"node": "node-a", "tasks": [{"task_id": "45.0", "job_id": 45, "epoch": 10, "desired": "run",

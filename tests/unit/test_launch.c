@@ -388,3 +388,31 @@ Test(launch, over_memory_task_is_reported_oom_killed)
 	cr_assert(p.oom_killed, "exit %d signal %d not seen as OOM", p.exit_code, p.signal);
 	drv_proc_cleanup(&p);
 }
+
+Test(launch, runs_as_the_given_user)
+{
+	char *argv[] = { "sh", "-c", "id -u; id -g; echo $USER $HOME", NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	gid_t groups[1] = { 65534 };
+	char *out;
+
+	if (geteuid() != 0)
+		cr_skip_test("SKIPPED: switching users needs root");
+	t.task_id = "u.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	t.workdir = "/";
+	t.set_user = true;
+	t.uid = 65534;
+	t.gid = 65534;
+	t.groups = groups;
+	t.ngroups = 1;
+	t.user = "nobody";
+	t.home = "/nonexistent";
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(p.stdout_path);
+	cr_assert(eq(str, out, "65534\n65534\nnobody /nonexistent\n"));
+	free(out);
+}

@@ -290,3 +290,42 @@ Test(place, format_and_parse_round_trip)
 	drv_placement_release(&p);
 	drv_cluster_release(&c);
 }
+
+Test(place, fgd_keeps_usable_fragments_where_best_fit_fills_holes)
+{
+	struct drv_cluster c;
+	struct drv_job a, b, j;
+	struct drv_placement p;
+	struct drv_place_opts o = { 0 };
+	static const int32_t mix[] = { 250 };
+	static const double w[] = { 1.0 };
+	char why[256], buf[64];
+
+	build(&c, 1, 2, 1); /* two nodes of one GPU */
+	drv_placement_init(&p);
+	job1(&a, 1, 0, 400); /* n0-0's GPU: 600 free */
+	job1(&b, 1, 0, 700); /* n0-1's GPU: 300 free */
+	cr_assert(eq(int, place_commit(&c, &a, &p, why, sizeof(why)), 0));
+	cr_assert(eq(int, drv_place_commit(&c, &b, NULL, &p, why, sizeof(why)), 0));
+	drv_placement_format(&c, &p, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-1:0"));
+	job1(&j, 1, 0, 250);
+	/* best-fit: the fullest GPU that fits, leaving 50 nobody can use */
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0));
+	drv_placement_format(&c, &p, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-1:0"));
+	/* FGD with a mix of quarter-GPU tasks: 600 -> 350 still fits one more */
+	o.strategy = DRV_PLACE_FGD;
+	o.mix_milli = mix;
+	o.mix_weight = w;
+	o.nmix = 1;
+	cr_assert(eq(int, drv_place(&c, &j, &o, &p, why, sizeof(why)), 0));
+	drv_placement_format(&c, &p, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-0:0"));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&a);
+	drv_job_release(&b);
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}

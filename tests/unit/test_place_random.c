@@ -8,6 +8,7 @@
  *     the right model, with the right number of GPUs,
  *   - a required level holds: all tasks under one vertex of that level,
  *   - drv_place leaves the cluster as it found it and is deterministic,
+ *     under both strategies (best-fit and FGD, chosen at random per job),
  *   - releasing everything returns the cluster to empty.
  */
 #include <criterion/criterion.h>
@@ -175,6 +176,7 @@ static void stream(uint64_t seed, int steps)
 	struct drv_cluster c;
 	struct drv_placement running[RUNNING_MAX], again;
 	struct drv_job job;
+	struct drv_place_opts opts = { 0 };
 	int models[2], nrun = 0, s, i, placed = 0, refused = 0;
 	char why[256];
 	int32_t free_before;
@@ -201,13 +203,14 @@ static void stream(uint64_t seed, int steps)
 			random_job(&job, &c, models);
 			free_before = c.vertices[0].free_gpus;
 			milli_before = c.vertices[0].free_milli;
-			rc = drv_place(&c, &job, NULL, &running[nrun], why, sizeof(why));
+			opts.strategy = rnd(2) ? DRV_PLACE_FGD : DRV_PLACE_BESTFIT;
+			rc = drv_place(&c, &job, &opts, &running[nrun], why, sizeof(why));
 			cr_assert(eq(int, c.vertices[0].free_gpus, free_before));
 			cr_assert(eq(i64, c.vertices[0].free_milli, milli_before));
 			if (rc == 0) {
 				check_placement(&c, &job, &running[nrun]);
 				/* deterministic: the same question, the same answer */
-				cr_assert(eq(int, drv_place(&c, &job, NULL, &again, why, sizeof(why)), 0));
+				cr_assert(eq(int, drv_place(&c, &job, &opts, &again, why, sizeof(why)), 0));
 				cr_assert(eq(int, again.ntasks, running[nrun].ntasks));
 				cr_assert(eq(int, memcmp(again.tasks, running[nrun].tasks,
 							 sizeof(*again.tasks) * (size_t)again.ntasks), 0));

@@ -1,0 +1,434 @@
+/*
+ * test_sched.c: the scheduling pass (src/core/sched*.c) over random
+ * workloads, checked after every pass from the outside: no GPU holds more
+ * than it has, no gang is split, a job started in a pass never overlaps a
+ * reservation of that pass unless it ends before the reservation starts,
+ * no tenant holds more than its quota plus what it may borrow, preemption
+ * victims are whole, preemptible, lower-priority gangs; and the same
+ * workload gives the same decisions byte for byte. Plus the small API
+ * contracts (errors, names, queries).
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "drover/model.h"
+#include "drover/sched.h"
+
+/* ---- a random world ------------------------------------------------------ */
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int h100, a100;
+
+/* Two pools (us: H100, on-demand; eu: A100, cheaper, spot), each with two
+ * leaves of `per` 8-GPU nodes. */
+static void build(struct drv_cluster *c, int per)
+{
+	static const char *const lv[] = { "cluster", "pool", "leaf", "node" };
+	static const char *const pools[] = { "us", "eu" };
+	char name[64];
+	int p, l, n;
+	h100 = drv_gpu_model_find("H100");
+	a100 = drv_gpu_model_find("A100");
+	drv_cluster_init(c, "rand");
+	drv_cluster_set_levels(c, lv, 4);
+	for (p = 0; p < 2; p++) {
+		struct drv_pool pool;
+		int pv = drv_cluster_add_vertex(c, 0, pools[p]);
+		memset(&pool, 0, sizeof(pool));
+		pool.name = (char *)pools[p];
+		pool.region = (char *)(p ? "eu-west" : "us-east");
+		pool.price_micro_per_gpu_hour = p ? 1500000 : 2000000;
+		pool.spot = p == 1;
+		pool.vertex = pv;
+		cr_assert(ge(int, drv_cluster_add_pool(c, &pool), 0));
+		for (l = 0; l < 2; l++) {
+			int lvx;
+			snprintf(name, sizeof(name), "%s-l%d", pools[p], l);
+			lvx = drv_cluster_add_vertex(c, pv, name);
+			for (n = 0; n < per; n++) {
+				snprintf(name, sizeof(name), "%s-l%d-n%d", pools[p], l, n);
+				cr_assert(ge(int, drv_cluster_add_node(c, lvx, name, p ? a100 : h100, 8,
+								       64000, 512 * 1024), 0));
+			}
+		}
+	}
+}
+
+struct wjob {
+	struct drv_job job;
+	int64_t actual;     /* true run time */
+	int64_t end_at;     /* when it finishes if running (0 = not running) */
+	int64_t stop_at;    /* victim: when it stops (0 = not terminating) */
+	bool done;
+};
+
+struct world {
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct wjob *jobs;
+	int njobs;
+	uint64_t rng;
+	uint64_t hash;      /* FNV over every decision line */
+	int starts, preempts, reserves;
+};
+
+static const char *const tenant_names[] = { "a", "b", "c" };
+
+static void make_job(struct world *w, struct wjob *x, uint64_t id, int64_t now)
+{
+	static const int sizes[] = { 1, 1, 2, 4, 8, 8, 16, 24 };
+	struct drv_job *j = &x->job;
+	uint64_t r = rnd(&w->rng);
+	int size = sizes[r % 8];
+	struct drv_task_group *g;
+	drv_job_init(j);
+	j->id = id;
+	j->tenant = drv_strdup(tenant_names[(r >> 8) % 3]);
+	j->priority = (int32_t)((r >> 12) % 3) * 10;
+	j->preemptible = (r >> 16) % 3 != 0;
+	j->submit_time = now;
+	j->runtime_estimate = 50 + (int64_t)((r >> 20) % 400);
+	x->actual = j->runtime_estimate / 2 + (int64_t)((r >> 30) % (uint64_t)j->runtime_estimate);
+	if ((r >> 40) % 8 == 0) {
+		g = drv_job_add_group(j, "m", 1 + (int)((r >> 44) % 2), 0, 250 * (int32_t)(1 + (r >> 46) % 3));
+	} else if (size <= 8) {
+		g = drv_job_add_group(j, "m", 1, size, 0);
+	} else {
+		g = drv_job_add_group(j, "m", size / 8, 8, 0);
+		if ((r >> 48) % 2)
+			drv_job_set_topology(j, DRV_TOPO_REQUIRED, "leaf");
+	}
+	if ((r >> 50) % 6 == 0)
+		g->model = (int8_t)h100;
+	if ((r >> 53) % 8 == 0)
+		drv_job_add_region(j, "eu-west");
+}
+
+static struct wjob *wfind(struct world *w, uint64_t id)
+{
+	return id >= 1 && id <= (uint64_t)w->njobs ? &w->jobs[id - 1] : NULL;
+}
+
+static bool overlap(const struct drv_placement *a, const struct drv_placement *b)
+{
+	int32_t i, k;
+	for (i = 0; i < a->ntasks; i++)
+		for (k = 0; k < b->ntasks; k++)
+			if (a->tasks[i].node == b->tasks[k].node &&
+			    (a->tasks[i].gpu_mask & b->tasks[k].gpu_mask))
+				return true;
+	return false;
+}
+
+/* Tenant use by model, recounted from the running jobs' placements. */
+static void recount(struct world *w, int64_t use[3][DRV_MAX_MODELS])
+{
+	int i;
+	memset(use, 0, sizeof(int64_t) * 3 * DRV_MAX_MODELS);
+	for (i = 0; i < w->njobs; i++) {
+		struct drv_sched_job_info info;
+		int32_t t, k;
+		if (w->jobs[i].done || drv_sched_job_get(w->s, w->jobs[i].job.id, &info) ||
+		    info.state == DRV_SJ_PENDING)
+			continue;
+		for (t = 0; t < 3; t++)
+			if (!strcmp(w->jobs[i].job.tenant, tenant_names[t]))
+				break;
+		for (k = 0; k < info.placement->ntasks; k++) {
+			const struct drv_task_place *tp = &info.placement->tasks[k];
+			use[t][w->c.nodes[tp->node].model] +=
+				(int64_t)tp->gpu_milli * __builtin_popcountll(tp->gpu_mask);
+		}
+	}
+}
+
+static void check_pass(struct world *w, int64_t now)
+{
+	struct drv_sched_decisions *d = &w->d;
+	int64_t use[3][DRV_MAX_MODELS];
+	int i, k;
+	char line[2048];
+
+	cr_assert(eq(int, drv_cluster_check(&w->c), 0), "over-commit or stale aggregates at %" PRId64, now);
+	for (i = 0; i < d->n; i++) {
+		const struct drv_sched_decision *x = &d->v[i];
+		size_t n = drv_sched_decision_format(w->s, x, line, sizeof(line));
+		const char *c;
+		cr_assert(lt(sz, n, sizeof(line)));
+		for (c = line; *c; c++)
+			w->hash = (w->hash ^ (uint8_t)*c) * 0x100000001b3ull;
+		if (x->kind == DRV_DEC_START) {
+			struct wjob *j = wfind(w, x->job);
+			int32_t t;
+			cr_assert(j != NULL);
+			/* the whole gang, every task its full share */
+			cr_assert(eq(i32, x->placement->ntasks, drv_job_tasks(&j->job)), "gang split");
+			for (t = 0; t < x->placement->ntasks; t++) {
+				const struct drv_task_place *tp = &x->placement->tasks[t];
+				const struct drv_task_group *g = &j->job.groups[tp->group];
+				cr_assert(eq(int, __builtin_popcountll(tp->gpu_mask), g->gpus ? g->gpus : 1));
+				if (g->model >= 0)
+					cr_assert(eq(int, w->c.nodes[tp->node].model, g->model));
+				if (j->job.nregions)
+					cr_assert(eq(str, w->c.pools[w->c.nodes[tp->node].pool].region,
+						     "eu-west"));
+				if (!j->job.preemptible)
+					cr_assert(not(w->c.pools[w->c.nodes[tp->node].pool].spot));
+			}
+			/* a started job never overlaps a reservation it could delay */
+			for (k = 0; k < d->n; k++) {
+				const struct drv_sched_decision *r = &d->v[k];
+				if (r->kind != DRV_DEC_RESERVE || !overlap(x->placement, r->placement))
+					continue;
+				if (getenv("SCHED_DEBUG") && now + j->job.runtime_estimate > r->at) {
+					int q;
+					for (q = 0; q < d->n; q++) {
+						drv_sched_decision_format(w->s, &d->v[q], line, sizeof(line));
+						fprintf(stderr, "%" PRId64 " %s\n", now, line);
+					}
+				}
+				cr_assert(gt(i64, j->job.runtime_estimate, 0));
+				cr_assert(le(i64, now + j->job.runtime_estimate, r->at),
+					  "job %" PRIu64 " (ends %" PRId64 ") delays reservation of %" PRIu64
+					  " at %" PRId64, x->job, now + j->job.runtime_estimate, r->job, r->at);
+			}
+			j->end_at = now + j->actual;
+			w->starts++;
+		} else if (x->kind == DRV_DEC_PREEMPT) {
+			struct wjob *p = wfind(w, x->job);
+			cr_assert(gt(i32, x->nvictims, 0));
+			for (k = 0; k < x->nvictims; k++) {
+				struct wjob *v = wfind(w, x->victims[k]);
+				struct drv_sched_job_info info;
+				cr_assert(v != NULL);
+				cr_assert(v->job.preemptible, "victim not preemptible");
+				cr_assert(eq(int, drv_sched_job_get(w->s, v->job.id, &info), 0));
+				cr_assert(eq(int, info.state, DRV_SJ_TERMINATING));
+				/* whole gang still held until it stops */
+				cr_assert(eq(i32, info.placement->ntasks, drv_job_tasks(&v->job)));
+				if (!(x->flags & DRV_DEC_RECLAIM) && w->pol.order != DRV_ORDER_LAS)
+					cr_assert(lt(i32, v->job.priority, p->job.priority));
+				v->stop_at = x->at;
+			}
+			w->preempts++;
+		} else if (x->kind == DRV_DEC_RESERVE) {
+			cr_assert(ge(i64, x->at, now));
+			w->reserves++;
+		}
+	}
+	/* quotas: a and b (cohort "lab") 48 H100 GPUs each, a may borrow 16 */
+	recount(w, use);
+	if (getenv("SCHED_DEBUG") && use[0][h100] > 64000)
+		for (i = 0; i < d->n; i++) {
+			drv_sched_decision_format(w->s, &d->v[i], line, sizeof(line));
+			fprintf(stderr, "%" PRId64 " %s\n", now, line);
+		}
+	cr_assert(le(i64, use[0][h100], 48000 + 16000), "tenant a over quota + borrow limit");
+	cr_assert(le(i64, use[0][h100] + use[1][h100], 96000), "cohort over its quota");
+	cr_assert(le(i64, use[1][h100], 96000));
+}
+
+static void world_init(struct world *w, uint64_t seed, const struct drv_sched_policy *pol)
+{
+	struct drv_sched_tenant t;
+	memset(w, 0, sizeof(*w));
+	build(&w->c, 6);
+	w->s = drv_sched_new(&w->c);
+	w->pol = *pol;
+	w->rng = seed;
+	w->hash = 0xcbf29ce484222325ull;
+	drv_sched_decisions_init(&w->d);
+	drv_sched_tenant_default(&t, "a");
+	t.cohort = "lab";
+	t.quota_milli[h100] = 48000;
+	t.borrow_limit_milli[h100] = 16000;
+	cr_assert(ge(int, drv_sched_set_tenant(w->s, &t), 0));
+	drv_sched_tenant_default(&t, "b");
+	t.cohort = "lab";
+	t.quota_milli[h100] = 48000;
+	cr_assert(ge(int, drv_sched_set_tenant(w->s, &t), 0));
+}
+
+static void world_release(struct world *w)
+{
+	int i;
+	drv_sched_free(w->s);
+	cr_assert(eq(int, drv_cluster_check(&w->c), 0));
+	cr_assert(eq(i32, w->c.vertices[0].free_gpus, w->c.vertices[0].total_gpus),
+		  "freeing the state leaves the cluster empty");
+	for (i = 0; i < w->njobs; i++)
+		drv_job_release(&w->jobs[i].job);
+	free(w->jobs);
+	drv_sched_decisions_release(&w->d);
+	drv_cluster_release(&w->c);
+}
+
+/* Replays a random workload of n jobs; returns the hash of all decisions. */
+static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int n)
+{
+	struct world W, *w = &W;
+	int64_t now = 0;
+	int next = 0, i, steps;
+	uint64_t h;
+
+	world_init(w, seed, pol);
+	w->jobs = calloc((size_t)n, sizeof(*w->jobs));
+	for (steps = 0; steps < 4 * n && (next < n || steps < 3 * n); steps++) {
+		int arrivals = (int)(rnd(&w->rng) % 4);
+		now += 1 + (int64_t)(rnd(&w->rng) % 30);
+		/* completions and victims that stopped */
+		for (i = 0; i < w->njobs; i++) {
+			struct wjob *x = &w->jobs[i];
+			if (x->done)
+				continue;
+			if (x->stop_at && x->stop_at <= now) {
+				cr_assert(eq(int, drv_sched_requeue(w->s, x->job.id, now), 0));
+				x->stop_at = 0;
+				x->end_at = 0;
+			} else if (x->end_at && x->end_at <= now) {
+				cr_assert(eq(int, drv_sched_finish(w->s, x->job.id, now), 0));
+				x->done = true;
+			}
+		}
+		for (i = 0; i < arrivals && next < n; i++) {
+			struct wjob *x = &w->jobs[next++];
+			make_job(w, x, (uint64_t)next, now);
+			w->njobs = next;
+			cr_assert(eq(int, drv_sched_submit(w->s, &x->job, NULL), 0));
+		}
+		cr_assert(ge(int, drv_sched_pass(w->s, now, &w->pol, &w->d), 0));
+		check_pass(w, now);
+	}
+	cr_assert(gt(int, w->starts, n / 4), "the workload ran (%d starts)", w->starts);
+	h = w->hash;
+	world_release(w);
+	return h;
+}
+
+static void props(enum drv_sched_order order, enum drv_sched_mode mode, bool preempt)
+{
+	struct drv_sched_policy pol;
+	uint64_t seed;
+	drv_sched_policy_default(&pol);
+	pol.order = order;
+	pol.mode = mode;
+	pol.preemption = preempt;
+	pol.min_run_s = 20;
+	pol.grace_s = 15;
+	pol.aging_interval_s = 200;
+	pol.las_threshold[0] = 200;
+	pol.las_threshold[1] = 4000;
+	for (seed = 1; seed <= 3; seed++) {
+		uint64_t a = run_world(seed, &pol, 300);
+		uint64_t b = run_world(seed, &pol, 300);
+		cr_assert(eq(u64, a, b), "same workload, same decisions");
+	}
+}
+
+Test(sched_props, fifo_backfill) { props(DRV_ORDER_FIFO, DRV_MODE_BACKFILL, false); }
+Test(sched_props, fifo_backfill_preempt) { props(DRV_ORDER_FIFO, DRV_MODE_BACKFILL, true); }
+Test(sched_props, sjf_strict) { props(DRV_ORDER_SJF, DRV_MODE_STRICT, true); }
+Test(sched_props, las_greedy_preempt) { props(DRV_ORDER_LAS, DRV_MODE_GREEDY, true); }
+Test(sched_props, fair_backfill_preempt) { props(DRV_ORDER_FAIR, DRV_MODE_BACKFILL, true); }
+
+Test(sched_props, conservative_backfill)
+{
+	struct drv_sched_policy pol;
+	drv_sched_policy_default(&pol);
+	pol.conservative_depth = 4;
+	cr_assert(eq(u64, run_world(7, &pol, 300), run_world(7, &pol, 300)));
+}
+
+/* ---- contracts ------------------------------------------------------------ */
+
+Test(sched_api, names_parse_both_ways)
+{
+	enum drv_sched_order o;
+	enum drv_sched_mode m;
+	enum drv_sched_pools p;
+	enum drv_preempt_policy pp;
+	cr_assert(eq(int, drv_sched_order_parse("LAS", &o), 0));
+	cr_assert(eq(str, (char *)drv_sched_order_name(o), "las"));
+	cr_assert(eq(int, drv_sched_mode_parse("greedy", &m), 0));
+	cr_assert(eq(str, (char *)drv_sched_mode_name(m), "greedy"));
+	cr_assert(eq(int, drv_sched_pools_parse("fastest", &p), 0));
+	cr_assert(eq(str, (char *)drv_sched_pools_name(p), "fastest"));
+	cr_assert(eq(int, drv_preempt_policy_parse("Never", &pp), 0));
+	cr_assert(eq(int, pp, DRV_PREEMPT_NEVER));
+	cr_assert(eq(int, drv_sched_order_parse("random", &o), DRV_EINVAL));
+	cr_assert(eq(int, drv_preempt_policy_parse("Sometimes", &pp), DRV_EINVAL));
+}
+
+Test(sched_api, errors_and_queries)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_job a, big;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_sched_job_info info;
+	char buf[512];
+
+	build(&c, 1);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	drv_sched_decisions_init(&d);
+	drv_job_init(&a);
+	a.id = 1;
+	a.tenant = drv_strdup("a");
+	drv_job_add_group(&a, "m", 1, 8, 0);
+	drv_job_init(&big);
+	big.id = 2;
+	big.tenant = drv_strdup("a");
+	drv_job_add_group(&big, "m", 1, 16, 0); /* no node has 16 GPUs */
+
+	cr_assert(eq(int, drv_sched_submit(s, &a, "nosuchclass"), DRV_ENOENT));
+	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), DRV_EEXIST));
+	cr_assert(eq(int, drv_sched_submit(s, &big, NULL), 0));
+	cr_assert(eq(int, drv_sched_finish(s, 99, 0), DRV_ENOENT));
+	cr_assert(eq(int, drv_sched_requeue(s, 1, 0), DRV_ESTATE));
+	/* known to never fit right after submit */
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	cr_assert(eq(int, info.why.reason, DRV_REASON_NEVER));
+
+	pol.nlas = 2;
+	pol.las_threshold[1] = pol.las_threshold[0];
+	cr_assert(eq(int, drv_sched_pass(s, 0, &pol, &d), DRV_EINVAL), "thresholds must ascend");
+	drv_sched_policy_default(&pol);
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 1));
+	cr_assert(eq(int, drv_sched_pass(s, 5, &pol, &d), DRV_EINVAL), "time went backwards");
+	cr_assert(eq(int, drv_sched_job_get(s, 1, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_RUNNING));
+	cr_assert(eq(i32, drv_sched_running_count(s), 1));
+	cr_assert(eq(i32, drv_sched_pending_count(s), 1));
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	drv_sched_decision_format(s, &info.why, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "pending 2: never fits: needs 16 GPUs; 16 GPUs in the pools, "
+			       "regions and models it may use"));
+	/* the attained service counts up while it runs */
+	cr_assert(eq(int, drv_sched_requeue(s, 1, 110), 0));
+	cr_assert(eq(int, drv_sched_job_get(s, 1, &info), 0));
+	cr_assert(eq(i64, info.attained_gpu_s, 800));
+	cr_assert(eq(int, info.state, DRV_SJ_PENDING));
+
+	drv_sched_free(s);
+	cr_assert(eq(i32, c.vertices[0].free_gpus, c.vertices[0].total_gpus));
+	drv_sched_decisions_release(&d);
+	drv_job_release(&a);
+	drv_job_release(&big);
+	drv_cluster_release(&c);
+}
