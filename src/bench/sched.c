@@ -119,7 +119,7 @@ static int bench_run(int argc, char **argv)
 	char tenants[32][16];
 	uint64_t rng = 42, id = 1;
 	int64_t now = 1000000, total, target, used = 0;
-	int32_t npending = 50000, nrunning = 0, i, reps = 200;
+	int32_t npending = 50000, nrunning = 0, i, reps = 200, nstart = 0;
 	double t0, full_ms, *inc;
 	bool json = false;
 	size_t njobs = 0, jcap;
@@ -187,6 +187,8 @@ static int bench_run(int argc, char **argv)
 		fprintf(stderr, "bench sched: pass: %s\n", drv_strerror(rc));
 		return 1;
 	}
+	for (i = 0; i < d.n; i++)
+		nstart += d.v[i].kind == DRV_DEC_START;
 	/* settle: passes until nothing more starts */
 	for (i = 0; i < 4; i++)
 		drv_sched_pass(s, ++now, &pol, &d);
@@ -219,9 +221,10 @@ static int bench_run(int argc, char **argv)
 		       "\"incremental_pass_us\":%.1f}\n",
 		       npending, total, full_ms, inc[reps / 2]);
 	else
-		printf("pending %d, GPUs %" PRId64 " (%d running jobs): full pass %.1f ms, "
-		       "incremental pass %.1f us (median of %d; p90 %.1f us)\n",
-		       npending, total, nrunning, full_ms, inc[reps / 2], reps, inc[reps * 9 / 10]);
+		printf("pending %d, GPUs %" PRId64 " (%d running jobs): full pass %.1f ms (%d started, "
+		       "%d decisions), incremental pass %.1f us (median of %d; p90 %.1f us)\n",
+		       npending, total, nrunning, full_ms, nstart, rc, inc[reps / 2], reps,
+		       inc[reps * 9 / 10]);
 
 	drv_free(inc);
 	drv_sched_decisions_release(&d);
@@ -695,6 +698,33 @@ static int golden_run(const char *file, FILE *log, bool quiet)
 					       drv_sched_requeue(g->s, (uint64_t)v, now);
 			if (e) {
 				gerr(g, tok[0], drv_strerror(e));
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "grow") && ntok >= 3) {
+			/* grow POOL NAME... T: provisioned nodes arrive, like the first
+			 * node of the pool */
+			int32_t po, k, tmpl = -1, e = 0;
+			for (po = 0; po < g->c.npools; po++)
+				if (!strcmp(g->c.pools[po].name, tok[1]))
+					break;
+			for (k = 0; k < g->c.nnodes && po < g->c.npools; k++)
+				if (g->c.nodes[k].pool == po) {
+					tmpl = k;
+					break;
+				}
+			if (po == g->c.npools || tmpl < 0 || parse_i64(tok[ntok - 1], &now)) {
+				gerr(g, "grow POOL NODE... TIME (a pool with a node to copy)", NULL);
+				rc = 2;
+				break;
+			}
+			for (k = 2; k < ntok - 1 && e >= 0; k++) {
+				const struct drv_node *t = &g->c.nodes[tmpl];
+				e = drv_cluster_add_node(&g->c, g->c.vertices[t->vertex].parent, tok[k],
+							 t->model, t->ngpus, t->cpu_milli, t->mem_mib);
+			}
+			if (e < 0 || drv_sched_pool_grown(g->s, po, ntok - 3, now)) {
+				gerr(g, "grow failed", drv_strerror(e));
 				rc = 2;
 				break;
 			}

@@ -863,9 +863,43 @@ static void releases(struct pass *p)
 
 /* ---- the queue ---------------------------------------------------------- */
 
-static int cmp_slots(const void *a, const void *b, void *arg)
+/* The sort key, copied out so a full sort does not chase pointers. */
+struct skey {
+	int64_t kprio;
+	int64_t kpol;
+	int64_t submit;
+	uint64_t id;
+	int32_t slot;
+};
+
+static int cmp_skey(const void *a, const void *b)
 {
-	return sched__cmp_pend(arg, *(const int32_t *)a, *(const int32_t *)b);
+	const struct skey *x = a, *y = b;
+	if (x->kprio != y->kprio)
+		return x->kprio > y->kprio ? -1 : 1;
+	if (x->kpol != y->kpol)
+		return x->kpol < y->kpol ? -1 : 1;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void sort_pending(struct drv_sched *s)
+{
+	struct skey *k = drv_malloc((size_t)s->npend * sizeof(*k) + 1);
+	int32_t i;
+	for (i = 0; i < s->npend; i++) {
+		const struct sjob *j = &s->jobs[s->pend[i]];
+		k[i].kprio = j->kprio;
+		k[i].kpol = j->kpol;
+		k[i].submit = j->submit;
+		k[i].id = j->id;
+		k[i].slot = s->pend[i];
+	}
+	qsort(k, (size_t)s->npend, sizeof(*k), cmp_skey);
+	for (i = 0; i < s->npend; i++)
+		s->pend[i] = k[i].slot;
+	drv_free(k);
 }
 
 /* Re-keys every pending job at now and re-sorts when the keys moved. */
@@ -934,7 +968,7 @@ static void rekey(struct pass *p)
 		}
 		return;
 	}
-	qsort_r(s->pend, (size_t)s->npend, sizeof(*s->pend), cmp_slots, s);
+	sort_pending(s);
 }
 
 /*
