@@ -382,7 +382,9 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
 		rc = DRV_EPARSE;
 		break;
 	default:
-		if (has_line_key(copy, len, "#SBATCH"))
+		if (strspn(copy, " \t\r\n") == len)
+			drv_diag_err(d, 1, 1, NULL, "found an empty file, expected a job or a cluster file");
+		else if (has_line_key(copy, len, "#SBATCH"))
 			drv_diag_err(d, 1, 1, NULL, "found #SBATCH lines but no #! first line, expected "
 				     "a batch script starting with an interpreter such as #!/bin/bash "
 				     "(sbatch requires it too)");
