@@ -244,8 +244,8 @@ const char *job_nodes(const json_t *job, char *buf, size_t n)
 
 long long job_elapsed(const json_t *job, long long now)
 {
-	long long start = drv_jtime(job, "started_at");
-	long long end = drv_jtime(job, "finished_at");
+	long long start = drv_jtime(job, "start_time");
+	long long end = drv_jtime(job, "end_time");
 
 	if (!start)
 		return 0;

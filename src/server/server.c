@@ -109,6 +109,10 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/* Queue waits run from under a second to days. */
+static const double wait_buckets[] = { 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600,
+				       7200, 21600, 86400 };
+
 int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, char *err,
 		     size_t errsz)
 {
@@ -126,7 +130,7 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	s->ring_cap = 65536;
 	s->ring = drv_calloc(s->ring_cap, sizeof(*s->ring));
 	drv_sched_decisions_init(&s->dec);
-	drv_histogram_init(&s->wait_hist, drv_prom_latency_buckets, drv_prom_latency_nbuckets);
+	drv_histogram_init(&s->wait_hist, wait_buckets, (int)DRV_ARRAY_SIZE(wait_buckets));
 	drv_histogram_init(&s->pass_hist, drv_prom_latency_buckets, drv_prom_latency_nbuckets);
 
 	if (!o->state_dir || !*o->state_dir) {

@@ -53,6 +53,7 @@ echo "answered 201 before the kill: $count"
 grep -h . "$TEST_TMP"/burst-*.err | sort | uniq -c | head -5
 
 # Restart on the same state.
+restarted=$(date -u +%s)
 cp_start_server
 missing=0
 for id in $answered; do
@@ -72,9 +73,18 @@ done <"$TEST_TMP/before.txt"
 for p in $hold_pids; do
 	pid_alive "$p" || fail "a running job's process $p died across the server restart"
 done
-# The agents come back to the new server; the running jobs stay running.
-wait_for 20 node_is node-a up || fail "node-a did not come back"
-wait_for 20 node_is node-b up || fail "node-b did not come back"
+# The agents come back to the new server (a heartbeat after the restart);
+# the running jobs stay running, their processes untouched.
+heartbeat_since_restart() {
+	"$DROVER" get node "$1" -o json | python3 -c "
+import json,sys,calendar,time
+n=json.load(sys.stdin)
+hb=n.get('last_heartbeat')
+ok = n['state'] == 'up' and hb and calendar.timegm(time.strptime(hb, '%Y-%m-%dT%H:%M:%SZ')) > $restarted
+sys.exit(0 if ok else 1)"
+}
+wait_for 30 heartbeat_since_restart node-a || fail "node-a's agent did not come back to the restarted server"
+wait_for 30 heartbeat_since_restart node-b || fail "node-b's agent did not come back to the restarted server"
 sleep 2
 expect_eq "holder 1 after agents re-registered" "$(jf "$r1" 'j["state"]')" "running"
 expect_eq "holder 2 after agents re-registered" "$(jf "$r2" 'j["state"]')" "running"
