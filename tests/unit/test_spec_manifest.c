@@ -292,3 +292,11 @@ Test(spec_manifest, json_manifest_is_read_as_json)
 				"\"resources\": {\"limits\": {\"nvidia.com/gpu\": 2}}}]}}"), 0));
 	cr_assert(eq(int, s.job.groups[0].gpus, 2));
 }
+
+Test(spec_manifest, invalid_utf8_in_a_directive_is_refused_not_hung_on)
+{
+	/* libfyaml 0.7.12 loops forever on this; drover checks the text first */
+	cr_assert(eq(int, parse("apiVersion: v1\n% nkind\xff\xff:\n"), DRV_EPARSE));
+	cr_assert(eq(int, d.v[0].line, 2));
+	cr_assert(eq(int, d.v[0].col, 8));
+}
