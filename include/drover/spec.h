@@ -163,13 +163,17 @@ struct drv_jobspec {
 	int32_t nclasses;
 
 	/* Fields drover kept but does not act on: a JSON object mapping each
-	 * field path ("spec.tolerations") to its value. Never NULL after init. */
+	 * field path ("spec.tolerations") to its value; NULL when there are none.
+	 * init allocates nothing, so a moved-from spec may be re-initialised. */
 	json_t *ignored;
 	/* Warnings, one line each ("spec.tolerations: kept, not acted on"). */
 	char **warnings;
 	int32_t nwarnings;
 };
 
+/* init zeroes s (allocates nothing; the k8s extras are set to -1); release
+ * frees everything s owns and leaves it as init does. A spec may be moved
+ * by struct copy, the source then re-initialised. */
 void drv_jobspec_init(struct drv_jobspec *s);
 void drv_jobspec_release(struct drv_jobspec *s);
 

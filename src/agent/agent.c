@@ -345,12 +345,26 @@ static struct task *find_task(struct drv_agent *a, const char *id, int64_t epoch
 	return NULL;
 }
 
+/* Marks t's GPUs busy, or frees them; a GPU another running task shares
+ * (fractional GPUs) keeps that task's job. Caller holds a->mu. */
 static void mark_gpus(struct drv_agent *a, struct task *t, bool busy)
 {
-	int k;
+	int64_t now = drv_now_ms();
+	size_t i;
+	int k, q;
 
-	for (k = 0; k < t->ngpus; k++)
-		drv_gpu_set_use(&a->gpus, t->gpus[k], busy ? t->job_id : NULL, drv_now_ms());
+	for (k = 0; k < t->ngpus; k++) {
+		const char *job = busy ? t->job_id : NULL;
+		for (i = 0; !job && i < a->ntasks; i++) {
+			struct task *o = a->tasks[i];
+			if (o == t || o->state != T_RUNNING)
+				continue;
+			for (q = 0; q < o->ngpus; q++)
+				if (o->gpus[q] == t->gpus[k])
+					job = o->job_id;
+		}
+		drv_gpu_set_use(&a->gpus, t->gpus[k], job, now);
+	}
 }
 
 static void fail_task(struct task *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1349,8 +1363,8 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 			goto fail;
 		}
 		if (rc < 0) {
-			logf_(a, "no NVIDIA GPUs (%s); simulating 8 H100 GPUs instead "
-			      "(--fake-gpus 8xH100)", nverr);
+			logf_(a, "%s; simulating 8 H100 GPUs instead (as --fake-gpus 8xH100 would)",
+			      nverr);
 			rc = drv_gpu_open(&a->gpus, "fake", "8xH100", err, errsz);
 			if (rc < 0)
 				goto fail;

@@ -27,7 +27,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: drover validate [--json] FILE\n"
+	fprintf(f, "usage: drover validate [--json] FILE [SBATCH-OPTIONS...]\n"
 		   "  Checks a cluster file or a job file (Kubernetes manifest, Slurm batch\n"
 		   "  script, drover JSON job; told apart by content) and prints a summary,\n"
 		   "  or every error as file:line:col or field path (exit 2). Warnings go to\n"

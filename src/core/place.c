@@ -583,15 +583,56 @@ static bool explain_view(const struct ctx *x, const struct view *w, char *reason
 	return false;
 }
 
+/*
+ * The most whole free nodes of node_gpus GPUs under one allowed vertex of
+ * level L (the topmost at level >= L on each path). Visits the vertices
+ * above L only: for explaining refusals, not for searching.
+ */
+static int32_t best_free_nodes_at(const struct ctx *x, int32_t vi, int L)
+{
+	const struct drv_vertex *v = &x->c->vertices[vi];
+	int32_t ch, best = 0;
+
+	if (!vertex_allowed(x, v))
+		return 0;
+	if (v->level >= L)
+		return v->free_nodes;
+	for (ch = v->first_child; ch >= 0; ch = x->c->vertices[ch].next_sibling) {
+		int32_t b = best_free_nodes_at(x, ch, L);
+		if (b > best)
+			best = b;
+	}
+	return best;
+}
+
 static void explain(const struct ctx *x, char *reason, size_t rsz)
 {
 	struct view w;
 	char a[48];
+	int32_t whole;
 
 	make_view(x, &w);
 	if (explain_view(x, &w, reason, rsz, true))
 		return;
+	if (x->need_milli == 0) {
+		snprintf(reason, rsz, "needs %d CPU-only tasks; no %s has the CPU and memory free for them",
+			 (int)drv_job_tasks(x->job), x->req_level >= 0 ? level_word(x) : "node");
+		set_info(x, DRV_WHY_CAPACITY, 0, 0, false);
+		return;
+	}
 	gpus_phrase(a, sizeof(a), x->need_milli);
+	whole = w.max_node_gpus > 0 ? tasks_of_size(x, w.max_node_gpus) : 0;
+	if (x->req_level >= 0 && whole > 0) {
+		int32_t best = best_free_nodes_at(x, 0, x->req_level);
+		if (best < whole) {
+			snprintf(reason, rsz,
+				 "needs %d whole free nodes under one %s; the best %s has %d (%lld GPUs free in all)",
+				 (int)whole, level_word(x), level_word(x), (int)best,
+				 (long long)w.free_gpus);
+			set_info(x, DRV_WHY_TOPOLOGY, whole, best, false);
+			return;
+		}
+	}
 	if (x->req_level >= 0)
 		snprintf(reason, rsz,
 			 "needs %s as %d tasks under one %s; no %s has free GPUs, CPU and memory that fit every task",

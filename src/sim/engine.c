@@ -424,22 +424,62 @@ static void progress(struct engine *e, int32_t arrived)
 	fflush(stderr);
 }
 
-static int cmp_run(const void *a, const void *b)
+/* Orders the runs by (job, attempt) in O(runs): a job's runs were made in
+ * attempt order, so a stable counting sort by job is enough. */
+static void sort_runs(struct drv_sim_result *r, int32_t njobs)
 {
-	const struct drv_sim_run *x = a, *y = b;
-	if (x->job != y->job)
-		return x->job < y->job ? -1 : 1;
-	return (x->attempt > y->attempt) - (x->attempt < y->attempt);
+	size_t *start = drv_calloc((size_t)njobs + 1, sizeof(size_t)), i;
+	struct drv_sim_run *out = drv_malloc(sizeof(*out) * (r->nruns ? r->nruns : 1));
+	int32_t j;
+
+	for (i = 0; i < r->nruns; i++)
+		start[r->runs[i].job + 1]++;
+	for (j = 0; j < njobs; j++)
+		start[j + 1] += start[j];
+	for (i = 0; i < r->nruns; i++)
+		out[start[r->runs[i].job]++] = r->runs[i];
+	drv_free(r->runs);
+	r->runs = out;
+	r->rcap = r->nruns ? r->nruns : 1;
+	drv_free(start);
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* The k-th smallest (0-based) of v[n], reordering v: quickselect with a
+ * median-of-three pivot, O(n) expected. */
+static int64_t select_k(int64_t *v, size_t n, size_t k)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
+	size_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
+		int64_t a = v[lo], b = v[mid], c = v[hi], p, t;
+		p = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+		while (i <= j) {
+			while (v[i] < p)
+				i++;
+			while (v[j] > p)
+				j--;
+			if (i <= j) {
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
 }
 
-/* nearest-rank percentile of sorted v[n] */
-static double pct(const int64_t *v, size_t n, double p)
+/* nearest-rank percentile of v[n] (reorders v) */
+static double pct(int64_t *v, size_t n, double p)
 {
 	size_t k;
 	if (!n)
@@ -447,7 +487,7 @@ static double pct(const int64_t *v, size_t n, double p)
 	k = (size_t)ceil(p * (double)n);
 	if (k < 1)
 		k = 1;
-	return (double)v[k - 1];
+	return (double)select_k(v, n, k - 1);
 }
 
 static void summarize(struct engine *e)
@@ -482,8 +522,6 @@ static void summarize(struct engine *e)
 		/* time in system, capped at the end of the run */
 		soj += (double)((s->end >= 0 ? s->end : end) - w->jobs[i].job.submit_time);
 	}
-	qsort(jct, nj, sizeof(int64_t), cmp_i64);
-	qsort(wait, nw, sizeof(int64_t), cmp_i64);
 	sum->avg_jct_s = nj ? sj / nj : 0;
 	sum->p50_jct_s = pct(jct, nj, 0.50);
 	sum->p99_jct_s = pct(jct, nj, 0.99);
@@ -515,6 +553,7 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	int32_t next = 0, i;
 	int rc = 0;
 	bool changed, may_skip;
+	struct drv_sched_job_info info;
 
 	memset(&e, 0, sizeof(e));
 	e.c = c;
@@ -629,6 +668,13 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			e.npending++;
 			e.in_system++;
 			r->sum.events++;
+			/* the state knows at once when a job can never fit */
+			if (drv_sched_job_get(e.s, w->jobs[next].job.id, &info) == 0 &&
+			    info.state == DRV_SJ_PENDING && info.why.reason == DRV_REASON_NEVER) {
+				info.why.kind = DRV_DEC_PENDING;
+				info.why.job = w->jobs[next].job.id;
+				reject(&e, &info.why);
+			}
 			next++;
 		}
 		/* nothing waits: a pass would have nothing to start */
@@ -655,7 +701,7 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			run->outcome = DRV_SIM_NEVER;
 		}
 	}
-	qsort(r->runs, r->nruns, sizeof(*r->runs), cmp_run);
+	sort_runs(r, w->njobs);
 	summarize(&e);
 out:
 	if (e.s)

@@ -522,8 +522,6 @@ int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_dia
 	char *t;
 	size_t i, save;
 
-	if (!s->ignored)
-		s->ignored = json_object();
 	if (!json_is_object(o)) {
 		drv_diag_err(d, 0, 0, NULL, "found %s, expected a drover job object", type_name(o));
 		return DRV_EPARSE;
@@ -732,8 +730,11 @@ int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_dia
 		rd_err(&r, "priorityClasses", "found %s, expected an array", type_name(x));
 	}
 	x = json_object_get(o, "ignored");
-	if (x && json_is_object(x))
+	if (x && json_is_object(x)) {
+		if (!s->ignored)
+			s->ignored = json_object();
 		json_object_update(s->ignored, x);
+	}
 	else if (x)
 		rd_err(&r, "ignored", "found %s, expected an object", type_name(x));
 	x = json_object_get(o, "warnings");
@@ -742,6 +743,11 @@ int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_dia
 		char **w = get_strv(&r, o, "warnings", &n);
 		s->warnings = w;
 		s->nwarnings = n;
+	}
+	if (d->nerrors == errs0) {
+		char why[256];
+		if (drv_job_check(&s->job, why, sizeof(why)) != 0)
+			drv_diag_err(d, 0, 0, "groups", "%s", why);
 	}
 	return d->nerrors > errs0 ? DRV_EPARSE : 0;
 }

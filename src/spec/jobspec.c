@@ -32,7 +32,6 @@ void drv_jobspec_init(struct drv_jobspec *s)
 	s->k8s.backoff_limit = -1;
 	s->k8s.active_deadline_s = -1;
 	s->k8s.min_available = -1;
-	s->ignored = json_object();
 }
 
 static void free_strv(char **v, int32_t n)
@@ -383,14 +382,30 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
 		rc = DRV_EPARSE;
 		break;
 	default:
-		drv_diag_err(d, 1, 1, NULL, "found neither a job nor a cluster file, expected a "
-			     "Kubernetes manifest (apiVersion, kind), a Slurm batch script (#!), "
-			     "a drover JSON job (\"apiVersion\": \"drover/v1\") or a cluster file "
-			     "(kind: Cluster)");
+		if (strspn(copy, " \t\r\n") == len)
+			drv_diag_err(d, 1, 1, NULL, "found an empty file, expected a job or a cluster file");
+		else if (has_line_key(copy, len, "#SBATCH"))
+			drv_diag_err(d, 1, 1, NULL, "found #SBATCH lines but no #! first line, expected "
+				     "a batch script starting with an interpreter such as #!/bin/bash "
+				     "(sbatch requires it too)");
+		else
+			drv_diag_err(d, 1, 1, NULL, "found neither a job nor a cluster file, expected a "
+				     "Kubernetes manifest (apiVersion, kind), a Slurm batch script (#!), "
+				     "a drover JSON job (\"apiVersion\": \"drover/v1\") or a cluster "
+				     "file (kind: Cluster)");
 		rc = DRV_EPARSE;
 		break;
 	}
 	drv_free(copy);
+	if (rc == 0 && f != DRV_FMT_CANONICAL) {
+		/* what the core will be handed must be well-formed */
+		int32_t i;
+		for (i = 0; i < set->njobs; i++) {
+			char why[256];
+			if (drv_job_check(&set->jobs[i].job, why, sizeof(why)) != 0)
+				drv_diag_err(d, 0, 0, set->jobs[i].job.name, "%s", why);
+		}
+	}
 	if (rc == 0 && d->nerrors)
 		rc = DRV_EPARSE;
 	if (rc)

@@ -766,7 +766,7 @@ static void read_template(struct mctx *c, struct drv_jobspec *s, int g, struct f
 			  const char *path)
 {
 	static const char *const known[] = { "metadata", "spec", NULL };
-	static const char *const mknown[] = { "labels", "annotations", "name", NULL };
+	static const char *const mknown[] = { "labels", "annotations", NULL };
 	struct fy_node *md;
 	char fp[560];
 
@@ -859,8 +859,7 @@ static int add_group(struct mctx *c, struct drv_jobspec *s, struct fy_node *n, c
 
 static void kind_pod(struct mctx *c, const struct obj *o)
 {
-	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", "status",
-					     NULL };
+	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
 	struct drv_jobspec *s = begin_job(c, o);
 	char fp[128];
 	int g = add_group(c, s, o->root, o->path, s->job.name);
@@ -875,8 +874,7 @@ static void kind_pod(struct mctx *c, const struct obj *o)
 
 static void kind_batch_job(struct mctx *c, const struct obj *o)
 {
-	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", "status",
-					     NULL };
+	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
 	static const char *const sknown[] = { "parallelism", "completions", "backoffLimit",
 		"activeDeadlineSeconds", "template", NULL };
 	struct drv_jobspec *s = begin_job(c, o);
@@ -931,8 +929,7 @@ static void kind_batch_job(struct mctx *c, const struct obj *o)
 
 static void kind_volcano_job(struct mctx *c, const struct obj *o)
 {
-	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", "status",
-					     NULL };
+	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
 	static const char *const sknown[] = { "minAvailable", "queue", "priorityClassName",
 		"tasks", NULL };
 	struct drv_jobspec *s = begin_job(c, o);
@@ -1004,8 +1001,7 @@ static void kind_volcano_job(struct mctx *c, const struct obj *o)
 
 static void kind_pytorchjob(struct mctx *c, const struct obj *o)
 {
-	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", "status",
-					     NULL };
+	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
 	static const char *const sknown[] = { "pytorchReplicaSpecs", "runPolicy", NULL };
 	static const char *const roles[] = { "Master", "Worker" };
 	struct drv_jobspec *s = begin_job(c, o);
@@ -1192,6 +1188,7 @@ struct podgroup {
 	char *priority_class;
 	int64_t min_member;
 	int line, col;
+	struct drv_jobspec kept; /* its fields drover does not act on */
 };
 
 struct pgset {
@@ -1227,6 +1224,18 @@ static void kind_podgroup(struct mctx *c, const struct obj *o, struct pgset *pgs
 		pg->queue = drv_strdup(t);
 	if ((t = scal(field(spec, "priorityClassName"))))
 		pg->priority_class = drv_strdup(t);
+	{
+		static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
+		static const char *const mknown[] = { "name", NULL };
+		static const char *const sknown[] = { "minMember", "queue", "priorityClassName", NULL };
+		char p[128];
+		drv_jobspec_init(&pg->kept);
+		keep_unknown(&pg->kept, o->root, o->path, known);
+		fp_of(p, sizeof(p), o, "metadata");
+		keep_unknown(&pg->kept, field(o->root, "metadata"), p, mknown);
+		fp_of(p, sizeof(p), o, "spec");
+		keep_unknown(&pg->kept, spec, p, sknown);
+	}
 }
 
 /* Merges the Pods naming a PodGroup into one gang job (the first Pod's). */
@@ -1316,6 +1325,18 @@ static void join_podgroups(struct mctx *c, struct pgset *pgs)
 			drv_diag_err(c->d, pg->line, pg->col, pg->name,
 				     "found minMember %lld, expected at most the %d pods of the group",
 				     (long long)pg->min_member, members);
+		{
+			const char *k;
+			json_t *v;
+			int w;
+			for (w = 0; w < pg->kept.nwarnings; w++)
+				drv_jobspec_warn(first, "PodGroup %s: %s", pg->name, pg->kept.warnings[w]);
+			json_object_foreach(pg->kept.ignored, k, v) {
+				char key[600];
+				snprintf(key, sizeof(key), "PodGroup %s: %s", pg->name, k);
+				json_object_set(first->ignored, key, v);
+			}
+		}
 		first->k8s.min_available = (int32_t)pg->min_member;
 		first->job.gang_min = pg->min_member < 0 || pg->min_member >= members
 			? 0 : (int32_t)pg->min_member;
@@ -1480,7 +1501,13 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 		return DRV_EIO;
 	fy_diag_set_collect_errors(diag, true);
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.flags = FYPCF_QUIET | FYPCF_JSON_NONE;
+	{
+		/* JSON manifests (kubectl -o json) are read as JSON, not as YAML flow */
+		size_t k = 0;
+		while (k < len && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\n' || buf[k] == '\r'))
+			k++;
+		cfg.flags = FYPCF_QUIET | (k < len && buf[k] == '{' ? FYPCF_JSON_FORCE : FYPCF_JSON_NONE);
+	}
 	cfg.diag = diag;
 	fyp = fy_parser_create(&cfg);
 	if (!fyp || fy_parser_set_string(fyp, buf, len)) {
@@ -1536,6 +1563,7 @@ out:
 		drv_free(pgs.v[i].name);
 		drv_free(pgs.v[i].queue);
 		drv_free(pgs.v[i].priority_class);
+		drv_jobspec_release(&pgs.v[i].kept);
 	}
 	drv_free(pgs.v);
 	if (fyp)

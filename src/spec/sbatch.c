@@ -132,11 +132,16 @@ static void serr(struct sctx *c, int line, int col, const char *opt, const char 
 	__attribute__((format(printf, 5, 6)));
 static void serr(struct sctx *c, int line, int col, const char *opt, const char *fmt, ...)
 {
-	char buf[1024];
+	char buf[1024], where[96];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	if (line == 0) {
+		/* an option given on the command line, not in the script */
+		snprintf(where, sizeof(where), "command line%s%s", opt ? " " : "", opt ? opt : "");
+		opt = where;
+	}
 	drv_diag_err(c->d, line, col, opt, "%s", buf);
 }
 

@@ -329,3 +329,41 @@ Test(place, fgd_keeps_usable_fragments_where_best_fit_fills_holes)
 	drv_placement_release(&p);
 	drv_cluster_release(&c);
 }
+
+Test(place, fragmented_leaves_are_explained_by_whole_free_nodes)
+{
+	struct drv_cluster c;
+	struct drv_job one, j;
+	struct drv_placement p;
+	struct drv_place_info info;
+	struct drv_place_opts o = { 0 };
+	char why[256];
+	int i;
+
+	build(&c, 2, 4, 8); /* two leaves of 4 nodes */
+	drv_placement_init(&p);
+	/* one GPU busy on 3 nodes of each leaf: each leaf keeps 1 whole node, 29 free GPUs */
+	job1(&one, 1, 1, 0);
+	for (i = 0; i < 8; i++)
+		if (i % 4 != 3) {
+			struct drv_placement q = { 0 };
+			drv_placement_parse(&c, c.nodes[i].name, 1000, &q);
+			q.tasks[0].gpu_mask = 1;
+			drv_cluster_commit(&c, &q);
+			drv_placement_release(&q);
+		}
+	job1(&j, 2, 8, 0);
+	drv_job_set_topology(&j, DRV_TOPO_REQUIRED, "leaf");
+	o.info = &info;
+	cr_assert(eq(int, drv_place(&c, &j, &o, &p, why, sizeof(why)), DRV_ENOSPACE));
+	cr_assert(eq(str, why, "needs 2 whole free nodes under one leaf; the best leaf has 1 (58 GPUs free in all)"));
+	cr_assert(eq(int, info.why, DRV_WHY_TOPOLOGY));
+	/* without the constraint it spreads over both leaves */
+	drv_job_set_topology(&j, DRV_TOPO_NONE, NULL);
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&one);
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}

@@ -274,3 +274,29 @@ Test(spec_manifest, kueue_topology_levels)
 	cr_assert(eq(str, (char *)drv_spec_topo_level("leaf"), "leaf"));
 	cr_assert(eq(ptr, (void *)drv_spec_topo_level("example.com/whatever"), NULL));
 }
+
+Test(spec_manifest, zero_replicas_is_refused_with_the_job_named)
+{
+	cr_assert(eq(int, parse("apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pt}\n"
+				"spec:\n  pytorchReplicaSpecs:\n    Worker:\n      replicas: 0\n"
+				"      template: {spec: {containers: [{name: c, image: i}]}}\n"),
+		     DRV_EPARSE));
+	cr_assert(eq(str, d.v[0].path, "pt"));
+	cr_assert(not(eq(ptr, strstr(d.v[0].msg, "count 0"), NULL)), "%s", d.v[0].msg);
+}
+
+Test(spec_manifest, json_manifest_is_read_as_json)
+{
+	cr_assert(eq(int, parse("{\"apiVersion\": \"v1\", \"kind\": \"Pod\",\n\t\"metadata\": {\"name\": \"j\"},"
+				"\"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"i\","
+				"\"resources\": {\"limits\": {\"nvidia.com/gpu\": 2}}}]}}"), 0));
+	cr_assert(eq(int, s.job.groups[0].gpus, 2));
+}
+
+Test(spec_manifest, invalid_utf8_in_a_directive_is_refused_not_hung_on)
+{
+	/* libfyaml 0.7.12 loops forever on this; drover checks the text first */
+	cr_assert(eq(int, parse("apiVersion: v1\n% nkind\xff\xff:\n"), DRV_EPARSE));
+	cr_assert(eq(int, d.v[0].line, 2));
+	cr_assert(eq(int, d.v[0].col, 8));
+}

@@ -1,0 +1,170 @@
+# server_fencing.sh: node liveness and fencing at the protocol level, with
+# a real `drover server` and two agents played by this script over HTTP
+# (so every step is exact): a node that stops heartbeating is declared
+# down, its gang is requeued whole and started elsewhere under a new
+# epoch; the dead node's old session is refused; when it comes back, its
+# old task is in the heartbeat's kill list, absent from its assignments and
+# reported stale; past the retry limit the job fails with the reason.
+. "$ROOT/tests/integration/lib.sh"
+set -u
+
+SPID=""
+trap '[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; true' EXIT
+trap 'exit 1' INT TERM
+
+cat >"$TEST_TMP/server.yaml" <<'CONF'
+tokens:
+  - {token: ops-t, user: ops, admin: true}
+cluster_token: agents-t
+heartbeat_interval_s: 1
+heartbeat_timeout_s: 2
+retry_limit: 1
+sched_delay_ms: 5
+CONF
+PORT=$(free_port)
+"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" \
+	--config "$TEST_TMP/server.yaml" >"$TEST_TMP/server.log" 2>&1 &
+SPID=$!
+wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || fail "server did not start"
+
+URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+import json, os, sys, time, urllib.request, urllib.error
+
+URL = os.environ["URL"]
+
+def call(method, path, body=None, token="agents-t", ctype="application/json"):
+    data = None
+    if body is not None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    r = urllib.request.Request(URL + path, data=data, method=method,
+                               headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
+    try:
+        with urllib.request.urlopen(r, timeout=30) as f:
+            return f.status, json.loads(f.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+def expect(what, got, want):
+    if got != want:
+        fail("%s: got %r, want %r" % (what, got, want))
+
+def register(name, running=()):
+    gpus = [{"index": i, "uuid": "GPU-%s-%d" % (name, i), "model": "NVIDIA H100 80GB HBM3",
+             "memory_mib": 81559} for i in range(8)]
+    st, b = call("POST", "/v1/agent/register",
+                 {"name": name, "address": "10.0.0.%d" % (1 if name == "node-a" else 2),
+                  "gpus": gpus, "cpu_milli": 64000, "mem_mib": 512000, "labels": {"zone": name},
+                  "backend": "fake", "running": list(running)})
+    expect("register " + name, st, 200)
+    return b["session"]
+
+def heartbeat(name, session, tasks=()):
+    return call("POST", "/v1/agent/heartbeat", {"node": name, "session": session,
+                                                "tasks": list(tasks),
+                                                "gpus": [{"index": 0, "healthy": True}]})
+
+def assignments(name, session, version=0, wait=0):
+    return call("GET", "/v1/agent/assignments?node=%s&session=%d&version=%d&wait=%d"
+                % (name, session, version, wait))
+
+def report(name, session, reps):
+    return call("POST", "/v1/agent/report", {"node": name, "session": session, "reports": reps})
+
+def job(jid):
+    st, b = call("GET", "/v1/jobs/%d" % jid, token="ops-t")
+    expect("get job", st, 200)
+    return b
+
+def wait_until(what, fn, secs, tick=None):
+    end = time.time() + secs
+    while time.time() < end:
+        if tick:
+            tick()
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.1)
+    fail("timed out waiting for " + what)
+
+sess = {"node-a": register("node-a"), "node-b": register("node-b")}
+pod = b"""apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sleep", "600"]
+    resources: {limits: {nvidia.com/gpu: 8}}
+"""
+st, j = call("POST", "/v1/jobs", pod, token="ops-t", ctype="application/yaml")
+expect("submit", st, 201)
+jid = j["id"]
+
+def placed():
+    b = job(jid)
+    return b if b["state"] == "scheduled" else None
+
+b = wait_until("the job to be placed", placed, 10)
+first = b["placement"][0]["node"]
+other = "node-b" if first == "node-a" else "node-a"
+st, a = assignments(first, sess[first])
+expect("assignments", st, 200)
+expect("one task", len(a["tasks"]), 1)
+t = a["tasks"][0]
+expect("assignment", (t["task_id"], t["desired"], t["argv"], t["gpus"], t["rank"], t["world_size"],
+                      t["master_addr"], t["image"]),
+       ("%d.0" % jid, "run", ["sleep", "600"], list(range(8)), 0, 1,
+        "10.0.0.1" if first == "node-a" else "10.0.0.2", "busybox:1.36"))
+e1 = t["epoch"]
+st, r = report(first, sess[first], [{"task_id": t["task_id"], "epoch": e1, "state": "running", "pid": 4242}])
+expect("report running", (st, r["stale"]), (200, []))
+expect("job running", job(jid)["state"], "running")
+
+# The first node goes silent; the other keeps heartbeating.
+def down():
+    st, n = call("GET", "/v1/nodes/" + first, token="ops-t")
+    return n["state"] == "down"
+wait_until(first + " down", down, 10, tick=lambda: heartbeat(other, sess[other]))
+
+def moved():
+    b = job(jid)
+    return b if b["state"] == "scheduled" and b["placement"][0]["node"] == other else None
+b = wait_until("the gang to restart on " + other, moved, 10, tick=lambda: heartbeat(other, sess[other]))
+ev = [e["to"] for e in b["events"]]
+expect("events", ev, ["pending", "scheduled", "running", "pending", "scheduled"])
+if "requeued (retry 1 of 1)" not in b["events"][3]["reason"]:
+    fail("requeue reason: " + b["events"][3]["reason"])
+st, a2 = assignments(other, sess[other])
+e2 = a2["tasks"][0]["epoch"]
+if not e2 > e1:
+    fail("new epoch %d not above %d" % (e2, e1))
+
+# The dead node's old session is refused everywhere.
+expect("old session heartbeat", heartbeat(first, sess[first])[0], 409)
+expect("old session report", report(first, sess[first], [])[0], 409)
+expect("old session poll", assignments(first, sess[first])[0], 409)
+
+# It comes back still running the old task: fenced off.
+s2 = register(first, running=[{"task_id": "%d.0" % jid, "epoch": e1, "pid": 4242}])
+st, hb = heartbeat(first, s2, tasks=[{"task_id": "%d.0" % jid, "epoch": e1, "state": "running"}])
+expect("kill list", [(k["task_id"], k["epoch"]) for k in hb["kill"]], [("%d.0" % jid, e1)])
+st, a = assignments(first, s2)
+expect("not in its assignments", a["tasks"], [])
+st, r = report(first, s2, [{"task_id": "%d.0" % jid, "epoch": e1, "state": "exited", "exit_code": 0}])
+expect("stale report", [(x["task_id"], x["epoch"]) for x in r["stale"]], [("%d.0" % jid, e1)])
+expect("the stale exit changed nothing", job(jid)["state"], "scheduled")
+
+# Past the retry limit: the second node dies too, the job fails with the reason.
+report(other, sess[other], [{"task_id": "%d.0" % jid, "epoch": e2, "state": "running"}])
+wait_until("failed", lambda: job(jid)["state"] == "failed", 10, tick=lambda: heartbeat(first, s2))
+b = job(jid)
+if "retry limit 1 reached" not in b["reason"]:
+    fail("reason: " + b["reason"])
+print("ok: node down -> gang requeued under epoch %d (was %d); old session refused; "
+      "old task fenced; retry limit -> failed: %s" % (e2, e1, b["reason"]))
+PY
