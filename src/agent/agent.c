@@ -1363,8 +1363,8 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 			goto fail;
 		}
 		if (rc < 0) {
-			logf_(a, "no NVIDIA GPUs (%s); simulating 8 H100 GPUs instead "
-			      "(--fake-gpus 8xH100)", nverr);
+			logf_(a, "%s; simulating 8 H100 GPUs instead (as --fake-gpus 8xH100 would)",
+			      nverr);
 			rc = drv_gpu_open(&a->gpus, "fake", "8xH100", err, errsz);
 			if (rc < 0)
 				goto fail;

@@ -10,6 +10,7 @@
  * Nothing is half-built: on any error the cluster is released.
  */
 #include "drover/clusterfile.h"
+#include "spec_int.h"
 
 #include <errno.h>
 #include <libfyaml.h>
@@ -940,6 +941,13 @@ int drv_cluster_load_buffer(const char *buf, size_t len, struct drv_cluster *c,
 
 	drv_cluster_init(c, "cluster");
 	memset(&L, 0, sizeof(L));
+	diag = NULL;
+	fyd = NULL;
+	/* text first: libfyaml 0.7 mishandles some invalid UTF-8 (spec_int.h) */
+	if (!drv_spec_check_text(buf, len, false, diags)) {
+		rc = DRV_EPARSE;
+		goto out;
+	}
 	L.c = c;
 	L.d = diags;
 	L.pool_level = -1;
@@ -969,7 +977,7 @@ out:
 	if (fyd)
 		fy_document_destroy(fyd);
 	if (diag)
-		fy_diag_unref(diag);
+		fy_diag_destroy(diag); /* frees the collected errors too */
 	for (i = 0; i < L.ntypes; i++) {
 		drv_free(L.types[i].name);
 		free_labels(L.types[i].labels, L.types[i].nlabels);
