@@ -73,7 +73,7 @@ deps:
 # until then, validate an example cluster and place an 8-GPU job on it.
 run: deps
 	@$(MAKE) --no-print-directory drover
-	@./scripts/run-main
+	@./scripts/run-main $(ARGS)
 
 test: deps
 	@$(MAKE) --no-print-directory drover build/rel/unit-tests build/asan/unit-tests build/asan/drover

@@ -784,6 +784,7 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 	sched__usage(s, j, +1);
 	sched__node_touch(s, &j->pl, now);
 	sched__run_insert(s, slot);
+	s->occ_gen++;
 }
 
 int drv_sched_add_running(struct drv_sched *s, const struct drv_job *job,
@@ -825,6 +826,10 @@ static void stop_running(struct drv_sched *s, int32_t slot, int64_t now)
 	drv_cluster_uncommit(s->c, &j->pl);
 	sched__node_touch(s, &j->pl, now);
 	j->pl.ntasks = 0;
+	/* a job that ends when it was expected to changes no reservation (the
+	 * sweep already counted it free from then on); an early end may */
+	if (now < j->end)
+		s->free_gen++;
 }
 
 int drv_sched_finish(struct drv_sched *s, uint64_t id, int64_t now)
@@ -877,6 +882,7 @@ int drv_sched_update_estimate(struct drv_sched *s, uint64_t id, int64_t estimate
 		return 0;
 	}
 	sched__run_remove(s, slot);
+	s->occ_gen++;
 	j->dur = estimate_s > 0 ? estimate_s : j->job->time_limit;
 	j->end = run_end(s, j);
 	if (j->state == DRV_SJ_TERMINATING && j->grace < j->end)
@@ -889,6 +895,7 @@ void drv_sched_cluster_changed(struct drv_sched *s, int64_t now)
 {
 	int32_t i;
 	int32_t old = s->nnodes_seen;
+	s->occ_gen++;
 	sched__refresh_cluster(s);
 	for (i = old; i < s->nnodes_seen; i++)
 		if (s->idle_since[i] == INT64_MIN)
@@ -913,6 +920,7 @@ int drv_sched_set_pool_template(struct drv_sched *s, int32_t pool, int model, in
 		return DRV_EINVAL;
 	s->pool_tmpl_model[pool] = model;
 	s->pool_tmpl_gpus[pool] = ngpus;
+	s->occ_gen++;
 	sched__refresh_cluster(s);
 	return 0;
 }
@@ -927,8 +935,10 @@ struct drv_sched *drv_sched_new(struct drv_cluster *c)
 	for (p = 0; p < SCHED_MAX_POOLS; p++)
 		s->pool_tmpl_model[p] = -1;
 	drv_placement_init(&s->block);
+	drv_placement_init(&s->rc.pl);
 	drv_placement_init(&s->scratch);
 	drv_placement_init(&s->scratch2);
+	drv_placement_init(&s->scratch3);
 	drv_sched_policy_default(&s->keyed_pol);
 	s->last_now = INT64_MIN;
 	hgrow(s);
@@ -959,8 +969,10 @@ void drv_sched_free(struct drv_sched *s)
 	for (i = 0; i < s->ncohorts; i++)
 		drv_free(s->cohorts[i]);
 	drv_placement_release(&s->block);
+	drv_placement_release(&s->rc.pl);
 	drv_placement_release(&s->scratch);
 	drv_placement_release(&s->scratch2);
+	drv_placement_release(&s->scratch3);
 	drv_free(s->jobs);
 	drv_free(s->free_slots);
 	drv_free(s->hkeys);
@@ -979,6 +991,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->tmp);
 	drv_free(s->tmp2);
 	drv_free(s->order);
+	drv_free(s->ophot);
 	drv_free(s);
 }
 

@@ -171,6 +171,7 @@ struct drv_sched {
 	struct drv_placement block;   /* the GPUs a pass blocks for reservations */
 	struct drv_placement scratch; /* placement attempts */
 	struct drv_placement scratch2;
+	struct drv_placement scratch3;
 
 	/* pass scratch */
 	int32_t *tmp;           /* victims, sweeps */
@@ -179,6 +180,8 @@ struct drv_sched {
 	size_t tmp2cap;
 	int32_t *order;         /* fair merge output */
 	size_t ocap;
+	struct phot *ophot;     /* compact entries in fair merge order */
+	size_t ophcap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
 
@@ -190,6 +193,20 @@ struct drv_sched {
 	/* the reason of the jobs a pass stopped before reaching */
 	struct drv_sched_decision tail_why;
 	uint32_t tail_pass;     /* pass that stopped early (0 = none) */
+
+	/* what changed since: occupancy grew or ends moved (occ), or something
+	 * was freed (free); a cached reservation is valid while neither moved */
+	uint64_t occ_gen;
+	uint64_t free_gen;
+	struct {
+		bool valid;
+		uint64_t id;
+		int64_t at;
+		uint64_t occ, free;
+		int64_t default_runtime;
+		int32_t place, pools;
+		struct drv_placement pl;
+	} rc;
 
 	uint32_t pass_no;
 	int64_t last_now;

@@ -43,6 +43,7 @@ struct pass {
 	int32_t blocked_max;    /* most blocked GPUs on one node */
 	int32_t min_prio_victim;/* least priority of a preemptible running job */
 	int32_t first_resv;     /* index of the earliest reservation */
+	bool rc_ok;             /* the first reservation is the cached one */
 	int32_t nstarted;
 	int32_t prov_add[SCHED_MAX_POOLS];
 	uint64_t prov_job[SCHED_MAX_POOLS];
@@ -498,9 +499,14 @@ static void do_start(struct pass *p, int32_t slot, const struct drv_placement *p
 	struct drv_sched *s = p->s;
 	struct sjob *j = &s->jobs[slot];
 	struct drv_sched_decision *d;
+	uint64_t occ = s->occ_gen;
 
 	j->state = DRV_SJ_RUNNING; /* stays in s->pend until the pass compacts it */
 	sched__start(s, slot, pl, p->now);
+	/* a start that respects this pass's reservations (it comes after them,
+	 * on unreserved GPUs or ending before they start) does not move them */
+	if (s->nresv > 0 && p->rc_ok)
+		s->occ_gen = occ;
 	if (j->pool >= 0 && j->pool < s->c->npools && s->c->pools[j->pool].spot)
 		flags |= DRV_DEC_SPOT;
 	d = dec_new(p, DRV_DEC_START);
@@ -521,13 +527,19 @@ static void do_start(struct pass *p, int32_t slot, const struct drv_placement *p
  * be placed. Restores the cluster exactly. Returns the start time, or
  * T_INF when running jobs never free enough (unknown ends).
  */
+static bool group_end(const struct drv_sched *s, int32_t i)
+{
+	return i + 1 >= s->nrun || s->jobs[s->run[i + 1]].end != s->jobs[s->run[i]].end;
+}
+
 static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placement *pl)
 {
 	struct drv_sched *s = p->s;
 	struct drv_cluster *c = p->c;
 	struct drv_placement *sw = &s->scratch2; /* extra blocks made while sweeping */
 	int64_t at = T_INF;
-	int32_t i, k, n = 0, gap = 1, skip = 0, pool, fails = 0;
+	int32_t i, k, n = 0, gap = 1, skip = 0, pool, fails = 0, lastfail = -1;
+	bool skipped = false;
 	struct place_fail f;
 
 	sw->ntasks = 0;
@@ -547,12 +559,13 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 				block_gpus(c, sw, t->node, t->gpu_mask & s->resv_mask[t->node]);
 			}
 		/* jobs ending together free together */
-		if (i + 1 < s->nrun && s->jobs[s->run[i + 1]].end == r->end)
+		if (!group_end(s, i))
 			continue;
 		if (!fits_quick(s, j, j->pool_mask))
 			continue;
 		if (skip > 0) {
 			skip--;
+			skipped = true;
 			continue;
 		}
 		if (try_place(p, j, pl, &pool, &f) == 0) {
@@ -561,18 +574,90 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 		}
 		if (f.never)
 			break;
+		lastfail = i;
+		skipped = false;
 		/* after many exact tries, gallop: placement is dearer than
-		 * freeing, so look less often the longer it keeps failing (the
-		 * start found may then be a little later than the earliest) */
+		 * freeing, so look less often the longer it keeps failing */
 		if (++fails > GALLOP_AFTER) {
 			skip = gap;
 			gap *= 2;
 		}
 	}
+	if (at != T_INF && skipped && lastfail >= 0 && sw->ntasks == 0) {
+		/* galloped past points never tried: find the earliest between
+		 * the last failure and the success, by halving */
+		struct drv_placement *best = &s->scratch3;
+		int32_t lo = lastfail, hi = i, cur = i;
+		drv_placement_copy(best, pl);
+		for (;;) {
+			int32_t m = lo + (hi - lo) / 2;
+			while (m < hi && !group_end(s, m))
+				m++;
+			if (m >= hi) {
+				m = lo + (hi - lo) / 2;
+				while (m > lo && !group_end(s, m))
+					m--;
+				if (m <= lo)
+					break;
+			}
+			for (; cur > m; cur--)
+				drv_cluster_commit(c, &s->jobs[s->run[cur]].pl);
+			for (; cur < m; cur++)
+				drv_cluster_uncommit(c, &s->jobs[s->run[cur + 1]].pl);
+			if (fits_quick(s, j, j->pool_mask) && try_place(p, j, pl, &pool, &f) == 0) {
+				hi = m;
+				drv_placement_copy(best, pl);
+			} else {
+				lo = m;
+			}
+		}
+		for (; cur > hi; cur--)
+			drv_cluster_commit(c, &s->jobs[s->run[cur]].pl);
+		for (; cur < hi; cur++)
+			drv_cluster_uncommit(c, &s->jobs[s->run[cur + 1]].pl);
+		n = hi + 1;
+		at = DRV_MAX(s->jobs[s->run[hi]].end, p->now);
+		drv_placement_copy(pl, best);
+	}
 	drv_cluster_uncommit(c, sw);
 	sw->ntasks = 0;
 	for (i = n - 1; i >= 0; i--)
 		drv_cluster_commit(c, &s->jobs[s->run[i]].pl);
+	return at;
+}
+
+/*
+ * The first reservation of a pass, reused from the last pass when nothing
+ * that could move it happened since: the same job, no start, no end moved,
+ * nothing freed, no node changed, the same placement settings. (Anything
+ * freed could make it earlier, so that recomputes too.)
+ */
+static int64_t earliest_cached(struct pass *p, const struct sjob *j, struct drv_placement *pl)
+{
+	struct drv_sched *s = p->s;
+	int64_t at;
+	bool cacheable = s->nresv == 0;
+	if (cacheable && s->rc.valid && s->rc.id == j->id && s->rc.occ == s->occ_gen &&
+	    s->rc.free == s->free_gen && s->rc.at >= p->now &&
+	    s->rc.default_runtime == p->pol->default_runtime_s &&
+	    s->rc.place == (int32_t)p->pol->place && s->rc.pools == (int32_t)p->pol->pools) {
+		drv_placement_copy(pl, &s->rc.pl);
+		p->rc_ok = true;
+		return s->rc.at;
+	}
+	at = earliest(p, j, pl);
+	s->rc.valid = cacheable && at != T_INF;
+	if (s->rc.valid) {
+		s->rc.id = j->id;
+		s->rc.at = at;
+		s->rc.occ = s->occ_gen;
+		s->rc.free = s->free_gen;
+		s->rc.default_runtime = p->pol->default_runtime_s;
+		s->rc.place = (int32_t)p->pol->place;
+		s->rc.pools = (int32_t)p->pol->pools;
+		drv_placement_copy(&s->rc.pl, pl);
+		p->rc_ok = true;
+	}
 	return at;
 }
 
@@ -756,6 +841,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 			v->end = v->grace;
 			sched__run_insert(s, cands[i].slot);
 		}
+		s->occ_gen++;
 	}
 	qsort(&p->out->ids[p->out->nids], (size_t)nv, sizeof(uint64_t), cmp_u64);
 	/* d may have moved if dec_new grew; it did not: ids are a separate array */
@@ -857,8 +943,10 @@ static void releases(struct pass *p)
 		d->node = i;
 		changed++;
 	}
-	if (changed)
+	if (changed) {
+		s->occ_gen++;
 		sched__refresh_cluster(s);
+	}
 }
 
 /* ---- the queue ---------------------------------------------------------- */
@@ -918,6 +1006,7 @@ static void rekey(struct pass *p)
 
 	if (kp->default_runtime_s != pol->default_runtime_s) {
 		s->keyed_pol.default_runtime_s = pol->default_runtime_s;
+		s->occ_gen++;
 		for (i = 0; i < s->nrun; i++) {
 			struct sjob *r = &s->jobs[s->run[i]];
 			int64_t d = r->dur > 0 ? r->dur : pol->default_runtime_s;
@@ -982,6 +1071,7 @@ static const int32_t *fair_order(struct pass *p)
 	int32_t nt = s->ntenants, i, k;
 	int32_t *cnt, *pos, *bucket;
 	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
+	DRV_GROW(s->ophot, (size_t)s->npend + 1, s->ophcap);
 	DRV_GROW(s->tmp2, (size_t)s->npend + 2 * (size_t)nt + 2, s->tmp2cap);
 	cnt = s->tmp2;
 	pos = s->tmp2 + nt + 1;
@@ -1035,6 +1125,17 @@ static const int32_t *fair_order(struct pass *p)
 		}
 		s->order[k] = s->tmp[pos[best]++];
 		s->tenants[best].vuse += s->jobs[s->order[k]].need_milli;
+		{
+			const struct sjob *j = &s->jobs[s->order[k]];
+			struct phot *h = &s->ophot[k];
+			h->need_whole = j->need_whole;
+			h->max_task = (int16_t)j->max_task;
+			h->min_frac = (int16_t)j->min_frac;
+			h->prio = j->prio;
+			h->never = j->never;
+			h->gpuless = j->gpuless;
+			h->dur = j->dur;
+		}
 	}
 	return s->order;
 }
@@ -1208,7 +1309,7 @@ static void scan_one(struct pass *p, int32_t slot)
 		if (p->nresv_made < depth) {
 			int64_t at;
 			p->nresv_made++;
-			at = earliest(p, j, pl);
+			at = earliest_cached(p, j, pl);
 			if (at != T_INF) {
 				resv_add(p, slot, at, pl, false);
 				why_init(&w, DRV_REASON_RESERVED);
@@ -1274,24 +1375,53 @@ static bool skip_allowed(const struct pass *p, const struct stopper *st)
 	return true;
 }
 
-/* Per job, from the compact entry only: true when the job surely can
- * neither start (even on reserved GPUs, if it is short) nor preempt. */
-static bool hot_skip(const struct pass *p, const struct phot *h)
+/* What the tight skip loop compares the compact entries with. */
+struct bounds {
+	int64_t ws, wl;    /* free whole GPUs: strict, and counting reserved ones */
+	int32_t ms, ml;    /* most free on one node: the same two ways */
+	int32_t part;      /* most free milli on a partly used GPU */
+	int64_t short_d;   /* a job this short may use reserved GPUs */
+	bool loosen;
+	bool preempt;      /* preemption searches left */
+	int32_t minprio;   /* least priority of a preemptible running job */
+};
+
+static void bounds_get(const struct pass *p, struct bounds *b)
 {
 	const struct drv_vertex *r = &p->c->vertices[0];
-	int64_t whole = r->free_gpus;
-	int32_t maxnode = r->max_node_free;
+	b->ws = r->free_gpus;
+	b->ms = r->max_node_free;
+	b->part = r->max_part_free;
+	b->loosen = p->blocked_gpus > 0;
+	b->short_d = p->t_min == T_INF ? T_INF : p->t_min - p->now;
+	b->wl = b->ws + p->blocked_gpus;
+	b->ml = DRV_MIN(b->ms + p->blocked_max, p->s->max_node_gpus);
+	b->preempt = p->pol->preemption && p->tries < p->pol->max_preempt_tries;
+	b->minprio = p->min_prio_victim;
+}
+
+/* True when the job surely can neither start (even on reserved GPUs, if it
+ * is short) nor preempt, nor is anything but "resources". */
+static inline bool skip_h(const struct bounds *b, const struct phot *h)
+{
+	int64_t w;
+	int32_t m;
+	if (h->never)
+		return true;
 	if (h->gpuless)
 		return false;
-	if (p->pol->preemption && p->tries < p->pol->max_preempt_tries && h->prio > p->min_prio_victim)
+	if (b->preempt && h->prio > b->minprio)
 		return false;
-	if (p->blocked_gpus > 0 && h->dur > 0 && p->now + h->dur <= p->t_min) {
-		whole += p->blocked_gpus;
-		maxnode = DRV_MIN(maxnode + p->blocked_max, p->s->max_node_gpus);
+	if (b->loosen && h->dur > 0 && h->dur <= b->short_d) {
+		w = b->wl;
+		m = b->ml;
+	} else {
+		w = b->ws;
+		m = b->ms;
 	}
-	if (h->need_whole > whole || h->max_task > maxnode)
+	if (h->need_whole > w || h->max_task > m)
 		return true;
-	if (h->min_frac > 0 && whole == 0 && h->min_frac > r->max_part_free)
+	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part)
 		return true;
 	return false;
 }
@@ -1333,6 +1463,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	struct stopper stop;
 	const int32_t *order;
 	int32_t i, k, n, nall, nd, nvis;
+	const struct phot *ph;
 	bool skipped;
 	int rc;
 
@@ -1392,33 +1523,29 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	nvis = 0;
 	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
 	skipped = false;
-	for (k = 0; k < nall; k++) {
-		int32_t slot = order[k];
+	ph = pol->order == DRV_ORDER_FAIR ? s->ophot : s->phot;
+	k = 0;
+	while (k < nall) {
+		int32_t slot;
 		if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
 			set_tail(p, DRV_REASON_PRIORITY);
 			break;
 		}
 		if (skip_allowed(p, &stop)) {
-			struct phot hh;
-			const struct phot *h;
-			if (pol->order == DRV_ORDER_FAIR) {
-				const struct sjob *j = &s->jobs[slot];
-				hh.need_whole = j->need_whole;
-				hh.max_task = (int16_t)j->max_task;
-				hh.min_frac = (int16_t)j->min_frac;
-				hh.prio = j->prio;
-				hh.never = j->never;
-				hh.gpuless = j->gpuless;
-				hh.dur = j->dur;
-				h = &hh;
-			} else {
-				h = &s->phot[k];
-			}
-			if (h->never || hot_skip(p, h)) {
+			/* the tight part: jobs that surely cannot start, from the
+			 * compact entries alone */
+			struct bounds b;
+			int32_t kk = k;
+			bounds_get(p, &b);
+			while (kk < nall && skip_h(&b, &ph[kk]))
+				kk++;
+			if (kk > k)
 				skipped = true;
-				continue;
-			}
+			k = kk;
+			if (k >= nall)
+				break;
 		}
+		slot = order[k++];
 		if (s->jobs[slot].state != DRV_SJ_PENDING)
 			continue;
 		s->visited[nvis++] = slot;

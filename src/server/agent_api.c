@@ -172,7 +172,7 @@ int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ct
 			       n->admin_drain ? n->reason : "agent registered");
 	if (srv_flush(s) < 0) {
 		drv_http_resp_error(o, 503, "unavailable", NULL, "the state store cannot write (%s)",
-				    s->store->err);
+				    s->commit_err);
 		goto unlock;
 	}
 	drv_http_resp_json(o, 200,
@@ -250,7 +250,7 @@ int srv_agent_heartbeat(struct drv_http_req *r, struct drv_http_resp *o, void *c
 			json_array_append_new(kill, json_pack("{s:s,s:I,s:s}", "task_id", tid, "epoch",
 							      (json_int_t)ep, "reason", "stale epoch"));
 	}
-	srv_flush(s);
+	srv_enqueue(s);   /* health and state changes: written soon, nobody waits */
 	drv_http_resp_json(o, 200, json_pack("{s:o,s:I}", "kill", kill, "heartbeat_interval_s",
 					     (json_int_t)s->cfg.heartbeat_interval_s));
 unlock:
@@ -346,7 +346,8 @@ static json_t *desired_set(struct drv_server *s, int32_t i)
 	for (size_t k = 0; k < s->nactive; k++) {
 		struct sjob *j = srv_job_get(s, s->active[k]);
 
-		if (!j)
+		/* a start is announced only once it is on disk */
+		if (!j || j->durable_epoch != j->epoch)
 			continue;
 		for (int32_t t = 0; t < j->ntasks; t++)
 			if (j->tasks[t].node == i && !j->tasks[t].ended)
@@ -501,7 +502,7 @@ int srv_agent_report(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		json_decref(stale);
 		drv_http_resp_error(o, 503, "unavailable", NULL,
 				    "the reports are not on disk: the state store cannot write (%s)",
-				    s->store->err);
+				    s->commit_err);
 		goto unlock;
 	}
 	drv_http_resp_json(o, 200, json_pack("{s:o}", "stale", stale));

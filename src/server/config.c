@@ -231,7 +231,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->heartbeat_interval_s = 5;
 	c->heartbeat_timeout_s = 30;
 	c->retry_limit = 3;
-	c->sched_delay_ms = 20;
+	c->sched_delay_ms = 10;
 	drv_sched_policy_default(&c->policy);
 
 	if (access(path, F_OK) != 0) {

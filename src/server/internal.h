@@ -74,6 +74,7 @@ struct sjob {
 	int32_t attempt;
 	int32_t requeues;          /* after node failures (the retry limit counts these) */
 	int64_t epoch;             /* of the current/last start; 0 = never */
+	int64_t durable_epoch;     /* the epoch whose start is on disk: agents see only that */
 	int64_t submit_time, start_time, end_time;
 	int exit_code;             /* valid when has_exit */
 	bool has_exit;
@@ -145,10 +146,36 @@ struct ring_event {
 struct pend_event {
 	json_t *ev;            /* without seq */
 	uint64_t job;
+	char *user;            /* job events: the job's user (watch filter) */
 	const char *type;
 	char *node;
 	char *from, *to, *reason;
 	int64_t time;
+};
+
+/* One store write, made under srv->mu by srv_enqueue, written by the
+ * committer thread without it (commit.c). */
+struct wjob {
+	uint64_t id;
+	int64_t epoch;
+	char *name, *user, *tenant, *doc;
+	const char *state;
+	int64_t submit_time;
+};
+struct wnode {
+	char *name, *doc;
+};
+struct wbatch {
+	uint64_t ticket;
+	struct wjob *jobs;
+	size_t njobs, jcap;
+	struct wnode *nodes;
+	size_t nnodes, ncap;
+	struct pend_event *events;
+	size_t nevents, ecap;
+	bool meta;
+	int64_t epoch, session;
+	struct wbatch *next;
 };
 
 struct cost_cell {
@@ -178,8 +205,9 @@ struct drv_server {
 	int32_t default_leaf_vertex;
 	int32_t default_pool_index;
 
-	struct sjob **jobs;       /* jobs[id - 1] */
+	struct sjob **jobs;       /* jobs[id - 1]; NULL for ids not (yet) in memory */
 	uint64_t njobs;
+	uint64_t next_id;         /* last id handed out (ids are never reused) */
 	size_t jcap;
 	uint64_t *active;         /* ids of jobs holding tasks */
 	size_t nactive, acap;
@@ -196,6 +224,21 @@ struct drv_server {
 
 	struct pend_event *pend;
 	size_t npend, pcap;
+
+	/* group commit (commit.c): batches queue here; one thread writes them */
+	pthread_mutex_t store_mu;  /* every store call; taken after mu, never before */
+	pthread_cond_t commit_cv;  /* wakes the committer */
+	pthread_cond_t done_cv;    /* a group was written (or failed) */
+	struct wbatch *cq_head, *cq_tail;
+	uint64_t next_ticket;      /* last ticket handed out */
+	uint64_t done_ticket;      /* every ticket <= this was processed */
+	uint64_t fail_lo[32], fail_hi[32]; /* recent failed groups, a ring */
+	unsigned nfail;
+	char commit_err[256];
+	bool commit_fail_logged;
+	bool commit_stop;
+	pthread_t commit_thread;
+	bool commit_started;
 
 	struct ring_event *ring;  /* circular */
 	size_t ring_cap, ring_start, ring_n;
@@ -252,7 +295,19 @@ void srv_job_transition(struct drv_server *s, struct sjob *j, enum jstate to, co
 void srv_job_mark(struct drv_server *s, struct sjob *j);
 void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, const char *node,
 		 const char *from, const char *to, const char *reason);
+/* commit.c: srv_enqueue hands everything dirty to the committer and
+ * returns the ticket to wait for; srv_wait waits for it (mu released
+ * meanwhile): 0, or DRV_EIO when its group failed (then it is dirty again).
+ * srv_flush = both. All under mu. */
+uint64_t srv_enqueue(struct drv_server *s);
+int srv_wait(struct drv_server *s, uint64_t ticket);
 int srv_flush(struct drv_server *s);
+/* Writes new jobs (not yet in memory) with their first event; waits. */
+int srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n);
+void *srv_commit_main(void *arg);
+void srv_pend_release(struct pend_event *p);
+struct pend_event srv_make_event(const char *type, struct sjob *j, const char *node,
+				 const char *from, const char *to, const char *reason);
 json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j);
 json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail);
 json_t *srv_node_api_json(struct drv_server *s, int32_t i);

@@ -157,6 +157,11 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 	return 0;
 }
 
+static void set_reason(struct sjob *j, const char *why)
+{
+	srv_set_str(&j->reason, why);
+}
+
 static struct sjob *job_from_spec(struct drv_jobspec *spec)
 {
 	struct sjob *j = drv_calloc(1, sizeof(*j));
@@ -168,66 +173,56 @@ static struct sjob *job_from_spec(struct drv_jobspec *spec)
 }
 
 /*
- * Adds the new jobs (ids assigned here) durably. Under s->mu. Returns 0,
- * or a negative drv_err with nothing kept (the jobs are freed).
+ * Adds the new jobs (ids assigned here) durably. Under s->mu (released
+ * while the disk works). Returns 0, or a negative drv_err with nothing kept
+ * (the jobs are freed; their ids are not reused).
  */
 static int add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char *by)
 {
 	int64_t now = srv_wall_s();
-	uint64_t first = s->njobs + 1;
 	char why[160];
 	int rc;
 
-	rc = srv_flush(s);
-	if (rc < 0)
-		goto undo_none;
-	DRV_GROW(s->jobs, s->njobs + n, s->jcap);
+	snprintf(why, sizeof(why), "submitted by %s", by);
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = js[i];
 
-		j->id = first + i;
+		j->id = ++s->next_id;
 		j->spec.job.id = j->id;
 		j->spec.job.submit_time = now;
 		j->submit_time = now;
 		j->canon = drv_jobspec_to_json(&j->spec);
-		s->jobs[j->id - 1] = j;
-		s->njobs++;
-		snprintf(why, sizeof(why), "submitted by %s", by);
-		srv_job_transition(s, j, J_PENDING, why);
+		j->state = J_PENDING;
+		set_reason(j, why);
+		json_array_append_new(j->events,
+				      json_pack("{s:I,s:n,s:s,s:s}", "time", (json_int_t)now, "from",
+						"to", "pending", "reason", why));
 	}
-	rc = srv_flush(s);
+	rc = srv_commit_new_jobs(s, js, n);
 	if (rc < 0) {
-		/* nothing of it reached the disk: forget it all */
-		for (size_t i = 0; i < s->npend; i++) {
-			json_decref(s->pend[i].ev);
-			drv_free(s->pend[i].node);
-			drv_free(s->pend[i].from);
-			drv_free(s->pend[i].to);
-			drv_free(s->pend[i].reason);
+		for (size_t i = 0; i < n; i++) {
+			srv_job_free(js[i]);
+			js[i] = NULL;
 		}
-		s->npend = 0;
-		s->ndirty = 0;
-		s->transitions[J_PENDING] -= n;
-		for (size_t i = 0; i < n; i++)
-			s->jobs[first - 1 + i] = NULL;
-		s->njobs = first - 1;
-		goto undo_none;
+		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = js[i];
 
+		if (j->id > s->njobs) {
+			DRV_GROW(s->jobs, j->id, s->jcap);
+			for (uint64_t k = s->njobs; k < j->id; k++)
+				s->jobs[k] = NULL;
+			s->njobs = j->id;
+		}
+		s->jobs[j->id - 1] = j;
 		if (drv_sched_submit(s->sched, &j->spec.job, NULL) == 0)
 			j->in_sched = true;
 	}
+	s->transitions[J_PENDING] += n;
 	s->submits += n;
 	srv_sched_kick(s);
 	return 0;
-undo_none:
-	for (size_t i = 0; i < n; i++) {
-		srv_job_free(js[i]);
-		js[i] = NULL;
-	}
-	return rc;
 }
 
 int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
@@ -255,7 +250,7 @@ int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	if (rc < 0) {
 		drv_http_resp_error(o, 503, "unavailable", NULL,
 				    "the job was not accepted: the state store cannot write (%s)",
-				    s->store->err);
+				    s->commit_err);
 	} else {
 		drv_http_resp_json(o, 201, srv_job_api_json(s, j, false));
 		snprintf(loc, sizeof(loc), "/v1/jobs/%llu", (unsigned long long)j->id);
@@ -332,7 +327,7 @@ int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		n = 0;
 		drv_http_resp_error(o, 503, "unavailable", NULL,
 				    "no job was accepted: the state store cannot write (%s)",
-				    s->store->err);
+				    s->commit_err);
 	} else {
 		out = json_array();
 		for (i = 0; i < n; i++)
@@ -407,7 +402,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		if (rc < 0)
 			drv_http_resp_error(o, 503, "unavailable", NULL,
 					    "the job was not accepted: the state store cannot write (%s)",
-					    s->store->err);
+					    s->commit_err);
 		else
 			drv_http_resp_json(o, 201, json_pack("{s:s,s:o}", "action", "created", "job",
 							     srv_job_api_json(s, j, false)));
@@ -444,7 +439,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	if (srv_flush(s) < 0) {
 		drv_http_resp_error(o, 503, "unavailable", NULL,
 				    "the change is not on disk yet: the state store cannot write (%s)",
-				    s->store->err);
+				    s->commit_err);
 		goto out;
 	}
 	srv_sched_kick(s);
@@ -608,7 +603,7 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	if (srv_flush(s) < 0) {
 		drv_http_resp_error(o, 503, "unavailable", NULL,
 				    "the cancel is not on disk yet: the state store cannot write (%s)",
-				    s->store->err);
+				    s->commit_err);
 		goto out;
 	}
 	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));

@@ -113,7 +113,7 @@ int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			srv_node_set_state(s, i, DRV_NODE_DRAINING, why);
 		if (srv_flush(s) < 0)
 			drv_http_resp_error(o, 503, "unavailable", NULL,
-					    "the state store cannot write (%s)", s->store->err);
+					    "the state store cannot write (%s)", s->commit_err);
 		else
 			drv_http_resp_json(o, 200, srv_node_api_json(s, i));
 	}
@@ -141,7 +141,7 @@ int srv_api_resume(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			srv_node_set_state(s, i, DRV_NODE_UP, "");
 			if (srv_flush(s) < 0)
 				drv_http_resp_error(o, 503, "unavailable", NULL,
-						    "the state store cannot write (%s)", s->store->err);
+						    "the state store cannot write (%s)", s->commit_err);
 			else
 				drv_http_resp_json(o, 200, srv_node_api_json(s, i));
 		}
@@ -226,9 +226,9 @@ int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	int rc;
 
 	(void)r;
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&s->store_mu);
 	rc = drv_store_get_meta(s->store, "epoch", &v);
-	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->store_mu);
 	if (rc < 0 && rc != DRV_ENOENT) {
 		drv_http_resp_error(o, 503, "unavailable", NULL, "the state store cannot be read: %s",
 				    s->store->err);
@@ -317,7 +317,9 @@ static int64_t collect(struct drv_server *s, struct watch *w, json_t *items, int
 	while (c.last + 1 < oldest && (int)json_array_size(items) < max) {
 		int64_t before = c.last;
 
+		pthread_mutex_lock(&s->store_mu);
 		s->store->ops->load_events(s->store, c.last, 0, 1000, from_store, &c);
+		pthread_mutex_unlock(&s->store_mu);
 		if (c.last == before)
 			break;
 	}

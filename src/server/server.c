@@ -125,6 +125,9 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	pthread_cond_init(&s->loop_cv, NULL);
+	pthread_mutex_init(&s->store_mu, NULL);
+	pthread_cond_init(&s->commit_cv, NULL);
+	pthread_cond_init(&s->done_cv, NULL);
 	s->log = o->log;
 	s->started_ms = srv_now_ms();
 	s->ring_cap = 65536;
@@ -185,6 +188,13 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		srv_log(s, "fault injection armed: %s fails after %d more calls", op, after);
 	}
 
+	if (pthread_create(&s->commit_thread, NULL, srv_commit_main, s) != 0) {
+		snprintf(err, errsz, "cannot start the store thread");
+		rc = DRV_EIO;
+		goto fail;
+	}
+	s->commit_started = true;
+
 	rc = srv_cluster_setup(s, o->cluster_file, err, errsz);
 	if (rc < 0)
 		goto fail;
@@ -196,7 +206,7 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	rc = srv_flush(s);
 	pthread_mutex_unlock(&s->mu);
 	if (rc < 0) {
-		snprintf(err, errsz, "cannot write the state: %s", s->store->err);
+		snprintf(err, errsz, "cannot write the state: %s", s->commit_err);
 		goto fail;
 	}
 	srv_sched_kick(s);
@@ -262,10 +272,13 @@ void drv_server_stop(struct drv_server *s)
 	drv_http_server_stop(s->http);
 	if (s->loop_started)
 		pthread_join(s->loop_thread, NULL);
-	if (s->store) {
+	if (s->commit_started) {
 		pthread_mutex_lock(&s->mu);
 		srv_flush(s);
+		s->commit_stop = true;
+		pthread_cond_signal(&s->commit_cv);
 		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->commit_thread, NULL);
 	}
 	if (s->sched)
 		drv_sched_free(s->sched);
@@ -295,13 +308,8 @@ void drv_server_stop(struct drv_server *s)
 		json_decref(e->ev);
 	}
 	drv_free(s->ring);
-	for (size_t k = 0; k < s->npend; k++) {
-		json_decref(s->pend[k].ev);
-		drv_free(s->pend[k].node);
-		drv_free(s->pend[k].from);
-		drv_free(s->pend[k].to);
-		drv_free(s->pend[k].reason);
-	}
+	for (size_t k = 0; k < s->npend; k++)
+		srv_pend_release(&s->pend[k]);
 	drv_free(s->pend);
 	for (size_t k = 0; k < s->ncosts; k++) {
 		drv_free(s->costs[k].tenant);
@@ -320,5 +328,8 @@ void drv_server_stop(struct drv_server *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_cond_destroy(&s->loop_cv);
+	pthread_mutex_destroy(&s->store_mu);
+	pthread_cond_destroy(&s->commit_cv);
+	pthread_cond_destroy(&s->done_cv);
 	drv_free(s);
 }

@@ -49,10 +49,10 @@ void srv_job_mark(struct drv_server *s, struct sjob *j)
 	s->dirty[s->ndirty++] = j->id;
 }
 
-void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, const char *node,
-		 const char *from, const char *to, const char *reason)
+struct pend_event srv_make_event(const char *type, struct sjob *j, const char *node,
+				 const char *from, const char *to, const char *reason)
 {
-	struct pend_event *p;
+	struct pend_event p;
 	int64_t t = srv_wall_s();
 	json_t *ev = json_pack("{s:o,s:s}", "time", srv_json_time(t), "type", type);
 
@@ -66,17 +66,35 @@ void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, con
 	json_object_set_new(ev, "from", from ? json_string(from) : json_null());
 	json_object_set_new(ev, "to", json_string(to));
 	json_object_set_new(ev, "reason", json_string(reason ? reason : ""));
-	DRV_GROW(s->pend, s->npend + 1, s->pcap);
-	p = &s->pend[s->npend++];
+	memset(&p, 0, sizeof(p));
+	p.ev = ev;
+	p.job = j ? j->id : 0;
+	p.user = j && j->spec.job.user ? drv_strdup(j->spec.job.user) : NULL;
+	p.type = type;
+	p.node = node ? drv_strdup(node) : NULL;
+	p.from = from ? drv_strdup(from) : NULL;
+	p.to = drv_strdup(to);
+	p.reason = drv_strdup(reason ? reason : "");
+	p.time = t;
+	return p;
+}
+
+void srv_pend_release(struct pend_event *p)
+{
+	json_decref(p->ev);
+	drv_free(p->user);
+	drv_free(p->node);
+	drv_free(p->from);
+	drv_free(p->to);
+	drv_free(p->reason);
 	memset(p, 0, sizeof(*p));
-	p->ev = ev;
-	p->job = j ? j->id : 0;
-	p->type = type;
-	p->node = node ? drv_strdup(node) : NULL;
-	p->from = from ? drv_strdup(from) : NULL;
-	p->to = drv_strdup(to);
-	p->reason = drv_strdup(reason ? reason : "");
-	p->time = t;
+}
+
+void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, const char *node,
+		     const char *from, const char *to, const char *reason)
+{
+	DRV_GROW(s->pend, s->npend + 1, s->pcap);
+	s->pend[s->npend++] = srv_make_event(type, j, node, from, to, reason);
 }
 
 void srv_job_transition(struct drv_server *s, struct sjob *j, enum jstate to, const char *reason)
@@ -313,114 +331,6 @@ void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *
 	s->ring_n++;
 	if (seq > s->last_seq)
 		s->last_seq = seq;
-}
-
-/* --- flush -------------------------------------------------------------- */
-
-int srv_flush(struct drv_server *s)
-{
-	int rc;
-	size_t i;
-	bool nodes_dirty = false;
-
-	for (int32_t n = 0; n < s->nnodes; n++)
-		nodes_dirty |= s->nodes[n].dirty;
-	if (s->ndirty == 0 && s->npend == 0 && !s->meta_dirty && !nodes_dirty)
-		return 0;
-	rc = drv_store_begin(s->store);
-	if (rc < 0)
-		goto fail;
-	for (i = 0; i < s->ndirty; i++) {
-		struct sjob *j = srv_job_get(s, s->dirty[i]);
-		json_t *doc;
-		char *text;
-		struct drv_store_job row;
-
-		if (!j)
-			continue;
-		doc = srv_job_store_doc(s, j);
-		text = json_dumps(doc, JSON_COMPACT);
-		row = (struct drv_store_job){ .id = j->id, .name = j->spec.job.name,
-					      .user = j->spec.job.user, .tenant = j->spec.job.tenant,
-					      .state = srv_jstate_name(j->state),
-					      .submit_time = j->submit_time, .doc = text };
-		rc = drv_store_put_job(s->store, &row);
-		free(text);
-		json_decref(doc);
-		if (rc < 0)
-			goto fail_txn;
-	}
-	for (int32_t n = 0; n < s->nnodes; n++) {
-		json_t *doc;
-		char *text;
-		struct drv_store_node row;
-
-		if (!s->nodes[n].dirty)
-			continue;
-		doc = srv_node_store_doc(s, n);
-		text = json_dumps(doc, JSON_COMPACT);
-		row = (struct drv_store_node){ .name = s->nodes[n].name, .doc = text };
-		rc = drv_store_put_node(s->store, &row);
-		free(text);
-		json_decref(doc);
-		if (rc < 0)
-			goto fail_txn;
-	}
-	for (i = 0; i < s->npend; i++) {
-		struct pend_event *p = &s->pend[i];
-		char *text = json_dumps(p->ev, JSON_COMPACT);
-		struct drv_store_event e = { .time = p->time, .type = p->type, .job = p->job,
-					     .node = p->node, .from = p->from, .to = p->to,
-					     .reason = p->reason, .doc = text };
-
-		rc = drv_store_add_event(s->store, &e);
-		free(text);
-		if (rc < 0)
-			goto fail_txn;
-		json_object_set_new(p->ev, "seq", json_integer(e.seq));
-	}
-	if (s->meta_dirty) {
-		rc = drv_store_put_meta(s->store, "epoch", s->epoch);
-		if (rc == 0)
-			rc = drv_store_put_meta(s->store, "session", s->session);
-		if (rc < 0)
-			goto fail_txn;
-	}
-	rc = drv_store_commit(s->store);
-	if (rc < 0)
-		goto fail;
-	/* on disk: now publish */
-	for (i = 0; i < s->ndirty; i++) {
-		struct sjob *j = srv_job_get(s, s->dirty[i]);
-
-		if (j)
-			j->dirty = false;
-	}
-	s->ndirty = 0;
-	for (int32_t n = 0; n < s->nnodes; n++)
-		s->nodes[n].dirty = false;
-	for (i = 0; i < s->npend; i++) {
-		struct pend_event *p = &s->pend[i];
-		struct sjob *j = p->job ? srv_job_get(s, p->job) : NULL;
-
-		srv_ring_push(s, json_integer_value(json_object_get(p->ev, "seq")), p->job,
-			  j ? j->spec.job.user : NULL, p->ev);
-		drv_free(p->node);
-		drv_free(p->from);
-		drv_free(p->to);
-		drv_free(p->reason);
-	}
-	s->npend = 0;
-	s->meta_dirty = false;
-	pthread_cond_broadcast(&s->cv);
-	return 0;
-fail_txn:
-	drv_store_rollback(s->store);
-fail:
-	for (i = 0; i < s->npend; i++)
-		json_object_del(s->pend[i].ev, "seq");
-	srv_log(s, "store write failed: %s", s->store->err);
-	return rc;
 }
 
 /* --- JSON forms --------------------------------------------------------- */
@@ -911,6 +821,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	j->attempt = (int32_t)drv_json_int(doc, "attempt", 0);
 	j->requeues = (int32_t)drv_json_int(doc, "requeues", 0);
 	j->epoch = drv_json_int(doc, "epoch", 0);
+	j->durable_epoch = j->epoch;
 	j->submit_time = drv_json_int(doc, "submit_time", row->submit_time);
 	j->spec.job.submit_time = j->submit_time;
 	j->start_time = drv_json_int(doc, "start_time", 0);
@@ -933,6 +844,14 @@ static int load_job(const struct drv_store_job *row, void *cls)
 			const char *nn = drv_json_str(t, "node");
 
 			k->node = nn ? srv_node_find(s, nn) : -1;
+			if (k->node < 0) {
+				/* its node left the cluster file: keep the name, as a node
+				 * without GPUs that is down */
+				k->node = srv_node_add(s, nn ? nn : "unknown", -1, 0, 0, 0, NULL);
+				if (k->node >= 0)
+					srv_node_set_state(s, k->node, DRV_NODE_DOWN,
+							   "not in the cluster any more");
+			}
 			k->group = (int16_t)drv_json_int(t, "group", 0);
 			k->gpu_mask = gpus_mask(json_object_get(t, "gpus"));
 			k->gpu_milli = (int32_t)drv_json_int(t, "gpu_milli", 1000);
@@ -946,9 +865,10 @@ static int load_job(const struct drv_store_job *row, void *cls)
 			srv_set_str(&k->reason, drv_json_str(t, "reason"));
 			k->start_time = drv_json_int(t, "start_time", 0);
 			k->end_time = drv_json_int(t, "end_time", 0);
-			if (k->node < 0) {
+			if (k->node < 0 || s->cluster.nodes[k->node].ngpus == 0) {
 				/* its node is gone from the cluster: the task is lost */
-				k->node = 0;
+				if (k->node < 0)
+					k->node = 0;
 				if (!k->ended) {
 					k->ended = true;
 					k->state = T_LOST;
@@ -1047,6 +967,7 @@ int srv_restore(struct drv_server *s, char *err, size_t errsz)
 	if (drv_store_get_meta(s->store, "session", &v) == 0)
 		s->session = v;
 	s->last_seq = maxseq;
+	s->next_id = maxjob;
 	if (maxjob > s->njobs) {
 		DRV_GROW(s->jobs, maxjob, s->jcap);
 		for (uint64_t k = s->njobs; k < maxjob; k++)

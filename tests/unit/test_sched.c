@@ -276,6 +276,76 @@ static void world_release(struct world *w)
 	drv_cluster_release(&w->c);
 }
 
+/*
+ * The incremental state (sorted queue, compact copies, cached reservation,
+ * skipping) must decide exactly what a state built from scratch decides.
+ * Without preemption the state is a function of the jobs and placements, so
+ * a fresh state with the same running and pending jobs must make the same
+ * non-pending decisions in the next pass. Returns the fresh decisions' text.
+ */
+static char *fresh_pass(struct world *w, int64_t now)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_decisions d;
+	struct drv_sched_tenant t;
+	char *buf = NULL, line[2048];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int i;
+
+	build(&c, 6);
+	s = drv_sched_new(&c);
+	drv_sched_decisions_init(&d);
+	drv_sched_tenant_default(&t, "a");
+	t.cohort = "lab";
+	t.quota_milli[h100] = 48000;
+	t.borrow_limit_milli[h100] = 16000;
+	drv_sched_set_tenant(s, &t);
+	drv_sched_tenant_default(&t, "b");
+	t.cohort = "lab";
+	t.quota_milli[h100] = 48000;
+	drv_sched_set_tenant(s, &t);
+	for (i = 0; i < w->njobs; i++) {
+		struct drv_sched_job_info info;
+		if (w->jobs[i].done || drv_sched_job_get(w->s, w->jobs[i].job.id, &info))
+			continue;
+		if (info.state == DRV_SJ_PENDING)
+			cr_assert(eq(int, drv_sched_submit(s, &w->jobs[i].job, NULL), 0));
+		else
+			cr_assert(eq(int, drv_sched_add_running(s, &w->jobs[i].job, NULL, info.placement,
+								info.start_time, 0), 0));
+	}
+	cr_assert(ge(int, drv_sched_pass(s, now, &w->pol, &d), 0));
+	for (i = 0; i < d.n; i++) {
+		if (d.v[i].kind == DRV_DEC_PENDING)
+			continue;
+		drv_sched_decision_format(s, &d.v[i], line, sizeof(line));
+		fprintf(f, "%s\n", line);
+	}
+	fclose(f);
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_cluster_release(&c);
+	return buf;
+}
+
+static char *own_lines(struct world *w)
+{
+	char *buf = NULL, line[2048];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int i;
+	for (i = 0; i < w->d.n; i++) {
+		if (w->d.v[i].kind == DRV_DEC_PENDING)
+			continue;
+		drv_sched_decision_format(w->s, &w->d.v[i], line, sizeof(line));
+		fprintf(f, "%s\n", line);
+	}
+	fclose(f);
+	return buf;
+}
+
 /* Replays a random workload of n jobs; returns the hash of all decisions. */
 static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int n)
 {
@@ -309,7 +379,20 @@ static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int
 			w->njobs = next;
 			cr_assert(eq(int, drv_sched_submit(w->s, &x->job, NULL), 0));
 		}
-		cr_assert(ge(int, drv_sched_pass(w->s, now, &w->pol, &w->d), 0));
+		{
+			char *fresh = NULL, *own;
+			if (!w->pol.preemption && w->pol.order != DRV_ORDER_LAS && steps % 7 == 3)
+				fresh = fresh_pass(w, now);
+			cr_assert(ge(int, drv_sched_pass(w->s, now, &w->pol, &w->d), 0));
+			if (fresh) {
+				own = own_lines(w);
+				cr_assert(eq(str, own, fresh),
+					  "at %" PRId64 " the incremental state decided otherwise than a fresh one",
+					  now);
+				free(own);
+				free(fresh);
+			}
+		}
 		check_pass(w, now);
 	}
 	cr_assert(gt(int, w->starts, n / 4), "the workload ran (%d starts)", w->starts);
@@ -341,6 +424,9 @@ static void props(enum drv_sched_order order, enum drv_sched_mode mode, bool pre
 Test(sched_props, fifo_backfill) { props(DRV_ORDER_FIFO, DRV_MODE_BACKFILL, false); }
 Test(sched_props, fifo_backfill_preempt) { props(DRV_ORDER_FIFO, DRV_MODE_BACKFILL, true); }
 Test(sched_props, sjf_strict) { props(DRV_ORDER_SJF, DRV_MODE_STRICT, true); }
+Test(sched_props, sjf_backfill) { props(DRV_ORDER_SJF, DRV_MODE_BACKFILL, false); }
+Test(sched_props, fair_greedy) { props(DRV_ORDER_FAIR, DRV_MODE_GREEDY, false); }
+Test(sched_props, fifo_strict) { props(DRV_ORDER_FIFO, DRV_MODE_STRICT, false); }
 Test(sched_props, las_greedy_preempt) { props(DRV_ORDER_LAS, DRV_MODE_GREEDY, true); }
 Test(sched_props, fair_backfill_preempt) { props(DRV_ORDER_FAIR, DRV_MODE_BACKFILL, true); }
 

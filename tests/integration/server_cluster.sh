@@ -1,0 +1,118 @@
+# server_cluster.sh: `drover server --cluster FILE`: the file's nodes exist
+# (down until their agent registers) in their pools with their prices; an
+# agent under a name the file lacks lands in the default pool and leaf with
+# its labels; an agent whose GPUs disagree with the file is refused; jobs
+# are placed on registered nodes only; /metrics counts GPUs by pool.
+. "$ROOT/tests/integration/lib.sh"
+set -u
+
+SPID=""
+trap '[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; true' EXIT
+trap 'exit 1' INT TERM
+
+cat >"$TEST_TMP/server.yaml" <<'CONF'
+tokens:
+  - {token: ops-t, user: ops, admin: true}
+cluster_token: agents-t
+sched_delay_ms: 5
+CONF
+PORT=$(free_port)
+"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" \
+	--cluster "$ROOT/examples/clusters/h100-256.yaml" \
+	--config "$TEST_TMP/server.yaml" >"$TEST_TMP/server.log" 2>&1 &
+SPID=$!
+wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || { cat "$TEST_TMP/server.log" >&2; fail "server did not start"; }
+
+URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+import json, os, sys, time, urllib.request, urllib.error
+
+URL = os.environ["URL"]
+
+def call(method, path, body=None, token="agents-t", ctype="application/json"):
+    data = None
+    if body is not None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    r = urllib.request.Request(URL + path, data=data, method=method,
+                               headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
+    try:
+        with urllib.request.urlopen(r, timeout=30) as f:
+            return f.status, (json.loads(f.read() or b"null") if "json" in f.headers.get("Content-Type", "") else None)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+def expect(what, got, want):
+    if got != want:
+        fail("%s: got %r, want %r" % (what, got, want))
+
+def register(name, n, model="NVIDIA H100 80GB HBM3", labels=None):
+    gpus = [{"index": i, "uuid": "GPU-%s-%d" % (name, i), "model": model} for i in range(n)]
+    return call("POST", "/v1/agent/register", {"name": name, "gpus": gpus, "labels": labels or {},
+                                               "cpu_milli": 224000, "mem_mib": 2097152})
+
+st, nodes = call("GET", "/v1/nodes", token="ops-t")
+expect("nodes from the file", len(nodes["items"]), 32)
+n0 = nodes["items"][0]
+expect("unregistered node", (n0["state"], n0["reason"], n0["pool"], n0["gpus"]),
+       ("down", "no agent has registered", "dc1", 8))
+name = n0["name"]
+
+st, b = register(name, 4)
+expect("GPU count differs from the file", st, 409)
+if "8 x H100-SXM-80GB" not in b["error"]["message"]:
+    fail("409 message: " + b["error"]["message"])
+st, b = register(name, 8)
+expect("register a file node", (st, b["pool"]), (200, "dc1"))
+st, n = call("GET", "/v1/nodes/" + name, token="ops-t")
+expect("file node up", (n["state"], n["path"]), ("up", ["h100-256", "dc1", "leaf1", name]))
+
+st, b = register("lab-box-1", 2, model="NVIDIA A100-SXM4-80GB", labels={"rack": "r7", "owner": "lab"})
+expect("unknown node joins", (st, b["pool"]), (200, "default"))
+st, n = call("GET", "/v1/nodes/lab-box-1", token="ops-t")
+expect("default pool and leaf, labels", (n["pool"], n["path"], n["labels"], n["model"], n["gpus"]),
+       ("default", ["h100-256", "default", "default", "lab-box-1"], {"rack": "r7", "owner": "lab"},
+        "A100-SXM4-80GB", 2))
+
+pod = b"""apiVersion: v1
+kind: Pod
+metadata: {name: big}
+spec:
+  containers:
+  - name: main
+    image: busybox
+    command: ["true"]
+    resources: {limits: {nvidia.com/gpu: 8}}
+"""
+st, j = call("POST", "/v1/jobs", pod, token="ops-t", ctype="application/yaml")
+expect("submit", st, 201)
+for _ in range(100):
+    st, j = call("GET", "/v1/jobs/%d" % j["id"], token="ops-t")
+    if j["state"] != "pending":
+        break
+    time.sleep(0.1)
+expect("placed on the one registered 8-GPU node", (j["state"], j["nodelist"]), ("scheduled", name))
+
+# GPU health: an unhealthy GPU drains the node (it keeps its job); an admin resumes it.
+st, b = register("lab-box-2", 2, model="NVIDIA A100-SXM4-80GB")
+sess = b["session"]
+st, hb = call("POST", "/v1/agent/heartbeat", {"node": "lab-box-2", "session": sess, "tasks": [],
+              "gpus": [{"index": 0, "healthy": True}, {"index": 1, "healthy": False, "xid": 79}]})
+expect("heartbeat", st, 200)
+st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
+expect("drained by health", (n["state"], n["reason"]), ("draining", "GPU 1 unhealthy (xid 79, 0 uncorrectable ECC)"))
+st, _ = call("POST", "/v1/nodes/lab-box-2/resume", token="ops-t")
+st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
+expect("resumed", n["state"], "up")
+
+st, _ = call("GET", "/metrics", token="ops-t")
+text = urllib.request.urlopen(URL + "/metrics").read().decode()
+for line in ('drover_gpus{pool="dc1",model="H100-SXM-80GB",status="total"} 256',
+             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 4',
+             'drover_nodes{state="up"} 3', 'drover_nodes{state="down"} 31'):
+    if line not in text.splitlines():
+        fail("metrics lack: " + line)
+print("ok: cluster file nodes, default pool for %s, 409 on a GPU mismatch, placement on %s" % ("lab-box-1", name))
+PY
