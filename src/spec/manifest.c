@@ -37,6 +37,7 @@
 #define ANN_TOPO_REQUIRED "kueue.x-k8s.io/podset-required-topology"
 #define ANN_TOPO_PREFERRED "kueue.x-k8s.io/podset-preferred-topology"
 #define ANN_VOLCANO_GROUP "scheduling.k8s.io/group-name"
+#define ANN_DEFAULT_CONTAINER "kubectl.kubernetes.io/default-container"
 #define LABEL_KUEUE_QUEUE "kueue.x-k8s.io/queue-name"
 #define SEL_GPU_PRODUCT "nvidia.com/gpu.product"
 #define SEL_REGION "topology.kubernetes.io/region"
@@ -596,7 +597,8 @@ static void read_env(struct mctx *c, struct drv_jobspec *s, int g, struct fy_nod
 	}
 }
 
-/* The first container runs the task; the others are kept as ignored. */
+/* The main container (the first, or the one kubectl.kubernetes.io/default-container
+ * names) runs the task; the others count toward resources and are kept. */
 static void read_container(struct mctx *c, struct drv_jobspec *s, int g, struct fy_node *cn,
 			   const char *path, bool main, struct res *sum)
 {
@@ -660,7 +662,7 @@ static void read_container(struct mctx *c, struct drv_jobspec *s, int g, struct 
  * nodeSelector, restart policy, grace period, priority.
  */
 static void read_pod_spec(struct mctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
-			  const char *path)
+			  const char *path, struct fy_node *md)
 {
 	static const char *const known[] = { "containers", "nodeSelector", "restartPolicy",
 		"terminationGracePeriodSeconds", "priorityClassName", "priority",
@@ -684,11 +686,25 @@ static void read_pod_spec(struct mctx *c, struct drv_jobspec *s, int g, struct f
 	} else {
 		void *it = NULL;
 		struct fy_node *cn;
-		int i = 0;
+		int i = 0, main_i = 0;
+		/* kubectl's default-container annotation names the main container */
+		const char *dflt = scal(field(field(md, "annotations"), ANN_DEFAULT_CONTAINER));
+		if (dflt) {
+			while ((cn = fy_node_sequence_iterate(n, &it))) {
+				const char *cname = scal(field(cn, "name"));
+				if (cname && strcmp(cname, dflt) == 0) {
+					main_i = i;
+					break;
+				}
+				i++;
+			}
+			it = NULL;
+			i = 0;
+		}
 		while ((cn = fy_node_sequence_iterate(n, &it))) {
 			char cp[600];
 			snprintf(cp, sizeof(cp), "%s[%d]", fp, i);
-			read_container(c, s, g, cn, cp, i == 0, &sum);
+			read_container(c, s, g, cn, cp, i == main_i, &sum);
 			i++;
 		}
 	}
@@ -775,7 +791,7 @@ static void read_template(struct mctx *c, struct drv_jobspec *s, int g, struct f
 		return;
 	}
 	join(fp, sizeof(fp), path, "spec");
-	read_pod_spec(c, s, g, field(tn, "spec"), fp);
+	read_pod_spec(c, s, g, field(tn, "spec"), fp, field(tn, "metadata"));
 	join(fp, sizeof(fp), path, "metadata");
 	if ((md = field(tn, "metadata"))) {
 		char ap[600];
@@ -867,7 +883,7 @@ static void kind_pod(struct mctx *c, const struct obj *o)
 		return;
 	s->job.groups[g].count = 1;
 	fp_of(fp, sizeof(fp), o, "spec");
-	read_pod_spec(c, s, g, field(o->root, "spec"), fp);
+	read_pod_spec(c, s, g, field(o->root, "spec"), fp, field(o->root, "metadata"));
 	keep_unknown(s, o->root, o->path, known);
 	end_job(c, s, o);
 }

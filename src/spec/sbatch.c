@@ -442,6 +442,9 @@ static void apply(struct sctx *c, struct comp *k, const struct sopt *o, const ch
 			serr(c, line, col, on, "found \"%s\", expected a size such as 64G or 500M", v);
 			break;
 		}
+		if (o->id == O_MEM && x == 0)
+			drv_jobspec_warn(s, "--mem=0 (all of a node's memory): drover asks for no "
+					 "memory; give a size to reserve it");
 		if (o->id == O_MEM)
 			k->mem = x;
 		else if (o->id == O_MEM_PER_GPU)

@@ -300,3 +300,16 @@ Test(spec_manifest, invalid_utf8_in_a_directive_is_refused_not_hung_on)
 	cr_assert(eq(int, d.v[0].line, 2));
 	cr_assert(eq(int, d.v[0].col, 8));
 }
+
+Test(spec_manifest, default_container_annotation_picks_the_main_container)
+{
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  annotations:\n"
+				"    kubectl.kubernetes.io/default-container: train\n"
+				"spec:\n  containers:\n  - {name: proxy, image: envoy}\n"
+				"  - {name: train, image: trainer, resources: {limits: {nvidia.com/gpu: 4}}}\n"),
+		     0));
+	cr_assert(eq(str, s.run[0].image, "trainer"));
+	cr_assert(eq(str, s.run[0].container, "train"));
+	cr_assert(eq(int, s.job.groups[0].gpus, 4));
+	cr_assert(not(eq(ptr, json_object_get(s.ignored, "spec.containers[0].image"), NULL)));
+}

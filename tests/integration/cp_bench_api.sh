@@ -1,0 +1,28 @@
+# cp_bench_api.sh: 'drover bench api' runs end to end at a small size (3
+# simulated nodes, a short workload, no Slurm) and reports what it
+# measured: every submit answered, every latency job seen running, the
+# workload drained, figures that are numbers.
+. "$ROOT/tests/integration/lib.sh"
+"$DROVER" bench api --json --nodes 3 --serial 20 --clients 4 --concurrent 40 --batch 200 \
+	--batch-size 100 --procs 5 --latency 10 --workload 26 --no-slurm >"$TEST_TMP/bench.json" ||
+	fail "drover bench api failed"
+cat "$TEST_TMP/bench.json"
+python3 - "$TEST_TMP/bench.json" <<'PY' || fail "bench api's figures are not what they should be"
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert b["bench"] == "api"
+s = b["durable_submits"]
+for k, n in (("one_client", 20), ("concurrent", 40), ("batch", 200), ("process_per_job", 5)):
+    assert s[k]["jobs"] == n and s[k]["failed"] == 0, (k, s[k])
+    assert s[k]["per_s"] > 0, (k, s[k])
+assert s["concurrent"]["clients"] == 4
+l = b["latency_submit_to_running"]
+assert l["jobs"] == 10 and l["failed_submits"] == 0 and l["seen_running"] == 10, l
+assert 0 < l["min_ms"] <= l["p50_ms"] <= l["p99_ms"] <= l["max_ms"], l
+w = b["workload"]
+for k in ("drover_batch", "drover_process_per_job"):
+    assert w[k]["jobs"] == 26 and w[k]["failed"] == 0, (k, w[k])
+    assert w[k]["all_done_s"] >= w[k]["submit_s"] > 0, (k, w[k])
+assert "error" in w["slurm"]
+PY
+echo "ok: bench api ran"
