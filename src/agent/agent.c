@@ -63,6 +63,7 @@ struct task {
 	bool rep_end;           /* an "exited"/"failed" report is owed */
 	bool listed;            /* named by the latest assignment list */
 	int64_t deadline_ms;    /* time limit; 0 none */
+	unsigned long long starttime; /* of its main process (/proc/PID/stat), to know it again */
 	char reason[512];       /* why it failed to start, or why it was stopped */
 	char dir[PATH_MAX];
 };
@@ -167,6 +168,106 @@ static int mkdir_p(const char *dir, mode_t mode)
 static char *dupe(const char *s)
 {
 	return s ? drv_strdup(s) : NULL;
+}
+
+/* --- tasks an earlier agent left running ------------------------------------ */
+
+/* Field 22 of /proc/PID/stat: when the process started (clock ticks since
+ * boot); 0 when it is gone. With the pid it names a process for good. */
+static unsigned long long proc_starttime(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	for (i = 2; p && i < 22; i++) {
+		p = strchr(p + 1, ' ');
+	}
+	if (p && sscanf(p + 1, "%llu", &v) != 1)
+		v = 0;
+	return v;
+}
+
+/*
+ * STATE/running lists the tasks this agent runs ("TASK_ID EPOCH PID
+ * STARTTIME CGROUP"), rewritten whenever that changes, so that an agent
+ * that was killed and restarted can stop what its predecessor left
+ * behind: it cannot supervise processes that are not its children, and
+ * the controller has requeued them anyway. Caller holds a->mu.
+ */
+static void save_running(struct drv_agent *a)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	size_t k;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/running", a->state_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		if (t->state == T_RUNNING)
+			fprintf(f, "%s %lld %d %llu %s\n", t->id, (long long)t->epoch, (int)t->proc.pid,
+				t->starttime, t->proc.cgroup[0] ? t->proc.cgroup : "-");
+	}
+	if (fclose(f) == 0)
+		rename(tmp, path);
+}
+
+static void kill_leftovers(struct drv_agent *a)
+{
+	char path[PATH_MAX], line[PATH_MAX + 200], id[64], cg[PATH_MAX];
+	unsigned long long st;
+	struct task *t;
+	long long epoch;
+	FILE *f;
+	int pid;
+
+	snprintf(path, sizeof(path), "%s/running", a->state_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %lld %d %llu %4095s", id, &epoch, &pid, &st, cg) != 5 ||
+		    pid <= 1)
+			continue;
+		t = drv_calloc(1, sizeof(*t));
+		snprintf(t->id, sizeof(t->id), "%s", id);
+		t->epoch = epoch;
+		t->proc.pid = pid;
+		t->proc.exit_code = -1;
+		t->rep_end = true;
+		if (st && proc_starttime(pid) == st) {
+			kill(-pid, SIGKILL);
+			logf_(a, "killed task %s (epoch %lld, pid %d), left running by an earlier agent",
+			      id, epoch, pid);
+			t->state = T_EXITED;
+			t->proc.state = DRV_PROC_EXITED;
+			t->proc.signal = SIGKILL;
+			snprintf(t->reason, sizeof(t->reason), "the agent restarted and cannot watch "
+				 "a task it did not start; killed");
+		} else {
+			t->state = T_FAILED;
+			snprintf(t->reason, sizeof(t->reason), "the task ended while its agent was "
+				 "down; exit status unknown");
+		}
+		if (strcmp(cg, "-"))
+			drv_cgroup_kill(cg);
+		/* remembered, so this (task_id, epoch) is reported and never started again */
+		DRV_GROW(a->tasks, a->ntasks + 1, a->tcap);
+		a->tasks[a->ntasks++] = t;
+	}
+	fclose(f);
+	unlink(path);
 }
 
 /* --- node facts ------------------------------------------------------------ */
@@ -527,7 +628,9 @@ static void start_task(struct drv_agent *a, json_t *j)
 	t->rep_running = true;
 	tl = drv_json_int(j, "time_limit_s", 0);
 	t->deadline_ms = tl > 0 ? t->proc.started_ms + tl * 1000 : 0;
+	t->starttime = proc_starttime(t->proc.pid);
 	mark_gpus(a, t, true);
+	save_running(a);
 	logf_(a, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
 	      (int)t->proc.pid, t->ngpus);
 out:
@@ -627,6 +730,7 @@ static int reap(struct drv_agent *a)
 		t->state = T_EXITED;
 		t->rep_end = true;
 		mark_gpus(a, t, false);
+		save_running(a);
 		drv_proc_cleanup(&t->proc);
 		if (t->proc.signal)
 			logf_(a, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
@@ -1384,6 +1488,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	if (!a->cg.enabled)
 		logf_(a, "%s", a->cg.why);
 	find_address(a);
+	kill_leftovers(a);
 	{
 		struct passwd *me = getpwuid(geteuid());
 		if (a->run_as_self)

@@ -41,7 +41,8 @@ PIDS="$PIDS $!"
 "$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-b --listen "127.0.0.1:$PB" \
 	--fake-gpus 8xh100 --fake-hcas 2 --state "$TEST_TMP/b" --grace 2 \
 	--run-as-self >"$TEST_TMP/agent-b.log" 2>&1 &
-PIDS="$PIDS $!"
+PID_B=$!
+PIDS="$PIDS $PID_B"
 
 state() { curl -fsS "$CTL/control/state"; }
 q() { state | jq -r "$1"; }
@@ -167,5 +168,27 @@ wait_for 10 exited node-a 45.0 || fail "45.0 was not killed once unlisted"
 expect_eq "fenced by SIGKILL" "$(q '.nodes["node-a"].reports[] | select(.task_id == "45.0" and .state == "exited") | .signal')" 9
 [ "$(q '.nodes["node-a"].heartbeats')" -ge 1 ] || fail "no heartbeats"
 expect_eq "heartbeat GPUs" "$(q '.nodes["node-a"].last_heartbeat.gpus | length')" 8
+
+# --- an agent killed with SIGKILL leaves its task running; the next agent on
+# the node stops it (it cannot supervise another agent's children)
+assign b '{"node": "node-b", "tasks": [{"task_id": "47.0", "job_id": 47, "epoch": 12, "desired": "run",
+ "argv": ["sleep", "300"], "env": {}, "gpus": [2], "rank": 0, "world_size": 1}]}'
+wait_for 10 running node-b 47.0 || fail "47.0 did not start"
+tpid=$(q '.nodes["node-b"].reports[] | select(.task_id == "47.0" and .state == "running") | .pid')
+kill -KILL "$PID_B"
+sleep 0.3
+kill -0 "$tpid" 2>/dev/null || fail "the task died with its agent (it should outlive a SIGKILL of it)"
+"$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-b --listen none \
+	--fake-gpus 8xh100 --state "$TEST_TMP/b" --run-as-self >"$TEST_TMP/agent-b2.log" 2>&1 &
+PIDS="$PIDS $!"
+gone() { ! kill -0 "$tpid" 2>/dev/null || grep -q '^State:.*zombie' "/proc/$tpid/status" 2>/dev/null; }
+wait_for 10 gone || fail "the restarted agent left task pid $tpid running"
+grep -q "killed task 47.0 (epoch 12, pid $tpid), left running by an earlier agent" "$TEST_TMP/agent-b2.log" ||
+	fail "the restarted agent did not say what it killed: $(cat "$TEST_TMP/agent-b2.log")"
+# it reports the kill, and does not start that (task_id, epoch) again although still listed
+wait_for 10 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '[.nodes[\"node-b\"].reports[] | select(.task_id == \"47.0\" and .state == \"exited\" and .signal == 9)] | length')\" = 1 ]" ||
+	fail "the restarted agent did not report 47.0 killed"
+sleep 1
+grep -q "task 47.0 (epoch 12) started" "$TEST_TMP/agent-b2.log" && fail "the restarted agent started 47.0@12 a second time"
 
 echo "ok: agent protocol"

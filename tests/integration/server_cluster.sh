@@ -95,11 +95,23 @@ for _ in range(100):
     time.sleep(0.1)
 expect("placed on the one registered 8-GPU node", (j["state"], j["nodelist"]), ("scheduled", name))
 
+# GPU health: an unhealthy GPU drains the node (it keeps its job); an admin resumes it.
+st, b = register("lab-box-2", 2, model="NVIDIA A100-SXM4-80GB")
+sess = b["session"]
+st, hb = call("POST", "/v1/agent/heartbeat", {"node": "lab-box-2", "session": sess, "tasks": [],
+              "gpus": [{"index": 0, "healthy": True}, {"index": 1, "healthy": False, "xid": 79}]})
+expect("heartbeat", st, 200)
+st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
+expect("drained by health", (n["state"], n["reason"]), ("draining", "GPU 1 unhealthy (xid 79, 0 uncorrectable ECC)"))
+st, _ = call("POST", "/v1/nodes/lab-box-2/resume", token="ops-t")
+st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
+expect("resumed", n["state"], "up")
+
 st, _ = call("GET", "/metrics", token="ops-t")
 text = urllib.request.urlopen(URL + "/metrics").read().decode()
 for line in ('drover_gpus{pool="dc1",model="H100-SXM-80GB",status="total"} 256',
-             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 2',
-             'drover_nodes{state="up"} 2', 'drover_nodes{state="down"} 31'):
+             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 4',
+             'drover_nodes{state="up"} 3', 'drover_nodes{state="down"} 31'):
     if line not in text.splitlines():
         fail("metrics lack: " + line)
 print("ok: cluster file nodes, default pool for %s, 409 on a GPU mismatch, placement on %s" % ("lab-box-1", name))

@@ -77,7 +77,7 @@ static void check_little(const struct drv_sim_summary *s)
 	cr_assert(lt(dbl, fabs(l - lw) / l, 0.02), "L %f, lambda W %f", l, lw);
 }
 
-Test(sim_engine, mmc_mean_wait_matches_erlang_c, .timeout = 120)
+Test(sim_engine, mmc_mean_wait_matches_erlang_c)
 {
 	const int c = 4;
 	struct drv_cluster cl;
@@ -182,7 +182,7 @@ static void check_capacity(const struct drv_cluster *c, const struct drv_sim_wor
 	free(used);
 }
 
-Test(sim_engine, deterministic_little_and_capacity, .timeout = 120)
+Test(sim_engine, deterministic_little_and_capacity)
 {
 	struct drv_cluster cl;
 	struct drv_sim_workload w;
@@ -230,7 +230,7 @@ Test(sim_engine, deterministic_little_and_capacity, .timeout = 120)
 	drv_sim_workload_release(&w);
 }
 
-Test(sim_engine, failures_requeue_whole_gangs, .timeout = 60)
+Test(sim_engine, failures_requeue_whole_gangs)
 {
 	struct drv_cluster cl;
 	struct drv_sim_workload w;
