@@ -96,6 +96,7 @@ static void why_init(struct drv_sched_decision *w, enum drv_sched_reason r)
 /* ---- aggregates --------------------------------------------------------- */
 
 struct avail {
+	int64_t nodes;     /* nodes with nothing on them */
 	int64_t whole;     /* free whole GPUs of the job's model */
 	int64_t milli;     /* free milli */
 	int32_t maxnode;   /* most free whole GPUs on one node */
@@ -106,6 +107,7 @@ struct avail {
 static void avail_vertex(const struct drv_vertex *v, int model, int level, struct avail *a)
 {
 	a->whole += model >= 0 ? v->free_gpus_by_model[model] : v->free_gpus;
+	a->nodes += v->free_nodes;
 	a->milli += v->free_milli;
 	if (v->max_node_free > a->maxnode)
 		a->maxnode = v->max_node_free;
@@ -138,6 +140,8 @@ static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t 
 static bool avail_fits(const struct sjob *j, const struct avail *a)
 {
 	if ((int64_t)j->need_whole > a->whole || j->max_task > a->maxnode || j->need_milli > a->milli)
+		return false;
+	if ((int64_t)j->full_tasks > a->nodes)
 		return false;
 	if (j->level >= 0 && j->need_whole > a->maxlevel)
 		return false;
@@ -1129,6 +1133,7 @@ static const int32_t *fair_order(struct pass *p)
 			const struct sjob *j = &s->jobs[s->order[k]];
 			struct phot *h = &s->ophot[k];
 			h->need_whole = j->need_whole;
+			h->full_tasks = j->full_tasks;
 			h->max_task = (int16_t)j->max_task;
 			h->min_frac = (int16_t)j->min_frac;
 			h->prio = j->prio;
@@ -1148,6 +1153,7 @@ static bool fits_with_blocked(const struct pass *p, const struct sjob *j)
 	struct avail a;
 	job_avail(p->s, j, j->pool_mask, &a);
 	a.whole += p->blocked_gpus;
+	a.nodes += p->blocked_gpus;
 	a.milli += p->blocked_gpus * DRV_MILLI;
 	a.maxnode = DRV_MIN(a.maxnode + p->blocked_max, p->s->max_node_gpus);
 	a.maxlevel += (int32_t)DRV_MIN(p->blocked_gpus, INT32_MAX - a.maxlevel);
@@ -1243,7 +1249,19 @@ static void scan_one(struct pass *p, int32_t slot)
 		}
 	}
 
-	rc = try_place(p, j, pl, &pool, &f);
+	if (j->fail_gen == s->rel_gen) {
+		/* nothing was freed since it last failed with nothing reserved:
+		 * it fails again (placement only gets harder as the cluster fills) */
+		rc = DRV_ENOSPACE;
+		memset(&f, 0, sizeof(f));
+		f.topology = j->fail_topo;
+	} else {
+		rc = try_place(p, j, pl, &pool, &f);
+		if (rc && !f.never && s->block.ntasks == 0) {
+			j->fail_gen = s->rel_gen;
+			j->fail_topo = f.topology;
+		}
+	}
 	if (rc && s->nresv > 0 && p->blocked_gpus > 0 && j->dur > 0 &&
 	    p->now + j->dur <= p->t_min && fits_with_blocked(p, j)) {
 		/* short enough to be gone before any reservation starts */
@@ -1377,6 +1395,7 @@ static bool skip_allowed(const struct pass *p, const struct stopper *st)
 
 /* What the tight skip loop compares the compact entries with. */
 struct bounds {
+	int64_t ns, nl;    /* free whole nodes: strict, and counting reserved ones */
 	int64_t ws, wl;    /* free whole GPUs: strict, and counting reserved ones */
 	int32_t ms, ml;    /* most free on one node: the same two ways */
 	int32_t part;      /* most free milli on a partly used GPU */
@@ -1390,6 +1409,8 @@ static void bounds_get(const struct pass *p, struct bounds *b)
 {
 	const struct drv_vertex *r = &p->c->vertices[0];
 	b->ws = r->free_gpus;
+	b->ns = r->free_nodes;
+	b->nl = b->ns + p->blocked_gpus;
 	b->ms = r->max_node_free;
 	b->part = r->max_part_free;
 	b->loosen = p->blocked_gpus > 0;
@@ -1404,7 +1425,7 @@ static void bounds_get(const struct pass *p, struct bounds *b)
  * is short) nor preempt, nor is anything but "resources". */
 static inline bool skip_h(const struct bounds *b, const struct phot *h)
 {
-	int64_t w;
+	int64_t w, n;
 	int32_t m;
 	if (h->never)
 		return true;
@@ -1415,11 +1436,13 @@ static inline bool skip_h(const struct bounds *b, const struct phot *h)
 	if (b->loosen && h->dur > 0 && h->dur <= b->short_d) {
 		w = b->wl;
 		m = b->ml;
+		n = b->nl;
 	} else {
 		w = b->ws;
 		m = b->ms;
+		n = b->ns;
 	}
-	if (h->need_whole > w || h->max_task > m)
+	if (h->need_whole > w || h->max_task > m || h->full_tasks > n)
 		return true;
 	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part)
 		return true;
@@ -1511,6 +1534,11 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		p->nresv_made++;
 	}
 
+	if (s->last_place != (int32_t)pol->place || s->last_pools != (int32_t)pol->pools) {
+		s->last_place = (int32_t)pol->place;
+		s->last_pools = (int32_t)pol->pools;
+		s->rel_gen++;
+	}
 	rekey(p);
 	if (s->phot_stale) {
 		sched__phot_rebuild(s);
