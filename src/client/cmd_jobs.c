@@ -742,6 +742,20 @@ int drv_client_cmd_logs(int argc, char **argv)
 		/* Ask whether the job is over before reading, so that the last
 		 * read after it ended catches everything it wrote. */
 		finished = follow ? job_finished(&cli, id) : 1;
+		if (follow && !finished) {
+			/* Following a job whose task has not started yet (404) or
+			 * whose node is briefly unreachable (503): wait for it. */
+			char err[512];
+			if (drv_client_call(cli.client, "GET", path, NULL, NULL, 0, 0, &r, err,
+					    sizeof(err)) == 0 &&
+			    (r.status == 404 || r.status == 503)) {
+				drv_client_reply_release(&r);
+				usleep(500 * 1000);
+				continue;
+			}
+			if (r.body)
+				drv_client_reply_release(&r);
+		}
 		code = cli_call(&cli, "GET", path, NULL, NULL, 0, &r);
 		if (code)
 			break;
