@@ -33,7 +33,8 @@ static const char *reason_or_nodes(const json_t *job, char *buf, size_t n)
 	if (!nodes[0])
 		job_nodes(job, nodes, sizeof(nodes));
 	drv_jstr(job, "reason", reason, sizeof(reason));
-	if (state && (!strcmp(state, "running") || !strcmp(state, "scheduled")) && nodes[0])
+	if (state && (!strcmp(state, "running") || !strcmp(state, "scheduled") ||
+		      !strcmp(state, "succeeded")) && nodes[0])
 		snprintf(buf, n, "%s", nodes);
 	else if (reason[0])
 		snprintf(buf, n, "(%s)", reason);
@@ -386,9 +387,9 @@ int drv_client_post_job(struct cli *cli, const char *route, const char *file,
 	else if (parsable)
 		printf("%s\n", id);
 	else if (action[0])
-		printf("job %s (%s) %s\n", id, name, action);
+		printf(name[0] ? "job %s (%s) %s\n" : "job %s%s %s\n", id, name, action);
 	else
-		printf("submitted job %s (%s)\n", id, name);
+		printf(name[0] ? "submitted job %s (%s)\n" : "submitted job %s%s\n", id, name);
 	drv_client_reply_release(&r);
 	return rc;
 }
