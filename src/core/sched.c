@@ -261,6 +261,9 @@ void sched__phot_fill(struct drv_sched *s, int32_t pos)
 {
 	const struct sjob *j = &s->jobs[s->pend[pos]];
 	struct phot *h = &s->phot[pos];
+	h->kprio = j->kprio;
+	h->need_milli = j->need_milli;
+	h->tenant = j->tenant;
 	h->need_whole = j->need_whole;
 	h->full_tasks = j->full_tasks;
 	h->max_task = (int16_t)j->max_task;

@@ -90,6 +90,9 @@ struct sjob {
  * one compact entry per s->pend position, so a pass over a long queue that
  * mostly cannot start stays in cache. */
 struct phot {
+	int64_t kprio;
+	int64_t need_milli;
+	int32_t tenant;
 	int32_t need_whole;
 	int32_t full_tasks;
 	int16_t max_task;

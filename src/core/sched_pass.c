@@ -1043,6 +1043,7 @@ static void rekey(struct pass *p)
 			next = j->next_age;
 	}
 	s->next_age = next;
+	s->phot_stale = true; /* the compact copies hold the keys too */
 	for (i = 1; i < s->npend; i++)
 		if (sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
 			moved++;
@@ -1072,75 +1073,59 @@ static void rekey(struct pass *p)
 static const int32_t *fair_order(struct pass *p)
 {
 	struct drv_sched *s = p->s;
-	int32_t nt = s->ntenants, i, k;
-	int32_t *cnt, *pos, *bucket;
+	int32_t nt = s->ntenants, i, k, nact = 0;
+	int32_t *cnt, *head, *act, *idx;
 	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
 	DRV_GROW(s->ophot, (size_t)s->npend + 1, s->ophcap);
-	DRV_GROW(s->tmp2, (size_t)s->npend + 2 * (size_t)nt + 2, s->tmp2cap);
+	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
 	cnt = s->tmp2;
-	pos = s->tmp2 + nt + 1;
-	bucket = s->tmp2 + 2 * nt + 2;
-	(void)bucket;
-	/* counting sort by tenant, keeping queue order inside each */
-	DRV_GROW(s->tmp, (size_t)s->npend + 1, s->tmpcap);
+	head = s->tmp2 + nt + 1;
+	act = s->tmp2 + 2 * nt + 2;
+	idx = s->tmp2 + 3 * nt + 3;
+	/* counting sort of queue positions by tenant, queue order inside each */
 	memset(cnt, 0, (size_t)(nt + 1) * sizeof(*cnt));
 	for (i = 0; i < s->npend; i++)
-		cnt[s->jobs[s->pend[i]].tenant + 1]++;
+		cnt[s->phot[i].tenant + 1]++;
 	for (i = 0; i < nt; i++)
 		cnt[i + 1] += cnt[i];
 	for (i = 0; i < nt; i++) {
-		pos[i] = cnt[i];
+		head[i] = cnt[i];
 		s->tenants[i].vuse = s->tenants[i].usage_all;
 	}
-	for (i = 0; i < s->npend; i++) {
-		int32_t t = s->jobs[s->pend[i]].tenant;
-		s->tmp[pos[t]++] = s->pend[i];
+	for (i = 0; i < s->npend; i++)
+		idx[head[s->phot[i].tenant]++] = i;
+	for (i = 0; i < nt; i++) {
+		head[i] = cnt[i];
+		if (cnt[i] < cnt[i + 1])
+			act[nact++] = i;
 	}
-	for (i = 0; i < nt; i++)
-		pos[i] = cnt[i]; /* head of tenant i */
 	for (k = 0; k < s->npend; k++) {
-		int32_t best = -1;
-		for (i = 0; i < nt; i++) {
-			const struct sjob *h, *b;
-			if (pos[i] >= cnt[i + 1])
-				continue;
-			if (best < 0) {
-				best = i;
-				continue;
-			}
-			h = &s->jobs[s->tmp[pos[i]]];
-			b = &s->jobs[s->tmp[pos[best]]];
-			if (h->kprio != b->kprio) {
-				if (h->kprio > b->kprio)
-					best = i;
-				continue;
-			}
-			{
-				__int128 x = (__int128)s->tenants[i].vuse * s->tenants[best].weight;
-				__int128 y = (__int128)s->tenants[best].vuse * s->tenants[i].weight;
-				if (x != y) {
-					if (x < y)
-						best = i;
-					continue;
+		int32_t best = act[0], a, bi = 0, pos;
+		for (a = 1; a < nact; a++) {
+			int32_t t = act[a];
+			int64_t hk = s->phot[idx[head[t]]].kprio, bk = s->phot[idx[head[best]]].kprio;
+			__int128 x, y;
+			if (hk != bk) {
+				if (hk > bk) {
+					best = t;
+					bi = a;
 				}
+				continue;
 			}
-			if (sched__cmp_pend(s, s->tmp[pos[i]], s->tmp[pos[best]]) < 0)
-				best = i;
+			x = (__int128)s->tenants[t].vuse * s->tenants[best].weight;
+			y = (__int128)s->tenants[best].vuse * s->tenants[t].weight;
+			/* equal shares: the one ahead in the queue (its total order) */
+			if (x < y || (x == y && idx[head[t]] < idx[head[best]])) {
+				best = t;
+				bi = a;
+			}
 		}
-		s->order[k] = s->tmp[pos[best]++];
-		s->tenants[best].vuse += s->jobs[s->order[k]].need_milli;
-		{
-			const struct sjob *j = &s->jobs[s->order[k]];
-			struct phot *h = &s->ophot[k];
-			h->need_whole = j->need_whole;
-			h->full_tasks = j->full_tasks;
-			h->max_task = (int16_t)j->max_task;
-			h->min_frac = (int16_t)j->min_frac;
-			h->prio = j->prio;
-			h->never = j->never;
-			h->gpuless = j->gpuless;
-			h->dur = j->dur;
-		}
+		pos = idx[head[best]++];
+		s->order[k] = s->pend[pos];
+		s->ophot[k] = s->phot[pos];
+		s->tenants[best].vuse += s->phot[pos].need_milli;
+		if (head[best] >= cnt[best + 1])
+			act[bi] = act[--nact];
 	}
 	return s->order;
 }
