@@ -1005,6 +1005,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->tmp2);
 	drv_free(s->order);
 	drv_free(s->ophot);
+	drv_free(s->fsuf);
 	drv_free(s);
 }
 

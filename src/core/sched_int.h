@@ -111,6 +111,8 @@ struct phot {
 	int64_t dur;
 };
 
+struct sufagg;
+
 struct sresv {
 	int32_t job;            /* slot */
 	int64_t at;
@@ -200,6 +202,8 @@ struct drv_sched {
 	size_t ocap;
 	struct phot *ophot;     /* compact entries in fair merge order */
 	size_t ophcap;
+	struct sufagg *fsuf;    /* fair merge: what the rest of a tenant's queue needs */
+	size_t fsufcap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
 

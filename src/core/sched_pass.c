@@ -1417,30 +1417,36 @@ static void set_tail(struct pass *p, enum drv_sched_reason why)
  * cluster as it was when the pass began (nothing in a pass frees more) drops
  * out of the merge at once; the order of the others does not depend on it.
  */
+/* What every job from one merge slot on, in its tenant's queue, asks for at
+ * least: enough to tell that none of them can start now. */
+struct sufagg {
+	int32_t need_w, task_w, full_w;  /* over whole-GPU jobs; INT32_MAX: none */
+	int32_t frac;                    /* over fractional-only jobs; INT32_MAX: none */
+	int32_t max_prio;
+	int64_t min_dur;                 /* over jobs with a known duration */
+	bool gpuless;
+};
+
 struct fmerge {
 	int32_t *cnt, *head, *act, *idx;
-	uint8_t *suf;       /* by merge slot: this and every later job of the tenant
-			     * cannot fit the cluster as the pass found it */
+	struct sufagg *suf;
 	int32_t nact;
-	bool swept;
+	int32_t swept_at;   /* visits when the active tenants were last checked */
 };
 
 static void fair_setup(struct pass *p, struct fmerge *fm)
 {
 	struct drv_sched *s = p->s;
 	int32_t nt = s->ntenants, i, t;
-	struct bounds b0;
 	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
-	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
+	DRV_GROW(s->fsuf, (size_t)s->npend + 1, s->fsufcap);
 	fm->cnt = s->tmp2;
 	fm->head = s->tmp2 + nt + 1;
 	fm->act = s->tmp2 + 2 * nt + 2;
 	fm->idx = s->tmp2 + 3 * nt + 3;
-	fm->suf = (uint8_t *)s->order; /* npend bytes fit in npend int32s */
+	fm->suf = s->fsuf;
 	fm->nact = 0;
-	fm->swept = false;
-	bounds_get(p, &b0);
-	b0.loosen = false;
+	fm->swept_at = -1;
 	memset(fm->cnt, 0, (size_t)(nt + 1) * sizeof(*fm->cnt));
 	for (i = 0; i < s->npend; i++)
 		fm->cnt[s->phot[i].tenant + 1]++;
@@ -1453,10 +1459,24 @@ static void fair_setup(struct pass *p, struct fmerge *fm)
 	for (i = 0; i < s->npend; i++)
 		fm->idx[fm->head[s->phot[i].tenant]++] = i;
 	for (t = 0; t < nt; t++) {
-		bool all = true;
+		struct sufagg a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false };
 		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
-			all = all && skip_h(&b0, &s->phot[fm->idx[i]]);
-			fm->suf[i] = all;
+			const struct phot *h = &s->phot[fm->idx[i]];
+			if (!h->never) {
+				if (h->gpuless)
+					a.gpuless = true;
+				if (h->need_whole > 0) {
+					a.need_w = DRV_MIN(a.need_w, h->need_whole);
+					a.task_w = DRV_MIN(a.task_w, h->max_task);
+					a.full_w = DRV_MIN(a.full_w, h->full_tasks);
+				} else if (h->min_frac > 0) {
+					a.frac = DRV_MIN(a.frac, h->min_frac);
+				}
+				a.max_prio = DRV_MAX(a.max_prio, h->prio);
+				if (h->dur > 0)
+					a.min_dur = DRV_MIN(a.min_dur, h->dur);
+			}
+			fm->suf[i] = a;
 		}
 		fm->head[t] = fm->cnt[t];
 		if (fm->cnt[t] < fm->cnt[t + 1])
@@ -1464,16 +1484,45 @@ static void fair_setup(struct pass *p, struct fmerge *fm)
 	}
 }
 
+/* True when no job of the tenant from merge slot i on can start now. */
+static bool suf_skip(const struct bounds *b, const struct sufagg *a)
+{
+	int64_t w, n;
+	int32_t m;
+	if (a->gpuless || (b->preempt && a->max_prio > b->minprio))
+		return false;
+	if (b->loosen && a->min_dur <= b->short_d) {
+		w = b->wl;
+		m = b->ml;
+		n = b->nl;
+	} else {
+		w = b->ws;
+		m = b->ms;
+		n = b->ns;
+	}
+	if (a->need_w != INT32_MAX && a->need_w <= w && a->task_w <= m && a->full_w <= n)
+		return false;
+	if (a->frac != INT32_MAX && (w > 0 || a->frac <= b->part))
+		return false;
+	return true;
+}
+
 /* Next queue position in fair order, or -1. *dropped: jobs were left out. */
-static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, bool *dropped)
+static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32_t visits,
+			 bool *dropped)
 {
 	struct drv_sched *s = p->s;
 	int32_t a, best, bi, pos;
-	if (may_drop && !fm->swept) {
-		fm->swept = true;
+	struct bounds b;
+	if (may_drop)
+		bounds_get(p, &b);
+	if (may_drop && fm->swept_at != visits) {
+		/* the cluster changed since the last look: drop every tenant
+		 * none of whose remaining jobs can start */
+		fm->swept_at = visits;
 		for (a = 0; a < fm->nact;) {
 			int32_t t = fm->act[a];
-			if (fm->suf[fm->head[t]]) {
+			if (suf_skip(&b, &fm->suf[fm->head[t]])) {
 				fm->act[a] = fm->act[--fm->nact];
 				*dropped = true;
 			} else {
@@ -1509,7 +1558,7 @@ static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, bool 
 	s->tenants[best].vuse += s->phot[pos].need_milli;
 	if (fm->head[best] >= fm->cnt[best + 1]) {
 		fm->act[bi] = fm->act[--fm->nact];
-	} else if (fm->swept && fm->suf[fm->head[best]]) {
+	} else if (may_drop && suf_skip(&b, &fm->suf[fm->head[best]])) {
 		fm->act[bi] = fm->act[--fm->nact];
 		*dropped = true;
 	}
@@ -1613,7 +1662,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 				set_tail(p, DRV_REASON_PRIORITY);
 				break;
 			}
-			pos = fair_next(p, &fm, may, &skipped);
+			pos = fair_next(p, &fm, may, nvis, &skipped);
 			if (pos < 0)
 				break;
 			if (may) {
