@@ -181,13 +181,18 @@ static int32_t fgd_key(const struct ctx *x, int32_t ni, const struct drv_task_gr
 static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g, int32_t **basep)
 {
 	const struct drv_cluster *c = x->c;
-	int32_t *base = x->sp, n = 0, ch, i;
+	const struct drv_vertex *v = &c->vertices[vi];
+	const int32_t *kid = c->kids + v->kid_first;
+	int32_t *base = x->sp, n = 0, nk = v->nkids, i;
 
-	for (ch = c->vertices[vi].first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
-		const struct drv_vertex *w = &c->vertices[ch];
+	/* ask for every child's line at once: the misses overlap */
+	for (i = 0; i < nk; i++)
+		__builtin_prefetch(&c->vertices[kid[i]]);
+	for (i = 0; i < nk; i++) {
+		const struct drv_vertex *w = &c->vertices[kid[i]];
 		bool ok = g ? task_fits(x, w, g) : gang_fits(x, w);
 		if (ok)
-			base[n++] = ch;
+			base[n++] = kid[i];
 	}
 	for (i = 0; i < n; i++) {
 		const struct drv_vertex *w = &c->vertices[base[i]];
@@ -707,6 +712,7 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 	}
 	x.order = order;
 	x.first = first;
+	drv__cluster_kids(x.c);
 	x.sp = x.c->scratch;
 	x.send = x.c->scratch + x.c->scratch_cap;
 

@@ -96,6 +96,7 @@ static void why_init(struct drv_sched_decision *w, enum drv_sched_reason r)
 /* ---- aggregates --------------------------------------------------------- */
 
 struct avail {
+	int64_t nodes;     /* nodes with nothing on them */
 	int64_t whole;     /* free whole GPUs of the job's model */
 	int64_t milli;     /* free milli */
 	int32_t maxnode;   /* most free whole GPUs on one node */
@@ -106,6 +107,7 @@ struct avail {
 static void avail_vertex(const struct drv_vertex *v, int model, int level, struct avail *a)
 {
 	a->whole += model >= 0 ? v->free_gpus_by_model[model] : v->free_gpus;
+	a->nodes += v->free_nodes;
 	a->milli += v->free_milli;
 	if (v->max_node_free > a->maxnode)
 		a->maxnode = v->max_node_free;
@@ -138,6 +140,8 @@ static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t 
 static bool avail_fits(const struct sjob *j, const struct avail *a)
 {
 	if ((int64_t)j->need_whole > a->whole || j->max_task > a->maxnode || j->need_milli > a->milli)
+		return false;
+	if ((int64_t)j->full_tasks > a->nodes)
 		return false;
 	if (j->level >= 0 && j->need_whole > a->maxlevel)
 		return false;
@@ -1039,6 +1043,7 @@ static void rekey(struct pass *p)
 			next = j->next_age;
 	}
 	s->next_age = next;
+	s->phot_stale = true; /* the compact copies hold the keys too */
 	for (i = 1; i < s->npend; i++)
 		if (sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
 			moved++;
@@ -1068,74 +1073,59 @@ static void rekey(struct pass *p)
 static const int32_t *fair_order(struct pass *p)
 {
 	struct drv_sched *s = p->s;
-	int32_t nt = s->ntenants, i, k;
-	int32_t *cnt, *pos, *bucket;
+	int32_t nt = s->ntenants, i, k, nact = 0;
+	int32_t *cnt, *head, *act, *idx;
 	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
 	DRV_GROW(s->ophot, (size_t)s->npend + 1, s->ophcap);
-	DRV_GROW(s->tmp2, (size_t)s->npend + 2 * (size_t)nt + 2, s->tmp2cap);
+	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
 	cnt = s->tmp2;
-	pos = s->tmp2 + nt + 1;
-	bucket = s->tmp2 + 2 * nt + 2;
-	(void)bucket;
-	/* counting sort by tenant, keeping queue order inside each */
-	DRV_GROW(s->tmp, (size_t)s->npend + 1, s->tmpcap);
+	head = s->tmp2 + nt + 1;
+	act = s->tmp2 + 2 * nt + 2;
+	idx = s->tmp2 + 3 * nt + 3;
+	/* counting sort of queue positions by tenant, queue order inside each */
 	memset(cnt, 0, (size_t)(nt + 1) * sizeof(*cnt));
 	for (i = 0; i < s->npend; i++)
-		cnt[s->jobs[s->pend[i]].tenant + 1]++;
+		cnt[s->phot[i].tenant + 1]++;
 	for (i = 0; i < nt; i++)
 		cnt[i + 1] += cnt[i];
 	for (i = 0; i < nt; i++) {
-		pos[i] = cnt[i];
+		head[i] = cnt[i];
 		s->tenants[i].vuse = s->tenants[i].usage_all;
 	}
-	for (i = 0; i < s->npend; i++) {
-		int32_t t = s->jobs[s->pend[i]].tenant;
-		s->tmp[pos[t]++] = s->pend[i];
+	for (i = 0; i < s->npend; i++)
+		idx[head[s->phot[i].tenant]++] = i;
+	for (i = 0; i < nt; i++) {
+		head[i] = cnt[i];
+		if (cnt[i] < cnt[i + 1])
+			act[nact++] = i;
 	}
-	for (i = 0; i < nt; i++)
-		pos[i] = cnt[i]; /* head of tenant i */
 	for (k = 0; k < s->npend; k++) {
-		int32_t best = -1;
-		for (i = 0; i < nt; i++) {
-			const struct sjob *h, *b;
-			if (pos[i] >= cnt[i + 1])
-				continue;
-			if (best < 0) {
-				best = i;
-				continue;
-			}
-			h = &s->jobs[s->tmp[pos[i]]];
-			b = &s->jobs[s->tmp[pos[best]]];
-			if (h->kprio != b->kprio) {
-				if (h->kprio > b->kprio)
-					best = i;
-				continue;
-			}
-			{
-				__int128 x = (__int128)s->tenants[i].vuse * s->tenants[best].weight;
-				__int128 y = (__int128)s->tenants[best].vuse * s->tenants[i].weight;
-				if (x != y) {
-					if (x < y)
-						best = i;
-					continue;
+		int32_t best = act[0], a, bi = 0, pos;
+		for (a = 1; a < nact; a++) {
+			int32_t t = act[a];
+			int64_t hk = s->phot[idx[head[t]]].kprio, bk = s->phot[idx[head[best]]].kprio;
+			__int128 x, y;
+			if (hk != bk) {
+				if (hk > bk) {
+					best = t;
+					bi = a;
 				}
+				continue;
 			}
-			if (sched__cmp_pend(s, s->tmp[pos[i]], s->tmp[pos[best]]) < 0)
-				best = i;
+			x = (__int128)s->tenants[t].vuse * s->tenants[best].weight;
+			y = (__int128)s->tenants[best].vuse * s->tenants[t].weight;
+			/* equal shares: the one ahead in the queue (its total order) */
+			if (x < y || (x == y && idx[head[t]] < idx[head[best]])) {
+				best = t;
+				bi = a;
+			}
 		}
-		s->order[k] = s->tmp[pos[best]++];
-		s->tenants[best].vuse += s->jobs[s->order[k]].need_milli;
-		{
-			const struct sjob *j = &s->jobs[s->order[k]];
-			struct phot *h = &s->ophot[k];
-			h->need_whole = j->need_whole;
-			h->max_task = (int16_t)j->max_task;
-			h->min_frac = (int16_t)j->min_frac;
-			h->prio = j->prio;
-			h->never = j->never;
-			h->gpuless = j->gpuless;
-			h->dur = j->dur;
-		}
+		pos = idx[head[best]++];
+		s->order[k] = s->pend[pos];
+		s->ophot[k] = s->phot[pos];
+		s->tenants[best].vuse += s->phot[pos].need_milli;
+		if (head[best] >= cnt[best + 1])
+			act[bi] = act[--nact];
 	}
 	return s->order;
 }
@@ -1148,6 +1138,7 @@ static bool fits_with_blocked(const struct pass *p, const struct sjob *j)
 	struct avail a;
 	job_avail(p->s, j, j->pool_mask, &a);
 	a.whole += p->blocked_gpus;
+	a.nodes += p->blocked_gpus;
 	a.milli += p->blocked_gpus * DRV_MILLI;
 	a.maxnode = DRV_MIN(a.maxnode + p->blocked_max, p->s->max_node_gpus);
 	a.maxlevel += (int32_t)DRV_MIN(p->blocked_gpus, INT32_MAX - a.maxlevel);
@@ -1243,7 +1234,19 @@ static void scan_one(struct pass *p, int32_t slot)
 		}
 	}
 
-	rc = try_place(p, j, pl, &pool, &f);
+	if (j->fail_gen == s->rel_gen) {
+		/* nothing was freed since it last failed with nothing reserved:
+		 * it fails again (placement only gets harder as the cluster fills) */
+		rc = DRV_ENOSPACE;
+		memset(&f, 0, sizeof(f));
+		f.topology = j->fail_topo;
+	} else {
+		rc = try_place(p, j, pl, &pool, &f);
+		if (rc && !f.never && s->block.ntasks == 0) {
+			j->fail_gen = s->rel_gen;
+			j->fail_topo = f.topology;
+		}
+	}
 	if (rc && s->nresv > 0 && p->blocked_gpus > 0 && j->dur > 0 &&
 	    p->now + j->dur <= p->t_min && fits_with_blocked(p, j)) {
 		/* short enough to be gone before any reservation starts */
@@ -1377,6 +1380,7 @@ static bool skip_allowed(const struct pass *p, const struct stopper *st)
 
 /* What the tight skip loop compares the compact entries with. */
 struct bounds {
+	int64_t ns, nl;    /* free whole nodes: strict, and counting reserved ones */
 	int64_t ws, wl;    /* free whole GPUs: strict, and counting reserved ones */
 	int32_t ms, ml;    /* most free on one node: the same two ways */
 	int32_t part;      /* most free milli on a partly used GPU */
@@ -1390,6 +1394,8 @@ static void bounds_get(const struct pass *p, struct bounds *b)
 {
 	const struct drv_vertex *r = &p->c->vertices[0];
 	b->ws = r->free_gpus;
+	b->ns = r->free_nodes;
+	b->nl = b->ns + p->blocked_gpus;
 	b->ms = r->max_node_free;
 	b->part = r->max_part_free;
 	b->loosen = p->blocked_gpus > 0;
@@ -1404,7 +1410,7 @@ static void bounds_get(const struct pass *p, struct bounds *b)
  * is short) nor preempt, nor is anything but "resources". */
 static inline bool skip_h(const struct bounds *b, const struct phot *h)
 {
-	int64_t w;
+	int64_t w, n;
 	int32_t m;
 	if (h->never)
 		return true;
@@ -1415,11 +1421,13 @@ static inline bool skip_h(const struct bounds *b, const struct phot *h)
 	if (b->loosen && h->dur > 0 && h->dur <= b->short_d) {
 		w = b->wl;
 		m = b->ml;
+		n = b->nl;
 	} else {
 		w = b->ws;
 		m = b->ms;
+		n = b->ns;
 	}
-	if (h->need_whole > w || h->max_task > m)
+	if (h->need_whole > w || h->max_task > m || h->full_tasks > n)
 		return true;
 	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part)
 		return true;
@@ -1511,6 +1519,11 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		p->nresv_made++;
 	}
 
+	if (s->last_place != (int32_t)pol->place || s->last_pools != (int32_t)pol->pools) {
+		s->last_place = (int32_t)pol->place;
+		s->last_pools = (int32_t)pol->pools;
+		s->rel_gen++;
+	}
 	rekey(p);
 	if (s->phot_stale) {
 		sched__phot_rebuild(s);

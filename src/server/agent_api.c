@@ -346,7 +346,8 @@ static json_t *desired_set(struct drv_server *s, int32_t i)
 	for (size_t k = 0; k < s->nactive; k++) {
 		struct sjob *j = srv_job_get(s, s->active[k]);
 
-		if (!j)
+		/* a start is announced only once it is on disk */
+		if (!j || j->durable_epoch != j->epoch)
 			continue;
 		for (int32_t t = 0; t < j->ntasks; t++)
 			if (j->tasks[t].node == i && !j->tasks[t].ended)

@@ -821,6 +821,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	j->attempt = (int32_t)drv_json_int(doc, "attempt", 0);
 	j->requeues = (int32_t)drv_json_int(doc, "requeues", 0);
 	j->epoch = drv_json_int(doc, "epoch", 0);
+	j->durable_epoch = j->epoch;
 	j->submit_time = drv_json_int(doc, "submit_time", row->submit_time);
 	j->spec.job.submit_time = j->submit_time;
 	j->start_time = drv_json_int(doc, "start_time", 0);
@@ -843,6 +844,14 @@ static int load_job(const struct drv_store_job *row, void *cls)
 			const char *nn = drv_json_str(t, "node");
 
 			k->node = nn ? srv_node_find(s, nn) : -1;
+			if (k->node < 0) {
+				/* its node left the cluster file: keep the name, as a node
+				 * without GPUs that is down */
+				k->node = srv_node_add(s, nn ? nn : "unknown", -1, 0, 0, 0, NULL);
+				if (k->node >= 0)
+					srv_node_set_state(s, k->node, DRV_NODE_DOWN,
+							   "not in the cluster any more");
+			}
 			k->group = (int16_t)drv_json_int(t, "group", 0);
 			k->gpu_mask = gpus_mask(json_object_get(t, "gpus"));
 			k->gpu_milli = (int32_t)drv_json_int(t, "gpu_milli", 1000);
@@ -856,9 +865,10 @@ static int load_job(const struct drv_store_job *row, void *cls)
 			srv_set_str(&k->reason, drv_json_str(t, "reason"));
 			k->start_time = drv_json_int(t, "start_time", 0);
 			k->end_time = drv_json_int(t, "end_time", 0);
-			if (k->node < 0) {
+			if (k->node < 0 || s->cluster.nodes[k->node].ngpus == 0) {
 				/* its node is gone from the cluster: the task is lost */
-				k->node = 0;
+				if (k->node < 0)
+					k->node = 0;
 				if (!k->ended) {
 					k->ended = true;
 					k->state = T_LOST;
