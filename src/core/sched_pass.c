@@ -741,6 +741,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
+	if (j->pf.valid && j->pf.rel == s->rel_gen && j->pf.start == s->start_gen &&
+	    p->now < j->pf.until && j->pf.nresv == s->nresv && j->pf.blk == s->block.ntasks &&
+	    j->pf.t_min == p->t_min && p->pol->order != DRV_ORDER_LAS) {
+		/* nothing was freed or started and no job came of age since the
+		 * same search failed: it fails again (and counts as it did) */
+		if (j->pf.tried)
+			p->tries++;
+		return false;
+	}
+	j->pf.valid = true;
+	j->pf.tried = false;
+	j->pf.rel = s->rel_gen;
+	j->pf.start = s->start_gen;
+	j->pf.until = T_INF;
+	j->pf.nresv = s->nresv;
+	j->pf.blk = s->block.ntasks;
+	j->pf.t_min = p->t_min;
 	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
 	cands = (struct cand *)(void *)s->tmp;
 	memset(borrowed, 0, sizeof(borrowed));
@@ -752,8 +769,11 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		int32_t vm;
 		if (v->state != DRV_SJ_RUNNING || !v->preemptible || vs == slot)
 			continue;
-		if (p->now - v->start < p->pol->min_run_s)
+		if (p->now - v->start < p->pol->min_run_s) {
+			if (v->start + p->pol->min_run_s < j->pf.until)
+				j->pf.until = v->start + p->pol->min_run_s;
 			continue;
+		}
 		if (j->preempted_by && v->id == j->preempted_by)
 			continue; /* no ping-pong */
 		if (mask && (v->pool < 0 || !(mask >> v->pool & 1)))
@@ -789,6 +809,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	/* a total order: (priority, work lost, id) */
 	qsort_r(cands, (size_t)nc, sizeof(*cands), cmp_cand, s);
 	p->tries++;
+	j->pf.tried = true;
 	for (i = 0; i < nc; i++) {
 		struct sjob *v = &s->jobs[cands[i].slot];
 		if (cands[i].reclaim_only) {
@@ -823,6 +844,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		drv_cluster_commit(c, &s->jobs[cands[i].slot].pl);
 	if (!found)
 		return false;
+	j->pf.valid = false;
 
 	/* keep only the victims the placement needs */
 	d = dec_new(p, DRV_DEC_PREEMPT);
