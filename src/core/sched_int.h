@@ -73,6 +73,14 @@ struct sjob {
 	 * value (UINT64_MAX = none); nothing was freed since, so it still would */
 	uint64_t fail_gen;
 	bool fail_topo;
+	/* pending: its last preemption search failed in this situation; the
+	 * same search would fail again */
+	struct {
+		bool valid, tried;
+		uint64_t rel, start;
+		int64_t until, t_min;
+		int32_t nresv, blk;
+	} pf;
 
 	/* pending: order keys (valid for s->keyed_order) */
 	int64_t kprio;          /* effective priority (with aging) */
@@ -209,6 +217,7 @@ struct drv_sched {
 	uint64_t occ_gen;
 	uint64_t free_gen;
 	uint64_t rel_gen;       /* any resources released or capacity added */
+	uint64_t start_gen;     /* any job started */
 	int32_t last_place, last_pools; /* placement settings of the last pass */
 	struct {
 		bool valid;
