@@ -51,6 +51,7 @@ struct ctx {
 	const int32_t *first;     /* first task index of each group in out */
 	int32_t *sp, *send;       /* scratch stack */
 	bool fgd;                 /* fragmentation-aware node and GPU choice */
+	int32_t unmarked;         /* the task placed but not marked in the cluster */
 };
 
 /* ---- placement buffers ---------------------------------------------- */
@@ -335,12 +336,18 @@ static bool place_all(struct ctx *x, int32_t vi)
 	for (k = 0; k < x->job->ngroups; k++) {
 		int32_t gi = x->order[k];
 		for (t = 0; t < x->job->groups[gi].count; t++) {
-			struct drv_task_place *tp = &x->out->tasks[x->first[gi] + t];
+			int32_t idx = x->first[gi] + t;
+			struct drv_task_place *tp = &x->out->tasks[idx];
 			if (!place_task(x, vi, gi, tp)) {
 				rollback(x);
 				return false;
 			}
-			drv__task_apply(x->c, tp, +1);
+			/* The last task is not marked: nothing after it needs the
+			 * aggregates to know (drv_place then undoes one mark less). */
+			if (k == x->job->ngroups - 1 && t == x->job->groups[gi].count - 1)
+				x->unmarked = idx;
+			else
+				drv__task_apply(x->c, tp, +1);
 		}
 	}
 	return true;
@@ -716,10 +723,14 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 	x.sp = x.c->scratch;
 	x.send = x.c->scratch + x.c->scratch_cap;
 
+	x.unmarked = -1;
 	if (search(&x, 0)) {
-		if (!keep)
+		if (keep)
+			drv__task_apply(x.c, &out->tasks[x.unmarked], +1);
+		else
 			for (i = ntasks - 1; i >= 0; i--)
-				drv__task_apply(x.c, &out->tasks[i], -1);
+				if (i != x.unmarked)
+					drv__task_apply(x.c, &out->tasks[i], -1);
 		rc = 0;
 	} else {
 		out->ntasks = 0;

@@ -741,6 +741,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
+	if (j->pf.valid && j->pf.rel == s->rel_gen && j->pf.start == s->start_gen &&
+	    p->now < j->pf.until && j->pf.nresv == s->nresv && j->pf.blk == s->block.ntasks &&
+	    j->pf.t_min == p->t_min && p->pol->order != DRV_ORDER_LAS) {
+		/* nothing was freed or started and no job came of age since the
+		 * same search failed: it fails again (and counts as it did) */
+		if (j->pf.tried)
+			p->tries++;
+		return false;
+	}
+	j->pf.valid = true;
+	j->pf.tried = false;
+	j->pf.rel = s->rel_gen;
+	j->pf.start = s->start_gen;
+	j->pf.until = T_INF;
+	j->pf.nresv = s->nresv;
+	j->pf.blk = s->block.ntasks;
+	j->pf.t_min = p->t_min;
 	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
 	cands = (struct cand *)(void *)s->tmp;
 	memset(borrowed, 0, sizeof(borrowed));
@@ -752,8 +769,11 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		int32_t vm;
 		if (v->state != DRV_SJ_RUNNING || !v->preemptible || vs == slot)
 			continue;
-		if (p->now - v->start < p->pol->min_run_s)
+		if (p->now - v->start < p->pol->min_run_s) {
+			if (v->start + p->pol->min_run_s < j->pf.until)
+				j->pf.until = v->start + p->pol->min_run_s;
 			continue;
+		}
 		if (j->preempted_by && v->id == j->preempted_by)
 			continue; /* no ping-pong */
 		if (mask && (v->pool < 0 || !(mask >> v->pool & 1)))
@@ -789,6 +809,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	/* a total order: (priority, work lost, id) */
 	qsort_r(cands, (size_t)nc, sizeof(*cands), cmp_cand, s);
 	p->tries++;
+	j->pf.tried = true;
 	for (i = 0; i < nc; i++) {
 		struct sjob *v = &s->jobs[cands[i].slot];
 		if (cands[i].reclaim_only) {
@@ -823,6 +844,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		drv_cluster_commit(c, &s->jobs[cands[i].slot].pl);
 	if (!found)
 		return false;
+	j->pf.valid = false;
 
 	/* keep only the victims the placement needs */
 	d = dec_new(p, DRV_DEC_PREEMPT);
@@ -1063,71 +1085,6 @@ static void rekey(struct pass *p)
 		return;
 	}
 	sort_pending(s);
-}
-
-/*
- * Fair share: merge the tenants' queues (each in priority, then submit
- * order) taking next the job whose tenant has the least weighted use,
- * counting what it holds and what the merge already took for it.
- */
-static const int32_t *fair_order(struct pass *p)
-{
-	struct drv_sched *s = p->s;
-	int32_t nt = s->ntenants, i, k, nact = 0;
-	int32_t *cnt, *head, *act, *idx;
-	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
-	DRV_GROW(s->ophot, (size_t)s->npend + 1, s->ophcap);
-	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
-	cnt = s->tmp2;
-	head = s->tmp2 + nt + 1;
-	act = s->tmp2 + 2 * nt + 2;
-	idx = s->tmp2 + 3 * nt + 3;
-	/* counting sort of queue positions by tenant, queue order inside each */
-	memset(cnt, 0, (size_t)(nt + 1) * sizeof(*cnt));
-	for (i = 0; i < s->npend; i++)
-		cnt[s->phot[i].tenant + 1]++;
-	for (i = 0; i < nt; i++)
-		cnt[i + 1] += cnt[i];
-	for (i = 0; i < nt; i++) {
-		head[i] = cnt[i];
-		s->tenants[i].vuse = s->tenants[i].usage_all;
-	}
-	for (i = 0; i < s->npend; i++)
-		idx[head[s->phot[i].tenant]++] = i;
-	for (i = 0; i < nt; i++) {
-		head[i] = cnt[i];
-		if (cnt[i] < cnt[i + 1])
-			act[nact++] = i;
-	}
-	for (k = 0; k < s->npend; k++) {
-		int32_t best = act[0], a, bi = 0, pos;
-		for (a = 1; a < nact; a++) {
-			int32_t t = act[a];
-			int64_t hk = s->phot[idx[head[t]]].kprio, bk = s->phot[idx[head[best]]].kprio;
-			__int128 x, y;
-			if (hk != bk) {
-				if (hk > bk) {
-					best = t;
-					bi = a;
-				}
-				continue;
-			}
-			x = (__int128)s->tenants[t].vuse * s->tenants[best].weight;
-			y = (__int128)s->tenants[best].vuse * s->tenants[t].weight;
-			/* equal shares: the one ahead in the queue (its total order) */
-			if (x < y || (x == y && idx[head[t]] < idx[head[best]])) {
-				best = t;
-				bi = a;
-			}
-		}
-		pos = idx[head[best]++];
-		s->order[k] = s->pend[pos];
-		s->ophot[k] = s->phot[pos];
-		s->tenants[best].vuse += s->phot[pos].need_milli;
-		if (head[best] >= cnt[best + 1])
-			act[bi] = act[--nact];
-	}
-	return s->order;
 }
 
 /* ---- one job ------------------------------------------------------------ */
@@ -1448,6 +1405,166 @@ static void set_tail(struct pass *p, enum drv_sched_reason why)
 	s->tail_pass = s->pass_no;
 }
 
+/* ---- fair share: merging the tenants' queues --------------------------- */
+
+/*
+ * Fair share: merge the tenants' queues (each in priority, then submit
+ * order) taking next the job whose tenant has the least weighted use,
+ * counting what it holds and what the merge already took for it.
+ *
+ * The merge is lazy: the pass asks for the next job. Once the pass may skip
+ * hopeless jobs, a tenant whose every remaining job cannot fit even the
+ * cluster as it was when the pass began (nothing in a pass frees more) drops
+ * out of the merge at once; the order of the others does not depend on it.
+ */
+/* What every job from one merge slot on, in its tenant's queue, asks for at
+ * least: enough to tell that none of them can start now. */
+struct sufagg {
+	int32_t need_w, task_w, full_w;  /* over whole-GPU jobs; INT32_MAX: none */
+	int32_t frac;                    /* over fractional-only jobs; INT32_MAX: none */
+	int32_t max_prio;
+	int64_t min_dur;                 /* over jobs with a known duration */
+	bool gpuless;
+};
+
+struct fmerge {
+	int32_t *cnt, *head, *act, *idx;
+	struct sufagg *suf;
+	int32_t nact;
+	int32_t swept_at;   /* visits when the active tenants were last checked */
+};
+
+static void fair_setup(struct pass *p, struct fmerge *fm)
+{
+	struct drv_sched *s = p->s;
+	int32_t nt = s->ntenants, i, t;
+	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
+	DRV_GROW(s->fsuf, (size_t)s->npend + 1, s->fsufcap);
+	fm->cnt = s->tmp2;
+	fm->head = s->tmp2 + nt + 1;
+	fm->act = s->tmp2 + 2 * nt + 2;
+	fm->idx = s->tmp2 + 3 * nt + 3;
+	fm->suf = s->fsuf;
+	fm->nact = 0;
+	fm->swept_at = -1;
+	memset(fm->cnt, 0, (size_t)(nt + 1) * sizeof(*fm->cnt));
+	for (i = 0; i < s->npend; i++)
+		fm->cnt[s->phot[i].tenant + 1]++;
+	for (i = 0; i < nt; i++)
+		fm->cnt[i + 1] += fm->cnt[i];
+	for (i = 0; i < nt; i++) {
+		fm->head[i] = fm->cnt[i];
+		s->tenants[i].vuse = s->tenants[i].usage_all;
+	}
+	for (i = 0; i < s->npend; i++)
+		fm->idx[fm->head[s->phot[i].tenant]++] = i;
+	for (t = 0; t < nt; t++) {
+		struct sufagg a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false };
+		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
+			const struct phot *h = &s->phot[fm->idx[i]];
+			if (!h->never) {
+				if (h->gpuless)
+					a.gpuless = true;
+				if (h->need_whole > 0) {
+					a.need_w = DRV_MIN(a.need_w, h->need_whole);
+					a.task_w = DRV_MIN(a.task_w, h->max_task);
+					a.full_w = DRV_MIN(a.full_w, h->full_tasks);
+				} else if (h->min_frac > 0) {
+					a.frac = DRV_MIN(a.frac, h->min_frac);
+				}
+				a.max_prio = DRV_MAX(a.max_prio, h->prio);
+				if (h->dur > 0)
+					a.min_dur = DRV_MIN(a.min_dur, h->dur);
+			}
+			fm->suf[i] = a;
+		}
+		fm->head[t] = fm->cnt[t];
+		if (fm->cnt[t] < fm->cnt[t + 1])
+			fm->act[fm->nact++] = t;
+	}
+}
+
+/* True when no job of the tenant from merge slot i on can start now. */
+static bool suf_skip(const struct bounds *b, const struct sufagg *a)
+{
+	int64_t w, n;
+	int32_t m;
+	if (a->gpuless || (b->preempt && a->max_prio > b->minprio))
+		return false;
+	if (b->loosen && a->min_dur <= b->short_d) {
+		w = b->wl;
+		m = b->ml;
+		n = b->nl;
+	} else {
+		w = b->ws;
+		m = b->ms;
+		n = b->ns;
+	}
+	if (a->need_w != INT32_MAX && a->need_w <= w && a->task_w <= m && a->full_w <= n)
+		return false;
+	if (a->frac != INT32_MAX && (w > 0 || a->frac <= b->part))
+		return false;
+	return true;
+}
+
+/* Next queue position in fair order, or -1. *dropped: jobs were left out. */
+static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32_t visits,
+			 bool *dropped)
+{
+	struct drv_sched *s = p->s;
+	int32_t a, best, bi, pos;
+	struct bounds b;
+	if (may_drop)
+		bounds_get(p, &b);
+	if (may_drop && fm->swept_at != visits) {
+		/* the cluster changed since the last look: drop every tenant
+		 * none of whose remaining jobs can start */
+		fm->swept_at = visits;
+		for (a = 0; a < fm->nact;) {
+			int32_t t = fm->act[a];
+			if (suf_skip(&b, &fm->suf[fm->head[t]])) {
+				fm->act[a] = fm->act[--fm->nact];
+				*dropped = true;
+			} else {
+				a++;
+			}
+		}
+	}
+	if (fm->nact == 0)
+		return -1;
+	best = fm->act[0];
+	bi = 0;
+	for (a = 1; a < fm->nact; a++) {
+		int32_t t = fm->act[a];
+		int32_t ht = fm->idx[fm->head[t]], hb = fm->idx[fm->head[best]];
+		int64_t hk = s->phot[ht].kprio, bk = s->phot[hb].kprio;
+		__int128 x, y;
+		if (hk != bk) {
+			if (hk > bk) {
+				best = t;
+				bi = a;
+			}
+			continue;
+		}
+		x = (__int128)s->tenants[t].vuse * s->tenants[best].weight;
+		y = (__int128)s->tenants[best].vuse * s->tenants[t].weight;
+		/* equal shares: the one ahead in the queue (its total order) */
+		if (x < y || (x == y && ht < hb)) {
+			best = t;
+			bi = a;
+		}
+	}
+	pos = fm->idx[fm->head[best]++];
+	s->tenants[best].vuse += s->phot[pos].need_milli;
+	if (fm->head[best] >= fm->cnt[best + 1]) {
+		fm->act[bi] = fm->act[--fm->nact];
+	} else if (may_drop && suf_skip(&b, &fm->suf[fm->head[best]])) {
+		fm->act[bi] = fm->act[--fm->nact];
+		*dropped = true;
+	}
+	return pos;
+}
+
 /* ---- the pass ----------------------------------------------------------- */
 
 static int check_policy(const struct drv_sched_policy *pol)
@@ -1469,7 +1586,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 {
 	struct pass P, *p = &P;
 	struct stopper stop;
-	const int32_t *order;
+	struct fmerge fm;
 	int32_t i, k, n, nall, nd, nvis;
 	const struct phot *ph;
 	bool skipped;
@@ -1529,16 +1646,42 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		sched__phot_rebuild(s);
 		s->phot_stale = false;
 	}
-	order = pol->order == DRV_ORDER_FAIR ? fair_order(p) : s->pend;
 	nall = s->npend;
 	stopper_init(p, &stop);
 	s->tail_pass = 0;
 	nvis = 0;
 	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
 	skipped = false;
-	ph = pol->order == DRV_ORDER_FAIR ? s->ophot : s->phot;
+	ph = s->phot;
+	if (pol->order == DRV_ORDER_FAIR) {
+		fair_setup(p, &fm);
+		for (;;) {
+			int32_t pos, slot;
+			bool may = skip_allowed(p, &stop);
+			if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
+				set_tail(p, DRV_REASON_PRIORITY);
+				break;
+			}
+			pos = fair_next(p, &fm, may, nvis, &skipped);
+			if (pos < 0)
+				break;
+			if (may) {
+				struct bounds b;
+				bounds_get(p, &b);
+				if (skip_h(&b, &ph[pos])) {
+					skipped = true;
+					continue;
+				}
+			}
+			slot = s->pend[pos];
+			if (s->jobs[slot].state != DRV_SJ_PENDING)
+				continue;
+			s->visited[nvis++] = slot;
+			scan_one(p, slot);
+		}
+	}
 	k = 0;
-	while (k < nall) {
+	while (pol->order != DRV_ORDER_FAIR && k < nall) {
 		int32_t slot;
 		if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
 			set_tail(p, DRV_REASON_PRIORITY);
@@ -1558,7 +1701,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 			if (k >= nall)
 				break;
 		}
-		slot = order[k++];
+		slot = s->pend[k++];
 		if (s->jobs[slot].state != DRV_SJ_PENDING)
 			continue;
 		s->visited[nvis++] = slot;
@@ -1569,7 +1712,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {
-		if (p->nstarted <= 32 && pol->order != DRV_ORDER_FAIR) {
+		if (p->nstarted <= 32) {
 			for (k = 0; k < out->n; k++)
 				if (out->v[k].kind == DRV_DEC_START)
 					sched__pend_remove(s, sched__lookup(s, out->v[k].job));
