@@ -139,6 +139,8 @@ struct drv_vertex {
 	int32_t parent;        /* -1 for the root */
 	int32_t last_child;    /* (core) -1 when none; children keep insertion order */
 	int32_t nodes_all;     /* (core) nodes below in any state; static */
+	int32_t kid_first;     /* (core) children at cluster->kids[kid_first..+nkids) */
+	int32_t nkids;         /*        (valid when kids_n == nvertices) */
 	char *name;
 	int32_t free_gpus_by_model[DRV_MAX_MODELS];
 } __attribute__((aligned(64))); /* the hot first line never straddles two */
@@ -165,6 +167,11 @@ struct drv_cluster {
 	/* Added by core: open-addressing index of node names (find_node). */
 	int32_t *name_index;
 	size_t name_icap;
+	/* Added by core: every vertex's children in one array, in sibling order,
+	 * so placement reads them without chasing next_sibling (the loads go
+	 * out together). Rebuilt by drv_place when vertices were added. */
+	int32_t *kids;
+	int32_t kids_n;         /* nvertices when kids was built */
 };
 
 #define DRV_MAX_POOLS 64        /* pool masks are 64-bit */

@@ -63,6 +63,7 @@ struct task {
 	bool rep_end;           /* an "exited"/"failed" report is owed */
 	bool listed;            /* named by the latest assignment list */
 	int64_t deadline_ms;    /* time limit; 0 none */
+	int64_t grace_ms;       /* the job's SIGTERM-to-SIGKILL grace (grace_s) */
 	unsigned long long starttime; /* of its main process (/proc/PID/stat), to know it again */
 	char reason[512];       /* why it failed to start, or why it was stopped */
 	char dir[PATH_MAX];
@@ -626,6 +627,7 @@ static void start_task(struct drv_agent *a, json_t *j)
 	}
 	t->state = T_RUNNING;
 	t->rep_running = true;
+	t->grace_ms = drv_json_int(j, "grace_s", a->grace_ms / 1000) * 1000;
 	tl = drv_json_int(j, "time_limit_s", 0);
 	t->deadline_ms = tl > 0 ? t->proc.started_ms + tl * 1000 : 0;
 	t->starttime = proc_starttime(t->proc.pid);
@@ -722,7 +724,7 @@ static int reap(struct drv_agent *a)
 		if (t->state != T_RUNNING)
 			continue;
 		if (t->deadline_ms && now >= t->deadline_ms && !t->proc.terminating)
-			stop_task(a, t, a->grace_ms, "time limit");
+			stop_task(a, t, t->grace_ms > 0 ? t->grace_ms : a->grace_ms, "time limit");
 		if (!drv_proc_poll(&t->proc, now)) {
 			running++;
 			continue;

@@ -272,6 +272,8 @@ int drv_bench_agent(int argc, char **argv)
 	rss_anon = status_kb(pid, "RssAnon");
 	vm_rss = status_kb(pid, "VmRSS");
 	hwm = status_kb(pid, "VmHWM");
+	if (rss_anon > max_anon)
+		max_anon = rss_anon;
 	if (c0 < 0 || c1 < 0 || rss_anon < 0) {
 		fprintf(stderr, "drover bench agent: the agent died during the run\n");
 		goto out_client;

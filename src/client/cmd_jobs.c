@@ -33,7 +33,8 @@ static const char *reason_or_nodes(const json_t *job, char *buf, size_t n)
 	if (!nodes[0])
 		job_nodes(job, nodes, sizeof(nodes));
 	drv_jstr(job, "reason", reason, sizeof(reason));
-	if (state && (!strcmp(state, "running") || !strcmp(state, "scheduled")) && nodes[0])
+	if (state && (!strcmp(state, "running") || !strcmp(state, "scheduled") ||
+		      !strcmp(state, "succeeded")) && nodes[0])
 		snprintf(buf, n, "%s", nodes);
 	else if (reason[0])
 		snprintf(buf, n, "(%s)", reason);
@@ -79,7 +80,7 @@ static void fmt_age(long long t, long long now, char *buf, size_t n)
 }
 
 /* One table for both 'get jobs' and 'queue'. */
-static void print_jobs(const struct cli *cli, const json_t *items, int queue_view)
+static void print_jobs(const struct cli *cli, const json_t *items)
 {
 	static const char *const h_table[] = { "ID", "NAME", "USER", "STATE", "TIME", "GPUS",
 					       "NODES", "NODELIST(REASON)" };
@@ -114,7 +115,6 @@ static void print_jobs(const struct cli *cli, const json_t *items, int queue_vie
 		drv_jstr(job, "exit_code", ex, sizeof(ex));
 		drv_jstr(job, "image", image, sizeof(image));
 		reason_or_nodes(job, rn, sizeof(rn));
-		(void)queue_view;
 		if (wide) {
 			const char *row[] = { id, name, user, tenant, st, tm, gpus, nn,
 					      prio, att, age, ex, image, rn };
@@ -142,7 +142,7 @@ static void query_add(char *q, size_t n, const char *key, const char *value)
 }
 
 static int list_jobs(struct cli *cli, const char *route, const char *state, const char *user,
-		     const char *tenant, const char *name, int queue_view)
+		     const char *tenant, const char *name)
 {
 	struct drv_client_reply r;
 	char path[2048], q[1536] = "";
@@ -164,7 +164,7 @@ static int list_jobs(struct cli *cli, const char *route, const char *state, cons
 	} else if (cli->out == DRV_OUT_JSON || cli->out == DRV_OUT_YAML) {
 		rc = cli_print_doc(cli, r.json);
 	} else {
-		print_jobs(cli, items, queue_view);
+		print_jobs(cli, items);
 	}
 	drv_client_reply_release(&r);
 	return rc;
@@ -186,7 +186,7 @@ static int get_one_job(struct cli *cli, const char *id)
 		rc = cli_print_doc(cli, r.json);
 	} else {
 		json_t *one = json_pack("{s:[O]}", "items", r.json);
-		print_jobs(cli, json_object_get(one, "items"), 0);
+		print_jobs(cli, json_object_get(one, "items"));
 		json_decref(one);
 	}
 	drv_client_reply_release(&r);
@@ -230,7 +230,7 @@ int drv_client_cmd_get(int argc, char **argv)
 	if (!strncmp(what, "node", 4)) {
 		code = drv_client_get_nodes(&cli, cli.nargs - 1, cli.args + 1);
 	} else if (cli.nargs == 1) {
-		code = list_jobs(&cli, "/v1/jobs", state, user, tenant, name, 0);
+		code = list_jobs(&cli, "/v1/jobs", state, user, tenant, name);
 	} else {
 		for (i = 1; i < cli.nargs; i++) {
 			int c = get_one_job(&cli, cli.args[i]);
@@ -277,7 +277,7 @@ int drv_client_cmd_queue(int argc, char **argv)
 		drv_client_reply_release(&r);
 		user = whoami;
 	}
-	code = list_jobs(&cli, "/v1/queue", state, user, tenant, NULL, 1);
+	code = list_jobs(&cli, "/v1/queue", state, user, tenant, NULL);
 out:
 	cli_release(&cli);
 	return code;
@@ -386,9 +386,9 @@ int drv_client_post_job(struct cli *cli, const char *route, const char *file,
 	else if (parsable)
 		printf("%s\n", id);
 	else if (action[0])
-		printf("job %s (%s) %s\n", id, name, action);
+		printf(name[0] ? "job %s (%s) %s\n" : "job %s%s %s\n", id, name, action);
 	else
-		printf("submitted job %s (%s)\n", id, name);
+		printf(name[0] ? "submitted job %s (%s)\n" : "submitted job %s%s\n", id, name);
 	drv_client_reply_release(&r);
 	return rc;
 }
@@ -742,6 +742,20 @@ int drv_client_cmd_logs(int argc, char **argv)
 		/* Ask whether the job is over before reading, so that the last
 		 * read after it ended catches everything it wrote. */
 		finished = follow ? job_finished(&cli, id) : 1;
+		if (follow && !finished) {
+			/* Following a job whose task has not started yet (404) or
+			 * whose node is briefly unreachable (503): wait for it. */
+			char err[512];
+			if (drv_client_call(cli.client, "GET", path, NULL, NULL, 0, 0, &r, err,
+					    sizeof(err)) == 0 &&
+			    (r.status == 404 || r.status == 503)) {
+				drv_client_reply_release(&r);
+				usleep(500 * 1000);
+				continue;
+			}
+			if (r.body)
+				drv_client_reply_release(&r);
+		}
 		code = cli_call(&cli, "GET", path, NULL, NULL, 0, &r);
 		if (code)
 			break;

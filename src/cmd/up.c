@@ -248,7 +248,17 @@ int cmd_up(int argc, char **argv)
 	printf("tasks run as %s (uid %d), who started drover up: a single-user setup\n", me,
 	       (int)getuid());
 	report_node(drv_server_url(srv), drv_server_admin_token(srv), name, 10);
-	printf("agent metrics: http://%s/metrics\n", agent_listen);
+	{
+		char ahost[256];
+		int aport = 0;
+
+		if (drv_http_parse_addr(agent_listen, ahost, sizeof(ahost), &aport) < 0 || !ahost[0] ||
+		    strcmp(ahost, "0.0.0.0") == 0)
+			snprintf(ahost, sizeof(ahost), "127.0.0.1");
+		if (drv_agent_metrics_port(agent) > 0)
+			aport = drv_agent_metrics_port(agent);
+		printf("agent metrics: http://%s:%d/metrics\n", ahost, aport);
+	}
 	printf("\nTry:\n"
 	       "  printf '#!/bin/sh\\n#SBATCH --gpus=1\\necho hello from GPU $CUDA_VISIBLE_DEVICES\\n' | drover submit -\n"
 	       "  drover queue\n"

@@ -180,6 +180,7 @@ void drv_cluster_release(struct drv_cluster *c)
 	drv_free(c->pools);
 	drv_free(c->scratch);
 	drv_free(c->name_index);
+	drv_free(c->kids);
 	drv_free(c->name);
 	memset(c, 0, sizeof(*c));
 }
@@ -314,8 +315,12 @@ static void node_offer(const struct drv_node *n, struct node_offer *o)
  */
 static int32_t rescan(const struct drv_cluster *c, int32_t vi, int l, int32_t ceiling)
 {
-	int32_t ch, best = 0;
-	for (ch = c->vertices[vi].first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
+	const struct drv_vertex *v = &c->vertices[vi];
+	bool fresh = c->kids_n == c->nvertices && c->kids;
+	int32_t ch, best = 0, k = 0;
+	for (ch = fresh ? (v->nkids ? c->kids[v->kid_first] : -1) : v->first_child; ch >= 0;
+	     ch = fresh ? (++k < v->nkids ? c->kids[v->kid_first + k] : -1)
+			: c->vertices[ch].next_sibling) {
 		const struct drv_vertex *w = &c->vertices[ch];
 		int32_t x = l < 0 ? w->max_part_free : w->max_free_at[l];
 		if (x > best) {
@@ -451,6 +456,33 @@ int drv_cluster_add_node(struct drv_cluster *c, int32_t parent, const char *name
 	}
 	node_refresh(c, ni);
 	return ni;
+}
+
+void drv__cluster_kids(struct drv_cluster *c)
+{
+	int32_t i, off = 0;
+
+	if (c->kids_n == c->nvertices && c->kids)
+		return;
+	drv_free(c->kids);
+	c->kids = drv_malloc(sizeof(int32_t) * (size_t)(c->nvertices + 1));
+	for (i = 0; i < c->nvertices; i++) {
+		c->vertices[i].nkids = 0;
+		c->vertices[i].kid_first = 0;
+	}
+	for (i = 1; i < c->nvertices; i++)
+		c->vertices[c->vertices[i].parent].nkids++;
+	for (i = 0; i < c->nvertices; i++) {
+		c->vertices[i].kid_first = off;
+		off += c->vertices[i].nkids;
+		c->vertices[i].nkids = 0;
+	}
+	/* ids grow in creation order, which is sibling order */
+	for (i = 1; i < c->nvertices; i++) {
+		struct drv_vertex *p = &c->vertices[c->vertices[i].parent];
+		c->kids[p->kid_first + p->nkids++] = i;
+	}
+	c->kids_n = c->nvertices;
 }
 
 int drv_cluster_find_node(const struct drv_cluster *c, const char *name)

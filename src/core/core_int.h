@@ -11,6 +11,10 @@
  * every aggregate exact. */
 void drv__task_apply(struct drv_cluster *c, const struct drv_task_place *t, int sign);
 
+/* Rebuilds c->kids and each vertex's kid_first/nkids when vertices were
+ * added since the last build; O(vertices). */
+void drv__cluster_kids(struct drv_cluster *c);
+
 /*
  * FGD (fgd.c): how much one task of group g on node n raises the node's
  * expected fragmentation under the mix in opts (or the built-in one). For

@@ -51,6 +51,7 @@ struct ctx {
 	const int32_t *first;     /* first task index of each group in out */
 	int32_t *sp, *send;       /* scratch stack */
 	bool fgd;                 /* fragmentation-aware node and GPU choice */
+	int32_t unmarked;         /* the task placed but not marked in the cluster */
 };
 
 /* ---- placement buffers ---------------------------------------------- */
@@ -181,13 +182,18 @@ static int32_t fgd_key(const struct ctx *x, int32_t ni, const struct drv_task_gr
 static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g, int32_t **basep)
 {
 	const struct drv_cluster *c = x->c;
-	int32_t *base = x->sp, n = 0, ch, i;
+	const struct drv_vertex *v = &c->vertices[vi];
+	const int32_t *kid = c->kids + v->kid_first;
+	int32_t *base = x->sp, n = 0, nk = v->nkids, i;
 
-	for (ch = c->vertices[vi].first_child; ch >= 0; ch = c->vertices[ch].next_sibling) {
-		const struct drv_vertex *w = &c->vertices[ch];
+	/* ask for every child's line at once: the misses overlap */
+	for (i = 0; i < nk; i++)
+		__builtin_prefetch(&c->vertices[kid[i]]);
+	for (i = 0; i < nk; i++) {
+		const struct drv_vertex *w = &c->vertices[kid[i]];
 		bool ok = g ? task_fits(x, w, g) : gang_fits(x, w);
 		if (ok)
-			base[n++] = ch;
+			base[n++] = kid[i];
 	}
 	for (i = 0; i < n; i++) {
 		const struct drv_vertex *w = &c->vertices[base[i]];
@@ -330,12 +336,18 @@ static bool place_all(struct ctx *x, int32_t vi)
 	for (k = 0; k < x->job->ngroups; k++) {
 		int32_t gi = x->order[k];
 		for (t = 0; t < x->job->groups[gi].count; t++) {
-			struct drv_task_place *tp = &x->out->tasks[x->first[gi] + t];
+			int32_t idx = x->first[gi] + t;
+			struct drv_task_place *tp = &x->out->tasks[idx];
 			if (!place_task(x, vi, gi, tp)) {
 				rollback(x);
 				return false;
 			}
-			drv__task_apply(x->c, tp, +1);
+			/* The last task is not marked: nothing after it needs the
+			 * aggregates to know (drv_place then undoes one mark less). */
+			if (k == x->job->ngroups - 1 && t == x->job->groups[gi].count - 1)
+				x->unmarked = idx;
+			else
+				drv__task_apply(x->c, tp, +1);
 		}
 	}
 	return true;
@@ -707,13 +719,18 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 	}
 	x.order = order;
 	x.first = first;
+	drv__cluster_kids(x.c);
 	x.sp = x.c->scratch;
 	x.send = x.c->scratch + x.c->scratch_cap;
 
+	x.unmarked = -1;
 	if (search(&x, 0)) {
-		if (!keep)
+		if (keep)
+			drv__task_apply(x.c, &out->tasks[x.unmarked], +1);
+		else
 			for (i = ntasks - 1; i >= 0; i--)
-				drv__task_apply(x.c, &out->tasks[i], -1);
+				if (i != x.unmarked)
+					drv__task_apply(x.c, &out->tasks[i], -1);
 		rc = 0;
 	} else {
 		out->ntasks = 0;

@@ -261,7 +261,11 @@ void sched__phot_fill(struct drv_sched *s, int32_t pos)
 {
 	const struct sjob *j = &s->jobs[s->pend[pos]];
 	struct phot *h = &s->phot[pos];
+	h->kprio = j->kprio;
+	h->need_milli = j->need_milli;
+	h->tenant = j->tenant;
 	h->need_whole = j->need_whole;
+	h->full_tasks = j->full_tasks;
 	h->max_task = (int16_t)j->max_task;
 	h->min_frac = (int16_t)j->min_frac;
 	h->prio = j->prio;
@@ -535,6 +539,10 @@ static void derive(struct drv_sched *s, struct sjob *j)
 		else if (model != tg->model)
 			model = -1;
 	}
+	j->full_tasks = 0;
+	for (g = 0; g < job->ngroups; g++)
+		if (s->max_node_gpus > 0 && job->groups[g].gpus >= s->max_node_gpus)
+			j->full_tasks += job->groups[g].count;
 	j->model = model >= 0 ? model : -1;
 	j->gpuless = j->need_milli == 0;
 	j->qmodel = j->model >= 0 ? j->model : s->only_model;
@@ -717,6 +725,7 @@ static int new_job(struct drv_sched *s, const struct drv_job *job, const char *c
 	j->submit = job->submit_time;
 	j->pool = -1;
 	j->end = T_INF;
+	j->fail_gen = UINT64_MAX;
 	derive(s, j);
 	hput(s, job->id, slot);
 	*out = slot;
@@ -785,6 +794,7 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 	sched__node_touch(s, &j->pl, now);
 	sched__run_insert(s, slot);
 	s->occ_gen++;
+	s->start_gen++;
 }
 
 int drv_sched_add_running(struct drv_sched *s, const struct drv_job *job,
@@ -830,6 +840,7 @@ static void stop_running(struct drv_sched *s, int32_t slot, int64_t now)
 	 * sweep already counted it free from then on); an early end may */
 	if (now < j->end)
 		s->free_gen++;
+	s->rel_gen++;
 }
 
 int drv_sched_finish(struct drv_sched *s, uint64_t id, int64_t now)
@@ -896,6 +907,7 @@ void drv_sched_cluster_changed(struct drv_sched *s, int64_t now)
 	int32_t i;
 	int32_t old = s->nnodes_seen;
 	s->occ_gen++;
+	s->rel_gen++;
 	sched__refresh_cluster(s);
 	for (i = old; i < s->nnodes_seen; i++)
 		if (s->idle_since[i] == INT64_MIN)
@@ -921,6 +933,7 @@ int drv_sched_set_pool_template(struct drv_sched *s, int32_t pool, int model, in
 	s->pool_tmpl_model[pool] = model;
 	s->pool_tmpl_gpus[pool] = ngpus;
 	s->occ_gen++;
+	s->rel_gen++;
 	sched__refresh_cluster(s);
 	return 0;
 }
@@ -992,6 +1005,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->tmp2);
 	drv_free(s->order);
 	drv_free(s->ophot);
+	drv_free(s->fsuf);
 	drv_free(s);
 }
 

@@ -44,6 +44,7 @@ struct sjob {
 	int64_t need_milli;     /* GPU milli over all tasks */
 	int32_t need_whole;     /* whole GPUs over all tasks */
 	int32_t max_task;       /* largest whole-GPU task */
+	int32_t full_tasks;     /* tasks that need a whole node of the largest size */
 	int32_t min_frac;       /* smallest fractional task (milli), 0 = none */
 	bool gpuless;           /* asks for no GPU at all */
 	int32_t level;          /* required topology level, -1 = none */
@@ -68,6 +69,19 @@ struct sjob {
 	int64_t nom_deadline;
 	struct drv_placement nom;
 
+	/* pending: its last placement attempt failed while s->rel_gen had this
+	 * value (UINT64_MAX = none); nothing was freed since, so it still would */
+	uint64_t fail_gen;
+	bool fail_topo;
+	/* pending: its last preemption search failed in this situation; the
+	 * same search would fail again */
+	struct {
+		bool valid, tried;
+		uint64_t rel, start;
+		int64_t until, t_min;
+		int32_t nresv, blk;
+	} pf;
+
 	/* pending: order keys (valid for s->keyed_order) */
 	int64_t kprio;          /* effective priority (with aging) */
 	int64_t kpol;           /* policy key */
@@ -84,7 +98,11 @@ struct sjob {
  * one compact entry per s->pend position, so a pass over a long queue that
  * mostly cannot start stays in cache. */
 struct phot {
+	int64_t kprio;
+	int64_t need_milli;
+	int32_t tenant;
 	int32_t need_whole;
+	int32_t full_tasks;
 	int16_t max_task;
 	int16_t min_frac;
 	int32_t prio;
@@ -92,6 +110,8 @@ struct phot {
 	uint8_t gpuless;
 	int64_t dur;
 };
+
+struct sufagg;
 
 struct sresv {
 	int32_t job;            /* slot */
@@ -182,6 +202,8 @@ struct drv_sched {
 	size_t ocap;
 	struct phot *ophot;     /* compact entries in fair merge order */
 	size_t ophcap;
+	struct sufagg *fsuf;    /* fair merge: what the rest of a tenant's queue needs */
+	size_t fsufcap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
 
@@ -198,6 +220,9 @@ struct drv_sched {
 	 * was freed (free); a cached reservation is valid while neither moved */
 	uint64_t occ_gen;
 	uint64_t free_gen;
+	uint64_t rel_gen;       /* any resources released or capacity added */
+	uint64_t start_gen;     /* any job started */
+	int32_t last_place, last_pools; /* placement settings of the last pass */
 	struct {
 		bool valid;
 		uint64_t id;

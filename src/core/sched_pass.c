@@ -96,6 +96,7 @@ static void why_init(struct drv_sched_decision *w, enum drv_sched_reason r)
 /* ---- aggregates --------------------------------------------------------- */
 
 struct avail {
+	int64_t nodes;     /* nodes with nothing on them */
 	int64_t whole;     /* free whole GPUs of the job's model */
 	int64_t milli;     /* free milli */
 	int32_t maxnode;   /* most free whole GPUs on one node */
@@ -106,6 +107,7 @@ struct avail {
 static void avail_vertex(const struct drv_vertex *v, int model, int level, struct avail *a)
 {
 	a->whole += model >= 0 ? v->free_gpus_by_model[model] : v->free_gpus;
+	a->nodes += v->free_nodes;
 	a->milli += v->free_milli;
 	if (v->max_node_free > a->maxnode)
 		a->maxnode = v->max_node_free;
@@ -138,6 +140,8 @@ static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t 
 static bool avail_fits(const struct sjob *j, const struct avail *a)
 {
 	if ((int64_t)j->need_whole > a->whole || j->max_task > a->maxnode || j->need_milli > a->milli)
+		return false;
+	if ((int64_t)j->full_tasks > a->nodes)
 		return false;
 	if (j->level >= 0 && j->need_whole > a->maxlevel)
 		return false;
@@ -737,6 +741,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
+	if (j->pf.valid && j->pf.rel == s->rel_gen && j->pf.start == s->start_gen &&
+	    p->now < j->pf.until && j->pf.nresv == s->nresv && j->pf.blk == s->block.ntasks &&
+	    j->pf.t_min == p->t_min && p->pol->order != DRV_ORDER_LAS) {
+		/* nothing was freed or started and no job came of age since the
+		 * same search failed: it fails again (and counts as it did) */
+		if (j->pf.tried)
+			p->tries++;
+		return false;
+	}
+	j->pf.valid = true;
+	j->pf.tried = false;
+	j->pf.rel = s->rel_gen;
+	j->pf.start = s->start_gen;
+	j->pf.until = T_INF;
+	j->pf.nresv = s->nresv;
+	j->pf.blk = s->block.ntasks;
+	j->pf.t_min = p->t_min;
 	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
 	cands = (struct cand *)(void *)s->tmp;
 	memset(borrowed, 0, sizeof(borrowed));
@@ -748,8 +769,11 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		int32_t vm;
 		if (v->state != DRV_SJ_RUNNING || !v->preemptible || vs == slot)
 			continue;
-		if (p->now - v->start < p->pol->min_run_s)
+		if (p->now - v->start < p->pol->min_run_s) {
+			if (v->start + p->pol->min_run_s < j->pf.until)
+				j->pf.until = v->start + p->pol->min_run_s;
 			continue;
+		}
 		if (j->preempted_by && v->id == j->preempted_by)
 			continue; /* no ping-pong */
 		if (mask && (v->pool < 0 || !(mask >> v->pool & 1)))
@@ -785,6 +809,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	/* a total order: (priority, work lost, id) */
 	qsort_r(cands, (size_t)nc, sizeof(*cands), cmp_cand, s);
 	p->tries++;
+	j->pf.tried = true;
 	for (i = 0; i < nc; i++) {
 		struct sjob *v = &s->jobs[cands[i].slot];
 		if (cands[i].reclaim_only) {
@@ -819,6 +844,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		drv_cluster_commit(c, &s->jobs[cands[i].slot].pl);
 	if (!found)
 		return false;
+	j->pf.valid = false;
 
 	/* keep only the victims the placement needs */
 	d = dec_new(p, DRV_DEC_PREEMPT);
@@ -1039,6 +1065,7 @@ static void rekey(struct pass *p)
 			next = j->next_age;
 	}
 	s->next_age = next;
+	s->phot_stale = true; /* the compact copies hold the keys too */
 	for (i = 1; i < s->npend; i++)
 		if (sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
 			moved++;
@@ -1060,86 +1087,6 @@ static void rekey(struct pass *p)
 	sort_pending(s);
 }
 
-/*
- * Fair share: merge the tenants' queues (each in priority, then submit
- * order) taking next the job whose tenant has the least weighted use,
- * counting what it holds and what the merge already took for it.
- */
-static const int32_t *fair_order(struct pass *p)
-{
-	struct drv_sched *s = p->s;
-	int32_t nt = s->ntenants, i, k;
-	int32_t *cnt, *pos, *bucket;
-	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
-	DRV_GROW(s->ophot, (size_t)s->npend + 1, s->ophcap);
-	DRV_GROW(s->tmp2, (size_t)s->npend + 2 * (size_t)nt + 2, s->tmp2cap);
-	cnt = s->tmp2;
-	pos = s->tmp2 + nt + 1;
-	bucket = s->tmp2 + 2 * nt + 2;
-	(void)bucket;
-	/* counting sort by tenant, keeping queue order inside each */
-	DRV_GROW(s->tmp, (size_t)s->npend + 1, s->tmpcap);
-	memset(cnt, 0, (size_t)(nt + 1) * sizeof(*cnt));
-	for (i = 0; i < s->npend; i++)
-		cnt[s->jobs[s->pend[i]].tenant + 1]++;
-	for (i = 0; i < nt; i++)
-		cnt[i + 1] += cnt[i];
-	for (i = 0; i < nt; i++) {
-		pos[i] = cnt[i];
-		s->tenants[i].vuse = s->tenants[i].usage_all;
-	}
-	for (i = 0; i < s->npend; i++) {
-		int32_t t = s->jobs[s->pend[i]].tenant;
-		s->tmp[pos[t]++] = s->pend[i];
-	}
-	for (i = 0; i < nt; i++)
-		pos[i] = cnt[i]; /* head of tenant i */
-	for (k = 0; k < s->npend; k++) {
-		int32_t best = -1;
-		for (i = 0; i < nt; i++) {
-			const struct sjob *h, *b;
-			if (pos[i] >= cnt[i + 1])
-				continue;
-			if (best < 0) {
-				best = i;
-				continue;
-			}
-			h = &s->jobs[s->tmp[pos[i]]];
-			b = &s->jobs[s->tmp[pos[best]]];
-			if (h->kprio != b->kprio) {
-				if (h->kprio > b->kprio)
-					best = i;
-				continue;
-			}
-			{
-				__int128 x = (__int128)s->tenants[i].vuse * s->tenants[best].weight;
-				__int128 y = (__int128)s->tenants[best].vuse * s->tenants[i].weight;
-				if (x != y) {
-					if (x < y)
-						best = i;
-					continue;
-				}
-			}
-			if (sched__cmp_pend(s, s->tmp[pos[i]], s->tmp[pos[best]]) < 0)
-				best = i;
-		}
-		s->order[k] = s->tmp[pos[best]++];
-		s->tenants[best].vuse += s->jobs[s->order[k]].need_milli;
-		{
-			const struct sjob *j = &s->jobs[s->order[k]];
-			struct phot *h = &s->ophot[k];
-			h->need_whole = j->need_whole;
-			h->max_task = (int16_t)j->max_task;
-			h->min_frac = (int16_t)j->min_frac;
-			h->prio = j->prio;
-			h->never = j->never;
-			h->gpuless = j->gpuless;
-			h->dur = j->dur;
-		}
-	}
-	return s->order;
-}
-
 /* ---- one job ------------------------------------------------------------ */
 
 /* Upper bound: could j fit if the reserved GPUs were free? */
@@ -1148,6 +1095,7 @@ static bool fits_with_blocked(const struct pass *p, const struct sjob *j)
 	struct avail a;
 	job_avail(p->s, j, j->pool_mask, &a);
 	a.whole += p->blocked_gpus;
+	a.nodes += p->blocked_gpus;
 	a.milli += p->blocked_gpus * DRV_MILLI;
 	a.maxnode = DRV_MIN(a.maxnode + p->blocked_max, p->s->max_node_gpus);
 	a.maxlevel += (int32_t)DRV_MIN(p->blocked_gpus, INT32_MAX - a.maxlevel);
@@ -1243,7 +1191,19 @@ static void scan_one(struct pass *p, int32_t slot)
 		}
 	}
 
-	rc = try_place(p, j, pl, &pool, &f);
+	if (j->fail_gen == s->rel_gen) {
+		/* nothing was freed since it last failed with nothing reserved:
+		 * it fails again (placement only gets harder as the cluster fills) */
+		rc = DRV_ENOSPACE;
+		memset(&f, 0, sizeof(f));
+		f.topology = j->fail_topo;
+	} else {
+		rc = try_place(p, j, pl, &pool, &f);
+		if (rc && !f.never && s->block.ntasks == 0) {
+			j->fail_gen = s->rel_gen;
+			j->fail_topo = f.topology;
+		}
+	}
 	if (rc && s->nresv > 0 && p->blocked_gpus > 0 && j->dur > 0 &&
 	    p->now + j->dur <= p->t_min && fits_with_blocked(p, j)) {
 		/* short enough to be gone before any reservation starts */
@@ -1377,6 +1337,7 @@ static bool skip_allowed(const struct pass *p, const struct stopper *st)
 
 /* What the tight skip loop compares the compact entries with. */
 struct bounds {
+	int64_t ns, nl;    /* free whole nodes: strict, and counting reserved ones */
 	int64_t ws, wl;    /* free whole GPUs: strict, and counting reserved ones */
 	int32_t ms, ml;    /* most free on one node: the same two ways */
 	int32_t part;      /* most free milli on a partly used GPU */
@@ -1390,6 +1351,8 @@ static void bounds_get(const struct pass *p, struct bounds *b)
 {
 	const struct drv_vertex *r = &p->c->vertices[0];
 	b->ws = r->free_gpus;
+	b->ns = r->free_nodes;
+	b->nl = b->ns + p->blocked_gpus;
 	b->ms = r->max_node_free;
 	b->part = r->max_part_free;
 	b->loosen = p->blocked_gpus > 0;
@@ -1404,7 +1367,7 @@ static void bounds_get(const struct pass *p, struct bounds *b)
  * is short) nor preempt, nor is anything but "resources". */
 static inline bool skip_h(const struct bounds *b, const struct phot *h)
 {
-	int64_t w;
+	int64_t w, n;
 	int32_t m;
 	if (h->never)
 		return true;
@@ -1415,11 +1378,13 @@ static inline bool skip_h(const struct bounds *b, const struct phot *h)
 	if (b->loosen && h->dur > 0 && h->dur <= b->short_d) {
 		w = b->wl;
 		m = b->ml;
+		n = b->nl;
 	} else {
 		w = b->ws;
 		m = b->ms;
+		n = b->ns;
 	}
-	if (h->need_whole > w || h->max_task > m)
+	if (h->need_whole > w || h->max_task > m || h->full_tasks > n)
 		return true;
 	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part)
 		return true;
@@ -1438,6 +1403,166 @@ static void set_tail(struct pass *p, enum drv_sched_reason why)
 		s->tail_why.n[3] = r->max_node_free;
 	}
 	s->tail_pass = s->pass_no;
+}
+
+/* ---- fair share: merging the tenants' queues --------------------------- */
+
+/*
+ * Fair share: merge the tenants' queues (each in priority, then submit
+ * order) taking next the job whose tenant has the least weighted use,
+ * counting what it holds and what the merge already took for it.
+ *
+ * The merge is lazy: the pass asks for the next job. Once the pass may skip
+ * hopeless jobs, a tenant whose every remaining job cannot fit even the
+ * cluster as it was when the pass began (nothing in a pass frees more) drops
+ * out of the merge at once; the order of the others does not depend on it.
+ */
+/* What every job from one merge slot on, in its tenant's queue, asks for at
+ * least: enough to tell that none of them can start now. */
+struct sufagg {
+	int32_t need_w, task_w, full_w;  /* over whole-GPU jobs; INT32_MAX: none */
+	int32_t frac;                    /* over fractional-only jobs; INT32_MAX: none */
+	int32_t max_prio;
+	int64_t min_dur;                 /* over jobs with a known duration */
+	bool gpuless;
+};
+
+struct fmerge {
+	int32_t *cnt, *head, *act, *idx;
+	struct sufagg *suf;
+	int32_t nact;
+	int32_t swept_at;   /* visits when the active tenants were last checked */
+};
+
+static void fair_setup(struct pass *p, struct fmerge *fm)
+{
+	struct drv_sched *s = p->s;
+	int32_t nt = s->ntenants, i, t;
+	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
+	DRV_GROW(s->fsuf, (size_t)s->npend + 1, s->fsufcap);
+	fm->cnt = s->tmp2;
+	fm->head = s->tmp2 + nt + 1;
+	fm->act = s->tmp2 + 2 * nt + 2;
+	fm->idx = s->tmp2 + 3 * nt + 3;
+	fm->suf = s->fsuf;
+	fm->nact = 0;
+	fm->swept_at = -1;
+	memset(fm->cnt, 0, (size_t)(nt + 1) * sizeof(*fm->cnt));
+	for (i = 0; i < s->npend; i++)
+		fm->cnt[s->phot[i].tenant + 1]++;
+	for (i = 0; i < nt; i++)
+		fm->cnt[i + 1] += fm->cnt[i];
+	for (i = 0; i < nt; i++) {
+		fm->head[i] = fm->cnt[i];
+		s->tenants[i].vuse = s->tenants[i].usage_all;
+	}
+	for (i = 0; i < s->npend; i++)
+		fm->idx[fm->head[s->phot[i].tenant]++] = i;
+	for (t = 0; t < nt; t++) {
+		struct sufagg a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false };
+		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
+			const struct phot *h = &s->phot[fm->idx[i]];
+			if (!h->never) {
+				if (h->gpuless)
+					a.gpuless = true;
+				if (h->need_whole > 0) {
+					a.need_w = DRV_MIN(a.need_w, h->need_whole);
+					a.task_w = DRV_MIN(a.task_w, h->max_task);
+					a.full_w = DRV_MIN(a.full_w, h->full_tasks);
+				} else if (h->min_frac > 0) {
+					a.frac = DRV_MIN(a.frac, h->min_frac);
+				}
+				a.max_prio = DRV_MAX(a.max_prio, h->prio);
+				if (h->dur > 0)
+					a.min_dur = DRV_MIN(a.min_dur, h->dur);
+			}
+			fm->suf[i] = a;
+		}
+		fm->head[t] = fm->cnt[t];
+		if (fm->cnt[t] < fm->cnt[t + 1])
+			fm->act[fm->nact++] = t;
+	}
+}
+
+/* True when no job of the tenant from merge slot i on can start now. */
+static bool suf_skip(const struct bounds *b, const struct sufagg *a)
+{
+	int64_t w, n;
+	int32_t m;
+	if (a->gpuless || (b->preempt && a->max_prio > b->minprio))
+		return false;
+	if (b->loosen && a->min_dur <= b->short_d) {
+		w = b->wl;
+		m = b->ml;
+		n = b->nl;
+	} else {
+		w = b->ws;
+		m = b->ms;
+		n = b->ns;
+	}
+	if (a->need_w != INT32_MAX && a->need_w <= w && a->task_w <= m && a->full_w <= n)
+		return false;
+	if (a->frac != INT32_MAX && (w > 0 || a->frac <= b->part))
+		return false;
+	return true;
+}
+
+/* Next queue position in fair order, or -1. *dropped: jobs were left out. */
+static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32_t visits,
+			 bool *dropped)
+{
+	struct drv_sched *s = p->s;
+	int32_t a, best, bi, pos;
+	struct bounds b;
+	if (may_drop)
+		bounds_get(p, &b);
+	if (may_drop && fm->swept_at != visits) {
+		/* the cluster changed since the last look: drop every tenant
+		 * none of whose remaining jobs can start */
+		fm->swept_at = visits;
+		for (a = 0; a < fm->nact;) {
+			int32_t t = fm->act[a];
+			if (suf_skip(&b, &fm->suf[fm->head[t]])) {
+				fm->act[a] = fm->act[--fm->nact];
+				*dropped = true;
+			} else {
+				a++;
+			}
+		}
+	}
+	if (fm->nact == 0)
+		return -1;
+	best = fm->act[0];
+	bi = 0;
+	for (a = 1; a < fm->nact; a++) {
+		int32_t t = fm->act[a];
+		int32_t ht = fm->idx[fm->head[t]], hb = fm->idx[fm->head[best]];
+		int64_t hk = s->phot[ht].kprio, bk = s->phot[hb].kprio;
+		__int128 x, y;
+		if (hk != bk) {
+			if (hk > bk) {
+				best = t;
+				bi = a;
+			}
+			continue;
+		}
+		x = (__int128)s->tenants[t].vuse * s->tenants[best].weight;
+		y = (__int128)s->tenants[best].vuse * s->tenants[t].weight;
+		/* equal shares: the one ahead in the queue (its total order) */
+		if (x < y || (x == y && ht < hb)) {
+			best = t;
+			bi = a;
+		}
+	}
+	pos = fm->idx[fm->head[best]++];
+	s->tenants[best].vuse += s->phot[pos].need_milli;
+	if (fm->head[best] >= fm->cnt[best + 1]) {
+		fm->act[bi] = fm->act[--fm->nact];
+	} else if (may_drop && suf_skip(&b, &fm->suf[fm->head[best]])) {
+		fm->act[bi] = fm->act[--fm->nact];
+		*dropped = true;
+	}
+	return pos;
 }
 
 /* ---- the pass ----------------------------------------------------------- */
@@ -1461,7 +1586,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 {
 	struct pass P, *p = &P;
 	struct stopper stop;
-	const int32_t *order;
+	struct fmerge fm;
 	int32_t i, k, n, nall, nd, nvis;
 	const struct phot *ph;
 	bool skipped;
@@ -1511,21 +1636,52 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		p->nresv_made++;
 	}
 
+	if (s->last_place != (int32_t)pol->place || s->last_pools != (int32_t)pol->pools) {
+		s->last_place = (int32_t)pol->place;
+		s->last_pools = (int32_t)pol->pools;
+		s->rel_gen++;
+	}
 	rekey(p);
 	if (s->phot_stale) {
 		sched__phot_rebuild(s);
 		s->phot_stale = false;
 	}
-	order = pol->order == DRV_ORDER_FAIR ? fair_order(p) : s->pend;
 	nall = s->npend;
 	stopper_init(p, &stop);
 	s->tail_pass = 0;
 	nvis = 0;
 	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
 	skipped = false;
-	ph = pol->order == DRV_ORDER_FAIR ? s->ophot : s->phot;
+	ph = s->phot;
+	if (pol->order == DRV_ORDER_FAIR) {
+		fair_setup(p, &fm);
+		for (;;) {
+			int32_t pos, slot;
+			bool may = skip_allowed(p, &stop);
+			if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
+				set_tail(p, DRV_REASON_PRIORITY);
+				break;
+			}
+			pos = fair_next(p, &fm, may, nvis, &skipped);
+			if (pos < 0)
+				break;
+			if (may) {
+				struct bounds b;
+				bounds_get(p, &b);
+				if (skip_h(&b, &ph[pos])) {
+					skipped = true;
+					continue;
+				}
+			}
+			slot = s->pend[pos];
+			if (s->jobs[slot].state != DRV_SJ_PENDING)
+				continue;
+			s->visited[nvis++] = slot;
+			scan_one(p, slot);
+		}
+	}
 	k = 0;
-	while (k < nall) {
+	while (pol->order != DRV_ORDER_FAIR && k < nall) {
 		int32_t slot;
 		if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !pol->report_all_pending) {
 			set_tail(p, DRV_REASON_PRIORITY);
@@ -1545,7 +1701,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 			if (k >= nall)
 				break;
 		}
-		slot = order[k++];
+		slot = s->pend[k++];
 		if (s->jobs[slot].state != DRV_SJ_PENDING)
 			continue;
 		s->visited[nvis++] = slot;
@@ -1556,7 +1712,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {
-		if (p->nstarted <= 32 && pol->order != DRV_ORDER_FAIR) {
+		if (p->nstarted <= 32) {
 			for (k = 0; k < out->n; k++)
 				if (out->v[k].kind == DRV_DEC_START)
 					sched__pend_remove(s, sched__lookup(s, out->v[k].job));

@@ -331,7 +331,8 @@ static json_t *assignment(struct drv_server *s, struct sjob *j, int32_t rank)
 		json_object_set_new(a, "peers", peers);
 		json_object_set_new(a, "time_limit_s", json_integer(j->spec.job.time_limit));
 		json_object_set_new(a, "grace_s",
-				    json_integer(run && run->termination_grace_s >= 0
+				    json_integer(j->requeue_quiet ? 0
+						 : run && run->termination_grace_s >= 0
 							 ? run->termination_grace_s : 30));
 		if (j->stop_reason)
 			json_object_set_new(a, "stop_reason", json_string(j->stop_reason));
@@ -346,7 +347,8 @@ static json_t *desired_set(struct drv_server *s, int32_t i)
 	for (size_t k = 0; k < s->nactive; k++) {
 		struct sjob *j = srv_job_get(s, s->active[k]);
 
-		if (!j)
+		/* a start is announced only once it is on disk */
+		if (!j || j->durable_epoch != j->epoch)
 			continue;
 		for (int32_t t = 0; t < j->ntasks; t++)
 			if (j->tasks[t].node == i && !j->tasks[t].ended)

@@ -57,6 +57,7 @@ static void batch_add_job(struct drv_server *s, struct wbatch *b, struct sjob *j
 	DRV_GROW(b->jobs, b->njobs + 1, b->jcap);
 	w = &b->jobs[b->njobs++];
 	w->id = j->id;
+	w->epoch = j->epoch;
 	w->name = drv_strdup(j->spec.job.name ? j->spec.job.name : "");
 	w->user = drv_strdup(j->spec.job.user ? j->spec.job.user : "");
 	w->tenant = drv_strdup(j->spec.job.tenant ? j->spec.job.tenant : "default");
@@ -282,6 +283,12 @@ void *srv_commit_main(void *arg)
 		if (rc == 0) {
 			s->commit_fail_logged = false;
 			for (b = g; b; b = b->next) {
+				for (size_t i = 0; i < b->njobs; i++) {
+					struct sjob *j = srv_job_get(s, b->jobs[i].id);
+
+					if (j && j->epoch == b->jobs[i].epoch)
+						j->durable_epoch = j->epoch;
+				}
 				for (size_t i = 0; i < b->nevents; i++) {
 					struct pend_event *p = &b->events[i];
 

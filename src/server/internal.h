@@ -74,6 +74,7 @@ struct sjob {
 	int32_t attempt;
 	int32_t requeues;          /* after node failures (the retry limit counts these) */
 	int64_t epoch;             /* of the current/last start; 0 = never */
+	int64_t durable_epoch;     /* the epoch whose start is on disk: agents see only that */
 	int64_t submit_time, start_time, end_time;
 	int exit_code;             /* valid when has_exit */
 	bool has_exit;
@@ -83,6 +84,7 @@ struct sjob {
 	bool holding;              /* tasks assigned whose processes are not all gone */
 	char *stop_reason;         /* set: every task not ended must stop */
 	bool requeue_on_stop;      /* preempted: back to pending when all stopped */
+	bool requeue_quiet;        /* ... and already recorded as pending (node failure) */
 	json_t *events;            /* [{time, from, to, reason}] */
 	bool dirty;
 };
@@ -156,6 +158,7 @@ struct pend_event {
  * committer thread without it (commit.c). */
 struct wjob {
 	uint64_t id;
+	int64_t epoch;
 	char *name, *user, *tenant, *doc;
 	const char *state;
 	int64_t submit_time;

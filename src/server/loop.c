@@ -61,6 +61,7 @@ static void apply_start(struct drv_server *s, const struct drv_sched_decision *d
 	j->end_time = 0;
 	srv_set_str(&j->stop_reason, NULL);
 	j->requeue_on_stop = false;
+	j->requeue_quiet = false;
 	srv_active_add(s, j->id);
 	drv_placement_format(&s->cluster, p, where, sizeof(where));
 	snprintf(why, sizeof(why), "placed on %s", where);
@@ -111,7 +112,16 @@ static void run_pass(struct drv_server *s)
 		now = s->last_pass_now;
 	s->last_pass_now = now;
 	s->sched_dirty = false;
-	n = drv_sched_pass(s->sched, now, &s->cfg.policy, &s->dec);
+	{
+		struct drv_sched_policy pol = s->cfg.policy;
+
+		/* NEEDSWORK: the pass's skip loop passes over a preemptor whose
+		 * victims are gone (policy's repro in notes); asking for every
+		 * pending reason turns the skip off. Drop once sched is fixed. */
+		if (pol.preemption)
+			pol.report_all_pending = true;
+		n = drv_sched_pass(s->sched, now, &pol, &s->dec);
+	}
 	s->passes++;
 	if (n < 0) {
 		srv_log(s, "scheduling pass failed: %s", drv_strerror(n));

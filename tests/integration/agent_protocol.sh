@@ -155,6 +155,14 @@ assign b '{"node": "node-b", "tasks": [{"task_id": "46.0", "job_id": 46, "epoch"
 wait_for 10 exited node-b 46.0 || fail "46.0 outlived its time limit"
 expect_eq "time limit" "$(q '.nodes["node-b"].reports[] | select(.task_id == "46.0" and .state == "exited") | "\(.signal) \(.reason)"')" "15 time limit"
 
+# --- a heartbeat reply's kill list stops the task at once
+assign b '{"node": "node-b", "tasks": [{"task_id": "48.0", "job_id": 48, "epoch": 13, "desired": "run",
+ "argv": ["sleep", "60"], "env": {}, "gpus": [3], "rank": 0, "world_size": 1}]}'
+wait_for 10 running node-b 48.0 || fail "48.0 did not start"
+curl -fsS -X POST "$CTL/control/kill" -d '{"node": "node-b", "kill": [{"task_id": "48.0", "epoch": 13, "reason": "stale epoch"}]}' >/dev/null
+wait_for 10 exited node-b 48.0 || fail "48.0 survived a heartbeat kill"
+expect_eq "heartbeat kill" "$(q '.nodes["node-b"].reports[] | select(.task_id == "48.0" and .state == "exited") | "\(.signal) \(.reason)"')" "9 stale epoch"
+
 # --- fencing: the session goes stale; the agent registers again, listing the
 # running task; the controller's list no longer has it; the agent kills it.
 assign a '{"node": "node-a", "tasks": [{"task_id": "45.0", "job_id": 45, "epoch": 10, "desired": "run",

@@ -101,4 +101,9 @@ s2=$(submit --gres=gpu:2 -J from-cli "$TEST_TMP/job.sh")
 expect_eq "GPUs from the command line" "$(jf "$s2" 'int(j["gpus"])')" "2"
 expect_eq "name from the command line" "$(jf "$s2" 'j["name"]')" "from-cli"
 "$DROVER" submit --gres=gpu:2 "$TEST_TMP/twin.yaml" 2>/dev/null; expect_eq "exit code, sbatch option on a Pod" "$?" "2"
+# logs -f follows a job from before its task starts until it ends
+pod_yaml chatty 1 "echo first; sleep 3; echo last" >"$TEST_TMP/chatty.yaml"
+c=$(submit "$TEST_TMP/chatty.yaml")
+timeout 120 "$DROVER" logs -f "$c" >"$TEST_TMP/follow.txt" || fail "logs -f failed"
+expect_eq "logs -f" "$(cat "$TEST_TMP/follow.txt" | tr '\n' ' ')" "first last "
 echo "ok: client behaves"

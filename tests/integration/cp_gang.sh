@@ -11,7 +11,7 @@ cp_start_agent node-b
 
 pod_yaml blocker 8 "$(recording_cmd blocker)" >"$TEST_TMP/blocker.yaml"
 blocker=$(submit "$TEST_TMP/blocker.yaml")
-wait_job "$blocker" running 30
+wait_job "$blocker" running 60
 
 gang_yaml gang 8 "env | grep -E '^(MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK)=' | sort >$TEST_TMP/out/gang-env-\$DROVER_TASK_ID; $(recording_cmd gang)" \
 	>"$TEST_TMP/gang.yaml"
@@ -30,15 +30,15 @@ grep -E "^$gang +gang .*pending.*\(" "$TEST_TMP/queue.txt" >/dev/null || fail "q
 
 # Both: free the node; both tasks start, on the two nodes.
 "$DROVER" cancel "$blocker" >/dev/null || fail "cancel blocker"
-wait_job "$gang" running 30
-wait_for 10 sh -c "[ \$(sort -u $TEST_TMP/out/gang-started | wc -l) -eq 2 ]" ||
+wait_job "$gang" running 60
+wait_until 10 sh -c "[ \$(sort -u $TEST_TMP/out/gang-started | wc -l) -eq 2 ]" ||
 	fail "not both tasks of the gang started: $(cat "$TEST_TMP/out/gang-started" 2>/dev/null)"
 expect_eq "distinct nodes" "$(jf "$gang" 'len(set(p["node"] for p in j["placement"]))')" "2"
 expect_eq "GPUs per task" "$(jf "$gang" '",".join(str(len(p["gpus"])) for p in j["placement"])')" "8,8"
 t0=$(jf "$gang" 'j["placement"][0]["task"]')
 t1=$(jf "$gang" 'j["placement"][1]["task"]')
 for t in "$t0" "$t1"; do
-	wait_for 5 test -s "$TEST_TMP/out/gang-env-$t" || fail "task $t wrote no env"
+	wait_until 5 test -s "$TEST_TMP/out/gang-env-$t" || fail "task $t wrote no env"
 done
 expect_eq "same MASTER_ADDR/PORT" "$(grep MASTER "$TEST_TMP/out/gang-env-$t0")" "$(grep MASTER "$TEST_TMP/out/gang-env-$t1")"
 grep -q '^WORLD_SIZE=2$' "$TEST_TMP/out/gang-env-$t0" || fail "WORLD_SIZE is not 2: $(cat "$TEST_TMP/out/gang-env-$t0")"

@@ -16,10 +16,10 @@ sed 's|^\(    image: .*\)$|\1\n    command: ["sh", "-c", "echo hello from $DROVE
 grep -q 'command:' "$TEST_TMP/with-command.yaml" || fail "could not add a command"
 
 id=$(submit "$TEST_TMP/with-command.yaml")
-wait_job "$id" running 30
+wait_job "$id" succeeded 60
+expect_eq "went through running" "$(jf "$id" '[e["to"] for e in j["events"]]')" "['pending', 'scheduled', 'running', 'succeeded']"
 expect_eq "placement entries" "$(jf "$id" 'len(j["placement"])')" "1"
 expect_eq "GPUs placed" "$(jf "$id" 'len(j["placement"][0]["gpus"])')" "8"
-wait_job "$id" succeeded 30
 expect_eq "exit code" "$(jf "$id" 'j["exit_code"]')" "0"
 
 "$DROVER" logs "$id" >"$TEST_TMP/logs.txt" || fail "drover logs failed"

@@ -11,7 +11,7 @@ cp_start_agent node-b
 pod="$ROOT/examples/jobs/training-job.yaml"
 [ -f "$pod" ] || fail "$pod is missing"
 id=$(submit "$pod")
-wait_job "$id" failed 30
+wait_job "$id" failed 60
 
 expect_eq "name" "$(jf "$id" 'j["name"]')" "training-job"
 expect_eq "image" "$(jf "$id" 'j["image"]')" "pytorch/pytorch:2.4-cuda12.4"
@@ -35,6 +35,6 @@ grep -q "names no command" "$TEST_TMP/describe.txt" || fail "describe does not s
 grep -q "NCCL_IB_DISABLE=0" "$TEST_TMP/describe.txt" || fail "describe does not show the env"
 grep -q "GPUs 0-7" "$TEST_TMP/describe.txt" || fail "describe does not show GPUs 0-7"
 # nothing stays held
-wait_for 10 sh -c "[ \"\$('$DROVER' get node $node -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"gpus_free\"])')\" = 8 ]" ||
+wait_until 10 sh -c "[ \"\$('$DROVER' get node $node -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"gpus_free\"])')\" = 8 ]" ||
 	fail "node $node did not get its 8 GPUs back"
 echo "ok: job $id placed on $node:0-7 and failed: $reason"

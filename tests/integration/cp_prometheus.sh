@@ -15,7 +15,7 @@ promtool check metrics <"$TEST_TMP/metrics.txt" || fail "promtool check metrics 
 # one job runs (8 GPUs), five wait behind it
 pod_yaml hold 8 "$(recording_cmd hold)" >"$TEST_TMP/hold.yaml"
 run=$(submit "$TEST_TMP/hold.yaml")
-wait_job "$run" running 30
+wait_job "$run" running 60
 for i in 1 2 3 4 5; do submit "$TEST_TMP/hold.yaml" >/dev/null; done
 api_pending=$("$DROVER" queue --state pending -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
 expect_eq "pending in the API" "$api_pending" "5"
@@ -41,7 +41,7 @@ query() {
 depth_is() {
 	[ "$(query 'sum(drover_queue_depth)' 2>/dev/null)" = "$1" ]
 }
-wait_for 60 depth_is "$api_pending" || {
+wait_until 60 depth_is "$api_pending" || {
 	tail -5 "$TEST_TMP/prometheus.log"
 	fail "Prometheus says queue depth '$(query 'sum(drover_queue_depth)')', the API $api_pending"
 }
@@ -49,6 +49,6 @@ wait_for 60 depth_is "$api_pending" || {
 for id in $("$DROVER" queue --state pending -o json | python3 -c 'import json,sys; print(" ".join(str(j["id"]) for j in json.load(sys.stdin)["items"][:2]))'); do
 	"$DROVER" cancel "$id" >/dev/null || fail "cancel $id"
 done
-wait_for 30 depth_is 3 || fail "after two cancels Prometheus says '$(query 'sum(drover_queue_depth)')', want 3"
+wait_until 30 depth_is 3 || fail "after two cancels Prometheus says '$(query 'sum(drover_queue_depth)')', want 3"
 expect_eq "GPUs allocated per Prometheus" "$(query 'sum(drover_gpus{status="allocated"})')" "8"
 echo "ok: Prometheus scraped queue depth $api_pending then 3, as the API shows"

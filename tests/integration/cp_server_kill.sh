@@ -13,13 +13,13 @@ cp_start_agent node-b
 # Jobs in every state before the burst.
 pod_yaml done 1 "true" >"$TEST_TMP/done.yaml"
 done_id=$(submit "$TEST_TMP/done.yaml")
-wait_job "$done_id" succeeded 30
+wait_job "$done_id" succeeded 60
 pod_yaml hold 8 "$(recording_cmd hold)" >"$TEST_TMP/hold.yaml"
 r1=$(submit "$TEST_TMP/hold.yaml")
 r2=$(submit "$TEST_TMP/hold.yaml")
-wait_job "$r1" running 30
-wait_job "$r2" running 30
-wait_for 10 sh -c "[ \$(ls $TEST_TMP/pids/hold-* 2>/dev/null | wc -l) -eq 2 ]" || fail "the holders did not start"
+wait_job "$r1" running 60
+wait_job "$r2" running 60
+wait_until 10 sh -c "[ \$(ls $TEST_TMP/pids/hold-* 2>/dev/null | wc -l) -eq 2 ]" || fail "the holders did not start"
 hold_pids=$(cat "$TEST_TMP"/pids/hold-*)
 cancelled_id=$(submit "$TEST_TMP/hold.yaml")
 "$DROVER" cancel "$cancelled_id" >/dev/null || fail "cancel"
@@ -44,7 +44,7 @@ for c in 1 2 3 4 5 6 7 8; do
 	CP_PIDS="$CP_PIDS $!"
 	clients="${clients:-} $!"
 done
-wait_for 30 sh -c "[ \$(cat $TEST_TMP/answered-* 2>/dev/null | wc -l) -ge 40 ]" || fail "the burst did not get going"
+wait_until 30 sh -c "[ \$(cat $TEST_TMP/answered-* 2>/dev/null | wc -l) -ge 40 ]" || fail "the burst did not get going"
 cp_kill_server KILL
 wait $clients # the clients stop at their first failed submit
 answered=$(cat "$TEST_TMP"/answered-* | sort -n)
@@ -83,8 +83,8 @@ hb=n.get('last_heartbeat')
 ok = n['state'] == 'up' and hb and calendar.timegm(time.strptime(hb, '%Y-%m-%dT%H:%M:%SZ')) > $restarted
 sys.exit(0 if ok else 1)"
 }
-wait_for 30 heartbeat_since_restart node-a || fail "node-a's agent did not come back to the restarted server"
-wait_for 30 heartbeat_since_restart node-b || fail "node-b's agent did not come back to the restarted server"
+wait_until 30 heartbeat_since_restart node-a || fail "node-a's agent did not come back to the restarted server"
+wait_until 30 heartbeat_since_restart node-b || fail "node-b's agent did not come back to the restarted server"
 sleep 2
 expect_eq "holder 1 after agents re-registered" "$(jf "$r1" 'j["state"]')" "running"
 expect_eq "holder 2 after agents re-registered" "$(jf "$r2" 'j["state"]')" "running"

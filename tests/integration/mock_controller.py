@@ -10,6 +10,8 @@ here: the test says what each node should run through /control routes.
 Control routes (no token):
     POST /control/assign   {"node": N, "tasks": [ASSIGNMENT, ...]}  bumps the version
     POST /control/expire   {"node": N}  the node's session becomes stale (409s)
+    POST /control/kill     {"node": N, "kill": [{"task_id", "epoch", "reason"}]}  sent once
+                           in the reply to the node's next heartbeat
     GET  /control/state    {"nodes": {N: {"session", "registers": [BODY...],
                             "reports": [REPORT...], "heartbeats": n, "last_heartbeat"}}}
 """
@@ -30,7 +32,8 @@ session_counter = [100]
 def node(name):
     return nodes.setdefault(name, {"session": 0, "registers": [], "reports": [],
                                    "heartbeats": 0, "last_heartbeat": None,
-                                   "tasks": [], "version": 0, "stale_session": None})
+                                   "tasks": [], "version": 0, "stale_session": None,
+                                   "kill": []})
 
 
 class H(BaseHTTPRequestHandler):
@@ -99,6 +102,10 @@ class H(BaseHTTPRequestHandler):
                 lock.notify_all()
                 self.reply(200, {"version": n["version"]})
                 return
+            if u.path == "/control/kill":
+                node(b["node"])["kill"] = b["kill"]
+                self.reply(200, {})
+                return
             if u.path == "/control/expire":
                 n = node(b["node"])
                 n["session"] = 0
@@ -127,7 +134,8 @@ class H(BaseHTTPRequestHandler):
             if u.path == "/v1/agent/heartbeat":
                 n["heartbeats"] += 1
                 n["last_heartbeat"] = b
-                self.reply(200, {"kill": [], "heartbeat_interval_s": 1})
+                kill, n["kill"] = n["kill"], []
+                self.reply(200, {"kill": kill, "heartbeat_interval_s": 1})
                 return
             if u.path == "/v1/agent/report":
                 wanted = {(t["task_id"], t["epoch"]) for t in n["tasks"]}

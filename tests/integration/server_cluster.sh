@@ -2,7 +2,8 @@
 # (down until their agent registers) in their pools with their prices; an
 # agent under a name the file lacks lands in the default pool and leaf with
 # its labels; an agent whose GPUs disagree with the file is refused; jobs
-# are placed on registered nodes only; /metrics counts GPUs by pool.
+# are placed on registered nodes only; /metrics counts GPUs by pool and, with
+# open_endpoints: false, answers only callers with a token.
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
@@ -15,13 +16,17 @@ tokens:
   - {token: ops-t, user: ops, admin: true}
 cluster_token: agents-t
 sched_delay_ms: 5
+open_endpoints: false
 CONF
 PORT=$(free_port)
 "$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" \
 	--cluster "$ROOT/examples/clusters/h100-256.yaml" \
 	--config "$TEST_TMP/server.yaml" >"$TEST_TMP/server.log" 2>&1 &
 SPID=$!
-wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || { cat "$TEST_TMP/server.log" >&2; fail "server did not start"; }
+wait_for 20 curl -fsS -H "Authorization: Bearer ops-t" "http://127.0.0.1:$PORT/healthz" || { cat "$TEST_TMP/server.log" >&2; fail "server did not start"; }
+# open_endpoints: false closes /healthz and /metrics to callers without a token
+expect_eq "closed /metrics" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/metrics")" 401
+expect_eq "closed /healthz" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")" 401
 
 URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
 import json, os, sys, time, urllib.request, urllib.error
@@ -95,11 +100,23 @@ for _ in range(100):
     time.sleep(0.1)
 expect("placed on the one registered 8-GPU node", (j["state"], j["nodelist"]), ("scheduled", name))
 
-st, _ = call("GET", "/metrics", token="ops-t")
-text = urllib.request.urlopen(URL + "/metrics").read().decode()
+# GPU health: an unhealthy GPU drains the node (it keeps its job); an admin resumes it.
+st, b = register("lab-box-2", 2, model="NVIDIA A100-SXM4-80GB")
+sess = b["session"]
+st, hb = call("POST", "/v1/agent/heartbeat", {"node": "lab-box-2", "session": sess, "tasks": [],
+              "gpus": [{"index": 0, "healthy": True}, {"index": 1, "healthy": False, "xid": 79}]})
+expect("heartbeat", st, 200)
+st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
+expect("drained by health", (n["state"], n["reason"]), ("draining", "GPU 1 unhealthy (xid 79, 0 uncorrectable ECC)"))
+st, _ = call("POST", "/v1/nodes/lab-box-2/resume", token="ops-t")
+st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
+expect("resumed", n["state"], "up")
+
+text = urllib.request.urlopen(urllib.request.Request(
+    URL + "/metrics", headers={"Authorization": "Bearer ops-t"})).read().decode()
 for line in ('drover_gpus{pool="dc1",model="H100-SXM-80GB",status="total"} 256',
-             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 2',
-             'drover_nodes{state="up"} 2', 'drover_nodes{state="down"} 31'):
+             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 4',
+             'drover_nodes{state="up"} 3', 'drover_nodes{state="down"} 31'):
     if line not in text.splitlines():
         fail("metrics lack: " + line)
 print("ok: cluster file nodes, default pool for %s, 409 on a GPU mismatch, placement on %s" % ("lab-box-1", name))

@@ -376,8 +376,12 @@ Test(launch, over_memory_task_is_reported_oom_killed)
 	struct drv_proc p;
 
 	drv_cgroup_setup(&cg, getenv("DROVER_TEST_CGROUP"));
-	if (!cg.enabled)
+	if (!cg.enabled) {
+		/* said on stderr too: criterion shows skip reasons only with --verbose */
+		fprintf(stderr, "launch::over_memory_task_is_reported_oom_killed: SKIPPED: cgroup v2 "
+			"memory limits unavailable here: %s\n", cg.why);
 		cr_skip_test("SKIPPED: cgroup v2 memory limits unavailable here: %s", cg.why);
+	}
 	t.task_id = "oom.0";
 	t.argv = argv;
 	t.log_dir = dir;

@@ -1,0 +1,72 @@
+# server_up.sh: `drover up` as a new user meets it: it says what it runs
+# on (simulated GPUs here, unless the machine has NVIDIA's), writes the
+# client config so `drover submit` needs no flags, runs a job that sees
+# its GPU, serves the agent's metrics, stops cleanly on Ctrl-C (SIGINT),
+# and a second `drover up` on the same state still knows the job.
+. "$ROOT/tests/integration/lib.sh"
+set -u
+
+UPID=""
+trap '[ -n "$UPID" ] && kill -KILL "$UPID" 2>/dev/null; true' EXIT
+trap 'exit 1' INT TERM
+
+export XDG_CONFIG_HOME="$TEST_TMP/xdg"
+unset DROVER_SERVER DROVER_TOKEN
+PORT=$(free_port)
+APORT=$(free_port)
+
+start_up() {
+	"$DROVER" up --state "$TEST_TMP/state" --listen "127.0.0.1:$PORT" \
+		--agent-listen "127.0.0.1:$APORT" --fake-gpus 8xH100 --name box >"$TEST_TMP/up.out" 2>&1 &
+	UPID=$!
+	wait_for 30 grep -q '^drover is up: http://127.0.0.1:' "$TEST_TMP/up.out" ||
+		{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not come up"; }
+	wait_for 15 grep -q '^node box: 8 x H100-SXM-80GB, up' "$TEST_TMP/up.out" ||
+		{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not report its node"; }
+}
+
+stop_up() {
+	kill -INT "$UPID"
+	n=0
+	while kill -0 "$UPID" 2>/dev/null; do
+		n=$((n + 1))
+		[ $n -lt 150 ] || fail "drover up did not stop within 15 s of SIGINT"
+		sleep 0.1
+	done
+	wait "$UPID"
+	rc=$?
+	UPID=""
+	expect_eq "drover up exit status after Ctrl-C" "$rc" 0
+}
+
+start_up
+grep -q 'SIMULATED GPUs' "$TEST_TMP/up.out" || fail "drover up does not say its GPUs are simulated"
+grep -q '^tasks run as ' "$TEST_TMP/up.out" || fail "drover up does not say who tasks run as"
+grep -q 'drover submit -$' "$TEST_TMP/up.out" || fail "no commands to try"
+cfg="$XDG_CONFIG_HOME/drover/config"
+[ -f "$cfg" ] || fail "no client config at $cfg"
+expect_eq "client config mode" "$(stat -c %a "$cfg")" 600
+grep -q "^server: http://127.0.0.1:$PORT\$" "$cfg" || fail "client config: $(cat "$cfg")"
+
+# A job through the client, with no flags at all.
+printf '#!/bin/sh\n#SBATCH --job-name=hello\n#SBATCH --gpus=1\necho "hello from GPU $CUDA_VISIBLE_DEVICES image=${DROVER_IMAGE:-none}"\n' >"$TEST_TMP/hello.sh"
+out=$("$DROVER" submit "$TEST_TMP/hello.sh") || fail "drover submit: $out"
+id=$(echo "$out" | grep -o '[0-9][0-9]*' | head -1)
+state() { "$DROVER" get job "$id" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+wait_for 30 sh -c "[ \"\$(\"$DROVER\" get job $id -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = succeeded ]" ||
+	{ "$DROVER" describe job "$id" >&2; fail "job $id did not succeed"; }
+logs=$("$DROVER" logs "$id") || fail "drover logs $id"
+case "$logs" in
+"hello from GPU "[0-7]" image=none") ;;
+*) fail "logs of job $id: '$logs'" ;;
+esac
+curl -fsS "http://127.0.0.1:$APORT/metrics" | grep -q '^DCGM_FI_DEV_GPU_UTIL{' ||
+	fail "no agent metrics on 127.0.0.1:$APORT"
+
+stop_up
+grep -q 'stopped; state kept' "$TEST_TMP/up.out" || fail "no clean-stop message: $(tail -3 "$TEST_TMP/up.out")"
+
+start_up
+expect_eq "job after a second drover up" "$(state)" succeeded
+stop_up
+echo "ok: drover up ran job $id on a simulated GPU, wrote the client config, stopped on Ctrl-C, kept its state"
