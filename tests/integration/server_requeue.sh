@@ -69,6 +69,16 @@ def assignments(name, session, version=0, wait=0):
     return call("GET", "/v1/agent/assignments?node=%s&session=%d&version=%d&wait=%d"
                 % (name, session, version, wait))
 
+def tasks_of(name, session, secs=10):
+    """The node's assignments once they list a task (starts reach agents once on disk)."""
+    end = time.time() + secs
+    while time.time() < end:
+        st, a = assignments(name, session, 0, 0)
+        if st == 200 and a["tasks"]:
+            return st, a
+        time.sleep(0.05)
+    fail("no task assigned to " + name)
+
 def report(name, session, reps):
     return call("POST", "/v1/agent/report", {"node": name, "session": session, "reports": reps})
 
@@ -105,7 +115,7 @@ dead, survivor = placed
 spare = [n for n in sess if n not in placed][0]
 e1 = None
 for n in placed:
-    st, a = assignments(n, sess[n])
+    st, a = tasks_of(n, sess[n])
     t = a["tasks"][0]
     e1 = t["epoch"]
     report(n, sess[n], [{"task_id": t["task_id"], "epoch": e1, "state": "running"}])
@@ -131,7 +141,7 @@ b = wait_until("restarted", lambda: (lambda b: b if b["state"] == "scheduled" el
                tick=lambda: beat(alive))
 expect("restarted on the survivor and the spare", sorted(p["node"] for p in b["placement"]), sorted(alive))
 expect("events", [e["to"] for e in b["events"]], ["pending", "scheduled", "running", "pending", "scheduled"])
-st, a = assignments(survivor, sess[survivor])
+st, a = tasks_of(survivor, sess[survivor])
 if not a["tasks"][0]["epoch"] > e1:
     fail("new epoch not above the old")
 print("ok: gang requeued at once, survivor stopped with grace 0, GPUs held until it was gone, "
