@@ -794,6 +794,7 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 	sched__node_touch(s, &j->pl, now);
 	sched__run_insert(s, slot);
 	s->occ_gen++;
+	s->start_gen++;
 }
 
 int drv_sched_add_running(struct drv_sched *s, const struct drv_job *job,
@@ -1004,6 +1005,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->tmp2);
 	drv_free(s->order);
 	drv_free(s->ophot);
+	drv_free(s->fsuf);
 	drv_free(s);
 }
 

@@ -73,6 +73,14 @@ struct sjob {
 	 * value (UINT64_MAX = none); nothing was freed since, so it still would */
 	uint64_t fail_gen;
 	bool fail_topo;
+	/* pending: its last preemption search failed in this situation; the
+	 * same search would fail again */
+	struct {
+		bool valid, tried;
+		uint64_t rel, start;
+		int64_t until, t_min;
+		int32_t nresv, blk;
+	} pf;
 
 	/* pending: order keys (valid for s->keyed_order) */
 	int64_t kprio;          /* effective priority (with aging) */
@@ -102,6 +110,8 @@ struct phot {
 	uint8_t gpuless;
 	int64_t dur;
 };
+
+struct sufagg;
 
 struct sresv {
 	int32_t job;            /* slot */
@@ -192,6 +202,8 @@ struct drv_sched {
 	size_t ocap;
 	struct phot *ophot;     /* compact entries in fair merge order */
 	size_t ophcap;
+	struct sufagg *fsuf;    /* fair merge: what the rest of a tenant's queue needs */
+	size_t fsufcap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
 
@@ -209,6 +221,7 @@ struct drv_sched {
 	uint64_t occ_gen;
 	uint64_t free_gen;
 	uint64_t rel_gen;       /* any resources released or capacity added */
+	uint64_t start_gen;     /* any job started */
 	int32_t last_place, last_pools; /* placement settings of the last pass */
 	struct {
 		bool valid;

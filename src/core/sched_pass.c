@@ -741,6 +741,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
+	if (j->pf.valid && j->pf.rel == s->rel_gen && j->pf.start == s->start_gen &&
+	    p->now < j->pf.until && j->pf.nresv == s->nresv && j->pf.blk == s->block.ntasks &&
+	    j->pf.t_min == p->t_min && p->pol->order != DRV_ORDER_LAS) {
+		/* nothing was freed or started and no job came of age since the
+		 * same search failed: it fails again (and counts as it did) */
+		if (j->pf.tried)
+			p->tries++;
+		return false;
+	}
+	j->pf.valid = true;
+	j->pf.tried = false;
+	j->pf.rel = s->rel_gen;
+	j->pf.start = s->start_gen;
+	j->pf.until = T_INF;
+	j->pf.nresv = s->nresv;
+	j->pf.blk = s->block.ntasks;
+	j->pf.t_min = p->t_min;
 	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
 	cands = (struct cand *)(void *)s->tmp;
 	memset(borrowed, 0, sizeof(borrowed));
@@ -752,8 +769,11 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		int32_t vm;
 		if (v->state != DRV_SJ_RUNNING || !v->preemptible || vs == slot)
 			continue;
-		if (p->now - v->start < p->pol->min_run_s)
+		if (p->now - v->start < p->pol->min_run_s) {
+			if (v->start + p->pol->min_run_s < j->pf.until)
+				j->pf.until = v->start + p->pol->min_run_s;
 			continue;
+		}
 		if (j->preempted_by && v->id == j->preempted_by)
 			continue; /* no ping-pong */
 		if (mask && (v->pool < 0 || !(mask >> v->pool & 1)))
@@ -789,6 +809,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	/* a total order: (priority, work lost, id) */
 	qsort_r(cands, (size_t)nc, sizeof(*cands), cmp_cand, s);
 	p->tries++;
+	j->pf.tried = true;
 	for (i = 0; i < nc; i++) {
 		struct sjob *v = &s->jobs[cands[i].slot];
 		if (cands[i].reclaim_only) {
@@ -823,6 +844,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		drv_cluster_commit(c, &s->jobs[cands[i].slot].pl);
 	if (!found)
 		return false;
+	j->pf.valid = false;
 
 	/* keep only the victims the placement needs */
 	d = dec_new(p, DRV_DEC_PREEMPT);
@@ -1395,30 +1417,36 @@ static void set_tail(struct pass *p, enum drv_sched_reason why)
  * cluster as it was when the pass began (nothing in a pass frees more) drops
  * out of the merge at once; the order of the others does not depend on it.
  */
+/* What every job from one merge slot on, in its tenant's queue, asks for at
+ * least: enough to tell that none of them can start now. */
+struct sufagg {
+	int32_t need_w, task_w, full_w;  /* over whole-GPU jobs; INT32_MAX: none */
+	int32_t frac;                    /* over fractional-only jobs; INT32_MAX: none */
+	int32_t max_prio;
+	int64_t min_dur;                 /* over jobs with a known duration */
+	bool gpuless;
+};
+
 struct fmerge {
 	int32_t *cnt, *head, *act, *idx;
-	uint8_t *suf;       /* by merge slot: this and every later job of the tenant
-			     * cannot fit the cluster as the pass found it */
+	struct sufagg *suf;
 	int32_t nact;
-	bool swept;
+	int32_t swept_at;   /* visits when the active tenants were last checked */
 };
 
 static void fair_setup(struct pass *p, struct fmerge *fm)
 {
 	struct drv_sched *s = p->s;
 	int32_t nt = s->ntenants, i, t;
-	struct bounds b0;
 	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
-	DRV_GROW(s->order, (size_t)s->npend + 1, s->ocap);
+	DRV_GROW(s->fsuf, (size_t)s->npend + 1, s->fsufcap);
 	fm->cnt = s->tmp2;
 	fm->head = s->tmp2 + nt + 1;
 	fm->act = s->tmp2 + 2 * nt + 2;
 	fm->idx = s->tmp2 + 3 * nt + 3;
-	fm->suf = (uint8_t *)s->order; /* npend bytes fit in npend int32s */
+	fm->suf = s->fsuf;
 	fm->nact = 0;
-	fm->swept = false;
-	bounds_get(p, &b0);
-	b0.loosen = false;
+	fm->swept_at = -1;
 	memset(fm->cnt, 0, (size_t)(nt + 1) * sizeof(*fm->cnt));
 	for (i = 0; i < s->npend; i++)
 		fm->cnt[s->phot[i].tenant + 1]++;
@@ -1431,10 +1459,24 @@ static void fair_setup(struct pass *p, struct fmerge *fm)
 	for (i = 0; i < s->npend; i++)
 		fm->idx[fm->head[s->phot[i].tenant]++] = i;
 	for (t = 0; t < nt; t++) {
-		bool all = true;
+		struct sufagg a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false };
 		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
-			all = all && skip_h(&b0, &s->phot[fm->idx[i]]);
-			fm->suf[i] = all;
+			const struct phot *h = &s->phot[fm->idx[i]];
+			if (!h->never) {
+				if (h->gpuless)
+					a.gpuless = true;
+				if (h->need_whole > 0) {
+					a.need_w = DRV_MIN(a.need_w, h->need_whole);
+					a.task_w = DRV_MIN(a.task_w, h->max_task);
+					a.full_w = DRV_MIN(a.full_w, h->full_tasks);
+				} else if (h->min_frac > 0) {
+					a.frac = DRV_MIN(a.frac, h->min_frac);
+				}
+				a.max_prio = DRV_MAX(a.max_prio, h->prio);
+				if (h->dur > 0)
+					a.min_dur = DRV_MIN(a.min_dur, h->dur);
+			}
+			fm->suf[i] = a;
 		}
 		fm->head[t] = fm->cnt[t];
 		if (fm->cnt[t] < fm->cnt[t + 1])
@@ -1442,16 +1484,45 @@ static void fair_setup(struct pass *p, struct fmerge *fm)
 	}
 }
 
+/* True when no job of the tenant from merge slot i on can start now. */
+static bool suf_skip(const struct bounds *b, const struct sufagg *a)
+{
+	int64_t w, n;
+	int32_t m;
+	if (a->gpuless || (b->preempt && a->max_prio > b->minprio))
+		return false;
+	if (b->loosen && a->min_dur <= b->short_d) {
+		w = b->wl;
+		m = b->ml;
+		n = b->nl;
+	} else {
+		w = b->ws;
+		m = b->ms;
+		n = b->ns;
+	}
+	if (a->need_w != INT32_MAX && a->need_w <= w && a->task_w <= m && a->full_w <= n)
+		return false;
+	if (a->frac != INT32_MAX && (w > 0 || a->frac <= b->part))
+		return false;
+	return true;
+}
+
 /* Next queue position in fair order, or -1. *dropped: jobs were left out. */
-static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, bool *dropped)
+static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32_t visits,
+			 bool *dropped)
 {
 	struct drv_sched *s = p->s;
 	int32_t a, best, bi, pos;
-	if (may_drop && !fm->swept) {
-		fm->swept = true;
+	struct bounds b;
+	if (may_drop)
+		bounds_get(p, &b);
+	if (may_drop && fm->swept_at != visits) {
+		/* the cluster changed since the last look: drop every tenant
+		 * none of whose remaining jobs can start */
+		fm->swept_at = visits;
 		for (a = 0; a < fm->nact;) {
 			int32_t t = fm->act[a];
-			if (fm->suf[fm->head[t]]) {
+			if (suf_skip(&b, &fm->suf[fm->head[t]])) {
 				fm->act[a] = fm->act[--fm->nact];
 				*dropped = true;
 			} else {
@@ -1487,7 +1558,7 @@ static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, bool 
 	s->tenants[best].vuse += s->phot[pos].need_milli;
 	if (fm->head[best] >= fm->cnt[best + 1]) {
 		fm->act[bi] = fm->act[--fm->nact];
-	} else if (fm->swept && fm->suf[fm->head[best]]) {
+	} else if (may_drop && suf_skip(&b, &fm->suf[fm->head[best]])) {
 		fm->act[bi] = fm->act[--fm->nact];
 		*dropped = true;
 	}
@@ -1591,7 +1662,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 				set_tail(p, DRV_REASON_PRIORITY);
 				break;
 			}
-			pos = fair_next(p, &fm, may, &skipped);
+			pos = fair_next(p, &fm, may, nvis, &skipped);
 			if (pos < 0)
 				break;
 			if (may) {
