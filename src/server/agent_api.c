@@ -331,7 +331,8 @@ static json_t *assignment(struct drv_server *s, struct sjob *j, int32_t rank)
 		json_object_set_new(a, "peers", peers);
 		json_object_set_new(a, "time_limit_s", json_integer(j->spec.job.time_limit));
 		json_object_set_new(a, "grace_s",
-				    json_integer(run && run->termination_grace_s >= 0
+				    json_integer(j->requeue_quiet ? 0
+						 : run && run->termination_grace_s >= 0
 							 ? run->termination_grace_s : 30));
 		if (j->stop_reason)
 			json_object_set_new(a, "stop_reason", json_string(j->stop_reason));

@@ -84,6 +84,7 @@ struct sjob {
 	bool holding;              /* tasks assigned whose processes are not all gone */
 	char *stop_reason;         /* set: every task not ended must stop */
 	bool requeue_on_stop;      /* preempted: back to pending when all stopped */
+	bool requeue_quiet;        /* ... and already recorded as pending (node failure) */
 	json_t *events;            /* [{time, from, to, reason}] */
 	bool dirty;
 };

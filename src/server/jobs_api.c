@@ -592,6 +592,7 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		goto out;
 	}
 	j->requeue_on_stop = false;
+	j->requeue_quiet = false;
 	srv_job_transition(s, j, J_CANCELLED, why);
 	if (j->holding) {
 		srv_job_stop_tasks(s, j, "cancelled");

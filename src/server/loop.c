@@ -61,6 +61,7 @@ static void apply_start(struct drv_server *s, const struct drv_sched_decision *d
 	j->end_time = 0;
 	srv_set_str(&j->stop_reason, NULL);
 	j->requeue_on_stop = false;
+	j->requeue_quiet = false;
 	srv_active_add(s, j->id);
 	drv_placement_format(&s->cluster, p, where, sizeof(where));
 	snprintf(why, sizeof(why), "placed on %s", where);

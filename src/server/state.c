@@ -183,7 +183,10 @@ void srv_job_released(struct drv_server *s, struct sjob *j)
 		srv_set_str(&j->stop_reason, NULL);
 		if (j->in_sched)
 			drv_sched_requeue(s->sched, j->id, now);
-		srv_job_transition(s, j, J_PENDING, why);
+		if (j->requeue_quiet)
+			j->requeue_quiet = false;   /* already recorded as pending */
+		else
+			srv_job_transition(s, j, J_PENDING, why);
 	} else if (j->in_sched) {
 		drv_sched_finish(s->sched, j->id, now);
 		j->in_sched = false;
@@ -287,26 +290,17 @@ void srv_job_requeue_node_down(struct drv_server *s, struct sjob *j, const char 
 		srv_job_stop_tasks(s, j, "the job failed: a node went down");
 		return;
 	}
-	/* the whole gang goes back: tasks elsewhere are fenced off (absent from
-	 * their nodes' assignments, so their agents kill them at once) */
-	for (int32_t i = 0; i < j->ntasks; i++) {
-		struct stask *t = &j->tasks[i];
-
-		if (!t->ended) {
-			t->ended = true;
-			t->state = T_CANCELLED;
-			t->end_time = srv_wall_s();
-			srv_set_str(&t->reason, "gang requeued after a node failure");
-		}
-	}
+	/* The whole gang goes back to the queue now. Its tasks on healthy nodes
+	 * are told to stop at once (grace 0); their GPUs stay held until their
+	 * agents report them gone, so a new start never overlaps a dying task. */
 	j->requeues++;
-	j->holding = false;
-	srv_active_remove(s, j->id);
-	if (j->in_sched)
-		drv_sched_requeue(s->sched, j->id, srv_wall_s());
 	snprintf(reason, sizeof(reason), "node %s %s; requeued (retry %d of %d)", node, why,
 		 j->requeues, s->cfg.retry_limit);
 	srv_job_transition(s, j, J_PENDING, reason);
+	j->requeue_on_stop = true;
+	j->requeue_quiet = true;
+	srv_set_str(&j->stop_reason, NULL);
+	srv_job_stop_tasks(s, j, "gang requeued after a node failure");
 	srv_sched_kick(s);
 }
 
@@ -362,7 +356,7 @@ static uint64_t gpus_mask(const json_t *a)
 
 json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j)
 {
-	json_t *tasks = json_array();
+	json_t *tasks = json_array(), *doc;
 
 	for (int32_t i = 0; i < j->ntasks; i++) {
 		struct stask *t = &j->tasks[i];
@@ -378,7 +372,7 @@ json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j)
 				  t->reason ? t->reason : "", "start_time", (json_int_t)t->start_time,
 				  "end_time", (json_int_t)t->end_time));
 	}
-	return json_pack("{s:I,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o,s:O,s:o,s:b,s:b,s:o,s:O}",
+	doc = json_pack("{s:I,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o,s:O,s:o,s:b,s:b,s:o,s:O}",
 			 "id", (json_int_t)j->id, "state", srv_jstate_name(j->state), "reason",
 			 j->reason ? j->reason : "", "attempt", j->attempt, "requeues", j->requeues,
 			 "epoch", (json_int_t)j->epoch, "submit_time", (json_int_t)j->submit_time,
@@ -388,6 +382,8 @@ json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j)
 			 "stop_reason", j->stop_reason ? json_string(j->stop_reason) : json_null(),
 			 "requeue_on_stop", j->requeue_on_stop, "holding", j->holding, "tasks", tasks,
 			 "events", j->events ? j->events : json_null());
+	json_object_set_new(doc, "requeue_quiet", json_boolean(j->requeue_quiet));
+	return doc;
 }
 
 static const char *job_image(const struct sjob *j)
@@ -830,6 +826,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	j->exit_code = (int)drv_json_int(doc, "exit_code", 0);
 	srv_set_str(&j->stop_reason, drv_json_str(doc, "stop_reason"));
 	j->requeue_on_stop = drv_json_bool(doc, "requeue_on_stop", 0);
+	j->requeue_quiet = drv_json_bool(doc, "requeue_quiet", 0);
 	j->holding = drv_json_bool(doc, "holding", 0);
 	j->events = json_incref(json_object_get(doc, "events"));
 	if (!json_is_array(j->events)) {

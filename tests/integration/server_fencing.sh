@@ -71,6 +71,16 @@ def assignments(name, session, version=0, wait=0):
     return call("GET", "/v1/agent/assignments?node=%s&session=%d&version=%d&wait=%d"
                 % (name, session, version, wait))
 
+def tasks_of(name, session, secs=10):
+    """The node's assignments once they list a task (starts reach agents once on disk)."""
+    end = time.time() + secs
+    while time.time() < end:
+        st, a = assignments(name, session, 0, 0)
+        if st == 200 and a["tasks"]:
+            return st, a
+        time.sleep(0.05)
+    fail("no task assigned to " + name)
+
 def report(name, session, reps):
     return call("POST", "/v1/agent/report", {"node": name, "session": session, "reports": reps})
 
@@ -112,7 +122,7 @@ def placed():
 b = wait_until("the job to be placed", placed, 10)
 first = b["placement"][0]["node"]
 other = "node-b" if first == "node-a" else "node-a"
-st, a = assignments(first, sess[first])
+st, a = tasks_of(first, sess[first])
 expect("assignments", st, 200)
 expect("one task", len(a["tasks"]), 1)
 t = a["tasks"][0]
@@ -139,7 +149,7 @@ ev = [e["to"] for e in b["events"]]
 expect("events", ev, ["pending", "scheduled", "running", "pending", "scheduled"])
 if "requeued (retry 1 of 1)" not in b["events"][3]["reason"]:
     fail("requeue reason: " + b["events"][3]["reason"])
-st, a2 = assignments(other, sess[other])
+st, a2 = tasks_of(other, sess[other])
 e2 = a2["tasks"][0]["epoch"]
 if not e2 > e1:
     fail("new epoch %d not above %d" % (e2, e1))

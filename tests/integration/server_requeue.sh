@@ -1,0 +1,149 @@
+# server_requeue.sh: a 2-node gang loses one node: the job goes back to
+# pending at once, its task on the surviving node is told to stop with no
+# grace, and the gang's GPUs stay held until that task is reported gone, so
+# the restart (a new epoch, on the survivor and a third node) never
+# overlaps the old process. Protocol level, agents played by this script.
+. "$ROOT/tests/integration/lib.sh"
+set -u
+
+SPID=""
+trap '[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; true' EXIT
+trap 'exit 1' INT TERM
+
+cat >"$TEST_TMP/server.yaml" <<'CONF'
+tokens:
+  - {token: ops-t, user: ops, admin: true}
+cluster_token: agents-t
+heartbeat_interval_s: 1
+heartbeat_timeout_s: 2
+retry_limit: 3
+sched_delay_ms: 5
+CONF
+PORT=$(free_port)
+"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" \
+	--config "$TEST_TMP/server.yaml" >"$TEST_TMP/server.log" 2>&1 &
+SPID=$!
+wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || fail "server did not start"
+
+URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+import json, os, sys, time, urllib.request, urllib.error
+
+URL = os.environ["URL"]
+
+def call(method, path, body=None, token="agents-t", ctype="application/json"):
+    data = None
+    if body is not None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    r = urllib.request.Request(URL + path, data=data, method=method,
+                               headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
+    try:
+        with urllib.request.urlopen(r, timeout=30) as f:
+            return f.status, json.loads(f.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+def expect(what, got, want):
+    if got != want:
+        fail("%s: got %r, want %r" % (what, got, want))
+
+def register(name, running=()):
+    gpus = [{"index": i, "uuid": "GPU-%s-%d" % (name, i), "model": "NVIDIA H100 80GB HBM3",
+             "memory_mib": 81559} for i in range(8)]
+    st, b = call("POST", "/v1/agent/register",
+                 {"name": name, "address": "10.0.0.%d" % (ord(name[-1]) - ord("a") + 1),
+                  "gpus": gpus, "cpu_milli": 64000, "mem_mib": 512000, "labels": {"zone": name},
+                  "backend": "fake", "running": list(running)})
+    expect("register " + name, st, 200)
+    return b["session"]
+
+def heartbeat(name, session, tasks=()):
+    return call("POST", "/v1/agent/heartbeat", {"node": name, "session": session,
+                                                "tasks": list(tasks),
+                                                "gpus": [{"index": 0, "healthy": True}]})
+
+def assignments(name, session, version=0, wait=0):
+    return call("GET", "/v1/agent/assignments?node=%s&session=%d&version=%d&wait=%d"
+                % (name, session, version, wait))
+
+def tasks_of(name, session, secs=10):
+    """The node's assignments once they list a task (starts reach agents once on disk)."""
+    end = time.time() + secs
+    while time.time() < end:
+        st, a = assignments(name, session, 0, 0)
+        if st == 200 and a["tasks"]:
+            return st, a
+        time.sleep(0.05)
+    fail("no task assigned to " + name)
+
+def report(name, session, reps):
+    return call("POST", "/v1/agent/report", {"node": name, "session": session, "reports": reps})
+
+def job(jid):
+    st, b = call("GET", "/v1/jobs/%d" % jid, token="ops-t")
+    expect("get job", st, 200)
+    return b
+
+def wait_until(what, fn, secs, tick=None):
+    end = time.time() + secs
+    while time.time() < end:
+        if tick:
+            tick()
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.1)
+    fail("timed out waiting for " + what)
+
+sess = {n: register(n) for n in ("node-a", "node-b", "node-c")}
+gang = {"apiVersion": "drover/v1", "kind": "Job", "name": "gang",
+        "groups": [{"name": "w", "count": 2, "gpus": 8, "command": ["sleep", "600"]}]}
+st, j = call("POST", "/v1/jobs", json.dumps(gang).encode(), token="ops-t")
+expect("submit", st, 201)
+jid = j["id"]
+
+def beat(names):
+    for n in names:
+        heartbeat(n, sess[n])
+
+b = wait_until("placed", lambda: (lambda b: b if b["state"] == "scheduled" else None)(job(jid)), 10)
+placed = [p["node"] for p in b["placement"]]
+dead, survivor = placed
+spare = [n for n in sess if n not in placed][0]
+e1 = None
+for n in placed:
+    st, a = tasks_of(n, sess[n])
+    t = a["tasks"][0]
+    e1 = t["epoch"]
+    report(n, sess[n], [{"task_id": t["task_id"], "epoch": e1, "state": "running"}])
+expect("running", job(jid)["state"], "running")
+
+alive = [survivor, spare]
+wait_until(dead + " down", lambda: call("GET", "/v1/nodes/" + dead, token="ops-t")[1]["state"] == "down",
+           10, tick=lambda: beat(alive))
+b = job(jid)
+expect("back to pending at once", b["state"], "pending")
+st, a = assignments(survivor, sess[survivor])
+expect("survivor told to stop now", [(t["desired"], t["grace_s"], t["epoch"]) for t in a["tasks"]],
+       [("stop", 0, e1)])
+surv_task = a["tasks"][0]["task_id"]
+for _ in range(10):
+    beat(alive)
+    time.sleep(0.1)
+expect("GPUs held while the old task lives", job(jid)["state"], "pending")
+st, n = call("GET", "/v1/nodes/" + survivor, token="ops-t")
+expect("survivor's GPUs still allocated", n["gpus_allocated"], 8)
+report(survivor, sess[survivor], [{"task_id": surv_task, "epoch": e1, "state": "exited", "signal": 9}])
+b = wait_until("restarted", lambda: (lambda b: b if b["state"] == "scheduled" else None)(job(jid)), 10,
+               tick=lambda: beat(alive))
+expect("restarted on the survivor and the spare", sorted(p["node"] for p in b["placement"]), sorted(alive))
+expect("events", [e["to"] for e in b["events"]], ["pending", "scheduled", "running", "pending", "scheduled"])
+st, a = tasks_of(survivor, sess[survivor])
+if not a["tasks"][0]["epoch"] > e1:
+    fail("new epoch not above the old")
+print("ok: gang requeued at once, survivor stopped with grace 0, GPUs held until it was gone, "
+      "restarted on %s" % ",".join(sorted(alive)))
+PY
