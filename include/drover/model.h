@@ -143,6 +143,7 @@ struct drv_vertex {
 	int32_t nkids;         /*        (valid when kids_n == nvertices) */
 	char *name;
 	int32_t free_gpus_by_model[DRV_MAX_MODELS];
+	int32_t total_gpus_by_model[DRV_MAX_MODELS]; /* (core) up GPUs by model */
 } __attribute__((aligned(64))); /* the hot first line never straddles two */
 
 struct drv_cluster {

@@ -372,6 +372,8 @@ static void node_refresh(struct drv_cluster *c, int32_t ni)
 		nv->max_free_at[l] = o.free_gpus;
 	if (n->model >= 0)
 		nv->free_gpus_by_model[n->model] = o.free_gpus;
+	if (n->model >= 0)
+		nv->total_gpus_by_model[n->model] = o.total_gpus;
 	memcpy(newc, nv->max_free_at, sizeof(newc));
 	newc_part = nv->max_part_free;
 	for (a = nv->parent; a >= 0; a = c->vertices[a].parent) {
@@ -386,6 +388,8 @@ static void node_refresh(struct drv_cluster *c, int32_t ni)
 		av->free_nodes += d_fn;
 		if (n->model >= 0)
 			av->free_gpus_by_model[n->model] += d_free;
+		if (n->model >= 0)
+			av->total_gpus_by_model[n->model] += d_total;
 		for (l = 0; l <= lv && l < nl; l++)
 			av->max_free_at[l] = av->free_gpus;
 		for (l = lv + 1; l < nl; l++) {
@@ -590,6 +594,8 @@ int drv_cluster_check(struct drv_cluster *c)
 			w->free_nodes += o.free_nodes;
 			if (n->model >= 0)
 				w->free_gpus_by_model[n->model] += o.free_gpus;
+			if (n->model >= 0)
+				w->total_gpus_by_model[n->model] += o.total_gpus;
 			if (o.part_free > w->max_part_free)
 				w->max_part_free = o.part_free;
 			if (o.free_gpus > w->max_node_free)
@@ -637,7 +643,8 @@ int drv_cluster_check(struct drv_cluster *c)
 		    v->nodes_all != w->nodes_all)
 			rc = DRV_ESTATE;
 		for (k = 0; k < DRV_MAX_MODELS; k++)
-			if (v->free_gpus_by_model[k] != w->free_gpus_by_model[k])
+			if (v->free_gpus_by_model[k] != w->free_gpus_by_model[k] ||
+			    v->total_gpus_by_model[k] != w->total_gpus_by_model[k])
 				rc = DRV_ESTATE;
 		for (l = 0; l < c->nlevels; l++)
 			if (v->max_free_at[l] != w->max_free_at[l])
@@ -655,6 +662,8 @@ int drv_cluster_check(struct drv_cluster *c)
 			v->nodes_all = w->nodes_all;
 			memcpy(v->free_gpus_by_model, w->free_gpus_by_model,
 			       sizeof(v->free_gpus_by_model));
+			memcpy(v->total_gpus_by_model, w->total_gpus_by_model,
+			       sizeof(v->total_gpus_by_model));
 			memcpy(v->max_free_at, w->max_free_at, sizeof(v->max_free_at));
 		}
 	}

@@ -381,6 +381,7 @@ struct view {
 	int32_t free_nodes, total_nodes, max_node_free, max_part_free, max_node_gpus;
 	int32_t max_free_at[DRV_MAX_LEVELS];
 	int32_t by_model[DRV_MAX_MODELS];
+	int32_t total_by_model[DRV_MAX_MODELS];
 };
 
 static void view_add(struct view *w, const struct drv_vertex *v, int nl)
@@ -396,8 +397,10 @@ static void view_add(struct view *w, const struct drv_vertex *v, int nl)
 	w->max_node_gpus = DRV_MAX(w->max_node_gpus, v->max_node_gpus);
 	for (l = 0; l < nl; l++)
 		w->max_free_at[l] = DRV_MAX(w->max_free_at[l], v->max_free_at[l]);
-	for (l = 0; l < DRV_MAX_MODELS; l++)
+	for (l = 0; l < DRV_MAX_MODELS; l++) {
 		w->by_model[l] += v->free_gpus_by_model[l];
+		w->total_by_model[l] += v->total_gpus_by_model[l];
+	}
 }
 
 /* The cluster as the job may use it: the root, or the allowed pools. */
@@ -545,17 +548,40 @@ static bool explain_view(const struct ctx *x, const struct view *w, char *reason
 		}
 	for (k = 0; k < x->nmodels; k++) {
 		int mi = x->models[k];
-		if (w->by_model[mi] < x->need_by_model[mi]) {
-			snprintf(reason, rsz, "needs %d %s GPUs; %d are free%s", (int)x->need_by_model[mi],
-				 drv_gpu_model_at(mi)->short_name, (int)w->by_model[mi], where);
+		const char *mn = drv_gpu_model_at(mi)->short_name;
+		int32_t need = x->need_by_model[mi];
+		if (w->total_by_model[mi] == 0) {
+			char have[160];
+			size_t hl = 0;
+			int q;
+			have[0] = 0;
+			for (q = 0; q < drv_gpu_model_count() && hl < sizeof(have); q++)
+				if (w->total_by_model[q] > 0) {
+					int n = snprintf(have + hl, sizeof(have) - hl, "%s%s", hl ? ", " : "",
+							 drv_gpu_model_at(q)->short_name);
+					if (n > 0)
+						hl += (size_t)n;
+				}
+			snprintf(reason, rsz, "needs %d %s GPU%s; %s none (only %s)", (int)need, mn,
+				 need == 1 ? "" : "s",
+				 x->pool_restricted ? "the allowed pools have" : "the cluster has",
+				 hl ? have : "nodes without GPUs up");
 			if (set)
-				set_info(x, DRV_WHY_MODEL, x->need_by_model[mi], w->by_model[mi], false);
+				set_info(x, DRV_WHY_MODEL, need, 0, true);
+			return true;
+		}
+		if (w->by_model[mi] < need) {
+			snprintf(reason, rsz, "needs %d %s GPU%s; %d are free%s", (int)need, mn,
+				 need == 1 ? "" : "s", (int)w->by_model[mi], where);
+			if (set)
+				set_info(x, DRV_WHY_MODEL, need, w->by_model[mi], false);
 			return true;
 		}
 	}
 	if (w->free_gpus < x->need_gpus) {
-		snprintf(reason, rsz, "needs %lld GPUs; %lld are free%s", (long long)x->need_gpus,
-			 (long long)w->free_gpus, where);
+		snprintf(reason, rsz, "needs %lld GPU%s; %lld %s free%s", (long long)x->need_gpus,
+			 x->need_gpus == 1 ? "" : "s", (long long)w->free_gpus,
+			 w->free_gpus == 1 ? "is" : "are", where);
 		if (set)
 			set_info(x, DRV_WHY_CAPACITY, x->need_gpus, w->free_gpus, false);
 		return true;
@@ -806,7 +832,7 @@ int drv_place_check_static(const struct drv_cluster *c, const struct drv_job *jo
 		w.max_node_free = DRV_MAX(w.max_node_free, n->ngpus);
 		w.max_node_gpus = DRV_MAX(w.max_node_gpus, n->ngpus);
 		if (n->model >= 0)
-			w.by_model[n->model] += n->ngpus;
+			w.by_model[n->model] += n->ngpus, w.total_by_model[n->model] += n->ngpus;
 	}
 	if (x.req_level >= 0) {
 		/* largest total under one topmost vertex at level >= req_level */

@@ -44,6 +44,15 @@ struct pass {
 	int32_t min_prio_victim;/* least priority of a preemptible running job */
 	int32_t first_resv;     /* index of the earliest reservation */
 	bool rc_ok;             /* the first reservation is the cached one */
+	int32_t exact_left;     /* exact "would fit but for a reservation" checks left */
+	int32_t nfailed;        /* preemption searches that failed this pass, by shape */
+	struct pshape {
+		int64_t need_milli;
+		int32_t need_whole, max_task, full_tasks, min_frac, level, model, prio, tenant;
+		uint64_t pool_mask, preempted_by;
+		int32_t nstarted, nresv, blk;
+		bool tried;
+	} failed[16];
 	int32_t nstarted;
 	int32_t prov_add[SCHED_MAX_POOLS];
 	uint64_t prov_job[SCHED_MAX_POOLS];
@@ -741,6 +750,22 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
+	for (i = 0; i < p->nfailed; i++) {
+		const struct pshape *f0 = &p->failed[i];
+		if (f0->need_milli == j->need_milli && f0->need_whole == j->need_whole &&
+		    f0->max_task == j->max_task && f0->full_tasks == j->full_tasks &&
+		    f0->min_frac == j->min_frac && f0->level == j->level && f0->model == j->model &&
+		    f0->prio == j->prio && f0->tenant == j->tenant && f0->pool_mask == j->pool_mask &&
+		    f0->preempted_by == j->preempted_by && f0->nstarted == p->nstarted &&
+		    f0->nresv == s->nresv && f0->blk == s->block.ntasks &&
+		    quota_rc == 0 && p->pol->order != DRV_ORDER_LAS) {
+			/* a job just like it failed this pass and nothing started
+			 * since: so does this one */
+			if (f0->tried)
+				p->tries++;
+			return false;
+		}
+	}
 	if (j->pf.valid && j->pf.rel == s->rel_gen && j->pf.start == s->start_gen &&
 	    p->now < j->pf.until && j->pf.nresv == s->nresv && j->pf.blk == s->block.ntasks &&
 	    j->pf.t_min == p->t_min && p->pol->order != DRV_ORDER_LAS) {
@@ -842,8 +867,27 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	/* put everything back */
 	for (i = taken - 1; i >= 0; i--)
 		drv_cluster_commit(c, &s->jobs[cands[i].slot].pl);
-	if (!found)
+	if (!found) {
+		if (p->nfailed < (int32_t)DRV_ARRAY_SIZE(p->failed) && quota_rc == 0) {
+			struct pshape *f0 = &p->failed[p->nfailed++];
+			f0->need_milli = j->need_milli;
+			f0->need_whole = j->need_whole;
+			f0->max_task = j->max_task;
+			f0->full_tasks = j->full_tasks;
+			f0->min_frac = j->min_frac;
+			f0->level = j->level;
+			f0->model = j->model;
+			f0->prio = j->prio;
+			f0->tenant = j->tenant;
+			f0->pool_mask = j->pool_mask;
+			f0->preempted_by = j->preempted_by;
+			f0->nstarted = p->nstarted;
+			f0->nresv = s->nresv;
+			f0->blk = s->block.ntasks;
+			f0->tried = true;
+		}
 		return false;
+	}
 	j->pf.valid = false;
 
 	/* keep only the victims the placement needs */
@@ -1134,8 +1178,8 @@ static void resources_why(struct pass *p, const struct sjob *j, const struct pla
 	if (f->topology)
 		w->n[2] = w->n[3] = 0;
 	/* It would fit now if reserved GPUs were free: say so. */
-	if (p->s->nresv > 0 && p->blocked_gpus > 0 && fits_with_blocked(p, j) &&
-	    fits_unblocked(p, j)) {
+	if (p->s->nresv > 0 && p->blocked_gpus > 0 && p->exact_left > 0 && fits_with_blocked(p, j) &&
+	    (p->exact_left--, fits_unblocked(p, j))) {
 		const struct sresv *r = &p->s->resv[p->first_resv];
 		why_init(w, DRV_REASON_RESERVATION);
 		w->n[0] = (int64_t)p->s->jobs[r->job].id;
@@ -1608,6 +1652,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	p->now = now;
 	p->out = out;
 	p->t_min = T_INF;
+	p->exact_left = 4;
 	s->pass_no++;
 	s->last_now = now;
 	if (s->c->nnodes != s->nnodes_seen)

@@ -41,6 +41,7 @@ struct jst {
 	int32_t rpos;        /* position in the running list, -1 */
 	uint32_t token;      /* invalidates stale FINISH/GRACE events */
 	uint8_t st;
+	bool completed;      /* left having done all its work (not killed) */
 };
 
 struct prov {
@@ -324,6 +325,7 @@ static void on_finish(struct engine *e, int32_t j)
 	drv_sched_finish(e->s, sj->job.id, e->now);
 	if (s->st == ST_RUNNING || s->st == ST_TERMINATING)
 		e->r->sum.completed += !timeout;
+	s->completed = !timeout;
 	end_run(e, j, timeout ? DRV_SIM_TIMEOUT : DRV_SIM_COMPLETED);
 	leave(e, j);
 }
@@ -405,6 +407,15 @@ static void on_provision(struct engine *e, const struct drv_sim_event *ev)
 		added++;
 	}
 	drv_sched_pool_grown(e->s, pv->pool, added, e->now);
+}
+
+static bool has_elastic(const struct drv_cluster *c)
+{
+	int32_t i;
+	for (i = 0; i < c->npools; i++)
+		if (c->pools[i].elastic)
+			return true;
+	return false;
 }
 
 static void progress(struct engine *e, int32_t arrived)
@@ -514,7 +525,7 @@ static void summarize(struct engine *e)
 		}
 		if (s->st == ST_DONE && s->end >= 0) {
 			makespan = DRV_MAX(makespan, s->end);
-			if (w->jobs[i].duration != DRV_SIM_SERVICE) {
+			if (s->completed) {
 				jct[nj++] = s->end - w->jobs[i].job.submit_time;
 				sj += (double)(s->end - w->jobs[i].job.submit_time);
 			}
@@ -590,6 +601,22 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	if (w->njobs)
 		e.now = w->jobs[0].job.submit_time;
 	/*
+	 * Jobs that can never run: the cluster as loaded (every node up, no
+	 * elastic growth) cannot hold them even empty. Checked here, once,
+	 * because the scheduler judges against the nodes that are up, and
+	 * says "never" for size, model and regions but not for a gang larger
+	 * than any vertex of its required level. With elastic growth allowed
+	 * the cluster may grow, so the scheduler alone judges.
+	 */
+	if (!(o->policy->grow_wait_s > 0 && has_elastic(c)))
+		for (i = 0; i < w->njobs; i++) {
+			char why[256];
+			if (drv_place_check_static(c, &w->jobs[i].job, NULL, why, sizeof(why))) {
+				drv_free(w->jobs[i].reject);
+				w->jobs[i].reject = drv_strdup(why);
+			}
+		}
+	/*
 	 * Skipping passes. Between events nothing the pass reads changes but
 	 * the clock and the queue. With preemption off, no elastic pool and
 	 * no job that needs no GPU, a pass when every GPU is taken cannot
@@ -661,13 +688,23 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			if (!changed &&
 			    drv_place_check_static(c, &w->jobs[next].job, NULL, NULL, 0))
 				changed = true;
+			r->sum.events++;
+			if (w->jobs[next].reject) {
+				/* found impossible before the run: never reaches the queue */
+				struct drv_sim_run *run = new_run(&e, next);
+				run->outcome = DRV_SIM_REJECTED;
+				e.js[next].st = ST_REJECTED;
+				e.js[next].end = t;
+				r->sum.rejected++;
+				next++;
+				continue;
+			}
 			rc = drv_sched_submit(e.s, &w->jobs[next].job, NULL);
 			if (rc)
 				goto out;
 			e.js[next].st = ST_PENDING;
 			e.npending++;
 			e.in_system++;
-			r->sum.events++;
 			/* the state knows at once when a job can never fit */
 			if (drv_sched_job_get(e.s, w->jobs[next].job.id, &info) == 0 &&
 			    info.state == DRV_SJ_PENDING && info.why.reason == DRV_REASON_NEVER) {

@@ -367,3 +367,26 @@ Test(place, fragmented_leaves_are_explained_by_whole_free_nodes)
 	drv_placement_release(&p);
 	drv_cluster_release(&c);
 }
+
+Test(place, a_model_the_cluster_lacks_is_refused_forever)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	struct drv_place_info info;
+	struct drv_place_opts o = { 0 };
+	char why[256];
+
+	build(&c, 1, 2, 8);
+	drv_placement_init(&p);
+	job1(&j, 1, 2, 0);
+	j.groups[0].model = (int8_t)drv_gpu_model_find("a100");
+	o.info = &info;
+	cr_assert(eq(int, drv_place(&c, &j, &o, &p, why, sizeof(why)), DRV_ENOSPACE));
+	cr_assert(eq(str, why, "needs 2 A100 GPUs; the cluster has none (only H100)"));
+	cr_assert(info.never);
+	cr_assert(eq(int, info.why, DRV_WHY_MODEL));
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
