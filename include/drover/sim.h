@@ -143,7 +143,8 @@ enum drv_sim_ev_type {
 	DRV_SIM_EV_GRACE = 2,     /* a preempted job's grace ends; a = job, b = token */
 	DRV_SIM_EV_FAIL = 3,      /* a = node */
 	DRV_SIM_EV_REPAIR = 4,    /* a = node */
-	DRV_SIM_EV_PROVISION = 5, /* a = node (added, down, until now) */
+	DRV_SIM_EV_PROVISION = 5, /* a = provisioning request */
+	DRV_SIM_EV_TICK = 6,      /* a pass is due (a job's grow_wait has passed) */
 };
 
 struct drv_sim_event {

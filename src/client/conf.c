@@ -96,7 +96,7 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
 		struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &it) : NULL;
 		if (e)
 			snprintf(err, errsz, "%d:%d: %s; expected lines like 'server: URL' and 'token: TOKEN'",
-				 e->line + 1, e->column + 1, e->msg);
+				 e->line, e->column, e->msg); /* 1-based already */
 		else
 			snprintf(err, errsz, "not valid YAML; expected lines like 'server: URL' and 'token: TOKEN'");
 		if (diag)

@@ -38,6 +38,8 @@ static const char usage_text[] =
 	"  --seed N              seed for every random choice (default 1)\n"
 	"  --mtbf-hours H        each node fails after an exponential time of mean H hours\n"
 	"  --repair-hours R      ... and is repaired after a mean of R hours (default 4)\n"
+	"  --grow-wait S         elastic pools grow for jobs that waited S seconds and shrink\n"
+	"                        after S seconds idle (default: never)\n"
 	"  --provision-delay S   elastic nodes become usable S seconds after asked (default 300)\n"
 	"  --every-pass          run the scheduler at every event time, even when it provably\n"
 	"                        decides nothing (slower; the schedule is the same)\n"
@@ -56,7 +58,7 @@ struct args {
 	const char *policy, *mode, *preemption, *pools;
 	bool generate, json, strict, every_pass;
 	long long jobs;
-	double load, mtbf, repair, provision_delay;
+	double load, mtbf, repair, provision_delay, grow_wait;
 	unsigned long long seed;
 };
 
@@ -148,6 +150,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 			VAL();
 			if (!to_d(v, &a->provision_delay) || a->provision_delay < 0 ||
 			    a->provision_delay > 1e9)
+				return bad(f, "seconds >= 0", v);
+		} else if (!strcmp(f, "--grow-wait")) {
+			VAL();
+			if (!to_d(v, &a->grow_wait) || a->grow_wait < 0 || a->grow_wait > 1e9)
 				return bad(f, "seconds >= 0", v);
 		} else if (!strcmp(f, "--policy")) {
 			VAL();
@@ -331,6 +337,11 @@ int cmd_sim(int argc, char **argv)
 		return bad("--pools", "cheapest or fastest", a.pools);
 	if (a.preemption)
 		pol.preemption = !strcmp(a.preemption, "on");
+	if (a.grow_wait > 0) {
+		/* elastic pools grow for jobs waiting this long, shrink after as long idle */
+		pol.grow_wait_s = (int64_t)a.grow_wait;
+		pol.idle_release_s = (int64_t)a.grow_wait;
+	}
 
 	t0 = mono_s();
 	drv_sim_workload_init(&w);

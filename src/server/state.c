@@ -227,7 +227,9 @@ void srv_task_ended(struct drv_server *s, struct sjob *j, int32_t rank)
 	t->ended = true;
 	if (!t->end_time)
 		t->end_time = srv_wall_s();
-	srv_node_bump(s, t->node);
+	/* no version bump for the task's own node: its agent reported the end
+	 * itself, and a reply just to drop it would cost the agent a wake-up
+	 * (it never starts a (task, epoch) twice); the next start bumps it */
 	srv_job_mark(s, j);
 	if (!j->stop_reason && !srv_jstate_final(j->state)) {
 		if (t->state != T_SUCCEEDED) {

@@ -563,7 +563,7 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	struct drv_sim_event ev;
 	int32_t next = 0, i;
 	int rc = 0;
-	bool changed, may_skip;
+	bool changed, may_skip, grow;
 	struct drv_sched_job_info info;
 
 	memset(&e, 0, sizeof(e));
@@ -608,7 +608,8 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	 * than any vertex of its required level. With elastic growth allowed
 	 * the cluster may grow, so the scheduler alone judges.
 	 */
-	if (!(o->policy->grow_wait_s > 0 && has_elastic(c)))
+	grow = o->policy->grow_wait_s > 0 && has_elastic(c);
+	if (!grow)
 		for (i = 0; i < w->njobs; i++) {
 			char why[256];
 			if (drv_place_check_static(c, &w->jobs[i].job, NULL, why, sizeof(why))) {
@@ -679,6 +680,9 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 				on_provision(&e, &ev);
 				r->sum.events++;
 				break;
+			case DRV_SIM_EV_TICK:
+				e.live--;
+				break;
 			}
 		}
 		while (next < w->njobs && w->jobs[next].job.submit_time == t) {
@@ -702,6 +706,13 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			rc = drv_sched_submit(e.s, &w->jobs[next].job, NULL);
 			if (rc)
 				goto out;
+			/* the pass decides to grow a pool only when it runs: make it run
+			 * once the job has waited long enough */
+			if (grow) {
+				drv_sim_heap_push(&e.heap, t + o->policy->grow_wait_s, DRV_SIM_EV_TICK,
+						  next, 0);
+				e.live++;
+			}
 			e.js[next].st = ST_PENDING;
 			e.npending++;
 			e.in_system++;

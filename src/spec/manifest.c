@@ -1561,7 +1561,7 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 		while ((e = fy_diag_errors_iterate(diag, &it))) {
 			if (e->type < FYET_ERROR)
 				continue;
-			drv_diag_err(d, e->line + 1, e->column + 1, NULL, "%s", e->msg);
+			drv_diag_err(d, e->line, e->column, NULL, "%s", e->msg); /* libfyaml: 1-based */
 			n++;
 		}
 		if (!n)

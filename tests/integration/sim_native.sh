@@ -59,4 +59,22 @@ for v in victims:
     work = sum(int(r["end_s"]) - int(r["start_s"]) for r in runs[v])
     assert work == 10000, (v, work)
 P
+# elastic pools: 48 jobs of 8 GPUs want 384 GPUs in us-east/us-east-1, the
+# existing nodes hold 304; with --grow-wait the scheduler asks for AWS nodes,
+# which arrive after --provision-delay and take the waiting jobs
+"$DROVER" sim --cluster "$ROOT/examples/clusters/multicloud.yaml" --trace "$ROOT/tests/sim/elastic.csv" \
+	--json --jobs-out fixed.csv >fixed.json || fail "elastic (no growth) exited $?"
+"$DROVER" sim --cluster "$ROOT/examples/clusters/multicloud.yaml" --trace "$ROOT/tests/sim/elastic.csv" \
+	--grow-wait 600 --provision-delay 300 --json --jobs-out grow.csv >grow.json || fail "elastic exited $?"
+python3 "$ROOT/tests/integration/sim_check.py" 8 grow.csv grow.json >/dev/null || fail "elastic replay"
+python3 - fixed.json grow.json grow.csv <<'P' || fail "elastic growth"
+import csv, json, sys
+fixed, grow = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert grow["completed"] == 48 and grow["avg_wait_s"] < fixed["avg_wait_s"], (fixed, grow)
+new = [r for r in csv.DictReader(open(sys.argv[3])) if "-elastic-" in r["placement"]]
+assert new, "no job ran on a provisioned node"
+for r in new:
+    assert r["placement"].startswith("aws-p5-use1"), r      # in the allowed regions
+    assert int(r["start_s"]) >= int(r["submit_s"]) + 600 + 300, r  # waited, then provisioned
+P
 echo "sim_native: ok"

@@ -240,6 +240,17 @@ Test(spec_manifest, yaml_syntax_error_has_position)
 	cr_assert(gt(int, d.v[0].line, 0));
 }
 
+Test(spec_manifest, yaml_syntax_error_names_the_right_line)
+{
+	/* the plain scalar "x" on line 4 runs on into line 5: libfyaml blames
+	 * where it starts, line 4 column 9 (both 1-based, as editors count) */
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n   bad: y\n"),
+		     DRV_EPARSE));
+	cr_assert(ge(int, d.nerrors, 1));
+	cr_assert(eq(int, d.v[0].line, 4));
+	cr_assert(eq(int, d.v[0].col, 9));
+}
+
 Test(spec_manifest, limits_nesting_aliases_and_bad_bytes)
 {
 	char *deep = malloc(4096);

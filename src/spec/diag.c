@@ -1,7 +1,7 @@
 /*
- * diag.c: collecting and printing diagnostics for bad input. Formatting
- * into memory is libc only, so the core may use it; printing to a FILE is
- * done by callers outside the core.
+ * diag.c: collecting and printing diagnostics for bad input (the parsers
+ * in src/spec report into a struct drv_diags; commands print them). It
+ * lives in src/spec, not src/core, because it writes to a FILE.
  */
 #include "drover/diag.h"
 
