@@ -350,14 +350,41 @@ static int32_t run_lower_bound(const struct drv_sched *s, int32_t slot)
 	return lo;
 }
 
+static void rhot_fill(struct drv_sched *s, int32_t pos)
+{
+	const struct sjob *j = &s->jobs[s->run[pos]];
+	struct rhot *h = &s->rhot[pos];
+	h->start = j->start;
+	h->need_milli = j->need_milli;
+	h->id = j->id;
+	h->slot = s->run[pos];
+	h->prio = j->prio;
+	h->lasq = j->lasq;
+	h->pmodel = j->pmodel;
+	h->pool = j->pool;
+	h->tenant = j->tenant;
+	h->ok = j->state == DRV_SJ_RUNNING && j->preemptible;
+}
+
+void sched__rhot_rebuild(struct drv_sched *s)
+{
+	int32_t i;
+	DRV_GROW(s->rhot, (size_t)s->nrun + 1, s->rhcap);
+	for (i = 0; i < s->nrun; i++)
+		rhot_fill(s, i);
+}
+
 void sched__run_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
 	DRV_GROW(s->run, (size_t)s->nrun + 1, s->rcap);
+	DRV_GROW(s->rhot, (size_t)s->nrun + 1, s->rhcap);
 	pos = run_lower_bound(s, slot);
 	memmove(&s->run[pos + 1], &s->run[pos], (size_t)(s->nrun - pos) * sizeof(*s->run));
+	memmove(&s->rhot[pos + 1], &s->rhot[pos], (size_t)(s->nrun - pos) * sizeof(*s->rhot));
 	s->run[pos] = slot;
 	s->nrun++;
+	rhot_fill(s, pos);
 }
 
 void sched__run_remove(struct drv_sched *s, int32_t slot)
@@ -374,6 +401,7 @@ void sched__run_remove(struct drv_sched *s, int32_t slot)
 			return;
 	}
 	memmove(&s->run[pos], &s->run[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->run));
+	memmove(&s->rhot[pos], &s->rhot[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->rhot));
 	s->nrun--;
 }
 
@@ -997,6 +1025,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->phot);
 	drv_free(s->visited);
 	drv_free(s->run);
+	drv_free(s->rhot);
 	drv_free(s->classes);
 	drv_free(s->tenants);
 	drv_free(s->cohorts);

@@ -115,6 +115,15 @@ struct phot {
 
 struct sufagg;
 
+/* What a preemption search reads of a running job, parallel to s->run. */
+struct rhot {
+	int64_t start;
+	int64_t need_milli;
+	uint64_t id;
+	int32_t slot, prio, lasq, pmodel, pool, tenant;
+	bool ok;                /* running (not terminating) and preemptible */
+};
+
 struct sresv {
 	int32_t job;            /* slot */
 	int64_t at;
@@ -153,8 +162,10 @@ struct drv_sched {
 
 	/* running + terminating, sorted by (end, id) */
 	int32_t *run;
+	struct rhot *rhot;      /* parallel to run */
 	int32_t nrun;
 	size_t rcap;
+	size_t rhcap;
 
 	struct sclass *classes;
 	int32_t nclasses;
@@ -246,6 +257,7 @@ int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
 void sched__phot_fill(struct drv_sched *s, int32_t pos);
 void sched__phot_rebuild(struct drv_sched *s);
 void sched__nom_drop(struct drv_sched *s, int32_t slot);
+void sched__rhot_rebuild(struct drv_sched *s);
 void sched__demand(struct drv_sched *s, const struct sjob *j, int d);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);

@@ -756,6 +756,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		for (i = 0; i < s->nrun; i++) {
 			struct sjob *v = &s->jobs[s->run[i]];
 			v->lasq = sched__las_queue(p->pol, v->attained + (p->now - v->start) * v->need_milli);
+			s->rhot[i].lasq = v->lasq;
 		}
 		p->lasq_done = true;
 	}
@@ -797,11 +798,10 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	memset(borrowed, 0, sizeof(borrowed));
 
 	for (i = 0; i < s->nrun; i++) {
-		int32_t vs = s->run[i];
-		struct sjob *v = &s->jobs[vs];
+		const struct rhot *v = &s->rhot[i];
 		bool by_prio, by_las = false, by_reclaim = false;
 		int32_t vm;
-		if (v->state != DRV_SJ_RUNNING || !v->preemptible || vs == slot)
+		if (!v->ok || v->slot == slot)
 			continue;
 		if ((quota_rc != 0 || jt->cohort < 0) &&
 		    (v->prio > j->prio || (v->prio == j->prio && p->pol->order != DRV_ORDER_LAS)))
@@ -829,7 +829,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		}
 		if (!by_prio && !by_las && !by_reclaim)
 			continue;
-		cands[nc].slot = vs;
+		cands[nc].slot = v->slot;
 		cands[nc].prio = by_reclaim ? INT32_MIN : v->prio;
 		cands[nc].reclaim_only = by_reclaim;
 		cands[nc].lost = (p->now - v->start) * v->need_milli;
@@ -924,6 +924,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		}
 		s->occ_gen++;
 	}
+	sched__rhot_rebuild(s); /* victims are terminating now */
 	qsort(&p->out->ids[p->out->nids], (size_t)nv, sizeof(uint64_t), cmp_u64);
 	/* d may have moved if dec_new grew; it did not: ids are a separate array */
 	d->job = j->id;
@@ -1107,6 +1108,7 @@ static void rekey(struct pass *p)
 			}
 			s->run[k] = x;
 		}
+		sched__rhot_rebuild(s);
 	}
 	if (same && p->now < s->next_age)
 		return;
