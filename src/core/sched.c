@@ -788,6 +788,8 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 	j->grace = 0;
 	j->pool = j->pl.ntasks > 0 && j->pl.tasks[0].node >= 0 ?
 			  s->c->nodes[j->pl.tasks[0].node].pool : -1;
+	j->pmodel = j->pl.ntasks > 0 && j->pl.tasks[0].node >= 0 ?
+			    s->c->nodes[j->pl.tasks[0].node].model : -1;
 	if (j->nom.ntasks)
 		sched__nom_drop(s, slot);
 	sched__usage(s, j, +1);

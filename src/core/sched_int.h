@@ -59,6 +59,8 @@ struct sjob {
 	/* running / terminating */
 	struct drv_placement pl;
 	int32_t pool;           /* pool of its placement (first task), -1 */
+	int32_t pmodel;         /* GPU model of its placement (first task), -1 */
+	int32_t lasq;           /* LAS queue, as of the pass that last set it */
 	int64_t start;
 	int64_t end;            /* expected end (T_INF unknown); key of the running list */
 	int64_t grace;          /* terminating: deadline */

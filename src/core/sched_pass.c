@@ -50,9 +50,10 @@ struct pass {
 		int64_t need_milli;
 		int32_t need_whole, max_task, full_tasks, min_frac, level, model, prio, tenant;
 		uint64_t pool_mask, preempted_by;
-		int32_t nstarted, nresv, blk;
+		int32_t nstarted, nresv, blk, jq;
 		bool tried;
 	} failed[16];
+	bool lasq_done;         /* running jobs' LAS queues computed this pass */
 	int32_t nstarted;
 	int32_t prov_add[SCHED_MAX_POOLS];
 	uint64_t prov_job[SCHED_MAX_POOLS];
@@ -750,6 +751,14 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
+	if (p->pol->order == DRV_ORDER_LAS && !p->lasq_done) {
+		/* running jobs' LAS queues as of now, once a pass */
+		for (i = 0; i < s->nrun; i++) {
+			struct sjob *v = &s->jobs[s->run[i]];
+			v->lasq = sched__las_queue(p->pol, v->attained + (p->now - v->start) * v->need_milli);
+		}
+		p->lasq_done = true;
+	}
 	for (i = 0; i < p->nfailed; i++) {
 		const struct pshape *f0 = &p->failed[i];
 		if (f0->need_milli == j->need_milli && f0->need_whole == j->need_whole &&
@@ -757,8 +766,8 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		    f0->min_frac == j->min_frac && f0->level == j->level && f0->model == j->model &&
 		    f0->prio == j->prio && f0->tenant == j->tenant && f0->pool_mask == j->pool_mask &&
 		    f0->preempted_by == j->preempted_by && f0->nstarted == p->nstarted &&
-		    f0->nresv == s->nresv && f0->blk == s->block.ntasks &&
-		    quota_rc == 0 && p->pol->order != DRV_ORDER_LAS) {
+		    f0->nresv == s->nresv && f0->blk == s->block.ntasks && f0->jq == jq &&
+		    quota_rc == 0) {
 			/* a job just like it failed this pass and nothing started
 			 * since: so does this one */
 			if (f0->tried)
@@ -794,6 +803,9 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		int32_t vm;
 		if (v->state != DRV_SJ_RUNNING || !v->preemptible || vs == slot)
 			continue;
+		if ((quota_rc != 0 || jt->cohort < 0) &&
+		    (v->prio > j->prio || (v->prio == j->prio && p->pol->order != DRV_ORDER_LAS)))
+			continue; /* can be neither a priority, a LAS nor a reclaim victim */
 		if (p->now - v->start < p->pol->min_run_s) {
 			if (v->start + p->pol->min_run_s < j->pf.until)
 				j->pf.until = v->start + p->pol->min_run_s;
@@ -803,14 +815,12 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 			continue; /* no ping-pong */
 		if (mask && (v->pool < 0 || !(mask >> v->pool & 1)))
 			continue;
-		vm = placement_model(s, &v->pl);
+		vm = v->pmodel;
 		if (j->model >= 0 && vm != j->model)
 			continue;
 		by_prio = v->prio < j->prio;
-		if (!by_prio && p->pol->order == DRV_ORDER_LAS && v->prio <= j->prio) {
-			int64_t att = v->attained + (p->now - v->start) * v->need_milli;
-			by_las = sched__las_queue(p->pol, att) > jq;
-		}
+		if (!by_prio && p->pol->order == DRV_ORDER_LAS && v->prio <= j->prio)
+			by_las = v->lasq > jq;
 		if (!by_prio && !by_las && quota_rc == 0 && jt->cohort >= 0 && v->tenant != j->tenant &&
 		    s->tenants[v->tenant].cohort == jt->cohort && vm >= 0 && vm < DRV_MAX_MODELS) {
 			const struct stenant *vt = &s->tenants[v->tenant];
@@ -885,6 +895,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 			f0->nresv = s->nresv;
 			f0->blk = s->block.ntasks;
 			f0->tried = true;
+			f0->jq = jq;
 		}
 		return false;
 	}
