@@ -175,6 +175,7 @@ int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ct
 				    s->commit_err);
 		goto unlock;
 	}
+	n = &s->nodes[i];   /* nodes[] may have grown while the disk worked */
 	drv_http_resp_json(o, 200,
 			   json_pack("{s:s,s:I,s:I,s:I,s:s?,s:O}", "node", n->name, "session",
 				     (json_int_t)n->session, "heartbeat_interval_s",

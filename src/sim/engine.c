@@ -686,11 +686,9 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			}
 		}
 		while (next < w->njobs && w->jobs[next].job.submit_time == t) {
-			/* an arrival that is to be rejected needs the pass */
+			/* an arrival onto a cluster with a free GPU needs the pass (one
+			 * found impossible before the run is rejected below, passless) */
 			if (!changed && c->vertices[0].free_milli > 0)
-				changed = true;
-			if (!changed &&
-			    drv_place_check_static(c, &w->jobs[next].job, NULL, NULL, 0))
 				changed = true;
 			r->sum.events++;
 			if (w->jobs[next].reject) {
