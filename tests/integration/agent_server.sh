@@ -122,10 +122,11 @@ expect_eq "seed's NCCL env wins" "$(v 0 NCCL_IB_DISABLE) $(v 1 NCCL_NET_GDR_LEVE
 expect_eq "image" "$(v 1 DROVER_IMAGE)" "nvcr.io/nvidia/pytorch:24.01-py3"
 expect_eq "TF_CONFIG workers" "$(v 0 TF_CONFIG | jq -r '.cluster.worker | length')" 2
 
-# after the job, the GPUs are idle and carry no job
+# after the job, the GPUs are idle and carry no job (the per-task OOM counter
+# drover_task_oom_kills_total keeps its finished tasks, as a counter should)
 for n in a b; do
 	eval "p=\$PORT_$n"
-	idle() { [ "$(curl -fsS "http://127.0.0.1:$p/metrics" | grep -c 'hpc_job=')" = 0 ]; }
+	idle() { [ "$(curl -fsS "http://127.0.0.1:$p/metrics" | grep -c '^DCGM_FI_.*hpc_job=')" = 0 ]; }
 	wait_for 5 idle || fail "node-$n still shows a job on its GPUs"
 done
 echo "ok: 2-node gang through the real controller: GPUs, ranks, master, NCCL, metrics"
