@@ -28,77 +28,9 @@ SPID=$!
 wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || fail "server did not start"
 
 URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
-import json, os, sys, time, urllib.request, urllib.error
-
-URL = os.environ["URL"]
-
-def call(method, path, body=None, token="agents-t", ctype="application/json"):
-    data = None
-    if body is not None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    r = urllib.request.Request(URL + path, data=data, method=method,
-                               headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
-    try:
-        with urllib.request.urlopen(r, timeout=30) as f:
-            return f.status, json.loads(f.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-def expect(what, got, want):
-    if got != want:
-        fail("%s: got %r, want %r" % (what, got, want))
-
-def register(name, running=()):
-    gpus = [{"index": i, "uuid": "GPU-%s-%d" % (name, i), "model": "NVIDIA H100 80GB HBM3",
-             "memory_mib": 81559} for i in range(8)]
-    st, b = call("POST", "/v1/agent/register",
-                 {"name": name, "address": "10.0.0.%d" % (1 if name == "node-a" else 2),
-                  "gpus": gpus, "cpu_milli": 64000, "mem_mib": 512000, "labels": {"zone": name},
-                  "backend": "fake", "running": list(running)})
-    expect("register " + name, st, 200)
-    return b["session"]
-
-def heartbeat(name, session, tasks=()):
-    return call("POST", "/v1/agent/heartbeat", {"node": name, "session": session,
-                                                "tasks": list(tasks),
-                                                "gpus": [{"index": 0, "healthy": True}]})
-
-def assignments(name, session, version=0, wait=0):
-    return call("GET", "/v1/agent/assignments?node=%s&session=%d&version=%d&wait=%d"
-                % (name, session, version, wait))
-
-def tasks_of(name, session, secs=10):
-    """The node's assignments once they list a task (starts reach agents once on disk)."""
-    end = time.time() + secs
-    while time.time() < end:
-        st, a = assignments(name, session, 0, 0)
-        if st == 200 and a["tasks"]:
-            return st, a
-        time.sleep(0.05)
-    fail("no task assigned to " + name)
-
-def report(name, session, reps):
-    return call("POST", "/v1/agent/report", {"node": name, "session": session, "reports": reps})
-
-def job(jid):
-    st, b = call("GET", "/v1/jobs/%d" % jid, token="ops-t")
-    expect("get job", st, 200)
-    return b
-
-def wait_until(what, fn, secs, tick=None):
-    end = time.time() + secs
-    while time.time() < end:
-        if tick:
-            tick()
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.1)
-    fail("timed out waiting for " + what)
+import json, os, sys, time
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
+from agentsim import *
 
 sess = {"node-a": register("node-a"), "node-b": register("node-b")}
 pod = b"""apiVersion: v1
