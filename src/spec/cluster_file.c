@@ -46,33 +46,6 @@ struct loader {
 
 /* ---- positions and messages ------------------------------------------- */
 
-static void mark_of(struct fy_node *n, int *line, int *col)
-{
-	*line = 0;
-	*col = 0;
-	while (n) {
-		if (fy_node_is_scalar(n)) {
-			struct fy_token *t = fy_node_get_scalar_token(n);
-			const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-			if (m) {
-				*line = m->line + 1;
-				*col = m->column + 1;
-			}
-			return;
-		}
-		if (fy_node_is_mapping(n)) {
-			void *it = NULL;
-			struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-			n = p ? fy_node_pair_key(p) : NULL;
-		} else if (fy_node_is_sequence(n)) {
-			void *it = NULL;
-			n = fy_node_sequence_iterate(n, &it);
-		} else {
-			return;
-		}
-	}
-}
-
 static void err(struct loader *L, struct fy_node *at, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -85,7 +58,7 @@ static void err(struct loader *L, struct fy_node *at, const char *path, const ch
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	mark_of(at, &line, &col);
+	drv_spec_node_mark(at, &line, &col);
 	drv_diag_err(L->d, line, col, path && *path ? path : NULL, "%s", buf);
 }
 

@@ -53,30 +53,6 @@ struct mctx {
  * Node helpers.
  */
 
-static void node_mark(struct fy_node *n, int *line, int *col)
-{
-	int guard = 0;
-	*line = *col = 0;
-	while (n && guard++ < DRV_SPEC_MAX_DEPTH) {
-		if (fy_node_is_scalar(n)) {
-			struct fy_token *t = fy_node_get_scalar_token(n);
-			const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-			if (m) {
-				*line = m->line + 1;
-				*col = m->column + 1;
-			}
-			return;
-		} else if (fy_node_is_mapping(n)) {
-			void *it = NULL;
-			struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
-			n = p ? fy_node_pair_key(p) : NULL;
-		} else {
-			void *it = NULL;
-			n = fy_node_sequence_iterate(n, &it);
-		}
-	}
-}
-
 static void merr(struct mctx *c, struct fy_node *n, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void merr(struct mctx *c, struct fy_node *n, const char *path, const char *fmt, ...)
@@ -87,7 +63,7 @@ static void merr(struct mctx *c, struct fy_node *n, const char *path, const char
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	node_mark(n, &line, &col);
+	drv_spec_node_mark(n, &line, &col);
 	drv_diag_err(c->d, line, col, path, "%s", buf);
 }
 
@@ -1224,7 +1200,7 @@ static void kind_podgroup(struct mctx *c, const struct obj *o, struct pgset *pgs
 	DRV_GROW(pgs->v, (size_t)pgs->n + 1, pgs->cap);
 	pg = &pgs->v[pgs->n++];
 	memset(pg, 0, sizeof(*pg));
-	node_mark(o->root, &pg->line, &pg->col);
+	drv_spec_node_mark(o->root, &pg->line, &pg->col);
 	t = scal(field(field(o->root, "metadata"), "name"));
 	fp_of(fp, sizeof(fp), o, "metadata.name");
 	if (!t)
