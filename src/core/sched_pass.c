@@ -615,7 +615,9 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 		int32_t lo = lastfail, hi = i, cur = i;
 		drv_placement_copy(best, pl);
 		for (;;) {
-			int32_t m = lo + (hi - lo) / 2;
+			/* strictly between lo (failed) and hi (fits): else the
+			 * same failing point is tried forever once hi = lo + 1 */
+			int32_t m = lo + DRV_MAX(1, (hi - lo) / 2);
 			while (m < hi && !group_end(s, m))
 				m++;
 			if (m >= hi) {

@@ -639,3 +639,62 @@ Test(sched_preempt, preemptor_starts_sjf_backfill) { preemptor_starts(DRV_ORDER_
 Test(sched_preempt, preemptor_starts_las_backfill) { preemptor_starts(DRV_ORDER_LAS, DRV_MODE_BACKFILL); }
 Test(sched_preempt, preemptor_starts_fair_backfill) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_BACKFILL); }
 Test(sched_preempt, preemptor_starts_fair_greedy) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_GREEDY); }
+
+/* ---- backfill: the earliest reservation after galloping ----------------- */
+
+/*
+ * The reservation sweep frees running jobs in order of expected end and
+ * tries the blocked job after each; after 16 failed tries it gallops
+ * (skips ever more points) and, once the job fits, halves back to the
+ * earliest point that fits. Here 36 CPU-only jobs end one by one (every
+ * 100 s) and the blocked job needs the node's every CPU, so it fits only
+ * once the last of them ended: the sweep gallops past points, and the
+ * halving must narrow down to the last one (it once tried the same
+ * failing point forever). The reservation is at the last end, 3,600 s.
+ */
+Test(sched_backfill, earliest_after_galloping, .timeout = 20)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job small[36], big;
+	int i, nresv = 0;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	drv_sched_decisions_init(&d);
+	for (i = 0; i < 36; i++) {
+		struct drv_task_group *g;
+		drv_job_init(&small[i]);
+		small[i].id = (uint64_t)i + 1;
+		small[i].tenant = drv_strdup("default");
+		small[i].runtime_estimate = 100 * (i + 1);
+		g = drv_job_add_group(&small[i], "cpu", 1, 0, 0);
+		g->cpu_milli = 1500;
+		cr_assert(eq(int, drv_sched_submit(s, &small[i], NULL), 0));
+	}
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(i32, drv_sched_running_count(s), 36));
+
+	drv_job_init(&big);
+	big.id = 100;
+	big.tenant = drv_strdup("default");
+	drv_job_add_group(&big, "all", 1, 1, 0)->cpu_milli = 64000;
+	cr_assert(eq(int, drv_sched_submit(s, &big, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 1, &pol, &d), 0));
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_RESERVE && d.v[i].job == 100) {
+			nresv++;
+			cr_assert(eq(i64, d.v[i].at, 3600));
+		}
+	cr_assert(eq(int, nresv, 1), "the blocked job holds a reservation");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	for (i = 0; i < 36; i++)
+		drv_job_release(&small[i]);
+	drv_job_release(&big);
+	drv_cluster_release(&c);
+}
