@@ -271,6 +271,7 @@ void sched__phot_fill(struct drv_sched *s, int32_t pos)
 	h->prio = j->prio;
 	h->never = j->never;
 	h->gpuless = j->gpuless;
+	h->held = j->nom.ntasks > 0;
 	h->dur = j->dur;
 }
 
@@ -280,6 +281,26 @@ void sched__phot_rebuild(struct drv_sched *s)
 	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
 	for (i = 0; i < s->npend; i++)
 		sched__phot_fill(s, i);
+}
+
+/* Refills the compact entry of a pending job whose fields it copies changed
+ * (a nomination made or dropped); nothing when slot is not pending. */
+void sched__phot_refresh(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos = -1, i;
+	if (s->keys_valid) {
+		pos = pend_lower_bound(s, slot);
+		if (pos >= s->npend || s->pend[pos] != slot)
+			pos = -1;
+	}
+	if (pos < 0)
+		for (i = 0; i < s->npend; i++)
+			if (s->pend[i] == slot) {
+				pos = i;
+				break;
+			}
+	if (pos >= 0)
+		sched__phot_fill(s, pos);
 }
 
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
@@ -794,6 +815,8 @@ void sched__nom_drop(struct drv_sched *s, int32_t slot)
 	int32_t i;
 	s->jobs[slot].nom.ntasks = 0;
 	s->jobs[slot].nvict_left = 0;
+	if (s->jobs[slot].state == DRV_SJ_PENDING)
+		sched__phot_refresh(s, slot);
 	for (i = 0; i < s->nnoms; i++)
 		if (s->noms[i] == slot) {
 			memmove(&s->noms[i], &s->noms[i + 1], (size_t)(s->nnoms - i - 1) * sizeof(*s->noms));

@@ -110,6 +110,7 @@ struct phot {
 	int32_t prio;
 	uint8_t never;
 	uint8_t gpuless;
+	uint8_t held;           /* holds a nominated placement: never skipped */
 	int64_t dur;
 };
 
@@ -256,6 +257,7 @@ struct drv_sched {
 int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
 void sched__phot_fill(struct drv_sched *s, int32_t pos);
 void sched__phot_rebuild(struct drv_sched *s);
+void sched__phot_refresh(struct drv_sched *s, int32_t slot);
 void sched__nom_drop(struct drv_sched *s, int32_t slot);
 void sched__rhot_rebuild(struct drv_sched *s);
 void sched__demand(struct drv_sched *s, const struct sjob *j, int d);

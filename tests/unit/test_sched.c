@@ -518,3 +518,124 @@ Test(sched_api, errors_and_queries)
 	drv_job_release(&big);
 	drv_cluster_release(&c);
 }
+
+/* ---- preemption: the preemptor starts once its victims stopped ---------- */
+
+/* One pool, one leaf, one 8-GPU H100 node. */
+static void one_node(struct drv_cluster *c)
+{
+	static const char *const lv[] = { "cluster", "pool", "leaf", "node" };
+	struct drv_pool pool;
+	int pv, l;
+	drv_cluster_init(c, "one");
+	drv_cluster_set_levels(c, lv, 4);
+	pv = drv_cluster_add_vertex(c, 0, "p");
+	memset(&pool, 0, sizeof(pool));
+	pool.name = (char *)"p";
+	pool.provider = (char *)"onprem";
+	pool.region = (char *)"r";
+	pool.vertex = pv;
+	cr_assert(ge(int, drv_cluster_add_pool(c, &pool), 0));
+	l = drv_cluster_add_vertex(c, pv, "l");
+	cr_assert(ge(int, drv_cluster_add_node(c, l, "n1", drv_gpu_model_find("H100"), 8, 64000, 512000), 0));
+}
+
+static int count_kind(const struct drv_sched_decisions *d, enum drv_sched_dec_kind k, uint64_t job)
+{
+	int i, n = 0;
+	for (i = 0; i < d->n; i++)
+		if (d->v[i].kind == k && d->v[i].job == job)
+			n++;
+	return n;
+}
+
+/*
+ * A preemptible 8-GPU job runs on the only node; an 8-GPU job of higher
+ * priority arrives and preempts it. While the victim is terminating the
+ * preemptor waits ("preempting"); once the caller reports the victim
+ * stopped (requeue), the next pass starts the preemptor on the GPUs it
+ * freed, under every order the skip loop serves and every mode.
+ */
+static void preemptor_starts(enum drv_sched_order order, enum drv_sched_mode mode)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_sched_job_info info;
+	struct drv_job lo, hi;
+	int i;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = order;
+	pol.mode = mode;
+	pol.preemption = true;
+	drv_sched_decisions_init(&d);
+	drv_job_init(&lo);
+	lo.id = 1;
+	lo.tenant = drv_strdup("default");
+	lo.preemptible = true;
+	lo.submit_time = 100;
+	drv_job_add_group(&lo, "g", 1, 8, 0);
+	drv_job_init(&hi);
+	hi.id = 2;
+	hi.tenant = drv_strdup("default");
+	hi.priority = 100;
+	hi.submit_time = 101;
+	drv_job_add_group(&hi, "g", 1, 8, 0);
+
+	cr_assert(eq(int, drv_sched_submit(s, &lo, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 100, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1), "the low job starts");
+
+	cr_assert(eq(int, drv_sched_submit(s, &hi, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 101, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "the high job preempts");
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_PREEMPT) {
+			cr_assert(eq(int, d.v[i].nvictims, 1));
+			cr_assert(eq(u64, d.v[i].victims[0], 1));
+		}
+
+	/* the victim has not stopped yet: the preemptor still waits for it */
+	cr_assert(ge(int, drv_sched_pass(s, 102, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 2), 0));
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_PENDING));
+	cr_assert(eq(int, info.why.reason, DRV_REASON_PREEMPTING));
+	cr_assert(eq(i64, info.why.n[0], 1), "one victim left");
+
+	cr_assert(eq(int, drv_sched_requeue(s, 1, 103), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 103, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 2), 1),
+		  "the preemptor starts in the first pass after its victim stopped");
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_RUNNING));
+	cr_assert(eq(int, info.placement->ntasks, 1));
+	cr_assert(eq(u64, info.placement->tasks[0].gpu_mask, 0xff));
+	cr_assert(eq(int, drv_sched_job_get(s, 1, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_PENDING), "the victim waits again");
+	/* and it stays so: the victim does not take the node back */
+	cr_assert(ge(int, drv_sched_pass(s, 104, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 1), 0));
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_RUNNING));
+
+	drv_sched_free(s);
+	cr_assert(eq(i32, c.vertices[0].free_gpus, c.vertices[0].total_gpus));
+	drv_sched_decisions_release(&d);
+	drv_job_release(&lo);
+	drv_job_release(&hi);
+	drv_cluster_release(&c);
+}
+
+Test(sched_preempt, preemptor_starts_fifo_backfill) { preemptor_starts(DRV_ORDER_FIFO, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_fifo_strict) { preemptor_starts(DRV_ORDER_FIFO, DRV_MODE_STRICT); }
+Test(sched_preempt, preemptor_starts_fifo_greedy) { preemptor_starts(DRV_ORDER_FIFO, DRV_MODE_GREEDY); }
+Test(sched_preempt, preemptor_starts_sjf_backfill) { preemptor_starts(DRV_ORDER_SJF, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_las_backfill) { preemptor_starts(DRV_ORDER_LAS, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_fair_backfill) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_fair_greedy) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_GREEDY); }
