@@ -17,7 +17,10 @@ TF="$ROOT/tests/sim/quota-tenants.yaml"
 "$DROVER" sim --cluster "$CL" --trace "$TR" --json --jobs-out free.csv >free.json ||
 	fail "run without tenants exited $?"
 "$DROVER" sim --cluster "$CL" --trace "$TR" --tenants "$TF" --json --jobs-out quota.csv \
-	>quota.json || fail "run with tenants exited $?"
+	--report quota.html >quota.json || fail "run with tenants exited $?"
+grep -q '<figcaption>Per tenant</figcaption>' quota.html || fail "report has no tenant table"
+grep -q '<tr><th>big</th><td>40</td><td>40</td>.*<td>64</td><td>64</td></tr>' quota.html ||
+	fail "report's big row: $(grep '<th>big' quota.html)"
 python3 "$ROOT/tests/integration/sim_check.py" 8 free.csv free.json quota.csv quota.json \
 	>/dev/null || fail "replay"
 
