@@ -260,6 +260,13 @@ Test(tenants_file, each_error_at_its_position)
 		  "2:9: priorityClasses.high: found '1000', expected a mapping such as {value: 1000}");
 	one_error("priorityClasses:\n  high: {value: 1, prio: 2}\n", DRV_EINVAL,
 		  "2:20: priorityClasses.high.prio: found the unknown field 'prio'");
+	one_error("tenants:\n  a: {quota: 8}\n  b:\t{quota: 4}\n", DRV_EPARSE,
+		  "3:5: : found a tab, expected spaces (YAML indents with spaces)");
+	/* libfyaml 0.7.12 crashed on this one (a tab where indentation goes) */
+	one_error("tenants:\n :\n ? ilsses:\n ? hsses:\t ? ioris:2}{:\n0: pr", DRV_EPARSE,
+		  "4:10: : found a tab");
+	one_error("tenants:\n  a:\n    cohort: 'x\n\n      y'\n", DRV_EINVAL,
+		  "3:14: tenants.a.cohort: found 'x y', expected a cohort name");
 	one_error("kind: Tenants\n", DRV_EINVAL,
 		  "1:1: : found neither, expected tenants: or priorityClasses:");
 }
