@@ -4,7 +4,9 @@
 # that holds big to 64 H100s and makes small's jobs urgent. With the file,
 # big never holds more than 64 GPUs at any instant (checked from the JSON
 # and, independently, by sweeping the per-run CSV), its wait rises and
-# small's falls. A trace row may name a class of the file; bad files and
+# small's falls. Two tenants of one cohort borrow each other's unused
+# quota, and take it back by preemption when that is on. A trace row may
+# name a class of the file; bad files and
 # unknown classes are reported at file:line:col with exit 2 and no output.
 set -eu
 . "$ROOT/tests/integration/lib.sh"
@@ -60,6 +62,25 @@ assert quota["config"]["tenants"].endswith("quota-tenants.yaml"), quota["config"
 for r in csv.DictReader(open(sys.argv[3])):
     want = ("100", "urgent") if r["tenant"] == "small" else ("0", "")
     assert (r["priority"], r["priority_class"]) == want, r
+P
+
+# a cohort: a and b may each use 128 and borrow what the other leaves; a
+# borrows all of b's share, and b gets it back by preemption only when the
+# policy allows preemption (then it waits just the 30 s grace)
+sed 's/,big$/,a/; s/,small$/,b/' "$TR" >co.csv
+printf 'tenants:\n  a: {quota: {H100: 128}, cohort: c}\n  b: {quota: {H100: 128}, cohort: c}\n' >co.yaml
+for p in off on; do
+	"$DROVER" sim --cluster "$CL" --trace co.csv --tenants co.yaml --preemption $p --json \
+		--jobs-out co-$p.csv >co-$p.json || fail "cohort preemption $p exited $?"
+done
+python3 "$ROOT/tests/integration/sim_check.py" 8 co-on.csv co-on.json >/dev/null || fail "cohort replay"
+python3 - co-off.json co-on.json <<'P' || fail "cohort"
+import json, sys
+off, on = (json.load(open(f))["tenants"] for f in sys.argv[1:3])
+assert off["a"]["peak_gpus"] == 256 and off["a"]["quota_gpus"] == 128, off["a"]  # borrowed
+assert off["b"]["avg_wait_s"] > 3000 and off["a"]["preempted"] == 0, off
+assert on["b"]["avg_wait_s"] <= 60 and on["a"]["preempted"] == 8, on          # reclaimed
+assert on["b"]["preempted"] == 0 and on["a"]["completed"] == 40, on
 P
 
 # the text output has a tenant table with the quota column
