@@ -101,12 +101,13 @@ int32_t drv_sim_tenant(struct drv_sim_workload *w, const char *name);
  *   that names no class and has priority 0 (Philly rows, native rows with
  *   an empty priority) its tenant's priorityClass, if the file gives one.
  *   Warns into d, at the tenant's line in the file, about each tenant of
- *   the file that no job of w belongs to (a misspelt name limits nothing).
- *   Returns the number of jobs that got a class.
+ *   the file that no job of w belongs to (a misspelt name limits nothing),
+ *   and, given the cluster c (or NULL), about each quota that names only
+ *   GPU models c has none of. Returns the number of jobs that got a class.
  */
 void drv_sim_workload_set_classes(struct drv_sim_workload *w, const struct drv_tenants *t);
 int32_t drv_sim_bind_tenants(struct drv_sim_workload *w, const struct drv_tenants *t,
-			     struct drv_diags *d);
+			     const struct drv_cluster *c, struct drv_diags *d);
 
 /*
  * Reads the Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster).

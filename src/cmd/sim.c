@@ -480,7 +480,7 @@ int cmd_sim(int argc, char **argv)
 	if (a.tenants) {
 		/* default classes of tenants; tenants the workload lacks */
 		drv_diags_init(&d, a.tenants);
-		drv_sim_bind_tenants(&w, &tf, &d);
+		drv_sim_bind_tenants(&w, &tf, &c, &d);
 		drv_diags_print(&d, stderr);
 		drv_diags_release(&d);
 	}

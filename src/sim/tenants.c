@@ -4,8 +4,9 @@
  * so that a native row's priority column may name one; after, every job
  * that gives no priority gets its tenant's default class, and tenants of
  * the file that no job belongs to are pointed out (a misspelt tenant name
- * would otherwise limit nothing, silently). The quotas, weights and
- * cohorts themselves go to the scheduler in drv_sim_run.
+ * would otherwise limit nothing, silently), as are quotas on GPU models the
+ * cluster lacks. The quotas, weights and cohorts themselves go to the
+ * scheduler in drv_sim_run.
  */
 #include "drover/sim.h"
 
@@ -42,8 +43,45 @@ static int32_t class_index(const struct drv_sim_workload *w, const char *name)
 	return -1;
 }
 
+/* A quota that names only models the cluster lacks limits nothing: say so. */
+static void check_models(const struct drv_tenants *t, const struct drv_cluster *c,
+			 struct drv_diags *d)
+{
+	bool have[DRV_MAX_MODELS] = { false };
+	int32_t i;
+	int m;
+
+	for (i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].model >= 0 && c->nodes[i].model < DRV_MAX_MODELS &&
+		    c->nodes[i].ngpus > 0)
+			have[c->nodes[i].model] = true;
+	for (i = 0; i < t->ntenants; i++) {
+		const struct drv_tenant_conf *tc = &t->tenants[i];
+		bool any = false, hit = false;
+		char path[96], list[256];
+		size_t len = 0;
+
+		list[0] = 0;
+		for (m = 0; m < DRV_MAX_MODELS && m < drv_gpu_model_count(); m++) {
+			if (tc->quota_milli[m] < 0)
+				continue;
+			any = true;
+			hit |= have[m];
+			if (len < sizeof(list))
+				len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+							len ? ", " : "", drv_gpu_model_at(m)->short_name);
+		}
+		if (!any || hit)
+			continue;
+		snprintf(path, sizeof(path), "tenants.%s.quota", tc->name);
+		drv_diag_warn(d, tc->line, tc->col, path,
+			      "names only GPU models the cluster has none of (%s); it limits "
+			      "nothing", list);
+	}
+}
+
 int32_t drv_sim_bind_tenants(struct drv_sim_workload *w, const struct drv_tenants *t,
-			     struct drv_diags *d)
+			     const struct drv_cluster *c, struct drv_diags *d)
 {
 	int32_t *def, i, n = 0;
 	bool *used;
@@ -82,6 +120,8 @@ int32_t drv_sim_bind_tenants(struct drv_sim_workload *w, const struct drv_tenant
 			      "no job of the workload belongs to this tenant; its settings "
 			      "change nothing");
 	}
+	if (c)
+		check_models(t, c, d);
 	drv_free(used);
 	drv_free(def);
 	return n;

@@ -139,11 +139,14 @@ expect_eq "missing tenants exit" "$rc" 2
 grep -q "missing.yaml: error: cannot read: No such file" miss.err || fail "missing: $(cat miss.err)"
 
 # a tenant of the file that no job belongs to is pointed out (a typo limits nothing)
-printf 'tenants:\n  bgi: {quota: 8}\n' >typo.yaml
+# and so is a quota on GPU models the cluster has none of
+printf 'tenants:\n  bgi: {quota: 8}\n  big: {quota: {A100: 8, V100: 4}}\n' >typo.yaml
 "$DROVER" sim --cluster "$CL" --trace "$TR" --tenants typo.yaml >/dev/null 2>typo.err ||
 	fail "typo exited $?"
 grep -q "typo.yaml:2:3: warning: tenants.bgi: no job of the workload belongs to this tenant" typo.err ||
 	fail "typo warning: $(cat typo.err)"
+grep -q "typo.yaml:3:3: warning: tenants.big.quota: names only GPU models the cluster has none of (A100, V100); it limits nothing" typo.err ||
+	fail "model warning: $(cat typo.err)"
 
 # the example file loads and changes the Philly sample's per-tenant figures
 "$DROVER" sim --cluster "$ROOT/examples/clusters/philly.yaml" --trace "$ROOT/tests/sim/philly-sample.csv" \
