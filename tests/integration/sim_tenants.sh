@@ -5,7 +5,8 @@
 # big never holds more than 64 GPUs at any instant (checked from the JSON
 # and, independently, by sweeping the per-run CSV), its wait rises and
 # small's falls. Two tenants of one cohort borrow each other's unused
-# quota, and take it back by preemption when that is on. A trace row may
+# quota, and take it back by preemption when that is on; fair-share
+# weights split the cluster in their ratio. A trace row may
 # name a class of the file; bad files and
 # unknown classes are reported at file:line:col with exit 2 and no output.
 set -eu
@@ -81,6 +82,28 @@ assert off["a"]["peak_gpus"] == 256 and off["a"]["quota_gpus"] == 128, off["a"] 
 assert off["b"]["avg_wait_s"] > 3000 and off["a"]["preempted"] == 0, off
 assert on["b"]["avg_wait_s"] <= 60 and on["a"]["preempted"] == 8, on          # reclaimed
 assert on["b"]["preempted"] == 0 and on["a"]["completed"] == 40, on
+P
+
+# fair-share weights: a (weight 3) and b (weight 1) each ask for 64 jobs of 8
+# GPUs at once; under --policy fair the first 32 slots split 24 : 8
+python3 - <<'P' >w.csv
+print("name,submit_s,duration_s,estimate_s,tasks,gpus,tenant")
+for i in range(64):
+    print("a-%02d,0,3600,3600,1,8,a" % i)
+    print("b-%02d,0,3600,3600,1,8,b" % i)
+P
+printf 'tenants:\n  a: {weight: 3}\n  b: {weight: 1}\n' >w.yaml
+"$DROVER" sim --cluster "$CL" --trace w.csv --policy fair --tenants w.yaml --json \
+	--jobs-out w-out.csv >w.json || fail "weights exited $?"
+python3 - w-out.csv w.json <<'P' || fail "weights"
+import csv, json, sys
+first = {"a": 0, "b": 0}
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["start_s"] == "0":
+        first[r["tenant"]] += 1
+assert first == {"a": 24, "b": 8}, first
+t = json.load(open(sys.argv[2]))["tenants"]
+assert t["a"]["avg_wait_s"] < t["b"]["avg_wait_s"], t
 P
 
 # the text output has a tenant table with the quota column
