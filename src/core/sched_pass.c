@@ -772,6 +772,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 			s->rhot[i].lasq = v->lasq;
 		}
 		p->lasq_done = true;
+		s->rsum.dirty = true;
 	}
 	for (i = 0; i < p->nfailed; i++) {
 		const struct pshape *f0 = &p->failed[i];
@@ -806,6 +807,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	j->pf.nresv = s->nresv;
 	j->pf.blk = s->block.ntasks;
 	j->pf.t_min = p->t_min;
+	if (quota_rc != 0 || jt->cohort < 0) {
+		/* no reclaim: a victim must be of lower priority, or (LAS) of
+		 * the same priority in a higher queue; when no running job is,
+		 * the scan below would find none (most searches under LAS with
+		 * a long queue end here) */
+		sched__rsum_refresh(s);
+		if (s->rsum.minprio > j->prio ||
+		    (s->rsum.minprio == j->prio &&
+		     (p->pol->order != DRV_ORDER_LAS || s->rsum.maxq <= jq))) {
+			/* the scan would have lowered pf.until for young jobs of
+			 * the same priority under LAS; the memo is not used under
+			 * LAS, and is dropped so no other order reads it */
+			if (p->pol->order == DRV_ORDER_LAS)
+				j->pf.valid = false;
+			return false;
+		}
+	}
 	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
 	cands = (struct cand *)(void *)s->tmp;
 	memset(borrowed, 0, sizeof(borrowed));

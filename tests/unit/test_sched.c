@@ -640,6 +640,116 @@ Test(sched_preempt, preemptor_starts_las_backfill) { preemptor_starts(DRV_ORDER_
 Test(sched_preempt, preemptor_starts_fair_backfill) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_BACKFILL); }
 Test(sched_preempt, preemptor_starts_fair_greedy) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_GREEDY); }
 
+/* ---- preemption: searches that find no victim without scanning ---------- */
+
+static void mkjob(struct drv_job *j, uint64_t id, int32_t gpus, int32_t prio, bool preemptible,
+		  int64_t submit)
+{
+	drv_job_init(j);
+	j->id = id;
+	j->tenant = drv_strdup("default");
+	j->priority = prio;
+	j->preemptible = preemptible;
+	j->submit_time = submit;
+	drv_job_add_group(j, "g", 1, gpus, 0);
+}
+
+/*
+ * A pass knows, without scanning the running jobs, when none is of lower
+ * priority (or, under LAS, of the same priority in a higher queue). That
+ * knowledge must follow the running jobs: here a lower-priority job starts
+ * in the same pass in which a search found no victim, and the next job of
+ * higher priority that needs its GPUs must preempt it.
+ */
+Test(sched_preempt, victim_started_after_a_failed_search)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job x, y, z, v;
+	int i;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.preemption = true; /* backfill: y, the first blocked job, is always searched */
+	drv_sched_decisions_init(&d);
+	mkjob(&x, 1, 4, 20, true, 0);  /* holds half the node; too high to preempt */
+	mkjob(&y, 2, 8, 10, false, 1); /* cannot fit, no victim of lower priority */
+	mkjob(&z, 3, 4, 0, true, 2);   /* fits the other half */
+	mkjob(&v, 4, 4, 10, false, 3); /* arrives later: may preempt z */
+
+	cr_assert(eq(int, drv_sched_submit(s, &x, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
+	cr_assert(eq(int, drv_sched_submit(s, &y, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &z, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 2, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 3), 1), "z starts after y's search failed");
+
+	cr_assert(eq(int, drv_sched_submit(s, &v, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 4), 1), "v preempts z");
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_PREEMPT) {
+			cr_assert(eq(int, d.v[i].nvictims, 1));
+			cr_assert(eq(u64, d.v[i].victims[0], 3));
+		}
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "y still has no victim");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&x);
+	drv_job_release(&y);
+	drv_job_release(&z);
+	drv_job_release(&v);
+	drv_cluster_release(&c);
+}
+
+/*
+ * Under LAS a running job moves to a higher queue as it attains service;
+ * a search that found it in the same queue as the waiting job must not be
+ * remembered once it moved: the waiting job then preempts it.
+ */
+Test(sched_preempt, las_victim_moves_up_a_queue)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job a, b;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = DRV_ORDER_LAS;
+	pol.preemption = true;
+	pol.las_threshold[0] = 100; /* GPU-s: 8 GPUs cross it after 12.5 s */
+	pol.las_threshold[1] = 10000;
+	drv_sched_decisions_init(&d);
+	mkjob(&a, 1, 8, 0, true, 0);
+	mkjob(&b, 2, 8, 0, true, 5);
+
+	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
+	cr_assert(eq(int, drv_sched_submit(s, &b, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 5, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "40 GPU-s: the same queue");
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "80 GPU-s: the same queue");
+	cr_assert(ge(int, drv_sched_pass(s, 13, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "104 GPU-s: a higher queue");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&a);
+	drv_job_release(&b);
+	drv_cluster_release(&c);
+}
+
 /* ---- backfill: the earliest reservation after galloping ----------------- */
 
 /*
