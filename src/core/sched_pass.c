@@ -1270,7 +1270,9 @@ static void scan_one(struct pass *p, int32_t slot)
 		set_why(p, j, &w);
 		return;
 	}
-	if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0) {
+	if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !own_nom) {
+		/* (a preemptor whose victims are gone was granted its GPUs
+		 * when it preempted: no blocked job could use them) */
 		why_init(&w, DRV_REASON_PRIORITY);
 		w.n[0] = (int64_t)p->first_blocked;
 		set_why(p, j, &w);
@@ -1807,6 +1809,22 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	}
 	if (skipped && !s->tail_pass)
 		set_tail(p, DRV_REASON_RESOURCES);
+	if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0) {
+		/* strict order stopped the pass: preemptors behind the blocked
+		 * job whose victims are gone still start on the GPUs held for
+		 * them (else those stay idle until the blocked job starts) */
+		DRV_GROW(s->tmp2, (size_t)s->nnoms + 1, s->tmp2cap);
+		n = s->nnoms;
+		memcpy(s->tmp2, s->noms, (size_t)n * sizeof(*s->noms));
+		for (i = 0; i < n; i++) {
+			struct sjob *nj = &s->jobs[s->tmp2[i]];
+			if (nj->state != DRV_SJ_PENDING || nj->nvict_left > 0 ||
+			    nj->why_pass == s->pass_no)
+				continue;
+			s->visited[nvis++] = s->tmp2[i];
+			scan_one(p, s->tmp2[i]);
+		}
+	}
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {

@@ -71,6 +71,9 @@ struct wjob {
 	int64_t end_at;     /* when it finishes if running (0 = not running) */
 	int64_t stop_at;    /* victim: when it stops (0 = not terminating) */
 	bool done;
+	uint64_t preempted_by; /* victim: its preemptor */
+	int waiting;        /* preemptor: victims not stopped yet */
+	bool preemptor;     /* pending after preempting, not started yet */
 };
 
 struct world {
@@ -206,6 +209,7 @@ static void check_pass(struct world *w, int64_t now)
 					  " at %" PRId64, x->job, now + j->job.runtime_estimate, r->job, r->at);
 			}
 			j->end_at = now + j->actual;
+			j->preemptor = false;
 			w->starts++;
 		} else if (x->kind == DRV_DEC_PREEMPT) {
 			struct wjob *p = wfind(w, x->job);
@@ -222,7 +226,10 @@ static void check_pass(struct world *w, int64_t now)
 				if (!(x->flags & DRV_DEC_RECLAIM) && w->pol.order != DRV_ORDER_LAS)
 					cr_assert(lt(i32, v->job.priority, p->job.priority));
 				v->stop_at = x->at;
+				v->preempted_by = p->job.id;
 			}
+			p->preemptor = true;
+			p->waiting = x->nvictims;
 			w->preempts++;
 		} else if (x->kind == DRV_DEC_RESERVE) {
 			cr_assert(ge(i64, x->at, now));
@@ -346,6 +353,39 @@ static char *own_lines(struct world *w)
 	return buf;
 }
 
+/* A victim stopped (requeued, or it ended during its grace period). */
+static void victim_stopped(struct world *w, struct wjob *v)
+{
+	struct wjob *p = wfind(w, v->preempted_by);
+	if (p && p->preemptor && p->waiting > 0)
+		p->waiting--;
+	v->preempted_by = 0;
+}
+
+/*
+ * Liveness: a preemptor whose victims had all stopped before a pass starts
+ * in that pass on the GPUs held for it; only its tenant's quota (others
+ * may have started meanwhile) may still hold it back.
+ */
+static void check_preemptors(struct world *w, int64_t now)
+{
+	int i;
+	for (i = 0; i < w->njobs; i++) {
+		struct wjob *x = &w->jobs[i];
+		struct drv_sched_job_info info;
+		if (!x->preemptor || x->waiting > 0 || x->done)
+			continue;
+		cr_assert(eq(int, drv_sched_job_get(w->s, x->job.id, &info), 0));
+		if (info.state == DRV_SJ_PENDING && info.why.reason == DRV_REASON_PREEMPTING)
+			continue; /* victims stopped before this pass: checked next time */
+		if (info.state == DRV_SJ_PENDING)
+			cr_assert(eq(int, info.why.reason, DRV_REASON_QUOTA),
+				  "at %" PRId64 " preemptor %" PRIu64 " waits with its victims gone",
+				  now, x->job.id);
+		x->preemptor = false;
+	}
+}
+
 /* Replays a random workload of n jobs; returns the hash of all decisions. */
 static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int n)
 {
@@ -368,9 +408,12 @@ static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int
 				cr_assert(eq(int, drv_sched_requeue(w->s, x->job.id, now), 0));
 				x->stop_at = 0;
 				x->end_at = 0;
+				victim_stopped(w, x);
 			} else if (x->end_at && x->end_at <= now) {
 				cr_assert(eq(int, drv_sched_finish(w->s, x->job.id, now), 0));
 				x->done = true;
+				if (x->stop_at)
+					victim_stopped(w, x);
 			}
 		}
 		for (i = 0; i < arrivals && next < n; i++) {
@@ -394,6 +437,7 @@ static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int
 			}
 		}
 		check_pass(w, now);
+		check_preemptors(w, now);
 	}
 	cr_assert(gt(int, w->starts, n / 4), "the workload ran (%d starts)", w->starts);
 	h = w->hash;
