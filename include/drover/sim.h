@@ -16,7 +16,9 @@
  *   - the engine: events, scheduling passes, failures, metrics
  *     (src/sim/engine.c);
  *   - outputs: JSON summary, per-run CSV, HTML report (src/sim/output.c,
- *     src/sim/report.c).
+ *     src/sim/report.c);
+ *   - tenants, quotas and priority classes from a tenants file
+ *     (include/drover/tenants.h; src/sim/tenants.c binds it to a workload).
  *
  * Ownership: a struct drv_sim_workload owns its jobs and every string they
  * point to (tenant names are interned in the workload); release it with
@@ -29,6 +31,7 @@
 #include "drover/diag.h"
 #include "drover/model.h"
 #include "drover/sched.h"
+#include "drover/tenants.h"
 
 #include <stdio.h>
 
@@ -61,6 +64,8 @@ struct drv_sim_job {
 	int64_t duration;     /* seconds of work, or DRV_SIM_SERVICE */
 	int32_t line;         /* source line (1-based), 0 when generated */
 	int32_t tenant;       /* index into the workload's tenants */
+	int32_t pclass;       /* index into the workload's classes, -1 = none
+			       * (then job.priority is its priority value) */
 	char *reject;         /* set by drv_sim_run: why it can never run */
 };
 
@@ -71,6 +76,10 @@ struct drv_sim_workload {
 	char **tenants;             /* interned, in order of first appearance */
 	int32_t ntenants;
 	size_t tcap;
+	char **classes;             /* priority class names a job may name (copied
+				     * from a tenants file before reading) */
+	int32_t *class_values;      /* their priority values */
+	int32_t nclasses;
 	int64_t epoch;              /* absolute time of submit_time 0 (Philly:
 				     * Unix seconds of the first submit) */
 	int64_t malformed;          /* rows skipped as malformed */
@@ -81,6 +90,24 @@ void drv_sim_workload_init(struct drv_sim_workload *w);
 void drv_sim_workload_release(struct drv_sim_workload *w);
 /* Index of tenant name, interning it when new. */
 int32_t drv_sim_tenant(struct drv_sim_workload *w, const char *name);
+
+/*
+ * Tenants files (include/drover/tenants.h) and workloads, in two steps:
+ *
+ * drv_sim_workload_set_classes: before reading a trace, tells w the
+ *   priority classes of t, so that the native CSV's priority column may
+ *   name one (its value becomes job.priority). Replaces any classes w had.
+ * drv_sim_bind_tenants: after reading (or generating), gives every job
+ *   that names no class and has priority 0 (Philly rows, native rows with
+ *   an empty priority) its tenant's priorityClass, if the file gives one.
+ *   Warns into d, at the tenant's line in the file, about each tenant of
+ *   the file that no job of w belongs to (a misspelt name limits nothing),
+ *   and, given the cluster c (or NULL), about each quota that names only
+ *   GPU models c has none of. Returns the number of jobs that got a class.
+ */
+void drv_sim_workload_set_classes(struct drv_sim_workload *w, const struct drv_tenants *t);
+int32_t drv_sim_bind_tenants(struct drv_sim_workload *w, const struct drv_tenants *t,
+			     const struct drv_cluster *c, struct drv_diags *d);
 
 /*
  * Reads the Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster).
@@ -229,6 +256,20 @@ struct drv_sim_opts {
 	bool progress;             /* progress bar on stderr */
 	bool record_samples;       /* keep the time series (the report needs it) */
 	bool every_pass;           /* never skip a pass (tests: skipping changes nothing) */
+	const struct drv_tenants *tenants; /* quotas, weights, cohorts, classes; NULL =
+				    * none (every tenant unlimited, weight 1).
+				    * Needed when jobs name classes. */
+};
+
+/* What one tenant got. Times in seconds, as the summary's. */
+struct drv_sim_tenant_sum {
+	int64_t jobs, completed, rejected, never_started, preempted;
+	double avg_wait_s, p99_wait_s, avg_jct_s;
+	double gpu_hours;          /* allocated GPU-hours over all its runs */
+	double avg_gpus;           /* gpu_hours / the makespan */
+	double peak_gpus;          /* most GPUs it held at one instant */
+	double quota_gpus;         /* its nominal quota summed over the cluster's GPU
+				    * models; -1 = no quota */
 };
 
 struct drv_sim_result {
@@ -238,6 +279,8 @@ struct drv_sim_result {
 	struct drv_sim_sample *samples;
 	size_t nsamples, scap;
 	int64_t total_gpus;
+	struct drv_sim_tenant_sum *tenants; /* per workload tenant, same order */
+	int32_t ntenants;
 };
 
 void drv_sim_result_init(struct drv_sim_result *r);
@@ -258,11 +301,14 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w,
  * Outputs.
  */
 
-/* The summary object (docs/simulator.md lists the keys); with extra, the
- * policy and input description are added under "config". Returns 0/DRV_EIO. */
-int drv_sim_write_json(FILE *f, const struct drv_sim_result *r, const char *config_json);
+/* The summary object (docs/simulator.md lists the keys), with per-tenant
+ * figures under "tenants" (names from w); with config_json, the policy and
+ * input description are added under "config". Returns 0/DRV_EIO. */
+int drv_sim_write_json(FILE *f, const struct drv_sim_workload *w, const struct drv_sim_result *r,
+		       const char *config_json);
 /* One CSV row per run: job,attempt,tenant,submit_s,start_s,end_s,gpus,
- * gpu_milli,tasks,placement,preempted,cost_usd,outcome,priority. */
+ * gpu_milli,tasks,placement,preempted,cost_usd,outcome,priority,reason,
+ * priority_class. */
 int drv_sim_write_jobs(FILE *f, const struct drv_cluster *c, const struct drv_sim_workload *w,
 		       const struct drv_sim_result *r);
 /* A self-contained HTML page with inline SVG charts. */

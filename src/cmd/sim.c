@@ -4,6 +4,9 @@
  * src/sim's engine with the scheduling policy the flags choose, and writes
  * the summary (text, or JSON with --json), the per-run CSV (--jobs-out),
  * the HTML report (--report) and the generated workload (--write-trace).
+ * With --tenants FILE, the scheduler gets that file's tenants (quotas,
+ * weights, cohorts) and priority classes, and the summary shows what
+ * each tenant got.
  * Output files are written to a temporary name and renamed, so a failed
  * run never leaves one half-written.
  */
@@ -11,6 +14,7 @@
 #include "drover/cmd.h"
 #include "drover/sched.h"
 #include "drover/sim.h"
+#include "drover/tenants.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -35,6 +39,9 @@ static const char usage_text[] =
 	"  --generate            a synthetic workload: --jobs N jobs at offered load --load RHO\n"
 	"                        (e.g. 0.8), Poisson arrivals, Philly-like sizes and durations\n"
 	"  --write-trace FILE    write the workload as native CSV\n"
+	"  --tenants FILE        tenants (GPU quotas per model, fair-share weights, cohorts\n"
+	"                        and borrowing) and priority classes a trace may name\n"
+	"                        (YAML, docs/simulator.md)\n"
 	"  --seed N              seed for every random choice (default 1)\n"
 	"  --mtbf-hours H        each node fails after an exponential time of mean H hours\n"
 	"  --repair-hours R      ... and is repaired after a mean of R hours (default 4)\n"
@@ -54,7 +61,7 @@ static const char usage_text[] =
 	"  --report FILE.html    a self-contained HTML page with charts\n";
 
 struct args {
-	const char *cluster, *trace, *format, *write_trace, *jobs_out, *report;
+	const char *cluster, *trace, *format, *write_trace, *jobs_out, *report, *tenants;
 	const char *policy, *mode, *preemption, *pools;
 	bool generate, json, strict, every_pass;
 	long long jobs;
@@ -130,6 +137,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (!to_d(v, &a->load) || a->load <= 0 || a->load > 100)
 				return bad(f, "an offered load > 0 (1.0 = every GPU busy), at most 100",
 					   v);
+		} else if (!strcmp(f, "--tenants")) {
+			VAL();
+			a->tenants = v;
 		} else if (!strcmp(f, "--write-trace")) {
 			VAL();
 			a->write_trace = v;
@@ -287,6 +297,44 @@ static double mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* One line per tenant (at most 30, busiest first beyond that). */
+static void print_tenants(const struct drv_sim_workload *w, const struct drv_sim_result *r)
+{
+	int32_t i, shown = 0, *order;
+
+	if (!r->ntenants)
+		return;
+	order = drv_malloc(sizeof(int32_t) * (size_t)r->ntenants);
+	for (i = 0; i < r->ntenants; i++)
+		order[i] = i;
+	/* by GPU-hours, descending; insertion sort: tens of tenants */
+	for (i = 1; i < r->ntenants; i++) {
+		int32_t k = i, x = order[i];
+		while (k > 0 && r->tenants[order[k - 1]].gpu_hours < r->tenants[x].gpu_hours) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = x;
+	}
+	printf("%-16s %7s %7s %7s %10s %10s %9s %9s %9s\n", "tenant", "jobs", "done", "waiting",
+	       "wait mean", "wait p99", "GPU-h", "peak GPU", "quota");
+	for (i = 0; i < r->ntenants && shown < 30; i++, shown++) {
+		const struct drv_sim_tenant_sum *t = &r->tenants[order[i]];
+		char q[32];
+		if (t->quota_gpus >= 0)
+			snprintf(q, sizeof(q), "%.4g", t->quota_gpus);
+		else
+			snprintf(q, sizeof(q), "-");
+		printf("%-16.16s %7lld %7lld %7lld %9.0fs %9.0fs %9.1f %9.4g %9s\n",
+		       w->tenants[order[i]], (long long)t->jobs, (long long)t->completed,
+		       (long long)t->never_started, t->avg_wait_s, t->p99_wait_s, t->gpu_hours,
+		       t->peak_gpus, q);
+	}
+	if (r->ntenants > shown)
+		printf("... and %d more tenants (--json has them all)\n", r->ntenants - shown);
+	drv_free(order);
+}
+
 static void print_text(const struct drv_sim_summary *s, const char *policy_line)
 {
 	printf("%s\n", policy_line);
@@ -314,6 +362,7 @@ int cmd_sim(int argc, char **argv)
 	struct drv_diags d;
 	struct drv_sim_workload w;
 	struct drv_sim_result r;
+	struct drv_tenants tf;
 	struct drv_sched_policy pol;
 	struct drv_sim_opts o;
 	struct out_ctx oc;
@@ -346,6 +395,7 @@ int cmd_sim(int argc, char **argv)
 	t0 = mono_s();
 	drv_sim_workload_init(&w);
 	drv_sim_result_init(&r);
+	drv_tenants_init(&tf);
 	drv_diags_init(&d, a.cluster);
 	rc = drv_cluster_load_file(a.cluster, &c, &d);
 	drv_diags_print(&d, stderr);
@@ -365,6 +415,22 @@ int cmd_sim(int argc, char **argv)
 		fprintf(stderr, "drover sim: %s: the cluster has no GPUs\n", a.cluster);
 		ret = DRV_EXIT_USAGE;
 		goto out;
+	}
+
+	if (a.tenants) {
+		drv_diags_init(&d, a.tenants);
+		rc = drv_tenants_load_file(a.tenants, &tf, &d);
+		drv_diags_print(&d, stderr);
+		drv_diags_release(&d);
+		if (rc) {
+			fprintf(stderr, "drover sim: %s: %s; nothing simulated\n", a.tenants,
+				rc == DRV_EIO ? "cannot read the tenants file"
+					      : "invalid tenants file");
+			ret = DRV_EXIT_USAGE;
+			goto out;
+		}
+		/* a trace row may name the file's priority classes */
+		drv_sim_workload_set_classes(&w, &tf);
 	}
 
 	if (a.trace) {
@@ -411,6 +477,13 @@ int cmd_sim(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (a.tenants) {
+		/* default classes of tenants; tenants the workload lacks */
+		drv_diags_init(&d, a.tenants);
+		drv_sim_bind_tenants(&w, &tf, &c, &d);
+		drv_diags_print(&d, stderr);
+		drv_diags_release(&d);
+	}
 	oc = (struct out_ctx){ .c = &c, .w = &w, .r = &r, .title = title };
 	if (a.write_trace && write_atomic(a.write_trace, wr_trace, &oc)) {
 		ret = DRV_EXIT_FAIL;
@@ -426,6 +499,7 @@ int cmd_sim(int argc, char **argv)
 	o.progress = isatty(STDERR_FILENO);
 	o.record_samples = a.report != NULL;
 	o.every_pass = a.every_pass;
+	o.tenants = a.tenants ? &tf : NULL;
 	rc = drv_sim_run(&c, &w, &o, &r);
 	if (rc) {
 		fprintf(stderr, "drover sim: the simulation failed: %s\n", drv_strerror(rc));
@@ -435,10 +509,11 @@ int cmd_sim(int argc, char **argv)
 	r.sum.malformed = w.malformed;
 	r.sum.sim_wall_s = mono_s() - t0;
 
-	snprintf(title, sizeof(title), "drover sim: %s on %s, %s, %s, preemption %s, %s",
+	snprintf(title, sizeof(title), "drover sim: %s on %s, %s, %s, preemption %s, %s%s%s",
 		 a.trace ? a.trace : "generated workload", a.cluster,
 		 drv_sched_order_name(pol.order), drv_sched_mode_name(pol.mode),
-		 pol.preemption ? "on" : "off", drv_sched_pools_name(pol.pools));
+		 pol.preemption ? "on" : "off", drv_sched_pools_name(pol.pools),
+		 a.tenants ? ", tenants " : "", a.tenants ? a.tenants : "");
 	if (a.jobs_out && write_atomic(a.jobs_out, wr_jobs, &oc))
 		ret = DRV_EXIT_FAIL;
 	if (a.report && write_atomic(a.report, wr_report, &oc))
@@ -451,6 +526,8 @@ int cmd_sim(int argc, char **argv)
 					a.trace ? "trace" : "generated", "trace", a.trace, "format",
 					a.format, "seed", (json_int_t)a.seed);
 		if (cfg) {
+			if (a.tenants)
+				json_object_set_new(cfg, "tenants", json_string(a.tenants));
 			if (a.mtbf > 0) {
 				json_object_set_new(cfg, "mtbf_hours", json_real(a.mtbf));
 				json_object_set_new(cfg, "repair_hours", json_real(a.repair));
@@ -458,15 +535,17 @@ int cmd_sim(int argc, char **argv)
 			config = json_dumps(cfg, JSON_COMPACT);
 			json_decref(cfg);
 		}
-		if (drv_sim_write_json(stdout, &r, config))
+		if (drv_sim_write_json(stdout, &w, &r, config))
 			ret = DRV_EXIT_FAIL;
 	} else {
 		print_text(&r.sum, title);
+		print_tenants(&w, &r);
 	}
 out:
 	free(config);
 	drv_sim_result_release(&r);
 	drv_sim_workload_release(&w);
+	drv_tenants_release(&tf);
 	if (have_cluster)
 		drv_cluster_release(&c);
 	return ret;

@@ -271,6 +271,7 @@ void sched__phot_fill(struct drv_sched *s, int32_t pos)
 	h->prio = j->prio;
 	h->never = j->never;
 	h->gpuless = j->gpuless;
+	h->held = j->nom.ntasks > 0;
 	h->dur = j->dur;
 }
 
@@ -280,6 +281,26 @@ void sched__phot_rebuild(struct drv_sched *s)
 	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
 	for (i = 0; i < s->npend; i++)
 		sched__phot_fill(s, i);
+}
+
+/* Refills the compact entry of a pending job whose fields it copies changed
+ * (a nomination made or dropped); nothing when slot is not pending. */
+void sched__phot_refresh(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos = -1, i;
+	if (s->keys_valid) {
+		pos = pend_lower_bound(s, slot);
+		if (pos >= s->npend || s->pend[pos] != slot)
+			pos = -1;
+	}
+	if (pos < 0)
+		for (i = 0; i < s->npend; i++)
+			if (s->pend[i] == slot) {
+				pos = i;
+				break;
+			}
+	if (pos >= 0)
+		sched__phot_fill(s, pos);
 }
 
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
@@ -372,6 +393,32 @@ void sched__rhot_rebuild(struct drv_sched *s)
 	DRV_GROW(s->rhot, (size_t)s->nrun + 1, s->rhcap);
 	for (i = 0; i < s->nrun; i++)
 		rhot_fill(s, i);
+	s->rsum.dirty = true;
+}
+
+/* Merges one entry into the summary of possible victims. */
+void sched__rsum_add(struct drv_sched *s, const struct rhot *h)
+{
+	if (!h->ok)
+		return;
+	if (h->prio < s->rsum.minprio) {
+		s->rsum.minprio = h->prio;
+		s->rsum.maxq = h->lasq;
+	} else if (h->prio == s->rsum.minprio && h->lasq > s->rsum.maxq) {
+		s->rsum.maxq = h->lasq;
+	}
+}
+
+void sched__rsum_refresh(struct drv_sched *s)
+{
+	int32_t i;
+	if (!s->rsum.dirty)
+		return;
+	s->rsum.minprio = INT32_MAX;
+	s->rsum.maxq = INT32_MIN;
+	for (i = 0; i < s->nrun; i++)
+		sched__rsum_add(s, &s->rhot[i]);
+	s->rsum.dirty = false;
 }
 
 void sched__run_insert(struct drv_sched *s, int32_t slot)
@@ -385,6 +432,8 @@ void sched__run_insert(struct drv_sched *s, int32_t slot)
 	s->run[pos] = slot;
 	s->nrun++;
 	rhot_fill(s, pos);
+	if (!s->rsum.dirty)
+		sched__rsum_add(s, &s->rhot[pos]);
 }
 
 void sched__run_remove(struct drv_sched *s, int32_t slot)
@@ -403,6 +452,7 @@ void sched__run_remove(struct drv_sched *s, int32_t slot)
 	memmove(&s->run[pos], &s->run[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->run));
 	memmove(&s->rhot[pos], &s->rhot[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->rhot));
 	s->nrun--;
+	s->rsum.dirty = true;
 }
 
 /* ---- cluster view ------------------------------------------------------- */
@@ -794,6 +844,8 @@ void sched__nom_drop(struct drv_sched *s, int32_t slot)
 	int32_t i;
 	s->jobs[slot].nom.ntasks = 0;
 	s->jobs[slot].nvict_left = 0;
+	if (s->jobs[slot].state == DRV_SJ_PENDING)
+		sched__phot_refresh(s, slot);
 	for (i = 0; i < s->nnoms; i++)
 		if (s->noms[i] == slot) {
 			memmove(&s->noms[i], &s->noms[i + 1], (size_t)(s->nnoms - i - 1) * sizeof(*s->noms));
@@ -984,6 +1036,7 @@ struct drv_sched *drv_sched_new(struct drv_cluster *c)
 	drv_placement_init(&s->scratch3);
 	drv_sched_policy_default(&s->keyed_pol);
 	s->last_now = INT64_MIN;
+	s->rsum.dirty = true;
 	hgrow(s);
 	sched__refresh_cluster(s);
 	return s;

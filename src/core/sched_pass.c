@@ -361,7 +361,7 @@ static void resv_add(struct pass *p, int32_t slot, int64_t at, const struct drv_
 static void resv_drop(struct pass *p, int32_t slot)
 {
 	struct drv_sched *s = p->s;
-	int32_t i;
+	int32_t i, k, r;
 	for (i = 0; i < s->nresv; i++) {
 		struct sresv t;
 		if (s->resv[i].job != slot)
@@ -370,6 +370,17 @@ static void resv_drop(struct pass *p, int32_t slot)
 		memmove(&s->resv[i], &s->resv[i + 1], (size_t)(s->nresv - i - 1) * sizeof(*s->resv));
 		s->resv[s->nresv - 1] = t; /* keep its buffer for reuse */
 		s->nresv--;
+		/* its GPUs are no longer reserved (a later sweep must not keep
+		 * them out of reach): rebuild the masks of its nodes */
+		for (k = 0; k < t.pl.ntasks; k++)
+			if (t.pl.tasks[k].node >= 0 && t.pl.tasks[k].node < s->nnodes_seen)
+				s->resv_mask[t.pl.tasks[k].node] = 0;
+		for (r = 0; r < s->nresv; r++)
+			for (k = 0; k < s->resv[r].pl.ntasks; k++) {
+				const struct drv_task_place *tp = &s->resv[r].pl.tasks[k];
+				if (tp->node >= 0 && tp->node < s->nnodes_seen)
+					s->resv_mask[tp->node] |= tp->gpu_mask;
+			}
 		break;
 	}
 	p->t_min = T_INF;
@@ -604,7 +615,9 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 		int32_t lo = lastfail, hi = i, cur = i;
 		drv_placement_copy(best, pl);
 		for (;;) {
-			int32_t m = lo + (hi - lo) / 2;
+			/* strictly between lo (failed) and hi (fits): else the
+			 * same failing point is tried forever once hi = lo + 1 */
+			int32_t m = lo + DRV_MAX(1, (hi - lo) / 2);
 			while (m < hi && !group_end(s, m))
 				m++;
 			if (m >= hi) {
@@ -759,6 +772,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 			s->rhot[i].lasq = v->lasq;
 		}
 		p->lasq_done = true;
+		s->rsum.dirty = true;
 	}
 	for (i = 0; i < p->nfailed; i++) {
 		const struct pshape *f0 = &p->failed[i];
@@ -793,6 +807,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	j->pf.nresv = s->nresv;
 	j->pf.blk = s->block.ntasks;
 	j->pf.t_min = p->t_min;
+	if (quota_rc != 0 || jt->cohort < 0) {
+		/* no reclaim: a victim must be of lower priority, or (LAS) of
+		 * the same priority in a higher queue; when no running job is,
+		 * the scan below would find none (most searches under LAS with
+		 * a long queue end here) */
+		sched__rsum_refresh(s);
+		if (s->rsum.minprio > j->prio ||
+		    (s->rsum.minprio == j->prio &&
+		     (p->pol->order != DRV_ORDER_LAS || s->rsum.maxq <= jq))) {
+			/* the scan would have lowered pf.until for young jobs of
+			 * the same priority under LAS; the memo is not used under
+			 * LAS, and is dropped so no other order reads it */
+			if (p->pol->order == DRV_ORDER_LAS)
+				j->pf.valid = false;
+			return false;
+		}
+	}
 	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
 	cands = (struct cand *)(void *)s->tmp;
 	memset(borrowed, 0, sizeof(borrowed));
@@ -944,6 +975,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	d->placement = &j->nom;
 	j->nvict_left = nv;
 	j->nom_deadline = d->at;
+	sched__phot_refresh(s, slot); /* a preemptor is never skipped */
 	return true;
 }
 
@@ -1222,9 +1254,13 @@ static void scan_one(struct pass *p, int32_t slot)
 		return;
 	}
 	if (j->nom.ntasks > 0) {
-		/* its victims are gone: the held placement is its own to use */
+		/* its victims are gone: the held placement is its own to use;
+		 * it no longer stands as the pass's reservation, so the next
+		 * blocked job gets one (and skipping waits for that) */
 		resv_drop(p, slot);
 		sched__nom_drop(s, slot);
+		if (p->nresv_made > 0)
+			p->nresv_made--;
 		own_nom = true;
 	}
 	if (j->never) {
@@ -1428,8 +1464,8 @@ static inline bool skip_h(const struct bounds *b, const struct phot *h)
 	int32_t m;
 	if (h->never)
 		return true;
-	if (h->gpuless)
-		return false;
+	if (h->gpuless || h->held)
+		return false; /* a preemptor: its held placement frees no root GPU */
 	if (b->preempt && h->prio > b->minprio)
 		return false;
 	if (b->loosen && h->dur > 0 && h->dur <= b->short_d) {
@@ -1482,6 +1518,7 @@ struct sufagg {
 	int32_t max_prio;
 	int64_t min_dur;                 /* over jobs with a known duration */
 	bool gpuless;
+	bool held;                       /* a preemptor holding its placement */
 };
 
 struct fmerge {
@@ -1516,12 +1553,15 @@ static void fair_setup(struct pass *p, struct fmerge *fm)
 	for (i = 0; i < s->npend; i++)
 		fm->idx[fm->head[s->phot[i].tenant]++] = i;
 	for (t = 0; t < nt; t++) {
-		struct sufagg a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false };
+		struct sufagg a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false,
+				    false };
 		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
 			const struct phot *h = &s->phot[fm->idx[i]];
 			if (!h->never) {
 				if (h->gpuless)
 					a.gpuless = true;
+				if (h->held)
+					a.held = true;
 				if (h->need_whole > 0) {
 					a.need_w = DRV_MIN(a.need_w, h->need_whole);
 					a.task_w = DRV_MIN(a.task_w, h->max_task);
@@ -1546,7 +1586,7 @@ static bool suf_skip(const struct bounds *b, const struct sufagg *a)
 {
 	int64_t w, n;
 	int32_t m;
-	if (a->gpuless || (b->preempt && a->max_prio > b->minprio))
+	if (a->gpuless || a->held || (b->preempt && a->max_prio > b->minprio))
 		return false;
 	if (b->loosen && a->min_dur <= b->short_d) {
 		w = b->wl;

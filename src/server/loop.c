@@ -112,16 +112,7 @@ static void run_pass(struct drv_server *s)
 		now = s->last_pass_now;
 	s->last_pass_now = now;
 	s->sched_dirty = false;
-	{
-		struct drv_sched_policy pol = s->cfg.policy;
-
-		/* NEEDSWORK: the pass's skip loop passes over a preemptor whose
-		 * victims are gone (policy's repro in notes); asking for every
-		 * pending reason turns the skip off. Drop once sched is fixed. */
-		if (pol.preemption)
-			pol.report_all_pending = true;
-		n = drv_sched_pass(s->sched, now, &pol, &s->dec);
-	}
+	n = drv_sched_pass(s->sched, now, &s->cfg.policy, &s->dec);
 	s->passes++;
 	if (n < 0) {
 		srv_log(s, "scheduling pass failed: %s", drv_strerror(n));

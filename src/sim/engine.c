@@ -20,6 +20,12 @@
  *
  * Metrics are integrated between event times: allocated GPUs while work
  * waits or runs (gpu_alloc_ratio), jobs in the system (Little's law).
+ * Per tenant: GPUs held now and at most, GPU-seconds, waits, so that what
+ * a quota does is visible.
+ *
+ * A tenants file (o->tenants) gives the scheduler its classes, quotas,
+ * weights and cohorts before the first job arrives; a job naming a class
+ * is submitted with it.
  */
 #include "drover/sim.h"
 
@@ -70,6 +76,10 @@ struct engine {
 	double busy_time;
 	double system_area;  /* job-seconds in the system */
 	double lost_gpu_s;
+	int64_t *t_alloc;    /* per workload tenant: milli-GPUs held now */
+	int64_t *t_peak;     /* ... at most */
+	double *t_gpu_s;     /* ... GPU-milli-seconds over ended runs */
+	int64_t *t_preempted;
 	struct prov *prov;   /* provisioning requests, by event */
 	size_t nprov, provcap;
 	char why[256];
@@ -166,6 +176,8 @@ static void end_run(struct engine *e, int32_t j, enum drv_sim_outcome o)
 	run->outcome = o;
 	run->cost_micro = run_cost(e->c, &run->place, e->now - s->run_start);
 	e->alloc_milli -= s->milli;
+	e->t_alloc[e->w->jobs[j].tenant] -= s->milli;
+	e->t_gpu_s[e->w->jobs[j].tenant] += (double)s->milli * (double)(e->now - s->run_start);
 	running_del(e, j);
 	s->run = -1;
 	s->token++;
@@ -218,6 +230,12 @@ static int apply_start(struct engine *e, const struct drv_sched_decision *d)
 				    d->placement->tasks[t].gpu_milli;
 	}
 	e->alloc_milli += s->milli;
+	{
+		int32_t t = e->w->jobs[j].tenant;
+		e->t_alloc[t] += s->milli;
+		if (e->t_alloc[t] > e->t_peak[t])
+			e->t_peak[t] = e->t_alloc[t];
+	}
 	e->npending--;
 	running_add(e, j);
 	schedule_finish(e, j);
@@ -235,6 +253,7 @@ static int apply_preempt(struct engine *e, const struct drv_sched_decision *d)
 		s = &e->js[v];
 		s->st = ST_TERMINATING;
 		e->r->sum.preemptions++;
+		e->t_preempted[e->w->jobs[v].tenant]++;
 		/* it stops at the grace deadline, or sooner if it completes */
 		drv_sim_heap_push(&e->heap, d->at > e->now ? d->at : e->now, DRV_SIM_EV_GRACE, v,
 				  s->token);
@@ -501,6 +520,74 @@ static double pct(int64_t *v, size_t n, double p)
 	return (double)select_k(v, n, k - 1);
 }
 
+/* Per tenant: counts, waits (mean, p99), JCT, GPU-hours, peak GPUs. */
+static void summarize_tenants(struct engine *e, int64_t makespan)
+{
+	struct drv_sim_workload *w = e->w;
+	struct drv_sim_result *r = e->r;
+	int32_t nt = w->ntenants, i, t;
+	size_t *start = drv_calloc((size_t)nt + 2, sizeof(size_t)), *fill;
+	int64_t *wait = drv_malloc(sizeof(int64_t) * ((size_t)w->njobs + 1));
+	double *jct = drv_calloc((size_t)nt + 1, sizeof(double));
+	int64_t model_gpus[DRV_MAX_MODELS] = { 0 };
+
+	r->tenants = drv_calloc((size_t)nt + 1, sizeof(*r->tenants));
+	r->ntenants = nt;
+	for (i = 0; i < e->c->nnodes; i++)
+		if (e->c->nodes[i].model >= 0 && e->c->nodes[i].model < DRV_MAX_MODELS)
+			model_gpus[e->c->nodes[i].model] += e->c->nodes[i].ngpus;
+	/* waits grouped by tenant: counting sort */
+	for (i = 0; i < w->njobs; i++)
+		if (e->js[i].first_start >= 0)
+			start[w->jobs[i].tenant + 1]++;
+	for (t = 0; t < nt; t++)
+		start[t + 1] += start[t];
+	fill = drv_malloc(sizeof(size_t) * ((size_t)nt + 1));
+	memcpy(fill, start, sizeof(size_t) * (size_t)nt);
+	for (i = 0; i < w->njobs; i++) {
+		const struct jst *s = &e->js[i];
+		struct drv_sim_tenant_sum *ts = &r->tenants[w->jobs[i].tenant];
+		ts->jobs++;
+		if (s->st == ST_REJECTED)
+			ts->rejected++;
+		else if (s->first_start < 0)
+			ts->never_started++;
+		if (s->first_start >= 0)
+			wait[fill[w->jobs[i].tenant]++] = s->first_start - w->jobs[i].job.submit_time;
+		if (s->st == ST_DONE && s->completed) {
+			ts->completed++;
+			jct[w->jobs[i].tenant] += (double)(s->end - w->jobs[i].job.submit_time);
+		}
+	}
+	for (t = 0; t < nt; t++) {
+		struct drv_sim_tenant_sum *ts = &r->tenants[t];
+		size_t n = start[t + 1] - start[t], k;
+		double sw = 0;
+		const struct drv_tenant_conf *tc =
+			e->o->tenants ? drv_tenants_tenant(e->o->tenants, w->tenants[t]) : NULL;
+		int m;
+
+		for (k = start[t]; k < start[t + 1]; k++)
+			sw += (double)wait[k];
+		ts->avg_wait_s = n ? sw / (double)n : 0;
+		ts->p99_wait_s = pct(wait + start[t], n, 0.99);
+		ts->avg_jct_s = ts->completed ? jct[t] / (double)ts->completed : 0;
+		ts->gpu_hours = e->t_gpu_s[t] / 1000.0 / 3600.0;
+		ts->avg_gpus = makespan > 0 ? e->t_gpu_s[t] / 1000.0 / (double)makespan : 0;
+		ts->peak_gpus = (double)e->t_peak[t] / 1000.0;
+		ts->preempted = e->t_preempted[t];
+		ts->quota_gpus = -1;
+		for (m = 0; tc && m < DRV_MAX_MODELS; m++)
+			if (model_gpus[m] > 0 && tc->quota_milli[m] >= 0)
+				ts->quota_gpus = (ts->quota_gpus < 0 ? 0 : ts->quota_gpus) +
+						 (double)tc->quota_milli[m] / 1000.0;
+	}
+	drv_free(fill);
+	drv_free(start);
+	drv_free(wait);
+	drv_free(jct);
+}
+
 static void summarize(struct engine *e)
 {
 	struct drv_sim_summary *sum = &e->r->sum;
@@ -554,6 +641,7 @@ static void summarize(struct engine *e)
 	sum->mean_sojourn_s = w->njobs ? soj / w->njobs : 0;
 	drv_free(jct);
 	drv_free(wait);
+	summarize_tenants(e, sum->makespan_s);
 }
 
 int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct drv_sim_opts *o,
@@ -574,6 +662,10 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	e.progress_last = -1;
 	e.js = drv_calloc((size_t)w->njobs + 1, sizeof(*e.js));
 	e.running = drv_malloc(sizeof(int32_t) * ((size_t)w->njobs + 1));
+	e.t_alloc = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
+	e.t_peak = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
+	e.t_gpu_s = drv_calloc((size_t)w->ntenants + 1, sizeof(double));
+	e.t_preempted = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
 	for (i = 0; i < w->njobs; i++) {
 		e.js[i].first_start = -1;
 		e.js[i].end = -1;
@@ -593,6 +685,8 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 		rc = DRV_EINVAL;
 		goto out;
 	}
+	if (o->tenants && (rc = drv_tenants_apply(o->tenants, e.s)) < 0)
+		goto out;
 	if (o->mtbf_hours > 0)
 		for (i = 0; i < c->nnodes; i++)
 			drv_sim_heap_push(&e.heap,
@@ -701,7 +795,9 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 				next++;
 				continue;
 			}
-			rc = drv_sched_submit(e.s, &w->jobs[next].job, NULL);
+			rc = drv_sched_submit(e.s, &w->jobs[next].job,
+					      w->jobs[next].pclass >= 0 ? w->classes[w->jobs[next].pclass]
+									: NULL);
 			if (rc)
 				goto out;
 			/* the pass decides to grow a pool only when it runs: make it run
@@ -742,6 +838,8 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 			struct drv_sim_run *run = &r->runs[s->run];
 			run->outcome = DRV_SIM_RUNNING;
 			run->cost_micro = run_cost(c, &run->place, e.now - s->run_start);
+			e.t_gpu_s[w->jobs[i].tenant] +=
+				(double)s->milli * (double)(e.now - s->run_start);
 		} else if (s->st == ST_PENDING) {
 			struct drv_sim_run *run = new_run(&e, i);
 			run->outcome = DRV_SIM_NEVER;
@@ -756,6 +854,10 @@ out:
 	drv_sim_heap_release(&e.heap);
 	drv_free(e.js);
 	drv_free(e.running);
+	drv_free(e.t_alloc);
+	drv_free(e.t_peak);
+	drv_free(e.t_gpu_s);
+	drv_free(e.t_preempted);
 	drv_free(e.prov);
 	return rc;
 }

@@ -106,6 +106,7 @@ int drv_sim_generate(const struct drv_sim_gen_opts *o, struct drv_sim_workload *
 		double u;
 
 		memset(sj, 0, sizeof(*sj));
+		sj->pclass = -1;
 		snprintf(nm, sizeof(nm), "g%d", i + 1);
 		j->name = drv_strdup(nm);
 		if (o->dist == DRV_SIM_DIST_EXP) {

@@ -43,6 +43,7 @@ void drv_sim_result_release(struct drv_sim_result *r)
 		drv_placement_release(&r->runs[i].place);
 	drv_free(r->runs);
 	drv_free(r->samples);
+	drv_free(r->tenants);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -54,10 +55,12 @@ static json_t *num3(double x)
 	return json_real(round(x * 1000.0) / 1000.0);
 }
 
-int drv_sim_write_json(FILE *f, const struct drv_sim_result *r, const char *config_json)
+int drv_sim_write_json(FILE *f, const struct drv_sim_workload *w, const struct drv_sim_result *r,
+		       const char *config_json)
 {
 	const struct drv_sim_summary *s = &r->sum;
-	json_t *o = json_object(), *lit;
+	json_t *o = json_object(), *lit, *ten;
+	int32_t t;
 	int rc = 0;
 
 	json_object_set_new(o, "jobs", json_integer(s->jobs));
@@ -87,6 +90,26 @@ int drv_sim_write_json(FILE *f, const struct drv_sim_result *r, const char *conf
 	json_object_set_new(lit, "mean_time_in_system_s", num3(s->mean_sojourn_s));
 	json_object_set_new(lit, "lambda_times_w", num3(s->arrival_rate * s->mean_sojourn_s));
 	json_object_set_new(o, "littles_law", lit);
+	ten = json_object();
+	for (t = 0; w && t < r->ntenants && t < w->ntenants; t++) {
+		const struct drv_sim_tenant_sum *ts = &r->tenants[t];
+		json_t *x = json_object();
+		json_object_set_new(x, "jobs", json_integer(ts->jobs));
+		json_object_set_new(x, "completed", json_integer(ts->completed));
+		json_object_set_new(x, "rejected", json_integer(ts->rejected));
+		json_object_set_new(x, "never_started", json_integer(ts->never_started));
+		json_object_set_new(x, "preempted", json_integer(ts->preempted));
+		json_object_set_new(x, "avg_wait_s", num3(ts->avg_wait_s));
+		json_object_set_new(x, "p99_wait_s", num3(ts->p99_wait_s));
+		json_object_set_new(x, "avg_jct_s", num3(ts->avg_jct_s));
+		json_object_set_new(x, "gpu_hours", num3(ts->gpu_hours));
+		json_object_set_new(x, "avg_gpus", num3(ts->avg_gpus));
+		json_object_set_new(x, "peak_gpus", num3(ts->peak_gpus));
+		if (ts->quota_gpus >= 0)
+			json_object_set_new(x, "quota_gpus", num3(ts->quota_gpus));
+		json_object_set_new(ten, w->tenants[t], x);
+	}
+	json_object_set_new(o, "tenants", ten);
 	if (config_json) {
 		json_t *cfg = json_loads(config_json, 0, NULL);
 		if (cfg)
@@ -124,7 +147,7 @@ int drv_sim_write_jobs(FILE *f, const struct drv_cluster *c, const struct drv_si
 	size_t bcap = 0, i;
 
 	fprintf(f, "job,attempt,tenant,submit_s,start_s,end_s,gpus,gpu_milli,tasks,placement,"
-		   "preempted,cost_usd,outcome,priority,reason\n");
+		   "preempted,cost_usd,outcome,priority,reason,priority_class\n");
 	for (i = 0; i < r->nruns; i++) {
 		const struct drv_sim_run *run = &r->runs[i];
 		const struct drv_sim_job *sj = &w->jobs[run->job];
@@ -165,6 +188,9 @@ int drv_sim_write_jobs(FILE *f, const struct drv_cluster *c, const struct drv_si
 			j->priority);
 		if (run->outcome == DRV_SIM_REJECTED && sj->reject)
 			csv_field(f, sj->reject);
+		fputc(',', f);
+		if (sj->pclass >= 0)
+			fputs(w->classes[sj->pclass], f);
 		fputc('\n', f);
 	}
 	drv_free(buf);

@@ -2,7 +2,8 @@
  * report.c: the simulator's HTML report: one self-contained page (inline
  * CSS and SVG, no script, nothing fetched) with the summary and four
  * charts: GPU allocation and queue depth over time, the JCT CDF by job
- * size, wait by priority, and cost by pool. It opens in any browser.
+ * size, wait by priority, and cost by pool, then a table of what each
+ * tenant got. It opens in any browser.
  *
  * The charts are drawn by two small helpers (a line chart with optional
  * log-x axis, a grouped bar chart) that write SVG elements directly; the
@@ -467,6 +468,44 @@ static void cost_by_pool(FILE *f, const struct drv_cluster *c, const struct drv_
 	drv_free(v);
 }
 
+/* One row per tenant, busiest (GPU-hours) first: what each one got. */
+static void tenant_table(FILE *f, const struct drv_sim_workload *w, const struct drv_sim_result *r)
+{
+	int32_t i, *order, n = r->ntenants < w->ntenants ? r->ntenants : w->ntenants;
+
+	if (n <= 0)
+		return;
+	order = drv_malloc(sizeof(int32_t) * (size_t)n);
+	for (i = 0; i < n; i++) {
+		int32_t k = i;
+		while (k > 0 && r->tenants[order[k - 1]].gpu_hours < r->tenants[i].gpu_hours) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = i;
+	}
+	fprintf(f, "<figure><figcaption>Per tenant</figcaption>\n<table>\n<tr><th>tenant</th>"
+		   "<th>jobs</th><th>completed</th><th>never started</th><th>preempted</th>"
+		   "<th>mean wait</th><th>p99 wait</th><th>mean JCT</th><th>GPU-hours</th>"
+		   "<th>mean GPUs</th><th>peak GPUs</th><th>quota GPUs</th></tr>\n");
+	for (i = 0; i < n; i++) {
+		const struct drv_sim_tenant_sum *t = &r->tenants[order[i]];
+		fprintf(f, "<tr><th>");
+		html_text(f, w->tenants[order[i]]);
+		fprintf(f, "</th><td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%.0f s</td>"
+			   "<td>%.0f s</td><td>%.0f s</td><td>%.1f</td><td>%.1f</td><td>%.4g</td>",
+			(long long)t->jobs, (long long)t->completed, (long long)t->never_started,
+			(long long)t->preempted, t->avg_wait_s, t->p99_wait_s, t->avg_jct_s,
+			t->gpu_hours, t->avg_gpus, t->peak_gpus);
+		if (t->quota_gpus >= 0)
+			fprintf(f, "<td>%.4g</td></tr>\n", t->quota_gpus);
+		else
+			fprintf(f, "<td>none</td></tr>\n");
+	}
+	fprintf(f, "</table></figure>\n");
+	drv_free(order);
+}
+
 int drv_sim_write_report(FILE *f, const struct drv_cluster *c, const struct drv_sim_workload *w,
 			 const struct drv_sim_result *r, const char *title)
 {
@@ -510,6 +549,7 @@ int drv_sim_write_report(FILE *f, const struct drv_cluster *c, const struct drv_
 	jct_cdf(f, w, r);
 	wait_by_priority(f, w, r);
 	cost_by_pool(f, c, r, end);
+	tenant_table(f, w, r);
 	fprintf(f, "</body></html>\n");
 	return ferror(f) ? DRV_EIO : 0;
 }

@@ -51,6 +51,10 @@ void drv_sim_workload_release(struct drv_sim_workload *w)
 	for (i = 0; i < w->ntenants; i++)
 		drv_free(w->tenants[i]);
 	drv_free(w->tenants);
+	for (i = 0; i < w->nclasses; i++)
+		drv_free(w->classes[i]);
+	drv_free(w->classes);
+	drv_free(w->class_values);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -72,6 +76,7 @@ static struct drv_sim_job *new_job(struct drv_sim_workload *w)
 	DRV_GROW(w->jobs, (size_t)w->njobs + 1, w->cap);
 	sj = &w->jobs[w->njobs++];
 	memset(sj, 0, sizeof(*sj));
+	sj->pclass = -1;
 	return sj;
 }
 
@@ -585,13 +590,36 @@ static const char *const col_expect[C_NCOLS] = {
 	[C_MODEL] = "a GPU model from the catalog (H100, A100-SXM4-80GB, ...), or empty",
 	[C_CPU] = "milli-CPUs per task, or empty",
 	[C_MEM] = "MiB of memory per task, or empty",
-	[C_PRIO] = "an integer priority, or empty",
+	[C_PRIO] = "an integer priority, a priority class of the tenants file, or empty",
 	[C_PREEMPT] = "true or false, or empty",
 	[C_TENANT] = "a tenant name of letters, digits and -_.:/@, or empty",
 	[C_TOPO] = "required:LEVEL or preferred:LEVEL, or empty",
 	[C_REGIONS] = "region names separated by '|', or empty",
 	[C_GANGMIN] = "tasks that must start together, 0 = all, or empty",
 };
+
+/* What column c expects; for priority, the class names w knows. */
+static void expectation(const struct drv_sim_workload *w, int c, char *buf, size_t sz)
+{
+	size_t len;
+	int32_t k;
+
+	if (c != C_PRIO) {
+		snprintf(buf, sz, "%s", col_expect[c]);
+		return;
+	}
+	if (!w->nclasses) {
+		snprintf(buf, sz, "an integer priority, or empty (a priority class name needs "
+				  "--tenants FILE defining it)");
+		return;
+	}
+	len = (size_t)snprintf(buf, sz, "an integer priority, a priority class of the tenants "
+					"file (");
+	for (k = 0; k < w->nclasses && len < sz; k++)
+		len += (size_t)snprintf(buf + len, sz - len, "%s%s", k ? ", " : "", w->classes[k]);
+	if (len < sz)
+		snprintf(buf + len, sz - len, "), or empty");
+}
 
 /* Fills the job-level fields of sj; returns the failing column or -1. */
 static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv_sim_job *sj)
@@ -615,9 +643,22 @@ static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv
 		return C_LIMIT;
 	if (!opt_int(&r->v[C_ESTIMATE], 0, INT64_C(1) << 40, 0, &j->runtime_estimate))
 		return C_ESTIMATE;
-	if (!opt_int(&r->v[C_PRIO], -1000000000, 1000000000, 0, &v))
-		return C_PRIO;
-	j->priority = (int32_t)v;
+	fd = &r->v[C_PRIO];
+	if (fd->len && ((fd->s[0] >= 'a' && fd->s[0] <= 'z') || (fd->s[0] >= 'A' && fd->s[0] <= 'Z'))) {
+		/* a priority class name (class names start with a letter) */
+		int32_t k;
+		for (k = 0; k < w->nclasses; k++)
+			if (same_text(fd, w->classes[k], strlen(w->classes[k])))
+				break;
+		if (k == w->nclasses)
+			return C_PRIO;
+		sj->pclass = k;
+		j->priority = w->class_values[k];
+	} else {
+		if (!opt_int(fd, -1000000000, 1000000000, 0, &v))
+			return C_PRIO;
+		j->priority = (int32_t)v;
+	}
 	fd = &r->v[C_PREEMPT];
 	if (!fd->len || same_text(fd, "false", 5) || same_text(fd, "0", 1))
 		j->preemptible = false;
@@ -818,8 +859,10 @@ int drv_sim_read_native(FILE *f, bool strict, struct drv_sim_workload *w, struct
 			bad = parse_group(&r, &sj->job.groups[0]);
 		}
 		if (bad >= 0) {
+			char want[256];
+			expectation(w, bad, want, sizeof(want));
 			bad_row(d, strict, w, lineno, r.v[bad].col ? r.v[bad].col : 1, col_names[bad],
-				"expected %s, found '%.*s'", col_expect[bad], SHOW(r.v[bad]));
+				"expected %s, found '%.*s'", want, SHOW(r.v[bad]));
 			job_free_fields(sj);
 			w->njobs--;
 			prev_job = -1;
@@ -905,7 +948,11 @@ int drv_sim_write_native(FILE *f, const struct drv_sim_workload *w)
 				fprintf(f, "%lld", (long long)tg->mem_mib);
 			fprintf(f, ",");
 			if (g == 0) {
-				fprintf(f, "%d,%s,%s,", j->priority, j->preemptible ? "true" : "false",
+				if (sj->pclass >= 0)
+					fprintf(f, "%s,", w->classes[sj->pclass]);
+				else
+					fprintf(f, "%d,", j->priority);
+				fprintf(f, "%s,%s,", j->preemptible ? "true" : "false",
 					w->tenants[sj->tenant]);
 				if (j->topo_mode != DRV_TOPO_NONE && j->topo_level)
 					fprintf(f, "%s:%s",

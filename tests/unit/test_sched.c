@@ -518,3 +518,293 @@ Test(sched_api, errors_and_queries)
 	drv_job_release(&big);
 	drv_cluster_release(&c);
 }
+
+/* ---- preemption: the preemptor starts once its victims stopped ---------- */
+
+/* One pool, one leaf, one 8-GPU H100 node. */
+static void one_node(struct drv_cluster *c)
+{
+	static const char *const lv[] = { "cluster", "pool", "leaf", "node" };
+	struct drv_pool pool;
+	int pv, l;
+	drv_cluster_init(c, "one");
+	drv_cluster_set_levels(c, lv, 4);
+	pv = drv_cluster_add_vertex(c, 0, "p");
+	memset(&pool, 0, sizeof(pool));
+	pool.name = (char *)"p";
+	pool.provider = (char *)"onprem";
+	pool.region = (char *)"r";
+	pool.vertex = pv;
+	cr_assert(ge(int, drv_cluster_add_pool(c, &pool), 0));
+	l = drv_cluster_add_vertex(c, pv, "l");
+	cr_assert(ge(int, drv_cluster_add_node(c, l, "n1", drv_gpu_model_find("H100"), 8, 64000, 512000), 0));
+}
+
+static int count_kind(const struct drv_sched_decisions *d, enum drv_sched_dec_kind k, uint64_t job)
+{
+	int i, n = 0;
+	for (i = 0; i < d->n; i++)
+		if (d->v[i].kind == k && d->v[i].job == job)
+			n++;
+	return n;
+}
+
+/*
+ * A preemptible 8-GPU job runs on the only node; an 8-GPU job of higher
+ * priority arrives and preempts it. While the victim is terminating the
+ * preemptor waits ("preempting"); once the caller reports the victim
+ * stopped (requeue), the next pass starts the preemptor on the GPUs it
+ * freed, under every order the skip loop serves and every mode.
+ */
+static void preemptor_starts(enum drv_sched_order order, enum drv_sched_mode mode)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_sched_job_info info;
+	struct drv_job lo, hi;
+	int i;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = order;
+	pol.mode = mode;
+	pol.preemption = true;
+	drv_sched_decisions_init(&d);
+	drv_job_init(&lo);
+	lo.id = 1;
+	lo.tenant = drv_strdup("default");
+	lo.preemptible = true;
+	lo.submit_time = 100;
+	drv_job_add_group(&lo, "g", 1, 8, 0);
+	drv_job_init(&hi);
+	hi.id = 2;
+	hi.tenant = drv_strdup("default");
+	hi.priority = 100;
+	hi.submit_time = 101;
+	drv_job_add_group(&hi, "g", 1, 8, 0);
+
+	cr_assert(eq(int, drv_sched_submit(s, &lo, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 100, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1), "the low job starts");
+
+	cr_assert(eq(int, drv_sched_submit(s, &hi, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 101, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "the high job preempts");
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_PREEMPT) {
+			cr_assert(eq(int, d.v[i].nvictims, 1));
+			cr_assert(eq(u64, d.v[i].victims[0], 1));
+		}
+
+	/* the victim has not stopped yet: the preemptor still waits for it */
+	cr_assert(ge(int, drv_sched_pass(s, 102, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 2), 0));
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_PENDING));
+	cr_assert(eq(int, info.why.reason, DRV_REASON_PREEMPTING));
+	cr_assert(eq(i64, info.why.n[0], 1), "one victim left");
+
+	cr_assert(eq(int, drv_sched_requeue(s, 1, 103), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 103, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 2), 1),
+		  "the preemptor starts in the first pass after its victim stopped");
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_RUNNING));
+	cr_assert(eq(int, info.placement->ntasks, 1));
+	cr_assert(eq(u64, info.placement->tasks[0].gpu_mask, 0xff));
+	cr_assert(eq(int, drv_sched_job_get(s, 1, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_PENDING), "the victim waits again");
+	/* and it stays so: the victim does not take the node back */
+	cr_assert(ge(int, drv_sched_pass(s, 104, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 1), 0));
+	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_RUNNING));
+
+	drv_sched_free(s);
+	cr_assert(eq(i32, c.vertices[0].free_gpus, c.vertices[0].total_gpus));
+	drv_sched_decisions_release(&d);
+	drv_job_release(&lo);
+	drv_job_release(&hi);
+	drv_cluster_release(&c);
+}
+
+Test(sched_preempt, preemptor_starts_fifo_backfill) { preemptor_starts(DRV_ORDER_FIFO, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_fifo_strict) { preemptor_starts(DRV_ORDER_FIFO, DRV_MODE_STRICT); }
+Test(sched_preempt, preemptor_starts_fifo_greedy) { preemptor_starts(DRV_ORDER_FIFO, DRV_MODE_GREEDY); }
+Test(sched_preempt, preemptor_starts_sjf_backfill) { preemptor_starts(DRV_ORDER_SJF, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_las_backfill) { preemptor_starts(DRV_ORDER_LAS, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_fair_backfill) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_BACKFILL); }
+Test(sched_preempt, preemptor_starts_fair_greedy) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_GREEDY); }
+
+/* ---- preemption: searches that find no victim without scanning ---------- */
+
+static void mkjob(struct drv_job *j, uint64_t id, int32_t gpus, int32_t prio, bool preemptible,
+		  int64_t submit)
+{
+	drv_job_init(j);
+	j->id = id;
+	j->tenant = drv_strdup("default");
+	j->priority = prio;
+	j->preemptible = preemptible;
+	j->submit_time = submit;
+	drv_job_add_group(j, "g", 1, gpus, 0);
+}
+
+/*
+ * A pass knows, without scanning the running jobs, when none is of lower
+ * priority (or, under LAS, of the same priority in a higher queue). That
+ * knowledge must follow the running jobs: here a lower-priority job starts
+ * in the same pass in which a search found no victim, and the next job of
+ * higher priority that needs its GPUs must preempt it.
+ */
+Test(sched_preempt, victim_started_after_a_failed_search)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job x, y, z, v;
+	int i;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.preemption = true; /* backfill: y, the first blocked job, is always searched */
+	drv_sched_decisions_init(&d);
+	mkjob(&x, 1, 4, 20, true, 0);  /* holds half the node; too high to preempt */
+	mkjob(&y, 2, 8, 10, false, 1); /* cannot fit, no victim of lower priority */
+	mkjob(&z, 3, 4, 0, true, 2);   /* fits the other half */
+	mkjob(&v, 4, 4, 10, false, 3); /* arrives later: may preempt z */
+
+	cr_assert(eq(int, drv_sched_submit(s, &x, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
+	cr_assert(eq(int, drv_sched_submit(s, &y, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &z, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 2, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 3), 1), "z starts after y's search failed");
+
+	cr_assert(eq(int, drv_sched_submit(s, &v, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 4), 1), "v preempts z");
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_PREEMPT) {
+			cr_assert(eq(int, d.v[i].nvictims, 1));
+			cr_assert(eq(u64, d.v[i].victims[0], 3));
+		}
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "y still has no victim");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&x);
+	drv_job_release(&y);
+	drv_job_release(&z);
+	drv_job_release(&v);
+	drv_cluster_release(&c);
+}
+
+/*
+ * Under LAS a running job moves to a higher queue as it attains service;
+ * a search that found it in the same queue as the waiting job must not be
+ * remembered once it moved: the waiting job then preempts it.
+ */
+Test(sched_preempt, las_victim_moves_up_a_queue)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job a, b;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = DRV_ORDER_LAS;
+	pol.preemption = true;
+	pol.las_threshold[0] = 100; /* GPU-s: 8 GPUs cross it after 12.5 s */
+	pol.las_threshold[1] = 10000;
+	drv_sched_decisions_init(&d);
+	mkjob(&a, 1, 8, 0, true, 0);
+	mkjob(&b, 2, 8, 0, true, 5);
+
+	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
+	cr_assert(eq(int, drv_sched_submit(s, &b, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 5, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "40 GPU-s: the same queue");
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "80 GPU-s: the same queue");
+	cr_assert(ge(int, drv_sched_pass(s, 13, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "104 GPU-s: a higher queue");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&a);
+	drv_job_release(&b);
+	drv_cluster_release(&c);
+}
+
+/* ---- backfill: the earliest reservation after galloping ----------------- */
+
+/*
+ * The reservation sweep frees running jobs in order of expected end and
+ * tries the blocked job after each; after 16 failed tries it gallops
+ * (skips ever more points) and, once the job fits, halves back to the
+ * earliest point that fits. Here 36 CPU-only jobs end one by one (every
+ * 100 s) and the blocked job needs the node's every CPU, so it fits only
+ * once the last of them ended: the sweep gallops past points, and the
+ * halving must narrow down to the last one (it once tried the same
+ * failing point forever). The reservation is at the last end, 3,600 s.
+ */
+Test(sched_backfill, earliest_after_galloping, .timeout = 20)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job small[36], big;
+	int i, nresv = 0;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	drv_sched_decisions_init(&d);
+	for (i = 0; i < 36; i++) {
+		struct drv_task_group *g;
+		drv_job_init(&small[i]);
+		small[i].id = (uint64_t)i + 1;
+		small[i].tenant = drv_strdup("default");
+		small[i].runtime_estimate = 100 * (i + 1);
+		g = drv_job_add_group(&small[i], "cpu", 1, 0, 0);
+		g->cpu_milli = 1500;
+		cr_assert(eq(int, drv_sched_submit(s, &small[i], NULL), 0));
+	}
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(i32, drv_sched_running_count(s), 36));
+
+	drv_job_init(&big);
+	big.id = 100;
+	big.tenant = drv_strdup("default");
+	drv_job_add_group(&big, "all", 1, 1, 0)->cpu_milli = 64000;
+	cr_assert(eq(int, drv_sched_submit(s, &big, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 1, &pol, &d), 0));
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_RESERVE && d.v[i].job == 100) {
+			nresv++;
+			cr_assert(eq(i64, d.v[i].at, 3600));
+		}
+	cr_assert(eq(int, nresv, 1), "the blocked job holds a reservation");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	for (i = 0; i < 36; i++)
+		drv_job_release(&small[i]);
+	drv_job_release(&big);
+	drv_cluster_release(&c);
+}

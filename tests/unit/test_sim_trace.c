@@ -288,3 +288,77 @@ Test(sim_trace, native_bad_continuation_drops_the_whole_job)
 	drv_diags_release(&d);
 	drv_sim_workload_release(&w);
 }
+
+/* A tenants file's classes: a row may name one (its value becomes the
+ * priority), an unknown name is a malformed row at the priority column,
+ * and a tenant's priorityClass goes to its jobs that give no priority. */
+Test(sim_trace, priority_classes_from_a_tenants_file)
+{
+	static const char yaml[] = "priorityClasses:\n  urgent: {value: 100}\n"
+				   "  scavenger: {value: -5, preemptionPolicy: Never}\n"
+				   "tenants:\n  lab: {priorityClass: scavenger}\n"
+				   "  ghost: {quota: 8}\n";
+	static const char csv[] = "name,submit_s,duration_s,tasks,gpus,priority,tenant\n"
+				  "a,0,10,1,1,urgent,prod\n"
+				  "b,1,10,1,1,urgnet,prod\n"
+				  "c,2,10,1,1,,lab\n"
+				  "d,3,10,1,1,7,lab\n"
+				  "e,4,10,1,1,urgent,lab\n";
+	struct drv_tenants t;
+	struct drv_sim_workload w;
+	struct drv_diags d;
+	FILE *f;
+
+	drv_diags_init(&d, "t.yaml");
+	cr_assert(eq(int, drv_tenants_load_buffer(yaml, strlen(yaml), &t, &d), 0));
+	drv_diags_release(&d);
+
+	/* without the classes, a name is malformed */
+	drv_sim_workload_init(&w);
+	drv_diags_init(&d, "t.csv");
+	f = mem(csv);
+	cr_assert(eq(int, drv_sim_read_native(f, false, &w, &d), 0));
+	fclose(f);
+	cr_assert(eq(int, w.njobs, 2));
+	cr_assert(eq(i64, w.malformed, 3));
+	cr_assert(eq(int, d.v[0].line, 2));
+	cr_assert(eq(int, d.v[0].col, 12));
+	cr_assert(eq(str, d.v[0].path, "priority"));
+	drv_diags_release(&d);
+	drv_sim_workload_release(&w);
+
+	drv_sim_workload_init(&w);
+	drv_sim_workload_set_classes(&w, &t);
+	drv_diags_init(&d, "t.csv");
+	f = mem(csv);
+	cr_assert(eq(int, drv_sim_read_native(f, false, &w, &d), 0));
+	fclose(f);
+	cr_assert(eq(int, w.njobs, 4));
+	cr_assert(eq(i64, w.malformed, 1));
+	cr_assert(eq(int, d.n, 1));
+	cr_assert(eq(int, d.v[0].line, 3));
+	cr_assert(eq(int, d.v[0].col, 12));
+	cr_assert(not(eq(ptr, strstr(d.v[0].msg, "(urgent, scavenger)"), NULL)), "%s", d.v[0].msg);
+	drv_diags_release(&d);
+	/* a: named urgent; c: no priority, lab's default; d: its own 7; e: named */
+	cr_assert(eq(str, w.classes[w.jobs[0].pclass], "urgent"));
+	cr_assert(eq(int, w.jobs[0].job.priority, 100));
+	cr_assert(eq(int, w.jobs[1].pclass, -1));
+	cr_assert(eq(int, w.jobs[2].pclass, -1));
+
+	drv_diags_init(&d, "t.yaml");
+	cr_assert(eq(int, drv_sim_bind_tenants(&w, &t, NULL, &d), 1));
+	cr_assert(eq(str, w.classes[w.jobs[1].pclass], "scavenger"));
+	cr_assert(eq(int, w.jobs[1].job.priority, -5));
+	cr_assert(eq(int, w.jobs[2].pclass, -1));
+	cr_assert(eq(int, w.jobs[2].job.priority, 7));
+	cr_assert(eq(str, w.classes[w.jobs[3].pclass], "urgent"));
+	/* ghost has no job: a warning at its line */
+	cr_assert(eq(int, d.nerrors, 0));
+	cr_assert(eq(int, d.nwarnings, 1));
+	cr_assert(eq(int, d.v[0].line, 6));
+	cr_assert(eq(str, d.v[0].path, "tenants.ghost"));
+	drv_diags_release(&d);
+	drv_sim_workload_release(&w);
+	drv_tenants_release(&t);
+}
