@@ -234,6 +234,18 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
 		       const struct drv_spec_opts *opts, struct drv_specset *set,
 		       struct drv_diags *d);
 
+/*
+ * The check every YAML text must pass before it reaches libfyaml (every
+ * fy_document_build_* and fy_parser call in drover goes through it): UTF-8
+ * text without control characters (as drv_spec_check_text), and no tab
+ * used as indentation after a block indicator, e.g. "? key:<TAB>? x",
+ * which crashes libfyaml 0.7.12 (src/spec/yamlguard.c). Tabs inside
+ * scalars and comments pass. On failure reports the first offence into d
+ * as "line:col: found a tab in indentation, expected spaces (YAML forbids
+ * tabs for indentation)" and returns false.
+ */
+bool drv_yaml_guard(const char *buf, size_t len, struct drv_diags *d);
+
 /* Reads a whole file into a NUL-terminated buffer (caller frees), at most
  * max bytes; DRV_ELIMIT beyond, DRV_EIO when unreadable. "-" is stdin. */
 int drv_spec_read_file(const char *path, size_t max, char **buf, size_t *len);

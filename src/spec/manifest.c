@@ -1482,8 +1482,9 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 	int ndocs = 0, rc = 0, i;
 
 	/* YAML text is printable Unicode (YAML 1.2, 5.1); checking first also keeps
-	 * bytes libfyaml 0.7 mishandles (invalid UTF-8 in a directive) away from it */
-	if (!drv_spec_check_text(buf, len, false, d))
+	 * what libfyaml 0.7 mishandles (invalid UTF-8 in a directive, some tabs)
+	 * away from it */
+	if (!drv_yaml_guard(buf, len, d))
 		return DRV_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;

@@ -1,0 +1,256 @@
+/*
+ * yamlguard.c: the check every YAML text passes before libfyaml sees it.
+ *
+ * Debian's libfyaml 0.7.12 frees a simple key twice when it refuses a tab
+ * after the ':' of a key inside an explicit key ("? s:<TAB>?" is the
+ * smallest such input): fy_fetch_value recycles the key, then
+ * fy_ws_indentation_check fails ("cannot use tab for indentation of block
+ * entry") and the error path recycles it again. The corrupted free list
+ * crashes fy_parser_destroy -> fy_parse_cleanup -> fy_indent_vacuum_internal
+ * (SEGV; with FYPCF_DISABLE_RECYCLING, glibc's "double free" abort). No
+ * parse flag avoids it, so we refuse such text first.
+ *
+ * What is refused is a tab in the blanks that follow a block indicator
+ * ("- ", "? ", ": ") on the same line when a block collection indicator
+ * ("- ", "? ", ": ") or, where libfyaml checks, a block scalar ("|", ">")
+ * comes next: there the blanks are indentation (YAML 1.2 s-indent), which
+ * YAML allows to be spaces only. libfyaml refuses all of these too, only
+ * without crashing in most places. Tabs elsewhere are left alone: inside
+ * quoted, block and plain scalars, in comments, in flow collections, and
+ * between "key:" and a plain scalar or a block scalar ("key:<TAB>|" is
+ * valid YAML and libfyaml reads it).
+ *
+ * The scan is a small line-by-line lexer: it knows enough (quotes, flow
+ * brackets, comments, block scalar bodies) not to look for indicators
+ * inside scalars, nothing more. It is not a YAML parser.
+ */
+#include "spec_int.h"
+
+#include <string.h>
+
+struct scan {
+	const char *b;
+	size_t len;
+	struct drv_diags *d;
+	int flow;        /* depth of [ and { */
+	char quote;      /* '"' or '\'' while inside a quoted scalar, else 0 */
+	bool block;      /* inside a block scalar's body */
+	int block_indent; /* its header line's indentation; -1: until --- or ... */
+	/* column of the explicit key ("? ") libfyaml still has open, 0 when
+	 * none, -1 when unknown (a tab came before it on its line) */
+	int qkey;
+	int line;        /* 1-based, of the line being scanned */
+};
+
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* blank, line break or end of text at i */
+static bool blankz(const struct scan *s, size_t i)
+{
+	return i >= s->len || blank(s->b[i]) || s->b[i] == '\n' || s->b[i] == '\r';
+}
+
+/* 1-based column of byte i on the line starting at ls, in characters */
+static int column(const struct scan *s, size_t ls, size_t i)
+{
+	int col = 1;
+
+	for (; ls < i; ls++)
+		if (((unsigned char)s->b[ls] & 0xc0) != 0x80)
+			col++;
+	return col;
+}
+
+/* Past the closing quote of the scalar whose body starts at i, or le when
+ * it goes on past the line (s->quote stays set then). */
+static size_t skip_quoted(struct scan *s, size_t i, size_t le)
+{
+	while (i < le) {
+		char c = s->b[i++];
+		if (s->quote == '"' && c == '\\') {
+			i++;
+		} else if (c == s->quote) {
+			if (s->quote == '\'' && i < le && s->b[i] == '\'') {
+				i++; /* '' is a quote inside '...' */
+			} else {
+				s->quote = 0;
+				return i;
+			}
+		}
+	}
+	return le;
+}
+
+/* Flow content from i: past the bracket that closes the outermost flow
+ * collection, or le (s->flow stays > 0 then). */
+static size_t skip_flow(struct scan *s, size_t ls, size_t i, size_t le)
+{
+	while (i < le) {
+		char c = s->b[i];
+		if (s->quote) {
+			i = skip_quoted(s, i, le);
+			continue;
+		}
+		if (c == '#' && (i == ls || blank(s->b[i - 1])))
+			return le;
+		if ((c == '"' || c == '\'') &&
+		    (i == ls || blank(s->b[i - 1]) || strchr("[{,:", s->b[i - 1]))) {
+			s->quote = c;
+		} else if (c == '[' || c == '{') {
+			s->flow++;
+		} else if (c == ']' || c == '}') {
+			if (--s->flow == 0)
+				return i + 1;
+		}
+		i++;
+	}
+	return le;
+}
+
+/*
+ * The block indicator ind at i (followed by a blank): checks the blanks
+ * after it. Returns where they end, or 0 after reporting a tab.
+ */
+static size_t after_indicator(struct scan *s, size_t ls, size_t i, size_t le)
+{
+	char ind = s->b[i], next;
+	size_t j = i + 1, tab = 0;
+	bool bad, complex = s->qkey != 0, tabbed = memchr(s->b + ls, '\t', i - ls);
+	int col = column(s, ls, i);
+
+	if (ind == '?') {
+		s->qkey = tabbed ? -1 : col;
+	} else if (ind == ':' && s->qkey > 0 && !tabbed && col <= s->qkey) {
+		s->qkey = 0; /* the ':' of the explicit key: libfyaml closes it */
+	}
+	while (j < le && blank(s->b[j])) {
+		if (s->b[j] == '\t' && !tab)
+			tab = j;
+		j++;
+	}
+	if (!tab || j >= le)
+		return j;
+	next = s->b[j];
+	if (ind != ':' || complex) {
+		/* where libfyaml runs fy_ws_indentation_check: its own rule */
+		bad = strchr("?:|>", next) || (next == '-' && blankz(s, j + 1));
+	} else {
+		/* after a plain key's ':' only a block sequence or explicit key
+		 * is indentation (and invalid on the key's line anyway) */
+		bad = (next == '-' || next == '?') && blankz(s, j + 1);
+	}
+	if (!bad)
+		return j;
+	drv_diag_err(s->d, s->line, column(s, ls, tab), NULL,
+		     "found a tab in indentation, expected spaces (YAML forbids tabs for indentation)");
+	return 0;
+}
+
+/* One line [ls, le); false after reporting a tab. */
+static bool scan_line(struct scan *s, size_t ls, size_t le)
+{
+	const char *b = s->b;
+	size_t i = ls, indent = 0;
+	bool tokstart = true, doc_line = false;
+
+	while (i < le && b[i] == ' ')
+		i++;
+	indent = i - ls;
+	if (s->block) {
+		size_t k = i;
+		while (k < le && (blank(b[k]) || b[k] == '\r'))
+			k++;
+		if (k == le)
+			return true; /* a blank line goes with the scalar */
+		if (s->block_indent < 0 ? !((le - ls >= 3) && (!memcmp(b + ls, "---", 3) ||
+								!memcmp(b + ls, "...", 3)) && blankz(s, ls + 3))
+					: (int)indent > s->block_indent)
+			return true;
+		s->block = false;
+	}
+	if (s->quote || s->flow)
+		tokstart = false; /* inside a scalar or collection begun above */
+	if (s->quote)
+		i = skip_quoted(s, ls, le);
+	else if (s->flow)
+		i = skip_flow(s, ls, ls, le);
+	else if (le > ls && b[ls] == '%')
+		return true; /* a directive */
+	else if (le - ls >= 3 && (!memcmp(b + ls, "---", 3) || !memcmp(b + ls, "...", 3)) &&
+		 blankz(s, ls + 3)) {
+		i = ls + 3;
+		doc_line = true;
+	}
+	while (i < le) {
+		char c = b[i];
+		if (s->quote) {
+			i = skip_quoted(s, i, le);
+			continue;
+		}
+		if (s->flow) {
+			i = skip_flow(s, ls, i, le);
+			continue;
+		}
+		if (blank(c) || c == '\r') {
+			i++;
+			continue;
+		}
+		if (c == '#' && (i == ls || blank(b[i - 1])))
+			break;
+		if ((c == ':' || (tokstart && (c == '-' || c == '?'))) && blankz(s, i + 1)) {
+			i = after_indicator(s, ls, i, le);
+			if (!i)
+				return false;
+			tokstart = true;
+			continue;
+		}
+		if (!tokstart) {
+			i++;
+			continue;
+		}
+		if (c == '"' || c == '\'') {
+			s->quote = c;
+			i++;
+			tokstart = false;
+		} else if (c == '[' || c == '{') {
+			s->flow = 1;
+			i++;
+			tokstart = false;
+		} else if (c == '|' || c == '>') {
+			s->block = true;
+			s->block_indent = doc_line ? -1 : (int)indent;
+			break;
+		} else if (c == '&' || c == '!') {
+			while (i < le && !blankz(s, i))
+				i++; /* an anchor or tag: the node comes after it */
+		} else {
+			tokstart = false; /* a plain scalar or an alias */
+			i++;
+		}
+	}
+	return true;
+}
+
+bool drv_yaml_guard(const char *buf, size_t len, struct drv_diags *d)
+{
+	struct scan s = { .b = buf, .len = len, .d = d, .qkey = 0, .line = 1 };
+	size_t ls = 0, le;
+
+	if (!drv_spec_check_text(buf, len, false, d))
+		return false;
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		ls = 3; /* a byte order mark: not content */
+	while (ls < len) {
+		/* YAML breaks lines at LF, CRLF and a lone CR */
+		for (le = ls; le < len && buf[le] != '\n' && buf[le] != '\r'; le++)
+			;
+		if (!scan_line(&s, ls, le))
+			return false;
+		ls = le + (le + 1 < len && buf[le] == '\r' && buf[le + 1] == '\n' ? 2 : 1);
+		s.line++;
+	}
+	return true;
+}
