@@ -245,6 +245,9 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
  * tabs for indentation)" and returns false.
  */
 bool drv_yaml_guard(const char *buf, size_t len, struct drv_diags *d);
+/* The same for a caller with no drv_diags: on failure writes
+ * "line:col: message" into err (errsz bytes). */
+bool drv_yaml_guard_err(const char *buf, size_t len, char *err, size_t errsz);
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees), at most
  * max bytes; DRV_ELIMIT beyond, DRV_EIO when unreadable. "-" is stdin. */

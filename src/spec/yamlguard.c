@@ -26,6 +26,7 @@
  */
 #include "spec_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct scan {
@@ -253,4 +254,17 @@ bool drv_yaml_guard(const char *buf, size_t len, struct drv_diags *d)
 		s.line++;
 	}
 	return true;
+}
+
+bool drv_yaml_guard_err(const char *buf, size_t len, char *err, size_t errsz)
+{
+	struct drv_diags d;
+	bool ok;
+
+	drv_diags_init(&d, NULL);
+	ok = drv_yaml_guard(buf, len, &d);
+	if (!ok && d.n)
+		snprintf(err, errsz, "%d:%d: %s", d.v[0].line, d.v[0].col, d.v[0].msg);
+	drv_diags_release(&d);
+	return ok;
 }
