@@ -239,7 +239,7 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
  * fy_document_build_* and fy_parser call in drover goes through it): UTF-8
  * text without control characters (as drv_spec_check_text), and no tab
  * used as indentation after a block indicator, e.g. "? key:<TAB>? x",
- * which crashes libfyaml 0.7.12 (src/spec/yamlguard.c). Tabs inside
+ * which crashes libfyaml 0.7.12 (src/spec/yaml.c). Tabs inside
  * scalars and comments pass. On failure reports the first offence into d
  * as "line:col: found a tab in indentation, expected spaces (YAML forbids
  * tabs for indentation)" and returns false.
@@ -248,6 +248,14 @@ bool drv_yaml_guard(const char *buf, size_t len, struct drv_diags *d);
 /* The same for a caller with no drv_diags: on failure writes
  * "line:col: message" into err (errsz bytes). */
 bool drv_yaml_guard_err(const char *buf, size_t len, char *err, size_t errsz);
+
+struct fy_node;
+/* Node n of a libfyaml document as JSON (new reference), typed the way
+ * libfyaml's JSON emitter types it: plain null, true, false and JSON
+ * numbers, all else strings; a collection used as a key is left out.
+ * Use this, never fy_emit_*_to_string in JSON mode: libfyaml 0.7.12's
+ * emitter crashes on an empty block scalar at the end of the text. */
+json_t *drv_yaml_node_json(struct fy_node *n);
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees), at most
  * max bytes; DRV_ELIMIT beyond, DRV_EIO when unreadable. "-" is stdin. */

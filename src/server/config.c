@@ -221,10 +221,9 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 {
 	struct srv_config *c = &s->cfg;
 	struct fy_document *fyd = NULL;
-	char *text = NULL, *buf = NULL, gerr[256];
+	char *buf = NULL, gerr[256];
 	size_t len = 0;
 	json_t *root = NULL;
-	json_error_t je;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -265,8 +264,8 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	if (!fy_document_root(fyd)) {
 		root = json_object();
 	} else {
-		text = fy_emit_document_to_string(fyd, FYECF_MODE_JSON_ONELINE);
-		root = text ? json_loads(text, JSON_DECODE_ANY, &je) : NULL;
+		/* not libfyaml's JSON emitter: it crashes on "key: |" at the end */
+		root = drv_yaml_node_json(fy_document_root(fyd));
 	}
 	if (!root) {
 		snprintf(err, errsz, "%s: cannot read it as a mapping of settings", path);
@@ -285,7 +284,6 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	if (c->ntokens == 0)
 		srv_log(s, "warning: %s has no tokens; no user can call the API", path);
 out:
-	free(text);
 	json_decref(root);
 	if (fyd)
 		fy_document_destroy(fyd);

@@ -1,7 +1,9 @@
 /*
- * yamlguard.c: the check every YAML text passes before libfyaml sees it.
+ * yaml.c: what drover does around libfyaml, both because of bugs in
+ * Debian's libfyaml 0.7.12 that a user's file can reach.
  *
- * Debian's libfyaml 0.7.12 frees a simple key twice when it refuses a tab
+ * 1. drv_yaml_guard, the check every YAML text passes before libfyaml sees
+ * it. libfyaml 0.7.12 frees a simple key twice when it refuses a tab
  * after the ':' of a key inside an explicit key ("? s:<TAB>?" is the
  * smallest such input): fy_fetch_value recycles the key, then
  * fy_ws_indentation_check fails ("cannot use tab for indentation of block
@@ -23,9 +25,14 @@
  * The scan is a small line-by-line lexer: it knows enough (quotes, flow
  * brackets, comments, block scalar bodies) not to look for indicators
  * inside scalars, nothing more. It is not a YAML parser.
+ *
+ * 2. drv_yaml_node_json, a node as JSON without libfyaml's emitter: its
+ * JSON mode dereferences NULL (fy_emit_token_scalar -> fy_atom_is_number)
+ * on an empty block scalar at the end of the text ("a: |\n"), valid YAML.
  */
 #include "spec_int.h"
 
+#include <libfyaml.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -267,4 +274,92 @@ bool drv_yaml_guard_err(const char *buf, size_t len, char *err, size_t errsz)
 		snprintf(err, errsz, "%d:%d: %s", d.v[0].line, d.v[0].col, d.v[0].msg);
 	drv_diags_release(&d);
 	return ok;
+}
+
+/* Is t (n bytes) a JSON number, as libfyaml's JSON emitter tells them? */
+static bool json_number(const char *t, size_t n)
+{
+	size_t i = 0;
+
+	if (i < n && t[i] == '-')
+		i++;
+	if (i >= n || t[i] < '0' || t[i] > '9')
+		return false;
+	if (t[i] == '0')
+		i++;
+	else
+		while (i < n && t[i] >= '0' && t[i] <= '9')
+			i++;
+	if (i < n && t[i] == '.') {
+		if (++i >= n || t[i] < '0' || t[i] > '9')
+			return false;
+		while (i < n && t[i] >= '0' && t[i] <= '9')
+			i++;
+	}
+	if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+		if (++i < n && (t[i] == '+' || t[i] == '-'))
+			i++;
+		if (i >= n || t[i] < '0' || t[i] > '9')
+			return false;
+		while (i < n && t[i] >= '0' && t[i] <= '9')
+			i++;
+	}
+	return i == n;
+}
+
+json_t *drv_yaml_node_json(struct fy_node *n)
+{
+	json_t *j;
+
+	if (!n)
+		return json_null();
+	if (fy_node_is_mapping(n)) {
+		void *it = NULL;
+		struct fy_node_pair *p;
+		j = json_object();
+		while ((p = fy_node_mapping_iterate(n, &it))) {
+			struct fy_node *k = fy_node_pair_key(p);
+			size_t kl = 0;
+			const char *kt = k && fy_node_is_scalar(k) ? fy_node_get_scalar(k, &kl) : NULL;
+			char *key;
+			if (!kt)
+				continue; /* a collection as a key has no JSON form */
+			key = drv_strndup(kt, kl);
+			json_object_set_new(j, key, drv_yaml_node_json(fy_node_pair_value(p)));
+			drv_free(key);
+		}
+	} else if (fy_node_is_sequence(n)) {
+		void *it = NULL;
+		struct fy_node *x;
+		j = json_array();
+		while ((x = fy_node_sequence_iterate(n, &it)))
+			json_array_append_new(j, drv_yaml_node_json(x));
+	} else {
+		size_t len = 0, tl = 0;
+		const char *t = fy_node_get_scalar(n, &len);
+		bool plain;
+		enum fy_node_style st = fy_node_get_style(n);
+		j = NULL;
+		if (!t)
+			t = "";
+		/* a block scalar has no escapes, so no NUL, but 0.7.12 gives one
+		 * byte 0 for an empty one at the end of the text ("a: |\n") */
+		if (st == FYNS_LITERAL || st == FYNS_FOLDED)
+			len = strnlen(t, len);
+		plain = st == FYNS_PLAIN && !fy_node_get_tag(n, &tl);
+		/* the JSON emitter's typing: plain null, true, false, numbers */
+		if (plain && (len == 0 || (len == 4 && !memcmp(t, "null", 4))))
+			j = json_null();
+		else if (plain && len == 4 && !memcmp(t, "true", 4))
+			j = json_true();
+		else if (plain && len == 5 && !memcmp(t, "false", 5))
+			j = json_false();
+		else if (plain && json_number(t, len))
+			j = json_loadb(t, len, JSON_DECODE_ANY, NULL); /* NULL when too big */
+		if (!j)
+			j = json_stringn(t, len);
+		if (!j)
+			j = json_string(""); /* not UTF-8: drv_yaml_guard lets none through */
+	}
+	return j;
 }

@@ -1,12 +1,15 @@
 /*
- * test_yamlguard.c: the tab check in front of libfyaml (src/spec/yamlguard.c).
+ * test_yaml.c: the tab check in front of libfyaml (src/spec/yaml.c).
  * Inputs that crash Debian's libfyaml 0.7.12 (tests/unit/data/tab-crash-*,
  * found by a colleague; "? s:<TAB>?" is the smallest) must come back as one
  * error at the tab from every reader that uses libfyaml, and YAML with
- * tabs where YAML allows them must still load.
+ * tabs where YAML allows them must still load. And drv_yaml_node_json,
+ * which replaces libfyaml's JSON emitter (it crashed on "a: |" at the end).
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <libfyaml.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "drover/clusterfile.h"
@@ -153,5 +156,64 @@ Test(yaml_guard, manifest_with_tabs_inside_scalars_loads)
 	cr_assert(eq(str, s.run[0].env[0].value, "a\tb"));
 	cr_assert(eq(int, s.run[0].nargs, 1));
 	cr_assert(not(eq(ptr, strstr(s.run[0].args[0], "\techo"), NULL)));
+	drv_jobspec_release(&s);
+}
+
+/* drv_yaml_node_json of the whole text, dumped compactly with sorted keys */
+static char *as_json(const char *text)
+{
+	struct fy_document *fyd = fy_document_build_from_string(NULL, text, strlen(text));
+	json_t *j;
+	char *out;
+
+	cr_assert(not(eq(ptr, fyd, NULL)), "%s", text);
+	j = drv_yaml_node_json(fy_document_root(fyd));
+	out = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	json_decref(j);
+	fy_document_destroy(fyd);
+	return out;
+}
+
+Test(yaml_guard, node_json_types_scalars_as_the_json_emitter_did)
+{
+	char *s = as_json("a: [~, null, Null, true, True, false, yes, 1, -1, +1, 0x1F, 1.5, "
+			  "1e3, .inf, 012, '1', \"true\", !!str 2, x]\nb:\nc: ''\n"
+			  "d: {k: [1, {m: n}]}\n");
+	cr_assert(eq(str, s, "{\"a\":[\"~\",null,\"Null\",true,\"True\",false,\"yes\",1,-1,\"+1\","
+			     "\"0x1F\",1.5,1000.0,\".inf\",\"012\",\"1\",\"true\",\"2\",\"x\"],"
+			     "\"b\":null,\"c\":\"\",\"d\":{\"k\":[1,{\"m\":\"n\"}]}}"));
+	free(s);
+}
+
+Test(yaml_guard, node_json_of_an_empty_block_scalar_at_the_end)
+{
+	/* libfyaml 0.7.12's JSON emitter crashed on each (SEGV in fy_atom_is_number),
+	 * and fy_node_get_scalar gives one byte 0 for them */
+	char *s = as_json("a: |\n");
+	cr_assert(eq(str, s, "{\"a\":\"\"}"));
+	free(s);
+	s = as_json("a: 1\nb: >\n");
+	cr_assert(eq(str, s, "{\"a\":1,\"b\":\"\"}"));
+	free(s);
+	s = as_json("- |+\n");
+	cr_assert(eq(str, s, "[\"\"]"));
+	free(s);
+	s = as_json("a: \"x\\0y\"\n");
+	cr_assert(eq(str, s, "{\"a\":\"x\\u0000y\"}"), "a NUL escape stays");
+	free(s);
+}
+
+Test(yaml_guard, manifest_with_an_unknown_empty_block_scalar_last_loads)
+{
+	const char *text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n"
+			   "  containers: [{name: c, image: i}]\nnotes: |\n";
+	struct drv_jobspec s;
+	json_t *v;
+
+	drv_jobspec_init(&s);
+	cr_assert(eq(int, drv_spec_parse_buffer(text, strlen(text), "test", &s, &d), 0));
+	v = json_object_get(s.ignored, "notes");
+	cr_assert(eq(int, json_typeof(v), JSON_STRING));
+	cr_assert(eq(int, (int)strlen(json_string_value(v)), 0), "%s", json_string_value(v));
 	drv_jobspec_release(&s);
 }

@@ -1,10 +1,13 @@
 #!/bin/sh
-# spec_yaml_tabs.sh: YAML with a tab used as indentation crashed libfyaml
-# 0.7.12 (Debian's) inside drover; now every reader refuses it first
-# (drv_yaml_guard). `drover validate` exits 2 with file:line:col on the
-# colleague's reproducers; a real `drover server` answers 400 to such a
-# body on POST /v1/jobs and /v1/apply, alone or in a multi-document stream,
-# stays up, and still takes a manifest with tabs inside its values.
+# spec_libfyaml_crashes.sh: two inputs crashed Debian's libfyaml 0.7.12
+# inside drover. A tab used as indentation ("? s:<TAB>?"): every reader now
+# refuses it first (drv_yaml_guard); `drover validate` exits 2 with
+# file:line:col on the colleague's reproducers, a real `drover server`
+# answers 400 to such a body on POST /v1/jobs and /v1/apply, alone or in a
+# multi-document stream, stays up, and still takes tabs inside values. An
+# empty block scalar at the end ("notes: |"), valid YAML, crashed the JSON
+# emitter drover used for unknown fields: now taken (201), and read in the
+# server's own config file too.
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
@@ -29,6 +32,13 @@ for f in tab-crash-manifest.yaml:6:10 tab-crash-cluster.yaml:5:10; do
 done
 
 # --- the server ---
+# a config ending in an empty block scalar: refused for what it says (exit 2)
+printf 'tokens:\n  - {token: alice-t, user: alice}\ncluster_token: |\n' >empty.yaml
+"$DROVER" server --listen "127.0.0.1:$(free_port)" --state "$TEST_TMP/state0" --config empty.yaml \
+	>out.txt 2>err.txt
+expect_eq "server empty.yaml exit" "$?" 2
+grep -q "empty.yaml: cluster_token: expected a non-empty string" err.txt || fail "server empty.yaml: $(cat err.txt)"
+
 cat >server.yaml <<'CONF'
 tokens:
   - {token: alice-t, user: alice}
@@ -78,9 +88,18 @@ post /v1/jobs good.yaml good.yaml
 expect_eq "tabbed values status" "$CODE" 201
 expect_eq "tabbed values name" "$(python3 -c 'import json; print(json.load(open("body.json"))["name"])')" tabbed
 
+# an unknown field holding an empty block scalar, last: valid, kept as ""
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: notes}\nspec:\n  containers: [{name: c, image: i}]\nnotes: |\n' >notes.yaml
+"$DROVER" validate --json notes.yaml >notes.json 2>/dev/null
+expect_eq "validate notes.yaml exit" "$?" 0
+expect_eq "notes kept" "$(python3 -c 'import json; print(repr(json.load(open("notes.json"))["ignored"]["notes"]))')" "''"
+post /v1/jobs notes.yaml notes.yaml
+alive "an empty block scalar at the end"
+expect_eq "notes status" "$CODE" 201
+
 # nothing from the refused bodies was kept
 n=$(curl -sS -H "Authorization: Bearer alice-t" "$URL/v1/jobs" |
 	python3 -c 'import json,sys; b=json.load(sys.stdin); print(len(b.get("items", b) if isinstance(b, dict) else b))')
-expect_eq "jobs kept" "$n" 1
+expect_eq "jobs kept" "$n" 2
 alive "the whole test"
-echo "ok spec_yaml_tabs"
+echo "ok spec_libfyaml_crashes"
