@@ -113,6 +113,7 @@ struct drv_proc {
 	bool terminating;         /* SIGTERM was sent */
 	int64_t started_ms, ended_ms;
 	int64_t kill_at_ms;       /* when SIGKILL follows SIGTERM */
+	int pidfd;                /* readable once it has exited (pidfd_open); -1 when none */
 	char cgroup[PATH_MAX];    /* "" when none */
 	char error[512];          /* why it failed to start */
 	char stdout_path[PATH_MAX];

@@ -9,7 +9,9 @@
  *     controller's session. It registers (again after any 409), applies the
  *     desired task set (start what is new, stop what is told to stop, kill
  *     what is absent: fencing by (task_id, epoch)), reaps tasks, enforces
- *     time limits, sends reports and heartbeats.
+ *     time limits, sends reports and heartbeats. It sleeps in poll() on
+ *     the running tasks' pidfds and an eventfd the other threads write to,
+ *     so an exit is reaped and reported as it happens, not at a tick.
  *   - the HTTP server's threads (src/http): /metrics, /healthz and task
  *     logs (GET /v1/tasks/ID/logs with the cluster token).
  * One mutex guards the task table, the GPU set and the desired list.
@@ -40,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -91,6 +95,8 @@ struct drv_agent {
 	/* shared state */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	int wakefd;             /* eventfd: wakes the supervisor out of poll() */
+	bool running_dirty;     /* STATE/running is behind the task table */
 	bool stopping;
 	int stop_flag;          /* stopping, readable without the lock (atomic) */
 	struct task **tasks;
@@ -110,6 +116,18 @@ struct drv_agent {
 };
 
 static void agent_free(struct drv_agent *a);
+
+/* Wakes every thread waiting on a->cv and the supervisor in poll(). */
+static void wake_all(struct drv_agent *a)
+{
+	uint64_t one = 1;
+	ssize_t n = 0;
+
+	pthread_cond_broadcast(&a->cv);
+	if (a->wakefd >= 0)
+		n = write(a->wakefd, &one, sizeof(one));
+	(void)n;
+}
 
 /* --- small helpers --------------------------------------------------------- */
 
@@ -201,7 +219,9 @@ static unsigned long long proc_starttime(pid_t pid)
  * STARTTIME CGROUP"), rewritten whenever that changes, so that an agent
  * that was killed and restarted can stop what its predecessor left
  * behind: it cannot supervise processes that are not its children, and
- * the controller has requeued them anyway. Caller holds a->mu.
+ * the controller has requeued them anyway. It is rewritten once per turn
+ * of the supervisor, after the starts and exits of that turn and before
+ * they are reported. Caller holds a->mu.
  */
 static void save_running(struct drv_agent *a)
 {
@@ -523,6 +543,7 @@ static void start_task(struct drv_agent *a, json_t *j)
 	int64_t tl;
 
 	memset(&s, 0, sizeof(s));
+	t->proc.pidfd = -1;
 	snprintf(t->id, sizeof(t->id), "%s", id);
 	t->epoch = drv_json_int(j, "epoch", 0);
 	snprintf(jobid, sizeof(jobid), "%lld", (long long)drv_json_int(j, "job_id", 0));
@@ -632,7 +653,7 @@ static void start_task(struct drv_agent *a, json_t *j)
 	t->deadline_ms = tl > 0 ? t->proc.started_ms + tl * 1000 : 0;
 	t->starttime = proc_starttime(t->proc.pid);
 	mark_gpus(a, t, true);
-	save_running(a);
+	a->running_dirty = true;
 	logf_(a, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
 	      (int)t->proc.pid, t->ngpus);
 out:
@@ -732,7 +753,7 @@ static int reap(struct drv_agent *a)
 		t->state = T_EXITED;
 		t->rep_end = true;
 		mark_gpus(a, t, false);
-		save_running(a);
+		a->running_dirty = true;
 		drv_proc_cleanup(&t->proc);
 		if (t->proc.signal)
 			logf_(a, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
@@ -778,7 +799,7 @@ static int do_register(struct drv_agent *a, struct drv_http_client *c)
 		a->heartbeat_s = 1;
 	a->version = 0;
 	a->need_register = false;
-	pthread_cond_broadcast(&a->cv);
+	wake_all(a);
 	pthread_mutex_unlock(&a->mu);
 	logf_(a, "registered with %s as %s (session %lld, %d GPUs, backend %s)", a->server, a->name,
 	      (long long)a->session, a->gpus.ngpus, a->backend);
@@ -793,7 +814,7 @@ static void session_gone(struct drv_agent *a, const char *what)
 		logf_(a, "%s: the controller no longer knows session %lld; registering again", what,
 		      (long long)a->session);
 	a->need_register = true;
-	pthread_cond_broadcast(&a->cv);
+	wake_all(a);
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -1032,14 +1053,14 @@ static void *poller_main(void *arg)
 				json_decref(a->desired);
 				a->desired = json_incref(tasks);
 				a->desired_new = true;
-				pthread_cond_broadcast(&a->cv);
+				wake_all(a);
 			}
 		}
 		json_decref(reply);
 	}
 	a->poller_done = true;
 	orphan = a->poller_orphan;
-	pthread_cond_broadcast(&a->cv);
+	wake_all(a);
 	pthread_mutex_unlock(&a->mu);
 	drv_http_client_release(&c);
 	if (orphan)
@@ -1059,6 +1080,63 @@ static void wait_ms(struct drv_agent *a, int64_t ms)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+}
+
+/*
+ * The supervisor's sleep: until a running task exits (its pidfd turns
+ * readable), another thread calls wake_all, or ms pass. A task without a
+ * pidfd caps the sleep at 100 ms, as polling did. Caller holds a->mu.
+ */
+static void wait_events(struct drv_agent *a, int64_t ms)
+{
+	struct pollfd stackfds[64], *fds = stackfds;
+	size_t k, n = 0, cap = DRV_ARRAY_SIZE(stackfds);
+	uint64_t v;
+	ssize_t r = 0;
+
+	if (a->wakefd < 0) {
+		wait_ms(a, DRV_MIN(ms, 100));
+		return;
+	}
+	if (a->ntasks + 1 > cap)
+		fds = drv_calloc(a->ntasks + 1, sizeof(*fds));
+	fds[n++] = (struct pollfd){ .fd = a->wakefd, .events = POLLIN };
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		if (t->state != T_RUNNING)
+			continue;
+		if (t->proc.pidfd < 0)
+			ms = DRV_MIN(ms, 100);
+		else
+			fds[n++] = (struct pollfd){ .fd = t->proc.pidfd, .events = POLLIN };
+	}
+	pthread_mutex_unlock(&a->mu);
+	poll(fds, (nfds_t)n, (int)DRV_MAX(ms, 0));
+	if (fds[0].revents & POLLIN)
+		r = read(a->wakefd, &v, sizeof(v));
+	(void)r;
+	pthread_mutex_lock(&a->mu);
+	if (fds != stackfds)
+		drv_free(fds);
+}
+
+/* The next time something running is due: a time limit or a SIGKILL after
+ * a grace period. INT64_MAX when nothing is. Caller holds a->mu. */
+static int64_t next_task_due(const struct drv_agent *a, int64_t now)
+{
+	int64_t due = INT64_MAX;
+	size_t k;
+
+	for (k = 0; k < a->ntasks; k++) {
+		const struct task *t = a->tasks[k];
+		if (t->state != T_RUNNING)
+			continue;
+		if (t->proc.terminating) /* past it: SIGKILL again every 100 ms */
+			due = DRV_MIN(due, DRV_MAX(t->proc.kill_at_ms, now + 100));
+		else if (t->deadline_ms)
+			due = DRV_MIN(due, t->deadline_ms);
+	}
+	return due;
 }
 
 static void *super_main(void *arg)
@@ -1098,6 +1176,10 @@ static void *super_main(void *arg)
 			apply_desired(a);
 		}
 		running = reap(a);
+		if (a->running_dirty) {
+			a->running_dirty = false;
+			save_running(a);
+		}
 		for (k = 0; k < a->ntasks; k++)
 			owed |= a->tasks[k]->rep_running || a->tasks[k]->rep_end;
 		now = drv_now_ms();
@@ -1115,14 +1197,21 @@ static void *super_main(void *arg)
 		}
 		if (a->stopping)
 			break;
-		/* processes need watching; an idle agent sleeps until woken or due */
-		if (running || a->desired_new)
-			wait_ms(a, running ? 100 : 0);
-		else {
-			int64_t until = next_hb - drv_now_ms();
+		/* sleep until a task exits, another thread wakes us, or
+		 * something is due: a heartbeat, a registration retry, a report
+		 * retry, a time limit or a SIGKILL after a grace period */
+		if (!a->desired_new) {
+			int64_t due = next_hb;
+			now = drv_now_ms();
 			if (!a->session || a->need_register)
-				until = DRV_MAX(next_reg - drv_now_ms(), 50);
-			wait_ms(a, DRV_MAX(until, 10));
+				due = DRV_MAX(next_reg, now + 50);
+			for (k = 0, owed = false; k < a->ntasks; k++)
+				owed |= a->tasks[k]->rep_running || a->tasks[k]->rep_end;
+			if (owed)
+				due = DRV_MIN(due, next_report);
+			if (running)
+				due = DRV_MIN(due, next_task_due(a, now));
+			wait_events(a, DRV_MAX(due - now, 1));
 		}
 	}
 
@@ -1133,6 +1222,7 @@ static void *super_main(void *arg)
 		int64_t end = drv_now_ms() + a->grace_ms + 2000;
 		while (reap(a) > 0 && drv_now_ms() < end)
 			wait_ms(a, 50);
+		save_running(a);
 	}
 	pthread_mutex_unlock(&a->mu);
 	if (a->session)
@@ -1383,8 +1473,11 @@ static void agent_free(struct drv_agent *a)
 		return;
 	drv_http_server_stop(a->http);
 	drv_gpu_close(&a->gpus);
-	for (k = 0; k < a->ntasks; k++)
+	for (k = 0; k < a->ntasks; k++) {
+		if (a->tasks[k]->proc.pidfd >= 0)
+			close(a->tasks[k]->proc.pidfd);
 		drv_free(a->tasks[k]);
+	}
 	drv_free(a->tasks);
 	json_decref(a->desired);
 	drv_free(a->server);
@@ -1400,6 +1493,8 @@ static void agent_free(struct drv_agent *a)
 	drv_free(a->fake_gpus);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cv);
+	if (a->wakefd >= 0)
+		close(a->wakefd);
 	drv_free(a);
 }
 
@@ -1418,6 +1513,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	a = drv_calloc(1, sizeof(*a));
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
+	a->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	a->server = dupe(cfg->server_url);
 	a->token = dupe(cfg->token);
 	a->name = dupe(cfg->name);
@@ -1549,7 +1645,7 @@ void drv_agent_stop(struct drv_agent *a)
 	pthread_mutex_lock(&a->mu);
 	a->stopping = true;
 	__atomic_store_n(&a->stop_flag, 1, __ATOMIC_RELAXED);
-	pthread_cond_broadcast(&a->cv);
+	wake_all(a);
 	pthread_mutex_unlock(&a->mu);
 	if (a->super_on)
 		pthread_join(a->super, NULL);

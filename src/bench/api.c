@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -721,6 +722,37 @@ static json_t *run_capture(const char *cmd, int *status)
 	return last;
 }
 
+/*
+ * slurm-local starts munged only when /run/munge/munge.socket.2 is missing.
+ * A socket left by a munged that is gone (a restored machine, a killed
+ * daemon) makes every Slurm RPC fail its authentication and retry, and
+ * Slurm then runs many times slower than it can: the comparison would be
+ * against a crippled peer. Such a socket (nobody listening) is removed so
+ * that slurm-local starts munged; the JSON says so.
+ */
+static bool clear_stale_munge_socket(void)
+{
+	static const char path[] = "/run/munge/munge.socket.2";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	bool stale;
+	int fd;
+
+	if (lstat(path, &st) || !S_ISSOCK(st.st_mode))
+		return false;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	memcpy(sa.sun_path, path, sizeof(path));
+	stale = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
+	close(fd);
+	if (!stale || unlink(path))
+		return false;
+	fprintf(stderr, "bench api: removed %s: no munged listens on it, and slurm-local starts "
+			"munged only when it is missing\n", path);
+	return true;
+}
+
 static json_t *run_slurm(const struct opts *o, const char *csv)
 {
 	char cmd[2048];
@@ -728,8 +760,11 @@ static json_t *run_slurm(const struct opts *o, const char *csv)
 	int st;
 	double t0 = now_s();
 
+	bool munge_cleared;
+
 	if (access(o->slurm_local, X_OK))
 		return json_pack("{s:s}", "error", "slurm-local not found; give --slurm-local PATH");
+	munge_cleared = clear_stale_munge_socket();
 	snprintf(cmd, sizeof(cmd), "'%s' up %d %d >&2", o->slurm_local, o->nodes, o->gpus);
 	if (system(cmd)) {
 		snprintf(cmd, sizeof(cmd), "'%s' down >/dev/null 2>&1", o->slurm_local);
@@ -747,6 +782,9 @@ static json_t *run_slurm(const struct opts *o, const char *csv)
 	}
 	if (!res || st)
 		return json_pack("{s:s}", "error", "slurm-local run failed");
+	if (munge_cleared)
+		json_object_set_new(res, "note", json_string("a stale munge socket (no munged "
+							     "behind it) was removed first"));
 	return res;
 }
 

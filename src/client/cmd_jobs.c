@@ -366,7 +366,7 @@ int drv_client_post_job(struct cli *cli, const char *route, const char *file,
 {
 	struct drv_client_reply r;
 	char path[1024], id[32], name[SMALL], action[32];
-	char *fn = drv_client_urlencode(base_name(file));
+	char *fn = drv_client_urlencode(strcmp(file, "-") ? base_name(file) : "<stdin>");
 	const json_t *job;
 	int rc;
 

@@ -393,6 +393,32 @@ void sched__rhot_rebuild(struct drv_sched *s)
 	DRV_GROW(s->rhot, (size_t)s->nrun + 1, s->rhcap);
 	for (i = 0; i < s->nrun; i++)
 		rhot_fill(s, i);
+	s->rsum.dirty = true;
+}
+
+/* Merges one entry into the summary of possible victims. */
+void sched__rsum_add(struct drv_sched *s, const struct rhot *h)
+{
+	if (!h->ok)
+		return;
+	if (h->prio < s->rsum.minprio) {
+		s->rsum.minprio = h->prio;
+		s->rsum.maxq = h->lasq;
+	} else if (h->prio == s->rsum.minprio && h->lasq > s->rsum.maxq) {
+		s->rsum.maxq = h->lasq;
+	}
+}
+
+void sched__rsum_refresh(struct drv_sched *s)
+{
+	int32_t i;
+	if (!s->rsum.dirty)
+		return;
+	s->rsum.minprio = INT32_MAX;
+	s->rsum.maxq = INT32_MIN;
+	for (i = 0; i < s->nrun; i++)
+		sched__rsum_add(s, &s->rhot[i]);
+	s->rsum.dirty = false;
 }
 
 void sched__run_insert(struct drv_sched *s, int32_t slot)
@@ -406,6 +432,8 @@ void sched__run_insert(struct drv_sched *s, int32_t slot)
 	s->run[pos] = slot;
 	s->nrun++;
 	rhot_fill(s, pos);
+	if (!s->rsum.dirty)
+		sched__rsum_add(s, &s->rhot[pos]);
 }
 
 void sched__run_remove(struct drv_sched *s, int32_t slot)
@@ -424,6 +452,7 @@ void sched__run_remove(struct drv_sched *s, int32_t slot)
 	memmove(&s->run[pos], &s->run[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->run));
 	memmove(&s->rhot[pos], &s->rhot[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->rhot));
 	s->nrun--;
+	s->rsum.dirty = true;
 }
 
 /* ---- cluster view ------------------------------------------------------- */
@@ -1007,6 +1036,7 @@ struct drv_sched *drv_sched_new(struct drv_cluster *c)
 	drv_placement_init(&s->scratch3);
 	drv_sched_policy_default(&s->keyed_pol);
 	s->last_now = INT64_MIN;
+	s->rsum.dirty = true;
 	hgrow(s);
 	sched__refresh_cluster(s);
 	return s;

@@ -167,6 +167,15 @@ struct drv_sched {
 	int32_t nrun;
 	size_t rcap;
 	size_t rhcap;
+	/* over the rhot entries that are ok (possible victims): the least
+	 * priority, and the highest LAS queue among those of that priority;
+	 * a preemption search whose job is above neither finds no victim by
+	 * priority or LAS without scanning (recomputed when dirty) */
+	struct {
+		bool dirty;
+		int32_t minprio;    /* INT32_MAX: no possible victim */
+		int32_t maxq;       /* INT32_MIN: none */
+	} rsum;
 
 	struct sclass *classes;
 	int32_t nclasses;
@@ -260,6 +269,8 @@ void sched__phot_rebuild(struct drv_sched *s);
 void sched__phot_refresh(struct drv_sched *s, int32_t slot);
 void sched__nom_drop(struct drv_sched *s, int32_t slot);
 void sched__rhot_rebuild(struct drv_sched *s);
+void sched__rsum_add(struct drv_sched *s, const struct rhot *h);
+void sched__rsum_refresh(struct drv_sched *s);
 void sched__demand(struct drv_sched *s, const struct sjob *j, int d);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);

@@ -615,7 +615,9 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 		int32_t lo = lastfail, hi = i, cur = i;
 		drv_placement_copy(best, pl);
 		for (;;) {
-			int32_t m = lo + (hi - lo) / 2;
+			/* strictly between lo (failed) and hi (fits): else the
+			 * same failing point is tried forever once hi = lo + 1 */
+			int32_t m = lo + DRV_MAX(1, (hi - lo) / 2);
 			while (m < hi && !group_end(s, m))
 				m++;
 			if (m >= hi) {
@@ -770,6 +772,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 			s->rhot[i].lasq = v->lasq;
 		}
 		p->lasq_done = true;
+		s->rsum.dirty = true;
 	}
 	for (i = 0; i < p->nfailed; i++) {
 		const struct pshape *f0 = &p->failed[i];
@@ -804,6 +807,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	j->pf.nresv = s->nresv;
 	j->pf.blk = s->block.ntasks;
 	j->pf.t_min = p->t_min;
+	if (quota_rc != 0 || jt->cohort < 0) {
+		/* no reclaim: a victim must be of lower priority, or (LAS) of
+		 * the same priority in a higher queue; when no running job is,
+		 * the scan below would find none (most searches under LAS with
+		 * a long queue end here) */
+		sched__rsum_refresh(s);
+		if (s->rsum.minprio > j->prio ||
+		    (s->rsum.minprio == j->prio &&
+		     (p->pol->order != DRV_ORDER_LAS || s->rsum.maxq <= jq))) {
+			/* the scan would have lowered pf.until for young jobs of
+			 * the same priority under LAS; the memo is not used under
+			 * LAS, and is dropped so no other order reads it */
+			if (p->pol->order == DRV_ORDER_LAS)
+				j->pf.valid = false;
+			return false;
+		}
+	}
 	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
 	cands = (struct cand *)(void *)s->tmp;
 	memset(borrowed, 0, sizeof(borrowed));
@@ -1250,7 +1270,9 @@ static void scan_one(struct pass *p, int32_t slot)
 		set_why(p, j, &w);
 		return;
 	}
-	if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0) {
+	if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0 && !own_nom) {
+		/* (a preemptor whose victims are gone was granted its GPUs
+		 * when it preempted: no blocked job could use them) */
 		why_init(&w, DRV_REASON_PRIORITY);
 		w.n[0] = (int64_t)p->first_blocked;
 		set_why(p, j, &w);
@@ -1787,6 +1809,23 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	}
 	if (skipped && !s->tail_pass)
 		set_tail(p, DRV_REASON_RESOURCES);
+	if (pol->mode == DRV_MODE_STRICT && p->nblocked > 0) {
+		/* strict order stopped the pass: preemptors behind the blocked
+		 * job whose victims are gone still start on the GPUs held for
+		 * them (else those stay idle until the blocked job starts) */
+		DRV_GROW(s->tmp2, (size_t)s->nnoms + 1, s->tmp2cap);
+		n = s->nnoms;
+		if (n > 0) /* noms is NULL until the first nomination */
+			memcpy(s->tmp2, s->noms, (size_t)n * sizeof(*s->noms));
+		for (i = 0; i < n; i++) {
+			struct sjob *nj = &s->jobs[s->tmp2[i]];
+			if (nj->state != DRV_SJ_PENDING || nj->nvict_left > 0 ||
+			    nj->why_pass == s->pass_no)
+				continue;
+			s->visited[nvis++] = s->tmp2[i];
+			scan_one(p, s->tmp2[i]);
+		}
+	}
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {

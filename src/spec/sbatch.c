@@ -939,7 +939,9 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 	{
 		struct drv_jobspec *s = c.s;
 		char gname[64];
-		s->job.name = drv_strdup(c.name ? c.name : base_name(name ? name : "script"));
+		/* a script read from standard input is named "sbatch", as Slurm does */
+		s->job.name = drv_strdup(c.name ? c.name : !name || !strcmp(name, "-") ||
+					 !strcmp(name, "<stdin>") ? "sbatch" : base_name(name));
 		for (i = 0; i < c.ncomps; i++) {
 			int g;
 			if (c.ncomps == 1)

@@ -60,6 +60,10 @@ case "$logs" in
 "hello from GPU "[0-7]" image=none") ;;
 *) fail "logs of job $id: '$logs'" ;;
 esac
+# The one-liner drover up prints reads stdin: such a job is named "sbatch", as in Slurm.
+sid=$(printf '#!/bin/sh\n#SBATCH --gpus=1\ntrue\n' | "$DROVER" submit --parsable -) || fail "submit -: $sid"
+expect_eq "name of a job read from stdin" "$("$DROVER" get job "$sid" -o json |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')" sbatch
 curl -fsS "http://127.0.0.1:$APORT/metrics" | grep -q '^DCGM_FI_DEV_GPU_UTIL{' ||
 	fail "no agent metrics on 127.0.0.1:$APORT"
 

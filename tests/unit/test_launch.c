@@ -415,6 +415,9 @@ Test(launch, runs_as_the_given_user)
 	t.user = "nobody";
 	t.home = "/nonexistent";
 	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	/* the child shares the agent's memory until execve, never its identity */
+	cr_assert(eq(int, (int)geteuid(), 0), "the agent itself lost root");
+	cr_assert(eq(int, (int)getegid(), 0), "the agent itself changed group");
 	run(&p);
 	out = slurp(p.stdout_path);
 	cr_assert(eq(str, out, "65534\n65534\nnobody /nonexistent\n"));

@@ -71,6 +71,9 @@ struct wjob {
 	int64_t end_at;     /* when it finishes if running (0 = not running) */
 	int64_t stop_at;    /* victim: when it stops (0 = not terminating) */
 	bool done;
+	uint64_t preempted_by; /* victim: its preemptor */
+	int waiting;        /* preemptor: victims not stopped yet */
+	bool preemptor;     /* pending after preempting, not started yet */
 };
 
 struct world {
@@ -206,6 +209,7 @@ static void check_pass(struct world *w, int64_t now)
 					  " at %" PRId64, x->job, now + j->job.runtime_estimate, r->job, r->at);
 			}
 			j->end_at = now + j->actual;
+			j->preemptor = false;
 			w->starts++;
 		} else if (x->kind == DRV_DEC_PREEMPT) {
 			struct wjob *p = wfind(w, x->job);
@@ -222,7 +226,10 @@ static void check_pass(struct world *w, int64_t now)
 				if (!(x->flags & DRV_DEC_RECLAIM) && w->pol.order != DRV_ORDER_LAS)
 					cr_assert(lt(i32, v->job.priority, p->job.priority));
 				v->stop_at = x->at;
+				v->preempted_by = p->job.id;
 			}
+			p->preemptor = true;
+			p->waiting = x->nvictims;
 			w->preempts++;
 		} else if (x->kind == DRV_DEC_RESERVE) {
 			cr_assert(ge(i64, x->at, now));
@@ -346,6 +353,39 @@ static char *own_lines(struct world *w)
 	return buf;
 }
 
+/* A victim stopped (requeued, or it ended during its grace period). */
+static void victim_stopped(struct world *w, struct wjob *v)
+{
+	struct wjob *p = wfind(w, v->preempted_by);
+	if (p && p->preemptor && p->waiting > 0)
+		p->waiting--;
+	v->preempted_by = 0;
+}
+
+/*
+ * Liveness: a preemptor whose victims had all stopped before a pass starts
+ * in that pass on the GPUs held for it; only its tenant's quota (others
+ * may have started meanwhile) may still hold it back.
+ */
+static void check_preemptors(struct world *w, int64_t now)
+{
+	int i;
+	for (i = 0; i < w->njobs; i++) {
+		struct wjob *x = &w->jobs[i];
+		struct drv_sched_job_info info;
+		if (!x->preemptor || x->waiting > 0 || x->done)
+			continue;
+		cr_assert(eq(int, drv_sched_job_get(w->s, x->job.id, &info), 0));
+		if (info.state == DRV_SJ_PENDING && info.why.reason == DRV_REASON_PREEMPTING)
+			continue; /* victims stopped before this pass: checked next time */
+		if (info.state == DRV_SJ_PENDING)
+			cr_assert(eq(int, info.why.reason, DRV_REASON_QUOTA),
+				  "at %" PRId64 " preemptor %" PRIu64 " waits with its victims gone",
+				  now, x->job.id);
+		x->preemptor = false;
+	}
+}
+
 /* Replays a random workload of n jobs; returns the hash of all decisions. */
 static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int n)
 {
@@ -368,9 +408,12 @@ static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int
 				cr_assert(eq(int, drv_sched_requeue(w->s, x->job.id, now), 0));
 				x->stop_at = 0;
 				x->end_at = 0;
+				victim_stopped(w, x);
 			} else if (x->end_at && x->end_at <= now) {
 				cr_assert(eq(int, drv_sched_finish(w->s, x->job.id, now), 0));
 				x->done = true;
+				if (x->stop_at)
+					victim_stopped(w, x);
 			}
 		}
 		for (i = 0; i < arrivals && next < n; i++) {
@@ -394,6 +437,7 @@ static uint64_t run_world(uint64_t seed, const struct drv_sched_policy *pol, int
 			}
 		}
 		check_pass(w, now);
+		check_preemptors(w, now);
 	}
 	cr_assert(gt(int, w->starts, n / 4), "the workload ran (%d starts)", w->starts);
 	h = w->hash;
@@ -639,3 +683,172 @@ Test(sched_preempt, preemptor_starts_sjf_backfill) { preemptor_starts(DRV_ORDER_
 Test(sched_preempt, preemptor_starts_las_backfill) { preemptor_starts(DRV_ORDER_LAS, DRV_MODE_BACKFILL); }
 Test(sched_preempt, preemptor_starts_fair_backfill) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_BACKFILL); }
 Test(sched_preempt, preemptor_starts_fair_greedy) { preemptor_starts(DRV_ORDER_FAIR, DRV_MODE_GREEDY); }
+
+/* ---- preemption: searches that find no victim without scanning ---------- */
+
+static void mkjob(struct drv_job *j, uint64_t id, int32_t gpus, int32_t prio, bool preemptible,
+		  int64_t submit)
+{
+	drv_job_init(j);
+	j->id = id;
+	j->tenant = drv_strdup("default");
+	j->priority = prio;
+	j->preemptible = preemptible;
+	j->submit_time = submit;
+	drv_job_add_group(j, "g", 1, gpus, 0);
+}
+
+/*
+ * A pass knows, without scanning the running jobs, when none is of lower
+ * priority (or, under LAS, of the same priority in a higher queue). That
+ * knowledge must follow the running jobs: here a lower-priority job starts
+ * in the same pass in which a search found no victim, and the next job of
+ * higher priority that needs its GPUs must preempt it.
+ */
+Test(sched_preempt, victim_started_after_a_failed_search)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job x, y, z, v;
+	int i;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.preemption = true; /* backfill: y, the first blocked job, is always searched */
+	drv_sched_decisions_init(&d);
+	mkjob(&x, 1, 4, 20, true, 0);  /* holds half the node; too high to preempt */
+	mkjob(&y, 2, 8, 10, false, 1); /* cannot fit, no victim of lower priority */
+	mkjob(&z, 3, 4, 0, true, 2);   /* fits the other half */
+	mkjob(&v, 4, 4, 10, false, 3); /* arrives later: may preempt z */
+
+	cr_assert(eq(int, drv_sched_submit(s, &x, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
+	cr_assert(eq(int, drv_sched_submit(s, &y, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &z, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 2, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 3), 1), "z starts after y's search failed");
+
+	cr_assert(eq(int, drv_sched_submit(s, &v, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 4), 1), "v preempts z");
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_PREEMPT) {
+			cr_assert(eq(int, d.v[i].nvictims, 1));
+			cr_assert(eq(u64, d.v[i].victims[0], 3));
+		}
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "y still has no victim");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&x);
+	drv_job_release(&y);
+	drv_job_release(&z);
+	drv_job_release(&v);
+	drv_cluster_release(&c);
+}
+
+/*
+ * Under LAS a running job moves to a higher queue as it attains service;
+ * a search that found it in the same queue as the waiting job must not be
+ * remembered once it moved: the waiting job then preempts it.
+ */
+Test(sched_preempt, las_victim_moves_up_a_queue)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job a, b;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = DRV_ORDER_LAS;
+	pol.preemption = true;
+	pol.las_threshold[0] = 100; /* GPU-s: 8 GPUs cross it after 12.5 s */
+	pol.las_threshold[1] = 10000;
+	drv_sched_decisions_init(&d);
+	mkjob(&a, 1, 8, 0, true, 0);
+	mkjob(&b, 2, 8, 0, true, 5);
+
+	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
+	cr_assert(eq(int, drv_sched_submit(s, &b, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 5, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "40 GPU-s: the same queue");
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "80 GPU-s: the same queue");
+	cr_assert(ge(int, drv_sched_pass(s, 13, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "104 GPU-s: a higher queue");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&a);
+	drv_job_release(&b);
+	drv_cluster_release(&c);
+}
+
+/* ---- backfill: the earliest reservation after galloping ----------------- */
+
+/*
+ * The reservation sweep frees running jobs in order of expected end and
+ * tries the blocked job after each; after 16 failed tries it gallops
+ * (skips ever more points) and, once the job fits, halves back to the
+ * earliest point that fits. Here 36 CPU-only jobs end one by one (every
+ * 100 s) and the blocked job needs the node's every CPU, so it fits only
+ * once the last of them ended: the sweep gallops past points, and the
+ * halving must narrow down to the last one (it once tried the same
+ * failing point forever). The reservation is at the last end, 3,600 s.
+ */
+Test(sched_backfill, earliest_after_galloping, .timeout = 20)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job small[36], big;
+	int i, nresv = 0;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	drv_sched_decisions_init(&d);
+	for (i = 0; i < 36; i++) {
+		struct drv_task_group *g;
+		drv_job_init(&small[i]);
+		small[i].id = (uint64_t)i + 1;
+		small[i].tenant = drv_strdup("default");
+		small[i].runtime_estimate = 100 * (i + 1);
+		g = drv_job_add_group(&small[i], "cpu", 1, 0, 0);
+		g->cpu_milli = 1500;
+		cr_assert(eq(int, drv_sched_submit(s, &small[i], NULL), 0));
+	}
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(i32, drv_sched_running_count(s), 36));
+
+	drv_job_init(&big);
+	big.id = 100;
+	big.tenant = drv_strdup("default");
+	drv_job_add_group(&big, "all", 1, 1, 0)->cpu_milli = 64000;
+	cr_assert(eq(int, drv_sched_submit(s, &big, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 1, &pol, &d), 0));
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_RESERVE && d.v[i].job == 100) {
+			nresv++;
+			cr_assert(eq(i64, d.v[i].at, 3600));
+		}
+	cr_assert(eq(int, nresv, 1), "the blocked job holds a reservation");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	for (i = 0; i < 36; i++)
+		drv_job_release(&small[i]);
+	drv_job_release(&big);
+	drv_cluster_release(&c);
+}

@@ -240,3 +240,20 @@ Test(spec_sbatch, limits)
 	drv_diags_init(&d, "job.sh");
 	cr_assert(eq(int, parse("#!/bin/sh\n#SBATCH --nodes=200000\n"), DRV_EPARSE));
 }
+
+Test(spec_sbatch, job_name_defaults_to_the_file_or_sbatch_for_stdin)
+{
+	static const char text[] = "#!/bin/sh\n#SBATCH --gpus=1\ntrue\n";
+
+	cr_assert(eq(int, drv_spec_parse_buffer(text, strlen(text), "dir/train.sh", &s, &d), 0));
+	cr_assert(eq(str, s.job.name, "train.sh"));
+	drv_jobspec_release(&s);
+	drv_jobspec_init(&s);
+	/* as Slurm names a script read from standard input */
+	cr_assert(eq(int, drv_spec_parse_buffer(text, strlen(text), "<stdin>", &s, &d), 0));
+	cr_assert(eq(str, s.job.name, "sbatch"));
+	drv_jobspec_release(&s);
+	drv_jobspec_init(&s);
+	cr_assert(eq(int, drv_spec_parse_buffer(text, strlen(text), "-", &s, &d), 0));
+	cr_assert(eq(str, s.job.name, "sbatch"));
+}
