@@ -48,6 +48,11 @@ struct scan {
 	 * none, -1 when unknown (a tab came before it on its line) */
 	int qkey;
 	int line;        /* 1-based, of the line being scanned */
+	/* where column() got to on this line: byte cpos is column ccol, and
+	 * ctab says whether a tab came before it (linear time on long lines) */
+	size_t cpos;
+	int ccol;
+	bool ctab;
 };
 
 static bool blank(char c)
@@ -61,15 +66,17 @@ static bool blankz(const struct scan *s, size_t i)
 	return i >= s->len || blank(s->b[i]) || s->b[i] == '\n' || s->b[i] == '\r';
 }
 
-/* 1-based column of byte i on the line starting at ls, in characters */
-static int column(const struct scan *s, size_t ls, size_t i)
+/* 1-based column of byte i of the current line, in characters; i never
+ * goes back within a line, so a line costs its length once */
+static int column(struct scan *s, size_t i)
 {
-	int col = 1;
-
-	for (; ls < i; ls++)
-		if (((unsigned char)s->b[ls] & 0xc0) != 0x80)
-			col++;
-	return col;
+	for (; s->cpos < i; s->cpos++) {
+		if (s->b[s->cpos] == '\t')
+			s->ctab = true;
+		if (((unsigned char)s->b[s->cpos] & 0xc0) != 0x80)
+			s->ccol++;
+	}
+	return s->ccol;
 }
 
 /* Past the closing quote of the scalar whose body starts at i, or le when
@@ -122,12 +129,14 @@ static size_t skip_flow(struct scan *s, size_t ls, size_t i, size_t le)
  * The block indicator ind at i (followed by a blank): checks the blanks
  * after it. Returns where they end, or 0 after reporting a tab.
  */
-static size_t after_indicator(struct scan *s, size_t ls, size_t i, size_t le)
+static size_t after_indicator(struct scan *s, size_t i, size_t le)
 {
 	char ind = s->b[i], next;
 	size_t j = i + 1, tab = 0;
-	bool bad, complex = s->qkey != 0, tabbed = memchr(s->b + ls, '\t', i - ls);
-	int col = column(s, ls, i);
+	bool bad, complex = s->qkey != 0, tabbed;
+	int col = column(s, i);
+
+	tabbed = s->ctab; /* a tab before the indicator on its line */
 
 	if (ind == '?') {
 		s->qkey = tabbed ? -1 : col;
@@ -152,7 +161,7 @@ static size_t after_indicator(struct scan *s, size_t ls, size_t i, size_t le)
 	}
 	if (!bad)
 		return j;
-	drv_diag_err(s->d, s->line, column(s, ls, tab), NULL,
+	drv_diag_err(s->d, s->line, column(s, tab), NULL,
 		     "found a tab in indentation, expected spaces (YAML forbids tabs for indentation)");
 	return 0;
 }
@@ -163,6 +172,10 @@ static bool scan_line(struct scan *s, size_t ls, size_t le)
 	const char *b = s->b;
 	size_t i = ls, indent = 0;
 	bool tokstart = true, doc_line = false;
+
+	s->cpos = ls;
+	s->ccol = 1;
+	s->ctab = false;
 
 	while (i < le && b[i] == ' ')
 		i++;
@@ -209,7 +222,7 @@ static bool scan_line(struct scan *s, size_t ls, size_t le)
 		if (c == '#' && (i == ls || blank(b[i - 1])))
 			break;
 		if ((c == ':' || (tokstart && (c == '-' || c == '?'))) && blankz(s, i + 1)) {
-			i = after_indicator(s, ls, i, le);
+			i = after_indicator(s, i, le);
 			if (!i)
 				return false;
 			tokstart = true;

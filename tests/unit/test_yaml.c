@@ -11,6 +11,7 @@
 #include <libfyaml.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "drover/clusterfile.h"
 #include "drover/spec.h"
@@ -216,4 +217,29 @@ Test(yaml_guard, manifest_with_an_unknown_empty_block_scalar_last_loads)
 	cr_assert(eq(int, json_typeof(v), JSON_STRING));
 	cr_assert(eq(int, (int)strlen(json_string_value(v)), 0), "%s", json_string_value(v));
 	drv_jobspec_release(&s);
+}
+
+Test(yaml_guard, a_long_line_is_scanned_in_linear_time)
+{
+	/* 3.6 MB on one line, an indicator every 3 bytes: a scan that measured
+	 * columns from the line start each time took minutes, this takes ms */
+	size_t n = 1200000, i;
+	char *text = malloc(3 * n + 3);
+	struct timespec t0, t1;
+
+	memcpy(text, "? ", 2);
+	for (i = 0; i < n; i++)
+		memcpy(text + 2 + 3 * i, "a: ", 3);
+	text[2 + 3 * n - 1] = '\n';
+	text[2 + 3 * n] = '\0';
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert(guard(text));
+	text[2 + 3 * n - 2] = '\t'; /* "a:\t\n": still nothing after the tab */
+	cr_assert(guard(text));
+	memcpy(text + 2 + 3 * (n - 1), ":\t?", 3); /* ":<TAB>?" at the very end */
+	cr_assert(not(guard(text)));
+	tab_error_at(1, (int)(2 + 3 * (n - 1) + 2));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert(lt(dbl, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, 5.0));
+	free(text);
 }
