@@ -376,3 +376,38 @@ json_t *drv_yaml_node_json(struct fy_node *n)
 	}
 	return j;
 }
+
+int drv_yaml_load(const char *buf, size_t len, struct drv_diags *d, struct fy_document **out)
+{
+	struct fy_parse_cfg cfg;
+	struct fy_diag_cfg dcfg;
+	struct fy_diag *diag;
+	struct fy_diag_error *e;
+	void *it = NULL;
+	int n = 0;
+
+	*out = NULL;
+	if (!drv_yaml_guard(buf, len, d))
+		return DRV_EPARSE;
+	fy_diag_cfg_default(&dcfg);
+	dcfg.fp = NULL;
+	dcfg.colorize = false;
+	diag = fy_diag_create(&dcfg);
+	if (diag)
+		fy_diag_set_collect_errors(diag, true);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG;
+	cfg.diag = diag;
+	*out = fy_document_build_from_string(&cfg, buf, len);
+	if (*out) {
+		fy_diag_unref(diag); /* the document holds its own reference */
+		return 0;
+	}
+	while (diag && (e = fy_diag_errors_iterate(diag, &it))) {
+		drv_diag_err(d, e->line, e->column, NULL, "YAML syntax: %s", e->msg); /* 1-based */
+		n++;
+	}
+	if (diag)
+		fy_diag_destroy(diag); /* frees the collected errors too */
+	return n ? DRV_EPARSE : 0;
+}

@@ -37,7 +37,7 @@ printf 'tokens:\n  - {token: alice-t, user: alice}\ncluster_token: |\n' >empty.y
 "$DROVER" server --listen "127.0.0.1:$(free_port)" --state "$TEST_TMP/state0" --config empty.yaml \
 	>out.txt 2>err.txt
 expect_eq "server empty.yaml exit" "$?" 2
-grep -q "empty.yaml: cluster_token: expected a non-empty string" err.txt || fail "server empty.yaml: $(cat err.txt)"
+grep -q "empty.yaml:3:1: error: cluster_token: found nothing, expected a non-empty string" err.txt || fail "server empty.yaml: $(cat err.txt)"
 
 cat >server.yaml <<'CONF'
 tokens:
