@@ -234,6 +234,60 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
 		       const struct drv_spec_opts *opts, struct drv_specset *set,
 		       struct drv_diags *d);
 
+/*
+ * The check every YAML text must pass before it reaches libfyaml (every
+ * fy_document_build_* and fy_parser call in drover goes through it): UTF-8
+ * text without control characters (as drv_spec_check_text), and no tab
+ * used as indentation after a block indicator, e.g. "? key:<TAB>? x",
+ * which crashes libfyaml 0.7.12 (src/spec/yaml.c). Tabs inside
+ * scalars and comments pass. On failure reports the first offence into d
+ * as "line:col: found a tab in indentation, expected spaces (YAML forbids
+ * tabs for indentation)" and returns false.
+ */
+bool drv_yaml_guard(const char *buf, size_t len, struct drv_diags *d);
+/* The same for a caller with no drv_diags: on failure writes
+ * "line:col: message" into err (errsz bytes). */
+bool drv_yaml_guard_err(const char *buf, size_t len, char *err, size_t errsz);
+
+struct fy_node;
+/* Node n of a libfyaml document as JSON (new reference), typed the way
+ * libfyaml's JSON emitter types it: plain null, true, false and JSON
+ * numbers, all else strings; a collection used as a key is left out.
+ * Use this, never fy_emit_*_to_string in JSON mode: libfyaml 0.7.12's
+ * emitter crashes on an empty block scalar at the end of the text. */
+json_t *drv_yaml_node_json(struct fy_node *n);
+
+struct fy_document;
+/*
+ * The one way drover turns YAML text into a libfyaml document: runs
+ * drv_yaml_guard, then builds the document with libfyaml's messages
+ * collected, not printed. Returns 0 with *out the document (caller
+ * destroys it with fy_document_destroy; its root is NULL for a file of
+ * comments only), or 0 with *out NULL when libfyaml built nothing and
+ * said nothing (empty text). DRV_EPARSE after reporting the guard's
+ * finding or each "YAML syntax: ..." error at its line:col into d.
+ */
+int drv_yaml_load(const char *buf, size_t len, struct drv_diags *d, struct fy_document **out);
+
+/* Line and column (1-based) where node n starts; 0, 0 when unknown.
+ * For a collection, the position of its first scalar. */
+void drv_spec_node_mark(struct fy_node *n, int *line, int *col);
+
+/* Reports fmt at node n's line:col into d, under field path (NULL or ""
+ * for none): the common way YAML readers report a bad value. */
+void drv_yaml_err(struct drv_diags *d, struct fy_node *n, const char *path, const char *fmt,
+		  ...) __attribute__((format(printf, 4, 5)));
+
+struct fy_node_pair;
+/* Where to point for the value of pair p: the value, or its key when the
+ * value is missing or empty ("key:" alone has no position of its own). */
+struct fy_node *drv_yaml_pair_at(struct fy_node_pair *p);
+
+/* What node n is, for "found X" in a message: "'16'" (a scalar, at most
+ * 60 bytes, controls shown as spaces), "a mapping", "a list", or
+ * "nothing" (no node or an empty scalar). */
+void drv_yaml_found(struct fy_node *n, char *buf, size_t sz);
+
 /* Reads a whole file into a NUL-terminated buffer (caller frees), at most
  * max bytes; DRV_ELIMIT beyond, DRV_EIO when unreadable. "-" is stdin. */
 int drv_spec_read_file(const char *path, size_t max, char **buf, size_t *len);

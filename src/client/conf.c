@@ -11,6 +11,7 @@
  */
 #include "drover/client.h"
 #include "drover/common.h"
+#include "drover/spec.h"
 
 #include <errno.h>
 #include <libfyaml.h>
@@ -85,6 +86,9 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
 	/* An empty file is an empty configuration. */
 	if (strspn(text, " \t\r\n") == len)
 		return 0;
+	/* libfyaml 0.7.12 crashes on some tabs: the shared check first (spec.h) */
+	if (!drv_yaml_guard_err(text, len, err, errsz))
+		return DRV_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;
 	dcfg.output_fn = diag_silent;

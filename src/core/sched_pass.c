@@ -1836,7 +1836,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		 * them (else those stay idle until the blocked job starts) */
 		DRV_GROW(s->tmp2, (size_t)s->nnoms + 1, s->tmp2cap);
 		n = s->nnoms;
-		if (n > 0) /* (noms is NULL until the first nomination) */
+		if (n > 0) /* noms is NULL until the first nomination */
 			memcpy(s->tmp2, s->noms, (size_t)n * sizeof(*s->noms));
 		for (i = 0; i < n; i++) {
 			struct sjob *nj = &s->jobs[s->tmp2[i]];

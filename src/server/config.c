@@ -4,8 +4,11 @@
  * open endpoints, root tasks, liveness timeouts, the retry limit, the
  * scheduling batch window and policy.
  *
- * The file is YAML (or JSON, which is YAML); libfyaml reads it and hands
- * it over as JSON to jansson, so both spellings go through one reader.
+ * The file is YAML (or JSON, which is YAML), read with the shared libfyaml
+ * reader of src/spec; values are typed as JSON (drv_yaml_node_json), so
+ * both spellings mean the same. Bad input is reported as "file:line:col:
+ * error: field.path: found X, expected Y", every error of the file, and
+ * nothing of it is applied.
  * Without a file the server writes one with random tokens (mode 0600) on
  * first start and reads it on later starts.
  */
@@ -78,142 +81,286 @@ static int write_default(const char *path, const struct drv_server_opts *o, char
 	return 0;
 }
 
-static int bad(char *err, size_t errsz, const char *path, const char *key, const char *want)
-{
-	snprintf(err, errsz, "%s: %s: expected %s", path, key, want);
-	return DRV_EINVAL;
-}
+/* ---- reading the file: every error at its node's line:col ---------------- */
 
-static int get_int(json_t *root, const char *key, int64_t min, int64_t max, int64_t *out,
-		   const char *path, char *err, size_t errsz)
-{
-	json_t *v = json_object_get(root, key);
-	char want[96];
-
-	if (!v)
-		return 0;
-	snprintf(want, sizeof(want), "an integer from %lld to %lld", (long long)min, (long long)max);
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-		return bad(err, errsz, path, key, want);
-	*out = json_integer_value(v);
-	return 0;
-}
-
-static int get_bool(json_t *root, const char *key, bool *out, const char *path, char *err,
-		    size_t errsz)
-{
-	json_t *v = json_object_get(root, key);
-
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return bad(err, errsz, path, key, "true or false");
-	*out = json_is_true(v);
-	return 0;
-}
-
-static int get_str(json_t *root, const char *key, char **out, const char *path, char *err,
-		   size_t errsz)
-{
-	json_t *v = json_object_get(root, key);
-
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || json_string_length(v) == 0)
-		return bad(err, errsz, path, key, "a non-empty string");
-	srv_set_str(out, json_string_value(v));
-	return 0;
-}
-
-static const char *const known_keys[] = {
-	"tokens", "cluster_token", "open_endpoints", "allow_root_tasks", "heartbeat_interval_s",
-	"heartbeat_timeout_s", "retry_limit", "sched_delay_ms", "default_pool", "default_leaf",
-	"scheduler", NULL
+struct cload {
+	struct srv_config *c;
+	struct drv_diags *d;
 };
 
-static int parse(struct srv_config *c, json_t *root, const char *path, char *err, size_t errsz)
+/* A value as the JSON reader typed it (drv_yaml_node_json): plain true,
+ * false, null and numbers are typed, everything else is a string. */
+static bool want_int(struct cload *L, struct fy_node_pair *p, const char *path, int64_t min,
+		     int64_t max, int64_t *out)
 {
-	const char *key;
-	json_t *v;
-	int rc;
+	struct fy_node *n = fy_node_pair_value(p), *at = drv_yaml_pair_at(p);
+	json_t *j = drv_yaml_node_json(n);
+	bool ok = json_is_integer(j) && json_integer_value(j) >= min &&
+		  json_integer_value(j) <= max;
+	char f[80];
 
-	if (!json_is_object(root))
-		return bad(err, errsz, path, "(top)", "a mapping of settings");
-	json_object_foreach(root, key, v) {
-		bool ok = false;
-
-		for (int i = 0; known_keys[i]; i++)
-			ok |= strcmp(known_keys[i], key) == 0;
-		if (!ok) {
-			snprintf(err, errsz, "%s: %s: unknown setting (known: tokens, cluster_token, "
-				 "open_endpoints, allow_root_tasks, heartbeat_interval_s, "
-				 "heartbeat_timeout_s, retry_limit, sched_delay_ms, default_pool, "
-				 "default_leaf, scheduler)", path, key);
-			return DRV_EINVAL;
-		}
+	if (ok) {
+		*out = json_integer_value(j);
+	} else {
+		drv_yaml_found(n, f, sizeof(f));
+		drv_yaml_err(L->d, at, path, "found %s, expected an integer from %lld to %lld", f,
+			     (long long)min, (long long)max);
 	}
-	v = json_object_get(root, "tokens");
-	if (v) {
-		size_t i;
-		json_t *t;
+	json_decref(j);
+	return ok;
+}
 
-		if (!json_is_array(v))
-			return bad(err, errsz, path, "tokens", "a list of {token, user, admin}");
-		c->tokens = drv_calloc(json_array_size(v) + 1, sizeof(*c->tokens));
-		json_array_foreach(v, i, t) {
-			const char *tok = drv_json_str(t, "token"), *user = drv_json_str(t, "user");
-			char where[64];
+static bool want_bool(struct cload *L, struct fy_node_pair *p, const char *path, bool *out)
+{
+	struct fy_node *n = fy_node_pair_value(p), *at = drv_yaml_pair_at(p);
+	json_t *j = drv_yaml_node_json(n);
+	bool ok = json_is_boolean(j);
+	char f[80];
 
-			snprintf(where, sizeof(where), "tokens[%zu]", i);
-			if (!tok || !*tok || !user || !*user)
-				return bad(err, errsz, path, where,
-					   "token and user, both non-empty strings");
-			c->tokens[c->ntokens].token = drv_strdup(tok);
-			c->tokens[c->ntokens].user = drv_strdup(user);
-			c->tokens[c->ntokens].admin = drv_json_bool(t, "admin", 0);
+	if (ok) {
+		*out = json_is_true(j);
+	} else {
+		drv_yaml_found(n, f, sizeof(f));
+		drv_yaml_err(L->d, at, path, "found %s, expected true or false", f);
+	}
+	json_decref(j);
+	return ok;
+}
+
+/* A non-empty string; *out is replaced (freed first). */
+static bool want_str(struct cload *L, struct fy_node_pair *p, const char *path, char **out)
+{
+	struct fy_node *n = fy_node_pair_value(p), *at = drv_yaml_pair_at(p);
+	json_t *j = drv_yaml_node_json(n);
+	bool ok = json_is_string(j) && json_string_length(j) > 0;
+	char f[80];
+
+	if (ok) {
+		srv_set_str(out, json_string_value(j));
+	} else {
+		drv_yaml_found(n, f, sizeof(f));
+		drv_yaml_err(L->d, at, path, "found %s, expected a non-empty string", f);
+	}
+	json_decref(j);
+	return ok;
+}
+
+/* The key's text, or NULL (reported) when it is not a scalar. */
+static const char *key_of(struct cload *L, struct fy_node_pair *p, const char *base)
+{
+	struct fy_node *k = fy_node_pair_key(p);
+	const char *s = k && fy_node_is_scalar(k) ? fy_node_get_scalar0(k) : NULL;
+	char f[80];
+
+	if (!s) {
+		drv_yaml_found(k, f, sizeof(f));
+		drv_yaml_err(L->d, k ? k : fy_node_pair_value(p), base,
+			     "found %s as a key, expected a setting name", f);
+	}
+	return s;
+}
+
+static void unknown(struct cload *L, struct fy_node *k, const char *path, const char *what,
+		    const char *list)
+{
+	drv_yaml_err(L->d, k, path, "found an unknown %s, expected one of: %s", what, list);
+}
+
+static void read_tokens(struct cload *L, struct fy_node_pair *tp)
+{
+	struct fy_node *v = fy_node_pair_value(tp);
+	struct srv_config *c = L->c;
+	void *it = NULL;
+	struct fy_node *t;
+	char f[80];
+	int i = 0;
+
+	if (!v || !fy_node_is_sequence(v)) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(tp), "tokens", "found %s, expected a list of {token, user, admin}",
+			     f);
+		return;
+	}
+	c->tokens = drv_calloc((size_t)fy_node_sequence_item_count(v) + 1, sizeof(*c->tokens));
+	for (; (t = fy_node_sequence_iterate(v, &it)); i++) {
+		struct token *tk = &c->tokens[c->ntokens];
+		struct fy_node_pair *p;
+		void *pit = NULL;
+		char where[48], path[96];
+		bool admin = false, ok = true;
+
+		snprintf(where, sizeof(where), "tokens[%d]", i);
+		if (!fy_node_is_mapping(t)) {
+			drv_yaml_found(t, f, sizeof(f));
+			drv_yaml_err(L->d, t, where, "found %s, expected a mapping {token, user, admin}",
+				     f);
+			continue;
+		}
+		while ((p = fy_node_mapping_iterate(t, &pit))) {
+			const char *k = key_of(L, p, where);
+			if (!k) {
+				ok = false;
+				continue;
+			}
+			snprintf(path, sizeof(path), "%s.%s", where, k);
+			if (strcmp(k, "token") == 0)
+				ok &= want_str(L, p, path, &tk->token);
+			else if (strcmp(k, "user") == 0)
+				ok &= want_str(L, p, path, &tk->user);
+			else if (strcmp(k, "admin") == 0)
+				ok &= want_bool(L, p, path, &admin);
+			else {
+				unknown(L, fy_node_pair_key(p), path, "field", "token, user, admin");
+				ok = false;
+			}
+		}
+		if (ok && (!tk->token || !tk->user)) {
+			snprintf(path, sizeof(path), "%s.%s", where, !tk->token ? "token" : "user");
+			drv_yaml_err(L->d, t, path, "found nothing, expected a non-empty string");
+			ok = false;
+		}
+		tk->admin = admin;
+		if (ok && tk->token && tk->user) {
 			c->ntokens++;
+		} else {
+			drv_free(tk->token);
+			drv_free(tk->user);
+			memset(tk, 0, sizeof(*tk));
 		}
 	}
-	if ((rc = get_str(root, "cluster_token", &c->cluster_token, path, err, errsz)) ||
-	    (rc = get_bool(root, "open_endpoints", &c->open_endpoints, path, err, errsz)) ||
-	    (rc = get_bool(root, "allow_root_tasks", &c->allow_root_tasks, path, err, errsz)) ||
-	    (rc = get_int(root, "heartbeat_interval_s", 1, 3600, &c->heartbeat_interval_s, path,
-			  err, errsz)) ||
-	    (rc = get_int(root, "heartbeat_timeout_s", 1, 86400, &c->heartbeat_timeout_s, path,
-			  err, errsz)) ||
-	    (rc = get_int(root, "sched_delay_ms", 0, 10000, &c->sched_delay_ms, path, err,
-			  errsz)) ||
-	    (rc = get_str(root, "default_pool", &c->default_pool, path, err, errsz)) ||
-	    (rc = get_str(root, "default_leaf", &c->default_leaf, path, err, errsz)))
-		return rc;
-	{
-		int64_t rl = c->retry_limit;
+}
 
-		if ((rc = get_int(root, "retry_limit", 0, 1000, &rl, path, err, errsz)))
-			return rc;
-		c->retry_limit = (int32_t)rl;
-	}
-	v = json_object_get(root, "scheduler");
-	if (v) {
-		const char *s;
-		bool pre = c->policy.preemption;
+static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
+{
+	struct fy_node *v = fy_node_pair_value(sp);
+	struct drv_sched_policy *pol = &L->c->policy;
+	struct fy_node_pair *p;
+	void *it = NULL;
+	char f[80];
 
-		if (!json_is_object(v))
-			return bad(err, errsz, path, "scheduler", "a mapping (order, mode, preemption)");
-		if ((s = drv_json_str(v, "order")) && drv_sched_order_parse(s, &c->policy.order) < 0)
-			return bad(err, errsz, path, "scheduler.order", "fifo, sjf, las or fair");
-		if ((s = drv_json_str(v, "mode")) && drv_sched_mode_parse(s, &c->policy.mode) < 0)
-			return bad(err, errsz, path, "scheduler.mode", "strict, backfill or greedy");
-		if ((s = drv_json_str(v, "pools")) && drv_sched_pools_parse(s, &c->policy.pools) < 0)
-			return bad(err, errsz, path, "scheduler.pools", "cheapest or fastest");
-		if ((rc = get_bool(v, "preemption", &pre, path, err, errsz)))
-			return rc;
-		c->policy.preemption = pre;
+	if (!v || !fy_node_is_mapping(v)) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(sp), "scheduler",
+			     "found %s, expected a mapping (order, mode, pools, preemption)", f);
+		return;
 	}
-	if (c->heartbeat_timeout_s <= c->heartbeat_interval_s)
-		return bad(err, errsz, path, "heartbeat_timeout_s",
-			   "more than heartbeat_interval_s");
-	return 0;
+	while ((p = fy_node_mapping_iterate(v, &it))) {
+		const char *k = key_of(L, p, "scheduler");
+		struct fy_node *val = fy_node_pair_value(p);
+		char path[64], *s = NULL;
+		int rc = 0;
+
+		if (!k)
+			continue;
+		snprintf(path, sizeof(path), "scheduler.%s", k);
+		if (strcmp(k, "preemption") == 0) {
+			bool pre = pol->preemption;
+			if (want_bool(L, p, path, &pre))
+				pol->preemption = pre;
+			continue;
+		}
+		if (strcmp(k, "order") && strcmp(k, "mode") && strcmp(k, "pools")) {
+			unknown(L, fy_node_pair_key(p), path, "field", "order, mode, pools, preemption");
+			continue;
+		}
+		if (!want_str(L, p, path, &s))
+			continue;
+		if (strcmp(k, "order") == 0 && (rc = drv_sched_order_parse(s, &pol->order)) < 0)
+			drv_yaml_err(L->d, val, path, "found '%s', expected fifo, sjf, las or fair", s);
+		else if (strcmp(k, "mode") == 0 && (rc = drv_sched_mode_parse(s, &pol->mode)) < 0)
+			drv_yaml_err(L->d, val, path, "found '%s', expected strict, backfill or greedy",
+				     s);
+		else if (strcmp(k, "pools") == 0 && (rc = drv_sched_pools_parse(s, &pol->pools)) < 0)
+			drv_yaml_err(L->d, val, path, "found '%s', expected cheapest or fastest", s);
+		drv_free(s);
+	}
+}
+
+#define KNOWN_SETTINGS                                                                       \
+	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
+	"heartbeat_timeout_s, retry_limit, sched_delay_ms, default_pool, default_leaf, "     \
+	"scheduler"
+
+static void read_root(struct cload *L, struct fy_node *root)
+{
+	struct srv_config *c = L->c;
+	struct fy_node *hb_timeout = NULL, *hb_interval = NULL;
+	struct fy_node_pair *p;
+	void *it = NULL;
+	char f[80];
+
+	if (!fy_node_is_mapping(root)) {
+		drv_yaml_found(root, f, sizeof(f));
+		drv_yaml_err(L->d, root, NULL, "found %s, expected a mapping of settings", f);
+		return;
+	}
+	while ((p = fy_node_mapping_iterate(root, &it))) {
+		const char *k = key_of(L, p, NULL);
+		struct fy_node *v = fy_node_pair_value(p);
+		int64_t n;
+
+		if (!k)
+			continue;
+		if (strcmp(k, "tokens") == 0) {
+			read_tokens(L, p);
+		} else if (strcmp(k, "cluster_token") == 0) {
+			want_str(L, p, k, &c->cluster_token);
+		} else if (strcmp(k, "open_endpoints") == 0) {
+			want_bool(L, p, k, &c->open_endpoints);
+		} else if (strcmp(k, "allow_root_tasks") == 0) {
+			want_bool(L, p, k, &c->allow_root_tasks);
+		} else if (strcmp(k, "heartbeat_interval_s") == 0) {
+			if (want_int(L, p, k, 1, 3600, &c->heartbeat_interval_s))
+				hb_interval = v;
+		} else if (strcmp(k, "heartbeat_timeout_s") == 0) {
+			if (want_int(L, p, k, 1, 86400, &c->heartbeat_timeout_s))
+				hb_timeout = v;
+		} else if (strcmp(k, "retry_limit") == 0) {
+			if (want_int(L, p, k, 0, 1000, &n))
+				c->retry_limit = (int32_t)n;
+		} else if (strcmp(k, "sched_delay_ms") == 0) {
+			want_int(L, p, k, 0, 10000, &c->sched_delay_ms);
+		} else if (strcmp(k, "default_pool") == 0) {
+			want_str(L, p, k, &c->default_pool);
+		} else if (strcmp(k, "default_leaf") == 0) {
+			want_str(L, p, k, &c->default_leaf);
+		} else if (strcmp(k, "scheduler") == 0) {
+			read_scheduler(L, p);
+		} else {
+			unknown(L, fy_node_pair_key(p), k, "setting", KNOWN_SETTINGS);
+		}
+	}
+	if ((hb_timeout || hb_interval) && c->heartbeat_timeout_s <= c->heartbeat_interval_s) {
+		drv_yaml_found(hb_timeout ? hb_timeout : hb_interval, f, sizeof(f));
+		if (hb_timeout)
+			drv_yaml_err(L->d, hb_timeout, "heartbeat_timeout_s",
+				     "found %s, expected more than heartbeat_interval_s (%lld)", f,
+				     (long long)c->heartbeat_interval_s);
+		else
+			drv_yaml_err(L->d, hb_interval, "heartbeat_interval_s",
+				     "found %s, expected less than heartbeat_timeout_s (%lld)", f,
+				     (long long)c->heartbeat_timeout_s);
+	}
+}
+
+/* Every diagnostic of d into err, one per line ("file:line:col: error:
+ * path: message"), cut at errsz. */
+static void diags_to_err(const struct drv_diags *d, char *err, size_t errsz)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f) {
+		snprintf(err, errsz, "%s: not a valid config", d->file);
+		return;
+	}
+	drv_diags_print(d, f);
+	fclose(f);
+	while (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	snprintf(err, errsz, "%s", buf);
+	free(buf); /* open_memstream's buffer: malloc'd by libc */
 }
 
 int srv_config_load(struct drv_server *s, const char *path, const struct drv_server_opts *o,
@@ -221,9 +368,10 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 {
 	struct srv_config *c = &s->cfg;
 	struct fy_document *fyd = NULL;
-	char *text = NULL;
-	json_t *root = NULL;
-	json_error_t je;
+	struct drv_diags d;
+	struct cload L;
+	char *buf = NULL;
+	size_t len = 0;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -233,37 +381,39 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->retry_limit = 3;
 	c->sched_delay_ms = 10;
 	drv_sched_policy_default(&c->policy);
+	drv_diags_init(&d, path);
 
 	if (access(path, F_OK) != 0) {
 		if (o->config_file) {
 			snprintf(err, errsz, "%s: %s", path, strerror(errno));
-			return DRV_EINVAL;
+			rc = DRV_EINVAL;
+			goto out;
 		}
 		rc = write_default(path, o, err, errsz);
 		if (rc < 0)
-			return rc;
+			goto out;
 		srv_log(s, "wrote a new config with an admin token and a cluster token: %s", path);
 	}
-	fyd = fy_document_build_from_file(NULL, path);
-	if (!fyd) {
-		snprintf(err, errsz, "%s: not valid YAML or JSON (or unreadable)", path);
-		rc = DRV_EPARSE;
+	rc = drv_spec_read_file(path, 1 << 20, &buf, &len);
+	if (rc < 0) {
+		snprintf(err, errsz, "%s: %s", path, drv_strerror(rc));
 		goto out;
 	}
-	if (!fy_document_root(fyd)) {
-		root = json_object();
-	} else {
-		text = fy_emit_document_to_string(fyd, FYECF_MODE_JSON_ONELINE);
-		root = text ? json_loads(text, JSON_DECODE_ANY, &je) : NULL;
+	/* the shared reader: the tab check libfyaml 0.7.12 needs, syntax errors
+	 * with positions (spec.h) */
+	rc = drv_yaml_load(buf, len, &d, &fyd);
+	if (rc == 0 && fyd && fy_document_root(fyd)) {
+		L.c = c;
+		L.d = &d;
+		read_root(&L, fy_document_root(fyd)); /* an empty file: all defaults */
 	}
-	if (!root) {
-		snprintf(err, errsz, "%s: cannot read it as a mapping of settings", path);
-		rc = DRV_EPARSE;
+	if (rc == 0 && d.nerrors)
+		rc = DRV_EINVAL;
+	if (rc < 0) {
+		diags_to_err(&d, err, errsz);
+		srv_config_release(c); /* nothing half-applied */
 		goto out;
 	}
-	rc = parse(c, root, path, err, errsz);
-	if (rc < 0)
-		goto out;
 	if (!c->default_pool)
 		c->default_pool = drv_strdup("default");
 	if (!c->default_leaf)
@@ -273,10 +423,10 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	if (c->ntokens == 0)
 		srv_log(s, "warning: %s has no tokens; no user can call the API", path);
 out:
-	free(text);
-	json_decref(root);
 	if (fyd)
 		fy_document_destroy(fyd);
+	drv_free(buf); /* after fyd: the document reads from it */
+	drv_diags_release(&d);
 	return rc;
 }
 

@@ -916,8 +916,8 @@ int drv_cluster_load_buffer(const char *buf, size_t len, struct drv_cluster *c,
 	memset(&L, 0, sizeof(L));
 	diag = NULL;
 	fyd = NULL;
-	/* text first: libfyaml 0.7 mishandles some invalid UTF-8 (spec_int.h) */
-	if (!drv_spec_check_text(buf, len, false, diags)) {
+	/* text first: libfyaml 0.7 mishandles some invalid UTF-8 and tabs (spec.h) */
+	if (!drv_yaml_guard(buf, len, diags)) {
 		rc = DRV_EPARSE;
 		goto out;
 	}

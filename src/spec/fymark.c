@@ -1,11 +1,14 @@
 /*
- * fymark.c: where a libfyaml node starts in its file, for error messages.
- * Shared by the manifest and cluster-file parsers, which both report
- * "file:line:col" for any node, collections included.
+ * fymark.c: where a libfyaml node starts in its file and what it is, for
+ * error messages. Shared by every reader of YAML (manifests, cluster and
+ * tenants files, the server's config), which all report "file:line:col:
+ * path: found X, expected Y" for any node, collections included.
  */
 #include "spec_int.h"
 
 #include <libfyaml.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 void drv_spec_node_mark(struct fy_node *n, int *line, int *col)
 {
@@ -33,4 +36,44 @@ void drv_spec_node_mark(struct fy_node *n, int *line, int *col)
 			return;
 		}
 	}
+}
+
+void drv_yaml_found(struct fy_node *n, char *buf, size_t sz)
+{
+	const char *s = n && fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
+
+	if (!n || (s && !*s)) {
+		snprintf(buf, sz, "nothing");
+	} else if (s) {
+		/* one line: a multi-line scalar's breaks and controls shown as spaces */
+		char *p;
+		snprintf(buf, sz, "'%.60s'", s);
+		for (p = buf; *p; p++)
+			if ((unsigned char)*p < 0x20)
+				*p = ' ';
+	} else {
+		snprintf(buf, sz, "%s", fy_node_is_mapping(n) ? "a mapping" : "a list");
+	}
+}
+
+void drv_yaml_err(struct drv_diags *d, struct fy_node *n, const char *path, const char *fmt,
+		  ...)
+{
+	char buf[512];
+	va_list ap;
+	int line, col;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	drv_spec_node_mark(n, &line, &col);
+	drv_diag_err(d, line, col, path && *path ? path : NULL, "%s", buf);
+}
+
+struct fy_node *drv_yaml_pair_at(struct fy_node_pair *p)
+{
+	struct fy_node *v = fy_node_pair_value(p);
+	const char *s = v && fy_node_is_scalar(v) ? fy_node_get_scalar0(v) : NULL;
+
+	return v && !(s && !*s) ? v : fy_node_pair_key(p);
 }

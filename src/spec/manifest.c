@@ -115,19 +115,11 @@ static void join(char *out, size_t sz, const char *path, const char *key)
 		snprintf(out, sz, "%s[\"%s\"]", path, key);
 }
 
-/* A node as JSON, for spec->ignored; reference returned. */
+/* A node as JSON, for spec->ignored; reference returned. Not through
+ * libfyaml's JSON emitter, which crashes on some valid input (yaml.c). */
 static json_t *node_json(struct fy_node *n)
 {
-	char *txt = fy_emit_node_to_string(n, FYECF_MODE_JSON_ONELINE | FYECF_WIDTH_INF |
-					      FYECF_NO_ENDING_NEWLINE);
-	json_t *j = NULL;
-	if (txt) {
-		j = json_loads(txt, JSON_DECODE_ANY, NULL);
-		free(txt);
-	}
-	if (!j)
-		j = json_string(scal(n) ? scal(n) : "");
-	return j;
+	return drv_yaml_node_json(n);
 }
 
 void drv_spec_keep_ignored(struct drv_jobspec *s, const char *path, json_t *value)
@@ -1482,8 +1474,9 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 	int ndocs = 0, rc = 0, i;
 
 	/* YAML text is printable Unicode (YAML 1.2, 5.1); checking first also keeps
-	 * bytes libfyaml 0.7 mishandles (invalid UTF-8 in a directive) away from it */
-	if (!drv_spec_check_text(buf, len, false, d))
+	 * what libfyaml 0.7 mishandles (invalid UTF-8 in a directive, some tabs)
+	 * away from it */
+	if (!drv_yaml_guard(buf, len, d))
 		return DRV_EPARSE;
 	fy_diag_cfg_default(&dcfg);
 	dcfg.fp = NULL;

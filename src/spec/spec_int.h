@@ -33,9 +33,4 @@ void drv_spec_keep_ignored(struct drv_jobspec *s, const char *path, json_t *valu
  */
 bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_diags *d);
 
-struct fy_node;
-/* Line and column (1-based) where node n starts; 0, 0 when unknown.
- * For a collection, the position of its first scalar. */
-void drv_spec_node_mark(struct fy_node *n, int *line, int *col);
-
 #endif

@@ -498,34 +498,6 @@ void drv_tenants_release(struct drv_tenants *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/*
- * No tab anywhere: YAML indents with spaces, a tenants file has no use for
- * a tab, and libfyaml 0.7.12 crashes (SEGV in fy_indent_vacuum_internal)
- * on some inputs with a tab where indentation goes, e.g.
- * "tenants:\n :\n ? a:\n ? b:\t ? c:2}{:\n0: x", found by
- * tests/fuzz/fuzz_tenants_file. Reports the first tab; true when none.
- */
-static bool no_tabs(const char *buf, size_t len, struct drv_diags *d)
-{
-	size_t i;
-	int line = 1, col = 1;
-
-	for (i = 0; i < len; i++) {
-		if (buf[i] == '\t') {
-			drv_diag_err(d, line, col, NULL,
-				     "found a tab, expected spaces (YAML indents with spaces)");
-			return false;
-		}
-		if (buf[i] == '\n') {
-			line++;
-			col = 1;
-		} else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
-			col++; /* columns count characters, not UTF-8 continuation bytes */
-		}
-	}
-	return true;
-}
-
 /* libfyaml's collected errors into d (positions already 1-based);
  * returns how many there were. */
 static int yaml_errors(struct fy_diag *diag, struct drv_diags *d)
@@ -555,7 +527,7 @@ int drv_tenants_load_buffer(const char *buf, size_t len, struct drv_tenants *t,
 	memset(&L, 0, sizeof(L));
 	L.t = t;
 	L.d = d;
-	if (!drv_spec_check_text(buf, len, false, d) || !no_tabs(buf, len, d)) {
+	if (!drv_yaml_guard(buf, len, d)) {
 		rc = DRV_EPARSE;
 		goto out;
 	}

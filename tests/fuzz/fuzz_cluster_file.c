@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_libfyaml.h"
+
 static int too_big(const uint8_t *d, size_t n)
 {
 	size_t i, run = 0, counts = 0;

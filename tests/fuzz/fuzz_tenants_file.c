@@ -11,18 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * libfyaml 0.7.12 (Debian's) leaks one 4 KiB buffer when it builds the
- * text of some long multi-line single-quoted scalars with '' escapes; a
- * ten-line program that only builds and destroys such a document leaks
- * the same. Not drover's memory, so it is not reported here; every other
- * leak still is.
- */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:libfyaml.so\n";
-}
+#include "fuzz_libfyaml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -260,11 +260,12 @@ Test(tenants_file, each_error_at_its_position)
 		  "2:9: priorityClasses.high: found '1000', expected a mapping such as {value: 1000}");
 	one_error("priorityClasses:\n  high: {value: 1, prio: 2}\n", DRV_EINVAL,
 		  "2:20: priorityClasses.high.prio: found the unknown field 'prio'");
-	one_error("tenants:\n  a: {quota: 8}\n  b:\t{quota: 4}\n", DRV_EPARSE,
-		  "3:5: : found a tab, expected spaces (YAML indents with spaces)");
 	/* libfyaml 0.7.12 crashed on this one (a tab where indentation goes) */
 	one_error("tenants:\n :\n ? ilsses:\n ? hsses:\t ? ioris:2}{:\n0: pr", DRV_EPARSE,
-		  "4:10: : found a tab");
+		  "4:10: : found a tab in indentation, expected spaces (YAML forbids tabs for "
+		  "indentation)");
+	one_error("tenants:\n  a:\n    ? quota:\t- 8\n", DRV_EPARSE,
+		  "3:13: : found a tab in indentation");
 	one_error("tenants:\n  a:\n    cohort: 'x\n\n      y'\n", DRV_EINVAL,
 		  "3:14: tenants.a.cohort: found 'x y', expected a cohort name");
 	one_error("kind: Tenants\n", DRV_EINVAL,
@@ -320,6 +321,19 @@ Test(tenants_file, file_errors)
 	drv_diags_init(&d, "examples/tenants/philly-quota.yaml");
 	cr_assert(eq(int, drv_tenants_load_file("examples/tenants/philly-quota.yaml", &t, &d), 0));
 	cr_assert(gt(int, t.ntenants, 0));
+	drv_tenants_release(&t);
+	drv_diags_release(&d);
+}
+
+Test(tenants_file, tab_between_key_and_value_is_valid_yaml)
+{
+	struct drv_tenants t;
+	struct drv_diags d;
+
+	/* a tab as separation, not indentation: YAML allows it, so does the reader */
+	cr_assert(eq(int, load("tenants:\n  a: {quota: 8}\n  b:\t{quota: 4}\t# four\n", &t, &d), 0),
+		  "%s", d.n ? d.v[0].msg : "");
+	cr_assert(eq(int, t.ntenants, 2));
 	drv_tenants_release(&t);
 	drv_diags_release(&d);
 }

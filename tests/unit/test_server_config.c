@@ -1,0 +1,181 @@
+/*
+ * test_server_config.c: the controller's config file (src/server/config.c,
+ * docs/api.md "Server configuration") through drv_server_start, as
+ * `drover server --config FILE` uses it: each mistake is reported as
+ * "file:line:col: error: field.path: found X, expected Y" (all of them,
+ * one per line), the result is DRV_EINVAL/DRV_EPARSE (exit 2), and
+ * nothing is started: no state.db appears.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "drover/server.h"
+
+static char dir[] = "/tmp/drv-srvcfg-XXXXXX";
+
+static void setup(void)
+{
+	cr_assert(mkdtemp(dir) != NULL);
+}
+
+/* Writes text as DIR/c.yaml and starts a server on it; returns rc, err. */
+static int start(const char *text, char *err, size_t errsz)
+{
+	char path[256], state[256];
+	struct drv_server_opts o;
+	struct drv_server *s = NULL;
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/c.yaml", dir);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	f = fopen(path, "w");
+	cr_assert(f != NULL);
+	fputs(text, f);
+	fclose(f);
+	memset(&o, 0, sizeof(o));
+	o.listen = "127.0.0.1:0";
+	o.state_dir = state;
+	o.config_file = path;
+	o.log = stderr;
+	err[0] = '\0';
+	rc = drv_server_start(&o, &s, err, errsz);
+	if (rc == 0)
+		drv_server_stop(s);
+	return rc;
+}
+
+/* err with "DIR/" taken out, so that messages compare exactly */
+static const char *rel(char *err)
+{
+	char pre[64];
+	size_t n = (size_t)snprintf(pre, sizeof(pre), "%s/", dir);
+	char *p;
+
+	while ((p = strstr(err, pre)))
+		memmove(p, p + n, strlen(p + n) + 1);
+	return err;
+}
+
+static bool state_db(void)
+{
+	char p[256];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/state/state.db", dir);
+	return stat(p, &st) == 0;
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir); /* mkdtemp's name: no quotes in it */
+	cr_assert(eq(int, system(cmd), 0));
+}
+
+TestSuite(server_config, .init = setup, .fini = teardown);
+
+Test(server_config, token_admin_wrong_type)
+{
+	char err[1024];
+	int rc = start("tokens:\n"
+		       "  - token: a\n"
+		       "    user: alice\n"
+		       "  - token: b\n"
+		       "    user: ops\n"
+		       "    admin: yes please\n",
+		       err, sizeof(err));
+
+	cr_assert(eq(int, rc, DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:6:12: error: tokens[1].admin: found 'yes please', expected true or false"));
+	cr_assert(not(state_db()), "nothing is started on a bad config");
+}
+
+Test(server_config, unknown_setting_and_token_field)
+{
+	char err[1024];
+	int rc = start("cluster_token: x\n"
+		       "tokens:\n"
+		       "  - {token: a, user: alice, group: x}\n"
+		       "heartbeat_timeoutt_s: 9\n",
+		       err, sizeof(err));
+
+	cr_assert(eq(int, rc, DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:3:29: error: tokens[0].group: found an unknown field, expected one of: "
+		     "token, user, admin\n"
+		     "c.yaml:4:1: error: heartbeat_timeoutt_s: found an unknown setting, expected one "
+		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
+		     "heartbeat_interval_s, heartbeat_timeout_s, retry_limit, sched_delay_ms, "
+		     "default_pool, default_leaf, scheduler"));
+}
+
+Test(server_config, integers_strings_and_missing_values)
+{
+	char err[1024];
+	int rc = start("heartbeat_timeout_s: 30s\n"
+		       "retry_limit: 1001\n"
+		       "cluster_token:\n"
+		       "tokens:\n"
+		       "  - user: bob\n"
+		       "scheduler: {mode: eager}\n",
+		       err, sizeof(err));
+
+	cr_assert(eq(int, rc, DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:1:22: error: heartbeat_timeout_s: found '30s', expected an integer from "
+		     "1 to 86400\n"
+		     "c.yaml:2:14: error: retry_limit: found '1001', expected an integer from 0 to "
+		     "1000\n"
+		     "c.yaml:3:1: error: cluster_token: found nothing, expected a non-empty string\n"
+		     "c.yaml:5:5: error: tokens[0].token: found nothing, expected a non-empty string\n"
+		     "c.yaml:6:19: error: scheduler.mode: found 'eager', expected strict, backfill or "
+		     "greedy"));
+}
+
+Test(server_config, heartbeats_and_top_level)
+{
+	char err[1024];
+
+	cr_assert(eq(int, start("heartbeat_interval_s: 60\nheartbeat_timeout_s: 60\n", err,
+				sizeof(err)),
+		     DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:2:22: error: heartbeat_timeout_s: found '60', expected more than "
+		     "heartbeat_interval_s (60)"));
+	cr_assert(eq(int, start("- tokens\n", err, sizeof(err)), DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:1:3: error: found a list, expected a mapping of settings"));
+	cr_assert(eq(int, start("tokens: [\n", err, sizeof(err)), DRV_EPARSE));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:2:1: error: YAML syntax: flow sequence without a closing bracket"));
+}
+
+Test(server_config, documented_example_starts)
+{
+	char err[1024];
+	int rc = start("tokens:\n"
+		       "  - token: \"alice-secret\"\n"
+		       "    user: alice\n"
+		       "  - token: \"ops-secret\"\n"
+		       "    user: ops\n"
+		       "    admin: true\n"
+		       "cluster_token: \"agents-secret\"\n"
+		       "open_endpoints: true\n"
+		       "allow_root_tasks: false\n"
+		       "heartbeat_interval_s: 5\n"
+		       "heartbeat_timeout_s: 30\n"
+		       "retry_limit: 3\n"
+		       "sched_delay_ms: 10\n"
+		       "default_pool: default\n"
+		       "default_leaf: default\n",
+		       err, sizeof(err));
+
+	cr_assert(eq(int, rc, 0), "%s", err);
+	cr_assert(state_db());
+}
