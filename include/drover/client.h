@@ -44,7 +44,8 @@ char *drv_client_config_path(void);
  * Parses the config file's text: a YAML mapping with the keys `server` and
  * `token` (both optional; other keys are ignored, for later use).
  * On success *server and *token are set (malloc'd, or NULL when absent).
- * Returns 0, or DRV_EPARSE with a "line:col: message" in err.
+ * Returns 0, or DRV_EPARSE with "line:col: error: message" in err (the
+ * caller puts "file:" before it).
  */
 int drv_client_conf_parse(const char *text, size_t len, char **server, char **token,
 			  char *err, size_t errsz);
@@ -54,8 +55,9 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
  * (flag_server/flag_token, NULL when not given), then DROVER_SERVER /
  * DROVER_TOKEN, then the config file, then the default server and no
  * token. A server without a scheme gets "http://". Returns 0, or
- * DRV_EPARSE/DRV_EIO with a message in err (an unreadable or invalid config
- * file is an error, not silently skipped). Release with _release.
+ * DRV_EPARSE ("file:line:col: error: ..." in err: bad input, exit 2) or
+ * DRV_EIO (unreadable file, exit 1): an unreadable or invalid config file
+ * is an error, not silently skipped. Release with _release.
  */
 int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_server,
 			    const char *flag_token, char *err, size_t errsz);

@@ -127,9 +127,12 @@ int cli_connect(struct cli *cli)
 {
 	char err[512];
 
-	if (drv_client_conf_resolve(&cli->conf, cli->server, cli->token, err, sizeof(err))) {
+	int rc = drv_client_conf_resolve(&cli->conf, cli->server, cli->token, err, sizeof(err));
+
+	if (rc < 0) {
 		cli_err(cli, "%s", err);
-		return DRV_EXIT_FAIL;
+		/* a bad config file is bad input; an unreadable one a failure */
+		return rc == DRV_EPARSE ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
 	cli->client = drv_client_new(&cli->conf);
 	return 0;

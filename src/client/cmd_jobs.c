@@ -225,8 +225,8 @@ int drv_client_cmd_get(int argc, char **argv)
 		cli_err(&cli, "'%s': expected 'jobs' or 'nodes'", what);
 		return DRV_EXIT_USAGE;
 	}
-	if (cli_connect(&cli))
-		return DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
+		return code;
 	if (!strncmp(what, "node", 4)) {
 		code = drv_client_get_nodes(&cli, cli.nargs - 1, cli.args + 1);
 	} else if (cli.nargs == 1) {
@@ -266,8 +266,8 @@ int drv_client_cmd_queue(int argc, char **argv)
 		cli_err(&cli, "unexpected argument '%s'", cli.args[0]);
 		return DRV_EXIT_USAGE;
 	}
-	if (cli_connect(&cli))
-		return DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
+		return code;
 	if (me && !user) {
 		struct drv_client_reply r;
 		code = cli_call(&cli, "GET", "/v1/whoami", NULL, NULL, 0, &r);
@@ -418,9 +418,9 @@ int drv_client_cmd_apply(int argc, char **argv)
 	code = drv_client_read_job_file(&cli, file, &buf, &len);
 	if (code)
 		return code;
-	if (cli_connect(&cli)) {
+	if ((code = cli_connect(&cli))) {
 		drv_free(buf);
-		return DRV_EXIT_FAIL;
+		return code;
 	}
 	code = drv_client_post_job(&cli, "/v1/apply", file, drv_client_content_type(buf, len),
 				   buf, len, 0);
@@ -607,8 +607,8 @@ int drv_client_cmd_describe(int argc, char **argv)
 		fprintf(stderr, "usage: drover %s\n", usage);
 		return DRV_EXIT_USAGE;
 	}
-	if (cli_connect(&cli))
-		return DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
+		return code;
 	if (!strncmp(cli.args[0], "node", 4)) {
 		code = drv_client_describe_node(&cli, cli.args[1]);
 		goto out;
@@ -650,8 +650,8 @@ int drv_client_cmd_cancel(int argc, char **argv)
 		fprintf(stderr, "usage: drover %s\n", usage);
 		return DRV_EXIT_USAGE;
 	}
-	if (cli_connect(&cli))
-		return DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
+		return code;
 	for (i = 0; i < cli.nargs; i++) {
 		struct drv_client_reply r;
 		char path[SMALL], name[SMALL];
@@ -727,8 +727,8 @@ int drv_client_cmd_logs(int argc, char **argv)
 		fprintf(stderr, "usage: drover %s\n", usage);
 		return DRV_EXIT_USAGE;
 	}
-	if (cli_connect(&cli))
-		return DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
+		return code;
 	id = drv_client_urlencode(cli.args[0]);
 	for (;;) {
 		struct drv_client_reply r;

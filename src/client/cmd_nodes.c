@@ -251,8 +251,8 @@ int drv_client_cmd_nodes(int argc, char **argv)
 		cli_err(&cli, "unexpected argument '%s'", cli.args[0]);
 		return DRV_EXIT_USAGE;
 	}
-	if (cli_connect(&cli))
-		return DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
+		return code;
 	code = fetch_nodes(&cli, state, pool, &r);
 	if (code)
 		goto out;

@@ -153,10 +153,8 @@ int drv_client_cmd_submit(int argc, char **argv)
 		code = DRV_EXIT_USAGE;
 		goto out;
 	}
-	if (cli_connect(&cli)) {
-		code = DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
 		goto out;
-	}
 	if (sargc)
 		code = drv_client_submit_sbatch(&cli, file, body, len, sargc, sargv, parsable);
 	else

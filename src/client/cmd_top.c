@@ -193,8 +193,8 @@ int drv_client_cmd_top(int argc, char **argv)
 			return DRV_EXIT_USAGE;
 		}
 	}
-	if (cli_connect(&cli))
-		return DRV_EXIT_FAIL;
+	if ((code = cli_connect(&cli)))
+		return code;
 	/* Fail fast, with the human error, when the server is not there. */
 	{
 		struct drv_client_reply r;

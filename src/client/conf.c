@@ -7,7 +7,8 @@
  *
  * A config file that exists but cannot be read or parsed is an error the
  * user sees, not skipped: a silently ignored token turns into a confusing
- * "unauthorized" later.
+ * "unauthorized" later. A bad one is bad input: "file:line:col: error:
+ * ...", exit 2 (cli.c); an unreadable one is a runtime failure, exit 1.
  */
 #include "drover/client.h"
 #include "drover/common.h"
@@ -41,6 +42,8 @@ char *drv_client_config_path(void)
 	return NULL;
 }
 
+/* The string value of key in map into *out (NULL when absent or null);
+ * DRV_EPARSE with "line:col: error: key: found X, expected a string". */
 static int scalar_value(struct fy_node *map, const char *key, char **out, char *err,
 			size_t errsz)
 {
@@ -52,8 +55,13 @@ static int scalar_value(struct fy_node *map, const char *key, char **out, char *
 	if (!v || fy_node_is_null(v))
 		return 0;
 	if (!fy_node_is_scalar(v)) {
-		snprintf(err, errsz, "%s: found a %s, expected a string", key,
-			 fy_node_is_mapping(v) ? "mapping" : "sequence");
+		char f[80];
+		int line, col;
+
+		drv_yaml_found(v, f, sizeof(f));
+		drv_spec_node_mark(v, &line, &col);
+		snprintf(err, errsz, "%d:%d: error: %s: found %s, expected a string", line, col,
+			 key, f);
 		return DRV_EPARSE;
 	}
 	s = fy_node_get_scalar(v, &len);
@@ -63,22 +71,12 @@ static int scalar_value(struct fy_node *map, const char *key, char **out, char *
 	return 0;
 }
 
-static void diag_silent(struct fy_diag *diag, void *user, const char *buf, size_t len)
-{
-	(void)diag;
-	(void)user;
-	(void)buf;
-	(void)len;
-}
-
 int drv_client_conf_parse(const char *text, size_t len, char **server, char **token,
 			  char *err, size_t errsz)
 {
-	struct fy_diag_cfg dcfg;
-	struct fy_diag *diag;
-	struct fy_parse_cfg cfg = { .flags = FYPCF_QUIET | FYPCF_DEFAULT_DOC | FYPCF_COLLECT_DIAG };
 	struct fy_document *d = NULL;
 	struct fy_node *root;
+	struct drv_diags dg;
 	int rc = 0;
 
 	*server = NULL;
@@ -86,35 +84,31 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
 	/* An empty file is an empty configuration. */
 	if (strspn(text, " \t\r\n") == len)
 		return 0;
-	/* libfyaml 0.7.12 crashes on some tabs: the shared check first (spec.h) */
-	if (!drv_yaml_guard_err(text, len, err, errsz))
-		return DRV_EPARSE;
-	fy_diag_cfg_default(&dcfg);
-	dcfg.fp = NULL;
-	dcfg.output_fn = diag_silent;
-	diag = fy_diag_create(&dcfg);
-	cfg.diag = diag;
-	d = fy_document_build_from_string(&cfg, text, len);
-	if (!d) {
-		void *it = NULL;
-		struct fy_diag_error *e = diag ? fy_diag_errors_iterate(diag, &it) : NULL;
-		if (e)
-			snprintf(err, errsz, "%d:%d: %s; expected lines like 'server: URL' and 'token: TOKEN'",
-				 e->line, e->column, e->msg); /* 1-based already */
-		else
-			snprintf(err, errsz, "not valid YAML; expected lines like 'server: URL' and 'token: TOKEN'");
-		if (diag)
-			fy_diag_destroy(diag);
+	/* the shared reader: the tab check libfyaml 0.7.12 needs, syntax errors
+	 * with their positions (spec.h) */
+	drv_diags_init(&dg, NULL);
+	rc = drv_yaml_load(text, len, &dg, &d);
+	if (rc < 0) {
+		const struct drv_diag *e = dg.n ? &dg.v[0] : NULL;
+		const char *m = e ? e->msg : "YAML syntax error";
+		snprintf(err, errsz, "%d:%d: error: %s%s", e ? e->line : 1, e ? e->col : 1, m,
+			 strncmp(m, "YAML syntax", 11) ? ""
+			 : "; expected lines like 'server: URL' and 'token: TOKEN'");
+		drv_diags_release(&dg);
 		return DRV_EPARSE;
 	}
-	if (diag)
-		fy_diag_destroy(diag);
-	root = fy_document_root(d);
+	drv_diags_release(&dg);
+	root = d ? fy_document_root(d) : NULL;
 	if (!root || fy_node_is_null(root))
 		goto out;
 	if (!fy_node_is_mapping(root)) {
-		snprintf(err, errsz, "found a %s, expected a mapping with 'server' and 'token'",
-			 fy_node_is_sequence(root) ? "sequence" : "scalar");
+		char f[80];
+		int line, col;
+
+		drv_yaml_found(root, f, sizeof(f));
+		drv_spec_node_mark(root, &line, &col);
+		snprintf(err, errsz, "%d:%d: error: found %s, expected a mapping with 'server' and "
+			 "'token'", line, col, f);
 		rc = DRV_EPARSE;
 		goto out;
 	}
@@ -127,7 +121,8 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
 		*server = *token = NULL;
 	}
 out:
-	fy_document_destroy(d);
+	if (d)
+		fy_document_destroy(d);
 	return rc;
 }
 
@@ -217,7 +212,7 @@ int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_serve
 			rc = drv_client_conf_parse(text, len, &file_server, &file_token, msg,
 						   sizeof(msg));
 			if (rc) {
-				snprintf(err, errsz, "%s: %s", path, msg);
+				snprintf(err, errsz, "%s:%s", path, msg); /* file:line:col: */
 				goto out;
 			}
 		}

@@ -42,7 +42,8 @@ struct cli {
 int cli_parse(struct cli *cli, const char *cmd, const char *usage, int argc, char **argv,
 	      const struct cli_opt *opts, int *exit_code);
 
-/* Resolves conf and makes the client; on error prints it and returns 1. */
+/* Resolves conf and makes the client: 0, or on error prints it and returns
+ * the exit code: 2 for a bad config file, 1 for an unreadable one. */
 int cli_connect(struct cli *cli);
 void cli_release(struct cli *cli);
 

@@ -29,6 +29,24 @@ grep -q "401" "$TEST_TMP/err" || fail "no 401 hint: $(cat "$TEST_TMP/err")"
 DROVER_TOKEN=wrong "$DROVER" queue --token "$ALICE_TOKEN" >/dev/null || fail "--token did not win"
 DROVER_SERVER=http://127.0.0.1:1 "$DROVER" queue --server "$SERVER_URL" >/dev/null || fail "--server did not win"
 
+# A bad config file is bad input: exit 2, file:line:col; an unreadable one: exit 1.
+CFG=$XDG_CONFIG_HOME/drover/config
+printf 'server: %s\ntoken: [%s]\n' "$SERVER_URL" "$ALICE_TOKEN" >"$CFG"
+env -u DROVER_SERVER -u DROVER_TOKEN "$DROVER" queue 2>"$TEST_TMP/err"; rc=$?
+expect_eq "exit code, bad config" "$rc" "2"
+expect_eq "bad config message" "$(cat "$TEST_TMP/err")" \
+	"drover queue: $CFG:2:9: error: token: found a list, expected a string"
+printf 'server: %s\ntoken: "%s\n' "$SERVER_URL" "$ALICE_TOKEN" >"$CFG"
+env -u DROVER_SERVER -u DROVER_TOKEN "$DROVER" nodes 2>"$TEST_TMP/err"
+expect_eq "exit code, config syntax" "$?" "2"
+grep -q "^drover nodes: $CFG:[0-9]*:[0-9]*: error: YAML syntax: " "$TEST_TMP/err" ||
+	fail "config syntax: $(cat "$TEST_TMP/err")"
+rm -f "$CFG" && mkdir "$CFG"
+env -u DROVER_SERVER -u DROVER_TOKEN "$DROVER" queue 2>/dev/null
+expect_eq "exit code, unreadable config" "$?" "1"
+rmdir "$CFG"
+printf 'server: %s\ntoken: %s\n' "$SERVER_URL" "$ALICE_TOKEN" >"$CFG"
+
 # A job file the server rejects: exit 2, diagnostics with the file's name.
 printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers: 7\n' >"$TEST_TMP/bad.yaml"
 "$DROVER" submit "$TEST_TMP/bad.yaml" 2>"$TEST_TMP/err"; rc=$?

@@ -95,14 +95,25 @@ Test(client, bad_config_file_is_an_error_not_ignored)
 	struct drv_client_conf c;
 	char err[256] = "";
 
+	char want[512];
+
 	write_config("- server\n- token\n");
 	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
-	cr_assert(strstr(err, "drover/config") != NULL, "err names the file: %s", err);
-	cr_assert(strstr(err, "expected a mapping") != NULL, "%s", err);
+	snprintf(want, sizeof(want), "%s/drover/config:1:3: error: found a list, expected a "
+		 "mapping with 'server' and 'token'", dir);
+	cr_assert(eq(str, err, want), "file:line:col: error: ...");
 
-	write_config("server: {a: 1}\n");
+	write_config("server: http://h:1\ntoken:\n  {a: 1}\n");
 	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
-	cr_assert(strstr(err, "server: found a mapping, expected a string") != NULL, "%s", err);
+	snprintf(want, sizeof(want), "%s/drover/config:3:4: error: token: found a mapping, "
+		 "expected a string", dir);
+	cr_assert(eq(str, err, want));
+
+	write_config("server: http://h:1\ntoken: 'x\n");
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
+	snprintf(want, sizeof(want), "%s/drover/config:", dir);
+	cr_assert(eq(int, strncmp(err, want, strlen(want)), 0), "%s", err);
+	cr_assert(strstr(err, ": error: YAML syntax: ") != NULL, "%s", err);
 
 	/* flags for both: the file is not read at all */
 	cr_assert(eq(int, drv_client_conf_resolve(&c, "h:1", "t", err, sizeof(err)), 0));
