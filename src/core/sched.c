@@ -723,6 +723,8 @@ void drv_sched_tenant_default(struct drv_sched_tenant *t, const char *name)
 	}
 }
 
+_Static_assert(DRV_MAX_MODELS <= 32, "stenant.qmask holds a bit per model");
+
 int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 {
 	struct stenant *x;
@@ -754,11 +756,14 @@ int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 	x->cohort = co;
 	x->weight = t->weight;
 	x->has_quota = false;
+	x->qmask = 0;
 	for (m = 0; m < DRV_MAX_MODELS; m++) {
 		x->quota[m] = t->quota_milli[m];
 		x->limit[m] = t->borrow_limit_milli[m];
-		if (x->quota[m] >= 0)
+		if (x->quota[m] >= 0) {
 			x->has_quota = true;
+			x->qmask |= 1u << m;
+		}
 	}
 	return i;
 }

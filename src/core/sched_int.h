@@ -23,6 +23,7 @@ struct stenant {
 	int32_t cohort;   /* -1 = none */
 	int32_t weight;
 	bool has_quota;   /* any quota set */
+	uint32_t qmask;   /* models with a quota (bit m: quota[m] >= 0) */
 	int64_t quota[DRV_MAX_MODELS];
 	int64_t limit[DRV_MAX_MODELS];
 	int64_t usage[DRV_MAX_MODELS];  /* milli-GPUs held by running + terminating jobs */

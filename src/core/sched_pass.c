@@ -745,6 +745,28 @@ static int cmp_u64(const void *a, const void *b)
  * only those the found placement actually overlaps. Returns true and
  * applies the preemption (victims terminating, j nominated) when found.
  */
+/* May any running job be a reclaim victim for j (a job within its nominal
+ * quota, of a tenant with a cohort)? Only if a cohort peer uses more than
+ * its nominal quota of a model j's tenant has a quota of. */
+static bool reclaim_possible(const struct drv_sched *s, const struct sjob *j)
+{
+	const struct stenant *jt = &s->tenants[j->tenant];
+	int32_t i;
+	for (i = 0; i < s->ntenants; i++) {
+		const struct stenant *o = &s->tenants[i];
+		uint32_t both = o->qmask & jt->qmask;
+		if (i == j->tenant || o->cohort != jt->cohort)
+			continue;
+		while (both) {
+			int m = __builtin_ctz(both);
+			both &= both - 1;
+			if (o->usage[m] > o->quota[m])
+				return true;
+		}
+	}
+	return false;
+}
+
 static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 {
 	struct drv_sched *s = p->s;
@@ -808,7 +830,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	j->pf.nresv = s->nresv;
 	j->pf.blk = s->block.ntasks;
 	j->pf.t_min = p->t_min;
-	if (quota_rc != 0 || jt->cohort < 0) {
+	if (quota_rc != 0 || jt->cohort < 0 || !reclaim_possible(s, j)) {
 		/* no reclaim: a victim must be of lower priority, or (LAS) of
 		 * the same priority in a higher queue; when no running job is,
 		 * the scan below would find none (most searches under LAS with
@@ -818,9 +840,12 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		    (s->rsum.minprio == j->prio &&
 		     (p->pol->order != DRV_ORDER_LAS || s->rsum.maxq <= jq))) {
 			/* the scan would have lowered pf.until for young jobs of
-			 * the same priority under LAS; the memo is not used under
-			 * LAS, and is dropped so no other order reads it */
-			if (p->pol->order == DRV_ORDER_LAS)
+			 * the same priority under LAS (of any priority where
+			 * reclaim could apply); the memo is dropped then, so no
+			 * later search reads a memo the scan would not have left.
+			 * (Without it the next search comes here again and fails
+			 * without counting a try, as a memo hit would.) */
+			if (p->pol->order == DRV_ORDER_LAS || (quota_rc == 0 && jt->cohort >= 0))
 				j->pf.valid = false;
 			return false;
 		}
