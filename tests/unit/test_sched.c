@@ -1116,3 +1116,68 @@ Test(sched_quota, job_get_tells_held_from_unreached)
 	drv_job_release(&h);
 	drv_cluster_release(&c);
 }
+
+/*
+ * A preemption search for a job within its nominal quota whose tenant has a
+ * cohort may reclaim from peers over their own quota; with no such peer it
+ * ends on the summary of possible victims. That must follow the peers' use:
+ * a (quota 4) waits behind x (not preemptible) and b1 (b's 4, within b's
+ * quota): no victim. Then x ends and b2 (higher priority) starts in the same
+ * pass borrowing a's share, so b is over its quota: a's search in that pass
+ * reclaims it.
+ */
+Test(sched_quota, reclaim_follows_a_peer_over_quota)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job x, b1, a1, b2;
+	int i, reclaims = 0;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.preemption = true;
+	pol.min_run_s = 0;
+	drv_sched_decisions_init(&d);
+	qtenant(s, "a", "c", 4, -1);
+	qtenant(s, "b", "c", 4, -1);
+	qjob(&x, 1, 4, "u", 0, 100);
+	x.priority = 100;
+	qjob(&b1, 2, 4, "b", 0, 100);
+	b1.preemptible = true;
+	qjob(&a1, 3, 4, "a", 1, 100);
+	qjob(&b2, 4, 4, "b", 2, 100);
+	b2.priority = 50;
+	b2.preemptible = true;
+
+	cr_assert(eq(int, drv_sched_submit(s, &x, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &b1, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(i32, drv_sched_running_count(s), 2));
+	cr_assert(eq(int, drv_sched_submit(s, &a1, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 1, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 3), 0), "b is within its quota");
+
+	cr_assert(eq(int, drv_sched_finish(s, 1, 2), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &b2, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 2, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 4), 1), "b2 starts, borrowing");
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_PREEMPT && d.v[i].job == 3) {
+			char line[512];
+			drv_sched_decision_format(s, &d.v[i], line, sizeof(line));
+			reclaims++;
+			cr_assert(ne(u32, d.v[i].flags & DRV_DEC_RECLAIM, 0), "%s", line);
+		}
+	cr_assert(eq(int, reclaims, 1), "a reclaims its share from b in the same pass");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&x);
+	drv_job_release(&b1);
+	drv_job_release(&a1);
+	drv_job_release(&b2);
+	drv_cluster_release(&c);
+}
