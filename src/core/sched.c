@@ -272,7 +272,9 @@ void sched__phot_fill(struct drv_sched *s, int32_t pos)
 	h->never = j->never;
 	h->gpuless = j->gpuless;
 	h->held = j->nom.ntasks > 0;
+	h->qmodel = (int8_t)j->qmodel;
 	h->dur = j->dur;
+	h->qseq = j->qseq;
 }
 
 void sched__phot_rebuild(struct drv_sched *s)
@@ -481,8 +483,13 @@ void sched__usage(struct drv_sched *s, struct sjob *j, int sign)
 		const struct drv_task_place *tp = &j->pl.tasks[i];
 		int m = node_model(s->c, tp->node);
 		int64_t milli = (int64_t)tp->gpu_milli * __builtin_popcountll(tp->gpu_mask);
-		if (m >= 0 && m < DRV_MAX_MODELS)
+		if (m >= 0 && m < DRV_MAX_MODELS) {
 			t->usage[m] += sign * milli;
+			/* what a quota check of t (and of its cohort) answers */
+			t->qchg[m] = ++s->qseq;
+			if (t->cohort >= 0)
+				s->cochg[t->cohort].m[m] = s->qseq;
+		}
 		t->usage_all += sign * milli;
 	}
 }
@@ -551,6 +558,7 @@ void sched__refresh_cluster(struct drv_sched *s)
 	}
 	if (s->only_model == -2)
 		s->only_model = -1;
+	s->qall = ++s->qseq; /* jobs' quota models and needs are derived again */
 	s->spot_mask = 0;
 	s->all_pools = 0;
 	for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++) {
@@ -728,6 +736,8 @@ int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 				break;
 		if (co == s->ncohorts) {
 			DRV_GROW(s->cohorts, (size_t)s->ncohorts + 1, s->cocap);
+			DRV_GROW(s->cochg, (size_t)s->ncohorts + 1, s->cochgcap);
+			memset(&s->cochg[s->ncohorts], 0, sizeof(*s->cochg));
 			s->cohorts[s->ncohorts++] = drv_strdup(t->cohort);
 		}
 	}
@@ -740,6 +750,7 @@ int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 		x->name = drv_strdup(t->name);
 	}
 	x = &s->tenants[i];
+	s->qall = ++s->qseq; /* every quota answer may differ now */
 	x->cohort = co;
 	x->weight = t->weight;
 	x->has_quota = false;
@@ -872,6 +883,7 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 			    s->c->nodes[j->pl.tasks[0].node].model : -1;
 	if (j->nom.ntasks)
 		sched__nom_drop(s, slot);
+	j->qseq = 0;
 	sched__usage(s, j, +1);
 	sched__node_touch(s, &j->pl, now);
 	sched__run_insert(s, slot);
@@ -956,6 +968,7 @@ int drv_sched_requeue(struct drv_sched *s, uint64_t id, int64_t now)
 	j->grace = 0;
 	j->why_pass = 0;
 	j->why_emitted = false;
+	j->qseq = 0;
 	memset(&j->why, 0, sizeof(j->why));
 	sched__pend_insert(s, slot);
 	return 0;
@@ -1037,6 +1050,7 @@ struct drv_sched *drv_sched_new(struct drv_cluster *c)
 	drv_sched_policy_default(&s->keyed_pol);
 	s->last_now = INT64_MIN;
 	s->rsum.dirty = true;
+	s->qseq = 1;
 	hgrow(s);
 	sched__refresh_cluster(s);
 	return s;
@@ -1082,6 +1096,8 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->classes);
 	drv_free(s->tenants);
 	drv_free(s->cohorts);
+	drv_free(s->cochg);
+	drv_free(s->qvisited);
 	drv_free(s->idle_since);
 	drv_free(s->resv_mask);
 	drv_free(s->resv);

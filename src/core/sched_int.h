@@ -27,12 +27,23 @@ struct stenant {
 	int64_t limit[DRV_MAX_MODELS];
 	int64_t usage[DRV_MAX_MODELS];  /* milli-GPUs held by running + terminating jobs */
 	int64_t usage_all;              /* over all models */
+	/* s->qseq when usage[m] last changed (quota_check's answers for m
+	 * may have changed since; see sjob.qseq) */
+	uint64_t qchg[DRV_MAX_MODELS];
 	int64_t vuse;                   /* fair: virtual use while a pass merges */
 };
 
 struct sjob {
 	const struct drv_job *job;
 	uint64_t id;
+	/* pending: its reason was set to "quota" (the check before placement)
+	 * when s->qseq had this value (0 = its reason is not that). While
+	 * nothing that check reads changed since (its tenant's use of its
+	 * model, the cohort's, the tenants' settings: qchg, cohort chg, qall
+	 * all <= qseq), a pass would set the same reason again, so it may
+	 * skip the job (next to state and why_pass: one cache line) */
+	uint64_t qseq;
+	uint32_t why_pass;      /* pending: pass number that set why */
 	uint8_t state;          /* enum drv_sched_job_state, or SJ_FREE */
 	bool preemptible;
 	bool never_preempts;    /* class policy Never */
@@ -91,7 +102,6 @@ struct sjob {
 
 	/* pending: reason of the last pass that visited it */
 	struct drv_sched_decision why;
-	uint32_t why_pass;      /* pass number that set why */
 	uint32_t added_pass;    /* s->pass_no when it became pending */
 	bool why_emitted;
 };
@@ -111,7 +121,9 @@ struct phot {
 	uint8_t never;
 	uint8_t gpuless;
 	uint8_t held;           /* holds a nominated placement: never skipped */
+	int8_t qmodel;          /* sjob.qmodel */
 	int64_t dur;
+	uint64_t qseq;          /* sjob.qseq as of its last visit (0: visit it) */
 };
 
 struct sufagg;
@@ -186,6 +198,14 @@ struct drv_sched {
 	char **cohorts;
 	int32_t ncohorts;
 	size_t cocap;
+	/* quota answers: a counter bumped at every change a quota check
+	 * reads; per cohort and model, its value when a member's use of the
+	 * model last changed (cochg); at the last change of any tenant's
+	 * settings or the cluster (qall) */
+	uint64_t qseq;
+	uint64_t qall;
+	struct qchg { uint64_t m[DRV_MAX_MODELS]; } *cochg;
+	size_t cochgcap;
 
 	/* per pool */
 	int32_t pool_nodes[SCHED_MAX_POOLS];
@@ -229,6 +249,8 @@ struct drv_sched {
 	size_t fsufcap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
+	int32_t *qvisited;      /* slots it found held at quota as they were */
+	size_t qvcap;
 
 	/* pending demand, for stopping a pass early: counts by whole-GPU task
 	 * size (max_task, 1..64) and by fractional task size (1..999) */
@@ -285,5 +307,18 @@ void sched__node_touch(struct drv_sched *s, const struct drv_placement *p, int64
 void sched__refresh_cluster(struct drv_sched *s);
 void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now);
 int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement *p, int model);
+
+/* A pending job (its compact entry) whose reason is "quota" and that a pass
+ * would give the same reason again, numbers and all: nothing that check
+ * reads has changed since. */
+static inline bool sched__quota_held(const struct drv_sched *s, const struct phot *h)
+{
+	const struct stenant *t;
+	uint64_t q = h->qseq;
+	if (!q || q < s->qall)
+		return false;
+	t = &s->tenants[h->tenant];
+	return q >= t->qchg[h->qmodel] && (t->cohort < 0 || q >= s->cochg[t->cohort].m[h->qmodel]);
+}
 
 #endif

@@ -90,6 +90,7 @@ static void set_why(struct pass *p, struct sjob *j, const struct drv_sched_decis
 		j->why_emitted = false;
 	}
 	j->why_pass = p->s->pass_no;
+	j->qseq = 0;
 }
 
 static void why_init(struct drv_sched_decision *w, enum drv_sched_reason r)
@@ -1282,6 +1283,7 @@ static void scan_one(struct pass *p, int32_t slot)
 		qrc = quota_check(s, j->tenant, j->qmodel, j->need_milli, &w);
 		if (qrc < 0) {
 			set_why(p, j, &w);
+			j->qseq = s->qseq; /* the same answer until qseq moves */
 			return;
 		}
 	}
@@ -1686,9 +1688,9 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	struct pass P, *p = &P;
 	struct stopper stop;
 	struct fmerge fm;
-	int32_t i, k, n, nall, nd, nvis;
+	int32_t i, k, n, nall, nd, nvis, nqvis;
 	const struct phot *ph;
-	bool skipped;
+	bool skipped, qskip;
 	int rc;
 
 	if (!s || !pol || !out)
@@ -1751,7 +1753,14 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	s->tail_pass = 0;
 	nvis = 0;
 	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
+	DRV_GROW(s->qvisited, (size_t)nall + 1, s->qvcap);
+	nqvis = 0;
 	skipped = false;
+	/* A job held at its tenant's quota, with nothing that check reads
+	 * changed since, would get the same reason again and do nothing
+	 * else: the pass passes over it from its compact entry, without
+	 * touching the job (unless every reason is to be reported). */
+	qskip = !pol->report_all_pending;
 	ph = s->phot;
 	if (pol->order == DRV_ORDER_FAIR) {
 		fair_setup(p, &fm);
@@ -1774,10 +1783,15 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 				}
 			}
 			slot = s->pend[pos];
+			if (qskip && sched__quota_held(s, &ph[pos])) {
+				s->qvisited[nqvis++] = slot;
+				continue;
+			}
 			if (s->jobs[slot].state != DRV_SJ_PENDING)
 				continue;
 			s->visited[nvis++] = slot;
 			scan_one(p, slot);
+			s->phot[pos].qseq = s->jobs[slot].qseq;
 		}
 	}
 	k = 0;
@@ -1801,11 +1815,18 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 			if (k >= nall)
 				break;
 		}
-		slot = s->pend[k++];
+		slot = s->pend[k];
+		if (qskip && sched__quota_held(s, &ph[k])) {
+			s->qvisited[nqvis++] = slot;
+			k++;
+			continue;
+		}
+		k++;
 		if (s->jobs[slot].state != DRV_SJ_PENDING)
 			continue;
 		s->visited[nvis++] = slot;
 		scan_one(p, slot);
+		s->phot[k - 1].qseq = s->jobs[slot].qseq;
 	}
 	if (skipped && !s->tail_pass)
 		set_tail(p, DRV_REASON_RESOURCES);
@@ -1824,8 +1845,14 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 				continue;
 			s->visited[nvis++] = s->tmp2[i];
 			scan_one(p, s->tmp2[i]);
+			sched__phot_refresh(s, s->tmp2[i]);
 		}
 	}
+	/* the jobs passed over as held at quota count as visited when the
+	 * pass left others unvisited (drv_sched_job_get tells them apart) */
+	if (s->tail_pass == s->pass_no)
+		for (i = 0; i < nqvis; i++)
+			s->jobs[s->qvisited[i]].why_pass = s->pass_no;
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {

@@ -852,3 +852,267 @@ Test(sched_backfill, earliest_after_galloping, .timeout = 20)
 	drv_job_release(&big);
 	drv_cluster_release(&c);
 }
+
+/* ---- quotas: jobs held at their tenant's quota ---------------------------- */
+
+/*
+ * A pass passes over a job held at its tenant's quota without looking at it
+ * again while nothing its quota check reads changed (the tenant's use of the
+ * model, its cohort's, the tenants' settings). These tests fail when that
+ * mark outlives such a change: the held job must start, or get its new
+ * numbers, in the very pass that sees the change.
+ */
+
+static void qjob(struct drv_job *j, uint64_t id, int32_t gpus, const char *tenant,
+		 int64_t submit, int64_t estimate)
+{
+	drv_job_init(j);
+	j->id = id;
+	j->tenant = drv_strdup(tenant);
+	j->submit_time = submit;
+	j->runtime_estimate = estimate;
+	drv_job_add_group(j, "g", 1, gpus, 0);
+}
+
+static void qtenant(struct drv_sched *s, const char *name, const char *cohort, int32_t gpus,
+		    int32_t borrow)
+{
+	struct drv_sched_tenant t;
+	drv_sched_tenant_default(&t, name);
+	t.cohort = cohort;
+	t.quota_milli[drv_gpu_model_find("H100")] = gpus * 1000;
+	if (borrow >= 0)
+		t.borrow_limit_milli[drv_gpu_model_find("H100")] = borrow * 1000;
+	cr_assert(ge(int, drv_sched_set_tenant(s, &t), 0));
+}
+
+static void expect_quota(struct drv_sched *s, uint64_t id, int64_t used, int64_t quota)
+{
+	struct drv_sched_job_info info;
+	cr_assert(eq(int, drv_sched_job_get(s, id, &info), 0));
+	cr_assert(eq(int, info.state, DRV_SJ_PENDING), "job %" PRIu64 " pending", id);
+	cr_assert(eq(int, info.why.reason, DRV_REASON_QUOTA), "job %" PRIu64 ": reason %d", id,
+		  info.why.reason);
+	cr_assert(eq(i64, info.why.n[1], used), "job %" PRIu64 ": its tenant's use", id);
+	cr_assert(eq(i64, info.why.n[2], quota), "job %" PRIu64 ": its tenant's quota", id);
+}
+
+/*
+ * Tenant t may hold 2 GPUs of the 8-GPU node: a (2 GPUs) runs, b and c (2
+ * each) wait at quota over passes in which nothing changes (b's reason is
+ * reported once). The pass after a finishes starts b (and c still waits,
+ * with t's use counted again), under every order and mode.
+ */
+static void held_starts_after_finish(enum drv_sched_order order, enum drv_sched_mode mode)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job a, b, x;
+	int64_t now;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = order;
+	pol.mode = mode;
+	drv_sched_decisions_init(&d);
+	qtenant(s, "t", NULL, 2, -1);
+	qjob(&a, 1, 2, "t", 0, 100);
+	qjob(&b, 2, 2, "t", 1, 100);
+	qjob(&x, 3, 2, "t", 2, 100);
+
+	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
+	cr_assert(eq(int, drv_sched_submit(s, &b, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &x, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 2, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PENDING, 2), 1), "b's quota reason is reported");
+	expect_quota(s, 2, 2000, 2000);
+	for (now = 3; now < 10; now++) {
+		cr_assert(ge(int, drv_sched_pass(s, now, &pol, &d), 0));
+		cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 2), 0));
+		cr_assert(eq(int, count_kind(&d, DRV_DEC_PENDING, 2), 0), "unchanged: not again");
+		expect_quota(s, 2, 2000, 2000);
+		expect_quota(s, 3, 2000, 2000);
+	}
+	cr_assert(eq(int, drv_sched_finish(s, 1, 10), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 2), 1), "b starts once a finished");
+	expect_quota(s, 3, 2000, 2000);
+
+	/* a job requeued (its node died) gives its quota back the same way */
+	cr_assert(eq(int, drv_sched_requeue(s, 2, 20), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 20, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 2) + count_kind(&d, DRV_DEC_START, 3), 1),
+		  "b or x takes the quota b gave back");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&a);
+	drv_job_release(&b);
+	drv_job_release(&x);
+	drv_cluster_release(&c);
+}
+
+Test(sched_quota, held_starts_after_finish_fifo) { held_starts_after_finish(DRV_ORDER_FIFO, DRV_MODE_BACKFILL); }
+Test(sched_quota, held_starts_after_finish_sjf) { held_starts_after_finish(DRV_ORDER_SJF, DRV_MODE_BACKFILL); }
+Test(sched_quota, held_starts_after_finish_las) { held_starts_after_finish(DRV_ORDER_LAS, DRV_MODE_BACKFILL); }
+Test(sched_quota, held_starts_after_finish_fair) { held_starts_after_finish(DRV_ORDER_FAIR, DRV_MODE_BACKFILL); }
+Test(sched_quota, held_starts_after_finish_strict) { held_starts_after_finish(DRV_ORDER_FIFO, DRV_MODE_STRICT); }
+Test(sched_quota, held_starts_after_finish_greedy) { held_starts_after_finish(DRV_ORDER_FAIR, DRV_MODE_GREEDY); }
+
+/*
+ * Tenants a and b share cohort c (4 GPUs each, a may borrow 4). Each runs a
+ * 4-GPU job; a's second waits: the cohort has nothing unused. When b's job
+ * finishes, the pass that follows lets a borrow b's share: a's job starts.
+ * A change in a peer's use is a change for the whole cohort.
+ */
+Test(sched_quota, cohort_peer_frees_what_to_borrow)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job a1, b1, a2;
+	int i, borrowing = 0;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = DRV_ORDER_FAIR;
+	drv_sched_decisions_init(&d);
+	qtenant(s, "a", "c", 4, 4);
+	qtenant(s, "b", "c", 4, -1);
+	qjob(&a1, 1, 4, "a", 0, 100);
+	qjob(&b1, 2, 4, "b", 0, 100);
+	qjob(&a2, 3, 4, "a", 1, 100);
+	cr_assert(eq(int, drv_sched_submit(s, &a1, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &b1, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1) + count_kind(&d, DRV_DEC_START, 2), 2));
+	cr_assert(eq(int, drv_sched_submit(s, &a2, NULL), 0));
+	for (i = 1; i < 5; i++) {
+		cr_assert(ge(int, drv_sched_pass(s, i, &pol, &d), 0));
+		expect_quota(s, 3, 4000, 4000);
+	}
+	cr_assert(eq(int, drv_sched_finish(s, 2, 5), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 5, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 3), 1), "a borrows what b left");
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_START && d.v[i].job == 3)
+			borrowing = !!(d.v[i].flags & DRV_DEC_BORROWING);
+	cr_assert(borrowing, "a's second job starts borrowing");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&a1);
+	drv_job_release(&b1);
+	drv_job_release(&a2);
+	drv_cluster_release(&c);
+}
+
+/*
+ * A change that does not free enough still changes the reason's numbers:
+ * t (quota 4) runs x and y (2 GPUs each); z (4 GPUs) waits at 4 of 4. When
+ * x finishes z still cannot start (2 of 4 used), and that pass reports z's
+ * reason again with the new use.
+ */
+Test(sched_quota, reason_follows_the_use)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job x, y, z;
+	int i, found = 0;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	drv_sched_decisions_init(&d);
+	qtenant(s, "t", NULL, 4, -1);
+	qjob(&x, 1, 2, "t", 0, 100);
+	qjob(&y, 2, 2, "t", 0, 200);
+	qjob(&z, 3, 4, "t", 1, 100);
+	cr_assert(eq(int, drv_sched_submit(s, &x, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &y, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &z, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 1, &pol, &d), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 2, &pol, &d), 0));
+	expect_quota(s, 3, 4000, 4000);
+	cr_assert(eq(int, drv_sched_finish(s, 1, 3), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 3, &pol, &d), 0));
+	for (i = 0; i < d.n; i++)
+		if (d.v[i].kind == DRV_DEC_PENDING && d.v[i].job == 3) {
+			found++;
+			cr_assert(eq(int, d.v[i].reason, DRV_REASON_QUOTA));
+			cr_assert(eq(i64, d.v[i].n[1], 2000), "the reason counts t's new use");
+		}
+	cr_assert(eq(int, found, 1), "z's reason is reported again");
+	expect_quota(s, 3, 2000, 4000);
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&x);
+	drv_job_release(&y);
+	drv_job_release(&z);
+	drv_cluster_release(&c);
+}
+
+/*
+ * drv_sched_job_get tells a job the pass passed over as held at quota (its
+ * quota reason) from jobs the pass never reached (the pass's "resources"
+ * tail). r (6 GPUs) and q0 (t's 1-GPU quota) run; big (8) waits with a
+ * reservation, so the pass skips what cannot fit: h (2 GPUs, long) is not
+ * reached, q (1 GPU, short enough for the reserved GPU) is, and waits at
+ * quota, in this pass and the next ones.
+ */
+Test(sched_quota, job_get_tells_held_from_unreached)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_sched_job_info info;
+	struct drv_job r, q0, big, q, h;
+	int64_t now;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	drv_sched_decisions_init(&d);
+	qtenant(s, "t", NULL, 1, -1);
+	qjob(&r, 1, 6, "u", 0, 1000);
+	qjob(&q0, 2, 1, "t", 0, 1000);
+	qjob(&big, 3, 8, "u", 1, 100);
+	qjob(&q, 4, 1, "t", 1, 10);
+	qjob(&h, 5, 2, "u", 1, 5000);
+	cr_assert(eq(int, drv_sched_submit(s, &r, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &q0, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(i32, drv_sched_running_count(s), 2));
+	cr_assert(eq(int, drv_sched_submit(s, &big, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &q, NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &h, NULL), 0));
+	for (now = 1; now < 5; now++) {
+		cr_assert(ge(int, drv_sched_pass(s, now, &pol, &d), 0));
+		cr_assert(eq(int, drv_sched_job_get(s, 3, &info), 0));
+		cr_assert(eq(int, info.why.reason, DRV_REASON_RESERVED));
+		cr_assert(eq(int, drv_sched_job_get(s, 5, &info), 0));
+		cr_assert(eq(int, info.why.reason, DRV_REASON_RESOURCES), "h: the pass's tail");
+		expect_quota(s, 4, 1000, 1000);
+	}
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&r);
+	drv_job_release(&q0);
+	drv_job_release(&big);
+	drv_job_release(&q);
+	drv_job_release(&h);
+	drv_cluster_release(&c);
+}
