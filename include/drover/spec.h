@@ -32,6 +32,7 @@
 #include "drover/model.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 
 /* ---------------------------------------------------------------------------
  * Input limits; passing one is a DRV_ELIMIT error naming the limit.
@@ -274,9 +275,21 @@ int drv_yaml_load(const char *buf, size_t len, struct drv_diags *d, struct fy_do
 void drv_spec_node_mark(struct fy_node *n, int *line, int *col);
 
 /* Reports fmt at node n's line:col into d, under field path (NULL or ""
- * for none): the common way YAML readers report a bad value. */
+ * for none): the common way YAML readers report a bad value. The message
+ * is cut at 1023 bytes. */
 void drv_yaml_err(struct drv_diags *d, struct fy_node *n, const char *path, const char *fmt,
 		  ...) __attribute__((format(printf, 4, 5)));
+/* The same with a va_list, and path passed on as it is ("" stays ""). */
+void drv_yaml_verr(struct drv_diags *d, struct fy_node *n, const char *path, const char *fmt,
+		   va_list ap) __attribute__((format(printf, 4, 0)));
+
+/* The text of scalar node n (NUL-terminated, owned by the document), or
+ * NULL when n is missing or a collection. */
+const char *drv_yaml_scalar(struct fy_node *n);
+
+/* "base.key" into out (sz bytes), or "key" when base is NULL or empty; a
+ * path too long for out ends in "...". */
+void drv_yaml_join(char *out, size_t sz, const char *base, const char *key);
 
 struct fy_node_pair;
 /* Where to point for the value of pair p: the value, or its key when the
@@ -341,6 +354,11 @@ const char *drv_spec_topo_level(const char *key);
 
 /* Slurm --array value into a (released, then filled); DRV_EINVAL/ELIMIT. */
 int drv_array_parse(const char *s, struct drv_array *a);
+
+/* A name as traces and tenants files spell tenants, jobs and topology
+ * levels: 1 to DRV_NAME_MAX - 1 bytes of letters, digits and -_.:/@
+ * (s need not be NUL-terminated; len bytes are checked). */
+bool drv_spec_name_ok(const char *s, size_t len);
 void drv_array_release(struct drv_array *a);
 
 #endif

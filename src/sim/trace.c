@@ -13,6 +13,7 @@
  * its manual.
  */
 #include "drover/sim.h"
+#include "drover/spec.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -497,21 +498,6 @@ static bool group_col(int c)
 	       c == C_CPU || c == C_MEM;
 }
 
-static bool name_ok(const char *s, size_t len)
-{
-	size_t i;
-	if (!len || len >= DRV_NAME_MAX)
-		return false;
-	for (i = 0; i < len; i++) {
-		char ch = s[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '/' ||
-		      ch == ':' || ch == '@'))
-			return false;
-	}
-	return true;
-}
-
 struct row {
 	struct field v[C_NCOLS]; /* len 0 and s NULL when the column is absent */
 };
@@ -668,7 +654,7 @@ static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv
 		return C_PREEMPT;
 	fd = &r->v[C_TENANT];
 	if (fd->len) {
-		if (!name_ok(fd->s, fd->len))
+		if (!drv_spec_name_ok(fd->s, fd->len))
 			return C_TENANT;
 		memcpy(buf, fd->s, fd->len);
 		buf[fd->len] = 0;
@@ -690,7 +676,7 @@ static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv
 			j->topo_mode = DRV_TOPO_PREFERRED;
 		else
 			return C_TOPO;
-		if (!name_ok(colon + 1, ll))
+		if (!drv_spec_name_ok(colon + 1, ll))
 			return C_TOPO;
 		j->topo_level = drv_strndup(colon + 1, ll);
 	}
@@ -699,7 +685,7 @@ static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv
 		size_t i, start = 0;
 		for (i = 0; i <= fd->len; i++) {
 			if (i == fd->len || fd->s[i] == '|') {
-				if (!name_ok(fd->s + start, i - start))
+				if (!drv_spec_name_ok(fd->s + start, i - start))
 					return C_REGIONS;
 				j->regions = drv_realloc(j->regions,
 							 sizeof(char *) * (size_t)(j->nregions + 1));
@@ -849,7 +835,7 @@ int drv_sim_read_native(FILE *f, bool strict, struct drv_sim_workload *w, struct
 		sj->line = lineno;
 		if (!r.v[C_SUBMIT].len)
 			bad = C_SUBMIT;
-		else if (r.v[C_NAME].len && !name_ok(r.v[C_NAME].s, r.v[C_NAME].len))
+		else if (r.v[C_NAME].len && !drv_spec_name_ok(r.v[C_NAME].s, r.v[C_NAME].len))
 			bad = C_NAME;
 		if (bad < 0)
 			bad = parse_job(w, &r, sj);

@@ -46,29 +46,6 @@ struct loader {
 
 /* ---- positions and messages ------------------------------------------- */
 
-static void err(struct loader *L, struct fy_node *at, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void err(struct loader *L, struct fy_node *at, const char *path, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int line, col;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	drv_spec_node_mark(at, &line, &col);
-	drv_diag_err(L->d, line, col, path && *path ? path : NULL, "%s", buf);
-}
-
-static const char *scalar(struct fy_node *n)
-{
-	if (!n || !fy_node_is_scalar(n))
-		return NULL;
-	return fy_node_get_scalar0(n);
-}
-
 static const char *kind_of(struct fy_node *n)
 {
 	if (!n)
@@ -80,35 +57,24 @@ static const char *kind_of(struct fy_node *n)
 	return "a scalar";
 }
 
-static void join(char *out, size_t sz, const char *base, const char *key)
-{
-	int n;
-	if (base && *base)
-		n = snprintf(out, sz, "%s.%s", base, key);
-	else
-		n = snprintf(out, sz, "%s", key);
-	if (n >= (int)sz && sz > 4)
-		memcpy(out + sz - 4, "...", 4); /* deep paths end in ... */
-}
-
 /* ---- scalar readers ----------------------------------------------------- */
 
 static bool read_int(struct loader *L, struct fy_node *n, const char *path, int64_t lo,
 		     int64_t hi, int64_t *out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	char *end;
 	long long v;
 
 	if (!s || !*s) {
-		err(L, n, path, "found %s, expected an integer from %lld to %lld",
+		drv_yaml_err(L->d, n, path, "found %s, expected an integer from %lld to %lld",
 		    s ? "an empty value" : kind_of(n), (long long)lo, (long long)hi);
 		return false;
 	}
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (errno || *end || v < lo || v > hi) {
-		err(L, n, path, "found '%s', expected an integer from %lld to %lld", s,
+		drv_yaml_err(L->d, n, path, "found '%s', expected an integer from %lld to %lld", s,
 		    (long long)lo, (long long)hi);
 		return false;
 	}
@@ -118,7 +84,7 @@ static bool read_int(struct loader *L, struct fy_node *n, const char *path, int6
 
 static bool read_bool(struct loader *L, struct fy_node *n, const char *path, bool *out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 
 	if (s && (drv_strcaseeq(s, "true") || drv_strcaseeq(s, "yes") || drv_strcaseeq(s, "on"))) {
 		*out = true;
@@ -128,16 +94,16 @@ static bool read_bool(struct loader *L, struct fy_node *n, const char *path, boo
 		*out = false;
 		return true;
 	}
-	err(L, n, path, "found %s%s%s, expected true or false", s ? "'" : "", s ? s : kind_of(n),
+	drv_yaml_err(L->d, n, path, "found %s%s%s, expected true or false", s ? "'" : "", s ? s : kind_of(n),
 	    s ? "'" : "");
 	return false;
 }
 
 static bool read_str(struct loader *L, struct fy_node *n, const char *path, const char **out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	if (!s || !*s) {
-		err(L, n, path, "found %s, expected a non-empty string", s ? "an empty value" : kind_of(n));
+		drv_yaml_err(L->d, n, path, "found %s, expected a non-empty string", s ? "an empty value" : kind_of(n));
 		return false;
 	}
 	*out = s;
@@ -147,7 +113,7 @@ static bool read_str(struct loader *L, struct fy_node *n, const char *path, cons
 /* CPUs: a number of cores ("96", 0.5) or milli-CPUs ("500m"). */
 static bool read_cpu(struct loader *L, struct fy_node *n, const char *path, int64_t *out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	char *end;
 	double v;
 
@@ -165,7 +131,7 @@ static bool read_cpu(struct loader *L, struct fy_node *n, const char *path, int6
 			}
 		}
 	}
-	err(L, n, path, "found '%s', expected a CPU count such as 96 or 500m", s ? s : kind_of(n));
+	drv_yaml_err(L->d, n, path, "found '%s', expected a CPU count such as 96 or 500m", s ? s : kind_of(n));
 	return false;
 }
 
@@ -180,7 +146,7 @@ static bool read_mem(struct loader *L, struct fy_node *n, const char *path, int6
 		{ "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 },
 		{ "TiB", 1099511627776.0 },
 	};
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	char *end;
 	double v;
 	size_t i;
@@ -198,7 +164,7 @@ static bool read_mem(struct loader *L, struct fy_node *n, const char *path, int6
 					}
 				}
 	}
-	err(L, n, path, "found '%s', expected a memory size of at least 1Mi such as 2Ti, 512Gi or 1536Mi",
+	drv_yaml_err(L->d, n, path, "found '%s', expected a memory size of at least 1Mi such as 2Ti, 512Gi or 1536Mi",
 	    s ? s : kind_of(n));
 	return false;
 }
@@ -206,7 +172,7 @@ static bool read_mem(struct loader *L, struct fy_node *n, const char *path, int6
 /* Dollars per GPU-hour as a number, into micro-dollars. */
 static bool read_price(struct loader *L, struct fy_node *n, const char *path, int64_t *out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	char *end;
 	double v;
 
@@ -218,14 +184,14 @@ static bool read_price(struct loader *L, struct fy_node *n, const char *path, in
 			return true;
 		}
 	}
-	err(L, n, path, "found '%s', expected a price in dollars per GPU-hour such as 2.49",
+	drv_yaml_err(L->d, n, path, "found '%s', expected a price in dollars per GPU-hour such as 2.49",
 	    s ? s : kind_of(n));
 	return false;
 }
 
 static bool read_model(struct loader *L, struct fy_node *n, const char *path, int *out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	int m = s ? drv_gpu_model_find(s) : -1;
 
 	if (m < 0) {
@@ -239,7 +205,7 @@ static bool read_model(struct loader *L, struct fy_node *n, const char *path, in
 			if (k > 0)
 				len += (size_t)k;
 		}
-		err(L, n, path, "found '%s', expected a GPU model (%s, or any of their aliases)",
+		drv_yaml_err(L->d, n, path, "found '%s', expected a GPU model (%s, or any of their aliases)",
 		    s ? s : kind_of(n), list);
 		return false;
 	}
@@ -255,13 +221,13 @@ static bool read_labels(struct loader *L, struct fy_node *n, const char *path,
 	bool ok = true;
 
 	if (!fy_node_is_mapping(n)) {
-		err(L, n, path, "found %s, expected a mapping of label keys to values", kind_of(n));
+		drv_yaml_err(L->d, n, path, "found %s, expected a mapping of label keys to values", kind_of(n));
 		return false;
 	}
 	while ((p = fy_node_mapping_iterate(n, &it))) {
-		const char *k = scalar(fy_node_pair_key(p)), *v = scalar(fy_node_pair_value(p));
+		const char *k = drv_yaml_scalar(fy_node_pair_key(p)), *v = drv_yaml_scalar(fy_node_pair_value(p));
 		if (!k || !*k || !v) {
-			err(L, fy_node_pair_key(p), path, "labels must be key: value strings");
+			drv_yaml_err(L->d, fy_node_pair_key(p), path, "labels must be key: value strings");
 			ok = false;
 			continue;
 		}
@@ -292,7 +258,7 @@ static bool check_keys(struct loader *L, struct fy_node *n, const char *path,
 	bool ok = true;
 
 	while ((p = fy_node_mapping_iterate(n, &it))) {
-		const char *k = scalar(fy_node_pair_key(p));
+		const char *k = drv_yaml_scalar(fy_node_pair_key(p));
 		int i;
 		bool found = false;
 		for (i = 0; k && allowed[i]; i++)
@@ -308,7 +274,7 @@ static bool check_keys(struct loader *L, struct fy_node *n, const char *path,
 				if (w > 0)
 					len += (size_t)w;
 			}
-			err(L, fy_node_pair_key(p), path, "unknown field '%s', expected one of: %s",
+			drv_yaml_err(L->d, fy_node_pair_key(p), path, "unknown field '%s', expected one of: %s",
 			    k ? k : "?", list);
 			ok = false;
 		}
@@ -329,7 +295,7 @@ static bool read_node_fields(struct loader *L, struct fy_node *n, const char *pa
 	bool ok = true;
 
 	if ((v = fy_node_mapping_lookup_by_string(n, "gpus", -1))) {
-		join(p, sizeof(p), path, "gpus");
+		drv_yaml_join(p, sizeof(p), path, "gpus");
 		if (read_int(L, v, p, 0, DRV_MAX_NODE_GPUS, &x)) {
 			t->gpus = (int)x;
 			t->has_gpus = true;
@@ -338,28 +304,28 @@ static bool read_node_fields(struct loader *L, struct fy_node *n, const char *pa
 		}
 	}
 	if ((v = fy_node_mapping_lookup_by_string(n, "gpuModel", -1))) {
-		join(p, sizeof(p), path, "gpuModel");
+		drv_yaml_join(p, sizeof(p), path, "gpuModel");
 		if (read_model(L, v, p, &t->model))
 			t->has_model = true;
 		else
 			ok = false;
 	}
 	if ((v = fy_node_mapping_lookup_by_string(n, "cpu", -1))) {
-		join(p, sizeof(p), path, "cpu");
+		drv_yaml_join(p, sizeof(p), path, "cpu");
 		if (read_cpu(L, v, p, &t->cpu_milli))
 			t->has_cpu = true;
 		else
 			ok = false;
 	}
 	if ((v = fy_node_mapping_lookup_by_string(n, "memory", -1))) {
-		join(p, sizeof(p), path, "memory");
+		drv_yaml_join(p, sizeof(p), path, "memory");
 		if (read_mem(L, v, p, &t->mem_mib))
 			t->has_mem = true;
 		else
 			ok = false;
 	}
 	if ((v = fy_node_mapping_lookup_by_string(n, "labels", -1))) {
-		join(p, sizeof(p), path, "labels");
+		drv_yaml_join(p, sizeof(p), path, "labels");
 		ok = read_labels(L, v, p, &t->labels, &t->nlabels) && ok;
 	}
 	return ok;
@@ -374,12 +340,12 @@ static void read_node_types(struct loader *L, struct fy_node *n)
 	struct fy_node_pair *p;
 
 	if (!fy_node_is_mapping(n)) {
-		err(L, n, "nodeTypes", "found %s, expected a mapping of type names to node fields",
+		drv_yaml_err(L->d, n, "nodeTypes", "found %s, expected a mapping of type names to node fields",
 		    kind_of(n));
 		return;
 	}
 	while ((p = fy_node_mapping_iterate(n, &it))) {
-		const char *name = scalar(fy_node_pair_key(p));
+		const char *name = drv_yaml_scalar(fy_node_pair_key(p));
 		struct fy_node *v = fy_node_pair_value(p);
 		struct node_type *t;
 		char path[PATH_MAX_LEN];
@@ -388,7 +354,7 @@ static void read_node_types(struct loader *L, struct fy_node *n)
 		if (!name || !*name)
 			continue;
 		if (!fy_node_is_mapping(v)) {
-			err(L, v ? v : fy_node_pair_key(p), path,
+			drv_yaml_err(L->d, v ? v : fy_node_pair_key(p), path,
 			    "found %s, expected a mapping with gpus, gpuModel, cpu, memory", kind_of(v));
 			continue;
 		}
@@ -494,15 +460,15 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 	int i;
 
 	if (!fy_node_is_mapping(e)) {
-		err(L, e, path, "found %s, expected a mapping with a name", kind_of(e));
+		drv_yaml_err(L->d, e, path, "found %s, expected a mapping with a name", kind_of(e));
 		return;
 	}
 	if (!check_keys(L, e, path, entry_keys))
 		ok = false;
 	name_n = fy_node_mapping_lookup_by_string(e, "name", -1);
-	join(p, sizeof(p), path, "name");
+	drv_yaml_join(p, sizeof(p), path, "name");
 	if (!name_n) {
-		err(L, e, path, "missing field 'name', expected a vertex name (or pattern with {i})");
+		drv_yaml_err(L->d, e, path, "missing field 'name', expected a vertex name (or pattern with {i})");
 		ok = false;
 	} else if (!read_str(L, name_n, p, &pattern)) {
 		ok = false;
@@ -511,12 +477,12 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 		pattern = "?";
 	has_count = (v = fy_node_mapping_lookup_by_string(e, "count", -1)) != NULL;
 	if (has_count) {
-		join(p, sizeof(p), path, "count");
+		drv_yaml_join(p, sizeof(p), path, "count");
 		if (!read_int(L, v, p, 1, DRV_CLUSTER_MAX_COUNT, &count)) {
 			ok = false;
 			count = 1;
 		} else if (!strstr(pattern, "{i") && name_n) {
-			err(L, name_n, path,
+			drv_yaml_err(L->d, name_n, path,
 			    "name '%s' has no {i} but count is %lld; expected a pattern such as node{i:02}",
 			    pattern, (long long)count);
 			ok = false;
@@ -526,26 +492,26 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 	/* The entry's level: explicit, or node when it has node fields, else one below. */
 	is_node = false;
 	while ((pr = fy_node_mapping_iterate(e, &it))) {
-		const char *k = scalar(fy_node_pair_key(pr));
+		const char *k = drv_yaml_scalar(fy_node_pair_key(pr));
 		if (k && is_node_key(k))
 			is_node = true;
 	}
 	level = is_node ? nl - 1 : plevel + 1;
 	if ((v = fy_node_mapping_lookup_by_string(e, "level", -1))) {
 		int lx;
-		join(p, sizeof(p), path, "level");
-		s = scalar(v);
+		drv_yaml_join(p, sizeof(p), path, "level");
+		s = drv_yaml_scalar(v);
 		lx = s && !drv_strcaseeq(s, "nvlink-domain") ? drv_cluster_level(c, s) : -1;
 		if (lx < 0) {
-			err(L, v, p, "found '%s', expected one of the levels listed in 'levels'",
+			drv_yaml_err(L->d, v, p, "found '%s', expected one of the levels listed in 'levels'",
 			    s ? s : kind_of(v));
 			ok = false;
 		} else if (lx <= plevel) {
-			err(L, v, p, "level '%s' is not below its parent's level '%s'", s,
+			drv_yaml_err(L->d, v, p, "level '%s' is not below its parent's level '%s'", s,
 			    c->levels[plevel]);
 			ok = false;
 		} else if (is_node && lx != nl - 1) {
-			err(L, v, p, "entry '%s' has node fields but level '%s'; nodes are at level 'node'",
+			drv_yaml_err(L->d, v, p, "entry '%s' has node fields but level '%s'; nodes are at level 'node'",
 			    pattern, s);
 			ok = false;
 		} else {
@@ -553,7 +519,7 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 		}
 	}
 	if (level >= nl - 1 && !is_node) {
-		err(L, e, path,
+		drv_yaml_err(L->d, e, path,
 		    "entry '%s' is at the node level but has no 'type' or 'gpus'; expected a node "
 		    "(type or gpus/gpuModel/cpu/memory) or a deeper 'levels' list",
 		    pattern);
@@ -561,20 +527,20 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 	}
 	children = fy_node_mapping_lookup_by_string(e, "children", -1);
 	if (children && is_node) {
-		err(L, children, path, "a node cannot have children");
+		drv_yaml_err(L->d, children, path, "a node cannot have children");
 		ok = false;
 	}
 	/* pool fields only at the pool level */
 	memset(&pool, 0, sizeof(pool));
 	it = NULL;
 	while ((pr = fy_node_mapping_iterate(e, &it))) {
-		const char *k = scalar(fy_node_pair_key(pr));
+		const char *k = drv_yaml_scalar(fy_node_pair_key(pr));
 		struct fy_node *val = fy_node_pair_value(pr);
 		if (!k || !is_pool_key(k))
 			continue;
-		join(p, sizeof(p), path, k);
+		drv_yaml_join(p, sizeof(p), path, k);
 		if (level != L->pool_level) {
-			err(L, fy_node_pair_key(pr), p,
+			drv_yaml_err(L->d, fy_node_pair_key(pr), p,
 			    "'%s' belongs to a pool; this entry is at level '%s'%s", k,
 			    c->levels[level], L->pool_level < 0 ? " and 'levels' has no pool" : "");
 			ok = false;
@@ -607,11 +573,11 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 		own.model = -1;
 		if ((v = fy_node_mapping_lookup_by_string(e, "type", -1))) {
 			struct node_type *t;
-			join(p, sizeof(p), path, "type");
-			s = scalar(v);
+			drv_yaml_join(p, sizeof(p), path, "type");
+			s = drv_yaml_scalar(v);
 			t = s ? find_type(L, s) : NULL;
 			if (!t) {
-				err(L, v, p, "found '%s', expected a name defined under nodeTypes",
+				drv_yaml_err(L->d, v, p, "found '%s', expected a name defined under nodeTypes",
 				    s ? s : kind_of(v));
 				ok = false;
 			} else {
@@ -650,25 +616,25 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 		}
 		drv_free(own.labels);
 		if ((v = fy_node_mapping_lookup_by_string(e, "state", -1))) {
-			join(p, sizeof(p), path, "state");
-			s = scalar(v);
+			drv_yaml_join(p, sizeof(p), path, "state");
+			s = drv_yaml_scalar(v);
 			state = s ? drv_node_state_parse(s) : -1;
 			if (state < 0) {
-				err(L, v, p, "found '%s', expected up, draining or down",
+				drv_yaml_err(L->d, v, p, "found '%s', expected up, draining or down",
 				    s ? s : kind_of(v));
 				ok = false;
 			}
 		}
 		if (ok) {
 			if (!nt.has_gpus) {
-				err(L, e, path, "node '%s' has no 'gpus' (from its type or inline); expected a count of GPUs, 0 for none", pattern);
+				drv_yaml_err(L->d, e, path, "node '%s' has no 'gpus' (from its type or inline); expected a count of GPUs, 0 for none", pattern);
 				ok = false;
 			} else if (nt.gpus > 0 && !nt.has_model) {
-				err(L, e, path, "node '%s' has %d GPUs but no 'gpuModel'", pattern, nt.gpus);
+				drv_yaml_err(L->d, e, path, "node '%s' has %d GPUs but no 'gpuModel'", pattern, nt.gpus);
 				ok = false;
 			}
 			if (!nt.has_cpu || !nt.has_mem) {
-				err(L, e, path, "node '%s' needs 'cpu' and 'memory' (from its type or inline)",
+				drv_yaml_err(L->d, e, path, "node '%s' needs 'cpu' and 'memory' (from its type or inline)",
 				    pattern);
 				ok = false;
 			}
@@ -681,7 +647,7 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 	if (!ok)
 		count = 1; /* still look at the children once, to report their errors */
 	if (is_node && L->nodes + count > DRV_CLUSTER_MAX_NODES) {
-		err(L, e, path, "the file expands to more than %d nodes", DRV_CLUSTER_MAX_NODES);
+		drv_yaml_err(L->d, e, path, "the file expands to more than %d nodes", DRV_CLUSTER_MAX_NODES);
 		L->too_big = true;
 		free_labels(nt.labels, nt.nlabels);
 		return;
@@ -690,7 +656,7 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 		char name[DRV_NAME_MAX], cpath[PATH_MAX_LEN];
 		int32_t id;
 		if (!expand_name(pattern, i, c->vertices[parent].name, name, sizeof(name))) {
-			err(L, name_n, path, "name pattern '%s' gives an empty name or one longer than %d",
+			drv_yaml_err(L->d, name_n, path, "name pattern '%s' gives an empty name or one longer than %d",
 			    pattern, DRV_NAME_MAX - 1);
 			break;
 		}
@@ -699,12 +665,12 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 			id = drv_cluster_add_node(c, parent, name, nt.gpus > 0 ? nt.model : -1, nt.gpus,
 						  nt.cpu_milli, nt.mem_mib);
 			if (id == DRV_EEXIST) {
-				err(L, name_n, path, "node name '%s' is used twice; node names must be unique",
+				drv_yaml_err(L->d, name_n, path, "node name '%s' is used twice; node names must be unique",
 				    name);
 				break;
 			}
 			if (id < 0) {
-				err(L, e, path, "cannot add node '%s': %s", name, drv_strerror(id));
+				drv_yaml_err(L->d, e, path, "cannot add node '%s': %s", name, drv_strerror(id));
 				break;
 			}
 			L->nodes++;
@@ -722,14 +688,14 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 			continue;
 		}
 		if (c->nvertices >= 2 * DRV_CLUSTER_MAX_NODES) {
-			err(L, e, path, "the file expands to too many vertices");
+			drv_yaml_err(L->d, e, path, "the file expands to too many vertices");
 			L->too_big = true;
 			break;
 		}
 		/* a vertex at an explicit deeper level: insert it directly */
 		id = drv_cluster_add_vertex_at(c, parent, name, level);
 		if (id < 0) {
-			err(L, e, path, "cannot add '%s': %s", name, drv_strerror(id));
+			drv_yaml_err(L->d, e, path, "cannot add '%s': %s", name, drv_strerror(id));
 			break;
 		}
 		if (level == L->pool_level) {
@@ -738,13 +704,13 @@ static void read_entry(struct loader *L, struct fy_node *e, int32_t parent, cons
 			pool.vertex = id;
 			pi = drv_cluster_add_pool(c, &pool);
 			if (pi < 0) {
-				err(L, e, path, "cannot add pool '%s': %s (at most %d pools)", name,
+				drv_yaml_err(L->d, e, path, "cannot add pool '%s': %s (at most %d pools)", name,
 				    drv_strerror(pi), DRV_MAX_POOLS);
 				break;
 			}
 		}
 		if (children) {
-			join(cpath, sizeof(cpath), path, "children");
+			drv_yaml_join(cpath, sizeof(cpath), path, "children");
 			read_entries(L, children, id, cpath);
 		}
 		if (L->d->nerrors > errs_before)
@@ -760,7 +726,7 @@ static void read_entries(struct loader *L, struct fy_node *seq, int32_t parent, 
 	int i = 0;
 
 	if (!fy_node_is_sequence(seq)) {
-		err(L, seq, path, "found %s, expected a list of entries", kind_of(seq));
+		drv_yaml_err(L->d, seq, path, "found %s, expected a list of entries", kind_of(seq));
 		return;
 	}
 	while ((e = fy_node_sequence_iterate(seq, &it))) {
@@ -786,21 +752,21 @@ static void read_cluster(struct loader *L, struct fy_node *root)
 	int n = 0, i;
 
 	if (!fy_node_is_mapping(root)) {
-		err(L, root, NULL, "found %s at the top, expected a mapping with kind: Cluster",
+		drv_yaml_err(L->d, root, NULL, "found %s at the top, expected a mapping with kind: Cluster",
 		    kind_of(root));
 		return;
 	}
 	check_keys(L, root, NULL, top_keys);
 	v = fy_node_mapping_lookup_by_string(root, "kind", -1);
-	s = scalar(v);
+	s = drv_yaml_scalar(v);
 	if (!s || strcmp(s, "Cluster")) {
-		err(L, v ? v : root, "kind", "found %s%s%s, expected Cluster", s ? "'" : "",
+		drv_yaml_err(L->d, v ? v : root, "kind", "found %s%s%s, expected Cluster", s ? "'" : "",
 		    s ? s : (v ? kind_of(v) : "no kind"), s ? "'" : "");
 		return;
 	}
 	v = fy_node_mapping_lookup_by_string(root, "name", -1);
 	if (!v)
-		err(L, root, "name", "missing field 'name', expected the cluster's name");
+		drv_yaml_err(L->d, root, "name", "missing field 'name', expected the cluster's name");
 	else if (read_str(L, v, "name", &s)) {
 		drv_free(c->name);
 		c->name = drv_strdup(s);
@@ -815,31 +781,31 @@ static void read_cluster(struct loader *L, struct fy_node *root)
 		struct fy_node *e;
 		bool bad = false;
 		if (!fy_node_is_sequence(v)) {
-			err(L, v, "levels", "found %s, expected a list such as [pool, leaf, node]",
+			drv_yaml_err(L->d, v, "levels", "found %s, expected a list such as [pool, leaf, node]",
 			    kind_of(v));
 			return;
 		}
 		while ((e = fy_node_sequence_iterate(v, &it))) {
-			s = scalar(e);
+			s = drv_yaml_scalar(e);
 			if (s && !strcmp(s, "cluster") && n == 1)
 				continue; /* the root, named anyway */
 			if (!s || !*s) {
-				err(L, e, "levels", "found %s, expected a level name", kind_of(e));
+				drv_yaml_err(L->d, e, "levels", "found %s, expected a level name", kind_of(e));
 				bad = true;
 				continue;
 			}
 			for (i = 0; i < n; i++)
 				if (drv_strcaseeq(names[i], s)) {
-					err(L, e, "levels", "level '%s' is listed twice", s);
+					drv_yaml_err(L->d, e, "levels", "level '%s' is listed twice", s);
 					bad = true;
 				}
 			if (drv_strcaseeq(s, "nvlink-domain")) {
-				err(L, e, "levels",
+				drv_yaml_err(L->d, e, "levels",
 				    "'nvlink-domain' is not a level name; name the level (rack, node) and set nvlinkDomain");
 				bad = true;
 			}
 			if (n >= DRV_MAX_LEVELS) {
-				err(L, e, "levels", "more than %d levels", DRV_MAX_LEVELS - 1);
+				drv_yaml_err(L->d, e, "levels", "more than %d levels", DRV_MAX_LEVELS - 1);
 				return;
 			}
 			names[n++] = s;
@@ -847,7 +813,7 @@ static void read_cluster(struct loader *L, struct fy_node *root)
 		if (bad)
 			return;
 		if (n < 2 || strcmp(names[n - 1], "node")) {
-			err(L, v, "levels", "the last level must be 'node', found '%s'",
+			drv_yaml_err(L->d, v, "levels", "the last level must be 'node', found '%s'",
 			    n >= 2 ? names[n - 1] : "none");
 			return;
 		}
@@ -862,14 +828,14 @@ static void read_cluster(struct loader *L, struct fy_node *root)
 			L->pool_level = i;
 	v = fy_node_mapping_lookup_by_string(root, "nvlinkDomain", -1);
 	if (v) {
-		s = scalar(v);
+		s = drv_yaml_scalar(v);
 		i = -1;
 		if (s)
 			for (i = n - 1; i >= 1; i--)
 				if (drv_strcaseeq(names[i], s))
 					break;
 		if (i < 1) {
-			err(L, v, "nvlinkDomain", "found '%s', expected one of the levels (such as node or rack)",
+			drv_yaml_err(L->d, v, "nvlinkDomain", "found '%s', expected one of the levels (such as node or rack)",
 			    s ? s : kind_of(v));
 			return;
 		}
@@ -880,66 +846,36 @@ static void read_cluster(struct loader *L, struct fy_node *root)
 		read_node_types(L, v);
 	topo = fy_node_mapping_lookup_by_string(root, "topology", -1);
 	if (!topo) {
-		err(L, root, "topology", "missing field 'topology', expected a list of pools or vertices");
+		drv_yaml_err(L->d, root, "topology", "missing field 'topology', expected a list of pools or vertices");
 		return;
 	}
 	read_entries(L, topo, 0, "topology");
 	if (!L->d->nerrors && c->nnodes == 0)
-		err(L, topo, "topology", "the cluster has no nodes");
-}
-
-static void yaml_errors(struct fy_diag *diag, struct drv_diags *d)
-{
-	void *it = NULL;
-	struct fy_diag_error *e;
-	int n = 0;
-
-	while ((e = fy_diag_errors_iterate(diag, &it))) {
-		drv_diag_err(d, e->line, e->column, NULL, "YAML syntax: %s", e->msg); /* 1-based already */
-		n++;
-	}
-	if (!n)
-		drv_diag_err(d, 0, 0, NULL, "YAML syntax error");
+		drv_yaml_err(L->d, topo, "topology", "the cluster has no nodes");
 }
 
 int drv_cluster_load_buffer(const char *buf, size_t len, struct drv_cluster *c,
 			    struct drv_diags *diags)
 {
-	struct fy_parse_cfg cfg;
-	struct fy_diag_cfg dcfg;
-	struct fy_diag *diag;
-	struct fy_document *fyd;
+	struct fy_document *fyd = NULL;
 	struct loader L;
 	int rc = 0, i, before = diags->nerrors;
 
 	drv_cluster_init(c, "cluster");
 	memset(&L, 0, sizeof(L));
-	diag = NULL;
-	fyd = NULL;
-	/* text first: libfyaml 0.7 mishandles some invalid UTF-8 and tabs (spec.h) */
-	if (!drv_yaml_guard(buf, len, diags)) {
-		rc = DRV_EPARSE;
+	/* the shared reader: libfyaml 0.7 mishandles some invalid UTF-8 and tabs,
+	 * so the text is checked first; syntax errors come with positions (spec.h) */
+	rc = drv_yaml_load(buf, len, diags, &fyd);
+	if (rc < 0)
 		goto out;
-	}
 	L.c = c;
 	L.d = diags;
 	L.pool_level = -1;
-
-	fy_diag_cfg_default(&dcfg);
-	dcfg.fp = NULL;
-	dcfg.colorize = false;
-	diag = fy_diag_create(&dcfg);
-	if (diag)
-		fy_diag_set_collect_errors(diag, true);
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG;
-	cfg.diag = diag;
-	fyd = fy_document_build_from_string(&cfg, buf, len);
 	if (!fyd || !fy_document_root(fyd)) {
 		if (fyd)
 			drv_diag_err(diags, 1, 1, NULL, "the file is empty; expected kind: Cluster");
 		else
-			yaml_errors(diag, diags);
+			drv_diag_err(diags, 0, 0, NULL, "YAML syntax error");
 		rc = fyd ? DRV_EINVAL : DRV_EPARSE;
 		goto out;
 	}
@@ -949,8 +885,6 @@ int drv_cluster_load_buffer(const char *buf, size_t len, struct drv_cluster *c,
 out:
 	if (fyd)
 		fy_document_destroy(fyd);
-	if (diag)
-		fy_diag_destroy(diag); /* frees the collected errors too */
 	for (i = 0; i < L.ntypes; i++) {
 		drv_free(L.types[i].name);
 		free_labels(L.types[i].labels, L.types[i].nlabels);

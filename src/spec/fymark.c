@@ -9,6 +9,7 @@
 #include <libfyaml.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 void drv_spec_node_mark(struct fy_node *n, int *line, int *col)
 {
@@ -40,7 +41,7 @@ void drv_spec_node_mark(struct fy_node *n, int *line, int *col)
 
 void drv_yaml_found(struct fy_node *n, char *buf, size_t sz)
 {
-	const char *s = n && fy_node_is_scalar(n) ? fy_node_get_scalar0(n) : NULL;
+	const char *s = drv_yaml_scalar(n);
 
 	if (!n || (s && !*s)) {
 		snprintf(buf, sz, "nothing");
@@ -56,24 +57,50 @@ void drv_yaml_found(struct fy_node *n, char *buf, size_t sz)
 	}
 }
 
+void drv_yaml_verr(struct drv_diags *d, struct fy_node *n, const char *path, const char *fmt,
+		   va_list ap)
+{
+	char buf[1024];
+	int line, col;
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	drv_spec_node_mark(n, &line, &col);
+	drv_diag_err(d, line, col, path, "%s", buf);
+}
+
 void drv_yaml_err(struct drv_diags *d, struct fy_node *n, const char *path, const char *fmt,
 		  ...)
 {
-	char buf[512];
 	va_list ap;
-	int line, col;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	drv_yaml_verr(d, n, path && *path ? path : NULL, fmt, ap);
 	va_end(ap);
-	drv_spec_node_mark(n, &line, &col);
-	drv_diag_err(d, line, col, path && *path ? path : NULL, "%s", buf);
+}
+
+const char *drv_yaml_scalar(struct fy_node *n)
+{
+	if (!n || !fy_node_is_scalar(n))
+		return NULL;
+	return fy_node_get_scalar0(n);
+}
+
+void drv_yaml_join(char *out, size_t sz, const char *base, const char *key)
+{
+	int n;
+
+	if (base && *base)
+		n = snprintf(out, sz, "%s.%s", base, key);
+	else
+		n = snprintf(out, sz, "%s", key);
+	if (n >= (int)sz && sz > 4)
+		memcpy(out + sz - 4, "...", 4); /* deep paths end in ... */
 }
 
 struct fy_node *drv_yaml_pair_at(struct fy_node_pair *p)
 {
 	struct fy_node *v = fy_node_pair_value(p);
-	const char *s = v && fy_node_is_scalar(v) ? fy_node_get_scalar0(v) : NULL;
+	const char *s = drv_yaml_scalar(v);
 
 	return v && !(s && !*s) ? v : fy_node_pair_key(p);
 }

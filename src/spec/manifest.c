@@ -57,14 +57,10 @@ static void merr(struct mctx *c, struct fy_node *n, const char *path, const char
 	__attribute__((format(printf, 4, 5)));
 static void merr(struct mctx *c, struct fy_node *n, const char *path, const char *fmt, ...)
 {
-	char buf[1024];
 	va_list ap;
-	int line, col;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	drv_yaml_verr(c->d, n, path, fmt, ap);
 	va_end(ap);
-	drv_spec_node_mark(n, &line, &col);
-	drv_diag_err(c->d, line, col, path, "%s", buf);
 }
 
 static const char *ntype(struct fy_node *n)

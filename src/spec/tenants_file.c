@@ -30,77 +30,6 @@ struct loader {
 	size_t ccap, tcap;
 };
 
-static void err(struct loader *L, struct fy_node *at, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void err(struct loader *L, struct fy_node *at, const char *path, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int line, col;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	drv_spec_node_mark(at, &line, &col);
-	drv_diag_err(L->d, line, col, path && *path ? path : NULL, "%s", buf);
-}
-
-static const char *scalar(struct fy_node *n)
-{
-	if (!n || !fy_node_is_scalar(n))
-		return NULL;
-	return fy_node_get_scalar0(n);
-}
-
-/* "'16'", "a mapping", "nothing": what was found, for a message */
-static void found(struct fy_node *n, char *buf, size_t sz)
-{
-	const char *s = scalar(n);
-	if (!n || (s && !*s)) {
-		snprintf(buf, sz, "nothing");
-	} else if (s) {
-		/* one line: a multi-line scalar's breaks and controls shown as spaces */
-		char *p;
-		snprintf(buf, sz, "'%.60s'", s);
-		for (p = buf; *p; p++)
-			if ((unsigned char)*p < 0x20)
-				*p = ' ';
-	} else
-		snprintf(buf, sz, "%s", fy_node_is_mapping(n) ? "a mapping" : "a list");
-}
-
-static void join(char *out, size_t sz, const char *base, const char *key)
-{
-	int n = snprintf(out, sz, "%s.%s", base, key);
-	if (n >= (int)sz && sz > 4)
-		memcpy(out + sz - 4, "...", 4);
-}
-
-/* The value's node, or its key's when the value is empty: where to point. */
-static struct fy_node *where(struct fy_node_pair *p)
-{
-	struct fy_node *v = fy_node_pair_value(p);
-	const char *s = scalar(v);
-	return v && !(s && !*s) ? v : fy_node_pair_key(p);
-}
-
-/* Tenant names as the traces spell them: letters, digits, -_.:/@. */
-static bool tenant_name_ok(const char *s)
-{
-	size_t i, n = strlen(s);
-	if (!n || n >= DRV_NAME_MAX)
-		return false;
-	for (i = 0; i < n; i++) {
-		char ch = s[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '/' ||
-		      ch == ':' || ch == '@'))
-			return false;
-	}
-	return true;
-}
-
 /* Class names start with a letter, so a trace's priority column can hold a
  * number or a class name without doubt. */
 static bool class_name_ok(const char *s)
@@ -120,7 +49,7 @@ static bool class_name_ok(const char *s)
 static bool read_int(struct loader *L, struct fy_node *at, struct fy_node *n, const char *path,
 		     int64_t lo, int64_t hi, int64_t *out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	char *end, f[80];
 	long long v;
 
@@ -132,8 +61,8 @@ static bool read_int(struct loader *L, struct fy_node *at, struct fy_node *n, co
 			return true;
 		}
 	}
-	found(n, f, sizeof(f));
-	err(L, at, path, "found %s, expected a whole number from %lld to %lld", f, (long long)lo,
+	drv_yaml_found(n, f, sizeof(f));
+	drv_yaml_err(L->d, at, path, "found %s, expected a whole number from %lld to %lld", f, (long long)lo,
 	    (long long)hi);
 	return false;
 }
@@ -169,13 +98,13 @@ static bool parse_gpus(const char *s, int64_t *milli)
 static bool read_gpus(struct loader *L, struct fy_node *at, struct fy_node *n, const char *path,
 		      int64_t *out)
 {
-	const char *s = scalar(n);
+	const char *s = drv_yaml_scalar(n);
 	char f[80];
 
 	if (s && parse_gpus(s, out))
 		return true;
-	found(n, f, sizeof(f));
-	err(L, at, path,
+	drv_yaml_found(n, f, sizeof(f));
+	drv_yaml_err(L->d, at, path,
 	    "found %s, expected a number of GPUs >= 0 (at most 3 decimals: 0.5 is half a GPU)", f);
 	return false;
 }
@@ -209,38 +138,38 @@ static void read_model_gpus(struct loader *L, struct fy_node_pair *pr, const cha
 
 	if (v && fy_node_is_mapping(v)) {
 		while ((p = fy_node_mapping_iterate(v, &it))) {
-			const char *k = scalar(fy_node_pair_key(p));
+			const char *k = drv_yaml_scalar(fy_node_pair_key(p));
 			m = k ? drv_gpu_model_find(k) : -1;
-			join(sub, sizeof(sub), path, k ? k : "?");
+			drv_yaml_join(sub, sizeof(sub), path, k ? k : "?");
 			if (m < 0) {
 				char list[512];
 				model_list(list, sizeof(list));
-				found(fy_node_pair_key(p), f, sizeof(f));
-				err(L, fy_node_pair_key(p), sub,
+				drv_yaml_found(fy_node_pair_key(p), f, sizeof(f));
+				drv_yaml_err(L->d, fy_node_pair_key(p), sub,
 				    "found %s, expected a GPU model (%s, or any of their aliases)", f,
 				    list);
 				continue;
 			}
 			if (out[m] >= 0) {
-				err(L, fy_node_pair_key(p), sub,
+				drv_yaml_err(L->d, fy_node_pair_key(p), sub,
 				    "found '%s', a GPU model already given (%s), expected each GPU "
 				    "model once", k, drv_gpu_model_at(m)->short_name);
 				continue;
 			}
-			if (read_gpus(L, where(p), fy_node_pair_value(p), sub, &milli))
+			if (read_gpus(L, drv_yaml_pair_at(p), fy_node_pair_value(p), sub, &milli))
 				out[m] = milli;
 		}
 		return;
 	}
-	if (v && scalar(v) && *scalar(v)) {
+	if (v && drv_yaml_scalar(v) && *drv_yaml_scalar(v)) {
 		if (!read_gpus(L, v, v, path, &milli))
 			return;
 		for (m = 0; m < drv_gpu_model_count() && m < DRV_MAX_MODELS; m++)
 			out[m] = milli;
 		return;
 	}
-	found(v, f, sizeof(f));
-	err(L, where(pr), path,
+	drv_yaml_found(v, f, sizeof(f));
+	drv_yaml_err(L->d, drv_yaml_pair_at(pr), path,
 	    "found %s, expected GPUs of every model (16) or a mapping of GPU model to GPUs "
 	    "({H100: 16, A100: 8})", f);
 }
@@ -254,16 +183,16 @@ static void check_keys(struct loader *L, struct fy_node *n, const char *path,
 	char sub[PATH_LEN], f[80];
 
 	while ((p = fy_node_mapping_iterate(n, &it))) {
-		const char *k = scalar(fy_node_pair_key(p));
+		const char *k = drv_yaml_scalar(fy_node_pair_key(p));
 		int i;
 		for (i = 0; k && known[i]; i++)
 			if (!strcmp(known[i], k))
 				break;
 		if (k && known[i])
 			continue;
-		found(fy_node_pair_key(p), f, sizeof(f));
-		join(sub, sizeof(sub), path, k ? k : "?");
-		err(L, fy_node_pair_key(p), path && *path ? sub : k,
+		drv_yaml_found(fy_node_pair_key(p), f, sizeof(f));
+		drv_yaml_join(sub, sizeof(sub), path, k ? k : "?");
+		drv_yaml_err(L->d, fy_node_pair_key(p), path && *path ? sub : k,
 		    "found the unknown field %s, expected one of: %s", f, list);
 	}
 }
@@ -272,31 +201,31 @@ static void read_class(struct loader *L, struct fy_node_pair *pr)
 {
 	static const char *const known[] = { "value", "preemptionPolicy", "description", NULL };
 	struct fy_node *key = fy_node_pair_key(pr), *v = fy_node_pair_value(pr), *x;
-	const char *name = scalar(key);
+	const char *name = drv_yaml_scalar(key);
 	struct drv_tenant_class c;
 	char path[PATH_LEN], sub[PATH_LEN], f[80];
 	int64_t val;
 	bool ok = true;
 
 	memset(&c, 0, sizeof(c));
-	join(path, sizeof(path), "priorityClasses", name ? name : "?");
+	drv_yaml_join(path, sizeof(path), "priorityClasses", name ? name : "?");
 	if (!name || !class_name_ok(name)) {
-		found(key, f, sizeof(f));
-		err(L, key, path,
+		drv_yaml_found(key, f, sizeof(f));
+		drv_yaml_err(L->d, key, path,
 		    "found %s, expected a class name: a letter, then letters, digits and -_. "
 		    "(at most 63)", f);
 		ok = false;
 	}
 	if (!v || !fy_node_is_mapping(v)) {
-		found(v, f, sizeof(f));
-		err(L, where(pr), path, "found %s, expected a mapping such as {value: 1000}", f);
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(pr), path, "found %s, expected a mapping such as {value: 1000}", f);
 		return;
 	}
 	check_keys(L, v, path, known, "value, preemptionPolicy, description");
 	c.policy = DRV_PREEMPT_LOWER;
-	join(sub, sizeof(sub), path, "value");
+	drv_yaml_join(sub, sizeof(sub), path, "value");
 	if (!(x = fy_node_mapping_lookup_by_string(v, "value", -1))) {
-		err(L, key, sub, "found nothing, expected the class's priority value, a whole number");
+		drv_yaml_err(L->d, key, sub, "found nothing, expected the class's priority value, a whole number");
 		ok = false;
 	} else if (read_int(L, x, x, sub, INT32_MIN, INT32_MAX, &val)) {
 		c.value = (int32_t)val;
@@ -304,18 +233,18 @@ static void read_class(struct loader *L, struct fy_node_pair *pr)
 		ok = false;
 	}
 	if ((x = fy_node_mapping_lookup_by_string(v, "preemptionPolicy", -1))) {
-		const char *s = scalar(x);
-		join(sub, sizeof(sub), path, "preemptionPolicy");
+		const char *s = drv_yaml_scalar(x);
+		drv_yaml_join(sub, sizeof(sub), path, "preemptionPolicy");
 		if (!s || drv_preempt_policy_parse(s, &c.policy)) {
-			found(x, f, sizeof(f));
-			err(L, x, sub, "found %s, expected PreemptLowerPriority or Never", f);
+			drv_yaml_found(x, f, sizeof(f));
+			drv_yaml_err(L->d, x, sub, "found %s, expected PreemptLowerPriority or Never", f);
 			ok = false;
 		}
 	}
-	if ((x = fy_node_mapping_lookup_by_string(v, "description", -1)) && !scalar(x)) {
-		join(sub, sizeof(sub), path, "description");
-		found(x, f, sizeof(f));
-		err(L, x, sub, "found %s, expected text", f);
+	if ((x = fy_node_mapping_lookup_by_string(v, "description", -1)) && !drv_yaml_scalar(x)) {
+		drv_yaml_join(sub, sizeof(sub), path, "description");
+		drv_yaml_found(x, f, sizeof(f));
+		drv_yaml_err(L->d, x, sub, "found %s, expected text", f);
 		ok = false;
 	}
 	if (!ok)
@@ -338,7 +267,7 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 	static const char *const known[] = { "weight", "cohort", "quota", "borrowingLimit",
 					     "priorityClass", NULL };
 	struct fy_node *key = fy_node_pair_key(pr), *v = fy_node_pair_value(pr), *x;
-	const char *name = scalar(key);
+	const char *name = drv_yaml_scalar(key);
 	struct drv_tenant_conf tc;
 	char path[PATH_LEN], sub[PATH_LEN], f[80];
 	struct fy_node_pair *p;
@@ -350,33 +279,33 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 	tc.weight = 1;
 	for (m = 0; m < DRV_MAX_MODELS; m++)
 		tc.quota_milli[m] = tc.borrow_limit_milli[m] = -1;
-	join(path, sizeof(path), "tenants", name ? name : "?");
-	if (!name || !tenant_name_ok(name)) {
-		found(key, f, sizeof(f));
-		err(L, key, path,
+	drv_yaml_join(path, sizeof(path), "tenants", name ? name : "?");
+	if (!name || !drv_spec_name_ok(name, strlen(name))) {
+		drv_yaml_found(key, f, sizeof(f));
+		drv_yaml_err(L->d, key, path,
 		    "found %s, expected a tenant name of letters, digits and -_.:/@ (at most 63)", f);
 	}
 	if (!v || !fy_node_is_mapping(v)) {
-		found(v, f, sizeof(f));
-		err(L, where(pr), path, "found %s, expected a mapping such as {quota: {H100: 16}}",
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(pr), path, "found %s, expected a mapping such as {quota: {H100: 16}}",
 		    f);
 		return;
 	}
 	check_keys(L, v, path, known, "weight, cohort, quota, borrowingLimit, priorityClass");
 	while ((p = fy_node_mapping_iterate(v, &it))) {
-		const char *k = scalar(fy_node_pair_key(p));
+		const char *k = drv_yaml_scalar(fy_node_pair_key(p));
 		x = fy_node_pair_value(p);
 		if (!k)
 			continue;
-		join(sub, sizeof(sub), path, k);
+		drv_yaml_join(sub, sizeof(sub), path, k);
 		if (!strcmp(k, "weight")) {
-			if (read_int(L, where(p), x, sub, 1, 1000000, &val))
+			if (read_int(L, drv_yaml_pair_at(p), x, sub, 1, 1000000, &val))
 				tc.weight = (int32_t)val;
 		} else if (!strcmp(k, "cohort")) {
-			const char *s = scalar(x);
-			if (!s || !tenant_name_ok(s)) {
-				found(x, f, sizeof(f));
-				err(L, where(p), sub,
+			const char *s = drv_yaml_scalar(x);
+			if (!s || !drv_spec_name_ok(s, strlen(s))) {
+				drv_yaml_found(x, f, sizeof(f));
+				drv_yaml_err(L->d, drv_yaml_pair_at(p), sub,
 				    "found %s, expected a cohort name of letters, digits and -_.:/@", f);
 			} else {
 				tc.cohort = drv_strdup(s);
@@ -386,7 +315,7 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 		} else if (!strcmp(k, "borrowingLimit")) {
 			read_model_gpus(L, p, sub, tc.borrow_limit_milli);
 		} else if (!strcmp(k, "priorityClass")) {
-			const char *s = scalar(x);
+			const char *s = drv_yaml_scalar(x);
 			if (s && *s && drv_tenants_class(L->t, s)) {
 				tc.priority_class = drv_strdup(s);
 			} else {
@@ -400,27 +329,27 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 					if (n > 0)
 						len += (size_t)n;
 				}
-				found(x, f, sizeof(f));
+				drv_yaml_found(x, f, sizeof(f));
 				if (L->t->nclasses)
-					err(L, where(p), sub,
+					drv_yaml_err(L->d, drv_yaml_pair_at(p), sub,
 					    "found %s, expected a class of priorityClasses (%s)", f,
 					    list);
 				else
-					err(L, where(p), sub,
+					drv_yaml_err(L->d, drv_yaml_pair_at(p), sub,
 					    "found %s, expected a class of priorityClasses (the file "
 					    "defines none)", f);
 			}
 		}
 	}
 	if (!tc.cohort && (x = fy_node_mapping_lookup_by_string(v, "borrowingLimit", -1))) {
-		join(sub, sizeof(sub), path, "borrowingLimit");
-		err(L, x, sub,
+		drv_yaml_join(sub, sizeof(sub), path, "borrowingLimit");
+		drv_yaml_err(L->d, x, sub,
 		    "found a borrowing limit, expected it only with a cohort to borrow from "
 		    "(cohort: NAME)");
 	}
 	if (name && drv_tenants_tenant(L->t, name)) {
 		const struct drv_tenant_conf *o = drv_tenants_tenant(L->t, name);
-		err(L, key, path, "found tenant %s again, expected each tenant once (first at line %d)",
+		drv_yaml_err(L->d, key, path, "found tenant %s again, expected each tenant once (first at line %d)",
 		    name, o->line);
 	}
 	if (L->d->nerrors > before) {
@@ -443,22 +372,22 @@ static void read_root(struct loader *L, struct fy_node *root)
 	int before = L->d->nerrors;
 
 	if (!fy_node_is_mapping(root)) {
-		found(root, f, sizeof(f));
-		err(L, root, NULL, "found %s, expected a mapping with tenants: and priorityClasses:",
+		drv_yaml_found(root, f, sizeof(f));
+		drv_yaml_err(L->d, root, NULL, "found %s, expected a mapping with tenants: and priorityClasses:",
 		    f);
 		return;
 	}
 	check_keys(L, root, NULL, known, "kind, priorityClasses, tenants");
 	if ((v = fy_node_mapping_lookup_by_string(root, "kind", -1)) &&
-	    !(scalar(v) && !strcmp(scalar(v), "Tenants"))) {
-		found(v, f, sizeof(f));
-		err(L, v, "kind", "found %s, expected Tenants (or no kind)", f);
+	    !(drv_yaml_scalar(v) && !strcmp(drv_yaml_scalar(v), "Tenants"))) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, v, "kind", "found %s, expected Tenants (or no kind)", f);
 	}
 	/* classes first: tenants name them */
 	v = fy_node_mapping_lookup_by_string(root, "priorityClasses", -1);
 	if (v && !fy_node_is_mapping(v)) {
-		found(v, f, sizeof(f));
-		err(L, v, "priorityClasses",
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, v, "priorityClasses",
 		    "found %s, expected a mapping of class name to {value, preemptionPolicy}", f);
 	} else if (v) {
 		it = NULL;
@@ -467,8 +396,8 @@ static void read_root(struct loader *L, struct fy_node *root)
 	}
 	v = fy_node_mapping_lookup_by_string(root, "tenants", -1);
 	if (v && !fy_node_is_mapping(v)) {
-		found(v, f, sizeof(f));
-		err(L, v, "tenants",
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, v, "tenants",
 		    "found %s, expected a mapping of tenant name to {quota, weight, cohort, ...}", f);
 	} else if (v) {
 		it = NULL;
@@ -478,7 +407,7 @@ static void read_root(struct loader *L, struct fy_node *root)
 	/* (a misspelt key is error enough) */
 	if (L->d->nerrors == before && !fy_node_mapping_lookup_by_string(root, "tenants", -1) &&
 	    !fy_node_mapping_lookup_by_string(root, "priorityClasses", -1))
-		err(L, root, NULL, "found neither, expected tenants: or priorityClasses:");
+		drv_yaml_err(L->d, root, NULL, "found neither, expected tenants: or priorityClasses:");
 }
 
 void drv_tenants_init(struct drv_tenants *t)
@@ -498,27 +427,9 @@ void drv_tenants_release(struct drv_tenants *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* libfyaml's collected errors into d (positions already 1-based);
- * returns how many there were. */
-static int yaml_errors(struct fy_diag *diag, struct drv_diags *d)
-{
-	void *it = NULL;
-	struct fy_diag_error *e;
-	int n = 0;
-
-	while (diag && (e = fy_diag_errors_iterate(diag, &it))) {
-		drv_diag_err(d, e->line, e->column, NULL, "YAML syntax: %s", e->msg);
-		n++;
-	}
-	return n;
-}
-
 int drv_tenants_load_buffer(const char *buf, size_t len, struct drv_tenants *t,
 			    struct drv_diags *d)
 {
-	struct fy_parse_cfg cfg;
-	struct fy_diag_cfg dcfg;
-	struct fy_diag *diag = NULL;
 	struct fy_document *fyd = NULL;
 	struct loader L;
 	int rc = 0, before = d->nerrors;
@@ -527,24 +438,11 @@ int drv_tenants_load_buffer(const char *buf, size_t len, struct drv_tenants *t,
 	memset(&L, 0, sizeof(L));
 	L.t = t;
 	L.d = d;
-	if (!drv_yaml_guard(buf, len, d)) {
-		rc = DRV_EPARSE;
+	/* the shared reader: the text check libfyaml 0.7.12 needs, then the
+	 * document, syntax errors at their positions (spec.h) */
+	rc = drv_yaml_load(buf, len, d, &fyd);
+	if (rc < 0)
 		goto out;
-	}
-	fy_diag_cfg_default(&dcfg);
-	dcfg.fp = NULL;
-	dcfg.colorize = false;
-	diag = fy_diag_create(&dcfg);
-	if (diag)
-		fy_diag_set_collect_errors(diag, true);
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG;
-	cfg.diag = diag;
-	fyd = fy_document_build_from_string(&cfg, buf, len);
-	if (!fyd && yaml_errors(diag, d)) {
-		rc = DRV_EPARSE;
-		goto out;
-	}
 	if (!fyd || !fy_document_root(fyd)) {
 		/* no document at all (an empty file) or an empty one (comments) */
 		drv_diag_err(d, 1, 1, NULL,
@@ -558,8 +456,6 @@ int drv_tenants_load_buffer(const char *buf, size_t len, struct drv_tenants *t,
 out:
 	if (fyd)
 		fy_document_destroy(fyd);
-	if (diag)
-		fy_diag_destroy(diag);
 	if (rc)
 		drv_tenants_release(t);
 	return rc;

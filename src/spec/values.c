@@ -2,7 +2,8 @@
  * values.c: the small value grammars job files are made of: Kubernetes
  * resource quantities ("500m", "16Gi", "1e3"), Slurm time limits
  * ("D-HH:MM:SS" and the rest) and Slurm --array specifications
- * ("0-15:2%4"). Pure functions over strings, exact integer arithmetic
+ * ("0-15:2%4"), and the names traces and tenants files use. Pure
+ * functions over strings, exact integer arithmetic
  * (no floating point), every overflow reported.
  */
 #include "drover/spec.h"
@@ -264,4 +265,20 @@ int drv_array_parse(const char *s, struct drv_array *a)
 out:
 	drv_array_release(a);
 	return rc;
+}
+
+bool drv_spec_name_ok(const char *s, size_t len)
+{
+	size_t i;
+
+	if (!len || len >= DRV_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '/' ||
+		      ch == ':' || ch == '@'))
+			return false;
+	}
+	return true;
 }

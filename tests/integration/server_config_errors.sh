@@ -8,12 +8,8 @@
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
-trap cleanup EXIT
+SPID="" # the one server this test starts, killed on any exit
+trap 'if [ -n "$SPID" ]; then kill -KILL "$SPID" 2>/dev/null; fi' EXIT
 trap 'exit 1' INT TERM
 cd "$TEST_TMP"
 
@@ -81,7 +77,7 @@ CONF
 PORT=$(free_port)
 "$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/s3" --config good.yaml \
 	>server.log 2>&1 &
-PIDS="$PIDS $!"
+SPID=$!
 wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || { cat server.log >&2; fail "good.yaml: no server"; }
 CODE=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ops-secret' \
 	"http://127.0.0.1:$PORT/v1/queue")

@@ -11,12 +11,8 @@
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
-trap cleanup EXIT
+SPID="" # the one server this test starts, killed on any exit
+trap 'if [ -n "$SPID" ]; then kill -KILL "$SPID" 2>/dev/null; fi' EXIT
 trap 'exit 1' INT TERM
 
 DATA=$ROOT/tests/unit/data
@@ -49,7 +45,6 @@ URL="http://127.0.0.1:$PORT"
 "$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" --config server.yaml \
 	>>server.log 2>&1 &
 SPID=$!
-PIDS="$PIDS $SPID"
 wait_for 20 curl -fsS "$URL/healthz" || { cat server.log >&2; fail "server did not start"; }
 
 # post PATH NAME FILE: POSTs FILE as application/yaml; CODE and body in body.json
