@@ -36,7 +36,7 @@ int cmd_server(int argc, char **argv)
 	};
 	struct drv_server_opts o;
 	struct drv_server *srv = NULL;
-	char err[1024];
+	char err[4096];
 	sigset_t set;
 	int c, sig = 0, rc;
 

@@ -152,7 +152,7 @@ int cmd_up(int argc, char **argv)
 	};
 	const char *state = NULL, *listen = "127.0.0.1:8080", *agent_listen = "127.0.0.1:9400";
 	const char *fake = NULL, *cluster = NULL, *name = NULL;
-	char state_buf[900], agent_state[1000], host[256], err[1024], cfgpath[1000];
+	char state_buf[900], agent_state[1000], host[256], err[4096], cfgpath[1000];
 	struct passwd *pw = getpwuid(getuid());
 	const char *me = pw && pw->pw_name ? pw->pw_name : "user";
 	struct drv_server_opts so;

@@ -2,7 +2,9 @@
  * config.c: the controller's config file (docs/api.md, "Server
  * configuration"): bearer tokens of people, the cluster token of agents,
  * open endpoints, root tasks, liveness timeouts, the retry limit, the
- * scheduling batch window and policy.
+ * scheduling batch window and policy, and the tenants file (quotas,
+ * fair-share weights, priority classes: docs/simulator.md, "Tenants file"),
+ * read with the simulator's parser so both mean the same.
  *
  * The file is YAML (or JSON, which is YAML), read with the shared libfyaml
  * reader of src/spec; values are typed as JSON (drv_yaml_node_json), so
@@ -279,7 +281,7 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 #define KNOWN_SETTINGS                                                                       \
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
 	"heartbeat_timeout_s, retry_limit, sched_delay_ms, default_pool, default_leaf, "     \
-	"scheduler"
+	"scheduler, tenants"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -326,6 +328,8 @@ static void read_root(struct cload *L, struct fy_node *root)
 			want_str(L, p, k, &c->default_leaf);
 		} else if (strcmp(k, "scheduler") == 0) {
 			read_scheduler(L, p);
+		} else if (strcmp(k, "tenants") == 0) {
+			want_str(L, p, k, &c->tenants_path);
 		} else {
 			unknown(L, fy_node_pair_key(p), k, "setting", KNOWN_SETTINGS);
 		}
@@ -341,6 +345,24 @@ static void read_root(struct cload *L, struct fy_node *root)
 				     "found %s, expected less than heartbeat_timeout_s (%lld)", f,
 				     (long long)c->heartbeat_timeout_s);
 	}
+}
+
+/* A relative `tenants:` path names a file next to the config file. */
+static void resolve_tenants_path(struct srv_config *c, const char *cfg_path)
+{
+	const char *slash = strrchr(cfg_path, '/');
+	size_t dl, n;
+	char *p;
+
+	if (!c->tenants_path || c->tenants_path[0] == '/' || !slash)
+		return;
+	dl = (size_t)(slash - cfg_path) + 1;       /* with the slash */
+	n = dl + strlen(c->tenants_path) + 1;
+	p = drv_malloc(n);
+	memcpy(p, cfg_path, dl);
+	memcpy(p + dl, c->tenants_path, n - dl);
+	drv_free(c->tenants_path);
+	c->tenants_path = p;
 }
 
 /* Every diagnostic of d into err, one per line ("file:line:col: error:
@@ -414,6 +436,25 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 		srv_config_release(c); /* nothing half-applied */
 		goto out;
 	}
+	if (c->tenants_path) {
+		struct drv_diags td;
+
+		resolve_tenants_path(c, path);
+		drv_diags_init(&td, c->tenants_path);
+		rc = drv_tenants_load_file(c->tenants_path, &c->tenants, &td);
+		if (rc == 0 && td.nerrors)
+			rc = DRV_EINVAL;
+		if (rc < 0) {
+			diags_to_err(&td, err, errsz);
+			drv_diags_release(&td);
+			srv_config_release(c);
+			rc = DRV_EINVAL; /* bad input, whatever the reason: exit 2 */
+			goto out;
+		}
+		drv_diags_release(&td);
+		srv_log(s, "tenants from %s: %d tenants, %d priority classes", c->tenants_path,
+			(int)c->tenants.ntenants, (int)c->tenants.nclasses);
+	}
 	if (!c->default_pool)
 		c->default_pool = drv_strdup("default");
 	if (!c->default_leaf)
@@ -440,6 +481,8 @@ void srv_config_release(struct srv_config *c)
 	drv_free(c->cluster_token);
 	drv_free(c->default_pool);
 	drv_free(c->default_leaf);
+	drv_free(c->tenants_path);
+	drv_tenants_release(&c->tenants);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -23,6 +23,7 @@
 #include "drover/metrics.h"
 #include "drover/model.h"
 #include "drover/sched.h"
+#include "drover/tenants.h"
 #include "drover/server.h"
 #include "drover/spec.h"
 #include "drover/store.h"
@@ -128,6 +129,8 @@ struct srv_config {
 	char *default_pool;
 	char *default_leaf;
 	struct drv_sched_policy policy;
+	char *tenants_path;          /* `tenants:`, resolved against the config's directory */
+	struct drv_tenants tenants;  /* its quotas, weights, classes (empty without one) */
 };
 
 /* The authenticated caller, set by the filter. */
@@ -284,6 +287,13 @@ void srv_set_str(char **dst, const char *src);
 char *srv_mask_str(uint64_t mask, char *buf, size_t n);  /* "0-7", "0,2,5" */
 
 /* --- config.c --- */
+/*
+ * The priority class a job is handed to the scheduler with: the tenants
+ * file's class of the job's priorityClassName, else (no class named,
+ * priority 0) its tenant's default class, else NULL (the job's own
+ * priority). Borrowed from spec or the config.
+ */
+const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec);
 int srv_config_load(struct drv_server *s, const char *path, const struct drv_server_opts *o,
 		char *err, size_t errsz);
 void srv_config_release(struct srv_config *c);

@@ -216,7 +216,7 @@ static int add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char
 			s->njobs = j->id;
 		}
 		s->jobs[j->id - 1] = j;
-		if (drv_sched_submit(s->sched, &j->spec.job, NULL) == 0)
+		if (drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec)) == 0)
 			j->in_sched = true;
 	}
 	s->transitions[J_PENDING] += n;
@@ -434,7 +434,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	drv_jobspec_init(&spec);
 	json_decref(found->canon);
 	found->canon = canon;
-	found->in_sched = drv_sched_submit(s->sched, &found->spec.job, NULL) == 0;
+	found->in_sched = drv_sched_submit(s->sched, &found->spec.job, srv_job_class(s, &found->spec)) == 0;
 	srv_job_transition(s, found, J_PENDING, "spec updated by apply");
 	if (srv_flush(s) < 0) {
 		drv_http_resp_error(o, 503, "unavailable", NULL,

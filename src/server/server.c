@@ -199,6 +199,13 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	if (rc < 0)
 		goto fail;
 	s->sched = drv_sched_new(&s->cluster);
+	rc = drv_tenants_apply(&s->cfg.tenants, s->sched);
+	if (rc < 0) {
+		snprintf(err, errsz, "%s: cannot apply to the scheduler: %s", s->cfg.tenants_path,
+			 drv_strerror(rc));
+		rc = DRV_EINVAL;
+		goto fail;
+	}
 	rc = srv_restore(s, err, errsz);
 	if (rc < 0)
 		goto fail;
@@ -230,6 +237,21 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 fail:
 	drv_server_stop(s);
 	return rc;
+}
+
+const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec)
+{
+	const struct drv_tenants *t = &s->cfg.tenants;
+	const struct drv_tenant_conf *tc;
+
+	if (!t->nclasses)
+		return NULL;
+	if (spec->priority_class && *spec->priority_class)
+		return drv_tenants_class(t, spec->priority_class) ? spec->priority_class : NULL;
+	if (spec->job.priority != 0 || !spec->job.tenant)
+		return NULL;
+	tc = drv_tenants_tenant(t, spec->job.tenant);
+	return tc ? tc->priority_class : NULL;
 }
 
 int drv_server_port(const struct drv_server *s)

@@ -920,13 +920,13 @@ static void restore_sched(struct drv_server *s)
 				tp->cpu_milli = j->tasks[i].cpu_milli;
 				tp->mem_mib = j->tasks[i].mem_mib;
 			}
-			rc = drv_sched_add_running(s->sched, &j->spec.job, NULL, &p,
+			rc = drv_sched_add_running(s->sched, &j->spec.job, srv_job_class(s, &j->spec), &p,
 						   j->start_time ? j->start_time : j->submit_time, 0);
 			if (rc < 0) {
 				srv_log(s, "job %llu: cannot restore it running (%s); requeued",
 					(unsigned long long)j->id, drv_strerror(rc));
 				j->holding = false;
-				rc = drv_sched_submit(s->sched, &j->spec.job, NULL);
+				rc = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec));
 				j->in_sched = rc == 0;
 				srv_job_transition(s, j, J_PENDING, "could not be restored running after a restart");
 				continue;
@@ -937,7 +937,7 @@ static void restore_sched(struct drv_server *s)
 				srv_job_requeue_node_down(s, j, s->nodes[j->tasks[0].node].name,
 						      "left the cluster");
 		} else if (j->state == J_PENDING || j->state == J_PREEMPTED) {
-			rc = drv_sched_submit(s->sched, &j->spec.job, NULL);
+			rc = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec));
 			j->in_sched = rc == 0;
 			if (j->state == J_PREEMPTED)
 				srv_job_transition(s, j, J_PENDING, "requeued after a restart");

@@ -112,7 +112,7 @@ Test(server_config, unknown_setting_and_token_field)
 		     "c.yaml:4:1: error: heartbeat_timeoutt_s: found an unknown setting, expected one "
 		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
 		     "heartbeat_interval_s, heartbeat_timeout_s, retry_limit, sched_delay_ms, "
-		     "default_pool, default_leaf, scheduler"));
+		     "default_pool, default_leaf, scheduler, tenants"));
 }
 
 Test(server_config, integers_strings_and_missing_values)
