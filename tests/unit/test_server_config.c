@@ -179,3 +179,34 @@ Test(server_config, documented_example_starts)
 	cr_assert(eq(int, rc, 0), "%s", err);
 	cr_assert(state_db());
 }
+
+/* `tenants:` names a file next to the config; its errors carry its own
+ * name, line and column; nothing starts. A good one starts the server. */
+Test(server_config, tenants_file_relative_and_errors)
+{
+	char err[2048], p[256];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/t.yaml", dir);
+	f = fopen(p, "w");
+	cr_assert(f != NULL);
+	fputs("tenants:\n  team-a:\n    quota: lots\n    weight: 0\n", f);
+	fclose(f);
+	cr_assert(eq(int, start("tenants: t.yaml\n", err, sizeof(err)), DRV_EINVAL));
+	cr_assert(strncmp(rel(err), "t.yaml:3:12: error: tenants.team-a.quota: found 'lots'", 53) == 0,
+		  "%s", err);
+	cr_assert(strstr(err, "\nt.yaml:4:13: error: tenants.team-a.weight:") != NULL, "%s", err);
+	cr_assert(not(state_db()), "nothing is started on a bad tenants file");
+
+	cr_assert(eq(int, start("tenants: none.yaml\n", err, sizeof(err)), DRV_EINVAL));
+	cr_assert(strstr(rel(err), "none.yaml: error: cannot read") != NULL, "%s", err);
+	cr_assert(not(state_db()));
+
+	f = fopen(p, "w");
+	cr_assert(f != NULL);
+	fputs("priorityClasses:\n  prod: {value: 100}\n"
+	      "tenants:\n  team-a: {quota: 8, priorityClass: prod}\n", f);
+	fclose(f);
+	cr_assert(eq(int, start("tenants: t.yaml\n", err, sizeof(err)), 0), "%s", err);
+	cr_assert(state_db());
+}
