@@ -321,6 +321,9 @@ struct pend_event srv_make_event(const char *type, struct sjob *j, const char *n
 				 const char *from, const char *to, const char *reason);
 json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j);
 json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail);
+/* Why pending job j waits, as shown to users: the scheduler's current reason,
+ * else the stored one (loop.c). Under s->mu; may return buf. */
+const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n);
 json_t *srv_node_api_json(struct drv_server *s, int32_t i);
 json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
 double srv_job_gpus(const struct sjob *j);

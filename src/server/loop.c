@@ -88,19 +88,42 @@ static void apply_preempt(struct drv_server *s, const struct drv_sched_decision 
 	}
 }
 
+/* A pending decision as a user reads it: "pending 9: resources: needs ..."
+ * -> "resources: needs ...". Returns a pointer into buf. */
+static const char *pending_text(struct drv_server *s, const struct drv_sched_decision *d,
+				char *buf, size_t n)
+{
+	const char *colon;
+
+	drv_sched_decision_format(s->sched, d, buf, n);
+	if (strncmp(buf, "pending ", 8) == 0 && (colon = strstr(buf, ": ")))
+		return colon + 2;
+	return buf;
+}
+
 static void apply_pending(struct drv_server *s, const struct drv_sched_decision *d)
 {
 	struct sjob *j = srv_job_get(s, d->job);
 	char buf[512];
-	const char *why = buf, *colon;
 
 	if (!j)
 		return;
-	drv_sched_decision_format(s->sched, d, buf, sizeof(buf));
-	/* "pending 9: resources: needs ..." -> "resources: needs ..." */
-	if (strncmp(buf, "pending ", 8) == 0 && (colon = strstr(buf, ": ")))
-		why = colon + 2;
-	srv_set_str(&j->reason, why);
+	srv_set_str(&j->reason, pending_text(s, d, buf, sizeof(buf)));
+}
+
+const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n)
+{
+	struct drv_sched_job_info info;
+
+	/* A pass emits a reason only when it changes, and one that stops
+	 * early (nothing else can fit) emits none for the jobs after it: the
+	 * stored reason may be an older pass's, with older numbers. The
+	 * scheduler always knows the current one. */
+	if (j->state == J_PENDING && !j->holding &&
+	    drv_sched_job_get(s->sched, j->id, &info) == 0 &&
+	    info.state == DRV_SJ_PENDING && info.why.reason != DRV_REASON_NONE)
+		return pending_text(s, &info.why, buf, n);
+	return j->reason ? j->reason : "";
 }
 
 static void run_pass(struct drv_server *s)

@@ -401,7 +401,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail)
 	const struct drv_job *jb = &j->spec.job;
 	json_t *o, *pl = json_array();
 	const char *model = NULL;
-	char nodelist[1024] = "";
+	char nodelist[1024] = "", why[512];
 	size_t nl = 0;
 	int nnodes = 0;
 
@@ -434,7 +434,8 @@ json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail)
 	o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:f,s:o,s:i,s:i,s:i,s:b,s:s,s:o,s:i}", "id",
 		      (json_int_t)j->id, "name", jb->name ? jb->name : "", "user",
 		      jb->user ? jb->user : "", "tenant", jb->tenant ? jb->tenant : "default",
-		      "state", srv_jstate_name(j->state), "reason", j->reason ? j->reason : "", "gpus",
+		      "state", srv_jstate_name(j->state), "reason",
+		      srv_job_reason(s, j, why, sizeof(why)), "gpus",
 		      srv_job_gpus(j), "gpu_model", model ? json_string(model) : json_null(), "tasks",
 		      drv_job_tasks(jb), "nodes", nnodes, "priority", jb->priority, "preemptible",
 		      jb->preemptible, "runtime", "host", "image",

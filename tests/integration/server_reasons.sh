@@ -1,0 +1,44 @@
+# server_reasons.sh: every pending job says why it waits, with the current
+# numbers, also the jobs a scheduling pass never reached (it stopped at the
+# first blocked job because nothing else could fit). Before, those kept
+# the reason they were submitted with ("submitted by root").
+. "$ROOT/tests/integration/lib.sh"
+set -u
+
+UPID=""
+trap '[ -n "$UPID" ] && kill -KILL "$UPID" 2>/dev/null; true' EXIT
+trap 'exit 1' INT TERM
+
+export XDG_CONFIG_HOME="$TEST_TMP/xdg"
+unset DROVER_SERVER DROVER_TOKEN
+PORT=$(free_port)
+"$DROVER" up --state "$TEST_TMP/state" --listen "127.0.0.1:$PORT" --agent-listen 127.0.0.1:0 \
+	--fake-gpus 8xH100 --name box >"$TEST_TMP/up.out" 2>&1 &
+UPID=$!
+wait_for 30 grep -q '^node box: 8 x H100-SXM-80GB, up' "$TEST_TMP/up.out" ||
+	{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not come up"; }
+
+job() { printf '#!/bin/sh\n#SBATCH --gpus=%s\n#SBATCH -J %s\nsleep 60\n' "$1" "$2" |
+	"$DROVER" submit --parsable - || fail "submit $2"; }
+field() { "$DROVER" get job "$1" -o json | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
+
+a=$(job 4 a)
+wait_for 15 sh -c "[ \"\$(\"$DROVER\" get job $a -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = running ]" ||
+	fail "job a did not start"
+b=$(job 8 b)   # blocked: 4 of 8 GPUs free
+d=$(job 8 d)   # behind b
+c=$(job 4 c)   # fits beside a: the node is full
+wait_for 15 sh -c "[ \"\$(\"$DROVER\" get job $c -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = running ]" ||
+	fail "job c did not start"
+# the periodic pass (every 5 s with jobs pending) stops at b: nothing fits
+sleep 6
+for id in "$b" "$d"; do
+	expect_eq "state of job $id" "$(field "$id" state)" pending
+	r=$(field "$id" reason)
+	case "$r" in
+	"resources: needs 8 GPUs"*"0 GPUs free"*) ;;
+	*) fail "job $id: reason '$r', want the current 'resources: needs 8 GPUs ... 0 GPUs free ...'" ;;
+	esac
+done
+"$DROVER" queue | grep -q "^$d .*(resources: needs 8 GPUs" || fail "drover queue: $("$DROVER" queue)"
+echo "ok: pending jobs show the scheduler's current reason, also those a pass did not reach"
