@@ -5,18 +5,8 @@
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
-UPID=""
-trap '[ -n "$UPID" ] && kill -KILL "$UPID" 2>/dev/null; true' EXIT
-trap 'exit 1' INT TERM
-
-export XDG_CONFIG_HOME="$TEST_TMP/xdg"
-unset DROVER_SERVER DROVER_TOKEN
-PORT=$(free_port)
-"$DROVER" up --state "$TEST_TMP/state" --listen "127.0.0.1:$PORT" --agent-listen 127.0.0.1:0 \
-	--fake-gpus 8xH100 --name box >"$TEST_TMP/up.out" 2>&1 &
-UPID=$!
-wait_for 30 grep -q '^node box: 8 x H100-SXM-80GB, up' "$TEST_TMP/up.out" ||
-	{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not come up"; }
+. "$ROOT/tests/integration/up.shlib"
+start_up
 
 job() { printf '#!/bin/sh\n#SBATCH --gpus=%s\n#SBATCH -J %s\nsleep 60\n' "$1" "$2" |
 	"$DROVER" submit --parsable - || fail "submit $2"; }

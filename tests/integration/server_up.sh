@@ -6,38 +6,7 @@
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
-UPID=""
-trap '[ -n "$UPID" ] && kill -KILL "$UPID" 2>/dev/null; true' EXIT
-trap 'exit 1' INT TERM
-
-export XDG_CONFIG_HOME="$TEST_TMP/xdg"
-unset DROVER_SERVER DROVER_TOKEN
-PORT=$(free_port)
-APORT=$(free_port)
-
-start_up() {
-	"$DROVER" up --state "$TEST_TMP/state" --listen "127.0.0.1:$PORT" \
-		--agent-listen "127.0.0.1:$APORT" --fake-gpus 8xH100 --name box >"$TEST_TMP/up.out" 2>&1 &
-	UPID=$!
-	wait_for 30 grep -q '^drover is up: http://127.0.0.1:' "$TEST_TMP/up.out" ||
-		{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not come up"; }
-	wait_for 15 grep -q '^node box: 8 x H100-SXM-80GB, up' "$TEST_TMP/up.out" ||
-		{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not report its node"; }
-}
-
-stop_up() {
-	kill -INT "$UPID"
-	n=0
-	while kill -0 "$UPID" 2>/dev/null; do
-		n=$((n + 1))
-		[ $n -lt 150 ] || fail "drover up did not stop within 15 s of SIGINT"
-		sleep 0.1
-	done
-	wait "$UPID"
-	rc=$?
-	UPID=""
-	expect_eq "drover up exit status after Ctrl-C" "$rc" 0
-}
+. "$ROOT/tests/integration/up.shlib"
 
 start_up
 grep -q 'SIMULATED GPUs' "$TEST_TMP/up.out" || fail "drover up does not say its GPUs are simulated"
