@@ -285,22 +285,27 @@ void sched__phot_rebuild(struct drv_sched *s)
 		sched__phot_fill(s, i);
 }
 
-/* Refills the compact entry of a pending job whose fields it copies changed
- * (a nomination made or dropped); nothing when slot is not pending. */
-void sched__phot_refresh(struct drv_sched *s, int32_t slot)
+/* Where pending job slot sits in s->pend, or -1: by binary search while the
+ * keys are valid, else by a scan. */
+static int32_t pend_find(const struct drv_sched *s, int32_t slot)
 {
 	int32_t pos = -1, i;
 	if (s->keys_valid) {
 		pos = pend_lower_bound(s, slot);
-		if (pos >= s->npend || s->pend[pos] != slot)
-			pos = -1;
+		if (pos < s->npend && s->pend[pos] == slot)
+			return pos;
 	}
-	if (pos < 0)
-		for (i = 0; i < s->npend; i++)
-			if (s->pend[i] == slot) {
-				pos = i;
-				break;
-			}
+	for (i = 0; i < s->npend; i++)
+		if (s->pend[i] == slot)
+			return i;
+	return -1;
+}
+
+/* Refills the compact entry of a pending job whose fields it copies changed
+ * (a nomination made or dropped); nothing when slot is not pending. */
+void sched__phot_refresh(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos = pend_find(s, slot);
 	if (pos >= 0)
 		sched__phot_fill(s, pos);
 }
@@ -329,18 +334,7 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 
 void sched__pend_remove(struct drv_sched *s, int32_t slot)
 {
-	int32_t pos = -1, i;
-	if (s->keys_valid) {
-		pos = pend_lower_bound(s, slot);
-		if (pos >= s->npend || s->pend[pos] != slot)
-			pos = -1;
-	}
-	if (pos < 0)
-		for (i = 0; i < s->npend; i++)
-			if (s->pend[i] == slot) {
-				pos = i;
-				break;
-			}
+	int32_t pos = pend_find(s, slot);
 	if (pos < 0)
 		return;
 	sched__demand(s, &s->jobs[slot], -1);
