@@ -26,18 +26,7 @@ grep -q "tenants from $TEST_TMP/tenants.yaml: 2 tenants" "$TEST_TMP/server.log" 
 cp_start_agent node-a
 cp_start_agent node-b
 
-# job NAME TENANT: POST /v1/jobs with a canonical job of one 8-GPU task
-# that records its pid and sleeps; prints the id.
-job() {
-	_cmd=$(recording_cmd "$1" 600)
-	_body=$(python3 -c 'import json,sys; print(json.dumps({"apiVersion": "drover/v1", "kind": "Job",
-		"name": sys.argv[1], "tenant": sys.argv[2],
-		"groups": [{"name": "main", "count": 1, "gpus": 8, "command": ["sh", "-c", sys.argv[3]]}]}))' \
-		"$1" "$2" "$_cmd")
-	curl -sS -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
-		--data "$_body" "$SERVER_URL/v1/jobs" |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' || fail "submit $1"
-}
+job() { submit_8gpu "$1" "$2"; }
 
 a1=$(job a1 team-a)
 a2=$(job a2 team-a)
