@@ -7,9 +7,7 @@
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
-SPID=""
-trap '[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; true' EXIT
-trap 'exit 1' INT TERM
+. "$ROOT/tests/integration/server.shlib"
 
 cat >"$TEST_TMP/server.yaml" <<'CONF'
 tokens:
@@ -18,40 +16,15 @@ cluster_token: agents-t
 sched_delay_ms: 5
 open_endpoints: false
 CONF
-PORT=$(free_port)
-"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" \
-	--cluster "$ROOT/examples/clusters/h100-256.yaml" \
-	--config "$TEST_TMP/server.yaml" >"$TEST_TMP/server.log" 2>&1 &
-SPID=$!
-wait_for 20 curl -fsS -H "Authorization: Bearer ops-t" "http://127.0.0.1:$PORT/healthz" || { cat "$TEST_TMP/server.log" >&2; fail "server did not start"; }
+start_server --cluster "$ROOT/examples/clusters/h100-256.yaml"
 # open_endpoints: false closes /healthz and /metrics to callers without a token
 expect_eq "closed /metrics" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/metrics")" 401
 expect_eq "closed /healthz" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")" 401
 
-URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
-import json, os, sys, time, urllib.request, urllib.error
-
-URL = os.environ["URL"]
-
-def call(method, path, body=None, token="agents-t", ctype="application/json"):
-    data = None
-    if body is not None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    r = urllib.request.Request(URL + path, data=data, method=method,
-                               headers={"Authorization": "Bearer " + token, "Content-Type": ctype})
-    try:
-        with urllib.request.urlopen(r, timeout=30) as f:
-            return f.status, (json.loads(f.read() or b"null") if "json" in f.headers.get("Content-Type", "") else None)
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-def expect(what, got, want):
-    if got != want:
-        fail("%s: got %r, want %r" % (what, got, want))
+URL="$URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+import json, os, sys, time, urllib.request
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
+from agentsim import URL, call, fail, expect
 
 def register(name, n, model="NVIDIA H100 80GB HBM3", labels=None):
     gpus = [{"index": i, "uuid": "GPU-%s-%d" % (name, i), "model": model} for i in range(n)]

@@ -9,9 +9,7 @@
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
-SPID=""
-trap '[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; true' EXIT
-trap 'exit 1' INT TERM
+. "$ROOT/tests/integration/server.shlib"
 
 cat >"$TEST_TMP/server.yaml" <<'CONF'
 tokens:
@@ -20,35 +18,12 @@ cluster_token: agents-t
 sched_delay_ms: 5
 scheduler: {order: fifo, mode: backfill, preemption: true}
 CONF
-PORT=$(free_port)
-"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" \
-	--config "$TEST_TMP/server.yaml" >"$TEST_TMP/server.log" 2>&1 &
-SPID=$!
-wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || { cat "$TEST_TMP/server.log" >&2; fail "server did not start"; }
+start_server
 
-URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
-import json, os, sys, time, urllib.request, urllib.error
-
-URL = os.environ["URL"]
-
-def call(method, path, body=None, token="agents-t"):
-    data = json.dumps(body).encode() if body is not None else None
-    r = urllib.request.Request(URL + path, data=data, method=method,
-                               headers={"Authorization": "Bearer " + token,
-                                        "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(r, timeout=30) as f:
-            return f.status, json.loads(f.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-def fail(msg):
-    print("FAIL: " + msg, file=sys.stderr)
-    sys.exit(1)
-
-def expect(what, got, want):
-    if got != want:
-        fail("%s: got %r, want %r" % (what, got, want))
+URL="$URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+import json, os, sys, time
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
+from agentsim import call, fail, expect
 
 gpus = [{"index": i, "model": "H100"} for i in range(8)]
 st, b = call("POST", "/v1/agent/register", {"name": "n1", "gpus": gpus, "cpu_milli": 64000,

@@ -6,9 +6,7 @@
 . "$ROOT/tests/integration/lib.sh"
 set -u
 
-SPID=""
-trap '[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; true' EXIT
-trap 'exit 1' INT TERM
+. "$ROOT/tests/integration/server.shlib"
 
 cat >"$TEST_TMP/server.yaml" <<'CONF'
 tokens:
@@ -19,13 +17,9 @@ heartbeat_timeout_s: 2
 retry_limit: 3
 sched_delay_ms: 5
 CONF
-PORT=$(free_port)
-"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" \
-	--config "$TEST_TMP/server.yaml" >"$TEST_TMP/server.log" 2>&1 &
-SPID=$!
-wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || fail "server did not start"
+start_server
 
-URL="http://127.0.0.1:$PORT" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+URL="$URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
 import json, os, sys, time
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
 from agentsim import *
