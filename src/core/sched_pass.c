@@ -1485,6 +1485,18 @@ static void bounds_get(const struct pass *p, struct bounds *b)
 	b->minprio = p->min_prio_victim;
 }
 
+/* What a job may count on: free GPUs (w), the most on one node (m) and
+ * whole free nodes (n); with the reserved ones when it is short enough to
+ * end before their reservation starts. */
+static inline void limits(const struct bounds *b, bool short_job, int64_t *w, int32_t *m,
+			  int64_t *n)
+{
+	bool loose = b->loosen && short_job;
+	*w = loose ? b->wl : b->ws;
+	*m = loose ? b->ml : b->ms;
+	*n = loose ? b->nl : b->ns;
+}
+
 /* True when the job surely can neither start (even on reserved GPUs, if it
  * is short) nor preempt, nor is anything but "resources". */
 static inline bool skip_h(const struct bounds *b, const struct phot *h)
@@ -1497,15 +1509,7 @@ static inline bool skip_h(const struct bounds *b, const struct phot *h)
 		return false; /* a preemptor: its held placement frees no root GPU */
 	if (b->preempt && h->prio > b->minprio)
 		return false;
-	if (b->loosen && h->dur > 0 && h->dur <= b->short_d) {
-		w = b->wl;
-		m = b->ml;
-		n = b->nl;
-	} else {
-		w = b->ws;
-		m = b->ms;
-		n = b->ns;
-	}
+	limits(b, h->dur > 0 && h->dur <= b->short_d, &w, &m, &n);
 	if (h->need_whole > w || h->max_task > m || h->full_tasks > n)
 		return true;
 	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part)
@@ -1617,15 +1621,7 @@ static bool suf_skip(const struct bounds *b, const struct sufagg *a)
 	int32_t m;
 	if (a->gpuless || a->held || (b->preempt && a->max_prio > b->minprio))
 		return false;
-	if (b->loosen && a->min_dur <= b->short_d) {
-		w = b->wl;
-		m = b->ml;
-		n = b->nl;
-	} else {
-		w = b->ws;
-		m = b->ms;
-		n = b->ns;
-	}
+	limits(b, a->min_dur <= b->short_d, &w, &m, &n);
 	if (a->need_w != INT32_MAX && a->need_w <= w && a->task_w <= m && a->full_w <= n)
 		return false;
 	if (a->frac != INT32_MAX && (w > 0 || a->frac <= b->part))
