@@ -1139,6 +1139,17 @@ static int64_t next_task_due(const struct drv_agent *a, int64_t now)
 	return due;
 }
 
+/* Whether any task owes the controller a report. Caller holds a->mu. */
+static bool reports_owed(const struct drv_agent *a)
+{
+	size_t k;
+
+	for (k = 0; k < a->ntasks; k++)
+		if (a->tasks[k]->rep_running || a->tasks[k]->rep_end)
+			return true;
+	return false;
+}
+
 static void *super_main(void *arg)
 {
 	struct drv_agent *a = arg;
@@ -1152,7 +1163,6 @@ static void *super_main(void *arg)
 	while (!a->stopping) {
 		int64_t now = drv_now_ms();
 		int running;
-		bool owed = false;
 
 		if ((!a->session || a->need_register) && now >= next_reg) {
 			int rc;
@@ -1180,10 +1190,8 @@ static void *super_main(void *arg)
 			a->running_dirty = false;
 			save_running(a);
 		}
-		for (k = 0; k < a->ntasks; k++)
-			owed |= a->tasks[k]->rep_running || a->tasks[k]->rep_end;
 		now = drv_now_ms();
-		if (a->session && !a->need_register && owed && now >= next_report) {
+		if (a->session && !a->need_register && reports_owed(a) && now >= next_report) {
 			pthread_mutex_unlock(&a->mu);
 			if (send_reports(a, &c) < 0)
 				next_report = drv_now_ms() + 1000;
@@ -1205,9 +1213,7 @@ static void *super_main(void *arg)
 			now = drv_now_ms();
 			if (!a->session || a->need_register)
 				due = DRV_MAX(next_reg, now + 50);
-			for (k = 0, owed = false; k < a->ntasks; k++)
-				owed |= a->tasks[k]->rep_running || a->tasks[k]->rep_end;
-			if (owed)
+			if (reports_owed(a))
 				due = DRV_MIN(due, next_report);
 			if (running)
 				due = DRV_MIN(due, next_task_due(a, now));
