@@ -11,10 +11,7 @@ set -u
 
 . "$ROOT/tests/integration/server.shlib"
 
-cat >"$TEST_TMP/server.yaml" <<'CONF'
-tokens:
-  - {token: ops-t, user: ops, admin: true}
-cluster_token: agents-t
+cat >>"$TEST_TMP/server.yaml" <<'CONF'
 sched_delay_ms: 5
 scheduler: {order: fifo, mode: backfill, preemption: true}
 CONF

@@ -8,10 +8,7 @@ set -u
 
 . "$ROOT/tests/integration/server.shlib"
 
-cat >"$TEST_TMP/server.yaml" <<'CONF'
-tokens:
-  - {token: ops-t, user: ops, admin: true}
-cluster_token: agents-t
+cat >>"$TEST_TMP/server.yaml" <<'CONF'
 heartbeat_interval_s: 1
 heartbeat_timeout_s: 2
 retry_limit: 3
