@@ -22,6 +22,9 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -Iinclude $(PKG_CFLAGS) $(CFLAGS) -D_GNU_SOURCE
 	-include drover/banned.h -fno-omit-frame-pointer
 LIBS := $(PKG_LIBS) -lm -ldl -lpthread
 
+# The first goal: plain `make` builds ./drover.
+all: drover
+
 LAYERS := core spec store metrics http server agent sim client bench
 LIB_SRC := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CMD_SRC := $(wildcard src/cmd/*.c)
@@ -60,8 +63,6 @@ $(eval $(call flavour,asan,$(SAN_FLAGS)))
 
 .PHONY: all run test deps install clean fuzz test-unit test-asan test-golden \
 	test-integration test-fuzz check-deps
-
-all: drover
 
 drover: build/rel/drover
 	cp build/rel/drover drover

@@ -2,7 +2,7 @@
  * http.h: drover's thin HTTP layer (src/http/). Owned by the server
  * engineer (issue 6); used by the controller, the agent and the client.
  *
- * Server side (src/http/server.c): a table of routes over libmicrohttpd.
+ * Server side (src/http/http_server.c): a table of routes over libmicrohttpd.
  * A route is one row: method, path pattern, handler. A pattern is a path
  * whose segments may be "{}" to capture that segment: "/v1/jobs/{}/cancel".
  * The server runs one thread per connection, so a handler may block
@@ -10,7 +10,7 @@
  * A path that matches a pattern with another method gets 405 with Allow; no
  * match gets 404; both in the error shape of docs/api.md.
  *
- * Client side (src/http/client.c): one connection handle over a libcurl
+ * Client side (src/http/http_client.c): one connection handle over a libcurl
  * easy handle (keep-alive), bearer token, JSON helpers, long-poll with a
  * per-request timeout, and a Server-Sent Events reader. A handle is used by
  * one thread at a time.

@@ -15,7 +15,7 @@
  *   - an event heap keyed by (time, sequence) (src/sim/heap.c);
  *   - the engine: events, scheduling passes, failures, metrics
  *     (src/sim/engine.c);
- *   - outputs: JSON summary, per-run CSV, HTML report (src/sim/output.c,
+ *   - outputs: JSON summary, per-run CSV, HTML report (src/sim/summary.c,
  *     src/sim/report.c);
  *   - tenants, quotas and priority classes from a tenants file
  *     (include/drover/tenants.h; src/sim/tenants.c binds it to a workload).

@@ -25,7 +25,7 @@
 #include "drover/http.h"
 #include "drover/metrics.h"
 #include "drover/model.h"
-#include "internal.h"
+#include "agent_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

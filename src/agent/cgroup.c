@@ -16,7 +16,7 @@
  */
 #include "drover/agent.h"
 #include "drover/common.h"
-#include "internal.h"
+#include "agent_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * resolving where to talk to, one call that turns a failure into one line
  * on stderr and an exit code, and the readers for job objects.
  */
-#include "internal.h"
+#include "client_int.h"
 
 #include "drover/common.h"
 

@@ -10,7 +10,7 @@
  * "kill" in heartbeats, "stale" in reports, and is absent from the
  * node's assignments, which tells the agent to kill it.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <ctype.h>
 #include <stdio.h>

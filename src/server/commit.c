@@ -19,7 +19,7 @@
  * waiter of the group gets DRV_EIO. New jobs (srv_commit_new_jobs) are not
  * in memory until their batch committed, so a failed submit leaves nothing.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * Without a file the server writes one with random tokens (mode 0600) on
  * first start and reads it on later starts.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
  * job handed to the scheduler and 201 sent. A store failure answers 503
  * and leaves no trace of the job.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * Decisions are applied in memory, flushed to the store, and only then
  * announced to agents (node versions bumped): written before acted on.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <stdio.h>
 #include <string.h>

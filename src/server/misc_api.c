@@ -7,7 +7,7 @@
  * (flush); a watcher asking for a sequence older than the ring reads the
  * store. Long-polls and SSE streams wait on srv->cv.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <errno.h>
 #include <stdio.h>

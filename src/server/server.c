@@ -10,7 +10,7 @@
  * DROVER_STORE_FAULT=OP:AFTER in the environment wraps the store in the
  * fault backend and arms it (tests break a real server's writes this way).
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * only after it succeeded are agents told (node versions) or replies sent.
  * A failed flush keeps everything dirty and is retried by the next one.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <stdlib.h>
 #include <string.h>

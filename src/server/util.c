@@ -2,7 +2,7 @@
  * util.c: small helpers of the controller: clocks, RFC 3339 times, state
  * names, the log line, GPU index lists.
  */
-#include "internal.h"
+#include "server_int.h"
 
 #include <stdarg.h>
 #include <string.h>

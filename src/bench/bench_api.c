@@ -1,0 +1,1097 @@
+/*
+ * bench_api.c: 'drover bench api': the control plane measured end to end on this
+ * machine, and Slurm beside it in the same run.
+ *
+ * It starts everything itself from this binary, on loopback, in a
+ * temporary directory: a 'drover server' with its SQLite store, and (for
+ * the second half) 16 'drover agent --fake-gpus 8xH100' processes. Then:
+ *
+ *   1. durable submits per second, against a server with no nodes (every
+ *      job stays pending, so the figure is the API, the store's synced
+ *      write and the scheduling pass, not task churn): one client on one
+ *      keep-alive connection; 32 concurrent clients (threads, one
+ *      connection each); the batch path (POST /v1/jobs/batch); and one
+ *      'drover submit' process per job, as sbatch is used;
+ *   2. submit-to-running latency of one-GPU jobs on 16 simulated 8-GPU
+ *      nodes: the time from sending the submit to the job's transition to
+ *      running arriving on the watch stream (long-poll), p50/p99;
+ *   3. the workload of ../shared/bench/slurm (500 single-node jobs of
+ *      1/2/4/8 GPUs and 20 jobs of 4 nodes x 8 GPUs, each running `true`)
+ *      end to end, first by drover's best path (one batch), then with one
+ *      'drover submit' process a job; then the same CSV through
+ *      slurm-local (`up 16 8`, `run`, `down`), and the ratios.
+ *
+ * The one JSON object it prints says what was measured and how. Every
+ * child is killed on the way out (and on Ctrl-C).
+ */
+#include "drover/bench.h"
+#include "drover/client.h"
+#include "drover/common.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOKEN "bench-admin-token"
+#define CLUSTER_TOKEN "bench-cluster-token"
+#define MAX_CHILDREN 256
+
+struct opts {
+	int nodes, gpus;
+	int serial, clients, concurrent, batch, batch_size, procs, latency, workload;
+	int slurm;
+	const char *slurm_local;
+	int keep;
+};
+
+static pid_t children[MAX_CHILDREN];
+static int nchildren;
+static char tmpdir[256];
+static char self[4096];
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static void kill_children(void)
+{
+	int i;
+	double deadline;
+
+	for (i = 0; i < nchildren; i++)
+		if (children[i] > 0)
+			kill(-children[i], SIGTERM);
+	deadline = now_s() + 3;
+	for (i = 0; i < nchildren; i++) {
+		while (children[i] > 0) {
+			pid_t r = waitpid(children[i], NULL, WNOHANG);
+			if (r == children[i] || (r < 0 && errno == ECHILD)) {
+				children[i] = 0;
+				break;
+			}
+			if (now_s() > deadline) {
+				kill(-children[i], SIGKILL);
+				waitpid(children[i], NULL, 0);
+				children[i] = 0;
+				break;
+			}
+			sleep_ms(20);
+		}
+	}
+	nchildren = 0;
+}
+
+static void on_signal(int sig)
+{
+	int i;
+	for (i = 0; i < nchildren; i++)
+		if (children[i] > 0)
+			kill(-children[i], SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Starts argv in its own process group, output to log; returns the pid. */
+static pid_t spawn(char *const argv[], const char *log)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		fprintf(stderr, "bench api: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		setpgid(0, 0);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			close(fd);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	if (nchildren < MAX_CHILDREN)
+		children[nchildren++] = pid;
+	return pid;
+}
+
+static void stop_child(pid_t pid)
+{
+	int i;
+	for (i = 0; i < nchildren; i++)
+		if (children[i] == pid) {
+			kill(-pid, SIGTERM);
+			waitpid(pid, NULL, 0);
+			children[i] = 0;
+		}
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(s, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	if (s >= 0)
+		close(s);
+	return port;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return DRV_EIO;
+	fputs(text, f);
+	return fclose(f) ? DRV_EIO : 0;
+}
+
+/* ---- a server of our own ---- */
+
+struct server {
+	pid_t pid;
+	int port;
+	char url[64];
+	char state[512];
+};
+
+static struct drv_client *client_for(const char *url)
+{
+	struct drv_client_conf c = { .server = (char *)url, .token = TOKEN };
+	return drv_client_new(&c);
+}
+
+static int call_json(struct drv_client *c, const char *method, const char *path,
+		     const char *ctype, const char *body, size_t len, long timeout_ms,
+		     struct drv_client_reply *r)
+{
+	char err[512];
+	int rc = drv_client_call(c, method, path, ctype, body, len, timeout_ms, r, err,
+				 sizeof(err));
+	if (rc)
+		return rc;
+	if (r->status < 200 || r->status >= 300) {
+		char *m = drv_client_reply_error(r);
+		fprintf(stderr, "bench api: %s %s: HTTP %ld: %s\n", method, path, r->status, m);
+		drv_free(m);
+		drv_client_reply_release(r);
+		return DRV_EIO;
+	}
+	return 0;
+}
+
+static int start_server(struct server *s, const char *name)
+{
+	char cfg[600], log[600], listen[64], text[1024];
+	struct drv_client *c;
+	double deadline;
+	int ok = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->port = free_port();
+	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
+	snprintf(s->state, sizeof(s->state), "%s/%s", tmpdir, name);
+	mkdir(s->state, 0700);
+	snprintf(cfg, sizeof(cfg), "%s/%s.yaml", tmpdir, name);
+	snprintf(text, sizeof(text),
+		 "tokens:\n  - token: \"%s\"\n    user: bench\n    admin: true\n"
+		 "cluster_token: \"%s\"\nallow_root_tasks: true\n",
+		 TOKEN, CLUSTER_TOKEN);
+	if (write_file(cfg, text))
+		return DRV_EIO;
+	snprintf(log, sizeof(log), "%s/%s.log", tmpdir, name);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
+	{
+		char *argv[] = { self, "server", "--listen", listen, "--state", s->state,
+				 "--config", cfg, NULL };
+		s->pid = spawn(argv, log);
+	}
+	if (s->pid < 0)
+		return DRV_EIO;
+	c = client_for(s->url);
+	deadline = now_s() + 30;
+	while (now_s() < deadline) {
+		struct drv_client_reply r;
+		char err[256];
+		if (!drv_client_call(c, "GET", "/healthz", NULL, NULL, 0, 1000, &r, err,
+				     sizeof(err))) {
+			ok = r.status == 200;
+			drv_client_reply_release(&r);
+			if (ok)
+				break;
+		}
+		if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
+			break;
+		sleep_ms(50);
+	}
+	drv_client_free(c);
+	if (!ok) {
+		fprintf(stderr, "bench api: the server did not come up (log %s)\n", log);
+		return DRV_EIO;
+	}
+	return 0;
+}
+
+static int start_agents(const struct server *s, int n, const char *spec)
+{
+	struct drv_client *c = client_for(s->url);
+	double deadline;
+	int i, up = 0;
+
+	for (i = 0; i < n; i++) {
+		char name[64], listen[64], log[600], state[600];
+		snprintf(name, sizeof(name), "bench-node-%02d", i + 1);
+		snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+		snprintf(log, sizeof(log), "%s/agent-%02d.log", tmpdir, i + 1);
+		snprintf(state, sizeof(state), "%s/agent-%02d", tmpdir, i + 1);
+		{
+			char *argv[] = { self, "agent", "--server", (char *)s->url, "--token",
+					 CLUSTER_TOKEN, "--name", name, "--listen", listen,
+					 "--fake-gpus", (char *)spec, "--run-as-self",
+					 "--state", state, NULL };
+			if (spawn(argv, log) < 0)
+				break;
+		}
+	}
+	deadline = now_s() + 60;
+	while (now_s() < deadline) {
+		struct drv_client_reply r;
+		const json_t *items, *x;
+		size_t k;
+		if (!call_json(c, "GET", "/v1/nodes?state=up", NULL, NULL, 0, 5000, &r)) {
+			items = json_object_get(r.json, "items");
+			up = 0;
+			json_array_foreach(items, k, x)
+				if (json_is_string(json_object_get(x, "state")) &&
+				    !strcmp(json_string_value(json_object_get(x, "state")), "up"))
+					up++;
+			drv_client_reply_release(&r);
+			if (up >= n)
+				break;
+		}
+		sleep_ms(200);
+	}
+	drv_client_free(c);
+	if (up < n) {
+		fprintf(stderr, "bench api: only %d of %d agents came up (logs in %s)\n", up, n,
+			tmpdir);
+		return DRV_EIO;
+	}
+	return 0;
+}
+
+/* ---- job bodies ---- */
+
+static char *pod_yaml(int gpus)
+{
+	char *b = drv_malloc(512);
+	snprintf(b, 512,
+		 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bench-%dgpu\nspec:\n"
+		 "  containers:\n  - name: main\n    image: busybox:1.36\n"
+		 "    command: [\"true\"]\n    resources:\n      limits:\n"
+		 "        nvidia.com/gpu: %d\n",
+		 gpus, gpus);
+	return b;
+}
+
+/* The workload's job as a Slurm script, as slurm-local submits it. */
+static char *sbatch_script(int gpn, int nodes)
+{
+	char *b = drv_malloc(256);
+	snprintf(b, 256,
+		 "#!/bin/sh\n#SBATCH --job-name=wl-%dx%d\n#SBATCH -N %d\n#SBATCH -n %d\n"
+		 "#SBATCH --gres=gpu:%d\ntrue\n",
+		 nodes, gpn, nodes, nodes, gpn);
+	return b;
+}
+
+/* The workload: 500 single-node jobs of 1/2/4/8 GPUs, 20 of 4 x 8 (for
+ * 520 jobs; fewer keep the same mix, for a quick run). */
+struct wjob {
+	int gpn, nodes;
+};
+
+/* Nodes of the workload's multi-node jobs: 4, or all when fewer. */
+static int gang_nodes = 4;
+
+static int workload(struct wjob *w, int total)
+{
+	static const int g[] = { 1, 2, 4, 8 };
+	int i, n = 0, single = 0;
+
+	for (i = 0; i < total; i++) {
+		if (i % 26 == 25) {
+			w[n++] = (struct wjob){ 8, gang_nodes };
+		} else {
+			w[n++] = (struct wjob){ g[single % 4], 1 };
+			single++;
+		}
+	}
+	return n;
+}
+
+/* Canonical JSON of a job: submit it to the (node-less) server, read "spec". */
+static json_t *canonical(struct drv_client *c, const char *ctype, const char *body)
+{
+	struct drv_client_reply r;
+	char path[64];
+	json_t *spec = NULL;
+	long long id;
+
+	if (call_json(c, "POST", "/v1/jobs", ctype, body, strlen(body), 10000, &r))
+		return NULL;
+	id = drv_jint(r.json, "id", 0);
+	drv_client_reply_release(&r);
+	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
+	if (call_json(c, "GET", path, NULL, NULL, 0, 10000, &r))
+		return NULL;
+	spec = json_object_get(r.json, "spec");
+	if (spec)
+		json_incref(spec);
+	drv_client_reply_release(&r);
+	if (!spec)
+		fprintf(stderr, "bench api: GET %s has no \"spec\"\n", path);
+	return spec;
+}
+
+/* ---- submit rates ---- */
+
+struct rate {
+	int jobs, failed;
+	double seconds;
+};
+
+static json_t *rate_json(const struct rate *r, const char *how)
+{
+	return json_pack("{s:s,s:i,s:i,s:f,s:f}", "how", how, "jobs", r->jobs, "failed",
+			 r->failed, "seconds", r->seconds,
+			 "per_s", r->seconds > 0 ? (double)(r->jobs - r->failed) / r->seconds : 0.0);
+}
+
+struct worker {
+	const char *url;
+	const char *body;
+	const char *ctype;
+	int n, failed;
+	pthread_barrier_t *go;
+};
+
+static void *submit_worker(void *p)
+{
+	struct worker *w = p;
+	struct drv_client *c = client_for(w->url);
+	int i;
+
+	pthread_barrier_wait(w->go);
+	for (i = 0; i < w->n; i++) {
+		struct drv_client_reply r;
+		char err[256];
+		if (drv_client_call(c, "POST", "/v1/jobs", w->ctype, w->body, strlen(w->body),
+				    30000, &r, err, sizeof(err))) {
+			w->failed++;
+			continue;
+		}
+		if (r.status != 201)
+			w->failed++;
+		drv_client_reply_release(&r);
+	}
+	drv_client_free(c);
+	return NULL;
+}
+
+static struct rate submit_threads(const char *url, int clients, int total, const char *ctype,
+				  const char *body)
+{
+	struct worker *w = drv_calloc((size_t)clients, sizeof(*w));
+	pthread_t *t = drv_calloc((size_t)clients, sizeof(*t));
+	pthread_barrier_t go;
+	struct rate r = { 0 };
+	double t0;
+	int i;
+
+	pthread_barrier_init(&go, NULL, (unsigned)clients + 1);
+	for (i = 0; i < clients; i++) {
+		w[i] = (struct worker){ url, body, ctype, total / clients + (i < total % clients),
+					0, &go };
+		pthread_create(&t[i], NULL, submit_worker, &w[i]);
+	}
+	pthread_barrier_wait(&go);
+	t0 = now_s();
+	for (i = 0; i < clients; i++) {
+		pthread_join(t[i], NULL);
+		r.failed += w[i].failed;
+		r.jobs += w[i].n;
+	}
+	r.seconds = now_s() - t0;
+	pthread_barrier_destroy(&go);
+	drv_free(w);
+	drv_free(t);
+	return r;
+}
+
+static struct rate submit_batches(struct drv_client *c, const json_t *const *specs,
+				  int nspecs, int total, int batch_size)
+{
+	struct rate r = { 0 };
+	double t0 = now_s();
+	int done = 0;
+
+	while (done < total) {
+		int n = DRV_MIN(batch_size, total - done), i;
+		json_t *items = json_array(), *doc;
+		struct drv_client_reply rep;
+		char *body;
+
+		for (i = 0; i < n; i++)
+			json_array_append(items, (json_t *)specs[(done + i) % nspecs]);
+		doc = json_pack("{s:o}", "items", items);
+		body = json_dumps(doc, JSON_COMPACT);
+		json_decref(doc);
+		if (call_json(c, "POST", "/v1/jobs/batch", "application/json", body, strlen(body),
+			      120000, &rep)) {
+			r.failed += n;
+		} else {
+			if (rep.status != 201 || (int)json_array_size(json_object_get(rep.json, "items")) != n)
+				r.failed += n;
+			drv_client_reply_release(&rep);
+		}
+		free(body);
+		r.jobs += n;
+		done += n;
+	}
+	r.seconds = now_s() - t0;
+	return r;
+}
+
+/* One 'drover submit' process a job, one after another, as sbatch is used. */
+static struct rate submit_processes(const char *url, char *const *files, int n)
+{
+	struct rate r = { 0 };
+	double t0 = now_s();
+	int i;
+
+	setenv("DROVER_SERVER", url, 1);
+	setenv("DROVER_TOKEN", TOKEN, 1);
+	for (i = 0; i < n; i++) {
+		int st = 0;
+		pid_t pid = fork();
+		if (pid == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+			if (fd >= 0) {
+				dup2(fd, 1);
+				close(fd);
+			}
+			execl(self, self, "submit", "--parsable", files[i], (char *)NULL);
+			_exit(127);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			r.failed++;
+		r.jobs++;
+	}
+	r.seconds = now_s() - t0;
+	return r;
+}
+
+/* Waits until no job is unfinished (GET /v1/queue is empty). */
+static int wait_drained(struct drv_client *c, double timeout_s)
+{
+	double deadline = now_s() + timeout_s;
+
+	while (now_s() < deadline) {
+		struct drv_client_reply r;
+		if (!call_json(c, "GET", "/v1/queue?limit=1", NULL, NULL, 0, 10000, &r)) {
+			size_t n = json_array_size(json_object_get(r.json, "items"));
+			drv_client_reply_release(&r);
+			if (n == 0)
+				return 0;
+		}
+		sleep_ms(50);
+	}
+	return DRV_ETIMEDOUT;
+}
+
+/* ---- latency: the watch stream tells when each job runs ---- */
+
+struct watch {
+	const char *url;
+	pthread_mutex_t mu;
+	long long *ids;      /* jobs seen going to running, in arrival order */
+	double *at;          /* when each arrived */
+	size_t n, cap, cap2;
+	volatile int stop;
+	int events;
+};
+
+static void *watcher(void *p)
+{
+	struct watch *w = p;
+	struct drv_client *c = client_for(w->url);
+	long long since = -1;
+
+	while (!w->stop) {
+		struct drv_client_reply r;
+		char path[128], err[256];
+		const json_t *items, *e;
+		size_t i;
+		if (since < 0)
+			snprintf(path, sizeof(path), "/v1/watch?timeout=1");
+		else
+			snprintf(path, sizeof(path), "/v1/watch?since=%lld&timeout=1", since);
+		if (drv_client_call(c, "GET", path, NULL, NULL, 0, 10000, &r, err, sizeof(err))) {
+			sleep_ms(50);
+			continue;
+		}
+		if (r.status == 200) {
+			double t = now_s();
+			items = json_object_get(r.json, "items");
+			pthread_mutex_lock(&w->mu);
+			json_array_foreach(items, i, e) {
+				const char *to = json_string_value(json_object_get(e, "to"));
+				long long id = drv_jint(e, "job", 0);
+				w->events++;
+				if (to && !strcmp(to, "running") && id > 0) {
+					DRV_GROW(w->ids, w->n + 1, w->cap);
+					DRV_GROW(w->at, w->n + 1, w->cap2);
+					w->ids[w->n] = id;
+					w->at[w->n++] = t;
+				}
+			}
+			pthread_mutex_unlock(&w->mu);
+			if (json_is_integer(json_object_get(r.json, "next")))
+				since = json_integer_value(json_object_get(r.json, "next"));
+		} else {
+			sleep_ms(100);
+		}
+		drv_client_reply_release(&r);
+	}
+	drv_client_free(c);
+	return NULL;
+}
+
+/* When job id was first seen running; 0 when not yet. Caller locks. */
+static double running_at(const struct watch *w, long long id)
+{
+	size_t i;
+	for (i = 0; i < w->n; i++)
+		if (w->ids[i] == id)
+			return w->at[i];
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, int n, double p)
+{
+	int k;
+	if (n <= 0)
+		return 0;
+	k = (int)ceil(p * n) - 1;
+	if (k < 0)
+		k = 0;
+	if (k >= n)
+		k = n - 1;
+	return v[k];
+}
+
+static json_t *measure_latency(const struct server *s, int njobs)
+{
+	struct watch w;
+	pthread_t th;
+	struct drv_client *c = client_for(s->url);
+	char *body = pod_yaml(1);
+	long long *ids = drv_calloc((size_t)njobs, sizeof(*ids));
+	double *sent = drv_calloc((size_t)njobs, sizeof(*sent));
+	double *lat = drv_calloc((size_t)njobs, sizeof(*lat));
+	double deadline;
+	int i, nlat = 0, failed = 0, seen;
+	json_t *out;
+
+	memset(&w, 0, sizeof(w));
+	w.url = s->url;
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_create(&th, NULL, watcher, &w);
+	sleep_ms(300);
+	for (i = 0; i < njobs; i++) {
+		struct drv_client_reply r;
+		sent[i] = now_s();
+		if (call_json(c, "POST", "/v1/jobs", "application/yaml", body, strlen(body), 30000,
+			      &r)) {
+			failed++;
+			continue;
+		}
+		ids[i] = drv_jint(r.json, "id", 0);
+		drv_client_reply_release(&r);
+		sleep_ms(10);
+	}
+	deadline = now_s() + 60;
+	do {
+		seen = 0;
+		pthread_mutex_lock(&w.mu);
+		for (i = 0; i < njobs; i++)
+			if (ids[i] > 0 && running_at(&w, ids[i]))
+				seen++;
+		pthread_mutex_unlock(&w.mu);
+		if (seen >= njobs - failed)
+			break;
+		sleep_ms(50);
+	} while (now_s() < deadline);
+	w.stop = 1;
+	pthread_join(th, NULL);
+	for (i = 0; i < njobs; i++)
+		if (ids[i] > 0 && running_at(&w, ids[i]))
+			lat[nlat++] = (running_at(&w, ids[i]) - sent[i]) * 1000.0;
+	qsort(lat, (size_t)nlat, sizeof(double), cmp_double);
+	out = json_pack("{s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f}", "how",
+			"one 1-GPU Pod every 10 ms from one client; latency = submit sent to the "
+			"job's transition to running received on GET /v1/watch (long-poll)",
+			"jobs", njobs, "failed_submits", failed, "seen_running", nlat, "p50_ms",
+			pct(lat, nlat, 0.50), "p99_ms", pct(lat, nlat, 0.99), "max_ms",
+			nlat ? lat[nlat - 1] : 0.0, "min_ms", nlat ? lat[0] : 0.0);
+	pthread_mutex_destroy(&w.mu);
+	drv_free(w.ids);
+	drv_free(w.at);
+	drv_free(ids);
+	drv_free(sent);
+	drv_free(lat);
+	drv_free(body);
+	drv_client_free(c);
+	return out;
+}
+
+/* ---- Slurm, through slurm-local ---- */
+
+static json_t *run_capture(const char *cmd, int *status)
+{
+	FILE *p = popen(cmd, "r");
+	char line[4096];
+	json_t *last = NULL;
+
+	*status = -1;
+	if (!p)
+		return NULL;
+	while (fgets(line, sizeof(line), p)) {
+		json_t *j = line[0] == '{' ? json_loads(line, 0, NULL) : NULL;
+		fputs(line, stderr);
+		if (j) {
+			json_decref(last);
+			last = j;
+		}
+	}
+	*status = pclose(p);
+	return last;
+}
+
+/*
+ * slurm-local starts munged only when /run/munge/munge.socket.2 is missing.
+ * A socket left by a munged that is gone (a restored machine, a killed
+ * daemon) makes every Slurm RPC fail its authentication and retry, and
+ * Slurm then runs many times slower than it can: the comparison would be
+ * against a crippled peer. Such a socket (nobody listening) is removed so
+ * that slurm-local starts munged; the JSON says so.
+ */
+static bool clear_stale_munge_socket(void)
+{
+	static const char path[] = "/run/munge/munge.socket.2";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	bool stale;
+	int fd;
+
+	if (lstat(path, &st) || !S_ISSOCK(st.st_mode))
+		return false;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	memcpy(sa.sun_path, path, sizeof(path));
+	stale = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
+	close(fd);
+	if (!stale || unlink(path))
+		return false;
+	fprintf(stderr, "bench api: removed %s: no munged listens on it, and slurm-local starts "
+			"munged only when it is missing\n", path);
+	return true;
+}
+
+static json_t *run_slurm(const struct opts *o, const char *csv)
+{
+	char cmd[2048];
+	json_t *res;
+	int st;
+	double t0 = now_s();
+
+	bool munge_cleared;
+
+	if (access(o->slurm_local, X_OK))
+		return json_pack("{s:s}", "error", "slurm-local not found; give --slurm-local PATH");
+	munge_cleared = clear_stale_munge_socket();
+	snprintf(cmd, sizeof(cmd), "'%s' up %d %d >&2", o->slurm_local, o->nodes, o->gpus);
+	if (system(cmd)) {
+		snprintf(cmd, sizeof(cmd), "'%s' down >/dev/null 2>&1", o->slurm_local);
+		if (system(cmd)) {
+			/* nothing more to do: it did not come up */
+		}
+		return json_pack("{s:s}", "error", "slurm-local up failed");
+	}
+	fprintf(stderr, "bench api: slurm-local up in %.1f s\n", now_s() - t0);
+	snprintf(cmd, sizeof(cmd), "'%s' run '%s'", o->slurm_local, csv);
+	res = run_capture(cmd, &st);
+	snprintf(cmd, sizeof(cmd), "'%s' down >&2", o->slurm_local);
+	if (system(cmd)) {
+		/* best effort */
+	}
+	if (!res || st)
+		return json_pack("{s:s}", "error", "slurm-local run failed");
+	if (munge_cleared)
+		json_object_set_new(res, "note", json_string("a stale munge socket (no munged "
+							     "behind it) was removed first"));
+	return res;
+}
+
+/* ---- main ---- */
+
+static const char usage[] =
+	"usage: drover bench api [--json] [--nodes N] [--gpus-per-node G] [--serial N]\n"
+	"       [--clients C] [--concurrent N] [--batch N] [--batch-size N] [--procs N]\n"
+	"       [--latency N] [--workload N (at most 520)] [--no-slurm] [--slurm-local PATH]\n"
+	"       [--keep]\n";
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	int i;
+
+	*o = (struct opts){ .nodes = 16, .gpus = 8, .serial = 1000, .clients = 32,
+			    .concurrent = 3200, .batch = 10000, .batch_size = 1000, .procs = 200,
+			    .latency = 300, .workload = 520, .slurm = 1,
+			    .slurm_local = "../shared/bench/slurm/slurm-local" };
+	if (getenv("DROVER_SLURM_LOCAL"))
+		o->slurm_local = getenv("DROVER_SLURM_LOCAL");
+	else if (access(o->slurm_local, X_OK) &&
+		 !access("/work/shared/bench/slurm/slurm-local", X_OK))
+		o->slurm_local = "/work/shared/bench/slurm/slurm-local";
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int *num = NULL;
+		if (!strcmp(a, "--json"))
+			continue;
+		if (!strcmp(a, "--no-slurm")) {
+			o->slurm = 0;
+			continue;
+		}
+		if (!strcmp(a, "--keep")) {
+			o->keep = 1;
+			continue;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (!strcmp(a, "--slurm-local") && i + 1 < argc) {
+			o->slurm_local = argv[++i];
+			continue;
+		}
+		if (!strcmp(a, "--nodes"))
+			num = &o->nodes;
+		else if (!strcmp(a, "--gpus-per-node"))
+			num = &o->gpus;
+		else if (!strcmp(a, "--serial"))
+			num = &o->serial;
+		else if (!strcmp(a, "--clients"))
+			num = &o->clients;
+		else if (!strcmp(a, "--concurrent"))
+			num = &o->concurrent;
+		else if (!strcmp(a, "--batch"))
+			num = &o->batch;
+		else if (!strcmp(a, "--batch-size"))
+			num = &o->batch_size;
+		else if (!strcmp(a, "--procs"))
+			num = &o->procs;
+		else if (!strcmp(a, "--latency"))
+			num = &o->latency;
+		else if (!strcmp(a, "--workload"))
+			num = &o->workload;
+		if (!num || i + 1 >= argc || atoi(argv[i + 1]) < 1) {
+			fprintf(stderr, "bench api: bad argument '%s'\n%s", a, usage);
+			return 2;
+		}
+		*num = atoi(argv[++i]);
+	}
+	if (o->clients > 1024)
+		o->clients = 1024;
+	if (o->workload > 520)
+		o->workload = 520;
+	return 0;
+}
+
+int drv_bench_api(int argc, char **argv)
+{
+	struct opts o;
+	struct server s1, s2;
+	struct drv_client *c = NULL;
+	struct wjob w[600];
+	json_t *out = json_object(), *submit = json_object(), *wl = json_object(), *ratios;
+	json_t *spec1 = NULL, *wspecs[600] = { 0 }, *shapes[5] = { 0 };
+	char *pod = NULL, csv[600], **files = NULL;
+	int rc = DRV_EXIT_FAIL, nw, i;
+	ssize_t n;
+	struct rate r;
+
+	rc = parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : DRV_EXIT_USAGE;
+	rc = DRV_EXIT_FAIL;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "bench api: cannot find my own binary\n");
+		return DRV_EXIT_FAIL;
+	}
+	self[n] = '\0';
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/drover-bench-api.XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		fprintf(stderr, "bench api: mkdtemp: %s\n", strerror(errno));
+		return DRV_EXIT_FAIL;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	fprintf(stderr, "bench api: working in %s\n", tmpdir);
+
+	/* The workload, as CSV for slurm-local and as scripts for drover. */
+	gang_nodes = DRV_MIN(4, o.nodes);
+	nw = workload(w, o.workload);
+	snprintf(csv, sizeof(csv), "%s/workload.csv", tmpdir);
+	{
+		FILE *f = fopen(csv, "w");
+		if (!f)
+			goto out;
+		fprintf(f, "gpus_per_node,nodes,seconds\n");
+		for (i = 0; i < nw; i++)
+			fprintf(f, "%d,%d,0\n", w[i].gpn, w[i].nodes);
+		fclose(f);
+	}
+	files = drv_calloc((size_t)nw, sizeof(*files));
+	for (i = 0; i < 5; i++) {
+		const int shape[5][2] = { { 1, 1 }, { 2, 1 }, { 4, 1 }, { 8, 1 }, { 8, gang_nodes } };
+		char path[600];
+		char *script = sbatch_script(shape[i][0], shape[i][1]);
+		snprintf(path, sizeof(path), "%s/wl-%dx%d.sh", tmpdir, shape[i][1], shape[i][0]);
+		write_file(path, script);
+		drv_free(script);
+	}
+	for (i = 0; i < nw; i++) {
+		char path[600];
+		snprintf(path, sizeof(path), "%s/wl-%dx%d.sh", tmpdir, w[i].nodes, w[i].gpn);
+		files[i] = drv_strdup(path);
+	}
+
+	/* 1. Durable submits per second: a server without nodes. */
+	if (start_server(&s1, "submit"))
+		goto out;
+	c = client_for(s1.url);
+	pod = pod_yaml(1);
+	spec1 = canonical(c, "application/yaml", pod);
+	for (i = 0; i < 5; i++) {
+		const int shape[5][2] = { { 1, 1 }, { 2, 1 }, { 4, 1 }, { 8, 1 }, { 8, gang_nodes } };
+		char *script = sbatch_script(shape[i][0], shape[i][1]);
+		shapes[i] = canonical(c, "text/x-slurm", script);
+		drv_free(script);
+	}
+	if (!spec1) {
+		fprintf(stderr, "bench api: cannot get a canonical job from the server\n");
+		goto out;
+	}
+	for (i = 0; i < 5; i++)
+		if (!shapes[i])
+			goto out;
+	fprintf(stderr, "bench api: one client, %d submits\n", o.serial);
+	r = submit_threads(s1.url, 1, o.serial, "application/yaml", pod);
+	json_object_set_new(submit, "one_client", rate_json(&r,
+		"POST /v1/jobs (a 1-GPU Pod, YAML), one client, one keep-alive connection, "
+		"each answered 201 after the job is synced to disk"));
+	fprintf(stderr, "bench api: %d clients, %d submits\n", o.clients, o.concurrent);
+	r = submit_threads(s1.url, o.clients, o.concurrent, "application/yaml", pod);
+	json_object_set_new(submit, "concurrent", rate_json(&r,
+		"POST /v1/jobs, concurrent clients (threads), one connection each"));
+	json_object_set_new(json_object_get(submit, "concurrent"), "clients",
+			    json_integer(o.clients));
+	fprintf(stderr, "bench api: batch path, %d jobs in batches of %d\n", o.batch, o.batch_size);
+	{
+		const json_t *one[1] = { spec1 };
+		r = submit_batches(c, one, 1, o.batch, o.batch_size);
+	}
+	json_object_set_new(submit, "batch", rate_json(&r,
+		"POST /v1/jobs/batch (canonical JSON), one transaction and one sync per batch"));
+	json_object_set_new(json_object_get(submit, "batch"), "batch_size",
+			    json_integer(o.batch_size));
+	fprintf(stderr, "bench api: one drover submit process per job, %d jobs\n", o.procs);
+	r = submit_processes(s1.url, files, DRV_MIN(o.procs, nw));
+	json_object_set_new(submit, "process_per_job", rate_json(&r,
+		"one 'drover submit FILE' process per job (the workload's Slurm scripts), one after another"));
+	json_object_set_new(submit, "server", json_string("no nodes registered: every job stays pending"));
+	drv_client_free(c);
+	c = NULL;
+	stop_child(s1.pid);
+
+	/* 2. and 3.: a server with 16 simulated 8-GPU nodes. */
+	if (start_server(&s2, "cluster"))
+		goto out;
+	{
+		char spec[32];
+		snprintf(spec, sizeof(spec), "%dxH100", o.gpus);
+		fprintf(stderr, "bench api: starting %d agents with --fake-gpus %s\n", o.nodes, spec);
+		if (start_agents(&s2, o.nodes, spec))
+			goto out;
+	}
+	c = client_for(s2.url);
+	fprintf(stderr, "bench api: submit-to-running latency, %d jobs\n", o.latency);
+	json_object_set_new(out, "latency_submit_to_running", measure_latency(&s2, o.latency));
+	if (wait_drained(c, 120)) {
+		fprintf(stderr, "bench api: the latency jobs did not finish\n");
+		goto out;
+	}
+
+	for (i = 0; i < nw; i++) {
+		int k = w[i].nodes > 1 ? 4 : w[i].gpn == 1 ? 0 : w[i].gpn == 2 ? 1 : w[i].gpn == 4 ? 2 : 3;
+		wspecs[i] = shapes[k];
+	}
+	fprintf(stderr, "bench api: workload (%d jobs) through the batch path\n", nw);
+	{
+		double t0 = now_s(), t1, t2;
+		r = submit_batches(c, (const json_t *const *)wspecs, nw, nw, nw);
+		t1 = now_s();
+		if (wait_drained(c, 600)) {
+			fprintf(stderr, "bench api: the workload did not finish in 600 s\n");
+			goto out;
+		}
+		t2 = now_s();
+		json_object_set_new(wl, "drover_batch", json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f}",
+			"how", "the workload in one POST /v1/jobs/batch, then until GET /v1/queue is empty",
+			"jobs", nw, "failed", r.failed, "submit_s", t1 - t0, "submit_per_s",
+			nw / (t1 - t0), "all_done_s", t2 - t0, "jobs_per_s", nw / (t2 - t0)));
+	}
+	fprintf(stderr, "bench api: workload with one drover submit process per job\n");
+	{
+		double t0 = now_s(), t1, t2;
+		r = submit_processes(s2.url, files, nw);
+		t1 = now_s();
+		if (wait_drained(c, 600)) {
+			fprintf(stderr, "bench api: the workload did not finish in 600 s\n");
+			goto out;
+		}
+		t2 = now_s();
+		json_object_set_new(wl, "drover_process_per_job", json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f}",
+			"how", "one 'drover submit' process per job, one after another, then until the queue is empty",
+			"jobs", nw, "failed", r.failed, "submit_s", t1 - t0, "submit_per_s",
+			nw / (t1 - t0), "all_done_s", t2 - t0, "jobs_per_s", nw / (t2 - t0)));
+	}
+	drv_client_free(c);
+	c = NULL;
+	kill_children();
+
+	/* Slurm on the same workload. */
+	if (o.slurm) {
+		fprintf(stderr, "bench api: Slurm through %s\n", o.slurm_local);
+		json_object_set_new(wl, "slurm", run_slurm(&o, csv));
+	} else {
+		json_object_set_new(wl, "slurm", json_pack("{s:s}", "error", "skipped (--no-slurm)"));
+	}
+	json_object_set_new(wl, "description", json_pack("{s:i,s:s,s:i,s:i}", "jobs", nw,
+		"jobs_desc", "slurm-local's README mix: every 26th job 4 nodes x 8 GPUs, the others one node with 1, 2, 4, 8 GPUs in turn (520 jobs: 500 + 20); each runs true",
+		"nodes", o.nodes, "gpus_per_node", o.gpus));
+
+	ratios = json_object();
+	{
+		const json_t *sl = json_object_get(wl, "slurm");
+		double s_e2e = json_real_value(json_object_get(sl, "jobs_per_s"));
+		double s_sub = json_real_value(json_object_get(sl, "submit_per_s"));
+		double d_e2e = json_real_value(json_object_get(json_object_get(wl, "drover_batch"), "jobs_per_s"));
+		double d_sub = json_real_value(json_object_get(json_object_get(wl, "drover_process_per_job"), "submit_per_s"));
+		if (json_is_integer(json_object_get(sl, "jobs_per_s")))
+			s_e2e = (double)json_integer_value(json_object_get(sl, "jobs_per_s"));
+		if (json_is_integer(json_object_get(sl, "submit_per_s")))
+			s_sub = (double)json_integer_value(json_object_get(sl, "submit_per_s"));
+		if (s_e2e > 0) {
+			json_object_set_new(ratios, "end_to_end_jobs_per_s_drover_batch_over_slurm",
+					    json_real(d_e2e / s_e2e));
+			json_object_set_new(ratios, "end_to_end_target", json_integer(10));
+		}
+		if (s_sub > 0) {
+			json_object_set_new(ratios, "process_per_job_submit_per_s_drover_over_sbatch",
+					    json_real(d_sub / s_sub));
+			json_object_set_new(ratios, "process_per_job_target", json_integer(1));
+		}
+	}
+	json_object_set_new(out, "bench", json_string("api"));
+	json_object_set_new(out, "durable_submits", submit);
+	submit = NULL;
+	json_object_set_new(out, "workload", wl);
+	wl = NULL;
+	json_object_set_new(out, "ratios", ratios);
+	json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	fputc('\n', stdout);
+	rc = 0;
+out:
+	drv_client_free(c);
+	kill_children();
+	json_decref(out);
+	json_decref(submit);
+	json_decref(wl);
+	json_decref(spec1);
+	for (i = 0; i < 5; i++)
+		json_decref(shapes[i]);
+	drv_free(pod);
+	if (files) {
+		for (i = 0; i < nw; i++)
+			drv_free(files[i]);
+		drv_free(files);
+	}
+	if (!o.keep && rc == 0) {
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd)) {
+			/* leave it */
+		}
+	} else {
+		fprintf(stderr, "bench api: files kept in %s\n", tmpdir);
+	}
+	return rc;
+}

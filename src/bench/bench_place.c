@@ -1,0 +1,531 @@
+/*
+ * bench_place.c: 'drover bench place [--json] [--strategy bestfit|fgd] [--ops N]
+ * [--seed N] [--compare]': placement latency on HGX clusters of whole
+ * leaves (8 GPUs a node, 32 nodes a leaf, 16 leaves a spine) of 1,024,
+ * 10,240 and 100,352 GPUs.
+ *
+ * Each cluster is first filled to about 80% with the job mix and churned a
+ * while (ops/5 + 1000 attempts), untimed; then a mixed stream keeps it there: below 80% the next job is placed,
+ * above it a random running job is released. Every place attempt is timed
+ * (drv_place, plus the commit when it fits), including attempts that find
+ * no room. The mix: gangs of 1, 2, 4, 8, 16 and 64 GPUs everywhere (a third
+ * of the 1-GPU jobs fractional: a quarter or half of a GPU), 256 and 1024 on
+ * the two larger clusters; gangs over 8 GPUs are tasks of 8 GPUs, half of
+ * them require one leaf when they can fit in one (<= 256 GPUs), the rest
+ * prefer it.
+ *
+ * Each figure is the median over --trials runs of the same stream (3), so
+ * one burst of other users' load on the shared machine does not decide it;
+ * a large gang's attempt starts right after sched_yield() for the same
+ * reason. Times are wall-clock (the vDSO monotonic clock), less the cost of
+ * reading it.
+ *
+ * --json prints {"results":[{"gpus","p50_us","p99_us","placements_per_s",
+ * "small_p99_us","large_p99_us","fail_p99_us"}, ...]} (small: gangs <= 64
+ * GPUs; large: 256 and 1024, null where none ran). --compare runs a
+ * fractional-heavy stream under best-fit and FGD on the same jobs and
+ * reports how much each could place.
+ */
+#include "drover/bench.h"
+#include "drover/common.h"
+#include "drover/model.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stddef.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NODE_GPUS 8
+#define LEAF_NODES 32
+#define SPINE_LEAVES 16
+
+static uint64_t rng;
+static double (*clock_now)(void);
+static double clock_cost; /* what reading the clock twice costs, subtracted */
+
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+
+static void build_hgx(struct drv_cluster *c, int gpus)
+{
+	static const char *const lv[] = { "cluster", "spine", "leaf", "node" };
+	int leaves = gpus / (NODE_GPUS * LEAF_NODES), l, n, h100 = drv_gpu_model_find("H100");
+	int32_t spine = -1, leaf;
+	char name[64];
+
+	drv_cluster_init(c, "bench");
+	drv_cluster_set_levels(c, lv, 4);
+	for (l = 0; l < leaves; l++) {
+		if (l % SPINE_LEAVES == 0) {
+			snprintf(name, sizeof(name), "spine%d", l / SPINE_LEAVES);
+			spine = drv_cluster_add_vertex(c, 0, name);
+		}
+		snprintf(name, sizeof(name), "leaf%d", l);
+		leaf = drv_cluster_add_vertex(c, spine, name);
+		for (n = 0; n < LEAF_NODES; n++) {
+			snprintf(name, sizeof(name), "l%d-n%d", l, n);
+			drv_cluster_add_node(c, leaf, name, h100, NODE_GPUS, 224000, 2 << 20);
+		}
+	}
+}
+
+/* Job templates, built once: no allocation in the timed loop. */
+enum { T_FRAC_Q, T_FRAC_H, T_1, T_2, T_4, T_8, T_16R, T_16P, T_64R, T_64P, T_256R, T_256P,
+       T_1024P, NTEMPL };
+
+struct templ {
+	struct drv_job job;
+	int gpus;       /* gang size in GPUs (fractional count as 1) */
+	bool large;
+};
+
+static void make_templates(struct templ *t)
+{
+	static const struct { int gpus, milli; int topo; } spec[NTEMPL] = {
+		{ 1, 250, 0 }, { 1, 500, 0 }, { 1, 0, 0 }, { 2, 0, 0 }, { 4, 0, 0 }, { 8, 0, 0 },
+		{ 16, 0, 2 }, { 16, 0, 1 }, { 64, 0, 2 }, { 64, 0, 1 }, { 256, 0, 2 }, { 256, 0, 1 },
+		{ 1024, 0, 1 },
+	};
+	int i;
+
+	for (i = 0; i < NTEMPL; i++) {
+		struct drv_job *j = &t[i].job;
+		int g = spec[i].gpus;
+		drv_job_init(j);
+		if (spec[i].milli)
+			drv_job_add_group(j, "w", 1, 0, spec[i].milli);
+		else if (g <= NODE_GPUS)
+			drv_job_add_group(j, "w", 1, g, 0);
+		else
+			drv_job_add_group(j, "w", g / NODE_GPUS, NODE_GPUS, 0);
+		if (spec[i].topo == 2)
+			drv_job_set_topology(j, DRV_TOPO_REQUIRED, "leaf");
+		else if (spec[i].topo == 1)
+			drv_job_set_topology(j, DRV_TOPO_PREFERRED, "leaf");
+		t[i].gpus = g;
+		t[i].large = g >= 256;
+	}
+}
+
+/* The mix: weights per template (the larger two only on larger clusters). */
+static int pick(bool with_large)
+{
+	static const int w[NTEMPL] = { 5, 5, 20, 15, 15, 18, 4, 4, 3, 3, 1, 1, 1 };
+	int total = 0, i, r;
+
+	for (i = 0; i < NTEMPL; i++)
+		if (with_large || i < T_256R)
+			total += w[i];
+	r = (int)rnd((uint32_t)total);
+	for (i = 0; i < NTEMPL; i++) {
+		if (!with_large && i >= T_256R)
+			break;
+		if (r < w[i])
+			return i;
+		r -= w[i];
+	}
+	return T_1;
+}
+
+struct samples {
+	double *v;
+	size_t n, cap;
+};
+
+static void add(struct samples *s, double x)
+{
+	DRV_GROW(s->v, s->n + 1, s->cap);
+	s->v[s->n++] = x;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(struct samples *s, double p)
+{
+	size_t k;
+	if (!s->n)
+		return -1;
+	qsort(s->v, s->n, sizeof(double), cmpd);
+	k = (size_t)(p * (double)(s->n - 1) + 0.5);
+	return s->v[k];
+}
+
+struct result {
+	int gpus;
+	double p50, p99, per_s, small_p99, large_p99, fail_p99;
+	long placed, failed;
+};
+
+struct running {
+	struct drv_placement p;
+	int64_t milli;
+};
+
+static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struct result *r)
+{
+	struct drv_cluster c;
+	struct templ t[NTEMPL];
+	struct drv_place_opts opts;
+	struct running *run;
+	int nrun = 0, maxrun = gpus * 2 + 16, i;
+	int64_t used = 0, total = (int64_t)gpus * DRV_MILLI, target = total * 8 / 10;
+	struct samples all = { 0 }, small = { 0 }, large = { 0 }, fail = { 0 }, per[NTEMPL];
+	bool dbg = getenv("DROVER_BENCH_DEBUG") != NULL; /* per-kind figures on stderr */
+	double spent = 0;
+	bool with_large = gpus > 1024;
+	long op;
+	char why[256];
+
+	memset(per, 0, sizeof(per));
+	build_hgx(&c, gpus);
+	make_templates(t);
+	memset(&opts, 0, sizeof(opts));
+	opts.strategy = strat;
+	run = drv_calloc((size_t)maxrun, sizeof(*run));
+	/* buffers sized for the largest gang up front, as a scheduler reusing
+	 * its placements would have them: no allocation while timing */
+	for (i = 0; i < maxrun; i++) {
+		drv_placement_init(&run[i].p);
+		DRV_GROW(run[i].p.tasks, 1024 / NODE_GPUS, run[i].p.cap);
+	}
+	memset(r, 0, sizeof(*r));
+	r->gpus = gpus;
+
+	/* fill to the target (untimed) */
+	while (used <= target && nrun < maxrun) {
+		const struct drv_job *j = &t[pick(with_large)].job;
+		if (drv_place_commit(&c, j, &opts, &run[nrun].p, NULL, 0) == 0) {
+			run[nrun].milli = drv_job_gpu_milli(j);
+			used += run[nrun].milli;
+			nrun++;
+		}
+	}
+	/* churn a while untimed, then the timed stream */
+	for (op = -(ops / 5 + 1000); op < ops; op++) {
+		bool timed = op >= 0;
+		if (used > target && nrun > 0) {
+			int k = (int)rnd((uint32_t)nrun);
+			struct running tmp;
+			drv_cluster_uncommit(&c, &run[k].p);
+			used -= run[k].milli;
+			tmp = run[k];
+			run[k] = run[nrun - 1];
+			run[nrun - 1] = tmp;
+			nrun--;
+			if (timed)
+				op--; /* count place attempts only */
+			continue;
+		}
+		{
+			int ti = pick(with_large);
+			struct drv_job *j = &t[ti].job;
+			double t0, dt;
+			int rc;
+			if (nrun >= maxrun)
+				break;
+			/* A large gang takes tens of microseconds: start it on a fresh
+			 * time slice, so that other tenants of the shared machine do
+			 * not preempt it half-way and turn the p99 into theirs. */
+			if (timed && t[ti].large)
+				sched_yield();
+			t0 = clock_now();
+			rc = drv_place_commit(&c, j, &opts, &run[nrun].p, why, sizeof(why));
+			dt = clock_now() - t0 - clock_cost;
+			if (rc == 0) {
+				run[nrun].milli = drv_job_gpu_milli(j);
+				used += run[nrun].milli;
+				nrun++;
+			}
+			if (!timed)
+				continue;
+			spent += dt;
+			add(&all, dt);
+			if (dbg)
+				add(&per[ti], dt);
+			if (rc == 0) {
+				r->placed++;
+				add(t[ti].large ? &large : &small, dt);
+			} else {
+				r->failed++;
+				add(&fail, dt);
+				if (dbg && dt > 10)
+					fprintf(stderr, "  slow refusal (%.1f us) of template %d: %s\n", dt, ti, why);
+			}
+		}
+	}
+	if (dbg)
+		for (i = 0; i < NTEMPL; i++)
+			if (per[i].n) {
+				fprintf(stderr, "  %d GPUs template %2d: n %6zu p50 %7.2f p90 %7.2f p99 %7.2f max %8.2f\n",
+					gpus, i, per[i].n, pct(&per[i], 0.5), pct(&per[i], 0.9),
+					pct(&per[i], 0.99), pct(&per[i], 1.0));
+				drv_free(per[i].v);
+			}
+	r->p50 = pct(&all, 0.50);
+	r->p99 = pct(&all, 0.99);
+	r->small_p99 = pct(&small, 0.99);
+	r->large_p99 = pct(&large, 0.99);
+	r->fail_p99 = pct(&fail, 0.99);
+	r->per_s = spent > 0 ? (double)r->placed / (spent / 1e6) : 0;
+	if (drv_cluster_check(&c))
+		fprintf(stderr, "bench place: aggregates drifted on the %d-GPU cluster\n", gpus);
+	for (i = 0; i < maxrun; i++)
+		drv_placement_release(&run[i].p);
+	drv_free(run);
+	for (i = 0; i < NTEMPL; i++)
+		drv_job_release(&t[i].job);
+	drv_free(all.v);
+	drv_free(small.v);
+	drv_free(large.v);
+	drv_free(fail.v);
+	drv_cluster_release(&c);
+}
+
+/* Median over n trials of the double at offset off (-1 = none ran). */
+static double median(const struct result *r, int n, size_t off)
+{
+	double v[15], t;
+	int i, j;
+	for (i = 0; i < n; i++)
+		memcpy(&v[i], (const char *)&r[i] + off, sizeof(double));
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return v[n / 2];
+}
+
+static json_t *num_or_null(double x)
+{
+	return x < 0 ? json_null() : json_real((double)(int64_t)(x * 100 + 0.5) / 100);
+}
+
+/*
+ * --compare: best-fit against FGD on one cluster and one job stream that
+ * mixes whole and fractional tasks (4 in 10 are shares of a GPU). Each
+ * tick one job arrives (dropped when it does not fit) and, nine times in
+ * ten, a random running job ends: offered load exceeds the cluster, so it
+ * runs saturated and what differs is how well each strategy packs. Over
+ * the second half of the ticks we report the mean share of GPU capacity
+ * allocated and the share of arrivals refused although the cluster had
+ * enough free capacity in total (refused by fragmentation).
+ */
+static void compare(int gpus, uint64_t seed, json_t *out)
+{
+	static const enum drv_place_strategy strat[2] = { DRV_PLACE_BESTFIT, DRV_PLACE_FGD };
+	static const char *const names[2] = { "bestfit", "fgd" };
+	static const int32_t mix[] = { 100, 200, 250, 300, 500, 700, 1000, 2000, 4000, 8000 };
+	static const double mixw[] = { 0.4 / 6, 0.4 / 6, 0.4 / 6, 0.4 / 6, 0.4 / 6, 0.4 / 6,
+				       0.30, 0.15, 0.10, 0.05 };
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		struct drv_cluster c;
+		struct drv_place_opts opts;
+		struct running *run;
+		int nrun = 0, maxrun = gpus * 12, i;
+		long ticks = 40L * gpus, k, arrivals = 0, frag_refusals = 0, placed = 0;
+		int64_t used = 0, total = (int64_t)gpus * DRV_MILLI;
+		double alloc_sum = 0, t0 = now_us(), spent;
+		uint64_t arr_rng = seed, dep_rng = seed ^ 0x9e3779b97f4a7c15ULL;
+		json_t *o = json_object();
+
+		build_hgx(&c, gpus);
+		memset(&opts, 0, sizeof(opts));
+		opts.strategy = strat[s];
+		/* FGD is told the stream's true mix of task sizes */
+		opts.mix_milli = mix;
+		opts.mix_weight = mixw;
+		opts.nmix = (int32_t)DRV_ARRAY_SIZE(mix);
+		run = drv_calloc((size_t)maxrun, sizeof(*run));
+		for (i = 0; i < maxrun; i++)
+			drv_placement_init(&run[i].p);
+		for (k = 0; k < ticks; k++) {
+			struct drv_job j;
+			int kind;
+			bool measure = k >= ticks / 2;
+
+			rng = arr_rng;
+			kind = (int)rnd(20);
+			drv_job_init(&j);
+			if (kind < 8)
+				drv_job_add_group(&j, "f", 1, 0, (int[]){ 100, 200, 250, 300, 500, 700 }[rnd(6)]);
+			else if (kind < 14)
+				drv_job_add_group(&j, "w", 1, 1, 0);
+			else if (kind < 17)
+				drv_job_add_group(&j, "w", 1, 2, 0);
+			else if (kind < 19)
+				drv_job_add_group(&j, "w", 1, 4, 0);
+			else
+				drv_job_add_group(&j, "w", 1, 8, 0);
+			arr_rng = rng;
+			if (nrun < maxrun &&
+			    drv_place_commit(&c, &j, &opts, &run[nrun].p, NULL, 0) == 0) {
+				run[nrun].milli = drv_job_gpu_milli(&j);
+				used += run[nrun].milli;
+				nrun++;
+				if (measure)
+					placed++;
+			} else if (measure && total - used >= drv_job_gpu_milli(&j)) {
+				frag_refusals++;
+			}
+			if (measure)
+				arrivals++;
+			drv_job_release(&j);
+			rng = dep_rng;
+			if (nrun > 0 && rnd(10) < 9) {
+				int x = (int)rnd((uint32_t)nrun);
+				struct running tmp;
+				drv_cluster_uncommit(&c, &run[x].p);
+				used -= run[x].milli;
+				tmp = run[x];
+				run[x] = run[nrun - 1];
+				run[nrun - 1] = tmp;
+				nrun--;
+			}
+			dep_rng = rng;
+			if (measure)
+				alloc_sum += (double)used / (double)total;
+		}
+		spent = now_us() - t0;
+		json_object_set_new(o, "strategy", json_string(names[s]));
+		json_object_set_new(o, "gpus", json_integer(gpus));
+		json_object_set_new(o, "mean_alloc", json_real(alloc_sum / (double)(ticks - ticks / 2)));
+		json_object_set_new(o, "placed", json_integer(placed));
+		json_object_set_new(o, "frag_refused_share",
+				    json_real(arrivals ? (double)frag_refusals / (double)arrivals : 0));
+		json_object_set_new(o, "us_per_tick", json_real(spent / (double)ticks));
+		json_array_append_new(out, o);
+		for (i = 0; i < maxrun; i++)
+			drv_placement_release(&run[i].p);
+		drv_free(run);
+		drv_cluster_release(&c);
+	}
+}
+
+int drv_bench_place(int argc, char **argv)
+{
+	static const int sizes[] = { 1024, 10240, 100352 };
+	bool json = false, cmp = false;
+	int trials = 3;
+	long ops = 0;
+	uint64_t seed = 42;
+	enum drv_place_strategy strat = DRV_PLACE_BESTFIT;
+	json_t *root, *arr;
+	char *txt;
+	size_t i;
+	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--json"))
+			json = true;
+		else if (!strcmp(argv[a], "--trials") && a + 1 < argc)
+			trials = (int)strtol(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--compare"))
+			cmp = true;
+		else if (!strcmp(argv[a], "--ops") && a + 1 < argc)
+			ops = strtol(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--seed") && a + 1 < argc)
+			seed = strtoull(argv[++a], NULL, 10);
+		else if (!strcmp(argv[a], "--strategy") && a + 1 < argc) {
+			a++;
+			if (!strcmp(argv[a], "fgd"))
+				strat = DRV_PLACE_FGD;
+			else if (!strcmp(argv[a], "bestfit"))
+				strat = DRV_PLACE_BESTFIT;
+			else {
+				fprintf(stderr, "bench place: --strategy: expected bestfit or fgd\n");
+				return DRV_EXIT_USAGE;
+			}
+		} else {
+			fprintf(stderr,
+				"usage: drover bench place [--json] [--strategy bestfit|fgd] [--ops N] [--trials N] [--seed N] [--compare]\n");
+			return DRV_EXIT_USAGE;
+		}
+	}
+	if (seed == 0)
+		seed = 42;
+	clock_now = now_us;
+	if (trials < 1 || trials > 15)
+		trials = 3;
+	{
+		/* calibrate: the least of many back-to-back reads */
+		int k;
+		clock_cost = 1e9;
+		for (k = 0; k < 2000; k++) {
+			double t0 = clock_now(), t1 = clock_now();
+			if (t1 - t0 < clock_cost)
+				clock_cost = t1 - t0;
+		}
+	}
+	root = json_object();
+	arr = json_array();
+	if (cmp) {
+		for (i = 0; i < 2; i++) {
+			rng = seed;
+			compare(i == 0 ? 1024 : 10240, seed, arr);
+		}
+		json_object_set_new(root, "compare", arr);
+	} else {
+		for (i = 0; i < DRV_ARRAY_SIZE(sizes); i++) {
+			struct result r, tr[15];
+			json_t *o = json_object();
+			int k;
+			/* the same stream (same seed) several times; each figure is the
+			 * median over the trials, so one burst of other load on the
+			 * shared machine does not decide it */
+			for (k = 0; k < trials; k++) {
+				rng = seed;
+				run_cluster(sizes[i], ops > 0 ? ops : 100000, strat, &tr[k]);
+			}
+			r = tr[0];
+			r.p50 = median(tr, trials, offsetof(struct result, p50));
+			r.p99 = median(tr, trials, offsetof(struct result, p99));
+			r.per_s = median(tr, trials, offsetof(struct result, per_s));
+			r.small_p99 = median(tr, trials, offsetof(struct result, small_p99));
+			r.large_p99 = median(tr, trials, offsetof(struct result, large_p99));
+			r.fail_p99 = median(tr, trials, offsetof(struct result, fail_p99));
+			json_object_set_new(o, "gpus", json_integer(r.gpus));
+			json_object_set_new(o, "p50_us", num_or_null(r.p50));
+			json_object_set_new(o, "p99_us", num_or_null(r.p99));
+			json_object_set_new(o, "placements_per_s", json_integer((json_int_t)r.per_s));
+			json_object_set_new(o, "small_p99_us", num_or_null(r.small_p99));
+			json_object_set_new(o, "large_p99_us", num_or_null(r.large_p99));
+			json_object_set_new(o, "fail_p99_us", num_or_null(r.fail_p99));
+			json_array_append_new(arr, o);
+			if (!json)
+				fprintf(stderr, "%d GPUs: %ld place attempts per trial, %ld placed, %ld refused\n",
+					r.gpus, r.placed + r.failed, r.placed, r.failed);
+		}
+		json_object_set_new(root, "results", arr);
+	}
+	txt = json_dumps(root, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8) |
+				       (json ? 0 : JSON_INDENT(2)));
+	printf("%s\n", txt);
+	free(txt);
+	json_decref(root);
+	return DRV_EXIT_OK;
+}

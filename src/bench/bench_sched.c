@@ -1,0 +1,821 @@
+/*
+ * bench_sched.c: 'drover bench sched': the cost of a scheduling pass.
+ *
+ *   drover bench sched [--json] [--pending N] [--preemption on|off]
+ *                      [--mode strict|backfill|greedy] [--order fifo|sjf|las|fair]
+ *
+ * Builds the largest cluster of 'bench place' (100,352 H100 GPUs: 8 GPUs a
+ * node, 32 nodes a leaf, 16 leaves a spine), fills 80% of it with running
+ * jobs, queues 50,000 pending jobs (gangs of 1 to 64 GPUs, some fractional,
+ * four priorities, 32 tenants, some requiring one leaf), times one full pass
+ * and then the steady-state pass after one running job ends (the median of
+ * many such passes). Prints
+ *   {"pending":…,"gpus":…,"full_pass_ms":…,"incremental_pass_us":…}
+ *
+ * It also carries the golden-scenario driver used by tests/golden/run
+ * (hidden: 'drover bench sched --golden FILE'), which replays a scenario
+ * file of submits, events and passes and compares each pass's decisions
+ * with the expected lines (format: docs/scheduling.md).
+ */
+#include "drover/bench.h"
+#include "drover/clusterfile.h"
+#include "drover/common.h"
+#include "drover/diag.h"
+#include "drover/model.h"
+#include "drover/sched.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- a deterministic generator ------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of this thread: what the pass cost, whatever else runs. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the benchmark ------------------------------------------------------ */
+
+static void build_cluster(struct drv_cluster *c, int leaves)
+{
+	int spines = (leaves + 15) / 16;
+	static const char *const lv[] = { "cluster", "spine", "leaf", "node" };
+	char name[64];
+	int h100 = drv_gpu_model_find("H100");
+	int s, l, n;
+	drv_cluster_init(c, "bench");
+	drv_cluster_set_levels(c, lv, 4);
+	for (s = 0; s < spines; s++) {
+		int sv;
+		snprintf(name, sizeof(name), "s%d", s);
+		sv = drv_cluster_add_vertex(c, 0, name);
+		for (l = 0; l < 16 && s * 16 + l < leaves; l++) {
+			int lvx;
+			snprintf(name, sizeof(name), "s%d-l%d", s, l);
+			lvx = drv_cluster_add_vertex(c, sv, name);
+			for (n = 0; n < 32; n++) {
+				snprintf(name, sizeof(name), "s%d-l%d-n%d", s, l, n);
+				drv_cluster_add_node(c, lvx, name, h100, 8, 224000, 2 * 1024 * 1024);
+			}
+		}
+	}
+}
+
+static void make_job(struct drv_job *j, uint64_t id, uint64_t *rng, int64_t now, int ntenants,
+		     char tenants[][16])
+{
+	static const int sizes[] = { 1, 1, 1, 2, 2, 4, 4, 8, 8, 8, 16, 32, 64 };
+	uint64_t r = rng_next(rng);
+	int size = sizes[r % DRV_ARRAY_SIZE(sizes)];
+	struct drv_task_group *g;
+	drv_job_init(j);
+	j->id = id;
+	j->tenant = drv_strdup(tenants[(r >> 8) % (uint64_t)ntenants]);
+	j->priority = (int32_t)((r >> 16) % 4) * 100;
+	j->preemptible = (r >> 20) % 2 == 0;
+	j->submit_time = now - (int64_t)((r >> 24) % 36000);
+	j->runtime_estimate = 600 + (int64_t)((r >> 40) % 86400);
+	j->time_limit = j->runtime_estimate * 2;
+	if ((r >> 32) % 10 == 0) {
+		g = drv_job_add_group(j, "main", 1, 0, 250 * (int32_t)(1 + (r >> 36) % 3));
+	} else if (size <= 8) {
+		g = drv_job_add_group(j, "main", 1, size, 0);
+	} else {
+		g = drv_job_add_group(j, "main", size / 8, 8, 0);
+		if ((r >> 44) % 2 == 0)
+			drv_job_set_topology(j, DRV_TOPO_REQUIRED, "leaf");
+	}
+	(void)g;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int bench_run(int argc, char **argv)
+{
+	struct drv_sched_policy pol;
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_decisions d;
+	struct drv_placement pl;
+	struct drv_job *jobs;
+	char tenants[32][16];
+	uint64_t rng = 42, id = 1;
+	int64_t now = 1000000, total, target, used = 0;
+	int32_t npending = 50000, nrunning = 0, i, reps = 200, nstart = 0;
+	double t0, c0, full_ms, full_cpu_ms, *inc, *inc_cpu;
+	bool json = false;
+	size_t njobs = 0, jcap;
+	int rc;
+
+	drv_sched_policy_default(&pol);
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--pending") && i + 1 < argc)
+			npending = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--preemption") && i + 1 < argc)
+			pol.preemption = !strcmp(argv[++i], "on");
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
+			if (drv_sched_mode_parse(argv[++i], &pol.mode))
+				goto usage;
+		} else if (!strcmp(argv[i], "--order") && i + 1 < argc) {
+			if (drv_sched_order_parse(argv[++i], &pol.order))
+				goto usage;
+		} else
+			goto usage;
+	}
+	if (npending < 1)
+		goto usage;
+
+	for (i = 0; i < 32; i++)
+		snprintf(tenants[i], sizeof(tenants[i]), "team%02d", i);
+	build_cluster(&c, 392); /* 392 leaves x 32 nodes x 8 GPUs = 100,352, 16 leaves a spine */
+	total = c.vertices[0].total_gpus;
+	target = total * 8 / 10;
+	jcap = (size_t)npending + (size_t)total + 16;
+	jobs = drv_calloc(jcap, sizeof(*jobs));
+	s = drv_sched_new(&c);
+	drv_placement_init(&pl);
+	drv_sched_decisions_init(&d);
+
+	/* 80% occupied: running jobs placed as they come */
+	while (used < target * DRV_MILLI) {
+		struct drv_job *j = &jobs[njobs];
+		make_job(j, id++, &rng, now, 32, tenants);
+		if (drv_place(&c, j, NULL, &pl, NULL, 0) != 0) {
+			drv_job_release(j);
+			break;
+		}
+		j->submit_time = now - 40000;
+		rc = drv_sched_add_running(s, j, NULL, &pl, now - (int64_t)(rng_next(&rng) % 30000), 0);
+		if (rc) {
+			fprintf(stderr, "bench sched: add_running: %s\n", drv_strerror(rc));
+			return 1;
+		}
+		used += drv_job_gpu_milli(j);
+		njobs++;
+		nrunning++;
+	}
+	for (i = 0; i < npending; i++) {
+		struct drv_job *j = &jobs[njobs++];
+		make_job(j, id++, &rng, now, 32, tenants);
+		drv_sched_submit(s, j, NULL);
+	}
+
+	t0 = now_s();
+	c0 = cpu_s();
+	rc = drv_sched_pass(s, now, &pol, &d);
+	full_ms = (now_s() - t0) * 1e3;
+	full_cpu_ms = (cpu_s() - c0) * 1e3;
+	if (rc < 0) {
+		fprintf(stderr, "bench sched: pass: %s\n", drv_strerror(rc));
+		return 1;
+	}
+	for (i = 0; i < d.n; i++)
+		nstart += d.v[i].kind == DRV_DEC_START;
+	/* settle: passes until nothing more starts */
+	for (i = 0; i < 4; i++)
+		drv_sched_pass(s, ++now, &pol, &d);
+
+	/* steady state: one running job ends, one pass */
+	inc = drv_calloc((size_t)reps, sizeof(*inc));
+	inc_cpu = drv_calloc((size_t)reps, sizeof(*inc_cpu));
+	for (i = 0; i < reps; i++) {
+		int32_t k;
+		uint64_t victim = 0;
+		now += 1;
+		/* the earliest-submitted running job still there */
+		for (k = (int32_t)(rng_next(&rng) % njobs); k < (int32_t)njobs; k++) {
+			struct drv_sched_job_info info;
+			if (jobs[k].id && drv_sched_job_get(s, jobs[k].id, &info) == 0 &&
+			    info.state == DRV_SJ_RUNNING) {
+				victim = jobs[k].id;
+				break;
+			}
+		}
+		if (victim)
+			drv_sched_finish(s, victim, now);
+		t0 = now_s();
+		c0 = cpu_s();
+		drv_sched_pass(s, now, &pol, &d);
+		inc[i] = (now_s() - t0) * 1e6;
+		inc_cpu[i] = (cpu_s() - c0) * 1e6;
+	}
+	qsort(inc, (size_t)reps, sizeof(*inc), cmp_d);
+	qsort(inc_cpu, (size_t)reps, sizeof(*inc_cpu), cmp_d);
+
+	if (json)
+		printf("{\"pending\":%d,\"gpus\":%" PRId64 ",\"full_pass_ms\":%.1f,"
+		       "\"incremental_pass_us\":%.1f}\n",
+		       npending, total, full_ms, inc[reps / 2]);
+	else
+		printf("pending %d, GPUs %" PRId64 " (%d running jobs)\n"
+		       "full pass: %.1f ms wall, %.1f ms CPU (%d started, %d decisions)\n"
+		       "incremental pass after one job ends: median %.1f us wall, %.1f us CPU; "
+		       "p90 %.1f us wall (%d passes)\n",
+		       npending, total, nrunning, full_ms, full_cpu_ms, nstart, rc, inc[reps / 2],
+		       inc_cpu[reps / 2], inc[reps * 9 / 10], reps);
+
+	drv_free(inc);
+	drv_free(inc_cpu);
+	drv_sched_decisions_release(&d);
+	drv_sched_free(s);
+	for (i = 0; i < (int32_t)njobs; i++)
+		drv_job_release(&jobs[i]);
+	drv_free(jobs);
+	drv_placement_release(&pl);
+	drv_cluster_release(&c);
+	return 0;
+usage:
+	fprintf(stderr, "usage: drover bench sched [--json] [--pending N] [--preemption on|off] "
+			"[--mode strict|backfill|greedy] [--order fifo|sjf|las|fair]\n");
+	return DRV_EXIT_USAGE;
+}
+
+/* ---- the golden-scenario driver ----------------------------------------- */
+
+struct golden {
+	const char *file;
+	int line;
+	struct drv_cluster c;
+	bool have_cluster;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job **jobs;
+	size_t njobs, jcap;
+	char **got;          /* the last pass's lines */
+	size_t ngot, gcap;
+	int failures;
+	FILE *log;           /* all lines, for the determinism check */
+};
+
+static void gerr(struct golden *g, const char *msg, const char *arg)
+{
+	fprintf(stderr, "%s:%d: %s%s%s\n", g->file, g->line, msg, arg ? ": " : "", arg ? arg : "");
+}
+
+static bool kv(const char *tok, const char *key, const char **val)
+{
+	size_t n = strlen(key);
+	if (strncmp(tok, key, n) || tok[n] != '=')
+		return false;
+	*val = tok + n + 1;
+	return true;
+}
+
+static int model_of(const char *s)
+{
+	return drv_gpu_model_find(s);
+}
+
+/* "H100:16,A100:8" -> milli per model */
+static int parse_quota(const char *v, int64_t *q)
+{
+	char buf[256], *save = NULL, *tok;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':');
+		int m;
+		if (!colon)
+			return -1;
+		*colon = '\0';
+		m = model_of(tok);
+		if (m < 0)
+			return -1;
+		q[m] = (int64_t)(atof(colon + 1) * DRV_MILLI + 0.5);
+	}
+	return 0;
+}
+
+static int parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return errno || end == s || *end ? -1 : 0;
+}
+
+/* Job keys: tasks=N gpus=G milli=M model=X prio=P class=C tenant=T
+ * preemptible limit=S est=S topo=required:LEVEL regions=a,b submit=T */
+static int parse_job(struct golden *g, char **tok, int ntok, int64_t now, struct drv_job *j,
+		     const char **cls, const char **place, int64_t *start)
+{
+	int64_t tasks = 1, gpus = 0, milli = 0, v;
+	int model = -1, i;
+	const char *val;
+	struct drv_task_group *tg;
+	if (ntok < 1 || parse_i64(tok[0], &v) || v <= 0) {
+		gerr(g, "expected a job id (a positive integer)", ntok ? tok[0] : NULL);
+		return -1;
+	}
+	drv_job_init(j);
+	j->id = (uint64_t)v;
+	j->submit_time = now;
+	j->tenant = drv_strdup("default");
+	*cls = NULL;
+	for (i = 1; i < ntok; i++) {
+		if (kv(tok[i], "tasks", &val) && !parse_i64(val, &tasks))
+			continue;
+		if (kv(tok[i], "gpus", &val) && !parse_i64(val, &gpus))
+			continue;
+		if (kv(tok[i], "milli", &val) && !parse_i64(val, &milli))
+			continue;
+		if (kv(tok[i], "model", &val) && (model = model_of(val)) >= 0)
+			continue;
+		if (kv(tok[i], "prio", &val) && !parse_i64(val, &v)) {
+			j->priority = (int32_t)v;
+			continue;
+		}
+		if (kv(tok[i], "class", &val)) {
+			*cls = val;
+			continue;
+		}
+		if (kv(tok[i], "tenant", &val)) {
+			drv_free(j->tenant);
+			j->tenant = drv_strdup(val);
+			continue;
+		}
+		if (!strcmp(tok[i], "preemptible")) {
+			j->preemptible = true;
+			continue;
+		}
+		if (kv(tok[i], "limit", &val) && !parse_i64(val, &j->time_limit))
+			continue;
+		if (kv(tok[i], "est", &val) && !parse_i64(val, &j->runtime_estimate))
+			continue;
+		if (kv(tok[i], "submit", &val) && !parse_i64(val, &j->submit_time))
+			continue;
+		if (kv(tok[i], "topo", &val)) {
+			const char *colon = strchr(val, ':');
+			if (colon && !strncmp(val, "required:", 9))
+				drv_job_set_topology(j, DRV_TOPO_REQUIRED, colon + 1);
+			else if (colon && !strncmp(val, "preferred:", 10))
+				drv_job_set_topology(j, DRV_TOPO_PREFERRED, colon + 1);
+			else
+				goto bad;
+			continue;
+		}
+		if (kv(tok[i], "regions", &val)) {
+			char buf[256], *save = NULL, *r;
+			snprintf(buf, sizeof(buf), "%s", val);
+			for (r = strtok_r(buf, ",", &save); r; r = strtok_r(NULL, ",", &save))
+				drv_job_add_region(j, r);
+			continue;
+		}
+		if (place && kv(tok[i], "on", &val)) {
+			*place = val;
+			continue;
+		}
+		if (start && kv(tok[i], "start", &val) && !parse_i64(val, start))
+			continue;
+	bad:
+		gerr(g, "unknown or malformed job key", tok[i]);
+		drv_job_release(j);
+		return -1;
+	}
+	tg = drv_job_add_group(j, "main", (int32_t)tasks, (int32_t)gpus, (int32_t)milli);
+	tg->model = (int8_t)model;
+	return 0;
+}
+
+static int split(char *line, char **tok, int max)
+{
+	int n = 0;
+	char *save = NULL, *t;
+	for (t = strtok_r(line, " \t\r\n", &save); t && n < max; t = strtok_r(NULL, " \t\r\n", &save))
+		tok[n++] = t;
+	return n;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "on") || !strcmp(v, "true")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(v, "off") || !strcmp(v, "false")) {
+		*out = false;
+		return 0;
+	}
+	return -1;
+}
+
+static int golden_policy(struct golden *g, char **tok, int ntok)
+{
+	int i;
+	const char *v;
+	struct drv_sched_policy *p = &g->pol;
+	for (i = 1; i < ntok; i++) {
+		int64_t x = 0;
+		int ok = -1;
+		if (kv(tok[i], "order", &v))
+			ok = drv_sched_order_parse(v, &p->order);
+		else if (kv(tok[i], "mode", &v))
+			ok = drv_sched_mode_parse(v, &p->mode);
+		else if (kv(tok[i], "pools", &v))
+			ok = drv_sched_pools_parse(v, &p->pools);
+		else if (kv(tok[i], "preemption", &v))
+			ok = parse_bool(v, &p->preemption);
+		else if (kv(tok[i], "grace", &v) && !(ok = parse_i64(v, &x)))
+			p->grace_s = x;
+		else if (kv(tok[i], "min_run", &v) && !(ok = parse_i64(v, &x)))
+			p->min_run_s = x;
+		else if (kv(tok[i], "depth", &v) && !(ok = parse_i64(v, &x)))
+			p->conservative_depth = (int32_t)x;
+		else if (kv(tok[i], "aging_interval", &v) && !(ok = parse_i64(v, &x)))
+			p->aging_interval_s = x;
+		else if (kv(tok[i], "aging_step", &v) && !(ok = parse_i64(v, &x)))
+			p->aging_step = (int32_t)x;
+		else if (kv(tok[i], "aging_max", &v) && !(ok = parse_i64(v, &x)))
+			p->aging_max = (int32_t)x;
+		else if (kv(tok[i], "default_runtime", &v) && !(ok = parse_i64(v, &x)))
+			p->default_runtime_s = x;
+		else if (kv(tok[i], "grow_wait", &v) && !(ok = parse_i64(v, &x)))
+			p->grow_wait_s = x;
+		else if (kv(tok[i], "idle_release", &v) && !(ok = parse_i64(v, &x)))
+			p->idle_release_s = x;
+		else if (kv(tok[i], "all_pending", &v))
+			ok = parse_bool(v, &p->report_all_pending);
+		else if (kv(tok[i], "las", &v)) {
+			char buf[128], *save = NULL, *t;
+			snprintf(buf, sizeof(buf), "%s", v);
+			p->nlas = 0;
+			ok = 0;
+			for (t = strtok_r(buf, ",", &save); t && p->nlas < DRV_SCHED_MAX_LAS;
+			     t = strtok_r(NULL, ",", &save))
+				if (parse_i64(t, &p->las_threshold[p->nlas++]))
+					ok = -1;
+		}
+		if (ok) {
+			gerr(g, "bad policy setting", tok[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void got_clear(struct golden *g)
+{
+	size_t i;
+	for (i = 0; i < g->ngot; i++)
+		drv_free(g->got[i]);
+	g->ngot = 0;
+}
+
+static int golden_pass(struct golden *g, int64_t now)
+{
+	char buf[4096];
+	int n, i;
+	got_clear(g);
+	n = drv_sched_pass(g->s, now, &g->pol, &g->d);
+	if (n < 0) {
+		gerr(g, "pass failed", drv_strerror(n));
+		return -1;
+	}
+	for (i = 0; i < g->d.n; i++) {
+		drv_sched_decision_format(g->s, &g->d.v[i], buf, sizeof(buf));
+		DRV_GROW(g->got, g->ngot + 1, g->gcap);
+		g->got[g->ngot++] = drv_strdup(buf);
+		if (g->log)
+			fprintf(g->log, "%" PRId64 " %s\n", now, buf);
+	}
+	if (drv_cluster_check(&g->c) != 0) {
+		gerr(g, "cluster aggregates or usage are wrong after the pass", NULL);
+		g->failures++;
+	}
+	return 0;
+}
+
+static struct drv_job *golden_job(struct golden *g)
+{
+	struct drv_job *j = drv_calloc(1, sizeof(*j));
+	DRV_GROW(g->jobs, g->njobs + 1, g->jcap);
+	g->jobs[g->njobs++] = j;
+	return j;
+}
+
+static int golden_cluster(struct golden *g, const char *path)
+{
+	struct drv_diags dg;
+	char full[1024];
+	const char *slash = strrchr(g->file, '/');
+	int rc;
+	if (path[0] != '/' && slash)
+		snprintf(full, sizeof(full), "%.*s/%s", (int)(slash - g->file), g->file, path);
+	else
+		snprintf(full, sizeof(full), "%s", path);
+	drv_diags_init(&dg, full);
+	rc = drv_cluster_load_file(full, &g->c, &dg);
+	if (rc) {
+		drv_diags_print(&dg, stderr);
+		drv_diags_release(&dg);
+		return -1;
+	}
+	drv_diags_release(&dg);
+	g->have_cluster = true;
+	g->s = drv_sched_new(&g->c);
+	return 0;
+}
+
+/*
+ * Runs one scenario. Returns 0 when every expectation held, 1 when one did
+ * not, 2 on a malformed scenario.
+ */
+static int golden_run(const char *file, FILE *log, bool quiet)
+{
+	struct golden G, *g = &G;
+	FILE *f = fopen(file, "r");
+	char line[4096], *tok[64];
+	int ntok, rc = 0;
+	int64_t now = 0, v;
+	bool in_expect = false;
+	size_t expect_i = 0;
+
+	memset(g, 0, sizeof(*g));
+	g->file = file;
+	g->log = log;
+	drv_sched_policy_default(&g->pol);
+	drv_sched_decisions_init(&g->d);
+	if (!f) {
+		fprintf(stderr, "%s: %s\n", file, strerror(errno));
+		return 2;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char raw[4096];
+		g->line++;
+		snprintf(raw, sizeof(raw), "%s", line);
+		raw[strcspn(raw, "\r\n")] = '\0';
+		if (in_expect) {
+			const char *t = raw;
+			while (*t == ' ' || *t == '\t')
+				t++;
+			if (!strcmp(t, "end")) {
+				in_expect = false;
+				if (expect_i != g->ngot) {
+					size_t k;
+					for (k = expect_i; k < g->ngot; k++)
+						fprintf(stderr, "%s:%d: unexpected decision: %s\n", file,
+							g->line, g->got[k]);
+					g->failures++;
+				}
+				continue;
+			}
+			if (!*t || *t == '#')
+				continue;
+			if (expect_i >= g->ngot || strcmp(g->got[expect_i], t)) {
+				fprintf(stderr, "%s:%d: expected: %s\n%s:%d:      got: %s\n", file, g->line,
+					t, file, g->line, expect_i < g->ngot ? g->got[expect_i] : "(nothing)");
+				g->failures++;
+			}
+			expect_i++;
+			continue;
+		}
+		ntok = split(line, tok, 64);
+		if (ntok == 0 || tok[0][0] == '#')
+			continue;
+		if (!strcmp(tok[0], "cluster") && ntok == 2) {
+			if (g->have_cluster || golden_cluster(g, tok[1])) {
+				rc = 2;
+				break;
+			}
+			continue;
+		}
+		if (!g->have_cluster) {
+			gerr(g, "the first command must be 'cluster FILE'", tok[0]);
+			rc = 2;
+			break;
+		}
+		if (!strcmp(tok[0], "policy")) {
+			if (golden_policy(g, tok, ntok)) {
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "class") && ntok == 4) {
+			enum drv_preempt_policy pp;
+			if (parse_i64(tok[2], &v) || drv_preempt_policy_parse(tok[3], &pp) ||
+			    drv_sched_add_class(g->s, tok[1], (int32_t)v, pp) < 0) {
+				gerr(g, "bad class (class NAME VALUE PreemptLowerPriority|Never)", NULL);
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "tenant") && ntok >= 2) {
+			struct drv_sched_tenant t;
+			int i;
+			const char *val;
+			drv_sched_tenant_default(&t, tok[1]);
+			for (i = 2; i < ntok; i++) {
+				if (kv(tok[i], "cohort", &val))
+					t.cohort = val;
+				else if (kv(tok[i], "weight", &val) && !parse_i64(val, &v))
+					t.weight = (int32_t)v;
+				else if (kv(tok[i], "quota", &val) && !parse_quota(val, t.quota_milli))
+					;
+				else if (kv(tok[i], "limit", &val) &&
+					 !parse_quota(val, t.borrow_limit_milli))
+					;
+				else {
+					gerr(g, "bad tenant key", tok[i]);
+					rc = 2;
+					break;
+				}
+			}
+			if (rc || drv_sched_set_tenant(g->s, &t) < 0) {
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "submit")) {
+			struct drv_job *j = golden_job(g);
+			const char *cls;
+			int e;
+			if (parse_job(g, tok + 1, ntok - 1, now, j, &cls, NULL, NULL)) {
+				rc = 2;
+				break;
+			}
+			e = drv_sched_submit(g->s, j, cls);
+			if (e) {
+				gerr(g, "submit failed", drv_strerror(e));
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "running")) {
+			struct drv_job *j = golden_job(g);
+			struct drv_placement pl;
+			const char *cls, *place = NULL;
+			int64_t start = now;
+			int e;
+			if (parse_job(g, tok + 1, ntok - 1, now, j, &cls, &place, &start) || !place) {
+				gerr(g, "running needs a job and on=NODE:GPU,..;NODE:GPU", NULL);
+				rc = 2;
+				break;
+			}
+			drv_placement_init(&pl);
+			e = drv_placement_parse(&g->c, place,
+						j->groups[0].gpus ? DRV_MILLI : j->groups[0].gpu_milli, &pl);
+			if (!e)
+				e = drv_sched_add_running(g->s, j, cls, &pl, start, 0);
+			drv_placement_release(&pl);
+			if (e) {
+				gerr(g, "running failed", drv_strerror(e));
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "pass") && ntok == 2 && !parse_i64(tok[1], &v)) {
+			now = v;
+			if (golden_pass(g, now)) {
+				rc = 2;
+				break;
+			}
+			if (!quiet) {
+				size_t k;
+				printf("pass %" PRId64 "\n", now);
+				for (k = 0; k < g->ngot; k++)
+					printf("  %s\n", g->got[k]);
+			}
+		} else if (!strcmp(tok[0], "expect") && ntok == 1) {
+			in_expect = true;
+			expect_i = 0;
+		} else if ((!strcmp(tok[0], "finish") || !strcmp(tok[0], "requeue")) && ntok == 3 &&
+			   !parse_i64(tok[1], &v)) {
+			int64_t t;
+			int e;
+			if (parse_i64(tok[2], &t)) {
+				gerr(g, "expected a time", tok[2]);
+				rc = 2;
+				break;
+			}
+			now = t;
+			e = tok[0][0] == 'f' ? drv_sched_finish(g->s, (uint64_t)v, now) :
+					       drv_sched_requeue(g->s, (uint64_t)v, now);
+			if (e) {
+				gerr(g, tok[0], drv_strerror(e));
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "grow") && ntok >= 3) {
+			/* grow POOL NAME... T: provisioned nodes arrive, like the first
+			 * node of the pool */
+			int32_t po, k, tmpl = -1, e = 0;
+			for (po = 0; po < g->c.npools; po++)
+				if (!strcmp(g->c.pools[po].name, tok[1]))
+					break;
+			for (k = 0; k < g->c.nnodes && po < g->c.npools; k++)
+				if (g->c.nodes[k].pool == po) {
+					tmpl = k;
+					break;
+				}
+			if (po == g->c.npools || tmpl < 0 || parse_i64(tok[ntok - 1], &now)) {
+				gerr(g, "grow POOL NODE... TIME (a pool with a node to copy)", NULL);
+				rc = 2;
+				break;
+			}
+			for (k = 2; k < ntok - 1 && e >= 0; k++) {
+				const struct drv_node *t = &g->c.nodes[tmpl];
+				e = drv_cluster_add_node(&g->c, g->c.vertices[t->vertex].parent, tok[k],
+							 t->model, t->ngpus, t->cpu_milli, t->mem_mib);
+			}
+			if (e < 0 || drv_sched_pool_grown(g->s, po, ntok - 3, now)) {
+				gerr(g, "grow failed", drv_strerror(e));
+				rc = 2;
+				break;
+			}
+		} else if (!strcmp(tok[0], "node") && ntok == 4) {
+			int n = drv_cluster_find_node(&g->c, tok[1]);
+			enum drv_node_state st = !strcmp(tok[2], "down") ? DRV_NODE_DOWN :
+						 !strcmp(tok[2], "draining") ? DRV_NODE_DRAINING :
+									       DRV_NODE_UP;
+			if (n < 0 || parse_i64(tok[3], &now)) {
+				gerr(g, "node NAME up|down|draining TIME", NULL);
+				rc = 2;
+				break;
+			}
+			drv_cluster_set_node_state(&g->c, n, st);
+			drv_sched_cluster_changed(g->s, now);
+		} else {
+			gerr(g, "unknown command", tok[0]);
+			rc = 2;
+			break;
+		}
+	}
+	if (!rc && in_expect) {
+		gerr(g, "'expect' without 'end'", NULL);
+		rc = 2;
+	}
+	fclose(f);
+	if (!rc && g->failures)
+		rc = 1;
+	got_clear(g);
+	drv_free(g->got);
+	drv_sched_decisions_release(&g->d);
+	if (g->s)
+		drv_sched_free(g->s);
+	if (g->have_cluster) {
+		if (drv_cluster_check(&g->c) != 0 || g->c.vertices[0].free_gpus != g->c.vertices[0].total_gpus) {
+			fprintf(stderr, "%s: the cluster is not empty after the state was freed\n", file);
+			if (!rc)
+				rc = 1;
+		}
+		drv_cluster_release(&g->c);
+	}
+	{
+		size_t k;
+		for (k = 0; k < g->njobs; k++) {
+			drv_job_release(g->jobs[k]);
+			drv_free(g->jobs[k]);
+		}
+		drv_free(g->jobs);
+	}
+	return rc;
+}
+
+/* Runs the scenario twice and requires byte-identical decisions. */
+static int golden_main(const char *file, bool quiet)
+{
+	char *a = NULL, *b = NULL;
+	size_t al = 0, bl = 0;
+	FILE *fa = open_memstream(&a, &al), *fb = open_memstream(&b, &bl);
+	int rc = golden_run(file, fa, quiet), rc2;
+	fclose(fa);
+	rc2 = golden_run(file, fb, true);
+	fclose(fb);
+	if (!rc && (rc2 || al != bl || memcmp(a, b, al))) {
+		fprintf(stderr, "%s: two runs of the scenario decided differently\n", file);
+		rc = 1;
+	}
+	free(a);
+	free(b);
+	return rc;
+}
+
+int drv_bench_sched(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "--golden"))
+		return golden_main(argv[2], argc >= 4 && !strcmp(argv[3], "--quiet"));
+	return bench_run(argc, argv);
+}

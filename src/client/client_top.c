@@ -1,0 +1,228 @@
+/*
+ * client_top.c: 'drover top', a live terminal view of the cluster: the GPU
+ * totals, one bar per node (allocated GPUs, utilisation and memory from the
+ * agents' GPU health), and the queue, redrawn every --delay seconds until
+ * Ctrl-C or, with -n N, after N frames. When stdout is not a terminal it
+ * prints the frames one after another without escape codes, so it can be
+ * piped or tested.
+ */
+#include "client_int.h"
+
+#include "drover/common.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SMALL 256
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void bar(char *buf, size_t n, long long used, long long total, int width)
+{
+	int k, fill = total > 0 ? (int)((used * width + total - 1) / total) : 0;
+
+	if (fill > width)
+		fill = width;
+	if ((size_t)width + 3 > n)
+		width = (int)n - 3;
+	buf[0] = '[';
+	for (k = 0; k < width; k++)
+		buf[1 + k] = k < fill ? '#' : '.';
+	buf[1 + width] = ']';
+	buf[2 + width] = '\0';
+}
+
+static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
+{
+	struct drv_client_reply rc_, rn, rq;
+	char err[512], b[512];
+	int have_c, have_n, have_q;
+	const json_t *items, *x;
+	size_t i;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	have_c = !drv_client_call(cli->client, "GET", "/v1/cluster", NULL, NULL, 0, 5000, &rc_,
+				  err, sizeof(err)) && rc_.status == 200;
+	if (!have_c && rc_.body == NULL) {
+		if (tty)
+			fputs("\033[H\033[2J", f);
+		fprintf(f, "drover top: %s\n", err);
+		fflush(f);
+		return;
+	}
+	have_n = !drv_client_call(cli->client, "GET", "/v1/nodes", NULL, NULL, 0, 5000, &rn, err,
+				  sizeof(err)) && rn.status == 200;
+	have_q = !drv_client_call(cli->client, "GET", "/v1/queue", NULL, NULL, 0, 5000, &rq, err,
+				  sizeof(err)) && rq.status == 200;
+	if (tty)
+		fputs("\033[H\033[2J", f);
+	gmtime_r(&now, &tm);
+	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fprintf(f, "drover top  %s  %s\n", drv_client_server(cli->client), b);
+	if (have_c) {
+		const json_t *g = json_object_get(rc_.json, "gpus");
+		const json_t *nd = json_object_get(rc_.json, "nodes");
+		const json_t *jb = json_object_get(rc_.json, "jobs");
+		const char *key;
+		long long total = drv_jint(g, "total", 0), alloc = drv_jint(g, "allocated", 0);
+		size_t k = 0;
+		char gb[64];
+
+		bar(gb, sizeof(gb), alloc, total, 40);
+		fprintf(f, "GPUs   %s %lld/%lld allocated, %lld free\n", gb, alloc, total,
+			drv_jint(g, "free", 0));
+		fprintf(f, "Nodes  %lld up, %lld draining, %lld down\n", drv_jint(nd, "up", 0),
+			drv_jint(nd, "draining", 0), drv_jint(nd, "down", 0));
+		b[0] = '\0';
+		json_object_foreach((json_t *)jb, key, x)
+			if (k + 40 < sizeof(b))
+				k += snprintf(b + k, sizeof(b) - k, "%s%s %lld", k ? ", " : "", key,
+					      drv_jint(jb, key, 0));
+		fprintf(f, "Jobs   %s\n", b[0] ? b : "none");
+	} else {
+		char *m = rc_.body ? drv_client_reply_error(&rc_) : drv_strdup(err);
+		fprintf(f, "(cluster summary unavailable: %s)\n", m);
+		drv_free(m);
+	}
+	fputc('\n', f);
+	items = have_n ? cli_items(rn.json) : NULL;
+	fprintf(f, "%-16s %-9s %-18s %-12s %5s %7s  %s\n", "NODE", "STATE", "GPUS", "MODEL",
+		"UTIL", "MEM(G)", "JOBS");
+	json_array_foreach(items, i, x) {
+		char name[SMALL], state[32], model[SMALL], gb[64], jobs[SMALL] = "";
+		const json_t *h = json_object_get(x, "gpu_health"), *gh, *jl;
+		long long util = 0, mem = 0, n = 0;
+		size_t j, k = 0;
+
+		json_array_foreach(h, j, gh) {
+			util += drv_jint(gh, "utilization", 0);
+			mem += drv_jint(gh, "memory_used_mib", 0);
+			n++;
+		}
+		jl = json_object_get(x, "jobs");
+		json_array_foreach(jl, j, gh)
+			if (k + 24 < sizeof(jobs))
+				k += snprintf(jobs + k, sizeof(jobs) - k, k ? ",%lld" : "%lld",
+					      (long long)json_integer_value(gh));
+		bar(gb, sizeof(gb), drv_jint(x, "gpus_allocated", 0), drv_jint(x, "gpus", 0), 8);
+		snprintf(gb + strlen(gb), sizeof(gb) - strlen(gb), " %lld/%lld",
+			 drv_jint(x, "gpus_allocated", 0), drv_jint(x, "gpus", 0));
+		fprintf(f, "%-16s %-9s %-18s %-12s %4lld%% %7.1f  %s\n",
+			drv_jstr(x, "name", name, sizeof(name)), drv_jstr(x, "state", state, sizeof(state)),
+			gb, drv_jstr(x, "model", model, sizeof(model)), n ? util / n : 0,
+			(double)mem / 1024.0, jobs[0] ? jobs : "-");
+	}
+	if (!items)
+		fprintf(f, "(nodes unavailable)\n");
+	fputc('\n', f);
+	items = have_q ? cli_items(rq.json) : NULL;
+	fprintf(f, "%-8s %-20s %-10s %-10s %10s %5s  %s\n", "ID", "NAME", "USER", "STATE", "TIME",
+		"GPUS", "NODELIST(REASON)");
+	json_array_foreach(items, i, x) {
+		char id[32], name[SMALL], user[SMALL], state[32], tm_[32], rn_[512], nodes[SMALL];
+		if ((int)i >= max_jobs) {
+			fprintf(f, "... and %zu more\n", json_array_size(items) - i);
+			break;
+		}
+		drv_jstr(x, "state", state, sizeof(state));
+		drv_jstr(x, "nodelist", nodes, sizeof(nodes));
+		if (!strcmp(state, "pending"))
+			snprintf(rn_, sizeof(rn_), "(%s)", drv_jstr(x, "reason", b, sizeof(b)));
+		else
+			snprintf(rn_, sizeof(rn_), "%s", nodes);
+		fprintf(f, "%-8s %-20.20s %-10.10s %-10s %10s %5lld  %s\n",
+			drv_jstr(x, "id", id, sizeof(id)), drv_jstr(x, "name", name, sizeof(name)),
+			drv_jstr(x, "user", user, sizeof(user)), state,
+			drv_fmt_duration(job_elapsed(x, (long long)now), tm_, sizeof(tm_)),
+			job_gpus(x), rn_);
+	}
+	if (!items)
+		fprintf(f, "(queue unavailable)\n");
+	else if (!json_array_size(items))
+		fprintf(f, "(no unfinished jobs)\n");
+	if (!tty)
+		fputs("\n", f);
+	fflush(f);
+	if (rc_.body)
+		drv_client_reply_release(&rc_);
+	if (rn.body)
+		drv_client_reply_release(&rn);
+	if (rq.body)
+		drv_client_reply_release(&rq);
+}
+
+int drv_client_cmd_top(int argc, char **argv)
+{
+	static const char usage[] =
+		"top [-d|--delay SECONDS] [-n|--iterations N] [--server URL] [--token TOKEN]";
+	const char *delay_s = "2", *iter_s = NULL;
+	const struct cli_opt opts[] = {
+		{ "delay", 'd', required_argument, &delay_s, NULL },
+		{ "iterations", 'n', required_argument, &iter_s, NULL },
+		{ 0 },
+	};
+	struct cli cli;
+	double delay;
+	long iters = -1, k;
+	char *end;
+	int code = 0, tty;
+	struct sigaction sa;
+
+	if (cli_parse(&cli, "drover top", usage, argc, argv, opts, &code))
+		return code;
+	delay = strtod(delay_s, &end);
+	if (*end || delay <= 0 || delay > 3600) {
+		cli_err(&cli, "--delay %s: expected seconds, more than 0", delay_s);
+		return DRV_EXIT_USAGE;
+	}
+	if (iter_s) {
+		iters = strtol(iter_s, &end, 10);
+		if (*end || iters < 1) {
+			cli_err(&cli, "--iterations %s: expected a positive count", iter_s);
+			return DRV_EXIT_USAGE;
+		}
+	}
+	if ((code = cli_connect(&cli)))
+		return code;
+	/* Fail fast, with the human error, when the server is not there. */
+	{
+		struct drv_client_reply r;
+		code = cli_call(&cli, "GET", "/v1/whoami", NULL, NULL, 0, &r);
+		if (code)
+			goto out;
+		drv_client_reply_release(&r);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	tty = isatty(STDOUT_FILENO);
+	if (tty)
+		fputs("\033[?25l", stdout); /* hide the cursor while drawing */
+	for (k = 0; !stop && (iters < 0 || k < iters); k++) {
+		struct timespec ts;
+		frame(&cli, stdout, tty, 30);
+		if (iters >= 0 && k + 1 >= iters)
+			break;
+		ts.tv_sec = (time_t)delay;
+		ts.tv_nsec = (long)((delay - (double)ts.tv_sec) * 1e9);
+		while (!stop && nanosleep(&ts, &ts))
+			;
+	}
+	if (tty)
+		fputs("\033[?25h", stdout);
+out:
+	cli_release(&cli);
+	return code;
+}

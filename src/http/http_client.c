@@ -1,0 +1,510 @@
+/*
+ * http_client.c: the HTTP client side of src/http over libcurl
+ * (include/drover/http.h): one easy handle per struct drv_http_client so
+ * connections are kept alive across requests, bearer-token auth, JSON
+ * request/reply helpers, long-poll with per-request timeouts, and a reader
+ * of Server-Sent Events.
+ *
+ * Transport errors become one line for a person: "cannot reach drover at
+ * http://127.0.0.1:8080: connection refused".
+ */
+#include "drover/http.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_global(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = DRV_MAX(b->cap * 2, b->len + n + 1);
+		if (b->cap < 256)
+			b->cap = 256;
+		b->p = drv_realloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void drv_http_client_init(struct drv_http_client *c, const char *base, const char *token)
+{
+	size_t n;
+
+	pthread_once(&curl_once, curl_global);
+	memset(c, 0, sizeof(*c));
+	c->base = drv_strdup(base ? base : "http://127.0.0.1:8080");
+	n = strlen(c->base);
+	while (n > 0 && c->base[n - 1] == '/')
+		c->base[--n] = '\0';
+	c->token = token && *token ? drv_strdup(token) : NULL;
+	c->timeout_ms = 30000;
+	c->connect_timeout_ms = 5000;
+	c->curl = curl_easy_init();
+	if (!c->curl) {
+		fprintf(stderr, "drover: curl_easy_init failed\n");
+		abort();
+	}
+}
+
+void drv_http_client_release(struct drv_http_client *c)
+{
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	drv_free(c->base);
+	drv_free(c->token);
+	memset(c, 0, sizeof(*c));
+}
+
+void drv_http_reply_init(struct drv_http_reply *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void drv_http_reply_release(struct drv_http_reply *r)
+{
+	drv_free(r->body);
+	drv_free(r->headers);
+	memset(r, 0, sizeof(*r));
+}
+
+const char *drv_http_reply_header(const struct drv_http_reply *r, const char *name,
+				  char *buf, size_t bufsz)
+{
+	const char *line = r->headers;
+	size_t nl = strlen(name);
+
+	while (line && *line) {
+		const char *end = strchr(line, '\n');
+		size_t ll = end ? (size_t)(end - line) : strlen(line);
+
+		if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+			const char *v = line + nl + 1;
+			size_t vl;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			vl = (size_t)(line + ll - v);
+			while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == ' '))
+				vl--;
+			if (vl >= bufsz)
+				vl = bufsz - 1;
+			memcpy(buf, v, vl);
+			buf[vl] = '\0';
+			return buf;
+		}
+		if (!end)
+			break;
+		line = end + 1;
+	}
+	return NULL;
+}
+
+static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	buf_add(ud, ptr, size * nmemb);
+	return size * nmemb;
+}
+
+static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct buf *b = ud;
+	size_t n = size * nmemb;
+
+	/* a new status line starts a new header block (after 100 Continue) */
+	if (n > 5 && strncmp(ptr, "HTTP/", 5) == 0)
+		b->len = 0;
+	buf_add(b, ptr, n);
+	return n;
+}
+
+static void lower_first(char *s)
+{
+	if (s[0] && isupper((unsigned char)s[0]) && !isupper((unsigned char)s[1]))
+		s[0] = (char)tolower((unsigned char)s[0]);
+}
+
+static int transport_error(struct drv_http_client *c, CURLcode cc)
+{
+	long oserr = 0;
+	char why[256];
+
+	curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &oserr);
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+		snprintf(why, sizeof(why), "%s", oserr ? strerror((int)oserr) : "connection refused");
+		lower_first(why);
+		break;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		snprintf(why, sizeof(why), "cannot resolve the host name");
+		break;
+	case CURLE_OPERATION_TIMEDOUT:
+		snprintf(why, sizeof(why), "no reply in time (timed out)");
+		break;
+	case CURLE_ABORTED_BY_CALLBACK:
+		snprintf(why, sizeof(why), "the request was cut short (stopping)");
+		break;
+	case CURLE_GOT_NOTHING:
+		snprintf(why, sizeof(why), "the server closed the connection without replying");
+		break;
+	default:
+		snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
+		lower_first(why);
+		break;
+	}
+	snprintf(c->err, sizeof(c->err), "cannot reach drover at %s: %s", c->base, why);
+	return cc == CURLE_OPERATION_TIMEDOUT ? DRV_ETIMEDOUT : DRV_ECONN;
+}
+
+static struct curl_slist *make_headers(struct drv_http_client *c, const char *ctype,
+				       const char *accept)
+{
+	struct curl_slist *h = NULL;
+	char line[1024];
+
+	if (c->token) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", c->token);
+		h = curl_slist_append(h, line);
+	}
+	if (ctype) {
+		snprintf(line, sizeof(line), "Content-Type: %s", ctype);
+		h = curl_slist_append(h, line);
+	}
+	if (accept) {
+		snprintf(line, sizeof(line), "Accept: %s", accept);
+		h = curl_slist_append(h, line);
+	}
+	h = curl_slist_append(h, "Expect:");
+	return h;
+}
+
+static int xfer_cb(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		   curl_off_t ulnow)
+{
+	struct drv_http_client *c = cls;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return c->abort_cb(c->abort_cls) ? 1 : 0;
+}
+
+static void setup(struct drv_http_client *c, const char *method, const char *path,
+		  long timeout_ms, struct curl_slist *h)
+{
+	CURL *e = c->curl;
+	size_t ul = strlen(c->base) + strlen(path) + 2;
+	char *url = drv_malloc(ul);
+
+	snprintf(url, ul, "%s%s%s", c->base, path[0] == '/' ? "" : "/", path);
+	curl_easy_reset(e);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	drv_free(url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms < 0 ? c->timeout_ms : timeout_ms);
+	if (c->abort_cb) {
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, xfer_cb);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, c);
+	}
+	if (strcmp(method, "GET") == 0)
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	else if (strcmp(method, "POST") != 0)
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+}
+
+int drv_http_request(struct drv_http_client *c, const char *method, const char *path,
+		     const char *ctype, const void *body, size_t len, long timeout_ms,
+		     struct drv_http_reply *out)
+{
+	struct curl_slist *h = make_headers(c, body || strcmp(method, "GET") ? ctype : NULL, NULL);
+	struct buf b = { 0 }, hb = { 0 };
+	CURLcode cc;
+	int rc = 0;
+
+	drv_http_reply_release(out);
+	setup(c, method, path, timeout_ms, h);
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+		curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+		if (strcmp(method, "POST") != 0)
+			curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	}
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &hb);
+	cc = curl_easy_perform(c->curl);
+	if (cc != CURLE_OK) {
+		rc = transport_error(c, cc);
+		drv_free(b.p);
+		drv_free(hb.p);
+		goto out;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &out->status);
+	if (!b.p)
+		buf_add(&b, "", 0);
+	out->body = b.p;
+	out->len = b.len;
+	out->headers = hb.p;
+	c->err[0] = '\0';
+out:
+	curl_slist_free_all(h);
+	return rc;
+}
+
+int drv_http_json(struct drv_http_client *c, const char *method, const char *path,
+		  json_t *body, long timeout_ms, long *status, json_t **reply)
+{
+	struct drv_http_reply r;
+	char *s = NULL;
+	int rc;
+
+	drv_http_reply_init(&r);
+	if (reply)
+		*reply = NULL;
+	if (body)
+		s = json_dumps(body, JSON_COMPACT);
+	rc = drv_http_request(c, method, path, "application/json", s, s ? strlen(s) : 0,
+			      timeout_ms, &r);
+	free(s);
+	if (rc < 0)
+		goto out;
+	if (status)
+		*status = r.status;
+	if (reply && r.len)
+		*reply = json_loadb(r.body, r.len, 0, NULL);
+out:
+	drv_http_reply_release(&r);
+	return rc;
+}
+
+const char *drv_http_error_message(const struct drv_http_reply *r, char *buf, size_t bufsz)
+{
+	json_t *j = r->len ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+	const char *m = NULL;
+	json_t *e = j ? json_object_get(j, "error") : NULL;
+
+	if (json_is_object(e))
+		m = drv_json_str(e, "message");
+	else if (json_is_string(e))
+		m = json_string_value(e);
+	if (m)
+		snprintf(buf, bufsz, "%s", m);
+	else if (r->len)
+		snprintf(buf, bufsz, "HTTP %ld: %.*s", r->status, (int)DRV_MIN(r->len, 200),
+			 r->body);
+	else
+		snprintf(buf, bufsz, "HTTP %ld", r->status);
+	json_decref(j);
+	return buf;
+}
+
+/* --- Server-Sent Events ------------------------------------------------- */
+
+struct sse {
+	struct buf line;       /* partial line */
+	struct buf data;
+	char event[64];
+	char id[64];
+	int (*fn)(const char *event, const char *id, const char *data, void *cls);
+	void *cls;
+	bool stopped;
+	long status;
+	CURL *curl;
+};
+
+static void sse_line(struct sse *s, char *l, size_t n)
+{
+	char *v;
+
+	if (n && l[n - 1] == '\r')
+		l[--n] = '\0';
+	if (n == 0) {
+		if (s->data.len || s->event[0]) {
+			if (s->data.len && s->data.p[s->data.len - 1] == '\n')
+				s->data.p[--s->data.len] = '\0';
+			if (s->fn(s->event[0] ? s->event : "message", s->id,
+				  s->data.p ? s->data.p : "", s->cls) != 0)
+				s->stopped = true;
+		}
+		s->data.len = 0;
+		if (s->data.p)
+			s->data.p[0] = '\0';
+		s->event[0] = '\0';
+		return;
+	}
+	if (l[0] == ':')
+		return;
+	v = strchr(l, ':');
+	if (v) {
+		*v++ = '\0';
+		if (*v == ' ')
+			v++;
+	} else {
+		v = l + n;
+	}
+	if (strcmp(l, "data") == 0) {
+		buf_add(&s->data, v, strlen(v));
+		buf_add(&s->data, "\n", 1);
+	} else if (strcmp(l, "event") == 0) {
+		snprintf(s->event, sizeof(s->event), "%s", v);
+	} else if (strcmp(l, "id") == 0) {
+		snprintf(s->id, sizeof(s->id), "%s", v);
+	}
+}
+
+static size_t sse_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct sse *s = ud;
+	size_t n = size * nmemb;
+
+	if (s->status == 0)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status != 200) {
+		buf_add(&s->data, ptr, n);   /* keep the error body */
+		return n;
+	}
+	for (size_t i = 0; i < n && !s->stopped; i++) {
+		if (ptr[i] == '\n') {
+			if (!s->line.p)
+				buf_add(&s->line, "", 0);
+			sse_line(s, s->line.p, s->line.len);
+			s->line.len = 0;
+			s->line.p[0] = '\0';
+		} else {
+			buf_add(&s->line, ptr + i, 1);
+		}
+	}
+	return s->stopped ? 0 : n;
+}
+
+int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
+		 int (*fn)(const char *event, const char *id, const char *data, void *cls),
+		 void *cls)
+{
+	struct curl_slist *h = make_headers(c, NULL, "text/event-stream");
+	struct sse s;
+	CURLcode cc;
+	int rc = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.fn = fn;
+	s.cls = cls;
+	s.curl = c->curl;
+	setup(c, "GET", path, timeout_ms, h);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, sse_write);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &s);
+	cc = curl_easy_perform(c->curl);
+	if (s.stopped) {
+		rc = 0;
+	} else if (cc != CURLE_OK && s.status == 0) {
+		rc = transport_error(c, cc);
+	} else {
+		if (s.status == 0)
+			curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &s.status);
+		if (s.status != 200) {
+			struct drv_http_reply r = { .status = s.status, .body = s.data.p,
+						    .len = s.data.len };
+			char msg[400];
+
+			snprintf(c->err, sizeof(c->err), "%s",
+				 drv_http_error_message(&r, msg, sizeof(msg)));
+			rc = DRV_EIO;
+		} else if (cc == CURLE_OPERATION_TIMEDOUT) {
+			rc = 0;  /* the stream ran for the time asked */
+		} else if (cc != CURLE_OK) {
+			rc = transport_error(c, cc);
+		}
+	}
+	drv_free(s.line.p);
+	drv_free(s.data.p);
+	curl_slist_free_all(h);
+	return rc;
+}
+
+char *drv_http_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s);
+	char *o = drv_malloc(n * 3 + 1), *p = o;
+
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+			*p++ = (char)ch;
+		} else {
+			*p++ = '%';
+			*p++ = hex[ch >> 4];
+			*p++ = hex[ch & 15];
+		}
+	}
+	*p = '\0';
+	return o;
+}
+
+/* --- JSON helpers ------------------------------------------------------- */
+
+const char *drv_json_str(const json_t *obj, const char *key)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int64_t drv_json_int(const json_t *obj, const char *key, int64_t def)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	if (json_is_integer(v))
+		return (int64_t)json_integer_value(v);
+	if (json_is_real(v))
+		return (int64_t)json_real_value(v);
+	return def;
+}
+
+double drv_json_num(const json_t *obj, const char *key, double def)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+int drv_json_bool(const json_t *obj, const char *key, int def)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	return json_is_boolean(v) ? json_is_true(v) : def;
+}
+
+char *drv_json_dump(const json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	char *o = drv_strdup(s ? s : "null");
+
+	free(s);
+	return o;
+}

@@ -1,0 +1,584 @@
+/*
+ * http_server.c: the HTTP server side of src/http: a route table over
+ * libmicrohttpd (include/drover/http.h).
+ *
+ * libmicrohttpd runs one thread per connection, so handlers may block for
+ * long-polls and a streamed reply may block in its reader. The request
+ * body is collected across the access callback's calls (bounded by
+ * DRV_HTTP_MAX_BODY), then the path is matched against the table, the
+ * caller's filter runs (authentication), and the handler fills a
+ * struct drv_http_resp that becomes the MHD response.
+ *
+ * The listening socket is made here (not by MHD) so that a bind failure
+ * is reported with its real cause ("address already in use").
+ */
+#include "drover/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+struct drv_http_server {
+	struct MHD_Daemon *mhd;
+	const struct drv_http_route *routes;
+	drv_http_filter filter;
+	void *ctx;
+	int port;
+	int fd;
+};
+
+struct drv_http_req {
+	struct drv_http_server *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *path;
+	char *body;
+	size_t len, cap;
+	bool too_large;
+	const struct drv_http_route *route;
+	char *params[DRV_HTTP_MAX_PARAMS];
+	char peer[INET6_ADDRSTRLEN];
+	void *user;
+};
+
+/* --- address parsing ---------------------------------------------------- */
+
+int drv_http_parse_addr(const char *s, char *host, size_t hostsz, int *port)
+{
+	const char *colon;
+	char *end;
+	long p;
+	size_t hl;
+
+	if (!s)
+		return DRV_EINVAL;
+	colon = strrchr(s, ':');
+	if (!colon)
+		return DRV_EINVAL;
+	hl = (size_t)(colon - s);
+	if (hl >= hostsz)
+		return DRV_EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || errno || p < 0 || p > 65535)
+		return DRV_EINVAL;
+	*port = (int)p;
+	return 0;
+}
+
+static int make_listen_socket(const char *addr, int *fd_out, int *port_out, char *errmsg,
+			      size_t errsz)
+{
+	char host[256];
+	int port, fd = -1, one = 1, rc;
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+
+	if (drv_http_parse_addr(addr, host, sizeof(host), &port) < 0) {
+		if (errmsg)
+			snprintf(errmsg, errsz, "%s: not ADDR:PORT (e.g. 127.0.0.1:8080)", addr ? addr : "(null)");
+		return DRV_EINVAL;
+	}
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	if (host[0] == '\0' || strcmp(host, "*") == 0) {
+		sin.sin_addr.s_addr = htonl(INADDR_ANY);
+	} else if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
+		struct addrinfo hints, *res = NULL;
+
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_family = AF_INET;
+		hints.ai_socktype = SOCK_STREAM;
+		if (getaddrinfo(host, NULL, &hints, &res) != 0 || !res) {
+			if (errmsg)
+				snprintf(errmsg, errsz, "%s: cannot resolve host %s", addr, host);
+			return DRV_EINVAL;
+		}
+		sin.sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+		freeaddrinfo(res);
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		goto fail;
+	if (listen(fd, 1024) < 0)
+		goto fail;
+	if (getsockname(fd, (struct sockaddr *)&sin, &sl) < 0)
+		goto fail;
+	*fd_out = fd;
+	*port_out = ntohs(sin.sin_port);
+	return 0;
+fail:
+	rc = errno;
+	if (errmsg)
+		snprintf(errmsg, errsz, "cannot listen on %s: %s", addr, strerror(rc));
+	if (fd >= 0)
+		close(fd);
+	return DRV_EIO;
+}
+
+/* --- route matching ----------------------------------------------------- */
+
+/* Matches path against pattern; fills captures (malloc'd) on success. */
+static bool match(const char *pattern, const char *path, char **params)
+{
+	const char *p = pattern, *u = path;
+	int np = 0;
+
+	while (*p && *u) {
+		if (p[0] == '{' && p[1] == '}') {
+			const char *e = strchr(u, '/');
+			size_t n = e ? (size_t)(e - u) : strlen(u);
+
+			if (n == 0 || np >= DRV_HTTP_MAX_PARAMS)
+				goto no;
+			params[np++] = drv_strndup(u, n);
+			u += n;
+			p += 2;
+			continue;
+		}
+		if (*p != *u)
+			goto no;
+		p++;
+		u++;
+	}
+	/* a trailing '/' on the path is tolerated */
+	if (*p == '\0' && (*u == '\0' || (u[0] == '/' && u[1] == '\0')))
+		return true;
+no:
+	for (int i = 0; i < np; i++) {
+		drv_free(params[i]);
+		params[i] = NULL;
+	}
+	return false;
+}
+
+/* --- response helpers --------------------------------------------------- */
+
+static void resp_clear_body(struct drv_http_resp *resp)
+{
+	drv_free(resp->body);
+	resp->body = NULL;
+	resp->len = 0;
+	if (resp->stream_free && resp->stream_cls)
+		resp->stream_free(resp->stream_cls);
+	resp->stream = NULL;
+	resp->stream_cls = NULL;
+	resp->stream_free = NULL;
+}
+
+static void set_ctype(struct drv_http_resp *resp, const char *ctype)
+{
+	snprintf(resp->content_type, sizeof(resp->content_type), "%s", ctype);
+}
+
+void drv_http_resp_json(struct drv_http_resp *resp, int status, json_t *obj)
+{
+	char *s;
+
+	resp_clear_body(resp);
+	resp->status = status;
+	s = obj ? json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	if (!s)
+		s = strdup("{}");
+	resp->len = strlen(s);
+	resp->body = drv_malloc(resp->len + 2);
+	memcpy(resp->body, s, resp->len);
+	resp->body[resp->len++] = '\n';
+	resp->body[resp->len] = '\0';
+	free(s);
+	set_ctype(resp, "application/json");
+	json_decref(obj);
+}
+
+void drv_http_resp_bytes(struct drv_http_resp *resp, int status, const char *ctype,
+			 const void *data, size_t len)
+{
+	resp_clear_body(resp);
+	resp->status = status;
+	resp->body = drv_malloc(len + 1);
+	if (len)
+		memcpy(resp->body, data, len);
+	resp->body[len] = '\0';
+	resp->len = len;
+	set_ctype(resp, ctype);
+}
+
+void drv_http_resp_error(struct drv_http_resp *resp, int status, const char *code,
+			 json_t *details, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!details)
+		details = json_array();
+	drv_http_resp_json(resp, status,
+			   json_pack("{s:{s:s,s:s,s:o}}", "error", "code", code, "message", msg,
+				     "details", details));
+}
+
+void drv_http_resp_header(struct drv_http_resp *resp, const char *name, const char *value)
+{
+	size_t old = resp->headers ? strlen(resp->headers) : 0;
+	size_t add = strlen(name) + strlen(value) + 3;
+
+	resp->headers = drv_realloc(resp->headers, old + add + 1);
+	snprintf(resp->headers + old, add + 1, "%s: %s\n", name, value);
+}
+
+void drv_http_resp_stream(struct drv_http_resp *resp, int status, const char *ctype,
+			  ssize_t (*fn)(void *cls, char *buf, size_t max), void *cls,
+			  void (*free_fn)(void *cls))
+{
+	resp_clear_body(resp);
+	resp->status = status;
+	resp->stream = fn;
+	resp->stream_cls = cls;
+	resp->stream_free = free_fn;
+	set_ctype(resp, ctype);
+}
+
+/* --- request accessors -------------------------------------------------- */
+
+const char *drv_http_req_method(const struct drv_http_req *r) { return r->method; }
+const char *drv_http_req_path(const struct drv_http_req *r) { return r->path; }
+const struct drv_http_route *drv_http_req_route(const struct drv_http_req *r) { return r->route; }
+void drv_http_req_set_user(struct drv_http_req *r, void *p) { r->user = p; }
+void *drv_http_req_user(const struct drv_http_req *r) { return r->user; }
+const char *drv_http_req_peer(const struct drv_http_req *r) { return r->peer; }
+
+const char *drv_http_req_param(const struct drv_http_req *r, int i)
+{
+	if (i < 0 || i >= DRV_HTTP_MAX_PARAMS)
+		return NULL;
+	return r->params[i];
+}
+
+const char *drv_http_req_query(const struct drv_http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *drv_http_req_header(const struct drv_http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *drv_http_req_body(const struct drv_http_req *r, size_t *len)
+{
+	if (len)
+		*len = r->len;
+	return r->body ? r->body : "";
+}
+
+json_t *drv_http_req_json(const struct drv_http_req *r, struct drv_http_resp *resp)
+{
+	json_error_t e;
+	json_t *j;
+
+	if (r->len == 0) {
+		drv_http_resp_error(resp, 400, "invalid", NULL, "request body: empty, expected JSON");
+		return NULL;
+	}
+	j = json_loadb(r->body, r->len, 0, &e);
+	if (!j)
+		drv_http_resp_error(resp, 400, "invalid", NULL, "request body:%d:%d: %s", e.line,
+				    e.column, e.text);
+	return j;
+}
+
+int drv_http_req_query_int(const struct drv_http_req *r, const char *name, int64_t def,
+			   int64_t min, int64_t max, int64_t *out, struct drv_http_resp *resp)
+{
+	const char *v = drv_http_req_query(r, name);
+	char *end;
+	long long x;
+
+	if (!v || !*v) {
+		*out = def;
+		return 0;
+	}
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (*end || errno || x < min || x > max) {
+		drv_http_resp_error(resp, 400, "invalid", NULL,
+				    "query %s=%s: expected an integer from %lld to %lld", name, v,
+				    (long long)min, (long long)max);
+		return DRV_EINVAL;
+	}
+	*out = x;
+	return 0;
+}
+
+/* --- MHD glue ----------------------------------------------------------- */
+
+struct stream_wrap {
+	ssize_t (*fn)(void *cls, char *buf, size_t max);
+	void *cls;
+	void (*free_fn)(void *cls);
+};
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream_wrap *w = cls;
+	ssize_t n;
+
+	(void)pos;
+	n = w->fn(w->cls, buf, max);
+	if (n < 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	return n;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream_wrap *w = cls;
+
+	if (w->free_fn)
+		w->free_fn(w->cls);
+	drv_free(w);
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *conn, struct drv_http_resp *resp)
+{
+	struct MHD_Response *mr;
+	enum MHD_Result ret;
+
+	if (resp->stream) {
+		struct stream_wrap *w = drv_calloc(1, sizeof(*w));
+
+		w->fn = resp->stream;
+		w->cls = resp->stream_cls;
+		w->free_fn = resp->stream_free;
+		resp->stream = NULL;
+		resp->stream_cls = NULL;
+		resp->stream_free = NULL;
+		mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, w,
+						       stream_free);
+		MHD_add_response_header(mr, "Cache-Control", "no-cache");
+	} else {
+		mr = MHD_create_response_from_buffer(resp->len, resp->body ? resp->body : (char *)"",
+						     MHD_RESPMEM_MUST_COPY);
+	}
+	if (!mr)
+		return MHD_NO;
+	if (resp->content_type[0])
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+	if (resp->headers) {
+		char *line = resp->headers, *nl;
+
+		while ((nl = strchr(line, '\n'))) {
+			char *colon = strchr(line, ':');
+
+			*nl = '\0';
+			if (colon && colon < nl) {
+				*colon = '\0';
+				MHD_add_response_header(mr, line, colon + 2);
+				*colon = ':';
+			}
+			*nl = '\n';
+			line = nl + 1;
+		}
+	}
+	ret = MHD_queue_response(conn, (unsigned)(resp->status ? resp->status : 200), mr);
+	MHD_destroy_response(mr);
+	return ret;
+}
+
+static void resp_release(struct drv_http_resp *resp)
+{
+	resp_clear_body(resp);
+	drv_free(resp->headers);
+	resp->headers = NULL;
+}
+
+static void dispatch(struct drv_http_req *r, struct drv_http_resp *resp)
+{
+	struct drv_http_server *s = r->srv;
+	char allow[128] = "";
+	bool path_matched = false;
+	int rc;
+
+	if (r->too_large) {
+		drv_http_resp_error(resp, 413, "too_large", NULL,
+				    "request body over %u bytes", DRV_HTTP_MAX_BODY);
+		return;
+	}
+	for (const struct drv_http_route *rt = s->routes; rt->method; rt++) {
+		char *params[DRV_HTTP_MAX_PARAMS] = { 0 };
+
+		if (!match(rt->pattern, r->path, params))
+			continue;
+		if (strcmp(rt->method, r->method) != 0) {
+			size_t n = strlen(allow);
+
+			path_matched = true;
+			snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "", rt->method);
+			for (int i = 0; i < DRV_HTTP_MAX_PARAMS; i++)
+				drv_free(params[i]);
+			continue;
+		}
+		memcpy(r->params, params, sizeof(params));
+		r->route = rt;
+		if (s->filter && s->filter(r, rt, resp, s->ctx) != 0) {
+			if (resp->status < 400)
+				drv_http_resp_error(resp, 403, "forbidden", NULL, "forbidden");
+			return;
+		}
+		rc = rt->fn(r, resp, s->ctx);
+		if (rc < 0 && (resp->status < 400 || !resp->body))
+			drv_http_resp_error(resp, 500, "internal", NULL, "%s %s: %s", r->method,
+					    r->path, drv_strerror(rc));
+		return;
+	}
+	if (path_matched) {
+		drv_http_resp_error(resp, 405, "method_not_allowed", NULL,
+				    "%s %s: method not allowed (allowed: %s)", r->method, r->path,
+				    allow);
+		drv_http_resp_header(resp, "Allow", allow);
+		return;
+	}
+	drv_http_resp_error(resp, 404, "not_found", NULL, "%s %s: no such route", r->method,
+			    r->path);
+}
+
+static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version,
+				 const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct drv_http_server *s = cls;
+	struct drv_http_req *r = *con_cls;
+	struct drv_http_resp resp;
+	enum MHD_Result ret;
+
+	(void)version;
+	if (!r) {
+		const union MHD_ConnectionInfo *ci;
+
+		r = drv_calloc(1, sizeof(*r));
+		r->srv = s;
+		r->conn = conn;
+		r->method = method;
+		r->path = url;
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		if (ci && ci->client_addr) {
+			if (ci->client_addr->sa_family == AF_INET)
+				inet_ntop(AF_INET, &((struct sockaddr_in *)ci->client_addr)->sin_addr,
+					  r->peer, sizeof(r->peer));
+			else if (ci->client_addr->sa_family == AF_INET6)
+				inet_ntop(AF_INET6,
+					  &((struct sockaddr_in6 *)ci->client_addr)->sin6_addr,
+					  r->peer, sizeof(r->peer));
+		}
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+
+		if (!r->too_large) {
+			if (r->len + n > DRV_HTTP_MAX_BODY) {
+				r->too_large = true;
+			} else {
+				if (r->len + n + 1 > r->cap) {
+					r->cap = DRV_MAX(r->cap * 2, r->len + n + 1);
+					r->body = drv_realloc(r->body, r->cap);
+				}
+				memcpy(r->body + r->len, upload_data, n);
+				r->len += n;
+				r->body[r->len] = '\0';
+			}
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 200;
+	dispatch(r, &resp);
+	ret = send_resp(conn, &resp);
+	resp_release(&resp);
+	return ret;
+}
+
+static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct drv_http_req *r = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (!r)
+		return;
+	drv_free(r->body);
+	for (int i = 0; i < DRV_HTTP_MAX_PARAMS; i++)
+		drv_free(r->params[i]);
+	drv_free(r);
+	*con_cls = NULL;
+}
+
+int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
+			  drv_http_filter filter, void *ctx, struct drv_http_server **out,
+			  char *errmsg, size_t errsz)
+{
+	struct drv_http_server *s;
+	int fd, port, rc;
+
+	rc = make_listen_socket(addr, &fd, &port, errmsg, errsz);
+	if (rc < 0)
+		return rc;
+	s = drv_calloc(1, sizeof(*s));
+	s->routes = routes;
+	s->filter = filter;
+	s->ctx = ctx;
+	s->port = port;
+	s->fd = fd;
+	s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+				  MHD_USE_AUTO,
+				  0, NULL, NULL, access_cb, s,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)600,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)4000,
+				  MHD_OPTION_END);
+	if (!s->mhd) {
+		if (errmsg)
+			snprintf(errmsg, errsz, "cannot start the HTTP server on %s", addr);
+		close(fd);
+		drv_free(s);
+		return DRV_EIO;
+	}
+	*out = s;
+	return 0;
+}
+
+int drv_http_server_port(const struct drv_http_server *s)
+{
+	return s->port;
+}
+
+void drv_http_server_stop(struct drv_http_server *s)
+{
+	if (!s)
+		return;
+	/* MHD closes the listening socket it was given */
+	MHD_stop_daemon(s->mhd);
+	drv_free(s);
+}

@@ -1,0 +1,385 @@
+/*
+ * server_int.h: the controller's shared state, private to src/server/.
+ *
+ * One mutex (srv->mu) guards everything below; one condition variable
+ * (srv->cv) is broadcast on every change a waiter may care about (a new
+ * event, a node's desired state, shutdown); srv->loop_cv wakes the
+ * scheduling loop. HTTP handlers run on libmicrohttpd's per-connection
+ * threads and take the mutex; long-polls wait on srv->cv.
+ *
+ * Jobs live in memory, indexed by id (jobs[id - 1]); each change marks the
+ * job dirty and queues an event; srv_flush() writes dirty jobs and queued
+ * events in one store transaction before anything is acted on. Nodes are
+ * parallel to the cluster's nodes: nodes[i] is cluster.nodes[i].
+ */
+#ifndef DROVER_SERVER_INTERNAL_H
+#define DROVER_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "drover/http.h"
+#include "drover/metrics.h"
+#include "drover/model.h"
+#include "drover/sched.h"
+#include "drover/tenants.h"
+#include "drover/server.h"
+#include "drover/spec.h"
+#include "drover/store.h"
+
+enum jstate {
+	J_PENDING = 0,
+	J_SCHEDULED,
+	J_RUNNING,
+	J_SUCCEEDED,
+	J_FAILED,
+	J_CANCELLED,
+	J_PREEMPTED,
+	J_NSTATES
+};
+
+enum tstate {
+	T_PENDING = 0,
+	T_STARTING,
+	T_RUNNING,
+	T_SUCCEEDED,
+	T_FAILED,
+	T_CANCELLED,
+	T_LOST,
+	T_NSTATES
+};
+
+struct stask {
+	int32_t node;          /* node index (nodes[] and cluster) */
+	int16_t group;
+	uint64_t gpu_mask;
+	int32_t gpu_milli;
+	int64_t cpu_milli;
+	int64_t mem_mib;
+	enum tstate state;
+	bool ended;            /* the process is gone (or never ran) */
+	int exit_code;         /* -1 = none */
+	int signal;            /* 0 = none */
+	bool oom;
+	char *reason;
+	int64_t start_time, end_time;
+};
+
+struct sjob {
+	uint64_t id;
+	struct drv_jobspec spec;   /* spec.job is what the scheduler borrows */
+	json_t *canon;             /* canonical JSON of spec */
+	enum jstate state;
+	char *reason;
+	int32_t attempt;
+	int32_t requeues;          /* after node failures (the retry limit counts these) */
+	int64_t epoch;             /* of the current/last start; 0 = never */
+	int64_t durable_epoch;     /* the epoch whose start is on disk: agents see only that */
+	int64_t submit_time, start_time, end_time;
+	int exit_code;             /* valid when has_exit */
+	bool has_exit;
+	struct stask *tasks;       /* the current/last placement, rank order */
+	int32_t ntasks;
+	bool in_sched;             /* the scheduler knows it */
+	bool holding;              /* tasks assigned whose processes are not all gone */
+	char *stop_reason;         /* set: every task not ended must stop */
+	bool requeue_on_stop;      /* preempted: back to pending when all stopped */
+	bool requeue_quiet;        /* ... and already recorded as pending (node failure) */
+	json_t *events;            /* [{time, from, to, reason}] */
+	bool dirty;
+};
+
+struct snode {
+	char *name;
+	bool registered;           /* an agent has registered with the current session */
+	bool ever_registered;
+	bool admin_drain;
+	bool health_drain;
+	enum drv_node_state state;
+	char *reason;
+	int64_t session;
+	int64_t last_hb_ms;        /* monotonic */
+	int64_t last_hb_wall;      /* s */
+	uint64_t version;          /* desired-state version for the assignments poll */
+	json_t *inventory;         /* the last register body */
+	json_t *health;            /* the last heartbeat's gpus */
+	json_t *labels;            /* object */
+	char *address;
+	char *agent_url;
+	bool dirty;
+};
+
+struct token {
+	char *token;
+	char *user;
+	bool admin;
+};
+
+struct srv_config {
+	struct token *tokens;
+	int ntokens;
+	char *cluster_token;
+	bool open_endpoints;
+	bool allow_root_tasks;
+	int64_t heartbeat_interval_s;
+	int64_t heartbeat_timeout_s;
+	int32_t retry_limit;
+	int64_t sched_delay_ms;
+	char *default_pool;
+	char *default_leaf;
+	struct drv_sched_policy policy;
+	char *tenants_path;          /* `tenants:`, resolved against the config's directory */
+	struct drv_tenants tenants;  /* its quotas, weights, classes (empty without one) */
+};
+
+/* The authenticated caller, set by the filter. */
+struct caller {
+	const char *user;   /* borrowed from the config */
+	bool admin;
+	bool agent;
+};
+
+struct ring_event {
+	int64_t seq;
+	uint64_t job;
+	char *user;            /* job events: the job's user; NULL for node events */
+	json_t *ev;
+};
+
+struct pend_event {
+	json_t *ev;            /* without seq */
+	uint64_t job;
+	char *user;            /* job events: the job's user (watch filter) */
+	const char *type;
+	char *node;
+	char *from, *to, *reason;
+	int64_t time;
+};
+
+/* One store write, made under srv->mu by srv_enqueue, written by the
+ * committer thread without it (commit.c). */
+struct wjob {
+	uint64_t id;
+	int64_t epoch;
+	char *name, *user, *tenant, *doc;
+	const char *state;
+	int64_t submit_time;
+};
+struct wnode {
+	char *name, *doc;
+};
+struct wbatch {
+	uint64_t ticket;
+	struct wjob *jobs;
+	size_t njobs, jcap;
+	struct wnode *nodes;
+	size_t nnodes, ncap;
+	struct pend_event *events;
+	size_t nevents, ecap;
+	bool meta;
+	int64_t epoch, session;
+	struct wbatch *next;
+};
+
+struct cost_cell {
+	char *tenant;
+	char *pool;
+	double dollars;
+};
+
+struct drv_server {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;        /* events, versions, stop */
+	pthread_cond_t loop_cv;   /* wakes the loop */
+	bool stopping;
+
+	struct srv_config cfg;
+	struct caller *callers;   /* [cfg.ntokens], parallel to cfg.tokens */
+	char *config_path;
+	char *state_dir;
+	char url[300];
+	FILE *log;
+	int64_t started_ms;
+
+	struct drv_store *store;
+	struct drv_cluster cluster;
+	struct drv_sched *sched;
+	struct drv_sched_decisions dec;
+	int32_t default_leaf_vertex;
+	int32_t default_pool_index;
+
+	struct sjob **jobs;       /* jobs[id - 1]; NULL for ids not (yet) in memory */
+	uint64_t njobs;
+	uint64_t next_id;         /* last id handed out (ids are never reused) */
+	size_t jcap;
+	uint64_t *active;         /* ids of jobs holding tasks */
+	size_t nactive, acap;
+	uint64_t *dirty;          /* ids of jobs to write at the next flush */
+	size_t ndirty, dcap;
+
+	struct snode *nodes;      /* parallel to cluster.nodes */
+	int32_t nnodes;
+	size_t ncap;
+
+	int64_t epoch;
+	int64_t session;
+	bool meta_dirty;
+
+	struct pend_event *pend;
+	size_t npend, pcap;
+
+	/* group commit (commit.c): batches queue here; one thread writes them */
+	pthread_mutex_t store_mu;  /* every store call; taken after mu, never before */
+	pthread_cond_t commit_cv;  /* wakes the committer */
+	pthread_cond_t done_cv;    /* a group was written (or failed) */
+	struct wbatch *cq_head, *cq_tail;
+	uint64_t next_ticket;      /* last ticket handed out */
+	uint64_t done_ticket;      /* every ticket <= this was processed */
+	uint64_t fail_lo[32], fail_hi[32]; /* recent failed groups, a ring */
+	unsigned nfail;
+	char commit_err[256];
+	bool commit_fail_logged;
+	bool commit_stop;
+	pthread_t commit_thread;
+	bool commit_started;
+
+	struct ring_event *ring;  /* circular */
+	size_t ring_cap, ring_start, ring_n;
+	int64_t last_seq;
+
+	bool sched_dirty;
+	int64_t dirty_since_ms;
+	int64_t last_hb_check_ms;
+	int64_t last_periodic_pass_ms;
+	uint64_t *announce;       /* jobs started by a pass, told to agents after the flush */
+	size_t nannounce, anncap;
+	int64_t last_pass_now;
+	int64_t last_pass_ms;
+	uint64_t passes;
+	uint64_t preemptions;
+	uint64_t submits;
+	uint64_t heartbeats;
+	uint64_t transitions[J_NSTATES];
+	struct drv_histogram wait_hist;
+	struct drv_histogram pass_hist;
+	struct cost_cell *costs;
+	size_t ncosts, costcap;
+	int64_t last_cost_ms;
+
+	pthread_t loop_thread;
+	bool loop_started;
+	struct drv_http_server *http;
+};
+
+/* --- util.c --- */
+int64_t srv_now_ms(void);         /* monotonic */
+int64_t srv_wall_s(void);
+void srv_fmt_time(int64_t t, char *buf, size_t n);
+json_t *srv_json_time(int64_t t);  /* RFC 3339 string, or null for 0 */
+void srv_log(struct drv_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *srv_jstate_name(enum jstate st);
+int srv_jstate_parse(const char *name);
+const char *srv_tstate_name(enum tstate st);
+const char *srv_nstate_name(enum drv_node_state st);
+bool srv_jstate_final(enum jstate st);
+void srv_set_str(char **dst, const char *src);
+char *srv_mask_str(uint64_t mask, char *buf, size_t n);  /* "0-7", "0,2,5" */
+
+/* --- config.c --- */
+/*
+ * The priority class a job is handed to the scheduler with: the tenants
+ * file's class of the job's priorityClassName, else (no class named,
+ * priority 0) its tenant's default class, else NULL (the job's own
+ * priority). Borrowed from spec or the config.
+ */
+const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec);
+int srv_config_load(struct drv_server *s, const char *path, const struct drv_server_opts *o,
+		char *err, size_t errsz);
+void srv_config_release(struct srv_config *c);
+const struct token *srv_config_find_token(const struct srv_config *c, const char *tok);
+
+/* --- state.c --- */
+struct sjob *srv_job_get(struct drv_server *s, uint64_t id);
+void srv_job_free(struct sjob *j);
+void srv_job_transition(struct drv_server *s, struct sjob *j, enum jstate to, const char *reason);
+void srv_job_mark(struct drv_server *s, struct sjob *j);
+void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, const char *node,
+		 const char *from, const char *to, const char *reason);
+/* commit.c: srv_enqueue hands everything dirty to the committer and
+ * returns the ticket to wait for; srv_wait waits for it (mu released
+ * meanwhile): 0, or DRV_EIO when its group failed (then it is dirty again).
+ * srv_flush = both. All under mu. */
+uint64_t srv_enqueue(struct drv_server *s);
+int srv_wait(struct drv_server *s, uint64_t ticket);
+int srv_flush(struct drv_server *s);
+/* Writes new jobs (not yet in memory) with their first event; waits. */
+int srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n);
+void *srv_commit_main(void *arg);
+void srv_pend_release(struct pend_event *p);
+struct pend_event srv_make_event(const char *type, struct sjob *j, const char *node,
+				 const char *from, const char *to, const char *reason);
+json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j);
+json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail);
+/* Why pending job j waits, as shown to users: the scheduler's current reason,
+ * else the stored one (loop.c). Under s->mu; may return buf. */
+const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n);
+json_t *srv_node_api_json(struct drv_server *s, int32_t i);
+json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
+double srv_job_gpus(const struct sjob *j);
+void srv_active_add(struct drv_server *s, uint64_t id);
+void srv_active_remove(struct drv_server *s, uint64_t id);
+void srv_node_bump(struct drv_server *s, int32_t node);
+void srv_job_bump_nodes(struct drv_server *s, struct sjob *j);
+int srv_restore(struct drv_server *s, char *err, size_t errsz);
+void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *user, json_t *ev);
+/* Stops the job's running tasks; reason for the agents. */
+void srv_job_stop_tasks(struct drv_server *s, struct sjob *j, const char *reason);
+/* A task's process ended or never ran: updates the job; may finish it. */
+void srv_task_ended(struct drv_server *s, struct sjob *j, int32_t rank);
+/* All tasks of j have ended: releases resources, requeues or finishes. */
+void srv_job_released(struct drv_server *s, struct sjob *j);
+/* Requeue after a node failure (whole gang) or fail past the retry limit. */
+void srv_job_requeue_node_down(struct drv_server *s, struct sjob *j, const char *node,
+			   const char *why);
+int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz);
+int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
+	     int64_t mem, json_t *labels);
+int32_t srv_node_find(struct drv_server *s, const char *name);
+void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st, const char *reason);
+
+/* --- jobs_api.c / nodes_api.c / agent_api.c / watch.c --- */
+extern const struct drv_http_route srv_routes[];
+int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_job(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_nodes(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_node(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_resume(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_whoami(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_metrics(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_agent_heartbeat(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_agent_assignments(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_agent_report(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+
+/* --- loop.c --- */
+void *srv_loop_main(void *arg);
+void srv_sched_kick(struct drv_server *s);
+void srv_render_metrics(struct drv_server *s, struct drv_prom *w);
+
+#define ROUTE_OPEN 1u   /* /healthz, /metrics */
+#define ROUTE_USER 2u
+#define ROUTE_ADMIN 4u
+#define ROUTE_AGENT 8u
+
+#endif
