@@ -25,7 +25,7 @@ LIBS := $(PKG_LIBS) -lm -ldl -lpthread
 # The first goal: plain `make` builds ./drover.
 all: drover
 
-LAYERS := core spec store metrics http server agent sim client bench
+LAYERS := base proto core spec store metrics http server agent sim client bench
 LIB_SRC := $(foreach d,$(LAYERS),$(wildcard src/$(d)/*.c))
 CMD_SRC := $(wildcard src/cmd/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
