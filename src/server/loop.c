@@ -1,7 +1,7 @@
 /*
  * loop.c: the controller's own thread: the scheduling pass, batched; node
- * liveness (heartbeat timeout -> node down -> gangs requeued whole); cost
- * accrual; and the /metrics rendering.
+ * liveness (heartbeat timeout -> node down -> gangs requeued whole); and
+ * cost accrual (rendered by server_metrics.c).
  *
  * Batching: a submit, a finished job or a node change only sets
  * sched_dirty; the loop runs one pass sched_delay_ms after the first such
@@ -16,15 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-void srv_sched_kick(struct drv_server *s)
-{
-	if (!s->sched_dirty) {
-		s->sched_dirty = true;
-		s->dirty_since_ms = srv_now_ms();
-	}
-	pthread_cond_signal(&s->loop_cv);
-}
 
 static void apply_start(struct drv_server *s, const struct drv_sched_decision *d)
 {
@@ -88,19 +79,6 @@ static void apply_preempt(struct drv_server *s, const struct drv_sched_decision 
 	}
 }
 
-/* A pending decision as a user reads it: "pending 9: resources: needs ..."
- * -> "resources: needs ...". Returns a pointer into buf. */
-static const char *pending_text(struct drv_server *s, const struct drv_sched_decision *d,
-				char *buf, size_t n)
-{
-	const char *colon;
-
-	drv_sched_decision_format(s->sched, d, buf, n);
-	if (strncmp(buf, "pending ", 8) == 0 && (colon = strstr(buf, ": ")))
-		return colon + 2;
-	return buf;
-}
-
 static void apply_pending(struct drv_server *s, const struct drv_sched_decision *d)
 {
 	struct sjob *j = srv_job_get(s, d->job);
@@ -108,22 +86,7 @@ static void apply_pending(struct drv_server *s, const struct drv_sched_decision 
 
 	if (!j)
 		return;
-	srv_set_str(&j->reason, pending_text(s, d, buf, sizeof(buf)));
-}
-
-const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n)
-{
-	struct drv_sched_job_info info;
-
-	/* A pass emits a reason only when it changes, and one that stops
-	 * early (nothing else can fit) emits none for the jobs after it: the
-	 * stored reason may be an older pass's, with older numbers. The
-	 * scheduler always knows the current one. */
-	if (j->state == J_PENDING && !j->holding &&
-	    drv_sched_job_get(s->sched, j->id, &info) == 0 &&
-	    info.state == DRV_SJ_PENDING && info.why.reason != DRV_REASON_NONE)
-		return pending_text(s, &info.why, buf, n);
-	return j->reason ? j->reason : "";
+	srv_set_str(&j->reason, srv_pending_text(s, d, buf, sizeof(buf)));
 }
 
 static void run_pass(struct drv_server *s)
@@ -297,134 +260,4 @@ void *srv_loop_main(void *arg)
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
-}
-
-/* --- /metrics ----------------------------------------------------------- */
-
-void srv_render_metrics(struct drv_server *s, struct drv_prom *w)
-{
-	int64_t jc[J_NSTATES] = { 0 };
-	int nst[3] = { 0 };
-	char a[32], b[32];
-
-	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct sjob *j = srv_job_get(s, id);
-
-		if (j)
-			jc[j->state]++;
-	}
-	drv_prom_family(w, "drover_jobs", "gauge", "Jobs by state.");
-	for (int k = 0; k < J_NSTATES; k++)
-		drv_prom_sample(w, "drover_jobs", DRV_PROM_LABELS("state", srv_jstate_name((enum jstate)k)),
-				(double)jc[k]);
-
-	/* queue depth by queue (tenant) and priority */
-	drv_prom_family(w, "drover_queue_depth", "gauge", "Pending jobs by queue and priority.");
-	{
-		struct qd {
-			const char *q;
-			int32_t prio;
-			int64_t n;
-		} *v = NULL;
-		size_t nv = 0, cap = 0;
-
-		for (uint64_t id = 1; id <= s->njobs; id++) {
-			struct sjob *j = srv_job_get(s, id);
-			size_t k;
-
-			if (!j || j->state != J_PENDING)
-				continue;
-			for (k = 0; k < nv; k++)
-				if (v[k].prio == j->spec.job.priority && strcmp(v[k].q, j->spec.job.tenant) == 0)
-					break;
-			if (k == nv) {
-				DRV_GROW(v, nv + 1, cap);
-				v[nv++] = (struct qd){ j->spec.job.tenant, j->spec.job.priority, 0 };
-			}
-			v[k].n++;
-		}
-		if (nv == 0)
-			drv_prom_sample(w, "drover_queue_depth",
-					DRV_PROM_LABELS("queue", "default", "priority", "0"), 0);
-		for (size_t k = 0; k < nv; k++) {
-			snprintf(a, sizeof(a), "%d", v[k].prio);
-			drv_prom_sample(w, "drover_queue_depth", DRV_PROM_LABELS("queue", v[k].q, "priority", a),
-					(double)v[k].n);
-		}
-		drv_free(v);
-	}
-
-	drv_prom_family(w, "drover_gpus", "gauge", "GPUs by pool, model and status.");
-	for (int32_t p = 0; p < s->cluster.npools; p++) {
-		for (int m = -1; m < drv_gpu_model_count(); m++) {
-			int64_t tot = 0, used = 0;
-			bool any = false;
-
-			for (int32_t i = 0; i < s->nnodes; i++) {
-				const struct drv_node *cn = &s->cluster.nodes[i];
-
-				if (cn->pool != p || cn->model != m || m < 0)
-					continue;
-				any = true;
-				tot += cn->ngpus;
-				for (int g = 0; g < cn->ngpus; g++)
-					used += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
-			}
-			if (!any)
-				continue;
-			{
-				const char *pn = s->cluster.pools[p].name, *mn = drv_gpu_model_at(m)->id;
-
-				drv_prom_sample(w, "drover_gpus",
-						DRV_PROM_LABELS("pool", pn, "model", mn, "status", "total"),
-						(double)tot);
-				drv_prom_sample(w, "drover_gpus",
-						DRV_PROM_LABELS("pool", pn, "model", mn, "status", "allocated"),
-						(double)used);
-				drv_prom_sample(w, "drover_gpus",
-						DRV_PROM_LABELS("pool", pn, "model", mn, "status", "free"),
-						(double)(tot - used));
-			}
-		}
-	}
-
-	for (int32_t i = 0; i < s->nnodes; i++)
-		nst[s->nodes[i].state]++;
-	drv_prom_family(w, "drover_nodes", "gauge", "Nodes by state.");
-	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "up"), nst[DRV_NODE_UP]);
-	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "draining"),
-			nst[DRV_NODE_DRAINING]);
-	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "down"), nst[DRV_NODE_DOWN]);
-
-	drv_prom_family(w, "drover_job_wait_seconds", "histogram",
-			"Time from submit to running, seconds.");
-	drv_prom_histogram(w, "drover_job_wait_seconds", NULL, &s->wait_hist);
-	drv_prom_family(w, "drover_sched_pass_seconds", "histogram",
-			"Duration of one scheduling pass, seconds.");
-	drv_prom_histogram(w, "drover_sched_pass_seconds", NULL, &s->pass_hist);
-
-	drv_prom_metric(w, "drover_sched_passes_total", "counter", "Scheduling passes run.", NULL,
-			(double)s->passes);
-	drv_prom_metric(w, "drover_preemptions_total", "counter", "Jobs preempted.", NULL,
-			(double)s->preemptions);
-	drv_prom_family(w, "drover_job_transitions_total", "counter",
-			"Job state transitions by new state.");
-	for (int k = 0; k < J_NSTATES; k++)
-		drv_prom_sample(w, "drover_job_transitions_total",
-				DRV_PROM_LABELS("to", srv_jstate_name((enum jstate)k)),
-				(double)s->transitions[k]);
-	drv_prom_metric(w, "drover_submits_total", "counter", "Jobs accepted.", NULL,
-			(double)s->submits);
-	drv_prom_family(w, "drover_cost_dollars_total", "counter",
-			"GPU cost accrued by running jobs, dollars (GPU-hours x pool price).");
-	if (s->ncosts == 0)
-		drv_prom_sample(w, "drover_cost_dollars_total",
-				DRV_PROM_LABELS("tenant", "default", "pool", "default"), 0);
-	for (size_t k = 0; k < s->ncosts; k++)
-		drv_prom_sample(w, "drover_cost_dollars_total",
-				DRV_PROM_LABELS("tenant", s->costs[k].tenant, "pool", s->costs[k].pool),
-				s->costs[k].dollars);
-	drv_prom_metric(w, "drover_agent_heartbeats_total", "counter", "Agent heartbeats received.",
-			NULL, (double)s->heartbeats);
-	(void)b;
 }

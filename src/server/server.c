@@ -113,14 +113,9 @@ static int mkdir_p(const char *dir)
 static const double wait_buckets[] = { 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600,
 				       7200, 21600, 86400 };
 
-int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, char *err,
-		     size_t errsz)
+static struct drv_server *server_new(const struct drv_server_opts *o)
 {
 	struct drv_server *s = drv_calloc(1, sizeof(*s));
-	char path[1200], host[256];
-	const char *listen = o->listen ? o->listen : "127.0.0.1:8080";
-	const char *fault = getenv("DROVER_STORE_FAULT");
-	int port, rc;
 
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
@@ -135,6 +130,117 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	drv_sched_decisions_init(&s->dec);
 	drv_histogram_init(&s->wait_hist, wait_buckets, (int)DRV_ARRAY_SIZE(wait_buckets));
 	drv_histogram_init(&s->pass_hist, drv_prom_latency_buckets, drv_prom_latency_nbuckets);
+	return s;
+}
+
+/* The state directory, the config in it (or --config) and one caller per
+ * token. */
+static int load_config(struct drv_server *s, const struct drv_server_opts *o, char *err,
+		       size_t errsz)
+{
+	char path[1200];
+	int rc;
+
+	if (mkdir_p(o->state_dir) < 0) {
+		snprintf(err, errsz, "cannot create the state directory %s: %s", o->state_dir,
+			 strerror(errno));
+		return DRV_EIO;
+	}
+	s->state_dir = drv_strdup(o->state_dir);
+	if (o->config_file)
+		s->config_path = drv_strdup(o->config_file);
+	else {
+		snprintf(path, sizeof(path), "%s/config.yaml", o->state_dir);
+		s->config_path = drv_strdup(path);
+	}
+	rc = srv_config_load(s, s->config_path, o, err, errsz);
+	if (rc < 0)
+		return rc;
+	s->callers = drv_calloc((size_t)s->cfg.ntokens + 1, sizeof(struct caller));
+	for (int i = 0; i < s->cfg.ntokens; i++) {
+		s->callers[i].user = s->cfg.tokens[i].user;
+		s->callers[i].admin = s->cfg.tokens[i].admin;
+	}
+	return 0;
+}
+
+/* state.db, wrapped in the fault backend when DROVER_STORE_FAULT asks,
+ * and the committer thread that writes it. */
+static int open_store(struct drv_server *s, char *err, size_t errsz)
+{
+	const char *fault = getenv("DROVER_STORE_FAULT");
+	char path[1200];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/state.db", s->state_dir);
+	rc = drv_store_open_sqlite(path, &s->store, err, errsz);
+	if (rc < 0)
+		return rc;
+	if (fault && *fault) {
+		char op[32] = "";
+		int after = 0;
+		struct drv_store *w;
+
+		if (sscanf(fault, "%31[^:]:%d", op, &after) < 1) {
+			snprintf(err, errsz, "DROVER_STORE_FAULT=%s: expected OP:AFTER", fault);
+			return DRV_EINVAL;
+		}
+		drv_store_fault_wrap(s->store, &w);
+		s->store = w;
+		drv_store_fault_arm(s->store, op, after, DRV_EIO);
+		srv_log(s, "fault injection armed: %s fails after %d more calls", op, after);
+	}
+	if (pthread_create(&s->commit_thread, NULL, srv_commit_main, s) != 0) {
+		snprintf(err, errsz, "cannot start the store thread");
+		return DRV_EIO;
+	}
+	s->commit_started = true;
+	return 0;
+}
+
+/* The cluster, the scheduler with the tenants file, the restored nodes and
+ * jobs (written back), then the scheduling loop with a pass due. */
+static int start_scheduling(struct drv_server *s, const struct drv_server_opts *o, char *err,
+			    size_t errsz)
+{
+	int rc;
+
+	rc = srv_cluster_setup(s, o->cluster_file, err, errsz);
+	if (rc < 0)
+		return rc;
+	s->sched = drv_sched_new(&s->cluster);
+	rc = drv_tenants_apply(&s->cfg.tenants, s->sched);
+	if (rc < 0) {
+		snprintf(err, errsz, "%s: cannot apply to the scheduler: %s", s->cfg.tenants_path,
+			 drv_strerror(rc));
+		return DRV_EINVAL;
+	}
+	rc = srv_restore(s, err, errsz);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&s->mu);
+	rc = srv_flush(s);
+	pthread_mutex_unlock(&s->mu);
+	if (rc < 0) {
+		snprintf(err, errsz, "cannot write the state: %s", s->commit_err);
+		return rc;
+	}
+	srv_sched_kick(s);
+	if (pthread_create(&s->loop_thread, NULL, srv_loop_main, s) != 0) {
+		snprintf(err, errsz, "cannot start the scheduling thread");
+		return DRV_EIO;
+	}
+	s->loop_started = true;
+	return 0;
+}
+
+int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, char *err,
+		     size_t errsz)
+{
+	struct drv_server *s = server_new(o);
+	char host[256];
+	const char *listen = o->listen ? o->listen : "127.0.0.1:8080";
+	int port, rc;
 
 	if (!o->state_dir || !*o->state_dir) {
 		snprintf(err, errsz, "--state DIR is required");
@@ -146,83 +252,15 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		rc = DRV_EINVAL;
 		goto fail;
 	}
-	if (mkdir_p(o->state_dir) < 0) {
-		snprintf(err, errsz, "cannot create the state directory %s: %s", o->state_dir,
-			 strerror(errno));
-		rc = DRV_EIO;
-		goto fail;
-	}
-	s->state_dir = drv_strdup(o->state_dir);
-	if (o->config_file)
-		s->config_path = drv_strdup(o->config_file);
-	else {
-		snprintf(path, sizeof(path), "%s/config.yaml", o->state_dir);
-		s->config_path = drv_strdup(path);
-	}
-	rc = srv_config_load(s, s->config_path, o, err, errsz);
+	rc = load_config(s, o, err, errsz);
 	if (rc < 0)
 		goto fail;
-	s->callers = drv_calloc((size_t)s->cfg.ntokens + 1, sizeof(struct caller));
-	for (int i = 0; i < s->cfg.ntokens; i++) {
-		s->callers[i].user = s->cfg.tokens[i].user;
-		s->callers[i].admin = s->cfg.tokens[i].admin;
-	}
-
-	snprintf(path, sizeof(path), "%s/state.db", o->state_dir);
-	rc = drv_store_open_sqlite(path, &s->store, err, errsz);
+	rc = open_store(s, err, errsz);
 	if (rc < 0)
 		goto fail;
-	if (fault && *fault) {
-		char op[32] = "";
-		int after = 0;
-		struct drv_store *w;
-
-		if (sscanf(fault, "%31[^:]:%d", op, &after) < 1) {
-			snprintf(err, errsz, "DROVER_STORE_FAULT=%s: expected OP:AFTER", fault);
-			rc = DRV_EINVAL;
-			goto fail;
-		}
-		drv_store_fault_wrap(s->store, &w);
-		s->store = w;
-		drv_store_fault_arm(s->store, op, after, DRV_EIO);
-		srv_log(s, "fault injection armed: %s fails after %d more calls", op, after);
-	}
-
-	if (pthread_create(&s->commit_thread, NULL, srv_commit_main, s) != 0) {
-		snprintf(err, errsz, "cannot start the store thread");
-		rc = DRV_EIO;
-		goto fail;
-	}
-	s->commit_started = true;
-
-	rc = srv_cluster_setup(s, o->cluster_file, err, errsz);
+	rc = start_scheduling(s, o, err, errsz);
 	if (rc < 0)
 		goto fail;
-	s->sched = drv_sched_new(&s->cluster);
-	rc = drv_tenants_apply(&s->cfg.tenants, s->sched);
-	if (rc < 0) {
-		snprintf(err, errsz, "%s: cannot apply to the scheduler: %s", s->cfg.tenants_path,
-			 drv_strerror(rc));
-		rc = DRV_EINVAL;
-		goto fail;
-	}
-	rc = srv_restore(s, err, errsz);
-	if (rc < 0)
-		goto fail;
-	pthread_mutex_lock(&s->mu);
-	rc = srv_flush(s);
-	pthread_mutex_unlock(&s->mu);
-	if (rc < 0) {
-		snprintf(err, errsz, "cannot write the state: %s", s->commit_err);
-		goto fail;
-	}
-	srv_sched_kick(s);
-	if (pthread_create(&s->loop_thread, NULL, srv_loop_main, s) != 0) {
-		snprintf(err, errsz, "cannot start the scheduling thread");
-		rc = DRV_EIO;
-		goto fail;
-	}
-	s->loop_started = true;
 	rc = drv_http_server_start(listen, srv_routes, auth_filter, s, &s->http, err, errsz);
 	if (rc < 0)
 		goto fail;
@@ -237,21 +275,6 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 fail:
 	drv_server_stop(s);
 	return rc;
-}
-
-const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec)
-{
-	const struct drv_tenants *t = &s->cfg.tenants;
-	const struct drv_tenant_conf *tc;
-
-	if (!t->nclasses)
-		return NULL;
-	if (spec->priority_class && *spec->priority_class)
-		return drv_tenants_class(t, spec->priority_class) ? spec->priority_class : NULL;
-	if (spec->job.priority != 0 || !spec->job.tenant)
-		return NULL;
-	tc = drv_tenants_tenant(t, spec->job.tenant);
-	return tc ? tc->priority_class : NULL;
 }
 
 int drv_server_port(const struct drv_server *s)

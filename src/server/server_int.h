@@ -287,13 +287,6 @@ void srv_set_str(char **dst, const char *src);
 char *srv_mask_str(uint64_t mask, char *buf, size_t n);  /* "0-7", "0,2,5" */
 
 /* --- config.c --- */
-/*
- * The priority class a job is handed to the scheduler with: the tenants
- * file's class of the job's priorityClassName, else (no class named,
- * priority 0) its tenant's default class, else NULL (the job's own
- * priority). Borrowed from spec or the config.
- */
-const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec);
 int srv_config_load(struct drv_server *s, const char *path, const struct drv_server_opts *o,
 		char *err, size_t errsz);
 void srv_config_release(struct srv_config *c);
@@ -321,10 +314,24 @@ struct pend_event srv_make_event(const char *type, struct sjob *j, const char *n
 				 const char *from, const char *to, const char *reason);
 json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j);
 json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail);
-/* Why pending job j waits, as shown to users: the scheduler's current reason,
- * else the stored one (loop.c). Under s->mu; may return buf. */
-const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n);
 json_t *srv_node_api_json(struct drv_server *s, int32_t i);
+/*
+ * The priority class a job is handed to the scheduler with: the tenants
+ * file's class of the job's priorityClassName, else (no class named,
+ * priority 0) its tenant's default class, else NULL (the job's own
+ * priority). Borrowed from spec or the config.
+ */
+const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec);
+/* Something the scheduler reads changed: the loop runs a pass
+ * sched_delay_ms after the first such kick. Under s->mu. */
+void srv_sched_kick(struct drv_server *s);
+/* A pending decision as a user reads it: "pending 9: resources: needs ..."
+ * -> "resources: needs ...". Returns a pointer into buf. */
+const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decision *d, char *buf,
+			     size_t n);
+/* Why pending job j waits, as shown to users: the scheduler's current reason,
+ * else the stored one. Under s->mu; may return buf. */
+const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n);
 json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
 double srv_job_gpus(const struct sjob *j);
 void srv_active_add(struct drv_server *s, uint64_t id);
@@ -374,7 +381,8 @@ int srv_agent_report(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 
 /* --- loop.c --- */
 void *srv_loop_main(void *arg);
-void srv_sched_kick(struct drv_server *s);
+
+/* --- server_metrics.c: the /metrics page, under s->mu --- */
 void srv_render_metrics(struct drv_server *s, struct drv_prom *w);
 
 #define ROUTE_OPEN 1u   /* /healthz, /metrics */

@@ -1,8 +1,13 @@
 /*
  * state.c: the controller's jobs and nodes: lifecycle transitions with
- * recorded events, write-through to the store (flush), their JSON forms
- * (for the API and for the store), the cluster the scheduler sees, and the
- * restore after a restart.
+ * recorded events, write-through to the store (flush), the scheduler's side
+ * of a job (its priority class, the loop's wake-up, why it waits), their
+ * JSON forms (for the API and for the store), the cluster the scheduler
+ * sees, and the restore after a restart.
+ *
+ * It sits at the bottom of the server's files (above util.c and config.c
+ * only): commit.c, loop.c, server_metrics.c and the route handlers call
+ * it, and it calls none of them.
  *
  * The rule: memory changes first (under srv->mu), then srv_flush() writes
  * every dirty job, node and queued event in one store transaction, and
@@ -160,6 +165,58 @@ double srv_job_gpus(const struct sjob *j)
 		milli += (int64_t)tg->count * ((int64_t)tg->gpus * 1000 + tg->gpu_milli);
 	}
 	return (double)milli / 1000.0;
+}
+
+/* --- the scheduler's side of a job -------------------------------------- */
+
+const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec)
+{
+	const struct drv_tenants *t = &s->cfg.tenants;
+	const struct drv_tenant_conf *tc;
+
+	if (!t->nclasses)
+		return NULL;
+	if (spec->priority_class && *spec->priority_class)
+		return drv_tenants_class(t, spec->priority_class) ? spec->priority_class : NULL;
+	if (spec->job.priority != 0 || !spec->job.tenant)
+		return NULL;
+	tc = drv_tenants_tenant(t, spec->job.tenant);
+	return tc ? tc->priority_class : NULL;
+}
+
+void srv_sched_kick(struct drv_server *s)
+{
+	if (!s->sched_dirty) {
+		s->sched_dirty = true;
+		s->dirty_since_ms = srv_now_ms();
+	}
+	pthread_cond_signal(&s->loop_cv);
+}
+
+const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decision *d, char *buf,
+			     size_t n)
+{
+	const char *colon;
+
+	drv_sched_decision_format(s->sched, d, buf, n);
+	if (strncmp(buf, "pending ", 8) == 0 && (colon = strstr(buf, ": ")))
+		return colon + 2;
+	return buf;
+}
+
+const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n)
+{
+	struct drv_sched_job_info info;
+
+	/* A pass emits a reason only when it changes, and one that stops
+	 * early (nothing else can fit) emits none for the jobs after it: the
+	 * stored reason may be an older pass's, with older numbers. The
+	 * scheduler always knows the current one. */
+	if (j->state == J_PENDING && !j->holding &&
+	    drv_sched_job_get(s->sched, j->id, &info) == 0 &&
+	    info.state == DRV_SJ_PENDING && info.why.reason != DRV_REASON_NONE)
+		return srv_pending_text(s, &info.why, buf, n);
+	return j->reason ? j->reason : "";
 }
 
 /* --- lifecycle ---------------------------------------------------------- */

@@ -1,0 +1,164 @@
+/*
+ * server_metrics.c: the controller's /metrics page (docs/api.md): jobs by
+ * state, pending jobs by queue and priority, GPUs by pool, model and
+ * status, nodes by state, the wait and pass histograms, and the counters
+ * the rest of the server keeps in struct drv_server (passes, preemptions,
+ * transitions, submits, cost, heartbeats).
+ *
+ * It only reads: the caller holds s->mu, and every figure is computed from
+ * the jobs, nodes and cluster as they are at that moment. The route
+ * handler (misc_api.c) turns the writer's text into the reply.
+ */
+#include "server_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void jobs_by_state(struct drv_server *s, struct drv_prom *w)
+{
+	int64_t jc[J_NSTATES] = { 0 };
+
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct sjob *j = srv_job_get(s, id);
+
+		if (j)
+			jc[j->state]++;
+	}
+	drv_prom_family(w, "drover_jobs", "gauge", "Jobs by state.");
+	for (int k = 0; k < J_NSTATES; k++)
+		drv_prom_sample(w, "drover_jobs", DRV_PROM_LABELS("state", srv_jstate_name((enum jstate)k)),
+				(double)jc[k]);
+}
+
+/* Pending jobs counted by queue (tenant) and priority, in first-seen order. */
+static void queue_depth(struct drv_server *s, struct drv_prom *w)
+{
+	struct qd {
+		const char *q;
+		int32_t prio;
+		int64_t n;
+	} *v = NULL;
+	size_t nv = 0, cap = 0;
+	char a[32];
+
+	drv_prom_family(w, "drover_queue_depth", "gauge", "Pending jobs by queue and priority.");
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct sjob *j = srv_job_get(s, id);
+		size_t k;
+
+		if (!j || j->state != J_PENDING)
+			continue;
+		for (k = 0; k < nv; k++)
+			if (v[k].prio == j->spec.job.priority && strcmp(v[k].q, j->spec.job.tenant) == 0)
+				break;
+		if (k == nv) {
+			DRV_GROW(v, nv + 1, cap);
+			v[nv++] = (struct qd){ j->spec.job.tenant, j->spec.job.priority, 0 };
+		}
+		v[k].n++;
+	}
+	if (nv == 0)
+		drv_prom_sample(w, "drover_queue_depth",
+				DRV_PROM_LABELS("queue", "default", "priority", "0"), 0);
+	for (size_t k = 0; k < nv; k++) {
+		snprintf(a, sizeof(a), "%d", v[k].prio);
+		drv_prom_sample(w, "drover_queue_depth", DRV_PROM_LABELS("queue", v[k].q, "priority", a),
+				(double)v[k].n);
+	}
+	drv_free(v);
+}
+
+/* Total, allocated and free GPUs of one pool and model; nothing when the
+ * pool has no node of that model. */
+static void gpus_of(struct drv_server *s, struct drv_prom *w, int32_t p, int m)
+{
+	int64_t tot = 0, used = 0;
+	bool any = false;
+	const char *pn, *mn;
+
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		const struct drv_node *cn = &s->cluster.nodes[i];
+
+		if (cn->pool != p || cn->model != m || m < 0)
+			continue;
+		any = true;
+		tot += cn->ngpus;
+		for (int g = 0; g < cn->ngpus; g++)
+			used += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
+	}
+	if (!any)
+		return;
+	pn = s->cluster.pools[p].name;
+	mn = drv_gpu_model_at(m)->id;
+	drv_prom_sample(w, "drover_gpus", DRV_PROM_LABELS("pool", pn, "model", mn, "status", "total"),
+			(double)tot);
+	drv_prom_sample(w, "drover_gpus",
+			DRV_PROM_LABELS("pool", pn, "model", mn, "status", "allocated"), (double)used);
+	drv_prom_sample(w, "drover_gpus", DRV_PROM_LABELS("pool", pn, "model", mn, "status", "free"),
+			(double)(tot - used));
+}
+
+static void nodes_by_state(struct drv_server *s, struct drv_prom *w)
+{
+	int nst[3] = { 0 };
+
+	for (int32_t i = 0; i < s->nnodes; i++)
+		nst[s->nodes[i].state]++;
+	drv_prom_family(w, "drover_nodes", "gauge", "Nodes by state.");
+	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "up"), nst[DRV_NODE_UP]);
+	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "draining"),
+			nst[DRV_NODE_DRAINING]);
+	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "down"), nst[DRV_NODE_DOWN]);
+}
+
+static void cost(struct drv_server *s, struct drv_prom *w)
+{
+	drv_prom_family(w, "drover_cost_dollars_total", "counter",
+			"GPU cost accrued by running jobs, dollars (GPU-hours x pool price).");
+	if (s->ncosts == 0)
+		drv_prom_sample(w, "drover_cost_dollars_total",
+				DRV_PROM_LABELS("tenant", "default", "pool", "default"), 0);
+	for (size_t k = 0; k < s->ncosts; k++)
+		drv_prom_sample(w, "drover_cost_dollars_total",
+				DRV_PROM_LABELS("tenant", s->costs[k].tenant, "pool", s->costs[k].pool),
+				s->costs[k].dollars);
+}
+
+/* The histograms and counters, in the page's order. */
+static void counters(struct drv_server *s, struct drv_prom *w)
+{
+	drv_prom_family(w, "drover_job_wait_seconds", "histogram",
+			"Time from submit to running, seconds.");
+	drv_prom_histogram(w, "drover_job_wait_seconds", NULL, &s->wait_hist);
+	drv_prom_family(w, "drover_sched_pass_seconds", "histogram",
+			"Duration of one scheduling pass, seconds.");
+	drv_prom_histogram(w, "drover_sched_pass_seconds", NULL, &s->pass_hist);
+
+	drv_prom_metric(w, "drover_sched_passes_total", "counter", "Scheduling passes run.", NULL,
+			(double)s->passes);
+	drv_prom_metric(w, "drover_preemptions_total", "counter", "Jobs preempted.", NULL,
+			(double)s->preemptions);
+	drv_prom_family(w, "drover_job_transitions_total", "counter",
+			"Job state transitions by new state.");
+	for (int k = 0; k < J_NSTATES; k++)
+		drv_prom_sample(w, "drover_job_transitions_total",
+				DRV_PROM_LABELS("to", srv_jstate_name((enum jstate)k)),
+				(double)s->transitions[k]);
+	drv_prom_metric(w, "drover_submits_total", "counter", "Jobs accepted.", NULL,
+			(double)s->submits);
+	cost(s, w);
+	drv_prom_metric(w, "drover_agent_heartbeats_total", "counter", "Agent heartbeats received.",
+			NULL, (double)s->heartbeats);
+}
+
+void srv_render_metrics(struct drv_server *s, struct drv_prom *w)
+{
+	jobs_by_state(s, w);
+	queue_depth(s, w);
+	drv_prom_family(w, "drover_gpus", "gauge", "GPUs by pool, model and status.");
+	for (int32_t p = 0; p < s->cluster.npools; p++)
+		for (int m = -1; m < drv_gpu_model_count(); m++)
+			gpus_of(s, w, p, m);
+	nodes_by_state(s, w);
+	counters(s, w);
+}
