@@ -123,10 +123,10 @@ int32_t sched__lookup(const struct drv_sched *s, uint64_t id)
 	if (!s->hcap)
 		return -1;
 	for (i = hslot(id, s->hcap);; i = (i + 1) & (s->hcap - 1)) {
-		if (s->hvals[i] == H_EMPTY)
+		if (s->id_slots[i] == H_EMPTY)
 			return -1;
-		if (s->hvals[i] >= 0 && s->hkeys[i] == id)
-			return s->hvals[i];
+		if (s->id_slots[i] >= 0 && s->id_keys[i] == id)
+			return s->id_slots[i];
 	}
 }
 
@@ -134,14 +134,14 @@ static void hput(struct drv_sched *s, uint64_t id, int32_t slot);
 
 static void hgrow(struct drv_sched *s)
 {
-	uint64_t *ok = s->hkeys;
-	int32_t *ov = s->hvals;
+	uint64_t *ok = s->id_keys;
+	int32_t *ov = s->id_slots;
 	size_t ocap = s->hcap, i;
 	s->hcap = ocap ? ocap * 2 : 1024;
-	s->hkeys = drv_calloc(s->hcap, sizeof(*s->hkeys));
-	s->hvals = drv_malloc(s->hcap * sizeof(*s->hvals));
+	s->id_keys = drv_calloc(s->hcap, sizeof(*s->id_keys));
+	s->id_slots = drv_malloc(s->hcap * sizeof(*s->id_slots));
 	for (i = 0; i < s->hcap; i++)
-		s->hvals[i] = H_EMPTY;
+		s->id_slots[i] = H_EMPTY;
 	s->hused = 0;
 	for (i = 0; i < ocap; i++)
 		if (ov[i] >= 0)
@@ -155,22 +155,22 @@ static void hput(struct drv_sched *s, uint64_t id, int32_t slot)
 	size_t i;
 	if ((s->hused + 1) * 2 > s->hcap)
 		hgrow(s);
-	for (i = hslot(id, s->hcap); s->hvals[i] >= 0; i = (i + 1) & (s->hcap - 1))
+	for (i = hslot(id, s->hcap); s->id_slots[i] >= 0; i = (i + 1) & (s->hcap - 1))
 		;
-	if (s->hvals[i] == H_EMPTY)
+	if (s->id_slots[i] == H_EMPTY)
 		s->hused++;
-	s->hkeys[i] = id;
-	s->hvals[i] = slot;
+	s->id_keys[i] = id;
+	s->id_slots[i] = slot;
 }
 
 static void hdel(struct drv_sched *s, uint64_t id)
 {
 	size_t i;
 	for (i = hslot(id, s->hcap);; i = (i + 1) & (s->hcap - 1)) {
-		if (s->hvals[i] == H_EMPTY)
+		if (s->id_slots[i] == H_EMPTY)
 			return;
-		if (s->hvals[i] >= 0 && s->hkeys[i] == id) {
-			s->hvals[i] = H_DEL;
+		if (s->id_slots[i] >= 0 && s->id_keys[i] == id) {
+			s->id_slots[i] = H_DEL;
 			return;
 		}
 	}
@@ -186,7 +186,7 @@ int32_t sched__las_queue(const struct drv_sched_policy *pol, int64_t attained_mi
 	return q;
 }
 
-void sched__key(const struct drv_sched *s, struct sjob *j, int64_t now,
+void sched__key(const struct drv_sched *s, struct sched_job *j, int64_t now,
 		const struct drv_sched_policy *pol)
 {
 	int64_t bonus = 0;
@@ -200,27 +200,27 @@ void sched__key(const struct drv_sched *s, struct sjob *j, int64_t now,
 		else
 			j->next_age = j->submit + (steps + 1) * pol->aging_interval_s;
 	}
-	j->kprio = (int64_t)j->prio + bonus;
+	j->key_prio = (int64_t)j->prio + bonus;
 	switch (pol->order) {
 	case DRV_ORDER_SJF:
-		j->kpol = j->dur > 0 ? j->dur : T_INF;
+		j->key_policy = j->dur > 0 ? j->dur : T_INF;
 		break;
 	case DRV_ORDER_LAS:
-		j->kpol = sched__las_queue(pol, j->attained);
+		j->key_policy = sched__las_queue(pol, j->attained);
 		break;
 	default:
-		j->kpol = 0;
+		j->key_policy = 0;
 		break;
 	}
 	(void)s;
 }
 
-static int cmp_jobs(const struct sjob *x, const struct sjob *y)
+static int cmp_jobs(const struct sched_job *x, const struct sched_job *y)
 {
-	if (x->kprio != y->kprio)
-		return x->kprio > y->kprio ? -1 : 1;
-	if (x->kpol != y->kpol)
-		return x->kpol < y->kpol ? -1 : 1;
+	if (x->key_prio != y->key_prio)
+		return x->key_prio > y->key_prio ? -1 : 1;
+	if (x->key_policy != y->key_policy)
+		return x->key_policy < y->key_policy ? -1 : 1;
 	if (x->submit != y->submit)
 		return x->submit < y->submit ? -1 : 1;
 	if (x->id != y->id)
@@ -247,7 +247,7 @@ static int32_t pend_lower_bound(const struct drv_sched *s, int32_t slot)
 	return lo;
 }
 
-void sched__demand(struct drv_sched *s, const struct sjob *j, int d)
+void sched__demand(struct drv_sched *s, const struct sched_job *j, int d)
 {
 	if (j->gpuless)
 		s->cnt_gpuless += d;
@@ -257,11 +257,11 @@ void sched__demand(struct drv_sched *s, const struct sjob *j, int d)
 		s->cnt_frac[j->min_frac] += d;
 }
 
-void sched__phot_fill(struct drv_sched *s, int32_t pos)
+void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 {
-	const struct sjob *j = &s->jobs[s->pend[pos]];
-	struct phot *h = &s->phot[pos];
-	h->kprio = j->kprio;
+	const struct sched_job *j = &s->jobs[s->pend[pos]];
+	struct pend_compact *h = &s->pend_compact[pos];
+	h->key_prio = j->key_prio;
 	h->need_milli = j->need_milli;
 	h->tenant = j->tenant;
 	h->need_whole = j->need_whole;
@@ -271,18 +271,18 @@ void sched__phot_fill(struct drv_sched *s, int32_t pos)
 	h->prio = j->prio;
 	h->never = j->never;
 	h->gpuless = j->gpuless;
-	h->held = j->nom.ntasks > 0;
-	h->qmodel = (int8_t)j->qmodel;
+	h->held = j->nomination.ntasks > 0;
+	h->quota_model = (int8_t)j->quota_model;
 	h->dur = j->dur;
-	h->qseq = j->qseq;
+	h->quota_seq = j->quota_seq;
 }
 
-void sched__phot_rebuild(struct drv_sched *s)
+void sched__pend_compact_rebuild(struct drv_sched *s)
 {
 	int32_t i;
-	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
+	DRV_GROW(s->pend_compact, (size_t)s->npend + 1, s->pend_compact_cap);
 	for (i = 0; i < s->npend; i++)
-		sched__phot_fill(s, i);
+		sched__pend_compact_fill(s, i);
 }
 
 /* Where pending job slot sits in s->pend, or -1: by binary search while the
@@ -303,11 +303,11 @@ static int32_t pend_find(const struct drv_sched *s, int32_t slot)
 
 /* Refills the compact entry of a pending job whose fields it copies changed
  * (a nomination made or dropped); nothing when slot is not pending. */
-void sched__phot_refresh(struct drv_sched *s, int32_t slot)
+void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos = pend_find(s, slot);
 	if (pos >= 0)
-		sched__phot_fill(s, pos);
+		sched__pend_compact_fill(s, pos);
 }
 
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
@@ -324,12 +324,12 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 	} else {
 		pos = s->npend;
 	}
-	DRV_GROW(s->phot, (size_t)s->npend + 1, s->phcap);
+	DRV_GROW(s->pend_compact, (size_t)s->npend + 1, s->pend_compact_cap);
 	memmove(&s->pend[pos + 1], &s->pend[pos], (size_t)(s->npend - pos) * sizeof(*s->pend));
-	memmove(&s->phot[pos + 1], &s->phot[pos], (size_t)(s->npend - pos) * sizeof(*s->phot));
+	memmove(&s->pend_compact[pos + 1], &s->pend_compact[pos], (size_t)(s->npend - pos) * sizeof(*s->pend_compact));
 	s->pend[pos] = slot;
 	s->npend++;
-	sched__phot_fill(s, pos);
+	sched__pend_compact_fill(s, pos);
 }
 
 void sched__pend_remove(struct drv_sched *s, int32_t slot)
@@ -339,13 +339,13 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 		return;
 	sched__demand(s, &s->jobs[slot], -1);
 	memmove(&s->pend[pos], &s->pend[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend));
-	memmove(&s->phot[pos], &s->phot[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->phot));
+	memmove(&s->pend_compact[pos], &s->pend_compact[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend_compact));
 	s->npend--;
 }
 
 /* ---- the running list, sorted by (end, id) ------------------------------- */
 
-static int cmp_run(const struct sjob *x, const struct sjob *y)
+static int cmp_run(const struct sched_job *x, const struct sched_job *y)
 {
 	if (x->end != y->end)
 		return x->end < y->end ? -1 : 1;
@@ -367,69 +367,69 @@ static int32_t run_lower_bound(const struct drv_sched *s, int32_t slot)
 	return lo;
 }
 
-static void rhot_fill(struct drv_sched *s, int32_t pos)
+static void run_compact_fill(struct drv_sched *s, int32_t pos)
 {
-	const struct sjob *j = &s->jobs[s->run[pos]];
-	struct rhot *h = &s->rhot[pos];
+	const struct sched_job *j = &s->jobs[s->run[pos]];
+	struct run_compact *h = &s->run_compact[pos];
 	h->start = j->start;
 	h->need_milli = j->need_milli;
 	h->id = j->id;
 	h->slot = s->run[pos];
 	h->prio = j->prio;
-	h->lasq = j->lasq;
-	h->pmodel = j->pmodel;
+	h->las_queue = j->las_queue;
+	h->place_model = j->place_model;
 	h->pool = j->pool;
 	h->tenant = j->tenant;
 	h->ok = j->state == DRV_SJ_RUNNING && j->preemptible;
 }
 
-void sched__rhot_rebuild(struct drv_sched *s)
+void sched__run_compact_rebuild(struct drv_sched *s)
 {
 	int32_t i;
-	DRV_GROW(s->rhot, (size_t)s->nrun + 1, s->rhcap);
+	DRV_GROW(s->run_compact, (size_t)s->nrun + 1, s->run_compact_cap);
 	for (i = 0; i < s->nrun; i++)
-		rhot_fill(s, i);
-	s->rsum.dirty = true;
+		run_compact_fill(s, i);
+	s->victim_bounds.dirty = true;
 }
 
 /* Merges one entry into the summary of possible victims. */
-void sched__rsum_add(struct drv_sched *s, const struct rhot *h)
+void sched__victim_bounds_add(struct drv_sched *s, const struct run_compact *h)
 {
 	if (!h->ok)
 		return;
-	if (h->prio < s->rsum.minprio) {
-		s->rsum.minprio = h->prio;
-		s->rsum.maxq = h->lasq;
-	} else if (h->prio == s->rsum.minprio && h->lasq > s->rsum.maxq) {
-		s->rsum.maxq = h->lasq;
+	if (h->prio < s->victim_bounds.least_prio) {
+		s->victim_bounds.least_prio = h->prio;
+		s->victim_bounds.most_las_queue = h->las_queue;
+	} else if (h->prio == s->victim_bounds.least_prio && h->las_queue > s->victim_bounds.most_las_queue) {
+		s->victim_bounds.most_las_queue = h->las_queue;
 	}
 }
 
-void sched__rsum_refresh(struct drv_sched *s)
+void sched__victim_bounds_refresh(struct drv_sched *s)
 {
 	int32_t i;
-	if (!s->rsum.dirty)
+	if (!s->victim_bounds.dirty)
 		return;
-	s->rsum.minprio = INT32_MAX;
-	s->rsum.maxq = INT32_MIN;
+	s->victim_bounds.least_prio = INT32_MAX;
+	s->victim_bounds.most_las_queue = INT32_MIN;
 	for (i = 0; i < s->nrun; i++)
-		sched__rsum_add(s, &s->rhot[i]);
-	s->rsum.dirty = false;
+		sched__victim_bounds_add(s, &s->run_compact[i]);
+	s->victim_bounds.dirty = false;
 }
 
 void sched__run_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
 	DRV_GROW(s->run, (size_t)s->nrun + 1, s->rcap);
-	DRV_GROW(s->rhot, (size_t)s->nrun + 1, s->rhcap);
+	DRV_GROW(s->run_compact, (size_t)s->nrun + 1, s->run_compact_cap);
 	pos = run_lower_bound(s, slot);
 	memmove(&s->run[pos + 1], &s->run[pos], (size_t)(s->nrun - pos) * sizeof(*s->run));
-	memmove(&s->rhot[pos + 1], &s->rhot[pos], (size_t)(s->nrun - pos) * sizeof(*s->rhot));
+	memmove(&s->run_compact[pos + 1], &s->run_compact[pos], (size_t)(s->nrun - pos) * sizeof(*s->run_compact));
 	s->run[pos] = slot;
 	s->nrun++;
-	rhot_fill(s, pos);
-	if (!s->rsum.dirty)
-		sched__rsum_add(s, &s->rhot[pos]);
+	run_compact_fill(s, pos);
+	if (!s->victim_bounds.dirty)
+		sched__victim_bounds_add(s, &s->run_compact[pos]);
 }
 
 void sched__run_remove(struct drv_sched *s, int32_t slot)
@@ -446,9 +446,9 @@ void sched__run_remove(struct drv_sched *s, int32_t slot)
 			return;
 	}
 	memmove(&s->run[pos], &s->run[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->run));
-	memmove(&s->rhot[pos], &s->rhot[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->rhot));
+	memmove(&s->run_compact[pos], &s->run_compact[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->run_compact));
 	s->nrun--;
-	s->rsum.dirty = true;
+	s->victim_bounds.dirty = true;
 }
 
 /* ---- cluster view ------------------------------------------------------- */
@@ -469,9 +469,9 @@ int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement
 	return sum;
 }
 
-void sched__usage(struct drv_sched *s, struct sjob *j, int sign)
+void sched__usage(struct drv_sched *s, struct sched_job *j, int sign)
 {
-	struct stenant *t = &s->tenants[j->tenant];
+	struct sched_tenant *t = &s->tenants[j->tenant];
 	int32_t i;
 	for (i = 0; i < j->pl.ntasks; i++) {
 		const struct drv_task_place *tp = &j->pl.tasks[i];
@@ -480,9 +480,9 @@ void sched__usage(struct drv_sched *s, struct sjob *j, int sign)
 		if (m >= 0 && m < DRV_MAX_MODELS) {
 			t->usage[m] += sign * milli;
 			/* what a quota check of t (and of its cohort) answers */
-			t->qchg[m] = ++s->qseq;
+			t->quota_changed[m] = ++s->quota_seq;
 			if (t->cohort >= 0)
-				s->cochg[t->cohort].m[m] = s->qseq;
+				s->cohort_changed[t->cohort].m[m] = s->quota_seq;
 		}
 		t->usage_all += sign * milli;
 	}
@@ -510,7 +510,7 @@ void sched__node_touch(struct drv_sched *s, const struct drv_placement *p, int64
 	}
 }
 
-static void derive(struct drv_sched *s, struct sjob *j);
+static void derive(struct drv_sched *s, struct sched_job *j);
 
 void sched__refresh_cluster(struct drv_sched *s)
 {
@@ -552,7 +552,7 @@ void sched__refresh_cluster(struct drv_sched *s)
 	}
 	if (s->only_model == -2)
 		s->only_model = -1;
-	s->qall = ++s->qseq; /* jobs' quota models and needs are derived again */
+	s->quota_all_changed = ++s->quota_seq; /* jobs' quota models and needs are derived again */
 	s->spot_mask = 0;
 	s->all_pools = 0;
 	for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++) {
@@ -571,7 +571,7 @@ void sched__refresh_cluster(struct drv_sched *s)
 			if (pend)
 				sched__demand(s, &s->jobs[i], +1);
 		}
-	sched__phot_rebuild(s);
+	sched__pend_compact_rebuild(s);
 }
 
 /* ---- jobs --------------------------------------------------------------- */
@@ -588,7 +588,7 @@ static bool region_ok(const struct drv_job *job, const char *region)
 }
 
 /* Fills what the pass needs from the job and the cluster. */
-static void derive(struct drv_sched *s, struct sjob *j)
+static void derive(struct drv_sched *s, struct sched_job *j)
 {
 	const struct drv_job *job = j->job;
 	const struct drv_cluster *c = s->c;
@@ -625,8 +625,8 @@ static void derive(struct drv_sched *s, struct sjob *j)
 			j->full_tasks += job->groups[g].count;
 	j->model = model >= 0 ? model : -1;
 	j->gpuless = j->need_milli == 0;
-	j->qmodel = j->model >= 0 ? j->model : s->only_model;
-	j->quota_any_model = j->qmodel < 0;
+	j->quota_model = j->model >= 0 ? j->model : s->only_model;
+	j->quota_any_model = j->quota_model < 0;
 	j->level = -1;
 	if (job->topo_mode == DRV_TOPO_REQUIRED && job->topo_level)
 		j->level = drv_cluster_level(c, job->topo_level);
@@ -717,11 +717,11 @@ void drv_sched_tenant_default(struct drv_sched_tenant *t, const char *name)
 	}
 }
 
-_Static_assert(DRV_MAX_MODELS <= 32, "stenant.qmask holds a bit per model");
+_Static_assert(DRV_MAX_MODELS <= 32, "stenant.quota_models holds a bit per model");
 
 int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 {
-	struct stenant *x;
+	struct sched_tenant *x;
 	int32_t i, co = -1;
 	int m;
 	if (!t || !t->name || t->weight <= 0)
@@ -732,8 +732,8 @@ int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 				break;
 		if (co == s->ncohorts) {
 			DRV_GROW(s->cohorts, (size_t)s->ncohorts + 1, s->cocap);
-			DRV_GROW(s->cochg, (size_t)s->ncohorts + 1, s->cochgcap);
-			memset(&s->cochg[s->ncohorts], 0, sizeof(*s->cochg));
+			DRV_GROW(s->cohort_changed, (size_t)s->ncohorts + 1, s->cohort_changed_cap);
+			memset(&s->cohort_changed[s->ncohorts], 0, sizeof(*s->cohort_changed));
 			s->cohorts[s->ncohorts++] = drv_strdup(t->cohort);
 		}
 	}
@@ -746,17 +746,17 @@ int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 		x->name = drv_strdup(t->name);
 	}
 	x = &s->tenants[i];
-	s->qall = ++s->qseq; /* every quota answer may differ now */
+	s->quota_all_changed = ++s->quota_seq; /* every quota answer may differ now */
 	x->cohort = co;
 	x->weight = t->weight;
 	x->has_quota = false;
-	x->qmask = 0;
+	x->quota_models = 0;
 	for (m = 0; m < DRV_MAX_MODELS; m++) {
 		x->quota[m] = t->quota_milli[m];
 		x->limit[m] = t->borrow_limit_milli[m];
 		if (x->quota[m] >= 0) {
 			x->has_quota = true;
-			x->qmask |= 1u << m;
+			x->quota_models |= 1u << m;
 		}
 	}
 	return i;
@@ -780,7 +780,7 @@ int drv_sched_add_class(struct drv_sched *s, const char *name, int32_t value,
 
 static int new_job(struct drv_sched *s, const struct drv_job *job, const char *cls, int32_t *out)
 {
-	struct sjob *j;
+	struct sched_job *j;
 	int32_t slot, ci = -1, i;
 
 	if (!job)
@@ -803,7 +803,7 @@ static int new_job(struct drv_sched *s, const struct drv_job *job, const char *c
 	j = &s->jobs[slot];
 	memset(j, 0, sizeof(*j));
 	drv_placement_init(&j->pl);
-	drv_placement_init(&j->nom);
+	drv_placement_init(&j->nomination);
 	j->job = job;
 	j->id = job->id;
 	j->preemptible = job->preemptible;
@@ -822,10 +822,10 @@ static int new_job(struct drv_sched *s, const struct drv_job *job, const char *c
 
 static void free_job(struct drv_sched *s, int32_t slot)
 {
-	struct sjob *j = &s->jobs[slot];
+	struct sched_job *j = &s->jobs[slot];
 	hdel(s, j->id);
 	drv_placement_release(&j->pl);
-	drv_placement_release(&j->nom);
+	drv_placement_release(&j->nomination);
 	j->state = SJ_FREE;
 	j->job = NULL;
 	DRV_GROW(s->free_slots, (size_t)s->nfree + 1, s->fcap);
@@ -843,30 +843,30 @@ int drv_sched_submit(struct drv_sched *s, const struct drv_job *job, const char 
 	return 0;
 }
 
-static int64_t run_end(const struct drv_sched *s, const struct sjob *j)
+static int64_t run_end(const struct drv_sched *s, const struct sched_job *j)
 {
 	int64_t d = j->dur > 0 ? j->dur : s->keyed_pol.default_runtime_s;
 	return d > 0 ? j->start + d : T_INF;
 }
 
-void sched__nom_drop(struct drv_sched *s, int32_t slot)
+void sched__nomination_drop(struct drv_sched *s, int32_t slot)
 {
 	int32_t i;
-	s->jobs[slot].nom.ntasks = 0;
-	s->jobs[slot].nvict_left = 0;
+	s->jobs[slot].nomination.ntasks = 0;
+	s->jobs[slot].victims_left = 0;
 	if (s->jobs[slot].state == DRV_SJ_PENDING)
-		sched__phot_refresh(s, slot);
-	for (i = 0; i < s->nnoms; i++)
-		if (s->noms[i] == slot) {
-			memmove(&s->noms[i], &s->noms[i + 1], (size_t)(s->nnoms - i - 1) * sizeof(*s->noms));
-			s->nnoms--;
+		sched__pend_compact_refresh(s, slot);
+	for (i = 0; i < s->npreemptors; i++)
+		if (s->preemptors[i] == slot) {
+			memmove(&s->preemptors[i], &s->preemptors[i + 1], (size_t)(s->npreemptors - i - 1) * sizeof(*s->preemptors));
+			s->npreemptors--;
 			return;
 		}
 }
 
 void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now)
 {
-	struct sjob *j = &s->jobs[slot];
+	struct sched_job *j = &s->jobs[slot];
 	if (j->state == DRV_SJ_PENDING)
 		sched__pend_remove(s, slot);
 	if (p != &j->pl)
@@ -878,11 +878,11 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 	j->grace = 0;
 	j->pool = j->pl.ntasks > 0 && j->pl.tasks[0].node >= 0 ?
 			  s->c->nodes[j->pl.tasks[0].node].pool : -1;
-	j->pmodel = j->pl.ntasks > 0 && j->pl.tasks[0].node >= 0 ?
+	j->place_model = j->pl.ntasks > 0 && j->pl.tasks[0].node >= 0 ?
 			    s->c->nodes[j->pl.tasks[0].node].model : -1;
-	if (j->nom.ntasks)
-		sched__nom_drop(s, slot);
-	j->qseq = 0;
+	if (j->nomination.ntasks)
+		sched__nomination_drop(s, slot);
+	j->quota_seq = 0;
 	sched__usage(s, j, +1);
 	sched__node_touch(s, &j->pl, now);
 	sched__run_insert(s, slot);
@@ -908,19 +908,19 @@ int drv_sched_add_running(struct drv_sched *s, const struct drv_job *job,
 }
 
 /* A victim stopped (finish or requeue): its preemptor waits for one fewer. */
-static void victim_gone(struct drv_sched *s, struct sjob *j)
+static void victim_gone(struct drv_sched *s, struct sched_job *j)
 {
 	int32_t ps;
 	if (j->state != DRV_SJ_TERMINATING || !j->preempted_by)
 		return;
 	ps = sched__lookup(s, j->preempted_by);
-	if (ps >= 0 && s->jobs[ps].state == DRV_SJ_PENDING && s->jobs[ps].nvict_left > 0)
-		s->jobs[ps].nvict_left--;
+	if (ps >= 0 && s->jobs[ps].state == DRV_SJ_PENDING && s->jobs[ps].victims_left > 0)
+		s->jobs[ps].victims_left--;
 }
 
 static void stop_running(struct drv_sched *s, int32_t slot, int64_t now)
 {
-	struct sjob *j = &s->jobs[slot];
+	struct sched_job *j = &s->jobs[slot];
 	if (now > j->start)
 		j->attained += (now - j->start) * j->need_milli;
 	victim_gone(s, j);
@@ -943,8 +943,8 @@ int drv_sched_finish(struct drv_sched *s, uint64_t id, int64_t now)
 		return DRV_ENOENT;
 	if (s->jobs[slot].state == DRV_SJ_PENDING) {
 		sched__pend_remove(s, slot);
-		if (s->jobs[slot].nom.ntasks)
-			sched__nom_drop(s, slot);
+		if (s->jobs[slot].nomination.ntasks)
+			sched__nomination_drop(s, slot);
 	} else {
 		stop_running(s, slot, now);
 	}
@@ -955,7 +955,7 @@ int drv_sched_finish(struct drv_sched *s, uint64_t id, int64_t now)
 int drv_sched_requeue(struct drv_sched *s, uint64_t id, int64_t now)
 {
 	int32_t slot = sched__lookup(s, id);
-	struct sjob *j;
+	struct sched_job *j;
 	if (slot < 0)
 		return DRV_ENOENT;
 	j = &s->jobs[slot];
@@ -965,9 +965,9 @@ int drv_sched_requeue(struct drv_sched *s, uint64_t id, int64_t now)
 	j->state = DRV_SJ_PENDING;
 	j->end = T_INF;
 	j->grace = 0;
-	j->why_pass = 0;
+	j->reason_pass = 0;
 	j->why_emitted = false;
-	j->qseq = 0;
+	j->quota_seq = 0;
 	memset(&j->why, 0, sizeof(j->why));
 	sched__pend_insert(s, slot);
 	return 0;
@@ -976,7 +976,7 @@ int drv_sched_requeue(struct drv_sched *s, uint64_t id, int64_t now)
 int drv_sched_update_estimate(struct drv_sched *s, uint64_t id, int64_t estimate_s)
 {
 	int32_t slot = sched__lookup(s, id);
-	struct sjob *j;
+	struct sched_job *j;
 	if (slot < 0)
 		return DRV_ENOENT;
 	j = &s->jobs[slot];
@@ -1042,14 +1042,14 @@ struct drv_sched *drv_sched_new(struct drv_cluster *c)
 	for (p = 0; p < SCHED_MAX_POOLS; p++)
 		s->pool_tmpl_model[p] = -1;
 	drv_placement_init(&s->block);
-	drv_placement_init(&s->rc.pl);
+	drv_placement_init(&s->resv_cache.pl);
 	drv_placement_init(&s->scratch);
 	drv_placement_init(&s->scratch2);
 	drv_placement_init(&s->scratch3);
 	drv_sched_policy_default(&s->keyed_pol);
 	s->last_now = INT64_MIN;
-	s->rsum.dirty = true;
-	s->qseq = 1;
+	s->victim_bounds.dirty = true;
+	s->quota_seq = 1;
 	hgrow(s);
 	sched__refresh_cluster(s);
 	return s;
@@ -1064,7 +1064,7 @@ void drv_sched_free(struct drv_sched *s)
 		drv_cluster_uncommit(s->c, &s->jobs[s->run[i]].pl);
 	for (i = 0; i < s->njobs; i++) {
 		drv_placement_release(&s->jobs[i].pl);
-		drv_placement_release(&s->jobs[i].nom);
+		drv_placement_release(&s->jobs[i].nomination);
 	}
 	for (i = 0; i < s->nresv; i++)
 		drv_placement_release(&s->resv[i].pl);
@@ -1078,33 +1078,31 @@ void drv_sched_free(struct drv_sched *s)
 	for (i = 0; i < s->ncohorts; i++)
 		drv_free(s->cohorts[i]);
 	drv_placement_release(&s->block);
-	drv_placement_release(&s->rc.pl);
+	drv_placement_release(&s->resv_cache.pl);
 	drv_placement_release(&s->scratch);
 	drv_placement_release(&s->scratch2);
 	drv_placement_release(&s->scratch3);
 	drv_free(s->jobs);
 	drv_free(s->free_slots);
-	drv_free(s->hkeys);
-	drv_free(s->hvals);
+	drv_free(s->id_keys);
+	drv_free(s->id_slots);
 	drv_free(s->pend);
-	drv_free(s->noms);
-	drv_free(s->phot);
+	drv_free(s->preemptors);
+	drv_free(s->pend_compact);
 	drv_free(s->visited);
 	drv_free(s->run);
-	drv_free(s->rhot);
+	drv_free(s->run_compact);
 	drv_free(s->classes);
 	drv_free(s->tenants);
 	drv_free(s->cohorts);
-	drv_free(s->cochg);
-	drv_free(s->qvisited);
+	drv_free(s->cohort_changed);
+	drv_free(s->quota_held_seen);
 	drv_free(s->idle_since);
 	drv_free(s->resv_mask);
 	drv_free(s->resv);
-	drv_free(s->tmp);
-	drv_free(s->tmp2);
-	drv_free(s->order);
-	drv_free(s->ophot);
-	drv_free(s->fsuf);
+	drv_free(s->scratch_slots);
+	drv_free(s->scratch_slots2);
+	drv_free(s->fair_suffix);
 	drv_free(s);
 }
 
@@ -1124,7 +1122,7 @@ void drv_sched_decisions_release(struct drv_sched_decisions *d)
 
 /* ---- queries ------------------------------------------------------------ */
 
-static void why_never(const struct sjob *j, struct drv_sched_decision *w)
+static void why_never(const struct sched_job *j, struct drv_sched_decision *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->reason = DRV_REASON_NEVER;
@@ -1136,7 +1134,7 @@ static void why_never(const struct sjob *j, struct drv_sched_decision *w)
 int drv_sched_job_get(const struct drv_sched *s, uint64_t id, struct drv_sched_job_info *out)
 {
 	int32_t slot = sched__lookup(s, id);
-	const struct sjob *j;
+	const struct sched_job *j;
 	if (slot < 0)
 		return DRV_ENOENT;
 	j = &s->jobs[slot];
@@ -1156,7 +1154,7 @@ int drv_sched_job_get(const struct drv_sched *s, uint64_t id, struct drv_sched_j
 	if (j->state == DRV_SJ_PENDING && j->never && j->why.reason != DRV_REASON_NEVER) {
 		why_never(j, &out->why);
 	} else if (j->state == DRV_SJ_PENDING && s->tail_pass && s->tail_pass == s->pass_no &&
-	    j->why_pass != s->pass_no && j->added_pass < s->pass_no) {
+	    j->reason_pass != s->pass_no && j->added_pass < s->pass_no) {
 		/* the last pass stopped before it: nothing could fit */
 		out->why = s->tail_why;
 		if (out->why.reason == DRV_REASON_RESOURCES) {

@@ -12,39 +12,39 @@
 #define T_INF INT64_MAX
 #define SCHED_MAX_POOLS 64
 
-struct sclass {
+struct sched_class {
 	char *name;
 	int32_t value;
 	enum drv_preempt_policy policy;
 };
 
-struct stenant {
+struct sched_tenant {
 	char *name;
 	int32_t cohort;   /* -1 = none */
 	int32_t weight;
 	bool has_quota;   /* any quota set */
-	uint32_t qmask;   /* models with a quota (bit m: quota[m] >= 0) */
+	uint32_t quota_models;   /* models with a quota (bit m: quota[m] >= 0) */
 	int64_t quota[DRV_MAX_MODELS];
 	int64_t limit[DRV_MAX_MODELS];
 	int64_t usage[DRV_MAX_MODELS];  /* milli-GPUs held by running + terminating jobs */
 	int64_t usage_all;              /* over all models */
-	/* s->qseq when usage[m] last changed (quota_check's answers for m
-	 * may have changed since; see sjob.qseq) */
-	uint64_t qchg[DRV_MAX_MODELS];
-	int64_t vuse;                   /* fair: virtual use while a pass merges */
+	/* s->quota_seq when usage[m] last changed (quota_check's answers for m
+	 * may have changed since; see sched_job.quota_seq) */
+	uint64_t quota_changed[DRV_MAX_MODELS];
+	int64_t fair_use;                   /* fair: virtual use while a pass merges */
 };
 
-struct sjob {
+struct sched_job {
 	const struct drv_job *job;
 	uint64_t id;
 	/* pending: its reason was set to "quota" (the check before placement)
-	 * when s->qseq had this value (0 = its reason is not that). While
+	 * when s->quota_seq had this value (0 = its reason is not that). While
 	 * nothing that check reads changed since (its tenant's use of its
-	 * model, the cohort's, the tenants' settings: qchg, cohort chg, qall
-	 * all <= qseq), a pass would set the same reason again, so it may
-	 * skip the job (next to state and why_pass: one cache line) */
-	uint64_t qseq;
-	uint32_t why_pass;      /* pending: pass number that set why */
+	 * model, the cohort's, the tenants' settings: quota_changed, cohort chg, quota_all_changed
+	 * all <= quota_seq), a pass would set the same reason again, so it may
+	 * skip the job (next to state and reason_pass: one cache line) */
+	uint64_t quota_seq;
+	uint32_t reason_pass;      /* pending: pass number that set why */
 	uint8_t state;          /* enum drv_sched_job_state, or SJ_FREE */
 	bool preemptible;
 	bool never_preempts;    /* class policy Never */
@@ -52,7 +52,7 @@ struct sjob {
 	int32_t prio;
 	int32_t tenant;
 	int32_t model;          /* the one model all GPU groups ask for, or -1 */
-	int32_t qmodel;         /* model its quota is charged to before placement, or -1 */
+	int32_t quota_model;         /* model its quota is charged to before placement, or -1 */
 	int64_t need_milli;     /* GPU milli over all tasks */
 	int32_t need_whole;     /* whole GPUs over all tasks */
 	int32_t max_task;       /* largest whole-GPU task */
@@ -71,17 +71,17 @@ struct sjob {
 	/* running / terminating */
 	struct drv_placement pl;
 	int32_t pool;           /* pool of its placement (first task), -1 */
-	int32_t pmodel;         /* GPU model of its placement (first task), -1 */
-	int32_t lasq;           /* LAS queue, as of the pass that last set it */
+	int32_t place_model;         /* GPU model of its placement (first task), -1 */
+	int32_t las_queue;           /* LAS queue, as of the pass that last set it */
 	int64_t start;
 	int64_t end;            /* expected end (T_INF unknown); key of the running list */
 	int64_t grace;          /* terminating: deadline */
 	uint64_t preempted_by;
 
 	/* pending: preemption in progress */
-	int32_t nvict_left;
-	int64_t nom_deadline;
-	struct drv_placement nom;
+	int32_t victims_left;
+	int64_t nomination_deadline;
+	struct drv_placement nomination;
 
 	/* pending: its last placement attempt failed while s->rel_gen had this
 	 * value (UINT64_MAX = none); nothing was freed since, so it still would */
@@ -94,12 +94,12 @@ struct sjob {
 		uint64_t rel, start;
 		int64_t until, t_min;
 		int32_t nresv, blk;
-	} pf;
+	} preempt_memo;
 
 	/* pending: order keys (valid for s->keyed_order) */
-	int64_t kprio;          /* effective priority (with aging) */
-	int64_t kpol;           /* policy key */
-	int64_t next_age;       /* when kprio next changes (T_INF = never) */
+	int64_t key_prio;          /* effective priority (with aging) */
+	int64_t key_policy;           /* policy key */
+	int64_t next_age;       /* when key_prio next changes (T_INF = never) */
 
 	/* pending: reason of the last pass that visited it */
 	struct drv_sched_decision why;
@@ -110,8 +110,8 @@ struct sjob {
 /* What the pass reads of a pending job before touching the job itself:
  * one compact entry per s->pend position, so a pass over a long queue that
  * mostly cannot start stays in cache. */
-struct phot {
-	int64_t kprio;
+struct pend_compact {
+	int64_t key_prio;
 	int64_t need_milli;
 	int32_t tenant;
 	int32_t need_whole;
@@ -122,23 +122,23 @@ struct phot {
 	uint8_t never;
 	uint8_t gpuless;
 	uint8_t held;           /* holds a nominated placement: never skipped */
-	int8_t qmodel;          /* sjob.qmodel */
+	int8_t quota_model;          /* sched_job.quota_model */
 	int64_t dur;
-	uint64_t qseq;          /* sjob.qseq as of its last visit (0: visit it) */
+	uint64_t quota_seq;          /* sched_job.quota_seq as of its last visit (0: visit it) */
 };
 
-struct sufagg;
+struct queue_rest;
 
 /* What a preemption search reads of a running job, parallel to s->run. */
-struct rhot {
+struct run_compact {
 	int64_t start;
 	int64_t need_milli;
 	uint64_t id;
-	int32_t slot, prio, lasq, pmodel, pool, tenant;
+	int32_t slot, prio, las_queue, place_model, pool, tenant;
 	bool ok;                /* running (not terminating) and preemptible */
 };
 
-struct sresv {
+struct reservation {
 	int32_t job;            /* slot */
 	int64_t at;
 	bool nominated;         /* held for a preemptor, not a backfill reservation */
@@ -148,7 +148,7 @@ struct sresv {
 struct drv_sched {
 	struct drv_cluster *c;
 
-	struct sjob *jobs;
+	struct sched_job *jobs;
 	int32_t njobs;          /* slots used (including free ones) */
 	size_t jcap;
 	int32_t *free_slots;
@@ -156,18 +156,18 @@ struct drv_sched {
 	size_t fcap;
 
 	/* id -> slot, open addressing, power-of-two size, -1 empty, -2 deleted */
-	uint64_t *hkeys;
-	int32_t *hvals;
+	uint64_t *id_keys;
+	int32_t *id_slots;
 	size_t hcap;
 	size_t hused;
 
-	/* pending, sorted by (kprio desc, kpol, submit, id) */
+	/* pending, sorted by (key_prio desc, key_policy, submit, id) */
 	int32_t *pend;
-	struct phot *phot;      /* parallel to pend */
-	bool phot_stale;        /* pend was re-sorted: rebuild phot */
+	struct pend_compact *pend_compact;      /* parallel to pend */
+	bool pend_compact_stale;        /* pend was re-sorted: rebuild pend_compact */
 	int32_t npend;
 	size_t pcap;
-	size_t phcap;
+	size_t pend_compact_cap;
 	enum drv_sched_order keyed_order;
 	bool keys_valid;
 	int64_t keys_at;        /* time keys were computed for */
@@ -176,24 +176,24 @@ struct drv_sched {
 
 	/* running + terminating, sorted by (end, id) */
 	int32_t *run;
-	struct rhot *rhot;      /* parallel to run */
+	struct run_compact *run_compact;      /* parallel to run */
 	int32_t nrun;
 	size_t rcap;
-	size_t rhcap;
-	/* over the rhot entries that are ok (possible victims): the least
+	size_t run_compact_cap;
+	/* over the run_compact entries that are ok (possible victims): the least
 	 * priority, and the highest LAS queue among those of that priority;
 	 * a preemption search whose job is above neither finds no victim by
 	 * priority or LAS without scanning (recomputed when dirty) */
 	struct {
 		bool dirty;
-		int32_t minprio;    /* INT32_MAX: no possible victim */
-		int32_t maxq;       /* INT32_MIN: none */
-	} rsum;
+		int32_t least_prio; /* INT32_MAX: no possible victim */
+		int32_t most_las_queue; /* INT32_MIN: none */
+	} victim_bounds;
 
-	struct sclass *classes;
+	struct sched_class *classes;
 	int32_t nclasses;
 	size_t ccap;
-	struct stenant *tenants;
+	struct sched_tenant *tenants;
 	int32_t ntenants;
 	size_t tcap;
 	char **cohorts;
@@ -201,12 +201,12 @@ struct drv_sched {
 	size_t cocap;
 	/* quota answers: a counter bumped at every change a quota check
 	 * reads; per cohort and model, its value when a member's use of the
-	 * model last changed (cochg); at the last change of any tenant's
-	 * settings or the cluster (qall) */
-	uint64_t qseq;
-	uint64_t qall;
-	struct qchg { uint64_t m[DRV_MAX_MODELS]; } *cochg;
-	size_t cochgcap;
+	 * model last changed (cohort_changed); at the last change of any tenant's
+	 * settings or the cluster (quota_all_changed) */
+	uint64_t quota_seq;
+	uint64_t quota_all_changed;
+	struct model_seqs { uint64_t m[DRV_MAX_MODELS]; } *cohort_changed;
+	size_t cohort_changed_cap;
 
 	/* per pool */
 	int32_t pool_nodes[SCHED_MAX_POOLS];
@@ -224,12 +224,12 @@ struct drv_sched {
 	bool idle_unknown;      /* some idle_since[] still INT64_MIN */
 
 	/* pending preemptors holding a nominated placement */
-	int32_t *noms;
-	int32_t nnoms;
-	size_t nomcap;
+	int32_t *preemptors;
+	int32_t npreemptors;
+	size_t preemptors_cap;
 
 	/* reservations made by the last pass */
-	struct sresv *resv;
+	struct reservation *resv;
 	int32_t nresv;
 	size_t resvcap;
 	struct drv_placement block;   /* the GPUs a pass blocks for reservations */
@@ -238,20 +238,16 @@ struct drv_sched {
 	struct drv_placement scratch3;
 
 	/* pass scratch */
-	int32_t *tmp;           /* victims, sweeps */
-	size_t tmpcap;
-	int32_t *tmp2;
-	size_t tmp2cap;
-	int32_t *order;         /* fair merge output */
-	size_t ocap;
-	struct phot *ophot;     /* compact entries in fair merge order */
-	size_t ophcap;
-	struct sufagg *fsuf;    /* fair merge: what the rest of a tenant's queue needs */
-	size_t fsufcap;
+	int32_t *scratch_slots;         /* victims, sweeps */
+	size_t scratch_slots_cap;
+	int32_t *scratch_slots2;
+	size_t scratch_slots2_cap;
+	struct queue_rest *fair_suffix;    /* fair merge: what the rest of a tenant's queue needs */
+	size_t fair_suffix_cap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
-	int32_t *qvisited;      /* slots it found held at quota as they were */
-	size_t qvcap;
+	int32_t *quota_held_seen;      /* slots it found held at quota as they were */
+	size_t quota_held_seen_cap;
 
 	/* pending demand, for stopping a pass early: counts by whole-GPU task
 	 * size (max_task, 1..64) and by fractional task size (1..999) */
@@ -277,7 +273,7 @@ struct drv_sched {
 		int64_t default_runtime;
 		int32_t place, pools;
 		struct drv_placement pl;
-	} rc;
+	} resv_cache;
 
 	uint32_t pass_no;
 	int64_t last_now;
@@ -287,23 +283,23 @@ struct drv_sched {
 
 /* sched.c */
 int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
-void sched__phot_fill(struct drv_sched *s, int32_t pos);
-void sched__phot_rebuild(struct drv_sched *s);
-void sched__phot_refresh(struct drv_sched *s, int32_t slot);
-void sched__nom_drop(struct drv_sched *s, int32_t slot);
-void sched__rhot_rebuild(struct drv_sched *s);
-void sched__rsum_add(struct drv_sched *s, const struct rhot *h);
-void sched__rsum_refresh(struct drv_sched *s);
-void sched__demand(struct drv_sched *s, const struct sjob *j, int d);
+void sched__pend_compact_fill(struct drv_sched *s, int32_t pos);
+void sched__pend_compact_rebuild(struct drv_sched *s);
+void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot);
+void sched__nomination_drop(struct drv_sched *s, int32_t slot);
+void sched__run_compact_rebuild(struct drv_sched *s);
+void sched__victim_bounds_add(struct drv_sched *s, const struct run_compact *h);
+void sched__victim_bounds_refresh(struct drv_sched *s);
+void sched__demand(struct drv_sched *s, const struct sched_job *j, int d);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);
 void sched__run_insert(struct drv_sched *s, int32_t slot);
 void sched__run_remove(struct drv_sched *s, int32_t slot);
-void sched__key(const struct drv_sched *s, struct sjob *j, int64_t now,
+void sched__key(const struct drv_sched *s, struct sched_job *j, int64_t now,
 		const struct drv_sched_policy *pol);
 int sched__cmp_pend(const struct drv_sched *s, int32_t a, int32_t b);
 int32_t sched__las_queue(const struct drv_sched_policy *pol, int64_t attained_milli_s);
-void sched__usage(struct drv_sched *s, struct sjob *j, int sign);
+void sched__usage(struct drv_sched *s, struct sched_job *j, int sign);
 void sched__node_touch(struct drv_sched *s, const struct drv_placement *p, int64_t now);
 void sched__refresh_cluster(struct drv_sched *s);
 void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now);
@@ -312,14 +308,14 @@ int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement
 /* A pending job (its compact entry) whose reason is "quota" and that a pass
  * would give the same reason again, numbers and all: nothing that check
  * reads has changed since. */
-static inline bool sched__quota_held(const struct drv_sched *s, const struct phot *h)
+static inline bool sched__quota_held(const struct drv_sched *s, const struct pend_compact *h)
 {
-	const struct stenant *t;
-	uint64_t q = h->qseq;
-	if (!q || q < s->qall)
+	const struct sched_tenant *t;
+	uint64_t q = h->quota_seq;
+	if (!q || q < s->quota_all_changed)
 		return false;
 	t = &s->tenants[h->tenant];
-	return q >= t->qchg[h->qmodel] && (t->cohort < 0 || q >= s->cochg[t->cohort].m[h->qmodel]);
+	return q >= t->quota_changed[h->quota_model] && (t->cohort < 0 || q >= s->cohort_changed[t->cohort].m[h->quota_model]);
 }
 
 #endif

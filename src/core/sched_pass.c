@@ -43,17 +43,17 @@ struct pass {
 	int32_t blocked_max;    /* most blocked GPUs on one node */
 	int32_t min_prio_victim;/* least priority of a preemptible running job */
 	int32_t first_resv;     /* index of the earliest reservation */
-	bool rc_ok;             /* the first reservation is the cached one */
+	bool resv_cached;             /* the first reservation is the cached one */
 	int32_t exact_left;     /* exact "would fit but for a reservation" checks left */
 	int32_t nfailed;        /* preemption searches that failed this pass, by shape */
-	struct pshape {
+	struct failed_shape {
 		int64_t need_milli;
 		int32_t need_whole, max_task, full_tasks, min_frac, level, model, prio, tenant;
 		uint64_t pool_mask, preempted_by;
 		int32_t nstarted, nresv, blk, jq;
 		bool tried;
 	} failed[16];
-	bool lasq_done;         /* running jobs' LAS queues computed this pass */
+	bool las_queues_done;         /* running jobs' LAS queues computed this pass */
 	int32_t nstarted;
 	int32_t prov_add[SCHED_MAX_POOLS];
 	uint64_t prov_job[SCHED_MAX_POOLS];
@@ -77,7 +77,7 @@ static struct drv_sched_decision *dec_new(struct pass *p, enum drv_sched_dec_kin
 }
 
 /* Sets a pending job's reason for this pass; remembers whether it changed. */
-static void set_why(struct pass *p, struct sjob *j, const struct drv_sched_decision *w)
+static void set_why(struct pass *p, struct sched_job *j, const struct drv_sched_decision *w)
 {
 	struct drv_sched_decision n = *w;
 	n.kind = DRV_DEC_PENDING;
@@ -89,8 +89,8 @@ static void set_why(struct pass *p, struct sjob *j, const struct drv_sched_decis
 		j->why = n;
 		j->why_emitted = false;
 	}
-	j->why_pass = p->s->pass_no;
-	j->qseq = 0;
+	j->reason_pass = p->s->pass_no;
+	j->quota_seq = 0;
 }
 
 static void why_init(struct drv_sched_decision *w, enum drv_sched_reason r)
@@ -128,7 +128,7 @@ static void avail_vertex(const struct drv_vertex *v, int model, int level, struc
 		a->maxpart = v->max_part_free;
 }
 
-static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t mask,
+static void job_avail(const struct drv_sched *s, const struct sched_job *j, uint64_t mask,
 		      struct avail *a)
 {
 	const struct drv_cluster *c = s->c;
@@ -148,7 +148,7 @@ static void job_avail(const struct drv_sched *s, const struct sjob *j, uint64_t 
 		}
 }
 
-static bool avail_fits(const struct sjob *j, const struct avail *a)
+static bool avail_fits(const struct sched_job *j, const struct avail *a)
 {
 	if ((int64_t)j->need_whole > a->whole || j->max_task > a->maxnode || j->need_milli > a->milli)
 		return false;
@@ -162,7 +162,7 @@ static bool avail_fits(const struct sjob *j, const struct avail *a)
 }
 
 /* A necessary condition: may the job fit in these pools now? */
-static bool fits_quick(const struct drv_sched *s, const struct sjob *j, uint64_t mask)
+static bool fits_quick(const struct drv_sched *s, const struct sched_job *j, uint64_t mask)
 {
 	struct avail a;
 	job_avail(s, j, mask, &a);
@@ -178,7 +178,7 @@ static bool fits_quick(const struct drv_sched *s, const struct sjob *j, uint64_t
 static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t need,
 		       struct drv_sched_decision *w)
 {
-	const struct stenant *t = &s->tenants[ti];
+	const struct sched_tenant *t = &s->tenants[ti];
 	int64_t cq = 0, cu = 0, may;
 	int32_t i;
 
@@ -190,7 +190,7 @@ static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 	if (t->cohort >= 0) {
 		int64_t head = DRV_MAX(0, t->quota[m] - t->usage[m]);
 		for (i = 0; i < s->ntenants; i++) {
-			const struct stenant *o = &s->tenants[i];
+			const struct sched_tenant *o = &s->tenants[i];
 			if (o->cohort != t->cohort || o->quota[m] < 0)
 				continue;
 			cq += o->quota[m];
@@ -218,7 +218,7 @@ static int quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 }
 
 /* Quota for a placement whose models were not known before (model = any). */
-static int quota_check_placement(const struct drv_sched *s, const struct sjob *j,
+static int quota_check_placement(const struct drv_sched *s, const struct sched_job *j,
 				 const struct drv_placement *pl, struct drv_sched_decision *w)
 {
 	int64_t by[DRV_MAX_MODELS];
@@ -334,7 +334,7 @@ static void resv_add(struct pass *p, int32_t slot, int64_t at, const struct drv_
 		     bool nominated)
 {
 	struct drv_sched *s = p->s;
-	struct sresv *r;
+	struct reservation *r;
 	int32_t i;
 	if ((size_t)s->nresv + 1 > s->resvcap) {
 		size_t old = s->resvcap;
@@ -364,7 +364,7 @@ static void resv_drop(struct pass *p, int32_t slot)
 	struct drv_sched *s = p->s;
 	int32_t i, k, r;
 	for (i = 0; i < s->nresv; i++) {
-		struct sresv t;
+		struct reservation t;
 		if (s->resv[i].job != slot)
 			continue;
 		t = s->resv[i];
@@ -415,7 +415,7 @@ static int cmp_pool_fast(const struct drv_sched *s, int32_t a, int32_t b)
 
 /* The job's candidate pools in policy order; returns how many (0 = use the
  * whole cluster in one attempt). */
-static int32_t pool_order(const struct pass *p, const struct sjob *j, int32_t *out)
+static int32_t pool_order(const struct pass *p, const struct sched_job *j, int32_t *out)
 {
 	const struct drv_sched *s = p->s;
 	int32_t n = 0, i, k, np = DRV_MIN(s->c->npools, SCHED_MAX_POOLS);
@@ -450,7 +450,7 @@ struct place_fail {
  * filled. Tries the job's pools in policy order, each behind a cheap
  * aggregate test.
  */
-static int try_place(struct pass *p, const struct sjob *j, struct drv_placement *pl,
+static int try_place(struct pass *p, const struct sched_job *j, struct drv_placement *pl,
 		     int32_t *pool, struct place_fail *f)
 {
 	struct drv_sched *s = p->s;
@@ -523,7 +523,7 @@ static void do_start(struct pass *p, int32_t slot, const struct drv_placement *p
 		     uint32_t flags)
 {
 	struct drv_sched *s = p->s;
-	struct sjob *j = &s->jobs[slot];
+	struct sched_job *j = &s->jobs[slot];
 	struct drv_sched_decision *d;
 	uint64_t occ = s->occ_gen;
 
@@ -531,7 +531,7 @@ static void do_start(struct pass *p, int32_t slot, const struct drv_placement *p
 	sched__start(s, slot, pl, p->now);
 	/* a start that respects this pass's reservations (it comes after them,
 	 * on unreserved GPUs or ending before they start) does not move them */
-	if (s->nresv > 0 && p->rc_ok)
+	if (s->nresv > 0 && p->resv_cached)
 		s->occ_gen = occ;
 	if (j->pool >= 0 && j->pool < s->c->npools && s->c->pools[j->pool].spot)
 		flags |= DRV_DEC_SPOT;
@@ -558,7 +558,7 @@ static bool group_end(const struct drv_sched *s, int32_t i)
 	return i + 1 >= s->nrun || s->jobs[s->run[i + 1]].end != s->jobs[s->run[i]].end;
 }
 
-static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placement *pl)
+static int64_t earliest(struct pass *p, const struct sched_job *j, struct drv_placement *pl)
 {
 	struct drv_sched *s = p->s;
 	struct drv_cluster *c = p->c;
@@ -570,7 +570,7 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
 
 	sw->ntasks = 0;
 	for (i = 0; i < s->nrun; i++) {
-		struct sjob *r = &s->jobs[s->run[i]];
+		struct sched_job *r = &s->jobs[s->run[i]];
 		if (r->end == T_INF)
 			break;
 		drv_cluster_uncommit(c, &r->pl);
@@ -660,47 +660,47 @@ static int64_t earliest(struct pass *p, const struct sjob *j, struct drv_placeme
  * nothing freed, no node changed, the same placement settings. (Anything
  * freed could make it earlier, so that recomputes too.)
  */
-static int64_t earliest_cached(struct pass *p, const struct sjob *j, struct drv_placement *pl)
+static int64_t earliest_cached(struct pass *p, const struct sched_job *j, struct drv_placement *pl)
 {
 	struct drv_sched *s = p->s;
 	int64_t at;
 	bool cacheable = s->nresv == 0;
-	if (cacheable && s->rc.valid && s->rc.id == j->id && s->rc.occ == s->occ_gen &&
-	    s->rc.free == s->free_gen && s->rc.at >= p->now &&
-	    s->rc.default_runtime == p->pol->default_runtime_s &&
-	    s->rc.place == (int32_t)p->pol->place && s->rc.pools == (int32_t)p->pol->pools) {
-		drv_placement_copy(pl, &s->rc.pl);
-		p->rc_ok = true;
-		return s->rc.at;
+	if (cacheable && s->resv_cache.valid && s->resv_cache.id == j->id && s->resv_cache.occ == s->occ_gen &&
+	    s->resv_cache.free == s->free_gen && s->resv_cache.at >= p->now &&
+	    s->resv_cache.default_runtime == p->pol->default_runtime_s &&
+	    s->resv_cache.place == (int32_t)p->pol->place && s->resv_cache.pools == (int32_t)p->pol->pools) {
+		drv_placement_copy(pl, &s->resv_cache.pl);
+		p->resv_cached = true;
+		return s->resv_cache.at;
 	}
 	at = earliest(p, j, pl);
-	s->rc.valid = cacheable && at != T_INF;
-	if (s->rc.valid) {
-		s->rc.id = j->id;
-		s->rc.at = at;
-		s->rc.occ = s->occ_gen;
-		s->rc.free = s->free_gen;
-		s->rc.default_runtime = p->pol->default_runtime_s;
-		s->rc.place = (int32_t)p->pol->place;
-		s->rc.pools = (int32_t)p->pol->pools;
-		drv_placement_copy(&s->rc.pl, pl);
-		p->rc_ok = true;
+	s->resv_cache.valid = cacheable && at != T_INF;
+	if (s->resv_cache.valid) {
+		s->resv_cache.id = j->id;
+		s->resv_cache.at = at;
+		s->resv_cache.occ = s->occ_gen;
+		s->resv_cache.free = s->free_gen;
+		s->resv_cache.default_runtime = p->pol->default_runtime_s;
+		s->resv_cache.place = (int32_t)p->pol->place;
+		s->resv_cache.pools = (int32_t)p->pol->pools;
+		drv_placement_copy(&s->resv_cache.pl, pl);
+		p->resv_cached = true;
 	}
 	return at;
 }
 
 /* ---- preemption --------------------------------------------------------- */
 
-struct cand {
+struct victim_cand {
 	int32_t slot;
 	int32_t prio;
 	bool reclaim_only;
 	int64_t lost;       /* milli-GPU-seconds */
 };
 
-static int cmp_cand(const void *a, const void *b, void *arg)
+static int cmp_victim_cand(const void *a, const void *b, void *arg)
 {
-	const struct cand *x = a, *y = b;
+	const struct victim_cand *x = a, *y = b;
 	const struct drv_sched *s = arg;
 	uint64_t ix, iy;
 	if (x->prio != y->prio)
@@ -748,13 +748,13 @@ static int cmp_u64(const void *a, const void *b)
 /* May any running job be a reclaim victim for j (a job within its nominal
  * quota, of a tenant with a cohort)? Only if a cohort peer uses more than
  * its nominal quota of a model j's tenant has a quota of. */
-static bool reclaim_possible(const struct drv_sched *s, const struct sjob *j)
+static bool reclaim_possible(const struct drv_sched *s, const struct sched_job *j)
 {
-	const struct stenant *jt = &s->tenants[j->tenant];
+	const struct sched_tenant *jt = &s->tenants[j->tenant];
 	int32_t i;
 	for (i = 0; i < s->ntenants; i++) {
-		const struct stenant *o = &s->tenants[i];
-		uint32_t both = o->qmask & jt->qmask;
+		const struct sched_tenant *o = &s->tenants[i];
+		uint32_t both = o->quota_models & jt->quota_models;
 		if (i == j->tenant || o->cohort != jt->cohort)
 			continue;
 		while (both) {
@@ -771,8 +771,8 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 {
 	struct drv_sched *s = p->s;
 	struct drv_cluster *c = p->c;
-	struct sjob *j = &s->jobs[slot];
-	struct cand *cands;
+	struct sched_job *j = &s->jobs[slot];
+	struct victim_cand *cands;
 	struct drv_placement *pl = &s->scratch;
 	int32_t i, nc = 0, taken = 0, pool, gap = 1, skip = 0, nv = 0, fails = 0;
 	int64_t room = 0, borrowed[64];
@@ -780,25 +780,25 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	struct place_fail f;
 	bool found = false, reclaim = false;
 	int32_t jq = p->pol->order == DRV_ORDER_LAS ? sched__las_queue(p->pol, j->attained) : 0;
-	const struct stenant *jt = &s->tenants[j->tenant];
+	const struct sched_tenant *jt = &s->tenants[j->tenant];
 	uint64_t mask = j->pool_mask;
 	struct drv_sched_decision *d;
 	int64_t lost = 0, topprio = INT64_MIN;
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
-	if (p->pol->order == DRV_ORDER_LAS && !p->lasq_done) {
+	if (p->pol->order == DRV_ORDER_LAS && !p->las_queues_done) {
 		/* running jobs' LAS queues as of now, once a pass */
 		for (i = 0; i < s->nrun; i++) {
-			struct sjob *v = &s->jobs[s->run[i]];
-			v->lasq = sched__las_queue(p->pol, v->attained + (p->now - v->start) * v->need_milli);
-			s->rhot[i].lasq = v->lasq;
+			struct sched_job *v = &s->jobs[s->run[i]];
+			v->las_queue = sched__las_queue(p->pol, v->attained + (p->now - v->start) * v->need_milli);
+			s->run_compact[i].las_queue = v->las_queue;
 		}
-		p->lasq_done = true;
-		s->rsum.dirty = true;
+		p->las_queues_done = true;
+		s->victim_bounds.dirty = true;
 	}
 	for (i = 0; i < p->nfailed; i++) {
-		const struct pshape *f0 = &p->failed[i];
+		const struct failed_shape *f0 = &p->failed[i];
 		if (f0->need_milli == j->need_milli && f0->need_whole == j->need_whole &&
 		    f0->max_task == j->max_task && f0->full_tasks == j->full_tasks &&
 		    f0->min_frac == j->min_frac && f0->level == j->level && f0->model == j->model &&
@@ -813,49 +813,49 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 			return false;
 		}
 	}
-	if (j->pf.valid && j->pf.rel == s->rel_gen && j->pf.start == s->start_gen &&
-	    p->now < j->pf.until && j->pf.nresv == s->nresv && j->pf.blk == s->block.ntasks &&
-	    j->pf.t_min == p->t_min && p->pol->order != DRV_ORDER_LAS) {
+	if (j->preempt_memo.valid && j->preempt_memo.rel == s->rel_gen && j->preempt_memo.start == s->start_gen &&
+	    p->now < j->preempt_memo.until && j->preempt_memo.nresv == s->nresv && j->preempt_memo.blk == s->block.ntasks &&
+	    j->preempt_memo.t_min == p->t_min && p->pol->order != DRV_ORDER_LAS) {
 		/* nothing was freed or started and no job came of age since the
 		 * same search failed: it fails again (and counts as it did) */
-		if (j->pf.tried)
+		if (j->preempt_memo.tried)
 			p->tries++;
 		return false;
 	}
-	j->pf.valid = true;
-	j->pf.tried = false;
-	j->pf.rel = s->rel_gen;
-	j->pf.start = s->start_gen;
-	j->pf.until = T_INF;
-	j->pf.nresv = s->nresv;
-	j->pf.blk = s->block.ntasks;
-	j->pf.t_min = p->t_min;
+	j->preempt_memo.valid = true;
+	j->preempt_memo.tried = false;
+	j->preempt_memo.rel = s->rel_gen;
+	j->preempt_memo.start = s->start_gen;
+	j->preempt_memo.until = T_INF;
+	j->preempt_memo.nresv = s->nresv;
+	j->preempt_memo.blk = s->block.ntasks;
+	j->preempt_memo.t_min = p->t_min;
 	if (quota_rc != 0 || jt->cohort < 0 || !reclaim_possible(s, j)) {
 		/* no reclaim: a victim must be of lower priority, or (LAS) of
 		 * the same priority in a higher queue; when no running job is,
 		 * the scan below would find none (most searches under LAS with
 		 * a long queue end here) */
-		sched__rsum_refresh(s);
-		if (s->rsum.minprio > j->prio ||
-		    (s->rsum.minprio == j->prio &&
-		     (p->pol->order != DRV_ORDER_LAS || s->rsum.maxq <= jq))) {
-			/* the scan would have lowered pf.until for young jobs of
+		sched__victim_bounds_refresh(s);
+		if (s->victim_bounds.least_prio > j->prio ||
+		    (s->victim_bounds.least_prio == j->prio &&
+		     (p->pol->order != DRV_ORDER_LAS || s->victim_bounds.most_las_queue <= jq))) {
+			/* the scan would have lowered preempt_memo.until for young jobs of
 			 * the same priority under LAS (of any priority where
 			 * reclaim could apply); the memo is dropped then, so no
 			 * later search reads a memo the scan would not have left.
 			 * (Without it the next search comes here again and fails
 			 * without counting a try, as a memo hit would.) */
 			if (p->pol->order == DRV_ORDER_LAS || (quota_rc == 0 && jt->cohort >= 0))
-				j->pf.valid = false;
+				j->preempt_memo.valid = false;
 			return false;
 		}
 	}
-	DRV_GROW(s->tmp, (size_t)s->nrun * (sizeof(struct cand) / sizeof(int32_t) + 1), s->tmpcap);
-	cands = (struct cand *)(void *)s->tmp;
+	DRV_GROW(s->scratch_slots, (size_t)s->nrun * (sizeof(struct victim_cand) / sizeof(int32_t) + 1), s->scratch_slots_cap);
+	cands = (struct victim_cand *)(void *)s->scratch_slots;
 	memset(borrowed, 0, sizeof(borrowed));
 
 	for (i = 0; i < s->nrun; i++) {
-		const struct rhot *v = &s->rhot[i];
+		const struct run_compact *v = &s->run_compact[i];
 		bool by_prio, by_las = false, by_reclaim = false;
 		int32_t vm;
 		if (!v->ok || v->slot == slot)
@@ -864,23 +864,23 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		    (v->prio > j->prio || (v->prio == j->prio && p->pol->order != DRV_ORDER_LAS)))
 			continue; /* can be neither a priority, a LAS nor a reclaim victim */
 		if (p->now - v->start < p->pol->min_run_s) {
-			if (v->start + p->pol->min_run_s < j->pf.until)
-				j->pf.until = v->start + p->pol->min_run_s;
+			if (v->start + p->pol->min_run_s < j->preempt_memo.until)
+				j->preempt_memo.until = v->start + p->pol->min_run_s;
 			continue;
 		}
 		if (j->preempted_by && v->id == j->preempted_by)
 			continue; /* no ping-pong */
 		if (mask && (v->pool < 0 || !(mask >> v->pool & 1)))
 			continue;
-		vm = v->pmodel;
+		vm = v->place_model;
 		if (j->model >= 0 && vm != j->model)
 			continue;
 		by_prio = v->prio < j->prio;
 		if (!by_prio && p->pol->order == DRV_ORDER_LAS && v->prio <= j->prio)
-			by_las = v->lasq > jq;
+			by_las = v->las_queue > jq;
 		if (!by_prio && !by_las && quota_rc == 0 && jt->cohort >= 0 && v->tenant != j->tenant &&
 		    s->tenants[v->tenant].cohort == jt->cohort && vm >= 0 && vm < DRV_MAX_MODELS) {
-			const struct stenant *vt = &s->tenants[v->tenant];
+			const struct sched_tenant *vt = &s->tenants[v->tenant];
 			by_reclaim = vt->quota[vm] >= 0 && vt->usage[vm] > vt->quota[vm] &&
 				     jt->quota[vm] >= 0;
 		}
@@ -899,11 +899,11 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	if (a.milli + room < j->need_milli)
 		return false;
 	/* a total order: (priority, work lost, id) */
-	qsort_r(cands, (size_t)nc, sizeof(*cands), cmp_cand, s);
+	qsort_r(cands, (size_t)nc, sizeof(*cands), cmp_victim_cand, s);
 	p->tries++;
-	j->pf.tried = true;
+	j->preempt_memo.tried = true;
 	for (i = 0; i < nc; i++) {
-		struct sjob *v = &s->jobs[cands[i].slot];
+		struct sched_job *v = &s->jobs[cands[i].slot];
 		if (cands[i].reclaim_only) {
 			int32_t vt = v->tenant, vm = placement_model(s, &v->pl);
 			int64_t over = s->tenants[vt].usage[vm] - s->tenants[vt].quota[vm];
@@ -936,7 +936,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		drv_cluster_commit(c, &s->jobs[cands[i].slot].pl);
 	if (!found) {
 		if (p->nfailed < (int32_t)DRV_ARRAY_SIZE(p->failed) && quota_rc == 0) {
-			struct pshape *f0 = &p->failed[p->nfailed++];
+			struct failed_shape *f0 = &p->failed[p->nfailed++];
 			f0->need_milli = j->need_milli;
 			f0->need_whole = j->need_whole;
 			f0->max_task = j->max_task;
@@ -956,13 +956,13 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		}
 		return false;
 	}
-	j->pf.valid = false;
+	j->preempt_memo.valid = false;
 
 	/* keep only the victims the placement needs */
 	d = dec_new(p, DRV_DEC_PREEMPT);
 	DRV_GROW(p->out->ids, p->out->nids + (size_t)taken, p->out->idcap);
 	for (i = 0; i < taken; i++) {
-		struct sjob *v = &s->jobs[cands[i].slot];
+		struct sched_job *v = &s->jobs[cands[i].slot];
 		if (!overlaps(&v->pl, pl))
 			continue;
 		p->out->ids[p->out->nids + (size_t)nv++] = v->id;
@@ -981,7 +981,7 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 		}
 		s->occ_gen++;
 	}
-	sched__rhot_rebuild(s); /* victims are terminating now */
+	sched__run_compact_rebuild(s); /* victims are terminating now */
 	qsort(&p->out->ids[p->out->nids], (size_t)nv, sizeof(uint64_t), cmp_u64);
 	/* d may have moved if dec_new grew; it did not: ids are a separate array */
 	d->job = j->id;
@@ -993,21 +993,21 @@ static bool try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	d->n[1] = topprio == INT64_MIN ? 0 : topprio;
 	d->flags = reclaim ? DRV_DEC_RECLAIM : 0;
 	p->out->nids += (size_t)nv;
-	if (!j->nom.ntasks) {
-		DRV_GROW(s->noms, (size_t)s->nnoms + 1, s->nomcap);
-		s->noms[s->nnoms++] = slot;
+	if (!j->nomination.ntasks) {
+		DRV_GROW(s->preemptors, (size_t)s->npreemptors + 1, s->preemptors_cap);
+		s->preemptors[s->npreemptors++] = slot;
 	}
-	drv_placement_copy(&j->nom, pl);
-	d->placement = &j->nom;
-	j->nvict_left = nv;
-	j->nom_deadline = d->at;
-	sched__phot_refresh(s, slot); /* a preemptor is never skipped */
+	drv_placement_copy(&j->nomination, pl);
+	d->placement = &j->nomination;
+	j->victims_left = nv;
+	j->nomination_deadline = d->at;
+	sched__pend_compact_refresh(s, slot); /* a preemptor is never skipped */
 	return true;
 }
 
 /* ---- elastic pools ------------------------------------------------------ */
 
-static void consider_provision(struct pass *p, struct sjob *j)
+static void consider_provision(struct pass *p, struct sched_job *j)
 {
 	struct drv_sched *s = p->s;
 	const struct drv_cluster *c = p->c;
@@ -1092,21 +1092,21 @@ static void releases(struct pass *p)
 /* ---- the queue ---------------------------------------------------------- */
 
 /* The sort key, copied out so a full sort does not chase pointers. */
-struct skey {
-	int64_t kprio;
-	int64_t kpol;
+struct pend_sort_key {
+	int64_t key_prio;
+	int64_t key_policy;
 	int64_t submit;
 	uint64_t id;
 	int32_t slot;
 };
 
-static int cmp_skey(const void *a, const void *b)
+static int cmp_sort_key(const void *a, const void *b)
 {
-	const struct skey *x = a, *y = b;
-	if (x->kprio != y->kprio)
-		return x->kprio > y->kprio ? -1 : 1;
-	if (x->kpol != y->kpol)
-		return x->kpol < y->kpol ? -1 : 1;
+	const struct pend_sort_key *x = a, *y = b;
+	if (x->key_prio != y->key_prio)
+		return x->key_prio > y->key_prio ? -1 : 1;
+	if (x->key_policy != y->key_policy)
+		return x->key_policy < y->key_policy ? -1 : 1;
 	if (x->submit != y->submit)
 		return x->submit < y->submit ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
@@ -1114,17 +1114,17 @@ static int cmp_skey(const void *a, const void *b)
 
 static void sort_pending(struct drv_sched *s)
 {
-	struct skey *k = drv_malloc((size_t)s->npend * sizeof(*k) + 1);
+	struct pend_sort_key *k = drv_malloc((size_t)s->npend * sizeof(*k) + 1);
 	int32_t i;
 	for (i = 0; i < s->npend; i++) {
-		const struct sjob *j = &s->jobs[s->pend[i]];
-		k[i].kprio = j->kprio;
-		k[i].kpol = j->kpol;
+		const struct sched_job *j = &s->jobs[s->pend[i]];
+		k[i].key_prio = j->key_prio;
+		k[i].key_policy = j->key_policy;
 		k[i].submit = j->submit;
 		k[i].id = j->id;
 		k[i].slot = s->pend[i];
 	}
-	qsort(k, (size_t)s->npend, sizeof(*k), cmp_skey);
+	qsort(k, (size_t)s->npend, sizeof(*k), cmp_sort_key);
 	for (i = 0; i < s->npend; i++)
 		s->pend[i] = k[i].slot;
 	drv_free(k);
@@ -1148,7 +1148,7 @@ static void rekey(struct pass *p)
 		s->keyed_pol.default_runtime_s = pol->default_runtime_s;
 		s->occ_gen++;
 		for (i = 0; i < s->nrun; i++) {
-			struct sjob *r = &s->jobs[s->run[i]];
+			struct sched_job *r = &s->jobs[s->run[i]];
 			int64_t d = r->dur > 0 ? r->dur : pol->default_runtime_s;
 			r->end = d > 0 ? r->start + d : T_INF;
 			if (r->state == DRV_SJ_TERMINATING && r->grace < r->end)
@@ -1158,7 +1158,7 @@ static void rekey(struct pass *p)
 		for (i = 1; i < s->nrun; i++) {
 			int32_t k = i, x = s->run[i];
 			while (k > 0) {
-				const struct sjob *a = &s->jobs[s->run[k - 1]], *b = &s->jobs[x];
+				const struct sched_job *a = &s->jobs[s->run[k - 1]], *b = &s->jobs[x];
 				if (a->end < b->end || (a->end == b->end && a->id < b->id))
 					break;
 				s->run[k] = s->run[k - 1];
@@ -1166,7 +1166,7 @@ static void rekey(struct pass *p)
 			}
 			s->run[k] = x;
 		}
-		sched__rhot_rebuild(s);
+		sched__run_compact_rebuild(s);
 	}
 	if (same && p->now < s->next_age)
 		return;
@@ -1174,19 +1174,19 @@ static void rekey(struct pass *p)
 	s->keys_at = p->now;
 	s->keys_valid = true;
 	for (i = 0; i < s->npend; i++) {
-		struct sjob *j = &s->jobs[s->pend[i]];
+		struct sched_job *j = &s->jobs[s->pend[i]];
 		sched__key(s, j, p->now, pol);
 		if (j->next_age < next)
 			next = j->next_age;
 	}
 	s->next_age = next;
-	s->phot_stale = true; /* the compact copies hold the keys too */
+	s->pend_compact_stale = true; /* the compact copies hold the keys too */
 	for (i = 1; i < s->npend; i++)
 		if (sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
 			moved++;
 	if (!moved)
 		return;
-	s->phot_stale = true;
+	s->pend_compact_stale = true;
 	if (moved < 64) {
 		/* a few moved: insertion sort is linear-ish */
 		for (i = 1; i < s->npend; i++) {
@@ -1205,7 +1205,7 @@ static void rekey(struct pass *p)
 /* ---- one job ------------------------------------------------------------ */
 
 /* Upper bound: could j fit if the reserved GPUs were free? */
-static bool fits_with_blocked(const struct pass *p, const struct sjob *j)
+static bool fits_with_blocked(const struct pass *p, const struct sched_job *j)
 {
 	struct avail a;
 	job_avail(p->s, j, j->pool_mask, &a);
@@ -1217,14 +1217,14 @@ static bool fits_with_blocked(const struct pass *p, const struct sjob *j)
 	return avail_fits(j, &a);
 }
 
-static void count_blocked(struct pass *p, const struct sjob *j)
+static void count_blocked(struct pass *p, const struct sched_job *j)
 {
 	if (p->nblocked++ == 0)
 		p->first_blocked = j->id;
 }
 
 /* Exact: would j fit now without the reservations' blocks? */
-static bool fits_unblocked(struct pass *p, const struct sjob *j)
+static bool fits_unblocked(struct pass *p, const struct sched_job *j)
 {
 	struct place_fail f;
 	int32_t pool;
@@ -1235,7 +1235,7 @@ static bool fits_unblocked(struct pass *p, const struct sjob *j)
 	return rc == 0;
 }
 
-static void resources_why(struct pass *p, const struct sjob *j, const struct place_fail *f,
+static void resources_why(struct pass *p, const struct sched_job *j, const struct place_fail *f,
 			  struct drv_sched_decision *w)
 {
 	struct avail a;
@@ -1251,7 +1251,7 @@ static void resources_why(struct pass *p, const struct sjob *j, const struct pla
 	/* It would fit now if reserved GPUs were free: say so. */
 	if (p->s->nresv > 0 && p->blocked_gpus > 0 && p->exact_left > 0 && fits_with_blocked(p, j) &&
 	    (p->exact_left--, fits_unblocked(p, j))) {
-		const struct sresv *r = &p->s->resv[p->first_resv];
+		const struct reservation *r = &p->s->resv[p->first_resv];
 		why_init(w, DRV_REASON_RESERVATION);
 		w->n[0] = (int64_t)p->s->jobs[r->job].id;
 		w->at = r->at;
@@ -1262,7 +1262,7 @@ static void scan_one(struct pass *p, int32_t slot)
 {
 	struct drv_sched *s = p->s;
 	const struct drv_sched_policy *pol = p->pol;
-	struct sjob *j = &s->jobs[slot];
+	struct sched_job *j = &s->jobs[slot];
 	struct drv_placement *pl = &s->scratch;
 	struct drv_sched_decision w;
 	struct place_fail f;
@@ -1270,21 +1270,21 @@ static void scan_one(struct pass *p, int32_t slot)
 	int qrc = 0, rc;
 	bool reason_blocks, own_nom = false;
 
-	if (j->nvict_left > 0) {
+	if (j->victims_left > 0) {
 		/* its nominated placement is already held (pass start) */
 		why_init(&w, DRV_REASON_PREEMPTING);
-		w.n[0] = j->nvict_left;
-		w.at = j->nom_deadline;
+		w.n[0] = j->victims_left;
+		w.at = j->nomination_deadline;
 		set_why(p, j, &w);
 		count_blocked(p, j);
 		return;
 	}
-	if (j->nom.ntasks > 0) {
+	if (j->nomination.ntasks > 0) {
 		/* its victims are gone: the held placement is its own to use;
 		 * it no longer stands as the pass's reservation, so the next
 		 * blocked job gets one (and skipping waits for that) */
 		resv_drop(p, slot);
-		sched__nom_drop(s, slot);
+		sched__nomination_drop(s, slot);
 		if (p->nresv_made > 0)
 			p->nresv_made--;
 		own_nom = true;
@@ -1305,10 +1305,10 @@ static void scan_one(struct pass *p, int32_t slot)
 		return;
 	}
 	if (s->tenants[j->tenant].has_quota && !j->quota_any_model) {
-		qrc = quota_check(s, j->tenant, j->qmodel, j->need_milli, &w);
+		qrc = quota_check(s, j->tenant, j->quota_model, j->need_milli, &w);
 		if (qrc < 0) {
 			set_why(p, j, &w);
-			j->qseq = s->qseq; /* the same answer until qseq moves */
+			j->quota_seq = s->quota_seq; /* the same answer until quota_seq moves */
 			return;
 		}
 	}
@@ -1370,10 +1370,10 @@ static void scan_one(struct pass *p, int32_t slot)
 	if (pol->preemption && !j->never_preempts && p->tries < pol->max_preempt_tries &&
 	    try_preempt(p, slot, qrc)) {
 		why_init(&w, DRV_REASON_PREEMPTING);
-		w.n[0] = j->nvict_left;
-		w.at = j->nom_deadline;
+		w.n[0] = j->victims_left;
+		w.at = j->nomination_deadline;
 		set_why(p, j, &w);
-		resv_add(p, slot, j->nom_deadline, &j->nom, true);
+		resv_add(p, slot, j->nomination_deadline, &j->nomination, true);
 		count_blocked(p, j);
 		return;
 	}
@@ -1438,7 +1438,7 @@ static void stopper_init(struct pass *p, struct stopper *st)
 			if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
 				return; /* reclaim may preempt whatever the priority */
 		for (i = 0; i < s->nrun; i++) {
-			const struct sjob *r = &s->jobs[s->run[i]];
+			const struct sched_job *r = &s->jobs[s->run[i]];
 			if (r->preemptible && r->state == DRV_SJ_RUNNING && r->prio < p->min_prio_victim)
 				p->min_prio_victim = r->prio;
 		}
@@ -1499,7 +1499,7 @@ static inline void limits(const struct bounds *b, bool short_job, int64_t *w, in
 
 /* True when the job surely can neither start (even on reserved GPUs, if it
  * is short) nor preempt, nor is anything but "resources". */
-static inline bool skip_h(const struct bounds *b, const struct phot *h)
+static inline bool skip_h(const struct bounds *b, const struct pend_compact *h)
 {
 	int64_t w, n;
 	int32_t m;
@@ -1545,7 +1545,7 @@ static void set_tail(struct pass *p, enum drv_sched_reason why)
  */
 /* What every job from one merge slot on, in its tenant's queue, asks for at
  * least: enough to tell that none of them can start now. */
-struct sufagg {
+struct queue_rest {
 	int32_t need_w, task_w, full_w;  /* over whole-GPU jobs; INT32_MAX: none */
 	int32_t frac;                    /* over fractional-only jobs; INT32_MAX: none */
 	int32_t max_prio;
@@ -1554,42 +1554,42 @@ struct sufagg {
 	bool held;                       /* a preemptor holding its placement */
 };
 
-struct fmerge {
+struct fair_merge {
 	int32_t *cnt, *head, *act, *idx;
-	struct sufagg *suf;
+	struct queue_rest *suf;
 	int32_t nact;
 	int32_t swept_at;   /* visits when the active tenants were last checked */
 };
 
-static void fair_setup(struct pass *p, struct fmerge *fm)
+static void fair_setup(struct pass *p, struct fair_merge *fm)
 {
 	struct drv_sched *s = p->s;
 	int32_t nt = s->ntenants, i, t;
-	DRV_GROW(s->tmp2, (size_t)s->npend + 3 * (size_t)nt + 3, s->tmp2cap);
-	DRV_GROW(s->fsuf, (size_t)s->npend + 1, s->fsufcap);
-	fm->cnt = s->tmp2;
-	fm->head = s->tmp2 + nt + 1;
-	fm->act = s->tmp2 + 2 * nt + 2;
-	fm->idx = s->tmp2 + 3 * nt + 3;
-	fm->suf = s->fsuf;
+	DRV_GROW(s->scratch_slots2, (size_t)s->npend + 3 * (size_t)nt + 3, s->scratch_slots2_cap);
+	DRV_GROW(s->fair_suffix, (size_t)s->npend + 1, s->fair_suffix_cap);
+	fm->cnt = s->scratch_slots2;
+	fm->head = s->scratch_slots2 + nt + 1;
+	fm->act = s->scratch_slots2 + 2 * nt + 2;
+	fm->idx = s->scratch_slots2 + 3 * nt + 3;
+	fm->suf = s->fair_suffix;
 	fm->nact = 0;
 	fm->swept_at = -1;
 	memset(fm->cnt, 0, (size_t)(nt + 1) * sizeof(*fm->cnt));
 	for (i = 0; i < s->npend; i++)
-		fm->cnt[s->phot[i].tenant + 1]++;
+		fm->cnt[s->pend_compact[i].tenant + 1]++;
 	for (i = 0; i < nt; i++)
 		fm->cnt[i + 1] += fm->cnt[i];
 	for (i = 0; i < nt; i++) {
 		fm->head[i] = fm->cnt[i];
-		s->tenants[i].vuse = s->tenants[i].usage_all;
+		s->tenants[i].fair_use = s->tenants[i].usage_all;
 	}
 	for (i = 0; i < s->npend; i++)
-		fm->idx[fm->head[s->phot[i].tenant]++] = i;
+		fm->idx[fm->head[s->pend_compact[i].tenant]++] = i;
 	for (t = 0; t < nt; t++) {
-		struct sufagg a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false,
+		struct queue_rest a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false,
 				    false };
 		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
-			const struct phot *h = &s->phot[fm->idx[i]];
+			const struct pend_compact *h = &s->pend_compact[fm->idx[i]];
 			if (!h->never) {
 				if (h->gpuless)
 					a.gpuless = true;
@@ -1615,7 +1615,7 @@ static void fair_setup(struct pass *p, struct fmerge *fm)
 }
 
 /* True when no job of the tenant from merge slot i on can start now. */
-static bool suf_skip(const struct bounds *b, const struct sufagg *a)
+static bool suf_skip(const struct bounds *b, const struct queue_rest *a)
 {
 	int64_t w, n;
 	int32_t m;
@@ -1630,7 +1630,7 @@ static bool suf_skip(const struct bounds *b, const struct sufagg *a)
 }
 
 /* Next queue position in fair order, or -1. *dropped: jobs were left out. */
-static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32_t visits,
+static int32_t fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, int32_t visits,
 			 bool *dropped)
 {
 	struct drv_sched *s = p->s;
@@ -1659,7 +1659,7 @@ static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32
 	for (a = 1; a < fm->nact; a++) {
 		int32_t t = fm->act[a];
 		int32_t ht = fm->idx[fm->head[t]], hb = fm->idx[fm->head[best]];
-		int64_t hk = s->phot[ht].kprio, bk = s->phot[hb].kprio;
+		int64_t hk = s->pend_compact[ht].key_prio, bk = s->pend_compact[hb].key_prio;
 		__int128 x, y;
 		if (hk != bk) {
 			if (hk > bk) {
@@ -1668,8 +1668,8 @@ static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32
 			}
 			continue;
 		}
-		x = (__int128)s->tenants[t].vuse * s->tenants[best].weight;
-		y = (__int128)s->tenants[best].vuse * s->tenants[t].weight;
+		x = (__int128)s->tenants[t].fair_use * s->tenants[best].weight;
+		y = (__int128)s->tenants[best].fair_use * s->tenants[t].weight;
 		/* equal shares: the one ahead in the queue (its total order) */
 		if (x < y || (x == y && ht < hb)) {
 			best = t;
@@ -1677,7 +1677,7 @@ static int32_t fair_next(struct pass *p, struct fmerge *fm, bool may_drop, int32
 		}
 	}
 	pos = fm->idx[fm->head[best]++];
-	s->tenants[best].vuse += s->phot[pos].need_milli;
+	s->tenants[best].fair_use += s->pend_compact[pos].need_milli;
 	if (fm->head[best] >= fm->cnt[best + 1]) {
 		fm->act[bi] = fm->act[--fm->nact];
 	} else if (may_drop && suf_skip(&b, &fm->suf[fm->head[best]])) {
@@ -1708,9 +1708,9 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 {
 	struct pass P, *p = &P;
 	struct stopper stop;
-	struct fmerge fm;
-	int32_t i, k, n, nall, nd, nvis, nqvis;
-	const struct phot *ph;
+	struct fair_merge fm;
+	int32_t i, k, n, nall, nd, nvis, nquota_held;
+	const struct pend_compact *ph;
 	bool skipped, qskip;
 	int rc;
 
@@ -1753,9 +1753,9 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 	p->blocked_on = true; /* nothing blocked yet; reservations add as they come */
 	/* preemptors' nominated placements are held before anyone else is
 	 * considered (their victims' GPUs must not go to a third job) */
-	for (i = 0; i < s->nnoms; i++) {
-		struct sjob *nj = &s->jobs[s->noms[i]];
-		resv_add(p, s->noms[i], DRV_MAX(nj->nom_deadline, now), &nj->nom, true);
+	for (i = 0; i < s->npreemptors; i++) {
+		struct sched_job *nj = &s->jobs[s->preemptors[i]];
+		resv_add(p, s->preemptors[i], DRV_MAX(nj->nomination_deadline, now), &nj->nomination, true);
 		p->nresv_made++;
 	}
 
@@ -1765,24 +1765,24 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		s->rel_gen++;
 	}
 	rekey(p);
-	if (s->phot_stale) {
-		sched__phot_rebuild(s);
-		s->phot_stale = false;
+	if (s->pend_compact_stale) {
+		sched__pend_compact_rebuild(s);
+		s->pend_compact_stale = false;
 	}
 	nall = s->npend;
 	stopper_init(p, &stop);
 	s->tail_pass = 0;
 	nvis = 0;
 	DRV_GROW(s->visited, (size_t)nall + 1, s->vcap);
-	DRV_GROW(s->qvisited, (size_t)nall + 1, s->qvcap);
-	nqvis = 0;
+	DRV_GROW(s->quota_held_seen, (size_t)nall + 1, s->quota_held_seen_cap);
+	nquota_held = 0;
 	skipped = false;
 	/* A job held at its tenant's quota, with nothing that check reads
 	 * changed since, would get the same reason again and do nothing
 	 * else: the pass passes over it from its compact entry, without
 	 * touching the job (unless every reason is to be reported). */
 	qskip = !pol->report_all_pending;
-	ph = s->phot;
+	ph = s->pend_compact;
 	if (pol->order == DRV_ORDER_FAIR) {
 		fair_setup(p, &fm);
 		for (;;) {
@@ -1805,14 +1805,14 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 			}
 			slot = s->pend[pos];
 			if (qskip && sched__quota_held(s, &ph[pos])) {
-				s->qvisited[nqvis++] = slot;
+				s->quota_held_seen[nquota_held++] = slot;
 				continue;
 			}
 			if (s->jobs[slot].state != DRV_SJ_PENDING)
 				continue;
 			s->visited[nvis++] = slot;
 			scan_one(p, slot);
-			s->phot[pos].qseq = s->jobs[slot].qseq;
+			s->pend_compact[pos].quota_seq = s->jobs[slot].quota_seq;
 		}
 	}
 	k = 0;
@@ -1838,7 +1838,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		}
 		slot = s->pend[k];
 		if (qskip && sched__quota_held(s, &ph[k])) {
-			s->qvisited[nqvis++] = slot;
+			s->quota_held_seen[nquota_held++] = slot;
 			k++;
 			continue;
 		}
@@ -1847,7 +1847,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 			continue;
 		s->visited[nvis++] = slot;
 		scan_one(p, slot);
-		s->phot[k - 1].qseq = s->jobs[slot].qseq;
+		s->pend_compact[k - 1].quota_seq = s->jobs[slot].quota_seq;
 	}
 	if (skipped && !s->tail_pass)
 		set_tail(p, DRV_REASON_RESOURCES);
@@ -1855,25 +1855,25 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		/* strict order stopped the pass: preemptors behind the blocked
 		 * job whose victims are gone still start on the GPUs held for
 		 * them (else those stay idle until the blocked job starts) */
-		DRV_GROW(s->tmp2, (size_t)s->nnoms + 1, s->tmp2cap);
-		n = s->nnoms;
-		if (n > 0) /* noms is NULL until the first nomination */
-			memcpy(s->tmp2, s->noms, (size_t)n * sizeof(*s->noms));
+		DRV_GROW(s->scratch_slots2, (size_t)s->npreemptors + 1, s->scratch_slots2_cap);
+		n = s->npreemptors;
+		if (n > 0) /* preemptors is NULL until the first nomination */
+			memcpy(s->scratch_slots2, s->preemptors, (size_t)n * sizeof(*s->preemptors));
 		for (i = 0; i < n; i++) {
-			struct sjob *nj = &s->jobs[s->tmp2[i]];
-			if (nj->state != DRV_SJ_PENDING || nj->nvict_left > 0 ||
-			    nj->why_pass == s->pass_no)
+			struct sched_job *nj = &s->jobs[s->scratch_slots2[i]];
+			if (nj->state != DRV_SJ_PENDING || nj->victims_left > 0 ||
+			    nj->reason_pass == s->pass_no)
 				continue;
-			s->visited[nvis++] = s->tmp2[i];
-			scan_one(p, s->tmp2[i]);
-			sched__phot_refresh(s, s->tmp2[i]);
+			s->visited[nvis++] = s->scratch_slots2[i];
+			scan_one(p, s->scratch_slots2[i]);
+			sched__pend_compact_refresh(s, s->scratch_slots2[i]);
 		}
 	}
 	/* the jobs passed over as held at quota count as visited when the
 	 * pass left others unvisited (drv_sched_job_get tells them apart) */
 	if (s->tail_pass == s->pass_no)
-		for (i = 0; i < nqvis; i++)
-			s->jobs[s->qvisited[i]].why_pass = s->pass_no;
+		for (i = 0; i < nquota_held; i++)
+			s->jobs[s->quota_held_seen[i]].reason_pass = s->pass_no;
 
 	/* take the started jobs out of the queue */
 	if (p->nstarted > 0) {
@@ -1884,7 +1884,7 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		} else {
 			for (i = 0, n = 0; i < s->npend; i++) {
 				if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING) {
-					s->phot[n] = s->phot[i];
+					s->pend_compact[n] = s->pend_compact[i];
 					s->pend[n++] = s->pend[i];
 				} else {
 					sched__demand(s, &s->jobs[s->pend[i]], -1);
@@ -1918,9 +1918,9 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		d->job = p->prov_job[i];
 	}
 	for (k = 0; k < nvis; k++) {
-		struct sjob *j = &s->jobs[s->visited[k]];
+		struct sched_job *j = &s->jobs[s->visited[k]];
 		struct drv_sched_decision *d;
-		if (j->state != DRV_SJ_PENDING || j->why_pass != s->pass_no)
+		if (j->state != DRV_SJ_PENDING || j->reason_pass != s->pass_no)
 			continue;
 		if (!pol->report_all_pending && j->why_emitted)
 			continue;
