@@ -8,17 +8,6 @@
 # the library's values, and without NVIDIA's library or driver the agent
 # says so and stops with exit code 1.
 . "$ROOT/tests/integration/lib.sh"
-set -u
-
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 mkdir -p "$TEST_TMP/lib"
 ${CC:-cc} -shared -fPIC -O1 -Wl,-soname,libnvidia-ml.so.1 -o "$TEST_TMP/lib/libnvidia-ml.so.1" \
@@ -43,20 +32,16 @@ for k in 0 1; do
 done
 
 TOKEN=t0k
-CP=$(free_port)
-CTL="http://127.0.0.1:$CP"
-python3 "$ROOT/tests/integration/mock_controller.py" "$CP" "$TOKEN" >"$TEST_TMP/mock.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for 10 curl -fsS "$CTL/control/state" || fail "mock controller did not start"
+start_mock_controller "$TOKEN"
 
 PA=$(free_port)
 LD_LIBRARY_PATH="$TEST_TMP/lib" "$DROVER" agent --server "$CTL" --token "$TOKEN" --name gpu-1 \
 	--listen "127.0.0.1:$PA" --sysfs-root "$SYS" --state "$TEST_TMP/a" --run-as-self \
 	>"$TEST_TMP/agent.log" 2>&1 &
-PIDS="$PIDS $!"
+track $!
 q() { curl -fsS "$CTL/control/state" | jq -r "$1"; }
 registered() { [ "$(q '.nodes["gpu-1"].registers | length')" -ge 1 ]; }
-wait_for 10 registered || { cat "$TEST_TMP/agent.log"; fail "the agent did not register"; }
+wait_until 10 registered || { cat "$TEST_TMP/agent.log"; fail "the agent did not register"; }
 
 R='.nodes["gpu-1"].registers[0]'
 expect_eq "backend" "$(q "$R.backend")" nvml
@@ -91,7 +76,7 @@ grep -q '^DCGM_FI_DEV_GPU_UTIL{gpu="2",UUID="GPU-5a1d0000-0000-0000-0000-0000000
 	"$TEST_TMP/metrics.txt" || fail "labels are not dcgm-exporter's: $(grep GPU_UTIL "$TEST_TMP/metrics.txt")"
 expect_eq "IB rx bytes" "$(grep '^drover_ib_port_receive_bytes_total{Hostname="gpu-1",hca="mlx5_1"' "$TEST_TMP/metrics.txt" | awk '{print $NF}')" 4000
 # the heartbeat tells the controller the GPUs' health
-wait_for 5 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '.nodes[\"gpu-1\"].last_heartbeat.gpus | length')\" = 4 ]" ||
+wait_until 5 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '.nodes[\"gpu-1\"].last_heartbeat.gpus | length')\" = 4 ]" ||
 	fail "no GPU health in heartbeats"
 expect_eq "health" "$(q '.nodes["gpu-1"].last_heartbeat.gpus | map(.healthy) | unique | join(",")')" true
 
@@ -100,7 +85,7 @@ curl -fsS -X POST "$CTL/control/assign" -d '{"node": "gpu-1", "tasks": [{"task_i
  "epoch": 1, "desired": "run", "argv": ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES"], "env": {},
  "gpus": [1, 3], "rank": 0, "world_size": 1}]}' >/dev/null
 done_() { [ "$(q '[.nodes["gpu-1"].reports[] | select(.state == "exited")] | length')" -ge 1 ]; }
-wait_for 10 done_ || fail "the task did not run"
+wait_until 10 done_ || fail "the task did not run"
 expect_eq "task GPUs" "$(curl -fsS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PA/v1/tasks/1.0/logs")" "1,3"
 
 # without the library, or with one whose driver is not loaded: say so, stop, exit 1

@@ -6,39 +6,24 @@
 #     a task on GPU 0) and ingests every series: per metric name, the number
 #     of series it stores equals the number of samples the agent wrote.
 . "$ROOT/tests/integration/lib.sh"
-set -u
-
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.5
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/install-deps)"
 command -v promtool >/dev/null || fail "promtool is not installed (scripts/install-deps)"
 
 TOKEN=t0k
-CP=$(free_port)
-CTL="http://127.0.0.1:$CP"
-python3 "$ROOT/tests/integration/mock_controller.py" "$CP" "$TOKEN" >"$TEST_TMP/mock.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for 10 curl -fsS "$CTL/control/state" || fail "mock controller did not start"
+start_mock_controller "$TOKEN"
 PA=$(free_port)
 "$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-p --listen "127.0.0.1:$PA" \
 	--fake-gpus 8xH100 --fake-hcas 2 --state "$TEST_TMP/a" --run-as-self >"$TEST_TMP/agent.log" 2>&1 &
-PIDS="$PIDS $!"
+track $!
 q() { curl -fsS "$CTL/control/state" | jq -r "$1"; }
 registered() { [ "$(q '.nodes["node-p"].registers | length')" -ge 1 ]; }
-wait_for 10 registered || { cat "$TEST_TMP/agent.log"; fail "the agent did not register"; }
+wait_until 10 registered || { cat "$TEST_TMP/agent.log"; fail "the agent did not register"; }
 curl -fsS -X POST "$CTL/control/assign" -d '{"node": "node-p", "tasks": [{"task_id": "7.0", "job_id": 7,
  "epoch": 1, "desired": "run", "argv": ["sleep", "120"], "env": {}, "gpus": [0], "rank": 0,
  "world_size": 1}]}' >/dev/null
 running() { [ "$(q '[.nodes["node-p"].reports[] | select(.state == "running")] | length')" -ge 1 ]; }
-wait_for 10 running || fail "the task did not start"
+wait_until 10 running || fail "the task did not start"
 
 # --- promtool
 curl -fsS "http://127.0.0.1:$PA/metrics" >"$TEST_TMP/metrics.txt" || fail "no /metrics"
@@ -61,11 +46,11 @@ scrape_configs:
 YML
 prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/prom" \
 	--web.listen-address="127.0.0.1:$PP" >"$TEST_TMP/prometheus.log" 2>&1 &
-PIDS="$PIDS $!"
+track $!
 PROM="http://127.0.0.1:$PP"
 query() { curl -fsS --get "$PROM/api/v1/query" --data-urlencode "query=$1"; }
 scraped() { [ "$(query 'up{job="agent"}' | jq -r '.data.result[0].value[1]')" = 1 ]; }
-wait_for 60 scraped || { tail -20 "$TEST_TMP/prometheus.log"; fail "Prometheus did not scrape the agent"; }
+wait_until 60 scraped || { tail -20 "$TEST_TMP/prometheus.log"; fail "Prometheus did not scrape the agent"; }
 sleep 2
 # per metric name: series in the exposition vs series Prometheus holds
 grep -v '^#' "$TEST_TMP/metrics.txt" | sed 's/[{ ].*//' | sort | uniq -c | awk '{print $2, $1}' >"$TEST_TMP/want.txt"

@@ -13,42 +13,27 @@
 #   - fencing: after a 409 the agent registers again listing what runs, and
 #     kills a task the controller no longer lists.
 . "$ROOT/tests/integration/lib.sh"
-set -u
-
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.5
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 TOKEN=cluster-secret
-CP=$(free_port)
-CTL="http://127.0.0.1:$CP"
-python3 "$ROOT/tests/integration/mock_controller.py" "$CP" "$TOKEN" >"$TEST_TMP/mock.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for 10 curl -fsS "$CTL/control/state" || fail "mock controller did not start"
+start_mock_controller "$TOKEN"
 
 PA=$(free_port)
 PB=$(free_port)
 "$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-a --listen "127.0.0.1:$PA" \
 	--fake-gpus 8xH100 --labels zone=a,rack=r1 --state "$TEST_TMP/a" --grace 2 \
 	--run-as-self >"$TEST_TMP/agent-a.log" 2>&1 &
-PIDS="$PIDS $!"
+track $!
 "$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-b --listen "127.0.0.1:$PB" \
 	--fake-gpus 8xh100 --fake-hcas 2 --state "$TEST_TMP/b" --grace 2 \
 	--run-as-self >"$TEST_TMP/agent-b.log" 2>&1 &
 PID_B=$!
-PIDS="$PIDS $PID_B"
+track "$PID_B"
 
 state() { curl -fsS "$CTL/control/state"; }
 q() { state | jq -r "$1"; }
 registered() { [ "$(q ".nodes[\"$1\"].registers | length")" -ge "${2:-1}" ]; }
-wait_for 10 registered node-a || { cat "$TEST_TMP/agent-a.log"; fail "node-a did not register"; }
-wait_for 10 registered node-b || { cat "$TEST_TMP/agent-b.log"; fail "node-b did not register"; }
+wait_until 10 registered node-a || { cat "$TEST_TMP/agent-a.log"; fail "node-a did not register"; }
+wait_until 10 registered node-b || { cat "$TEST_TMP/agent-b.log"; fail "node-b did not register"; }
 
 # --- the inventory
 expect_eq "GPUs" "$(q '.nodes["node-a"].registers[0].gpus | length')" 8
@@ -84,8 +69,8 @@ assign b "{\"node\": \"node-b\", \"tasks\": [$(gang_task 1 node-b '[4,5,6,7]')]}
 exited() { # node task
 	[ "$(q "[.nodes[\"$1\"].reports[] | select(.task_id == \"$2\" and .state == \"exited\")] | length")" -ge 1 ]
 }
-wait_for 10 exited node-a 42.0 || { cat "$TEST_TMP/agent-a.log"; fail "42.0 did not finish"; }
-wait_for 10 exited node-b 42.1 || { cat "$TEST_TMP/agent-b.log"; fail "42.1 did not finish"; }
+wait_until 10 exited node-a 42.0 || { cat "$TEST_TMP/agent-a.log"; fail "42.0 did not finish"; }
+wait_until 10 exited node-b 42.1 || { cat "$TEST_TMP/agent-b.log"; fail "42.1 did not finish"; }
 expect_eq "42.0 reports" "$(q '[.nodes["node-a"].reports[] | select(.task_id == "42.0") | .state] | join(",")')" "running,exited"
 expect_eq "42.0 exit code" "$(q '.nodes["node-a"].reports[] | select(.task_id == "42.0" and .state == "exited") | .exit_code')" 0
 
@@ -124,7 +109,7 @@ assign a '{"node": "node-a", "tasks": [{"task_id": "43.0", "job_id": 43, "epoch"
  "local_world_size": 1, "node_rank": 0, "nnodes": 1, "master_addr": "127.0.0.1", "master_port": 29508,
  "grace_s": 2}]}'
 running() { [ "$(q "[.nodes[\"$1\"].reports[] | select(.task_id == \"$2\" and .state == \"running\")] | length")" -ge 1 ]; }
-wait_for 10 running node-a 43.0 || fail "43.0 did not start"
+wait_until 10 running node-a 43.0 || fail "43.0 did not start"
 u2=$(metric "$PA" '^DCGM_FI_DEV_GPU_UTIL\{gpu="2".*hpc_job="43"')
 u3=$(metric "$PA" '^DCGM_FI_DEV_GPU_UTIL\{gpu="3"')
 [ -n "$u2" ] && [ "$u2" -ge 80 ] || fail "GPU 2 under job 43: utilization '$u2', expected >= 80 with hpc_job=\"43\""
@@ -135,7 +120,7 @@ curl -fsS "http://127.0.0.1:$PA/metrics" | grep -q 'gpu="3".*hpc_job' && fail "h
 # --- desired stop: SIGTERM, reported exactly; the GPU goes idle again
 assign a '{"node": "node-a", "tasks": [{"task_id": "43.0", "job_id": 43, "epoch": 8, "desired": "stop",
  "stop_reason": "cancelled by ops", "grace_s": 2}]}'
-wait_for 10 exited node-a 43.0 || fail "43.0 did not stop"
+wait_until 10 exited node-a 43.0 || fail "43.0 did not stop"
 expect_eq "signal" "$(q '.nodes["node-a"].reports[] | select(.task_id == "43.0" and .state == "exited") | .signal')" 15
 expect_eq "not OOM" "$(q '.nodes["node-a"].reports[] | select(.task_id == "43.0" and .state == "exited") | .oom_killed')" false
 expect_eq "idle again" "$(metric "$PA" '^DCGM_FI_DEV_GPU_UTIL\{gpu="2"')" 0
@@ -145,34 +130,34 @@ assign b '{"node": "node-b", "tasks": [{"task_id": "44.0", "job_id": 44, "epoch"
  "argv": [], "script": null, "container": "trainer", "image": "nvcr.io/nvidia/pytorch:24.01-py3",
  "env": {}, "gpus": [0], "rank": 0, "world_size": 1}]}'
 failed() { [ "$(q "[.nodes[\"$1\"].reports[] | select(.task_id == \"$2\" and .state == \"failed\")] | length")" -ge 1 ]; }
-wait_for 10 failed node-b 44.0 || fail "44.0 was not reported failed"
+wait_until 10 failed node-b 44.0 || fail "44.0 was not reported failed"
 expect_eq "reason" "$(q '.nodes["node-b"].reports[] | select(.task_id == "44.0") | .reason')" \
 	'container "trainer" names no command; runtime host runs only a given command (image nvcr.io/nvidia/pytorch:24.01-py3)'
 
 # --- a time limit stops the task (SIGTERM, then the grace)
 assign b '{"node": "node-b", "tasks": [{"task_id": "46.0", "job_id": 46, "epoch": 11, "desired": "run",
  "argv": ["sleep", "60"], "env": {}, "gpus": [1], "rank": 0, "world_size": 1, "time_limit_s": 1}]}'
-wait_for 10 exited node-b 46.0 || fail "46.0 outlived its time limit"
+wait_until 10 exited node-b 46.0 || fail "46.0 outlived its time limit"
 expect_eq "time limit" "$(q '.nodes["node-b"].reports[] | select(.task_id == "46.0" and .state == "exited") | "\(.signal) \(.reason)"')" "15 time limit"
 
 # --- a heartbeat reply's kill list stops the task at once
 assign b '{"node": "node-b", "tasks": [{"task_id": "48.0", "job_id": 48, "epoch": 13, "desired": "run",
  "argv": ["sleep", "60"], "env": {}, "gpus": [3], "rank": 0, "world_size": 1}]}'
-wait_for 10 running node-b 48.0 || fail "48.0 did not start"
+wait_until 10 running node-b 48.0 || fail "48.0 did not start"
 curl -fsS -X POST "$CTL/control/kill" -d '{"node": "node-b", "kill": [{"task_id": "48.0", "epoch": 13, "reason": "stale epoch"}]}' >/dev/null
-wait_for 10 exited node-b 48.0 || fail "48.0 survived a heartbeat kill"
+wait_until 10 exited node-b 48.0 || fail "48.0 survived a heartbeat kill"
 expect_eq "heartbeat kill" "$(q '.nodes["node-b"].reports[] | select(.task_id == "48.0" and .state == "exited") | "\(.signal) \(.reason)"')" "9 stale epoch"
 
 # --- fencing: the session goes stale; the agent registers again, listing the
 # running task; the controller's list no longer has it; the agent kills it.
 assign a '{"node": "node-a", "tasks": [{"task_id": "45.0", "job_id": 45, "epoch": 10, "desired": "run",
  "argv": ["sleep", "60"], "env": {}, "gpus": [5], "rank": 0, "world_size": 1}]}'
-wait_for 10 running node-a 45.0 || fail "45.0 did not start"
+wait_until 10 running node-a 45.0 || fail "45.0 did not start"
 curl -fsS -X POST -d '{"node": "node-a"}' "$CTL/control/expire" >/dev/null
-wait_for 10 registered node-a 2 || fail "node-a did not register again after a 409"
+wait_until 10 registered node-a 2 || fail "node-a did not register again after a 409"
 expect_eq "running list" "$(q '.nodes["node-a"].registers[1].running | map("\(.task_id)@\(.epoch)") | join(",")')" "45.0@10"
 assign a '{"node": "node-a", "tasks": []}'
-wait_for 10 exited node-a 45.0 || fail "45.0 was not killed once unlisted"
+wait_until 10 exited node-a 45.0 || fail "45.0 was not killed once unlisted"
 expect_eq "fenced by SIGKILL" "$(q '.nodes["node-a"].reports[] | select(.task_id == "45.0" and .state == "exited") | .signal')" 9
 [ "$(q '.nodes["node-a"].heartbeats')" -ge 1 ] || fail "no heartbeats"
 expect_eq "heartbeat GPUs" "$(q '.nodes["node-a"].last_heartbeat.gpus | length')" 8
@@ -181,20 +166,20 @@ expect_eq "heartbeat GPUs" "$(q '.nodes["node-a"].last_heartbeat.gpus | length')
 # the node stops it (it cannot supervise another agent's children)
 assign b '{"node": "node-b", "tasks": [{"task_id": "47.0", "job_id": 47, "epoch": 12, "desired": "run",
  "argv": ["sleep", "300"], "env": {}, "gpus": [2], "rank": 0, "world_size": 1}]}'
-wait_for 10 running node-b 47.0 || fail "47.0 did not start"
+wait_until 10 running node-b 47.0 || fail "47.0 did not start"
 tpid=$(q '.nodes["node-b"].reports[] | select(.task_id == "47.0" and .state == "running") | .pid')
 kill -KILL "$PID_B"
 sleep 0.3
 kill -0 "$tpid" 2>/dev/null || fail "the task died with its agent (it should outlive a SIGKILL of it)"
 "$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-b --listen none \
 	--fake-gpus 8xh100 --state "$TEST_TMP/b" --run-as-self >"$TEST_TMP/agent-b2.log" 2>&1 &
-PIDS="$PIDS $!"
+track $!
 gone() { ! kill -0 "$tpid" 2>/dev/null || grep -q '^State:.*zombie' "/proc/$tpid/status" 2>/dev/null; }
-wait_for 10 gone || fail "the restarted agent left task pid $tpid running"
+wait_until 10 gone || fail "the restarted agent left task pid $tpid running"
 grep -q "killed task 47.0 (epoch 12, pid $tpid), left running by an earlier agent" "$TEST_TMP/agent-b2.log" ||
 	fail "the restarted agent did not say what it killed: $(cat "$TEST_TMP/agent-b2.log")"
 # it reports the kill, and does not start that (task_id, epoch) again although still listed
-wait_for 10 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '[.nodes[\"node-b\"].reports[] | select(.task_id == \"47.0\" and .state == \"exited\" and .signal == 9)] | length')\" = 1 ]" ||
+wait_until 10 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '[.nodes[\"node-b\"].reports[] | select(.task_id == \"47.0\" and .state == \"exited\" and .signal == 9)] | length')\" = 1 ]" ||
 	fail "the restarted agent did not report 47.0 killed"
 sleep 1
 grep -q "task 47.0 (epoch 12) started" "$TEST_TMP/agent-b2.log" && fail "the restarted agent started 47.0@12 a second time"

@@ -8,51 +8,15 @@
 # node's metrics carry the job on its GPUs while it runs and go idle after;
 # the agent's register reached the controller with its inventory.
 . "$ROOT/tests/integration/lib.sh"
-set -u
 
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.5
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-export XDG_CONFIG_HOME="$TEST_TMP/xdg"
-cat >"$TEST_TMP/server.yaml" <<CONF
-tokens:
-  - token: "admin-t"
-    user: ops
-    admin: true
-cluster_token: "agents-t"
-allow_root_tasks: true
-heartbeat_interval_s: 1
-heartbeat_timeout_s: 10
-sched_delay_ms: 10
-CONF
-SP=$(free_port)
-export DROVER_SERVER="http://127.0.0.1:$SP" DROVER_TOKEN=admin-t
-"$DROVER" server --listen "127.0.0.1:$SP" --state "$TEST_TMP/state" --config "$TEST_TMP/server.yaml" \
-	>"$TEST_TMP/server.log" 2>&1 &
-PIDS="$PIDS $!"
-wait_for 20 curl -fsS "$DROVER_SERVER/healthz" || fail "server did not start"
-
-for n in a b; do
-	p=$(free_port)
-	eval "PORT_$n=$p"
-	"$DROVER" agent --server "$DROVER_SERVER" --token agents-t --name "node-$n" \
-		--listen "127.0.0.1:$p" --fake-gpus 8xH100 --fake-hcas 4 --run-as-self \
-		--state "$TEST_TMP/agent-$n" >"$TEST_TMP/agent-$n.log" 2>&1 &
-	PIDS="$PIDS $!"
-done
-node_up() { [ "$("$DROVER" get node "$1" -o json 2>/dev/null | jq -r .state)" = up ]; }
-wait_for 20 node_up node-a || fail "node-a not up: $(tail -5 "$TEST_TMP/agent-a.log")"
-wait_for 20 node_up node-b || fail "node-b not up: $(tail -5 "$TEST_TMP/agent-b.log")"
+server_config "allow_root_tasks: true" "heartbeat_interval_s: 1" "heartbeat_timeout_s: 10" \
+	"sched_delay_ms: 10"
+start_server
+start_agent node-a 8xH100 --fake-hcas 4
+start_agent node-b 8xH100 --fake-hcas 4
 expect_eq "node model" "$("$DROVER" get node node-a -o json | jq -r .model)" "H100-SXM-80GB"
 expect_eq "node GPUs" "$("$DROVER" get node node-a -o json | jq -r .gpus)" 8
-expect_eq "agent_url" "$("$DROVER" get node node-b -o json | jq -r .agent_url)" "http://127.0.0.1:$PORT_b"
+expect_eq "agent_url" "$("$DROVER" get node node-b -o json | jq -r .agent_url)" "http://127.0.0.1:$AGENT_PORT_node_b"
 
 cat >"$TEST_TMP/gang.yaml" <<'YAML'
 apiVersion: kubeflow.org/v1
@@ -97,16 +61,16 @@ YAML
 id=$("$DROVER" submit --parsable "$TEST_TMP/gang.yaml") || fail "submit"
 state() { "$DROVER" get job "$id" -o json | jq -r .state; }
 is_state() { [ "$(state)" = "$1" ]; }
-wait_for 30 is_state running || fail "gang not running: $("$DROVER" describe job "$id")"
+wait_until 30 is_state running || fail "gang not running: $("$DROVER" describe job "$id")"
 
 # metrics follow the job while it runs: every GPU of both nodes carries it
 for n in a b; do
-	eval "p=\$PORT_$n"
+	eval "p=\$AGENT_PORT_node_$n"
 	c=$(curl -fsS "http://127.0.0.1:$p/metrics" | grep -c "^DCGM_FI_DEV_GPU_UTIL{.*hpc_job=\"$id\"")
 	expect_eq "GPUs of node-$n with hpc_job=$id" "$c" 8
 done
 
-wait_for 30 is_state succeeded || fail "gang did not succeed: $("$DROVER" describe job "$id")"
+wait_until 30 is_state succeeded || fail "gang did not succeed: $("$DROVER" describe job "$id")"
 "$DROVER" logs "$id" --task 0 >"$TEST_TMP/env-0" || fail "logs of task 0"
 "$DROVER" logs "$id" --task 1 >"$TEST_TMP/env-1" || fail "logs of task 1"
 v() { grep "^$2=" "$TEST_TMP/env-$1" | head -1 | cut -d= -f2-; }
@@ -125,8 +89,8 @@ expect_eq "TF_CONFIG workers" "$(v 0 TF_CONFIG | jq -r '.cluster.worker | length
 # after the job, the GPUs are idle and carry no job (the per-task OOM counter
 # drover_task_oom_kills_total keeps its finished tasks, as a counter should)
 for n in a b; do
-	eval "p=\$PORT_$n"
+	eval "p=\$AGENT_PORT_node_$n"
 	idle() { [ "$(curl -fsS "http://127.0.0.1:$p/metrics" | grep -c '^DCGM_FI_.*hpc_job=')" = 0 ]; }
-	wait_for 5 idle || fail "node-$n still shows a job on its GPUs"
+	wait_until 5 idle || fail "node-$n still shows a job on its GPUs"
 done
 echo "ok: 2-node gang through the real controller: GPUs, ranks, master, NCCL, metrics"

@@ -4,12 +4,11 @@
 # dead agent comes back it does not keep running the old task (fencing).
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
-CP_HEARTBEAT_TIMEOUT=3
-cp_setup
-cp_start_server
-cp_start_agent node-a
-cp_start_agent node-b
-cp_start_agent node-c
+cp_setup "heartbeat_timeout_s: 3"
+start_server
+start_agent node-a
+start_agent node-b
+start_agent node-c
 
 gang_yaml gang 8 "$(recording_cmd gang)" >"$TEST_TMP/gang.yaml"
 id=$(submit "$TEST_TMP/gang.yaml")
@@ -26,7 +25,7 @@ other_task=$(jf "$id" 'j["placement"][1]["task"]')
 other_pid=$(cat "$TEST_TMP"/pids/gang-"$other_task"-*)
 echo "gang $id on $victim ($victim_task pid $victim_pid) and $other ($other_task pid $other_pid)"
 
-cp_kill_agent "$victim" KILL
+stop_agent "$victim" KILL
 wait_until 20 node_is "$victim" down || fail "node $victim not marked down after its agent was killed"
 # requeued whole and started again, away from the dead node
 wait_until 30 sh -c "[ \"\$('$DROVER' get job $id -o json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j[\"attempt\"], j[\"state\"])')\" = '2 running' ]" ||
@@ -40,7 +39,7 @@ wait_until 15 sh -c "! kill -0 $other_pid 2>/dev/null" || fail "the first start'
 wait_until 10 sh -c "[ \$(ls $TEST_TMP/pids/gang-* | wc -l) -eq 4 ]" || fail "the restart did not start two new tasks"
 
 # the dead agent comes back: it must not keep running the old task
-cp_start_agent "$victim"
+start_agent "$victim"
 wait_until 15 sh -c "! kill -0 $victim_pid 2>/dev/null" || fail "old task pid $victim_pid on $victim still runs after its agent came back"
 expect_eq "still running after the old agent returned" "$(jf "$id" 'j["state"] + " " + str(j["attempt"])')" "running 2"
 echo "ok: gang $id requeued from $victim and restarted on $nodes"

@@ -15,7 +15,7 @@ expect_eq "unreachable message" "$(cat "$TEST_TMP/err")" \
 "$DROVER" queue --bogus 2>/dev/null; expect_eq "exit code, bad flag" "$?" "2"
 "$DROVER" get jobs -o xml 2>/dev/null; expect_eq "exit code, bad -o" "$?" "2"
 
-cp_start_server
+start_server
 
 # The config file alone is enough (what drover up writes).
 mkdir -p "$XDG_CONFIG_HOME/drover"
@@ -93,8 +93,8 @@ expect_eq "alice's jobs" "$("$DROVER" get jobs $ALICE -o json | python3 -c 'impo
 "$DROVER" cancel "$a" $ALICE 2>"$TEST_TMP/err"; expect_eq "exit code, someone else's job" "$?" "1"
 
 # Nodes and top once agents are up.
-cp_start_agent node-a
-cp_start_agent node-b
+start_agent node-a
+start_agent node-b
 "$DROVER" nodes >"$TEST_TMP/nodes.txt" || fail "nodes"
 cat "$TEST_TMP/nodes.txt"
 grep -E "^default +up +2 +[0-9]+/[0-9]+/16 +H100" "$TEST_TMP/nodes.txt" >/dev/null || fail "nodes summary"

@@ -5,9 +5,9 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 cp_setup
-cp_start_server
-cp_start_agent node-a
-cp_start_agent node-b
+start_server
+start_agent node-a
+start_agent node-b
 
 pod_yaml blocker 8 "$(recording_cmd blocker)" >"$TEST_TMP/blocker.yaml"
 blocker=$(submit "$TEST_TMP/blocker.yaml")

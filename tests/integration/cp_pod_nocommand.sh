@@ -4,9 +4,9 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 cp_setup
-cp_start_server
-cp_start_agent node-a
-cp_start_agent node-b
+start_server
+start_agent node-a
+start_agent node-b
 
 pod="$ROOT/examples/jobs/training-job.yaml"
 [ -f "$pod" ] || fail "$pod is missing"

@@ -6,8 +6,8 @@
 . "$ROOT/tests/integration/cp_common.shlib"
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/install-deps)"
 cp_setup
-cp_start_server
-cp_start_agent node-a
+start_server
+start_agent node-a
 
 curl -fsS "$SERVER_URL/metrics" >"$TEST_TMP/metrics.txt" || fail "GET /metrics"
 promtool check metrics <"$TEST_TMP/metrics.txt" || fail "promtool check metrics found problems"
@@ -32,7 +32,7 @@ scrape_configs:
 YML
 prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/prom-data" \
 	--web.listen-address="127.0.0.1:$pport" >"$TEST_TMP/prometheus.log" 2>&1 &
-CP_PIDS="$CP_PIDS $!"
+track $!
 
 query() {
 	curl -fsS -m 2 --get "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1" |

@@ -6,9 +6,9 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 cp_setup
-cp_start_server
-cp_start_agent node-a
-cp_start_agent node-b
+start_server
+start_agent node-a
+start_agent node-b
 
 # Jobs in every state before the burst.
 pod_yaml done 1 "true" >"$TEST_TMP/done.yaml"
@@ -41,11 +41,11 @@ for c in 1 2 3 4 5 6 7 8; do
 			n=$((n + 1))
 		done
 	) &
-	CP_PIDS="$CP_PIDS $!"
+	track $!
 	clients="${clients:-} $!"
 done
 wait_until 30 sh -c "[ \$(cat $TEST_TMP/answered-* 2>/dev/null | wc -l) -ge 40 ]" || fail "the burst did not get going"
-cp_kill_server KILL
+stop_server KILL
 wait $clients # the clients stop at their first failed submit
 answered=$(cat "$TEST_TMP"/answered-* | sort -n)
 count=$(echo "$answered" | wc -l)
@@ -54,7 +54,7 @@ grep -h . "$TEST_TMP"/burst-*.err | sort | uniq -c | head -5
 
 # Restart on the same state.
 restarted=$(date -u +%s)
-cp_start_server
+start_server
 echo "$answered" >"$TEST_TMP/answered.txt"
 "$DROVER" get jobs -o json >"$TEST_TMP/after.json" || fail "get jobs after the restart"
 python3 - "$TEST_TMP/answered.txt" "$TEST_TMP/after.json" <<'PY' || fail "jobs answered 201 are lost or not pending"

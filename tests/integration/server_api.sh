@@ -4,36 +4,9 @@
 # /metrics through promtool, a SIGKILL and restart with every job where it
 # was, and an injected store failure that answers 503 and keeps nothing.
 . "$ROOT/tests/integration/lib.sh"
-set -u
 
-PIDS=""
-cleanup() {
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-CFG="$TEST_TMP/server.yaml"
-cat >"$CFG" <<'CONF'
-tokens:
-  - {token: alice-t, user: alice}
-  - {token: bob-t, user: bob}
-  - {token: ops-t, user: ops, admin: true}
-cluster_token: agents-t
-allow_root_tasks: false
-sched_delay_ms: 5
-CONF
-PORT=$(free_port)
-URL="http://127.0.0.1:$PORT"
-
-start_server() {
-	env ${FAULT:+DROVER_STORE_FAULT=$FAULT} "$DROVER" server --listen "127.0.0.1:$PORT" \
-		--state "$TEST_TMP/state" --config "$CFG" >>"$TEST_TMP/server.log" 2>&1 &
-	SPID=$!
-	PIDS="$PIDS $SPID"
-	wait_for 20 curl -fsS "$URL/healthz" || { cat "$TEST_TMP/server.log" >&2; fail "server did not start"; }
-}
+server_config "allow_root_tasks: false" "sched_delay_ms: 5"
+URL=$SERVER_URL
 
 # req TOKEN METHOD PATH [CTYPE BODYFILE]: prints "STATUS BODY" (body one line)
 req() {
@@ -174,8 +147,7 @@ grep -q '^drover_jobs{state="cancelled"} 2$' "$TEST_TMP/metrics.txt" || fail "dr
 # --- SIGKILL and restart: every job where it was, ids never reused ---
 req ops-t GET "/v1/jobs?limit=10000"
 js '[(j["id"], j["state"], j["name"]) for j in b["items"]]' >"$TEST_TMP/before"
-kill -KILL "$SPID"
-wait "$SPID" 2>/dev/null
+stop_server KILL
 start_server
 req ops-t GET "/v1/jobs?limit=10000"
 js '[(j["id"], j["state"], j["name"]) for j in b["items"]]' >"$TEST_TMP/after"
@@ -187,17 +159,15 @@ req alice-t GET "/v1/jobs/$slurm_id"
 expect_eq "history kept" "$(js '[e["to"] for e in b["events"]]')" "['pending', 'cancelled']"
 
 # --- a failing store answers 503 and keeps nothing ---
-kill -TERM "$SPID"
-wait "$SPID" 2>/dev/null
+stop_server
 req_count() { req ops-t GET "/v1/jobs?limit=10000"; js 'len(b["items"])'; }
-FAULT=put_job:0 start_server
+start_server DROVER_STORE_FAULT=put_job:0
 n0=$(req_count)
 req alice-t POST /v1/jobs application/yaml "$ROOT/examples/jobs/training-job.yaml"
 expect_eq "store failure" "$CODE $(js 'b["error"]["code"]')" "503 unavailable"
 expect_eq "nothing kept" "$(req_count)" "$n0"
-kill -TERM "$SPID"
-wait "$SPID" 2>/dev/null
-FAULT= start_server
+stop_server
+start_server
 expect_eq "nothing kept after restart" "$(req_count)" "$n0"
 req alice-t POST /v1/jobs application/yaml "$ROOT/examples/jobs/training-job.yaml"
 expect_eq "accepted again" "$CODE $(js 'b["id"]')" "201 $((last + 2))"

@@ -8,7 +8,7 @@
 # pending and the preemptor runs.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
-cp_setup
+cp_setup "tenants: tenants.yaml" "scheduler: {preemption: true}"
 
 cat >"$TEST_TMP/tenants.yaml" <<'YAML'
 priorityClasses:
@@ -18,9 +18,8 @@ tenants:
   team-a: {priorityClass: production}
   team-b: {priorityClass: scavenger}
 YAML
-printf 'tenants: tenants.yaml\nscheduler: {preemption: true}\n' >>"$CP_CONFIG"
-cp_start_server
-cp_start_agent node-a
+start_server
+start_agent node-a
 
 low=$(submit_8gpu low team-b '{"preemptible": true}')
 wait_job "$low" running 30

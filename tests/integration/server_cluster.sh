@@ -5,20 +5,14 @@
 # are placed on registered nodes only; /metrics counts GPUs by pool and, with
 # open_endpoints: false, answers only callers with a token.
 . "$ROOT/tests/integration/lib.sh"
-set -u
 
-. "$ROOT/tests/integration/server.shlib"
-
-cat >>"$TEST_TMP/server.yaml" <<'CONF'
-sched_delay_ms: 5
-open_endpoints: false
-CONF
+server_config "sched_delay_ms: 5" "open_endpoints: false"
 start_server --cluster "$ROOT/examples/clusters/h100-256.yaml"
 # open_endpoints: false closes /healthz and /metrics to callers without a token
-expect_eq "closed /metrics" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/metrics")" 401
-expect_eq "closed /healthz" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")" 401
+expect_eq "closed /metrics" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/metrics")" 401
+expect_eq "closed /healthz" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/healthz")" 401
 
-URL="$URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+URL="$SERVER_URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
 import json, os, sys, time, urllib.request
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
 from agentsim import URL, call, fail, expect

@@ -6,11 +6,7 @@
 # included; nothing is started or written (no state.db). The documented
 # example still starts a server that answers /healthz.
 . "$ROOT/tests/integration/lib.sh"
-set -u
 
-SPID="" # the one server this test starts, killed on any exit
-trap 'if [ -n "$SPID" ]; then kill -KILL "$SPID" 2>/dev/null; fi' EXIT
-trap 'exit 1' INT TERM
 cd "$TEST_TMP"
 
 cat >bad.yaml <<'CONF'
@@ -74,12 +70,9 @@ default_pool: default         # pool and leaf of agents the cluster file does no
 default_leaf: default
 scheduler: {order: fifo, mode: backfill, preemption: true}
 CONF
-PORT=$(free_port)
-"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/s3" --config good.yaml \
-	>server.log 2>&1 &
-SPID=$!
-wait_for 20 curl -fsS "http://127.0.0.1:$PORT/healthz" || { cat server.log >&2; fail "good.yaml: no server"; }
+SERVER_CONFIG=good.yaml SERVER_STATE="$TEST_TMP/s3"
+start_server
 CODE=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ops-secret' \
-	"http://127.0.0.1:$PORT/v1/queue")
+	"$SERVER_URL/v1/queue")
 expect_eq "ops token accepted" "$CODE" 200
 echo "ok server_config_errors"

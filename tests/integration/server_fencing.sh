@@ -6,19 +6,11 @@
 # old task is in the heartbeat's kill list, absent from its assignments and
 # reported stale; past the retry limit the job fails with the reason.
 . "$ROOT/tests/integration/lib.sh"
-set -u
 
-. "$ROOT/tests/integration/server.shlib"
-
-cat >>"$TEST_TMP/server.yaml" <<'CONF'
-heartbeat_interval_s: 1
-heartbeat_timeout_s: 2
-retry_limit: 1
-sched_delay_ms: 5
-CONF
+server_config "heartbeat_interval_s: 1" "heartbeat_timeout_s: 2" "retry_limit: 1" "sched_delay_ms: 5"
 start_server
 
-URL="$URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+URL="$SERVER_URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
 import json, os, sys, time
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
 from agentsim import *

@@ -7,17 +7,11 @@
 # the preemptor starts; the cancel of a running job stops its task the
 # same way.
 . "$ROOT/tests/integration/lib.sh"
-set -u
 
-. "$ROOT/tests/integration/server.shlib"
-
-cat >>"$TEST_TMP/server.yaml" <<'CONF'
-sched_delay_ms: 5
-scheduler: {order: fifo, mode: backfill, preemption: true}
-CONF
+server_config "sched_delay_ms: 5" 'scheduler: {order: fifo, mode: backfill, preemption: true}'
 start_server
 
-URL="$URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
+URL="$SERVER_URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
 import json, os, sys, time
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
 from agentsim import call, fail, expect

@@ -3,9 +3,6 @@
 # first blocked job because nothing else could fit). Before, those kept
 # the reason they were submitted with ("submitted by root").
 . "$ROOT/tests/integration/lib.sh"
-set -u
-
-. "$ROOT/tests/integration/up.shlib"
 start_up
 
 job() { printf '#!/bin/sh\n#SBATCH --gpus=%s\n#SBATCH -J %s\nsleep 60\n' "$1" "$2" |
@@ -13,12 +10,12 @@ job() { printf '#!/bin/sh\n#SBATCH --gpus=%s\n#SBATCH -J %s\nsleep 60\n' "$1" "$
 field() { "$DROVER" get job "$1" -o json | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
 
 a=$(job 4 a)
-wait_for 15 sh -c "[ \"\$(\"$DROVER\" get job $a -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = running ]" ||
+wait_until 15 sh -c "[ \"\$(\"$DROVER\" get job $a -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = running ]" ||
 	fail "job a did not start"
 b=$(job 8 b)   # blocked: 4 of 8 GPUs free
 d=$(job 8 d)   # behind b
 c=$(job 4 c)   # fits beside a: the node is full
-wait_for 15 sh -c "[ \"\$(\"$DROVER\" get job $c -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = running ]" ||
+wait_until 15 sh -c "[ \"\$(\"$DROVER\" get job $c -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = running ]" ||
 	fail "job c did not start"
 # the periodic pass (every 5 s with jobs pending) stops at b: nothing fits
 sleep 6

@@ -8,7 +8,7 @@
 # parser's file:line:col message, before anything listens.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
-cp_setup
+cp_setup "tenants: tenants.yaml" # relative: next to the config file
 
 cat >"$TEST_TMP/tenants.yaml" <<'YAML'
 kind: Tenants
@@ -18,13 +18,12 @@ tenants:
   team-b:
     weight: 2
 YAML
-echo "tenants: tenants.yaml" >>"$CP_CONFIG"   # relative: next to the config file
 
-cp_start_server
+start_server
 grep -q "tenants from $TEST_TMP/tenants.yaml: 2 tenants" "$TEST_TMP/server.log" ||
 	fail "the server did not say it read the tenants file: $(cat "$TEST_TMP/server.log")"
-cp_start_agent node-a
-cp_start_agent node-b
+start_agent node-a
+start_agent node-b
 
 job() { submit_8gpu "$1" "$2"; }
 
@@ -77,12 +76,12 @@ tenants:
   team-a:
     quota: lots
 YAML
-sed 's/^tenants: .*/tenants: bad-tenants.yaml/' "$CP_CONFIG" >"$TEST_TMP/bad.yaml"
+sed 's/^tenants: .*/tenants: bad-tenants.yaml/' "$SERVER_CONFIG" >"$TEST_TMP/bad.yaml"
 BADPORT=$(free_port)
 "$DROVER" server --listen "127.0.0.1:$BADPORT" --state "$TEST_TMP/bad-state" \
 	--config "$TEST_TMP/bad.yaml" >"$TEST_TMP/bad.out" 2>"$TEST_TMP/bad.err" &
 BADPID=$!
-CP_PIDS="$CP_PIDS $BADPID"
+track "$BADPID"
 wait "$BADPID"
 rc=$?
 cat "$TEST_TMP/bad.err"
@@ -94,7 +93,7 @@ curl -fsS -m 2 "http://127.0.0.1:$BADPORT/healthz" >/dev/null 2>&1 && fail "a se
 [ -s "$TEST_TMP/bad.out" ] && fail "a server with a bad tenants file printed: $(cat "$TEST_TMP/bad.out")"
 
 # and one that cannot be read
-sed 's/^tenants: .*/tenants: missing.yaml/' "$CP_CONFIG" >"$TEST_TMP/missing-conf.yaml"
+sed 's/^tenants: .*/tenants: missing.yaml/' "$SERVER_CONFIG" >"$TEST_TMP/missing-conf.yaml"
 "$DROVER" server --listen "127.0.0.1:$BADPORT" --state "$TEST_TMP/bad-state" \
 	--config "$TEST_TMP/missing-conf.yaml" >/dev/null 2>"$TEST_TMP/missing.err"
 expect_eq "exit status with a missing tenants file" "$?" "2"

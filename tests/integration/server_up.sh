@@ -4,9 +4,6 @@
 # its GPU, serves the agent's metrics, stops cleanly on Ctrl-C (SIGINT),
 # and a second `drover up` on the same state still knows the job.
 . "$ROOT/tests/integration/lib.sh"
-set -u
-
-. "$ROOT/tests/integration/up.shlib"
 
 start_up
 grep -q 'SIMULATED GPUs' "$TEST_TMP/up.out" || fail "drover up does not say its GPUs are simulated"
@@ -15,14 +12,14 @@ grep -q 'drover submit -$' "$TEST_TMP/up.out" || fail "no commands to try"
 cfg="$XDG_CONFIG_HOME/drover/config"
 [ -f "$cfg" ] || fail "no client config at $cfg"
 expect_eq "client config mode" "$(stat -c %a "$cfg")" 600
-grep -q "^server: http://127.0.0.1:$PORT\$" "$cfg" || fail "client config: $(cat "$cfg")"
+grep -q "^server: http://127.0.0.1:$SERVER_PORT\$" "$cfg" || fail "client config: $(cat "$cfg")"
 
 # A job through the client, with no flags at all.
 printf '#!/bin/sh\n#SBATCH --job-name=hello\n#SBATCH --gpus=1\necho "hello from GPU $CUDA_VISIBLE_DEVICES image=${DROVER_IMAGE:-none}"\n' >"$TEST_TMP/hello.sh"
 out=$("$DROVER" submit "$TEST_TMP/hello.sh") || fail "drover submit: $out"
 id=$(echo "$out" | grep -o '[0-9][0-9]*' | head -1)
 state() { "$DROVER" get job "$id" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
-wait_for 30 sh -c "[ \"\$(\"$DROVER\" get job $id -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = succeeded ]" ||
+wait_until 30 sh -c "[ \"\$(\"$DROVER\" get job $id -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = succeeded ]" ||
 	{ "$DROVER" describe job "$id" >&2; fail "job $id did not succeed"; }
 logs=$("$DROVER" logs "$id") || fail "drover logs $id"
 case "$logs" in
@@ -33,8 +30,8 @@ esac
 sid=$(printf '#!/bin/sh\n#SBATCH --gpus=1\ntrue\n' | "$DROVER" submit --parsable -) || fail "submit -: $sid"
 expect_eq "name of a job read from stdin" "$("$DROVER" get job "$sid" -o json |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')" sbatch
-curl -fsS "http://127.0.0.1:$APORT/metrics" | grep -q '^DCGM_FI_DEV_GPU_UTIL{' ||
-	fail "no agent metrics on 127.0.0.1:$APORT"
+curl -fsS "http://127.0.0.1:$AGENT_PORT/metrics" | grep -q '^DCGM_FI_DEV_GPU_UTIL{' ||
+	fail "no agent metrics on 127.0.0.1:$AGENT_PORT"
 
 stop_up
 grep -q 'stopped; state kept' "$TEST_TMP/up.out" || fail "no clean-stop message: $(tail -3 "$TEST_TMP/up.out")"

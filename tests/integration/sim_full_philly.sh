@@ -1,20 +1,11 @@
 # sim_full_philly.sh: the whole Philly trace (82,247 jobs) under every
 # policy, with the issue's exact command, every job accounted for and
-# Little's law holding; the fifo run's jobs-out replays cleanly. Skipped, saying so, only when
-# the shared data set is really absent.
+# Little's law holding; the fifo run's jobs-out replays cleanly. The trace
+# is found by need_data ($DROVER_DATA, else ../shared/data next to the
+# repository); skipped, saying so, only when it is really absent.
 set -eu
 . "$ROOT/tests/integration/lib.sh"
-data=""
-for d in "${DROVER_DATA:-}" "$ROOT/../shared/data" "$ROOT/../../shared/data" /work/shared/data; do
-	if [ -n "$d" ] && [ -f "$d/philly.csv" ]; then
-		data="$d"
-		break
-	fi
-done
-if [ -z "$data" ]; then
-	echo "SKIP: philly.csv not found (looked in \$DROVER_DATA, \$ROOT/../shared/data, /work/shared/data)"
-	exit 0
-fi
+need_data philly.csv
 cd "$ROOT"
 # Speed is a benchmark figure, not a test verdict (a shared or slow CI
 # machine would make a timed test flaky): each run's wall and CPU time is
@@ -32,7 +23,7 @@ P
 }
 for pol in fifo sjf las fair; do
 	set -- $(timed "$TEST_TMP/$pol.json" "$DROVER" sim --cluster examples/clusters/philly.yaml \
-		--trace "$data/philly.csv" --format philly --policy $pol --json)
+		--trace "$DATA/philly.csv" --format philly --policy $pol --json)
 	[ "$3" = 0 ] || fail "$pol exited $3"
 	echo "$pol: the whole trace in $1 s wall, $2 s cpu"
 	python3 -c '
@@ -45,7 +36,7 @@ l = s["littles_law"]
 assert abs(l["mean_jobs_in_system"] - l["lambda_times_w"]) <= 0.02 * l["mean_jobs_in_system"], l
 ' "$TEST_TMP/$pol.json" || fail "$pol summary: $(cat "$TEST_TMP/$pol.json")"
 done
-"$DROVER" sim --cluster examples/clusters/philly.yaml --trace "$data/philly.csv" --format philly \
+"$DROVER" sim --cluster examples/clusters/philly.yaml --trace "$DATA/philly.csv" --format philly \
 	--policy fifo --json --jobs-out "$TEST_TMP/jobs.csv" >"$TEST_TMP/fifo-jobs.json" || fail "jobs-out run"
 python3 "$ROOT/tests/integration/sim_check.py" 8 "$TEST_TMP/jobs.csv" "$TEST_TMP/fifo-jobs.json" ||
 	fail "full replay check"

@@ -9,11 +9,7 @@
 # emitter drover used for unknown fields: now taken (201), and read in the
 # server's own config file too.
 . "$ROOT/tests/integration/lib.sh"
-set -u
 
-SPID="" # the one server this test starts, killed on any exit
-trap 'if [ -n "$SPID" ]; then kill -KILL "$SPID" 2>/dev/null; fi' EXIT
-trap 'exit 1' INT TERM
 
 DATA=$ROOT/tests/unit/data
 MSG="found a tab in indentation, expected spaces (YAML forbids tabs for indentation)"
@@ -40,12 +36,9 @@ tokens:
   - {token: alice-t, user: alice}
 cluster_token: agents-t
 CONF
-PORT=$(free_port)
-URL="http://127.0.0.1:$PORT"
-"$DROVER" server --listen "127.0.0.1:$PORT" --state "$TEST_TMP/state" --config server.yaml \
-	>>server.log 2>&1 &
-SPID=$!
-wait_for 20 curl -fsS "$URL/healthz" || { cat server.log >&2; fail "server did not start"; }
+SERVER_CONFIG=server.yaml
+start_server
+URL=$SERVER_URL
 
 # post PATH NAME FILE: POSTs FILE as application/yaml; CODE and body in body.json
 post() {
@@ -56,7 +49,7 @@ detail() {
 	python3 -c 'import json; print(json.load(open("body.json"))["error"]["details"][0])'
 }
 alive() {
-	kill -0 "$SPID" 2>/dev/null || { tail -20 server.log >&2; fail "the server died: $1"; }
+	kill -0 "$SERVER_PID" 2>/dev/null || { tail -20 server.log >&2; fail "the server died: $1"; }
 	curl -fsS "$URL/healthz" >/dev/null || fail "the server does not answer after $1"
 }
 
