@@ -1,6 +1,7 @@
 /*
  * spec_int.h: what the files of src/spec share and nobody else uses: the
- * per-format parsers behind drv_spec_parse_all and a few helpers.
+ * per-format parsers behind drv_spec_parse_all, a few helpers, and what the
+ * Kubernetes manifest readers (manifest*.c) share among themselves.
  */
 #ifndef DROVER_SPEC_INT_H
 #define DROVER_SPEC_INT_H
@@ -32,5 +33,118 @@ void drv_spec_keep_ignored(struct drv_jobspec *s, const char *path, json_t *valu
  * reports "found byte 0x.., expected UTF-8 text" at its line:col.
  */
 bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_diags *d);
+
+/* ------------------------------------------------------------------------
+ * The Kubernetes manifest readers (manifest*.c), private to them. The
+ * stream reader (manifest.c) hands each object to its kind's reader; the
+ * helpers below are how every one of them reads nodes and reports errors
+ * ("found X, expected Y" at the node's line:col, with the field path).
+ */
+
+/* Annotations, labels and resources drover reads (docs/job-format.md). */
+#define ANN_GPU_FRACTION "drover.io/gpu-fraction"
+#define ANN_KAI_FRACTION "gpu-fraction"
+#define ANN_GPU_MEMORY "drover.io/gpu-memory"
+#define ANN_KAI_MEMORY "gpu-memory"
+#define ANN_PREEMPTIBLE "drover.io/preemptible"
+#define ANN_TENANT "drover.io/tenant"
+#define ANN_RUNTIME "drover.io/runtime-estimate"
+#define ANN_TOPO_REQUIRED "kueue.x-k8s.io/podset-required-topology"
+#define ANN_TOPO_PREFERRED "kueue.x-k8s.io/podset-preferred-topology"
+#define ANN_VOLCANO_GROUP "scheduling.k8s.io/group-name"
+#define ANN_DEFAULT_CONTAINER "kubectl.kubernetes.io/default-container"
+#define LABEL_KUEUE_QUEUE "kueue.x-k8s.io/queue-name"
+#define SEL_GPU_PRODUCT "nvidia.com/gpu.product"
+#define SEL_REGION "topology.kubernetes.io/region"
+#define RES_GPU "nvidia.com/gpu"
+
+struct fy_node;
+
+/* One manifest being read: where errors go, where jobs go, and a count. */
+struct mf_ctx {
+	struct drv_diags *d;
+	struct drv_specset *set;
+	int errs;
+};
+
+/* One object of the stream: its root mapping, apiVersion and kind
+ * (borrowed from the document) and its path ("" or "items[3]"). */
+struct mf_object {
+	struct fy_node *root;
+	const char *api, *kind;
+	char path[64];
+};
+
+/* The stream's Volcano PodGroups, recorded by mf_kind_podgroup and joined
+ * with their Pods by mf_join_podgroups (manifest_volcano.c). */
+struct mf_podgroup;
+struct mf_podgroups {
+	struct mf_podgroup *v;
+	int n;
+	size_t cap;
+};
+
+/* manifest_node.c: nodes. An error at n's line:col (n may be NULL). */
+void mf_err(struct mf_ctx *c, struct fy_node *n, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* "nothing", "a mapping", "a list" or "a scalar", for messages. */
+const char *mf_type(struct fy_node *n);
+/* The scalar text of n (borrowed), or NULL when n is not a scalar or is an alias. */
+const char *mf_scalar(struct fy_node *n);
+/* The value of key in mapping m, or NULL (m may be NULL or not a mapping). */
+struct fy_node *mf_field(struct fy_node *m, const char *key);
+/* path.key, or path["key"] when key is not a plain identifier. */
+void mf_join(char *out, size_t sz, const char *path, const char *key);
+/* Keeps every key of mapping m not in known[] (NULL-ended) as ignored. */
+void mf_keep_unknown(struct drv_jobspec *s, struct fy_node *m, const char *path,
+		     const char *const *known);
+/* Readers of one value: false (and an error) when it is not what is
+ * expected; strings and vectors are the caller's to free. */
+bool mf_int(struct mf_ctx *c, struct fy_node *n, const char *path, int64_t max, int64_t *out);
+char *mf_str(struct mf_ctx *c, struct fy_node *n, const char *path);
+char **mf_strv(struct mf_ctx *c, struct fy_node *n, const char *path, int32_t *count);
+struct drv_label *mf_labels(struct mf_ctx *c, struct fy_node *n, const char *path,
+			    int32_t *count);
+/* The value of key among n labels, or NULL. */
+const char *mf_label_get(const struct drv_label *l, int32_t n, const char *key);
+
+/* manifest_meta.c: metadata into s (name required); annotations that act
+ * on group g, or on every group when g < 0. */
+void mf_read_metadata(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *md,
+		      const char *path);
+void mf_apply_annotations(struct mf_ctx *c, struct drv_jobspec *s, int g,
+			  struct fy_node *anns, const char *path);
+
+/* manifest_pod.c: a pod spec (md: the pod's metadata, for the default
+ * container) or a pod template {metadata, spec} into group g, which exists
+ * with its count set. */
+void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
+		      const char *path, struct fy_node *md);
+void mf_read_template(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *tn,
+		      const char *path);
+
+/* manifest_job.c: the field path of rest in o; a new job spec for o with
+ * its metadata read; the job-level checks and annotations once its groups
+ * exist; a new group (-1 and an error past the limit). */
+void mf_path(char *out, size_t sz, const struct mf_object *o, const char *rest);
+struct drv_jobspec *mf_begin_job(struct mf_ctx *c, const struct mf_object *o);
+void mf_end_job(struct mf_ctx *c, struct drv_jobspec *s, const struct mf_object *o);
+int mf_add_group(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *n, const char *path,
+		 const char *name);
+
+/* The kinds' readers, one file each but Pod and Job (manifest_job.c):
+ * each appends to c->set what object o says. */
+void mf_kind_pod(struct mf_ctx *c, const struct mf_object *o);
+void mf_kind_batch_job(struct mf_ctx *c, const struct mf_object *o);
+void mf_kind_volcano_job(struct mf_ctx *c, const struct mf_object *o);
+void mf_kind_podgroup(struct mf_ctx *c, const struct mf_object *o, struct mf_podgroups *pgs);
+void mf_kind_pytorchjob(struct mf_ctx *c, const struct mf_object *o);
+void mf_kind_priority_class(struct mf_ctx *c, const struct mf_object *o);
+
+/* After the stream: PodGroups merged with their Pods (then released), and
+ * priorityClassName resolved against the stream's PriorityClasses. */
+void mf_join_podgroups(struct mf_ctx *c, struct mf_podgroups *pgs);
+void mf_podgroups_release(struct mf_podgroups *pgs);
+void mf_resolve_priorities(struct mf_ctx *c);
 
 #endif

@@ -1,0 +1,367 @@
+/*
+ * manifest_pod.c: a pod spec or pod template as one task group: the
+ * containers (the main one runs the task; sidecars count toward its
+ * resources), their resources, env, command and args, the node selector
+ * (GPU model, region), restart policy, grace period and priority.
+ */
+#include "spec_int.h"
+
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct res {
+	int64_t gpus;      /* -1 = not given */
+	int64_t cpu_milli;
+	int64_t mem_mib;
+};
+
+static void read_resources(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *rn,
+			   const char *path, struct res *out)
+{
+	static const char *const known[] = { "limits", "requests", NULL };
+	static const char *const kinds[] = { "limits", "requests" };
+	int64_t gpu[2] = { -1, -1 }, cpu[2] = { -1, -1 }, mem[2] = { -1, -1 };
+	int i;
+
+	out->gpus = -1;
+	out->cpu_milli = out->mem_mib = 0;
+	if (!rn)
+		return;
+	if (!fy_node_is_mapping(rn)) {
+		mf_err(c, rn, path, "found %s, expected limits and requests", mf_type(rn));
+		return;
+	}
+	mf_keep_unknown(s, rn, path, known);
+	for (i = 0; i < 2; i++) {
+		struct fy_node *m = mf_field(rn, kinds[i]);
+		void *it = NULL;
+		struct fy_node_pair *p;
+		char mp[512];
+		mf_join(mp, sizeof(mp), path, kinds[i]);
+		if (!m)
+			continue;
+		if (!fy_node_is_mapping(m)) {
+			mf_err(c, m, mp, "found %s, expected a mapping of resource quantities", mf_type(m));
+			continue;
+		}
+		while ((p = fy_node_mapping_iterate(m, &it))) {
+			const char *k = mf_scalar(fy_node_pair_key(p));
+			struct fy_node *vn = fy_node_pair_value(p);
+			const char *v = mf_scalar(vn);
+			char fp[600];
+			int64_t x;
+			if (!k)
+				continue;
+			mf_join(fp, sizeof(fp), mp, k);
+			if (strcmp(k, RES_GPU) == 0) {
+				if (!v || drv_quantity_parse(v, 1000, &x) || x % 1000) {
+					mf_err(c, vn, fp, "found %s%.64s%s, expected a whole number of GPUs "
+					       "(for a share of one GPU use the annotation "
+					       ANN_GPU_FRACTION ")", v ? "\"" : "", v ? v : mf_type(vn),
+					       v ? "\"" : "");
+					continue;
+				}
+				if (x / 1000 > DRV_MAX_NODE_GPUS) {
+					mf_err(c, vn, fp, "found %lld GPUs, expected at most %d per task",
+					       (long long)(x / 1000), DRV_MAX_NODE_GPUS);
+					continue;
+				}
+				gpu[i] = x / 1000;
+			} else if (strcmp(k, "cpu") == 0) {
+				if (!v || drv_quantity_parse(v, 1000, &x)) {
+					mf_err(c, vn, fp, "found \"%.64s\", expected a CPU quantity such as "
+					       "500m or 2", v ? v : mf_type(vn));
+					continue;
+				}
+				cpu[i] = x;
+			} else if (strcmp(k, "memory") == 0) {
+				if (!v || drv_quantity_mib(v, &x)) {
+					mf_err(c, vn, fp, "found \"%.64s\", expected a memory quantity such "
+					       "as 16Gi, 129M or 128974848", v ? v : mf_type(vn));
+					continue;
+				}
+				mem[i] = x;
+			} else {
+				drv_spec_keep_ignored(s, fp, drv_yaml_node_json(vn));
+			}
+		}
+	}
+	if (gpu[0] >= 0 && gpu[1] >= 0 && gpu[0] != gpu[1]) {
+		char rp[560], fp[600];
+		mf_join(rp, sizeof(rp), path, "requests");
+		mf_join(fp, sizeof(fp), rp, RES_GPU);
+		mf_err(c, mf_field(mf_field(rn, "requests"), RES_GPU), fp,
+		       "found %lld GPUs requested and %lld as the limit, expected them equal",
+		       (long long)gpu[1], (long long)gpu[0]);
+	}
+	out->gpus = gpu[0] >= 0 ? gpu[0] : gpu[1];
+	out->cpu_milli = cpu[1] >= 0 ? cpu[1] : (cpu[0] >= 0 ? cpu[0] : 0);
+	out->mem_mib = mem[1] >= 0 ? mem[1] : (mem[0] >= 0 ? mem[0] : 0);
+}
+
+static void read_env(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *en,
+		     const char *path)
+{
+	void *it = NULL;
+	struct fy_node *e;
+	int i = 0;
+	if (!fy_node_is_sequence(en)) {
+		mf_err(c, en, path, "found %s, expected a list of {name, value}", mf_type(en));
+		return;
+	}
+	if (fy_node_sequence_item_count(en) > DRV_SPEC_MAX_ITEMS) {
+		mf_err(c, en, path, "found more than %d entries", DRV_SPEC_MAX_ITEMS);
+		return;
+	}
+	while ((e = fy_node_sequence_iterate(en, &it))) {
+		static const char *const known[] = { "name", "value", NULL };
+		char ep[560], fp[600];
+		const char *name, *value;
+		snprintf(ep, sizeof(ep), "%.500s[%d]", path, i++);
+		if (!fy_node_is_mapping(e)) {
+			mf_err(c, e, ep, "found %s, expected {name, value}", mf_type(e));
+			continue;
+		}
+		mf_join(fp, sizeof(fp), ep, "name");
+		name = mf_scalar(mf_field(e, "name"));
+		if (!name || !*name) {
+			mf_err(c, e, fp, "found %s, expected a variable name",
+			       name ? "an empty name" : mf_type(mf_field(e, "name")));
+			continue;
+		}
+		if (mf_field(e, "valueFrom")) {
+			mf_join(fp, sizeof(fp), ep, "valueFrom");
+			drv_spec_keep_ignored(s, fp, drv_yaml_node_json(mf_field(e, "valueFrom")));
+			continue;
+		}
+		mf_keep_unknown(s, e, ep, known);
+		value = "";
+		if (mf_field(e, "value")) {
+			mf_join(fp, sizeof(fp), ep, "value");
+			value = mf_scalar(mf_field(e, "value"));
+			if (!value) {
+				mf_err(c, mf_field(e, "value"), fp, "found %s, expected a string",
+				       mf_type(mf_field(e, "value")));
+				continue;
+			}
+		}
+		drv_jobspec_add_env(s, g, name, value);
+	}
+}
+
+/* The main container (the first, or the one kubectl.kubernetes.io/default-container
+ * names) runs the task; the others count toward resources and are kept. */
+static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *cn,
+			   const char *path, bool main, struct res *sum)
+{
+	static const char *const known[] = { "name", "image", "command", "args", "env",
+		"workingDir", "resources", NULL };
+	struct drv_task_run *r = &s->run[g];
+	struct fy_node *n;
+	struct res res;
+	char fp[560];
+
+	if (!fy_node_is_mapping(cn)) {
+		mf_err(c, cn, path, "found %s, expected a container", mf_type(cn));
+		return;
+	}
+	mf_join(fp, sizeof(fp), path, "resources");
+	read_resources(c, s, mf_field(cn, "resources"), fp, &res);
+	if (res.gpus > 0)
+		sum->gpus = (sum->gpus > 0 ? sum->gpus : 0) + res.gpus;
+	else if (res.gpus == 0 && sum->gpus < 0)
+		sum->gpus = 0;
+	sum->cpu_milli += res.cpu_milli;
+	sum->mem_mib += res.mem_mib;
+	if (!main) {
+		/* a sidecar: its resources count, the rest is kept */
+		static const char *const sk[] = { "resources", NULL };
+		mf_keep_unknown(s, cn, path, sk);
+		return;
+	}
+	if ((n = mf_field(cn, "name"))) {
+		mf_join(fp, sizeof(fp), path, "name");
+		r->container = mf_str(c, n, fp);
+	}
+	if ((n = mf_field(cn, "image"))) {
+		mf_join(fp, sizeof(fp), path, "image");
+		r->image = mf_str(c, n, fp);
+	} else {
+		mf_join(fp, sizeof(fp), path, "image");
+		mf_err(c, cn, fp, "found nothing, expected a container image");
+	}
+	if ((n = mf_field(cn, "command"))) {
+		mf_join(fp, sizeof(fp), path, "command");
+		r->command = mf_strv(c, n, fp, &r->ncommand);
+	}
+	if ((n = mf_field(cn, "args"))) {
+		mf_join(fp, sizeof(fp), path, "args");
+		r->args = mf_strv(c, n, fp, &r->nargs);
+	}
+	if ((n = mf_field(cn, "env"))) {
+		mf_join(fp, sizeof(fp), path, "env");
+		read_env(c, s, g, n, fp);
+	}
+	if ((n = mf_field(cn, "workingDir"))) {
+		mf_join(fp, sizeof(fp), path, "workingDir");
+		r->working_dir = mf_str(c, n, fp);
+	}
+	mf_keep_unknown(s, cn, path, known);
+}
+
+/*
+ * Pod spec at path into group g (already added, count set): containers,
+ * nodeSelector, restart policy, grace period, priority.
+ */
+void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
+		      const char *path, struct fy_node *md)
+{
+	static const char *const known[] = { "containers", "nodeSelector", "restartPolicy",
+		"terminationGracePeriodSeconds", "priorityClassName", "priority",
+		"activeDeadlineSeconds", NULL };
+	struct drv_task_group *tg = &s->job.groups[g];
+	struct drv_task_run *r = &s->run[g];
+	struct fy_node *n;
+	struct res sum = { -1, 0, 0 };
+	char fp[560];
+	int64_t v;
+
+	if (!ps || !fy_node_is_mapping(ps)) {
+		mf_err(c, ps, path, "found %s, expected a pod spec with containers", mf_type(ps));
+		return;
+	}
+	mf_join(fp, sizeof(fp), path, "containers");
+	n = mf_field(ps, "containers");
+	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0) {
+		mf_err(c, n ? n : ps, fp, "found %s, expected a list of at least one container",
+		       n && fy_node_is_sequence(n) ? "an empty list" : mf_type(n));
+	} else {
+		void *it = NULL;
+		struct fy_node *cn;
+		int i = 0, main_i = 0;
+		/* kubectl's default-container annotation names the main container */
+		const char *dflt = mf_scalar(mf_field(mf_field(md, "annotations"), ANN_DEFAULT_CONTAINER));
+		if (dflt) {
+			while ((cn = fy_node_sequence_iterate(n, &it))) {
+				const char *cname = mf_scalar(mf_field(cn, "name"));
+				if (cname && strcmp(cname, dflt) == 0) {
+					main_i = i;
+					break;
+				}
+				i++;
+			}
+			it = NULL;
+			i = 0;
+		}
+		while ((cn = fy_node_sequence_iterate(n, &it))) {
+			char cp[600];
+			snprintf(cp, sizeof(cp), "%s[%d]", fp, i);
+			read_container(c, s, g, cn, cp, i == main_i, &sum);
+			i++;
+		}
+	}
+	tg->gpus = sum.gpus > 0 ? (int32_t)sum.gpus : 0;
+	if (sum.gpus > DRV_MAX_NODE_GPUS)
+		mf_err(c, n, fp, "found %lld GPUs in one pod, expected at most %d",
+		       (long long)sum.gpus, DRV_MAX_NODE_GPUS);
+	tg->cpu_milli = sum.cpu_milli;
+	tg->mem_mib = sum.mem_mib;
+
+	if ((n = mf_field(ps, "nodeSelector"))) {
+		void *it = NULL;
+		struct fy_node_pair *p;
+		char sp[560];
+		mf_join(sp, sizeof(sp), path, "nodeSelector");
+		if (!fy_node_is_mapping(n))
+			mf_err(c, n, sp, "found %s, expected a mapping of labels", mf_type(n));
+		while (fy_node_is_mapping(n) && (p = fy_node_mapping_iterate(n, &it))) {
+			const char *k = mf_scalar(fy_node_pair_key(p));
+			struct fy_node *vn = fy_node_pair_value(p);
+			const char *val = mf_scalar(vn);
+			char kp[600];
+			if (!k)
+				continue;
+			mf_join(kp, sizeof(kp), sp, k);
+			if (strcmp(k, SEL_GPU_PRODUCT) == 0) {
+				int m = val ? drv_gpu_model_find(val) : -1;
+				if (m < 0)
+					mf_err(c, vn, kp, "found \"%.64s\", expected a GPU model drover "
+					       "knows (such as NVIDIA-H100-80GB-HBM3 or H100)",
+					       val ? val : mf_type(vn));
+				else
+					tg->model = (int8_t)m;
+			} else if (strcmp(k, SEL_REGION) == 0 && val) {
+				s->job.regions = drv_realloc(s->job.regions, sizeof(char *) *
+							     (size_t)(s->job.nregions + 1));
+				s->job.regions[s->job.nregions++] = drv_strdup(val);
+			} else {
+				drv_spec_keep_ignored(s, kp, drv_yaml_node_json(vn));
+			}
+		}
+	}
+	if ((n = mf_field(ps, "restartPolicy"))) {
+		mf_join(fp, sizeof(fp), path, "restartPolicy");
+		drv_free(r->restart_policy);
+		r->restart_policy = mf_str(c, n, fp);
+	}
+	if ((n = mf_field(ps, "terminationGracePeriodSeconds"))) {
+		mf_join(fp, sizeof(fp), path, "terminationGracePeriodSeconds");
+		if (mf_int(c, n, fp, INT32_MAX, &v))
+			r->termination_grace_s = v;
+	}
+	if ((n = mf_field(ps, "priorityClassName"))) {
+		mf_join(fp, sizeof(fp), path, "priorityClassName");
+		if (!s->priority_class)
+			s->priority_class = mf_str(c, n, fp);
+	}
+	if ((n = mf_field(ps, "priority"))) {
+		mf_join(fp, sizeof(fp), path, "priority");
+		if (mf_int(c, n, fp, INT32_MAX, &v))
+			s->job.priority = (int32_t)v;
+	}
+	if ((n = mf_field(ps, "activeDeadlineSeconds"))) {
+		mf_join(fp, sizeof(fp), path, "activeDeadlineSeconds");
+		if (mf_int(c, n, fp, INT32_MAX, &v)) {
+			s->job.time_limit = v;
+			s->k8s.active_deadline_s = v;
+		}
+	}
+	mf_keep_unknown(s, ps, path, known);
+}
+
+/* A pod template {metadata, spec} into group g. */
+void mf_read_template(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *tn,
+		      const char *path)
+{
+	static const char *const known[] = { "metadata", "spec", NULL };
+	static const char *const mknown[] = { "labels", "annotations", NULL };
+	struct fy_node *md;
+	char fp[560];
+
+	if (!tn || !fy_node_is_mapping(tn)) {
+		mf_err(c, tn, path, "found %s, expected a pod template {metadata, spec}", mf_type(tn));
+		return;
+	}
+	mf_join(fp, sizeof(fp), path, "spec");
+	mf_read_pod_spec(c, s, g, mf_field(tn, "spec"), fp, mf_field(tn, "metadata"));
+	mf_join(fp, sizeof(fp), path, "metadata");
+	if ((md = mf_field(tn, "metadata"))) {
+		char ap[600];
+		mf_join(ap, sizeof(ap), fp, "annotations");
+		mf_apply_annotations(c, s, g, mf_field(md, "annotations"), ap);
+		if (mf_field(md, "labels")) {
+			const char *q = mf_scalar(mf_field(mf_field(md, "labels"), LABEL_KUEUE_QUEUE));
+			if (q && !s->queue)
+				s->queue = drv_strdup(q);
+		}
+		mf_keep_unknown(s, md, fp, mknown);
+		/* template labels/annotations other than the ones acted on are kept */
+		if (mf_field(md, "labels")) {
+			mf_join(ap, sizeof(ap), fp, "labels");
+			drv_spec_keep_ignored(s, ap, drv_yaml_node_json(mf_field(md, "labels")));
+		}
+	}
+	mf_keep_unknown(s, tn, path, known);
+}

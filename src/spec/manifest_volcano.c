@@ -1,0 +1,260 @@
+/*
+ * manifest_volcano.c: Volcano's kinds: batch.volcano.sh Job (one group per
+ * spec.tasks[], a gang of minAvailable) and scheduling.volcano.sh PodGroup,
+ * recorded while the stream is read and then joined with the Pods that
+ * name it (scheduling.k8s.io/group-name) into one gang job.
+ */
+#include "spec_int.h"
+
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mf_kind_volcano_job(struct mf_ctx *c, const struct mf_object *o)
+{
+	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
+	static const char *const sknown[] = { "minAvailable", "queue", "priorityClassName",
+		"tasks", NULL };
+	struct drv_jobspec *s = mf_begin_job(c, o);
+	struct fy_node *spec = mf_field(o->root, "spec"), *n;
+	char fp[128], sp[128];
+	int64_t v, total = 0;
+
+	mf_path(sp, sizeof(sp), o, "spec");
+	if (!spec || !fy_node_is_mapping(spec)) {
+		mf_err(c, spec ? spec : o->root, sp, "found %s, expected a Volcano Job spec", mf_type(spec));
+		return;
+	}
+	mf_join(fp, sizeof(fp), sp, "tasks");
+	n = mf_field(spec, "tasks");
+	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0) {
+		mf_err(c, n ? n : spec, fp, "found %s, expected a list of tasks", mf_type(n));
+	} else {
+		void *it = NULL;
+		struct fy_node *t;
+		int i = 0;
+		while ((t = fy_node_sequence_iterate(n, &it))) {
+			static const char *const tk[] = { "name", "replicas", "template", NULL };
+			char tp[160], xp[200];
+			const char *name;
+			int g;
+			snprintf(tp, sizeof(tp), "%s[%d]", fp, i++);
+			if (!fy_node_is_mapping(t)) {
+				mf_err(c, t, tp, "found %s, expected a task", mf_type(t));
+				continue;
+			}
+			name = mf_scalar(mf_field(t, "name"));
+			if ((g = mf_add_group(c, s, t, tp, name ? name : "task")) < 0)
+				break;
+			s->job.groups[g].count = 1;
+			mf_join(xp, sizeof(xp), tp, "replicas");
+			if (mf_field(t, "replicas") && mf_int(c, mf_field(t, "replicas"), xp,
+							   DRV_SPEC_MAX_TASKS, &v))
+				s->job.groups[g].count = (int32_t)v;
+			total += s->job.groups[g].count;
+			mf_join(xp, sizeof(xp), tp, "template");
+			mf_read_template(c, s, g, mf_field(t, "template"), xp);
+			mf_keep_unknown(s, t, tp, tk);
+		}
+	}
+	if ((n = mf_field(spec, "minAvailable"))) {
+		mf_join(fp, sizeof(fp), sp, "minAvailable");
+		if (mf_int(c, n, fp, DRV_SPEC_MAX_TASKS, &v)) {
+			if (v > total)
+				mf_err(c, n, fp, "found %lld, expected at most the %lld replicas of all tasks",
+				       (long long)v, (long long)total);
+			s->k8s.min_available = (int32_t)v;
+			s->job.gang_min = v == total ? 0 : (int32_t)v;
+		}
+	}
+	if ((n = mf_field(spec, "queue"))) {
+		mf_join(fp, sizeof(fp), sp, "queue");
+		drv_free(s->queue);
+		s->queue = mf_str(c, n, fp);
+	}
+	if ((n = mf_field(spec, "priorityClassName"))) {
+		mf_join(fp, sizeof(fp), sp, "priorityClassName");
+		drv_free(s->priority_class);
+		s->priority_class = mf_str(c, n, fp);
+	}
+	mf_keep_unknown(s, spec, sp, sknown);
+	mf_keep_unknown(s, o->root, o->path, known);
+	mf_end_job(c, s, o);
+}
+
+/* Volcano PodGroup: recorded, joined with its Pods after the stream. */
+struct mf_podgroup {
+	char *name;
+	char *queue;
+	char *priority_class;
+	int64_t min_member;
+	int line, col;
+	struct drv_jobspec kept; /* its fields drover does not act on */
+};
+
+
+void mf_kind_podgroup(struct mf_ctx *c, const struct mf_object *o, struct mf_podgroups *pgs)
+{
+	struct fy_node *spec = mf_field(o->root, "spec"), *n;
+	struct mf_podgroup *pg;
+	char fp[128];
+	const char *t;
+	int64_t v;
+
+	DRV_GROW(pgs->v, (size_t)pgs->n + 1, pgs->cap);
+	pg = &pgs->v[pgs->n++];
+	memset(pg, 0, sizeof(*pg));
+	drv_spec_node_mark(o->root, &pg->line, &pg->col);
+	t = mf_scalar(mf_field(mf_field(o->root, "metadata"), "name"));
+	mf_path(fp, sizeof(fp), o, "metadata.name");
+	if (!t)
+		mf_err(c, o->root, fp, "found nothing, expected the PodGroup name");
+	pg->name = drv_strdup(t ? t : "");
+	pg->min_member = -1;
+	if ((n = mf_field(spec, "minMember"))) {
+		mf_path(fp, sizeof(fp), o, "spec.minMember");
+		if (mf_int(c, n, fp, DRV_SPEC_MAX_TASKS, &v))
+			pg->min_member = v;
+	}
+	if ((t = mf_scalar(mf_field(spec, "queue"))))
+		pg->queue = drv_strdup(t);
+	if ((t = mf_scalar(mf_field(spec, "priorityClassName"))))
+		pg->priority_class = drv_strdup(t);
+	{
+		static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
+		static const char *const mknown[] = { "name", NULL };
+		static const char *const sknown[] = { "minMember", "queue", "priorityClassName", NULL };
+		char p[128];
+		drv_jobspec_init(&pg->kept);
+		mf_keep_unknown(&pg->kept, o->root, o->path, known);
+		mf_path(p, sizeof(p), o, "metadata");
+		mf_keep_unknown(&pg->kept, mf_field(o->root, "metadata"), p, mknown);
+		mf_path(p, sizeof(p), o, "spec");
+		mf_keep_unknown(&pg->kept, spec, p, sknown);
+	}
+}
+
+/* Merges the Pods naming a PodGroup into one gang job (the first Pod's). */
+void mf_join_podgroups(struct mf_ctx *c, struct mf_podgroups *pgs)
+{
+	int i, j;
+	for (i = 0; i < pgs->n; i++) {
+		struct mf_podgroup *pg = &pgs->v[i];
+		struct drv_jobspec *first = NULL;
+		int members = 0;
+		for (j = 0; j < c->set->njobs; j++) {
+			struct drv_jobspec *s = &c->set->jobs[j];
+			const char *gname = mf_label_get(s->annotations, s->nannotations, ANN_VOLCANO_GROUP);
+			int g;
+			if (!gname || strcmp(gname, pg->name) != 0 || s->kind == NULL ||
+			    strcmp(s->kind, "Pod") != 0)
+				continue;
+			if (!first) {
+				json_t *ign = json_object();
+				const char *k;
+				json_t *v;
+				first = s;
+				/* name what each kept field belongs to: the group is several pods */
+				for (g = 0; g < s->nwarnings; g++) {
+					char *old = s->warnings[g];
+					size_t n = strlen(old) + strlen(s->job.name) + 3;
+					s->warnings[g] = drv_malloc(n);
+					snprintf(s->warnings[g], n, "%s: %s", s->job.name, old);
+					drv_free(old);
+				}
+				json_object_foreach(s->ignored, k, v) {
+					char key[600];
+					snprintf(key, sizeof(key), "%s: %s", s->job.name, k);
+					json_object_set(ign, key, v);
+				}
+				json_decref(s->ignored);
+				s->ignored = ign;
+				members += s->job.ngroups ? s->job.groups[0].count : 0;
+				drv_free(first->kind);
+				first->kind = drv_strdup("PodGroup");
+				drv_free(first->api_version);
+				first->api_version = drv_strdup("scheduling.volcano.sh/v1beta1");
+				drv_free(first->job.name);
+				first->job.name = drv_strdup(pg->name);
+				continue;
+			}
+			/* move s's single group into first */
+			for (g = 0; g < s->job.ngroups; g++) {
+				int ng = drv_jobspec_add_group(first, s->job.groups[g].name);
+				char *nm;
+				if (ng < 0) {
+					drv_diag_err(c->d, pg->line, pg->col, pg->name,
+						     "found more than %d pods in the PodGroup",
+						     DRV_SPEC_MAX_GROUPS);
+					break;
+				}
+				nm = first->job.groups[ng].name;
+				first->job.groups[ng] = s->job.groups[g];
+				first->job.groups[ng].name = nm;
+				drv_spec_run_release(&first->run[ng]);
+				first->run[ng] = s->run[g];
+				memset(&s->run[g], 0, sizeof(s->run[g]));
+				members += s->job.groups[g].count;
+			}
+			for (g = 0; g < s->nwarnings; g++)
+				drv_jobspec_warn(first, "%s: %s", s->job.name, s->warnings[g]);
+			{
+				const char *k;
+				json_t *v;
+				json_object_foreach(s->ignored, k, v) {
+					char key[600];
+					snprintf(key, sizeof(key), "%s: %s", s->job.name, k);
+					json_object_set(first->ignored, key, v);
+				}
+			}
+			drv_jobspec_release(s);
+			memmove(s, s + 1, sizeof(*s) * (size_t)(c->set->njobs - j - 1));
+			c->set->njobs--;
+			j--;
+		}
+		if (!first) {
+			drv_diag_warn(c->d, pg->line, pg->col, pg->name,
+				      "PodGroup has no Pods in this file; nothing to run");
+			continue;
+		}
+		if (pg->min_member > members)
+			drv_diag_err(c->d, pg->line, pg->col, pg->name,
+				     "found minMember %lld, expected at most the %d pods of the group",
+				     (long long)pg->min_member, members);
+		{
+			const char *k;
+			json_t *v;
+			int w;
+			for (w = 0; w < pg->kept.nwarnings; w++)
+				drv_jobspec_warn(first, "PodGroup %s: %s", pg->name, pg->kept.warnings[w]);
+			json_object_foreach(pg->kept.ignored, k, v) {
+				char key[600];
+				snprintf(key, sizeof(key), "PodGroup %s: %s", pg->name, k);
+				json_object_set(first->ignored, key, v);
+			}
+		}
+		first->k8s.min_available = (int32_t)pg->min_member;
+		first->job.gang_min = pg->min_member < 0 || pg->min_member >= members
+			? 0 : (int32_t)pg->min_member;
+		if (pg->queue) {
+			drv_free(first->queue);
+			first->queue = drv_strdup(pg->queue);
+		}
+		if (pg->priority_class) {
+			drv_free(first->priority_class);
+			first->priority_class = drv_strdup(pg->priority_class);
+		}
+	}
+}
+
+void mf_podgroups_release(struct mf_podgroups *pgs)
+{
+	for (int i = 0; i < pgs->n; i++) {
+		drv_free(pgs->v[i].name);
+		drv_free(pgs->v[i].queue);
+		drv_free(pgs->v[i].priority_class);
+		drv_jobspec_release(&pgs->v[i].kept);
+	}
+	drv_free(pgs->v);
+}
