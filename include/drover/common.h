@@ -1,6 +1,8 @@
 /*
- * common.h: what every part of drover shares: the error enum, the
- * allocation wrappers that abort on out-of-memory, and a few macros.
+ * common.h: layer 0 (src/base/common.c), what every part of drover shares:
+ * the error enum, the allocation wrappers that abort on out-of-memory, and a
+ * few macros. libc only; the core may use it (with dynbuf.h, nothing else
+ * of src/base/).
  *
  * Errors: functions return 0 or a negative enum drv_err; drv_strerror()
  * names it. Allocation never returns NULL: drv_malloc() and friends abort

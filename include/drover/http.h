@@ -11,7 +11,7 @@
  * match gets 404; both in the error shape of docs/api.md.
  *
  * Client side (src/http/http_client.c): one connection handle over a libcurl
- * easy handle (keep-alive), bearer token, JSON helpers, long-poll with a
+ * easy handle (keep-alive), bearer token, long-poll with a
  * per-request timeout, and a Server-Sent Events reader. A handle is used by
  * one thread at a time.
  *
@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "drover/common.h"
+#include "drover/json.h" /* the getters its users read bodies with */
 
 /* ---------------------------------------------------------------------------
  * Server
@@ -220,13 +221,5 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 
 /* Percent-encodes s for a query value or path segment into a new string. */
 char *drv_http_escape(const char *s);
-
-/* --- JSON helpers (NULL-safe reads) --- */
-const char *drv_json_str(const json_t *obj, const char *key);     /* NULL if absent/not string */
-int64_t drv_json_int(const json_t *obj, const char *key, int64_t def);
-double drv_json_num(const json_t *obj, const char *key, double def);
-int drv_json_bool(const json_t *obj, const char *key, int def);
-/* Compact dump; caller frees. */
-char *drv_json_dump(const json_t *j);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * common.c: drover's error names and allocation wrappers.
+ * common.c: layer 0, libc only: drover's error names and allocation
+ * wrappers (include/drover/common.h).
  *
  * Allocation failure aborts: on the machines drover runs on, a failed
  * malloc means the process is already lost, and checking every call site

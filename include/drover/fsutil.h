@@ -1,0 +1,44 @@
+/*
+ * fsutil.h: files and folders, the few things drover does with them in
+ * more than one place (layer 0, src/base/fsutil.c; libc only, not for the
+ * core, which does no I/O).
+ *
+ * Errors: 0 or a negative enum drv_err (common.h). On DRV_EIO errno is
+ * left as the failing call set it, so the caller can print strerror(errno)
+ * in its own words; DRV_ELIMIT sets errno to EFBIG.
+ */
+#ifndef DROVER_FSUTIL_H
+#define DROVER_FSUTIL_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/*
+ * mkdir -p: creates dir and every missing parent with mode (as mkdir(2):
+ * less the umask). A part that exists already is fine. Returns 0,
+ * DRV_EINVAL for an empty path or one of PATH_MAX or more, DRV_EIO.
+ */
+int drv_mkdir_p(const char *dir, mode_t mode);
+
+/*
+ * Reads the whole of path ("-": standard input, which is not closed) into
+ * a new NUL-terminated buffer; *lenp (when not NULL) gets its length, the
+ * NUL not counted. A file longer than max bytes is refused whole. Returns
+ * 0 (the caller frees *bufp with drv_free), DRV_ELIMIT, or DRV_EIO (cannot
+ * open or read; errno says why). *bufp is NULL on error.
+ */
+int drv_file_read(const char *path, size_t max, char **bufp, size_t *lenp);
+
+/*
+ * Writes path through a temporary name in the same folder, so a reader
+ * sees the old file or the new one, never half of one: opens
+ * "PATH.tmp.PID" (created with mode, close-on-exec), calls fn(f, arg) to
+ * write the content, and renames it over path only when fn returned 0 and
+ * the file closed without error. On failure the temporary is removed and
+ * path is untouched. Returns 0, fn's own error, or DRV_EIO (errno says why).
+ */
+int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
+			  void *arg);
+
+#endif

@@ -1,0 +1,116 @@
+/*
+ * fsutil.c: layer 0, libc only: mkdir -p, reading a whole file under a
+ * cap, writing a file through a temporary name (include/drover/fsutil.h).
+ */
+#include "drover/fsutil.h"
+
+#include "drover/common.h"
+#include "drover/dynbuf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int drv_mkdir_p(const char *dir, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(buf))
+		return DRV_EINVAL;
+	memcpy(buf, dir, n + 1);
+	/* every prefix that ends before a '/', then the whole path */
+	for (size_t i = 1; i <= n; i++) {
+		char c = buf[i];
+
+		if (c != '/' && c != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return DRV_EIO;
+		buf[i] = c;
+	}
+	return 0;
+}
+
+/* Reads f to its end into b; DRV_ELIMIT past b's max, DRV_EIO. */
+static int read_stream(FILE *f, struct drv_dynbuf *b)
+{
+	char chunk[65536];
+	size_t got;
+
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		if (drv_dynbuf_add(b, chunk, got) < 0) {
+			errno = EFBIG;
+			return DRV_ELIMIT;
+		}
+	return ferror(f) ? DRV_EIO : 0;
+}
+
+int drv_file_read(const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	bool std = strcmp(path, "-") == 0;
+	FILE *f = std ? stdin : fopen(path, "rb");
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(max);
+	int rc, saved;
+
+	*bufp = NULL;
+	if (!f)
+		return DRV_EIO;
+	rc = read_stream(f, &b);
+	saved = errno;
+	if (!std)
+		fclose(f);
+	if (rc) {
+		drv_dynbuf_release(&b);
+		errno = saved;
+		return rc;
+	}
+	*bufp = drv_dynbuf_take(&b, lenp);
+	return 0;
+}
+
+/* Closes f after fn wrote it; renames tmp over path when all went well. */
+static int finish(FILE *f, int rc, const char *tmp, const char *path)
+{
+	int saved;
+
+	if (fclose(f) != 0 && !rc)
+		rc = DRV_EIO;
+	if (!rc && rename(tmp, path) != 0)
+		rc = DRV_EIO;
+	if (rc) {
+		saved = errno;
+		unlink(tmp);
+		errno = saved;
+	}
+	return rc;
+}
+
+int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
+			  void *arg)
+{
+	size_t n = strlen(path) + 32;
+	char *tmp = drv_malloc(n);
+	FILE *f = NULL;
+	int fd, rc = DRV_EIO;
+
+	snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd >= 0)
+		f = fdopen(fd, "w");
+	if (!f) {
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		goto out;
+	}
+	rc = finish(f, fn(f, arg), tmp, path);
+out:
+	drv_free(tmp);
+	return rc;
+}
