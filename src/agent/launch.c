@@ -26,6 +26,7 @@
  */
 #include "drover/agent.h"
 #include "drover/common.h"
+#include "drover/fsutil.h"
 #include "agent_int.h"
 
 #include <errno.h>
@@ -44,14 +45,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-int64_t drv_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 const char *drv_signal_name(int sig, char *buf, size_t bufsz)
 {
@@ -357,25 +350,6 @@ static int write_script(const char *path, const char *body, char *err, size_t er
 	return 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char tmp[PATH_MAX];
-	char *p;
-
-	snprintf(tmp, sizeof(tmp), "%s", dir);
-	for (p = tmp + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 		   const struct drv_cgroup *cg, int64_t now_ms)
 {
@@ -396,7 +370,7 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 	p->exit_code = -1;
 	p->pidfd = -1;
 	p->state = DRV_PROC_FAILED;
-	if (mkdir_p(log_dir) < 0) {
+	if (drv_mkdir_p(log_dir, 0755) < 0) {
 		snprintf(p->error, sizeof(p->error), "cannot create log directory %s: %s", log_dir,
 			 strerror(errno));
 		return DRV_EIO;

@@ -20,6 +20,7 @@
  * long-poll, reports), so the figure is the agent's alone.
  */
 #include "drover/bench.h"
+#include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/http.h"
 
@@ -78,14 +79,6 @@ static const struct drv_http_route ctl_routes[] = {
 	{ "POST", "/v1/agent/report", c_report, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* utime + stime of pid in clock ticks; -1 when it is gone */
 static long long cpu_ticks(pid_t pid)
@@ -246,9 +239,9 @@ int drv_bench_agent(int argc, char **argv)
 	sleep(2); /* settle: first heartbeat, first long-poll */
 
 	c0 = cpu_ticks(pid);
-	t0 = now_s();
+	t0 = drv_mono_s();
 	next = t0;
-	while (now_s() - t0 < seconds) {
+	while (drv_mono_s() - t0 < seconds) {
 		struct drv_http_reply r;
 		long a;
 		drv_http_reply_init(&r);
@@ -264,10 +257,10 @@ int drv_bench_agent(int argc, char **argv)
 		if (a > max_anon)
 			max_anon = a;
 		next += 1.0;
-		while (now_s() < next && now_s() - t0 < seconds)
+		while (drv_mono_s() < next && drv_mono_s() - t0 < seconds)
 			usleep(20000);
 	}
-	t1 = now_s();
+	t1 = drv_mono_s();
 	c1 = cpu_ticks(pid);
 	rss_anon = status_kb(pid, "RssAnon");
 	vm_rss = status_kb(pid, "VmRSS");

@@ -26,6 +26,7 @@
  */
 #include "drover/bench.h"
 #include "drover/client.h"
+#include "drover/clock.h"
 #include "drover/common.h"
 
 #include <arpa/inet.h>
@@ -63,13 +64,6 @@ static int nchildren;
 static char tmpdir[256];
 static char self[4096];
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -85,7 +79,7 @@ static void kill_children(void)
 	for (i = 0; i < nchildren; i++)
 		if (children[i] > 0)
 			kill(-children[i], SIGTERM);
-	deadline = now_s() + 3;
+	deadline = drv_mono_s() + 3;
 	for (i = 0; i < nchildren; i++) {
 		while (children[i] > 0) {
 			pid_t r = waitpid(children[i], NULL, WNOHANG);
@@ -93,7 +87,7 @@ static void kill_children(void)
 				children[i] = 0;
 				break;
 			}
-			if (now_s() > deadline) {
+			if (drv_mono_s() > deadline) {
 				kill(-children[i], SIGKILL);
 				waitpid(children[i], NULL, 0);
 				children[i] = 0;
@@ -246,8 +240,8 @@ static int start_server(struct server *s, const char *name)
 	if (s->pid < 0)
 		return DRV_EIO;
 	c = client_for(s->url);
-	deadline = now_s() + 30;
-	while (now_s() < deadline) {
+	deadline = drv_mono_s() + 30;
+	while (drv_mono_s() < deadline) {
 		struct drv_client_reply r;
 		char err[256];
 		if (!drv_client_call(c, "GET", "/healthz", NULL, NULL, 0, 1000, &r, err,
@@ -290,8 +284,8 @@ static int start_agents(const struct server *s, int n, const char *spec)
 				break;
 		}
 	}
-	deadline = now_s() + 60;
-	while (now_s() < deadline) {
+	deadline = drv_mono_s() + 60;
+	while (drv_mono_s() < deadline) {
 		struct drv_client_reply r;
 		const json_t *items, *x;
 		size_t k;
@@ -453,13 +447,13 @@ static struct rate submit_threads(const char *url, int clients, int total, const
 		pthread_create(&t[i], NULL, submit_worker, &w[i]);
 	}
 	pthread_barrier_wait(&go);
-	t0 = now_s();
+	t0 = drv_mono_s();
 	for (i = 0; i < clients; i++) {
 		pthread_join(t[i], NULL);
 		r.failed += w[i].failed;
 		r.jobs += w[i].n;
 	}
-	r.seconds = now_s() - t0;
+	r.seconds = drv_mono_s() - t0;
 	pthread_barrier_destroy(&go);
 	drv_free(w);
 	drv_free(t);
@@ -470,7 +464,7 @@ static struct rate submit_batches(struct drv_client *c, const json_t *const *spe
 				  int nspecs, int total, int batch_size)
 {
 	struct rate r = { 0 };
-	double t0 = now_s();
+	double t0 = drv_mono_s();
 	int done = 0;
 
 	while (done < total) {
@@ -496,7 +490,7 @@ static struct rate submit_batches(struct drv_client *c, const json_t *const *spe
 		r.jobs += n;
 		done += n;
 	}
-	r.seconds = now_s() - t0;
+	r.seconds = drv_mono_s() - t0;
 	return r;
 }
 
@@ -504,7 +498,7 @@ static struct rate submit_batches(struct drv_client *c, const json_t *const *spe
 static struct rate submit_processes(const char *url, char *const *files, int n)
 {
 	struct rate r = { 0 };
-	double t0 = now_s();
+	double t0 = drv_mono_s();
 	int i;
 
 	setenv("DROVER_SERVER", url, 1);
@@ -525,16 +519,16 @@ static struct rate submit_processes(const char *url, char *const *files, int n)
 			r.failed++;
 		r.jobs++;
 	}
-	r.seconds = now_s() - t0;
+	r.seconds = drv_mono_s() - t0;
 	return r;
 }
 
 /* Waits until no job is unfinished (GET /v1/queue is empty). */
 static int wait_drained(struct drv_client *c, double timeout_s)
 {
-	double deadline = now_s() + timeout_s;
+	double deadline = drv_mono_s() + timeout_s;
 
-	while (now_s() < deadline) {
+	while (drv_mono_s() < deadline) {
 		struct drv_client_reply r;
 		if (!call_json(c, "GET", "/v1/queue?limit=1", NULL, NULL, 0, 10000, &r)) {
 			size_t n = json_array_size(json_object_get(r.json, "items"));
@@ -579,7 +573,7 @@ static void *watcher(void *p)
 			continue;
 		}
 		if (r.status == 200) {
-			double t = now_s();
+			double t = drv_mono_s();
 			items = json_object_get(r.json, "items");
 			pthread_mutex_lock(&w->mu);
 			json_array_foreach(items, i, e) {
@@ -654,7 +648,7 @@ static json_t *measure_latency(const struct server *s, int njobs)
 	sleep_ms(300);
 	for (i = 0; i < njobs; i++) {
 		struct drv_client_reply r;
-		sent[i] = now_s();
+		sent[i] = drv_mono_s();
 		if (call_json(c, "POST", "/v1/jobs", "application/yaml", body, strlen(body), 30000,
 			      &r)) {
 			failed++;
@@ -664,7 +658,7 @@ static json_t *measure_latency(const struct server *s, int njobs)
 		drv_client_reply_release(&r);
 		sleep_ms(10);
 	}
-	deadline = now_s() + 60;
+	deadline = drv_mono_s() + 60;
 	do {
 		seen = 0;
 		pthread_mutex_lock(&w.mu);
@@ -675,7 +669,7 @@ static json_t *measure_latency(const struct server *s, int njobs)
 		if (seen >= njobs - failed)
 			break;
 		sleep_ms(50);
-	} while (now_s() < deadline);
+	} while (drv_mono_s() < deadline);
 	w.stop = 1;
 	pthread_join(th, NULL);
 	for (i = 0; i < njobs; i++)
@@ -758,7 +752,7 @@ static json_t *run_slurm(const struct opts *o, const char *csv)
 	char cmd[2048];
 	json_t *res;
 	int st;
-	double t0 = now_s();
+	double t0 = drv_mono_s();
 
 	bool munge_cleared;
 
@@ -773,7 +767,7 @@ static json_t *run_slurm(const struct opts *o, const char *csv)
 		}
 		return json_pack("{s:s}", "error", "slurm-local up failed");
 	}
-	fprintf(stderr, "bench api: slurm-local up in %.1f s\n", now_s() - t0);
+	fprintf(stderr, "bench api: slurm-local up in %.1f s\n", drv_mono_s() - t0);
 	snprintf(cmd, sizeof(cmd), "'%s' run '%s'", o->slurm_local, csv);
 	res = run_capture(cmd, &st);
 	snprintf(cmd, sizeof(cmd), "'%s' down >&2", o->slurm_local);
@@ -995,14 +989,14 @@ int drv_bench_api(int argc, char **argv)
 	}
 	fprintf(stderr, "bench api: workload (%d jobs) through the batch path\n", nw);
 	{
-		double t0 = now_s(), t1, t2;
+		double t0 = drv_mono_s(), t1, t2;
 		r = submit_batches(c, (const json_t *const *)wspecs, nw, nw, nw);
-		t1 = now_s();
+		t1 = drv_mono_s();
 		if (wait_drained(c, 600)) {
 			fprintf(stderr, "bench api: the workload did not finish in 600 s\n");
 			goto out;
 		}
-		t2 = now_s();
+		t2 = drv_mono_s();
 		json_object_set_new(wl, "drover_batch", json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f}",
 			"how", "the workload in one POST /v1/jobs/batch, then until GET /v1/queue is empty",
 			"jobs", nw, "failed", r.failed, "submit_s", t1 - t0, "submit_per_s",
@@ -1010,14 +1004,14 @@ int drv_bench_api(int argc, char **argv)
 	}
 	fprintf(stderr, "bench api: workload with one drover submit process per job\n");
 	{
-		double t0 = now_s(), t1, t2;
+		double t0 = drv_mono_s(), t1, t2;
 		r = submit_processes(s2.url, files, nw);
-		t1 = now_s();
+		t1 = drv_mono_s();
 		if (wait_drained(c, 600)) {
 			fprintf(stderr, "bench api: the workload did not finish in 600 s\n");
 			goto out;
 		}
-		t2 = now_s();
+		t2 = drv_mono_s();
 		json_object_set_new(wl, "drover_process_per_job", json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f}",
 			"how", "one 'drover submit' process per job, one after another, then until the queue is empty",
 			"jobs", nw, "failed", r.failed, "submit_s", t1 - t0, "submit_per_s",

@@ -18,6 +18,7 @@
  * with the expected lines (format: docs/scheduling.md).
  */
 #include "drover/bench.h"
+#include "drover/clock.h"
 #include "drover/clusterfile.h"
 #include "drover/common.h"
 #include "drover/diag.h"
@@ -39,13 +40,6 @@ static uint64_t rng_next(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* CPU time of this thread: what the pass cost, whatever else runs. */
@@ -188,10 +182,10 @@ static int bench_run(int argc, char **argv)
 		drv_sched_submit(s, j, NULL);
 	}
 
-	t0 = now_s();
+	t0 = drv_mono_s();
 	c0 = cpu_s();
 	rc = drv_sched_pass(s, now, &pol, &d);
-	full_ms = (now_s() - t0) * 1e3;
+	full_ms = (drv_mono_s() - t0) * 1e3;
 	full_cpu_ms = (cpu_s() - c0) * 1e3;
 	if (rc < 0) {
 		fprintf(stderr, "bench sched: pass: %s\n", drv_strerror(rc));
@@ -221,10 +215,10 @@ static int bench_run(int argc, char **argv)
 		}
 		if (victim)
 			drv_sched_finish(s, victim, now);
-		t0 = now_s();
+		t0 = drv_mono_s();
 		c0 = cpu_s();
 		drv_sched_pass(s, now, &pol, &d);
-		inc[i] = (now_s() - t0) * 1e6;
+		inc[i] = (drv_mono_s() - t0) * 1e6;
 		inc_cpu[i] = (cpu_s() - c0) * 1e6;
 	}
 	qsort(inc, (size_t)reps, sizeof(*inc), cmp_d);

@@ -8,6 +8,7 @@
  */
 #include "client_int.h"
 
+#include "drover/clock.h"
 #include "drover/common.h"
 
 #include <signal.h>
@@ -50,7 +51,6 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 	const json_t *items, *x;
 	size_t i;
 	time_t now = time(NULL);
-	struct tm tm;
 
 	have_c = !drv_client_call(cli->client, "GET", "/v1/cluster", NULL, NULL, 0, 5000, &rc_,
 				  err, sizeof(err)) && rc_.status == 200;
@@ -67,8 +67,7 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 				  sizeof(err)) && rq.status == 200;
 	if (tty)
 		fputs("\033[H\033[2J", f);
-	gmtime_r(&now, &tm);
-	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	drv_rfc3339((int64_t)now, b, sizeof(b));
 	fprintf(f, "drover top  %s  %s\n", drv_client_server(cli->client), b);
 	if (have_c) {
 		const json_t *g = json_object_get(rc_.json, "gpus");

@@ -10,8 +10,10 @@
  * Output files are written to a temporary name and renamed, so a failed
  * run never leaves one half-written.
  */
+#include "drover/clock.h"
 #include "drover/clusterfile.h"
 #include "drover/cmd.h"
+#include "drover/fsutil.h"
 #include "drover/sched.h"
 #include "drover/sim.h"
 #include "drover/tenants.h"
@@ -221,31 +223,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 	return 0;
 }
 
-/* Writes a file through a temporary name; fn returns 0 or a drv_err. */
+/* Writes a file through a temporary name (fsutil.h), saying why it could not. */
 static int write_atomic(const char *path, int (*fn)(FILE *f, void *arg), void *arg)
 {
-	size_t n = strlen(path) + 16;
-	char *tmp = drv_malloc(n);
-	FILE *f;
-	int rc;
+	int rc = drv_file_write_atomic(path, 0666, fn, arg);
 
-	snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-	f = fopen(tmp, "w");
-	if (!f) {
-		fprintf(stderr, "drover sim: %s: %s\n", path, strerror(errno));
-		drv_free(tmp);
-		return DRV_EIO;
-	}
-	rc = fn(f, arg);
-	if (fclose(f) && !rc)
-		rc = DRV_EIO;
-	if (!rc && rename(tmp, path))
-		rc = DRV_EIO;
-	if (rc) {
+	if (rc)
 		fprintf(stderr, "drover sim: %s: cannot write: %s\n", path, strerror(errno));
-		unlink(tmp);
-	}
-	drv_free(tmp);
 	return rc;
 }
 
@@ -288,13 +272,6 @@ static const char *sniff_format(FILE *f)
 	}
 	rewind(f);
 	return fmt;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* One line per tenant (at most 30, busiest first beyond that). */
@@ -392,7 +369,7 @@ int cmd_sim(int argc, char **argv)
 		pol.idle_release_s = (int64_t)a.grow_wait;
 	}
 
-	t0 = mono_s();
+	t0 = drv_mono_s();
 	drv_sim_workload_init(&w);
 	drv_sim_result_init(&r);
 	drv_tenants_init(&tf);
@@ -507,7 +484,7 @@ int cmd_sim(int argc, char **argv)
 		goto out;
 	}
 	r.sum.malformed = w.malformed;
-	r.sum.sim_wall_s = mono_s() - t0;
+	r.sum.sim_wall_s = drv_mono_s() - t0;
 
 	snprintf(title, sizeof(title), "drover sim: %s on %s, %s, %s, preemption %s, %s%s%s",
 		 a.trace ? a.trace : "generated workload", a.cluster,

@@ -13,6 +13,7 @@
 #include "drover/agent.h"
 #include "drover/cmd.h"
 #include "drover/common.h"
+#include "drover/fsutil.h"
 #include "drover/http.h"
 #include "drover/server.h"
 
@@ -43,27 +44,6 @@ static void usage(FILE *f)
 		"  --name NODE              the local node's name (default: the host name)\n");
 }
 
-static int mkdir_p(const char *dir, mode_t mode)
-{
-	char buf[1024];
-	size_t n = strlen(dir);
-
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] == '/' || buf[i] == '\0') {
-			char c = buf[i];
-
-			buf[i] = '\0';
-			if (mkdir(buf, mode) < 0 && errno != EEXIST)
-				return -1;
-			buf[i] = c;
-		}
-	}
-	return 0;
-}
-
 /* $VAR or $HOME/fallback, joined with leaf. */
 static void xdg_dir(const char *var, const char *fallback, const char *leaf, char *out,
 		    size_t n)
@@ -77,29 +57,30 @@ static void xdg_dir(const char *var, const char *fallback, const char *leaf, cha
 		snprintf(out, n, "%s/%s/%s", home && *home ? home : "/tmp", fallback, leaf);
 }
 
+struct client_config {
+	const char *url, *token;
+};
+
+static int put_client_config(FILE *f, void *arg)
+{
+	const struct client_config *cc = arg;
+
+	fprintf(f, "# written by drover up: the local controller and its admin token\n"
+		   "server: %s\ntoken: %s\n", cc->url, cc->token ? cc->token : "");
+	return 0;
+}
+
 /* Writes the client's config file (docs/client.md): server and token. */
 static int write_client_config(const char *url, const char *token, char *path, size_t n)
 {
-	char dir[900], tmp[1000];
-	FILE *f;
-	int fd;
+	struct client_config cc = { url, token };
+	char dir[900];
 
 	xdg_dir("XDG_CONFIG_HOME", ".config", "drover", dir, sizeof(dir));
-	if (mkdir_p(dir, 0700) < 0)
+	if (drv_mkdir_p(dir, 0700) < 0)
 		return -1;
 	snprintf(path, n, "%s/config", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.config.%d", dir, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	f = fdopen(fd, "w");
-	fprintf(f, "# written by drover up: the local controller and its admin token\n"
-		   "server: %s\ntoken: %s\n", url, token ? token : "");
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return drv_file_write_atomic(path, 0600, put_client_config, &cc) < 0 ? -1 : 0;
 }
 
 /* Waits (up to secs) for the node to be up; prints what it has. */
@@ -191,7 +172,7 @@ int cmd_up(int argc, char **argv)
 		host[strcspn(host, ".")] = '\0';
 		name = host;
 	}
-	if (mkdir_p(state, 0700) < 0) {
+	if (drv_mkdir_p(state, 0700) < 0) {
 		fprintf(stderr, "drover up: cannot create the state directory %s: %s\n", state,
 			strerror(errno));
 		return DRV_EXIT_FAIL;

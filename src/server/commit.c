@@ -300,7 +300,7 @@ void *srv_commit_main(void *arg)
 		} else {
 			snprintf(s->commit_err, sizeof(s->commit_err), "%s", s->store->err);
 			if (!s->commit_fail_logged)
-				srv_log(s, "store write failed: %s (retrying with later writes)",
+				drv_log(&s->log, "store write failed: %s (retrying with later writes)",
 					s->commit_err);
 			s->commit_fail_logged = true;
 			s->fail_lo[s->nfail % 32] = lo;

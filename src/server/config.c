@@ -414,7 +414,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 		rc = write_default(path, o, err, errsz);
 		if (rc < 0)
 			goto out;
-		srv_log(s, "wrote a new config with an admin token and a cluster token: %s", path);
+		drv_log(&s->log, "wrote a new config with an admin token and a cluster token: %s", path);
 	}
 	rc = drv_spec_read_file(path, 1 << 20, &buf, &len);
 	if (rc < 0) {
@@ -452,7 +452,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 			goto out;
 		}
 		drv_diags_release(&td);
-		srv_log(s, "tenants from %s: %d tenants, %d priority classes", c->tenants_path,
+		drv_log(&s->log, "tenants from %s: %d tenants, %d priority classes", c->tenants_path,
 			(int)c->tenants.ntenants, (int)c->tenants.nclasses);
 	}
 	if (!c->default_pool)
@@ -460,9 +460,9 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	if (!c->default_leaf)
 		c->default_leaf = drv_strdup("default");
 	if (!c->cluster_token)
-		srv_log(s, "warning: %s has no cluster_token; no agent can join", path);
+		drv_log(&s->log, "warning: %s has no cluster_token; no agent can join", path);
 	if (c->ntokens == 0)
-		srv_log(s, "warning: %s has no tokens; no user can call the API", path);
+		drv_log(&s->log, "warning: %s has no tokens; no user can call the API", path);
 out:
 	if (fyd)
 		fy_document_destroy(fyd);

@@ -179,7 +179,7 @@ static struct sjob *job_from_spec(struct drv_jobspec *spec)
  */
 static int add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char *by)
 {
-	int64_t now = srv_wall_s();
+	int64_t now = drv_wall_s();
 	char why[160];
 	int rc;
 
@@ -428,7 +428,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	/* replace the spec of a pending job; it keeps its id and place */
 	if (found->in_sched)
-		drv_sched_finish(s->sched, found->id, srv_wall_s());
+		drv_sched_finish(s->sched, found->id, drv_wall_s());
 	drv_jobspec_release(&found->spec);
 	found->spec = spec;
 	drv_jobspec_init(&spec);
@@ -597,7 +597,7 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	if (j->holding) {
 		srv_job_stop_tasks(s, j, "cancelled");
 	} else if (j->in_sched) {
-		drv_sched_finish(s->sched, j->id, srv_wall_s());
+		drv_sched_finish(s->sched, j->id, drv_wall_s());
 		j->in_sched = false;
 		srv_sched_kick(s);
 	}
@@ -715,7 +715,7 @@ int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	struct qent *pend = NULL;
 	size_t np = 0, cap = 0;
 	json_t *items = json_array();
-	int64_t now = srv_wall_s();
+	int64_t now = drv_wall_s();
 
 	if (parse_states(drv_http_req_query(r, "state"), &states, o) < 0) {
 		json_decref(items);

@@ -91,7 +91,7 @@ static void apply_pending(struct drv_server *s, const struct drv_sched_decision 
 
 static void run_pass(struct drv_server *s)
 {
-	int64_t t0 = srv_now_ms(), now = srv_wall_s();
+	int64_t t0 = drv_mono_ms(), now = drv_wall_s();
 	int n;
 
 	if (now < s->last_pass_now)
@@ -101,7 +101,7 @@ static void run_pass(struct drv_server *s)
 	n = drv_sched_pass(s->sched, now, &s->cfg.policy, &s->dec);
 	s->passes++;
 	if (n < 0) {
-		srv_log(s, "scheduling pass failed: %s", drv_strerror(n));
+		drv_log(&s->log, "scheduling pass failed: %s", drv_strerror(n));
 		return;
 	}
 	for (int32_t i = 0; i < s->dec.n; i++) {
@@ -121,8 +121,8 @@ static void run_pass(struct drv_server *s)
 			break;
 		}
 	}
-	s->last_pass_ms = srv_now_ms() - t0;
-	drv_histogram_observe(&s->pass_hist, (double)(srv_now_ms() - t0) / 1000.0);
+	s->last_pass_ms = drv_mono_ms() - t0;
+	drv_histogram_observe(&s->pass_hist, (double)(drv_mono_ms() - t0) / 1000.0);
 }
 
 static void announce(struct drv_server *s)
@@ -139,7 +139,7 @@ static void announce(struct drv_server *s)
 
 static void check_heartbeats(struct drv_server *s)
 {
-	int64_t now = srv_now_ms(), limit = s->cfg.heartbeat_timeout_s * 1000;
+	int64_t now = drv_mono_ms(), limit = s->cfg.heartbeat_timeout_s * 1000;
 
 	for (int32_t i = 0; i < s->nnodes; i++) {
 		struct snode *n = &s->nodes[i];
@@ -190,7 +190,7 @@ static struct cost_cell *cost_cell(struct drv_server *s, const char *tenant, con
 
 static void accrue_cost(struct drv_server *s)
 {
-	int64_t now = srv_now_ms();
+	int64_t now = drv_mono_ms();
 	double hours = (double)(now - s->last_cost_ms) / 3.6e6;
 
 	s->last_cost_ms = now;
@@ -221,9 +221,9 @@ void *srv_loop_main(void *arg)
 	struct drv_server *s = arg;
 
 	pthread_mutex_lock(&s->mu);
-	s->last_cost_ms = srv_now_ms();
+	s->last_cost_ms = drv_mono_ms();
 	while (!s->stopping) {
-		int64_t now = srv_now_ms(), wake = now + 500;
+		int64_t now = drv_mono_ms(), wake = now + 500;
 		struct timespec ts;
 
 		if (s->sched_dirty && now >= s->dirty_since_ms + s->cfg.sched_delay_ms) {
@@ -244,7 +244,7 @@ void *srv_loop_main(void *arg)
 			announce(s);
 		if (s->sched_dirty)
 			wake = DRV_MIN(wake, s->dirty_since_ms + s->cfg.sched_delay_ms);
-		now = srv_now_ms();
+		now = drv_mono_ms();
 		if (wake > now) {
 			int64_t left = wake - now;
 

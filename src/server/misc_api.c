@@ -236,7 +236,7 @@ int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	drv_http_resp_json(o, 200, json_pack("{s:s,s:s,s:s,s:I}", "status", "ok", "version", "0.1.0",
 					     "store", "sqlite", "uptime_s",
-					     (json_int_t)((srv_now_ms() - s->started_ms) / 1000)));
+					     (json_int_t)((drv_mono_ms() - s->started_ms) / 1000)));
 	return 0;
 }
 
@@ -400,17 +400,17 @@ static ssize_t sse_read(void *cls, char *buf, size_t max)
 					free(text);
 				}
 				json_decref(items);
-				w->last_write_ms = srv_now_ms();
+				w->last_write_ms = drv_mono_ms();
 				break;
 			}
 			json_decref(items);
-			left = w->last_write_ms + 15000 - srv_now_ms();
+			left = w->last_write_ms + 15000 - drv_mono_ms();
 			if (left <= 0) {
 				drv_free(w->pending);
 				w->pending = drv_strdup(": keepalive\n\n");
 				w->plen = strlen(w->pending);
 				w->poff = 0;
-				w->last_write_ms = srv_now_ms();
+				w->last_write_ms = drv_mono_ms();
 				break;
 			}
 			{
@@ -457,7 +457,7 @@ int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	w->since = since < 0 ? s->last_seq : since;
 	pthread_mutex_unlock(&s->mu);
 	if (accept && strstr(accept, "text/event-stream")) {
-		w->last_write_ms = srv_now_ms();
+		w->last_write_ms = drv_mono_ms();
 		/* the first bytes go out at once, so the client sees the stream open */
 		w->pending = drv_strdup(": drover watch\n\n");
 		w->plen = strlen(w->pending);
@@ -465,7 +465,7 @@ int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		return 0;
 	}
 	items = json_array();
-	w->deadline_ms = srv_now_ms() + timeout * 1000;
+	w->deadline_ms = drv_mono_ms() + timeout * 1000;
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		int64_t left;
@@ -474,7 +474,7 @@ int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		w->since = collect(s, w, items, 1000);
 		if (json_array_size(items) || s->stopping)
 			break;
-		left = w->deadline_ms - srv_now_ms();
+		left = w->deadline_ms - drv_mono_ms();
 		if (left <= 0)
 			break;
 		abs_deadline(&ts, left);

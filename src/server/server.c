@@ -12,11 +12,12 @@
  */
 #include "server_int.h"
 
+#include "drover/fsutil.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 const struct drv_http_route srv_routes[] = {
@@ -88,27 +89,6 @@ static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
 	return 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char buf[1024];
-	size_t n = strlen(dir);
-
-	if (n >= sizeof(buf))
-		return DRV_EINVAL;
-	memcpy(buf, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (buf[i] == '/' || buf[i] == '\0') {
-			char c = buf[i];
-
-			buf[i] = '\0';
-			if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-				return DRV_EIO;
-			buf[i] = c;
-		}
-	}
-	return 0;
-}
-
 /* Queue waits run from under a second to days. */
 static const double wait_buckets[] = { 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600,
 				       7200, 21600, 86400 };
@@ -123,8 +103,8 @@ static struct drv_server *server_new(const struct drv_server_opts *o)
 	pthread_mutex_init(&s->store_mu, NULL);
 	pthread_cond_init(&s->commit_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
-	s->log = o->log;
-	s->started_ms = srv_now_ms();
+	s->log = (struct drv_log){ o->log, "drover server", DRV_LOG_TIME };
+	s->started_ms = drv_mono_ms();
 	s->ring_cap = 65536;
 	s->ring = drv_calloc(s->ring_cap, sizeof(*s->ring));
 	drv_sched_decisions_init(&s->dec);
@@ -141,7 +121,7 @@ static int load_config(struct drv_server *s, const struct drv_server_opts *o, ch
 	char path[1200];
 	int rc;
 
-	if (mkdir_p(o->state_dir) < 0) {
+	if (drv_mkdir_p(o->state_dir, 0700) < 0) {
 		snprintf(err, errsz, "cannot create the state directory %s: %s", o->state_dir,
 			 strerror(errno));
 		return DRV_EIO;
@@ -188,7 +168,7 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 		drv_store_fault_wrap(s->store, &w);
 		s->store = w;
 		drv_store_fault_arm(s->store, op, after, DRV_EIO);
-		srv_log(s, "fault injection armed: %s fails after %d more calls", op, after);
+		drv_log(&s->log, "fault injection armed: %s fails after %d more calls", op, after);
 	}
 	if (pthread_create(&s->commit_thread, NULL, srv_commit_main, s) != 0) {
 		snprintf(err, errsz, "cannot start the store thread");
@@ -268,7 +248,7 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		 host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0
 			 ? "127.0.0.1" : host,
 		 drv_http_server_port(s->http));
-	srv_log(s, "listening on %s (state %s, %llu jobs, %d nodes)", s->url, s->state_dir,
+	drv_log(&s->log, "listening on %s (state %s, %llu jobs, %d nodes)", s->url, s->state_dir,
 		(unsigned long long)s->njobs, s->nnodes);
 	*out = s;
 	return 0;

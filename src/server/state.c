@@ -58,7 +58,7 @@ struct pend_event srv_make_event(const char *type, struct sjob *j, const char *n
 				 const char *from, const char *to, const char *reason)
 {
 	struct pend_event p;
-	int64_t t = srv_wall_s();
+	int64_t t = drv_wall_s();
 	json_t *ev = json_pack("{s:o,s:s}", "time", srv_json_time(t), "type", type);
 
 	if (j) {
@@ -112,11 +112,11 @@ void srv_job_transition(struct drv_server *s, struct sjob *j, enum jstate to, co
 	if (!j->events)
 		j->events = json_array();
 	json_array_append_new(j->events,
-			      json_pack("{s:I,s:o,s:s,s:s}", "time", (json_int_t)srv_wall_s(), "from",
+			      json_pack("{s:I,s:o,s:s,s:s}", "time", (json_int_t)drv_wall_s(), "from",
 					fresh ? json_null() : json_string(srv_jstate_name(from)), "to",
 					srv_jstate_name(to), "reason", reason ? reason : ""));
 	if (srv_jstate_final(to) && !j->end_time)
-		j->end_time = srv_wall_s();
+		j->end_time = drv_wall_s();
 	s->transitions[to]++;
 	srv_queue_event(s, "job", j, NULL, fresh ? NULL : srv_jstate_name(from), srv_jstate_name(to), reason);
 	srv_job_mark(s, j);
@@ -188,7 +188,7 @@ void srv_sched_kick(struct drv_server *s)
 {
 	if (!s->sched_dirty) {
 		s->sched_dirty = true;
-		s->dirty_since_ms = srv_now_ms();
+		s->dirty_since_ms = drv_mono_ms();
 	}
 	pthread_cond_signal(&s->loop_cv);
 }
@@ -223,7 +223,7 @@ const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf
 
 void srv_job_released(struct drv_server *s, struct sjob *j)
 {
-	int64_t now = srv_wall_s();
+	int64_t now = drv_wall_s();
 
 	if (!j->holding)
 		return;
@@ -266,7 +266,7 @@ void srv_job_stop_tasks(struct drv_server *s, struct sjob *j, const char *reason
 			 * fenced (absent from the assignments, stale in reports) */
 			t->ended = true;
 			t->state = T_CANCELLED;
-			t->end_time = srv_wall_s();
+			t->end_time = drv_wall_s();
 			srv_set_str(&t->reason, reason);
 		}
 	}
@@ -283,7 +283,7 @@ void srv_task_ended(struct drv_server *s, struct sjob *j, int32_t rank)
 
 	t->ended = true;
 	if (!t->end_time)
-		t->end_time = srv_wall_s();
+		t->end_time = drv_wall_s();
 	/* no version bump for the task's own node: its agent reported the end
 	 * itself, and a reply just to drop it would cost the agent a wake-up
 	 * (it never starts a (task, epoch) twice); the next start bumps it */
@@ -332,7 +332,7 @@ void srv_job_requeue_node_down(struct drv_server *s, struct sjob *j, const char 
 		if (!t->ended && strcmp(s->nodes[t->node].name, node) == 0) {
 			t->ended = true;
 			t->state = T_LOST;
-			t->end_time = srv_wall_s();
+			t->end_time = drv_wall_s();
 			srv_set_str(&t->reason, why);
 		}
 	}
@@ -633,9 +633,9 @@ void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
 	n->state = st;
 	drv_cluster_set_node_state(&s->cluster, i, st);
 	if (s->sched)
-		drv_sched_cluster_changed(s->sched, srv_wall_s());
+		drv_sched_cluster_changed(s->sched, drv_wall_s());
 	srv_queue_event(s, "node", NULL, n->name, srv_nstate_name(from), srv_nstate_name(st), reason);
-	srv_log(s, "node %s: %s -> %s%s%s", n->name, srv_nstate_name(from), srv_nstate_name(st),
+	drv_log(&s->log, "node %s: %s -> %s%s%s", n->name, srv_nstate_name(from), srv_nstate_name(st),
 		reason && *reason ? ": " : "", reason ? reason : "");
 	srv_sched_kick(s);
 }
@@ -738,7 +738,7 @@ int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, i
 	s->nodes[idx].labels = labels ? json_deep_copy(labels) : json_object();
 	s->nodes[idx].dirty = true;
 	if (s->sched)
-		drv_sched_cluster_changed(s->sched, srv_wall_s());
+		drv_sched_cluster_changed(s->sched, drv_wall_s());
 	return idx;
 }
 
@@ -755,7 +755,7 @@ int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err,
 		drv_diags_init(&d, cluster_file);
 		rc = drv_cluster_load_file(cluster_file, &s->cluster, &d);
 		if (rc < 0) {
-			drv_diags_print(&d, s->log ? s->log : stderr);
+			drv_diags_print(&d, s->log.out ? s->log.out : stderr);
 			snprintf(err, errsz, "%s: not a valid cluster file (%d error%s above)",
 				 cluster_file, d.nerrors, d.nerrors == 1 ? "" : "s");
 			drv_diags_release(&d);
@@ -802,7 +802,7 @@ static int load_node(const struct drv_store_node *row, void *cls)
 			     drv_json_int(inv, "cpu_milli", 0), drv_json_int(inv, "mem_mib", 0),
 			     json_object_get(doc, "labels"));
 		if (i < 0) {
-			srv_log(s, "cannot restore node %s: %s", row->name, drv_strerror(i));
+			drv_log(&s->log, "cannot restore node %s: %s", row->name, drv_strerror(i));
 			json_decref(doc);
 			return 0;
 		}
@@ -820,8 +820,8 @@ static int load_node(const struct drv_store_node *row, void *cls)
 	if (n->ever_registered) {
 		/* a fresh heartbeat timeout to come back in */
 		n->registered = true;
-		n->last_hb_ms = srv_now_ms();
-		n->last_hb_wall = srv_wall_s();
+		n->last_hb_ms = drv_mono_ms();
+		n->last_hb_wall = drv_wall_s();
 		n->state = n->admin_drain ? DRV_NODE_DRAINING : DRV_NODE_UP;
 		drv_cluster_set_node_state(&s->cluster, i, n->state);
 		srv_set_str(&n->reason, n->admin_drain ? drv_json_str(doc, "reason") : "");
@@ -848,7 +848,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	int st;
 
 	if (!doc) {
-		srv_log(s, "job %llu: its stored record is not JSON; skipped",
+		drv_log(&s->log, "job %llu: its stored record is not JSON; skipped",
 			(unsigned long long)row->id);
 		return 0;
 	}
@@ -857,9 +857,9 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	drv_jobspec_init(&j->spec);
 	drv_diags_init(&d, "stored job");
 	if (drv_jobspec_from_json(json_object_get(doc, "spec"), &j->spec, &d) < 0) {
-		srv_log(s, "job %llu: its stored spec does not load; skipped",
+		drv_log(&s->log, "job %llu: its stored spec does not load; skipped",
 			(unsigned long long)row->id);
-		drv_diags_print(&d, s->log ? s->log : stderr);
+		drv_diags_print(&d, s->log.out ? s->log.out : stderr);
 		drv_diags_release(&d);
 		srv_job_free(j);
 		json_decref(doc);
@@ -981,7 +981,7 @@ static void restore_sched(struct drv_server *s)
 			rc = drv_sched_add_running(s->sched, &j->spec.job, srv_job_class(s, &j->spec), &p,
 						   j->start_time ? j->start_time : j->submit_time, 0);
 			if (rc < 0) {
-				srv_log(s, "job %llu: cannot restore it running (%s); requeued",
+				drv_log(&s->log, "job %llu: cannot restore it running (%s); requeued",
 					(unsigned long long)j->id, drv_strerror(rc));
 				j->holding = false;
 				rc = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec));

@@ -1,34 +1,10 @@
 /*
- * util.c: small helpers of the controller: clocks, RFC 3339 times, state
- * names, the log line, GPU index lists.
+ * util.c: small helpers of the controller: RFC 3339 times in replies,
+ * state names, GPU index lists.
  */
 #include "server_int.h"
 
-#include <stdarg.h>
 #include <string.h>
-#include <time.h>
-
-int64_t srv_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t srv_wall_s(void)
-{
-	return (int64_t)time(NULL);
-}
-
-void srv_fmt_time(int64_t t, char *buf, size_t n)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	gmtime_r(&tt, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 json_t *srv_json_time(int64_t t)
 {
@@ -36,23 +12,8 @@ json_t *srv_json_time(int64_t t)
 
 	if (t <= 0)
 		return json_null();
-	srv_fmt_time(t, b, sizeof(b));
+	drv_rfc3339(t, b, sizeof(b));
 	return json_string(b);
-}
-
-void srv_log(struct drv_server *s, const char *fmt, ...)
-{
-	char ts[32];
-	va_list ap;
-	FILE *f = s->log ? s->log : stderr;
-
-	srv_fmt_time(srv_wall_s(), ts, sizeof(ts));
-	fprintf(f, "%s drover server: ", ts);
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fputc('\n', f);
-	fflush(f);
 }
 
 static const char *const jnames[J_NSTATES] = { "pending", "scheduled", "running", "succeeded",

@@ -56,7 +56,7 @@ static char *slurp(const char *path)
 static void run(struct drv_proc *p)
 {
 	int i;
-	for (i = 0; i < 1000 && !drv_proc_poll(p, drv_now_ms()); i++)
+	for (i = 0; i < 1000 && !drv_proc_poll(p, drv_mono_ms()); i++)
 		usleep(10000);
 	cr_assert(eq(int, p->state, DRV_PROC_EXITED), "task did not end");
 }
@@ -121,7 +121,7 @@ Test(launch, task_sees_its_gpus_and_distributed_env)
 	t.rank_addrs = addrs;
 	t.nccl_ib_hca = "mlx5_0,mlx5_1";
 	t.nccl_socket_ifname = "eth0";
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	cr_assert(eq(int, p.exit_code, 0));
 	out = slurp(p.stdout_path);
@@ -171,7 +171,7 @@ Test(launch, single_node_and_no_gpus)
 	t.master_addr = "127.0.0.1";
 	t.master_port = 29500;
 	t.nccl_ib_hca = "mlx5_0";
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	out = slurp(p.stdout_path);
 	EXPECT_ENV(out, "CUDA_VISIBLE_DEVICES", "");
@@ -195,7 +195,7 @@ Test(launch, argv_is_not_interpreted_and_workdir_is_used)
 	t.argv = argv;
 	t.log_dir = dir;
 	t.workdir = wd;
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	out = slurp(p.stdout_path);
 	snprintf(want, sizeof(want), "%s\n$HOME; `id`|*|", wd);
@@ -214,7 +214,7 @@ Test(launch, exit_codes_signals_and_stderr)
 	t.task_id = "1.0";
 	t.argv = a1;
 	t.log_dir = dir;
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	cr_assert(eq(int, p.exit_code, 7));
 	cr_assert(eq(int, p.signal, 0));
@@ -224,7 +224,7 @@ Test(launch, exit_codes_signals_and_stderr)
 
 	t.task_id = "1.1";
 	t.argv = a2;
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	cr_assert(eq(int, p.exit_code, -1));
 	cr_assert(eq(int, p.signal, SIGSEGV));
@@ -242,22 +242,22 @@ Test(launch, failures_to_start_say_why)
 	t.task_id = "1.0";
 	t.argv = a1;
 	t.log_dir = dir;
-	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0));
 	cr_assert(eq(int, p.state, DRV_PROC_FAILED));
 	cr_assert(not(eq(ptr, strstr(p.error, "command not found: no-such-command-xyz"), NULL)),
 		  "%s", p.error);
 	t.argv = a2;
-	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0));
 	cr_assert(not(eq(ptr, strstr(p.error, "cannot execute /nonexistent/bin/x"), NULL)), "%s",
 		  p.error);
 	t.argv = a3;
 	t.workdir = "/nonexistent-dir";
-	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0));
 	cr_assert(not(eq(ptr, strstr(p.error, "cannot enter working directory"), NULL)), "%s",
 		  p.error);
 	t.workdir = NULL;
 	t.argv = NULL;
-	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0));
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0));
 	cr_assert(not(eq(ptr, strstr(p.error, "no command"), NULL)), "%s", p.error);
 }
 
@@ -270,7 +270,7 @@ Test(launch, script_runs_under_sh)
 	t.task_id = "9.0";
 	t.script = "#SBATCH --gpus=1\nx=hello\necho \"$x from $DROVER_TASK_ID\"\n";
 	t.log_dir = dir;
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	out = slurp(p.stdout_path);
 	cr_assert(eq(str, out, "hello from 9.0\n"));
@@ -330,10 +330,10 @@ Test(launch, cancel_reaches_grandchildren)
 	t.task_id = "5.0";
 	t.argv = argv;
 	t.log_dir = dir;
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	gc = read_pid(pidf);
 	cr_assert(alive(gc));
-	drv_proc_terminate(&p, 5000, drv_now_ms());
+	drv_proc_terminate(&p, 5000, drv_mono_ms());
 	run(&p);
 	cr_assert(eq(int, p.signal, SIGTERM));
 	usleep(100000);
@@ -356,9 +356,9 @@ Test(launch, sigterm_ignored_means_sigkill_after_grace)
 	t.task_id = "6.0";
 	t.argv = argv;
 	t.log_dir = dir;
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	gc = read_pid(pidf);
-	t0 = drv_now_ms();
+	t0 = drv_mono_ms();
 	drv_proc_terminate(&p, 300, t0);
 	run(&p);
 	cr_assert(eq(int, p.signal, SIGKILL));
@@ -386,7 +386,7 @@ Test(launch, over_memory_task_is_reported_oom_killed)
 	t.argv = argv;
 	t.log_dir = dir;
 	t.mem_limit_mib = 64;
-	cr_assert(eq(int, drv_proc_start(&p, &t, &cg, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, &cg, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	cr_assert(eq(int, p.signal, SIGKILL));
 	cr_assert(p.oom_killed, "exit %d signal %d not seen as OOM", p.exit_code, p.signal);
@@ -414,7 +414,7 @@ Test(launch, runs_as_the_given_user)
 	t.ngroups = 1;
 	t.user = "nobody";
 	t.home = "/nonexistent";
-	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_now_ms()), 0), "%s", p.error);
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	/* the child shares the agent's memory until execve, never its identity */
 	cr_assert(eq(int, (int)geteuid(), 0), "the agent itself lost root");
 	cr_assert(eq(int, (int)getegid(), 0), "the agent itself changed group");
