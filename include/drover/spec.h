@@ -301,10 +301,6 @@ struct fy_node *drv_yaml_pair_at(struct fy_node_pair *p);
  * "nothing" (no node or an empty scalar). */
 void drv_yaml_found(struct fy_node *n, char *buf, size_t sz);
 
-/* Reads a whole file into a NUL-terminated buffer (caller frees), at most
- * max bytes; DRV_ELIMIT beyond, DRV_EIO when unreadable. "-" is stdin. */
-int drv_spec_read_file(const char *path, size_t max, char **buf, size_t *len);
-
 /* ---------------------------------------------------------------------------
  * Canonical JSON (docs/job-format.md).
  */

@@ -12,6 +12,7 @@
 #include "client_int.h"
 
 #include "drover/common.h"
+#include "drover/fsutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -323,41 +324,13 @@ static const char *base_name(const char *path)
 int drv_client_read_job_file(const struct cli *cli, const char *path, char **buf,
 			     size_t *len)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	size_t cap = 0, n = 0, r;
-	char *b = NULL;
+	int rc = drv_file_read(path, 16u << 20, buf, len);
 
-	if (!f) {
-		cli_err(cli, "%s: cannot open: %s", path, strerror(errno));
-		return DRV_EXIT_USAGE;
-	}
-	for (;;) {
-		DRV_GROW(b, n + 65536, cap);
-		r = fread(b + n, 1, cap - n - 1, f);
-		n += r;
-		if (!r)
-			break;
-		if (n > (16u << 20)) {
-			cli_err(cli, "%s: over 16 MiB, the server's limit", path);
-			if (f != stdin)
-				fclose(f);
-			drv_free(b);
-			return DRV_EXIT_USAGE;
-		}
-	}
-	if (ferror(f)) {
+	if (rc == DRV_ELIMIT)
+		cli_err(cli, "%s: over 16 MiB, the server's limit", path);
+	else if (rc)
 		cli_err(cli, "%s: cannot read: %s", path, strerror(errno));
-		if (f != stdin)
-			fclose(f);
-		drv_free(b);
-		return DRV_EXIT_USAGE;
-	}
-	if (f != stdin)
-		fclose(f);
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
+	return rc ? DRV_EXIT_USAGE : 0;
 }
 
 /* POSTs a job body; prints the result; used by submit and apply. */

@@ -12,6 +12,7 @@
  */
 #include "drover/client.h"
 #include "drover/common.h"
+#include "drover/fsutil.h"
 #include "drover/spec.h"
 
 #include <errno.h>
@@ -126,41 +127,6 @@ out:
 	return rc;
 }
 
-static char *read_file(const char *path, size_t *len, int *eno)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, r;
-
-	if (!f) {
-		*eno = errno;
-		return NULL;
-	}
-	for (;;) {
-		DRV_GROW(buf, n + 4096, cap);
-		r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
-			break;
-		if (n > (1u << 20)) { /* a config file is a few lines */
-			*eno = EFBIG;
-			fclose(f);
-			drv_free(buf);
-			return NULL;
-		}
-	}
-	if (ferror(f)) {
-		*eno = errno ? errno : EIO;
-		fclose(f);
-		drv_free(buf);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
 static char *normalize_server(const char *s)
 {
 	size_t n = strlen(s);
@@ -200,8 +166,9 @@ int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_serve
 
 	if (!server || !token) {
 		path = drv_client_config_path();
-		if (path)
-			text = read_file(path, &len, &eno);
+		/* a config file is a few lines */
+		if (path && drv_file_read(path, 1u << 20, &text, &len) < 0)
+			eno = errno;
 		if (path && !text && eno != ENOENT && eno != ENOTDIR) {
 			snprintf(err, errsz, "cannot read %s: %s", path, strerror(eno));
 			rc = DRV_EIO;

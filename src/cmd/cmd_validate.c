@@ -16,6 +16,7 @@
 #include "drover/cmd.h"
 #include "drover/common.h"
 #include "drover/diag.h"
+#include "drover/fsutil.h"
 #include "drover/model.h"
 #include "drover/spec.h"
 
@@ -34,31 +35,6 @@ static void usage(FILE *f)
 		   "  stderr. Options after FILE are sbatch options that win over the\n"
 		   "  script's #SBATCH lines.\n"
 		   "  --json   print the summary (cluster) or canonical JSON job (jobs)\n");
-}
-
-static char *read_all(const char *path, size_t *lenp, int *err)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	char *buf = NULL;
-	size_t len = 0, cap = 0, got;
-
-	*err = 0;
-	if (!f) {
-		*err = errno;
-		return NULL;
-	}
-	do {
-		DRV_GROW(buf, len + 65537, cap);
-		got = fread(buf + len, 1, cap - len - 1, f);
-		len += got;
-	} while (got > 0 && len < ((size_t)256 << 20));
-	if (ferror(f))
-		*err = errno ? errno : EIO;
-	if (f != stdin)
-		fclose(f);
-	buf[len] = 0;
-	*lenp = len;
-	return buf;
 }
 
 struct summary {
@@ -351,7 +327,7 @@ int cmd_validate(int argc, char **argv)
 	bool json = false;
 	char *buf;
 	size_t len;
-	int i, e, rc, sargc = 0;
+	int i, rc, sargc = 0;
 	char **sargv = NULL;
 
 	sargv = drv_calloc((size_t)argc + 1, sizeof(char *));
@@ -380,10 +356,8 @@ int cmd_validate(int argc, char **argv)
 		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}
-	buf = read_all(path, &len, &e);
-	if (!buf || e) {
-		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(e ? e : EIO));
-		drv_free(buf);
+	if (drv_file_read(path, (size_t)256 << 20, &buf, &len) < 0) {
+		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
 		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}

@@ -16,6 +16,8 @@
  */
 #include "server_int.h"
 
+#include "drover/fsutil.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -416,7 +418,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 			goto out;
 		drv_log(&s->log, "wrote a new config with an admin token and a cluster token: %s", path);
 	}
-	rc = drv_spec_read_file(path, 1 << 20, &buf, &len);
+	rc = drv_file_read(path, 1 << 20, &buf, &len);
 	if (rc < 0) {
 		snprintf(err, errsz, "%s: %s", path, drv_strerror(rc));
 		goto out;

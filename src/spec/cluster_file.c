@@ -10,6 +10,7 @@
  * Nothing is half-built: on any error the cluster is released.
  */
 #include "drover/clusterfile.h"
+#include "drover/fsutil.h"
 #include "spec_int.h"
 
 #include <errno.h>
@@ -897,38 +898,18 @@ out:
 
 int drv_cluster_load_file(const char *path, struct drv_cluster *c, struct drv_diags *diags)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, got;
-	int rc;
+	char *buf;
+	size_t len;
+	int rc = drv_file_read(path, (size_t)256 << 20, &buf, &len);
 
-	if (!f) {
-		drv_diag_err(diags, 0, 0, NULL, "cannot open: %s", strerror(errno));
-		memset(c, 0, sizeof(*c));
-		return DRV_EIO;
-	}
-	for (;;) {
-		DRV_GROW(buf, len + 65536, cap);
-		got = fread(buf + len, 1, cap - len, f);
-		len += got;
-		if (got == 0)
-			break;
-		if (len > (size_t)256 << 20) {
-			fclose(f);
-			drv_free(buf);
+	if (rc) {
+		if (rc == DRV_ELIMIT)
 			drv_diag_err(diags, 0, 0, NULL, "file larger than 256 MiB");
-			memset(c, 0, sizeof(*c));
-			return DRV_ELIMIT;
-		}
-	}
-	if (ferror(f)) {
-		drv_diag_err(diags, 0, 0, NULL, "read error: %s", strerror(errno));
-		fclose(f);
-		drv_free(buf);
+		else
+			drv_diag_err(diags, 0, 0, NULL, "cannot read: %s", strerror(errno));
 		memset(c, 0, sizeof(*c));
-		return DRV_EIO;
+		return rc;
 	}
-	fclose(f);
 	rc = drv_cluster_load_buffer(buf, len, c, diags);
 	drv_free(buf);
 	return rc;

@@ -5,6 +5,7 @@
  * canonical.c).
  */
 #include "drover/clusterfile.h"
+#include "drover/fsutil.h"
 #include "drover/spec.h"
 #include "spec_int.h"
 
@@ -190,43 +191,6 @@ struct drv_jobspec *drv_specset_add(struct drv_specset *set)
 	s = &set->jobs[set->njobs++];
 	drv_jobspec_init(s);
 	return s;
-}
-
-int drv_spec_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
-{
-	FILE *f;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int rc = 0;
-
-	f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	if (!f)
-		return DRV_EIO;
-	for (;;) {
-		size_t n;
-		DRV_GROW(buf, len + 65536 + 1, cap);
-		n = fread(buf + len, 1, 65536, f);
-		len += n;
-		if (len > max) {
-			rc = DRV_ELIMIT;
-			break;
-		}
-		if (n == 0) {
-			if (ferror(f))
-				rc = DRV_EIO;
-			break;
-		}
-	}
-	if (f != stdin)
-		fclose(f);
-	if (rc) {
-		drv_free(buf);
-		return rc;
-	}
-	buf[len] = '\0';
-	*bufp = buf;
-	*lenp = len;
-	return 0;
 }
 
 /* Start of line i-th content: skips a UTF-8 BOM. */
@@ -449,7 +413,7 @@ int drv_spec_load_file_opts(const char *path, const struct drv_spec_opts *opts,
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = drv_spec_read_file(path, DRV_SPEC_MAX_BYTES, &buf, &len);
+	int rc = drv_file_read(path, DRV_SPEC_MAX_BYTES, &buf, &len);
 	if (rc == DRV_ELIMIT) {
 		drv_diag_err(d, 0, 0, NULL, "file is over the limit of %d bytes", DRV_SPEC_MAX_BYTES);
 		return rc;

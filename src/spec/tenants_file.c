@@ -11,6 +11,7 @@
  * with its field path, what was found and what was expected; checking goes
  * on past errors, and on any error nothing is kept.
  */
+#include "drover/fsutil.h"
 #include "drover/tenants.h"
 #include "spec_int.h"
 
@@ -468,7 +469,7 @@ int drv_tenants_load_file(const char *path, struct drv_tenants *t, struct drv_di
 	int rc;
 
 	drv_tenants_init(t);
-	rc = drv_spec_read_file(path, (size_t)16 << 20, &buf, &len);
+	rc = drv_file_read(path, (size_t)16 << 20, &buf, &len);
 	if (rc == DRV_ELIMIT) {
 		drv_diag_err(d, 0, 0, NULL, "found a file larger than 16 MiB, expected a tenants file");
 		return rc;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drover/fsutil.h"
 #include "drover/spec.h"
 
 static int load(const char *path, struct drv_jobspec *s, struct drv_diags *d)
@@ -203,7 +204,7 @@ Test(spec, canonical_file_is_what_validate_prints)
 	struct drv_diags d;
 	char *buf, *out;
 	size_t len;
-	cr_assert(eq(int, drv_spec_read_file("examples/jobs/training-job.json", 1 << 20, &buf, &len), 0));
+	cr_assert(eq(int, drv_file_read("examples/jobs/training-job.json", 1 << 20, &buf, &len), 0));
 	cr_assert(eq(int, parse(buf, &s, &d), 0));
 	out = drv_jobspec_dumps(&s, 2);
 	cr_assert(eq(int, strncmp(buf, out, strlen(out)), 0), "identical canonical text");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drover/fsutil.h"
 #include "drover/spec.h"
 
 static struct drv_jobspec s;
@@ -146,7 +147,7 @@ Test(spec_manifest, list_and_multi_document_stream_give_several_jobs)
 	char *buf;
 	size_t len;
 	drv_specset_init(&set);
-	cr_assert(eq(int, drv_spec_read_file("examples/jobs/two-pods-list.yaml", 1 << 20, &buf, &len), 0));
+	cr_assert(eq(int, drv_file_read("examples/jobs/two-pods-list.yaml", 1 << 20, &buf, &len), 0));
 	cr_assert(eq(int, drv_spec_parse_all(buf, len, "list", NULL, &set, &d), 0));
 	cr_assert(eq(int, set.njobs, 2));
 	cr_assert(eq(int, set.jobs[1].job.groups[0].gpus, 2));
