@@ -5,8 +5,24 @@
  * Server side (src/http/http_server.c): a table of routes over libmicrohttpd.
  * A route is one row: method, path pattern, handler. A pattern is a path
  * whose segments may be "{}" to capture that segment: "/v1/jobs/{}/cancel".
- * The server runs one thread per connection, so a handler may block
- * (long-poll) and a streamed reply (SSE) may wait in its reader callback.
+ * The server runs libmicrohttpd's event loop on DRV_HTTP_THREADS threads
+ * (epoll), not a thread per connection: a handler must answer quickly.
+ * A reply that must wait (a long-poll, a write that must reach the disk
+ * first) is deferred (drv_http_defer below): the connection is suspended
+ * and holds no thread until the reply is ready. A streamed reply (SSE)
+ * returns 0 when it has nothing to send and is called again later. A
+ * handler may still block briefly (a mutex, a store read) at the cost of
+ * the other connections on its event thread.
+ *
+ * Limits (for 12,500 agents plus clients in a 20,000 open-file limit):
+ * drv_http_server_start raises RLIMIT_NOFILE to its hard limit and allows
+ * that many connections less DRV_HTTP_FD_RESERVE (20,000 - 512 = 19,488
+ * here); each connection's buffers are capped at DRV_HTTP_CONN_MEMORY
+ * (headers and read buffer; a request body is copied into a buffer of its
+ * own, up to DRV_HTTP_MAX_BODY); an idle connection is closed after
+ * DRV_HTTP_IDLE_TIMEOUT_S (a suspended one never times out). Threads: the
+ * event threads and one waiter thread, however many requests wait.
+ *
  * A path that matches a pattern with another method gets 405 with Allow; no
  * match gets 404; both in the error shape of docs/api.md.
  *
@@ -35,6 +51,13 @@
 
 #define DRV_HTTP_MAX_BODY (16u << 20)  /* request bodies over this: 413 */
 #define DRV_HTTP_MAX_PARAMS 4          /* "{}" captures per pattern */
+#define DRV_HTTP_THREADS 4             /* event threads (plus one waiter) */
+#define DRV_HTTP_FD_RESERVE 512        /* open files kept from connections */
+#define DRV_HTTP_MIN_CONNECTIONS 64    /* when the open-file limit is tiny */
+#define DRV_HTTP_CONN_MEMORY (16u << 10) /* per connection, bodies apart */
+#define DRV_HTTP_IDLE_TIMEOUT_S 600    /* an idle kept-alive connection */
+#define DRV_HTTP_STREAM_POLL_MS 1000   /* a waiting stream is retried this often */
+#define DRV_HTTP_AGAIN 1               /* a deferred fn: not ready yet */
 
 struct drv_http_req;   /* opaque: valid during the handler call only */
 
@@ -48,7 +71,7 @@ struct drv_http_resp {
 	size_t len;
 	char content_type[96];
 	char *headers;              /* owned; "Name: value\n" lines, or NULL */
-	/* streamed body (SSE): called until it returns < 0; may block */
+	/* streamed body (SSE): called until it returns < 0; 0 = not yet */
 	ssize_t (*stream)(void *cls, char *buf, size_t max);
 	void *stream_cls;
 	void (*stream_free)(void *cls);
@@ -90,8 +113,46 @@ int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
 			  char *errmsg, size_t errsz);
 /* The port it listens on (useful with port 0). */
 int drv_http_server_port(const struct drv_http_server *s);
-/* Stops accepting, waits for handlers to return, frees. NULL is a no-op. */
+/* How many connections it accepts at once (see Limits above). */
+unsigned drv_http_server_connection_limit(const struct drv_http_server *s);
+/*
+ * Stops accepting, answers every deferred reply (its fn is called with
+ * timed_out set) and ends every waiting stream, waits for handlers to
+ * return, frees. NULL is a no-op.
+ */
 void drv_http_server_stop(struct drv_http_server *s);
+
+/* ---------------------------------------------------------------------------
+ * Deferred replies
+ *
+ * A handler that cannot answer yet calls drv_http_defer() and returns 0.
+ * The server then calls fn(cls, resp, timed_out):
+ *   - right after the handler returns, on the same event thread;
+ *   - after each drv_http_wake() (on the server's waiter thread);
+ *   - at the deadline, and when the server stops, with timed_out set.
+ * fn returns 0 with resp filled to answer, or DRV_HTTP_AGAIN to go on
+ * waiting. resp starts as what the handler left in it, so a handler may
+ * fill the reply it hopes to give and fn only say when. fn must not
+ * block: it may take the caller's own locks briefly (no lock of this layer
+ * is held while it runs). It must answer when timed_out is set (if it does
+ * not, the reply is a 500). free_fn(cls), if given, runs once when the
+ * request is over: answered, or its client gone (a suspended client that
+ * hangs up is noticed at once), or the server stopping.
+ *
+ * drv_http_wake() says "something changed": every waiting fn is called
+ * again and every waiting stream is retried. It takes no lock and may be
+ * called from any thread, under any lock; many wakes in a burst cost one
+ * pass. A pass calls every waiting fn, so keep fn cheap (compare a version
+ * number, say).
+ *
+ * While it waits, a request holds its connection and a little memory
+ * (the struct, cls), no thread.
+ */
+typedef int (*drv_http_defer_fn)(void *cls, struct drv_http_resp *resp, int timed_out);
+/* timeout_ms < 0: no deadline (only the server's stop ends the wait). */
+void drv_http_defer(struct drv_http_req *req, drv_http_defer_fn fn, void *cls,
+		    void (*free_fn)(void *), int64_t timeout_ms);
+void drv_http_wake(struct drv_http_server *s);   /* NULL is a no-op */
 
 /* Parses "ADDR:PORT" (ADDR may be empty = all, or "localhost"). */
 int drv_http_parse_addr(const char *s, char *host, size_t hostsz, int *port);
@@ -142,8 +203,13 @@ void drv_http_resp_error(struct drv_http_resp *resp, int status, const char *cod
 	__attribute__((format(printf, 5, 6)));
 /* Adds a header line to the reply. */
 void drv_http_resp_header(struct drv_http_resp *resp, const char *name, const char *value);
-/* A streamed reply (SSE). fn fills buf and returns bytes (0 = nothing yet,
- * it is called again) or -1 at the end; free_fn(cls) runs after. */
+/*
+ * A streamed reply (SSE). fn fills buf and returns bytes, or -1 at the end;
+ * free_fn(cls) runs after. fn must not block: it returns 0 when it has
+ * nothing yet and is called again after the next drv_http_wake() or within
+ * DRV_HTTP_STREAM_POLL_MS, meanwhile holding no thread. A stream ends when
+ * the server stops.
+ */
 void drv_http_resp_stream(struct drv_http_resp *resp, int status, const char *ctype,
 			  ssize_t (*fn)(void *cls, char *buf, size_t max), void *cls,
 			  void (*free_fn)(void *cls));

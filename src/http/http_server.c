@@ -2,8 +2,11 @@
  * http_server.c: the HTTP server side of src/http: a route table over
  * libmicrohttpd (include/drover/http.h).
  *
- * libmicrohttpd runs one thread per connection, so handlers may block for
- * long-polls and a streamed reply may block in its reader. The request
+ * libmicrohttpd runs its own event loop: DRV_HTTP_THREADS threads, each
+ * with an epoll set over its share of the connections. A handler runs on
+ * one of them, so it must not wait long: a reply that waits (long-poll,
+ * commit) is deferred and a stream with nothing to send returns 0; both
+ * suspend the connection and wait in http_wait.c. The request
  * body is collected across the access callback's calls (bounded by
  * DRV_HTTP_MAX_BODY), then the path is matched against the table, the
  * caller's filter runs (authentication), and the handler fills a
@@ -12,7 +15,9 @@
  * The listening socket is made here (not by MHD) so that a bind failure
  * is reported with its real cause ("address already in use").
  */
-#include "drover/http.h"
+#include "http_int.h"
+
+#include "drover/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,33 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <microhttpd.h>
-
-struct drv_http_server {
-	struct MHD_Daemon *mhd;
-	const struct drv_http_route *routes;
-	drv_http_filter filter;
-	void *ctx;
-	int port;
-	int fd;
-};
-
-struct drv_http_req {
-	struct drv_http_server *srv;
-	struct MHD_Connection *conn;
-	const char *method;
-	const char *path;
-	char *body;
-	size_t len, cap;
-	bool too_large;
-	const struct drv_http_route *route;
-	char *params[DRV_HTTP_MAX_PARAMS];
-	char peer[INET6_ADDRSTRLEN];
-	void *user;
-};
 
 /* --- address parsing ---------------------------------------------------- */
 
@@ -115,7 +96,7 @@ static int make_listen_socket(const char *addr, int *fd_out, int *port_out, char
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
 		goto fail;
-	if (listen(fd, 1024) < 0)
+	if (listen(fd, 4096) < 0)
 		goto fail;
 	if (getsockname(fd, (struct sockaddr *)&sin, &sl) < 0)
 		goto fail;
@@ -329,7 +310,13 @@ int drv_http_req_query_int(const struct drv_http_req *r, const char *name, int64
 
 /* --- MHD glue ----------------------------------------------------------- */
 
+/*
+ * A streamed reply. The wrapped fn never blocks: when it has nothing, the
+ * reader parks the request (suspending the connection) until the next
+ * drv_http_wake() or DRV_HTTP_STREAM_POLL_MS, then is called again.
+ */
 struct stream_wrap {
+	struct drv_http_req *req;  /* alive while the reader is called */
 	ssize_t (*fn)(void *cls, char *buf, size_t max);
 	void *cls;
 	void (*free_fn)(void *cls);
@@ -338,12 +325,21 @@ struct stream_wrap {
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct stream_wrap *w = cls;
+	struct drv_http_req *r = w->req;
 	ssize_t n;
 
 	(void)pos;
+	if (r->ended || r->gone)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	r->gen = atomic_load(&r->srv->wake_gen);
 	n = w->fn(w->cls, buf, max);
 	if (n < 0)
 		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n == 0) {
+		r->deadline_ms = drv_mono_ms() + DRV_HTTP_STREAM_POLL_MS;
+		if (!http_park(r, PARK_STREAM))
+			return MHD_CONTENT_READER_END_OF_STREAM;   /* stopping */
+	}
 	return n;
 }
 
@@ -356,7 +352,7 @@ static void stream_free(void *cls)
 	drv_free(w);
 }
 
-static enum MHD_Result send_resp(struct MHD_Connection *conn, struct drv_http_resp *resp)
+static enum MHD_Result send_resp(struct drv_http_req *req, struct drv_http_resp *resp)
 {
 	struct MHD_Response *mr;
 	enum MHD_Result ret;
@@ -364,6 +360,7 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, struct drv_http_re
 	if (resp->stream) {
 		struct stream_wrap *w = drv_calloc(1, sizeof(*w));
 
+		w->req = req;
 		w->fn = resp->stream;
 		w->cls = resp->stream_cls;
 		w->free_fn = resp->stream_free;
@@ -397,12 +394,12 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, struct drv_http_re
 			line = nl + 1;
 		}
 	}
-	ret = MHD_queue_response(conn, (unsigned)(resp->status ? resp->status : 200), mr);
+	ret = MHD_queue_response(req->conn, (unsigned)(resp->status ? resp->status : 200), mr);
 	MHD_destroy_response(mr);
 	return ret;
 }
 
-static void resp_release(struct drv_http_resp *resp)
+void http_resp_release(struct drv_http_resp *resp)
 {
 	resp_clear_body(resp);
 	drv_free(resp->headers);
@@ -459,62 +456,106 @@ static void dispatch(struct drv_http_req *r, struct drv_http_resp *resp)
 			    r->path);
 }
 
+
+void drv_http_defer(struct drv_http_req *req, drv_http_defer_fn fn, void *cls,
+		    void (*free_fn)(void *), int64_t timeout_ms)
+{
+	req->deferred = true;
+	req->dfn = fn;
+	req->dcls = cls;
+	req->dfree = free_fn;
+	req->deadline_ms = timeout_ms < 0 ? INT64_MAX : drv_mono_ms() + timeout_ms;
+}
+
+static void fill_peer(struct drv_http_req *r)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!ci || !ci->client_addr)
+		return;
+	if (ci->client_addr->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)ci->client_addr)->sin_addr, r->peer,
+			  sizeof(r->peer));
+	else if (ci->client_addr->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ci->client_addr)->sin6_addr, r->peer,
+			  sizeof(r->peer));
+}
+
+static void take_body(struct drv_http_req *r, const char *data, size_t n)
+{
+	if (r->too_large)
+		return;
+	if (r->len + n > DRV_HTTP_MAX_BODY) {
+		r->too_large = true;
+		return;
+	}
+	if (r->len + n + 1 > r->cap) {
+		r->cap = DRV_MAX(r->cap * 2, r->len + n + 1);
+		r->body = drv_realloc(r->body, r->cap);
+	}
+	memcpy(r->body + r->len, data, n);
+	r->len += n;
+	r->body[r->len] = '\0';
+}
+
+/* Queues r's reply and frees its body (MHD copied it). */
+static enum MHD_Result answer(struct drv_http_req *r)
+{
+	enum MHD_Result ret = send_resp(r, &r->dresp);
+
+	http_resp_release(&r->dresp);
+	return ret;
+}
+
+/*
+ * The handler deferred: answer now if its fn can, else park the request.
+ * Called again after the waiter thread resumes it (answered, or its peer
+ * gone: then the connection is closed).
+ */
+static enum MHD_Result deferred(struct drv_http_req *r)
+{
+	if (r->gone)
+		return MHD_NO;
+	if (!r->answered) {
+		r->gen = atomic_load(&r->srv->wake_gen);
+		if (!http_defer_try(r, false) && http_park(r, PARK_DEFER))
+			return MHD_YES;
+		if (!r->answered)
+			http_defer_try(r, true);   /* stopping: nothing may park */
+	}
+	return answer(r);
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version,
 				 const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct drv_http_server *s = cls;
 	struct drv_http_req *r = *con_cls;
-	struct drv_http_resp resp;
-	enum MHD_Result ret;
 
 	(void)version;
 	if (!r) {
-		const union MHD_ConnectionInfo *ci;
-
 		r = drv_calloc(1, sizeof(*r));
 		r->srv = s;
 		r->conn = conn;
 		r->method = method;
 		r->path = url;
-		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (ci && ci->client_addr) {
-			if (ci->client_addr->sa_family == AF_INET)
-				inet_ntop(AF_INET, &((struct sockaddr_in *)ci->client_addr)->sin_addr,
-					  r->peer, sizeof(r->peer));
-			else if (ci->client_addr->sa_family == AF_INET6)
-				inet_ntop(AF_INET6,
-					  &((struct sockaddr_in6 *)ci->client_addr)->sin6_addr,
-					  r->peer, sizeof(r->peer));
-		}
+		r->sock = -1;
+		fill_peer(r);
 		*con_cls = r;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
-		size_t n = *upload_data_size;
-
-		if (!r->too_large) {
-			if (r->len + n > DRV_HTTP_MAX_BODY) {
-				r->too_large = true;
-			} else {
-				if (r->len + n + 1 > r->cap) {
-					r->cap = DRV_MAX(r->cap * 2, r->len + n + 1);
-					r->body = drv_realloc(r->body, r->cap);
-				}
-				memcpy(r->body + r->len, upload_data, n);
-				r->len += n;
-				r->body[r->len] = '\0';
-			}
-		}
+		take_body(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	memset(&resp, 0, sizeof(resp));
-	resp.status = 200;
-	dispatch(r, &resp);
-	ret = send_resp(conn, &resp);
-	resp_release(&resp);
-	return ret;
+	if (r->deferred)
+		return deferred(r);
+	r->dresp.status = 200;
+	dispatch(r, &r->dresp);
+	return r->deferred ? deferred(r) : answer(r);
 }
 
 static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -527,11 +568,51 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (!r)
 		return;
+	if (r->dfree && r->dcls)
+		r->dfree(r->dcls);
+	http_resp_release(&r->dresp);
 	drv_free(r->body);
 	for (int i = 0; i < DRV_HTTP_MAX_PARAMS; i++)
 		drv_free(r->params[i]);
 	drv_free(r);
 	*con_cls = NULL;
+}
+
+/*
+ * Raises the open-file limit to its hard limit and returns the connection
+ * limit it leaves room for: everything but DRV_HTTP_FD_RESERVE descriptors
+ * (the store, logs, the agent's children, libmicrohttpd's own).
+ */
+static unsigned connection_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return DRV_HTTP_MIN_CONNECTIONS;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1000000)
+		rl.rlim_cur = 1000000;
+	if (rl.rlim_cur < DRV_HTTP_FD_RESERVE + DRV_HTTP_MIN_CONNECTIONS)
+		return DRV_HTTP_MIN_CONNECTIONS;
+	return (unsigned)(rl.rlim_cur - DRV_HTTP_FD_RESERVE);
+}
+
+static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
+{
+	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+				MHD_ALLOW_SUSPEND_RESUME,
+				0, NULL, NULL, access_cb, s,
+				MHD_OPTION_LISTEN_SOCKET, s->fd,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)DRV_HTTP_THREADS,
+				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DRV_HTTP_IDLE_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_LIMIT, s->conn_limit,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DRV_HTTP_CONN_MEMORY,
+				MHD_OPTION_END);
 }
 
 int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
@@ -550,17 +631,11 @@ int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
 	s->ctx = ctx;
 	s->port = port;
 	s->fd = fd;
-	s->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-				  MHD_USE_AUTO,
-				  0, NULL, NULL, access_cb, s,
-				  MHD_OPTION_LISTEN_SOCKET, fd,
-				  MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)600,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)4000,
-				  MHD_OPTION_END);
-	if (!s->mhd) {
+	s->conn_limit = connection_limit();
+	if (http_wait_start(s) < 0 || !(s->mhd = start_mhd(s))) {
 		if (errmsg)
 			snprintf(errmsg, errsz, "cannot start the HTTP server on %s", addr);
+		http_wait_stop(s);
 		close(fd);
 		drv_free(s);
 		return DRV_EIO;
@@ -574,11 +649,23 @@ int drv_http_server_port(const struct drv_http_server *s)
 	return s->port;
 }
 
+unsigned drv_http_server_connection_limit(const struct drv_http_server *s)
+{
+	return s->conn_limit;
+}
+
 void drv_http_server_stop(struct drv_http_server *s)
 {
+	MHD_socket fd;
+
 	if (!s)
 		return;
-	/* MHD closes the listening socket it was given */
+	/* every parked request is answered and resumed first: libmicrohttpd
+	 * must not be stopped with a connection suspended */
+	fd = MHD_quiesce_daemon(s->mhd);
+	http_wait_stop(s);
 	MHD_stop_daemon(s->mhd);
+	if (fd >= 0)
+		close(fd);
 	drv_free(s);
 }

@@ -186,6 +186,7 @@ int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ct
 					     : NULL,
 				     "labels", n->labels));
 	pthread_cond_broadcast(&s->cv);
+	drv_http_wake(s->http);
 unlock:
 	pthread_mutex_unlock(&s->mu);
 out:
@@ -358,45 +359,61 @@ static json_t *desired_set(struct drv_server *s, int32_t i)
 	return tasks;
 }
 
+/* An agent's assignments long-poll, waiting for its node's version to move. */
+struct assign_wait {
+	struct drv_server *s;
+	char *node;
+	int64_t session, version, deadline_ms;
+};
+
+static void assign_wait_free(void *cls)
+{
+	struct assign_wait *a = cls;
+
+	drv_free(a->node);
+	drv_free(a);
+}
+
+static int assignments_ready(void *cls, struct drv_http_resp *o, int timed_out)
+{
+	struct assign_wait *a = cls;
+	struct drv_server *s = a->s;
+	int32_t i;
+
+	pthread_mutex_lock(&s->mu);
+	i = session_node(s, a->node, a->session, o);
+	if (i >= 0) {
+		if ((int64_t)s->nodes[i].version == a->version && !s->stopping && !timed_out &&
+		    srv_now_ms() < a->deadline_ms) {
+			pthread_mutex_unlock(&s->mu);
+			return DRV_HTTP_AGAIN;
+		}
+		drv_http_resp_json(o, 200, json_pack("{s:I,s:o}", "version",
+						     (json_int_t)s->nodes[i].version, "tasks",
+						     desired_set(s, i)));
+	}
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
 int srv_agent_assignments(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
 	const char *name = drv_http_req_query(r, "node");
 	int64_t session, version, wait;
-	int64_t deadline;
-	int32_t i;
+	struct assign_wait *a;
 
 	if (drv_http_req_query_int(r, "session", -1, -1, INT64_MAX, &session, o) < 0 ||
 	    drv_http_req_query_int(r, "version", 0, 0, INT64_MAX, &version, o) < 0 ||
 	    drv_http_req_query_int(r, "wait", 30, 0, 60, &wait, o) < 0)
 		return 0;
-	deadline = srv_now_ms() + wait * 1000;
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		struct timespec ts;
-		int64_t left;
-
-		i = session_node(s, name, session, o);
-		if (i < 0)
-			goto unlock;
-		if ((int64_t)s->nodes[i].version != version || s->stopping)
-			break;
-		left = deadline - srv_now_ms();
-		if (left <= 0)
-			break;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-	}
-	drv_http_resp_json(o, 200, json_pack("{s:I,s:o}", "version", (json_int_t)s->nodes[i].version,
-					     "tasks", desired_set(s, i)));
-unlock:
-	pthread_mutex_unlock(&s->mu);
+	a = drv_calloc(1, sizeof(*a));
+	a->s = s;
+	a->node = name ? drv_strdup(name) : NULL;
+	a->session = session;
+	a->version = version;
+	a->deadline_ms = srv_now_ms() + wait * 1000;
+	drv_http_defer(r, assignments_ready, a, assign_wait_free, wait * 1000);
 	return 0;
 }
 

@@ -10,14 +10,16 @@
  * fsyncs, and nobody waits on the disk while holding the big lock.
  *
  * A caller that must not act before its change is on disk (a 201 reply,
- * a report answered, assignments announced) waits for its ticket with
- * srv_wait(), which releases srv->mu meanwhile. Events are published to
+ * a report answered, assignments announced) waits for its ticket: an HTTP
+ * handler defers its reply (srv_reply_when_durable, durable.c), other
+ * threads call srv_wait(), which releases srv->mu meanwhile. Events are published to
  * the watch ring, with their sequence numbers, only once committed.
  *
  * When a group fails (full disk, injected fault), its jobs, nodes and
  * events are made dirty again so a later flush retries them, and every
  * waiter of the group gets DRV_EIO. New jobs (srv_commit_new_jobs) are not
- * in memory until their batch committed, so a failed submit leaves nothing.
+ * in memory until their batch committed (the committer adds them), so a
+ * failed submit leaves nothing.
  */
 #include "server_int.h"
 
@@ -46,6 +48,7 @@ static void batch_free(struct wbatch *b)
 	for (size_t i = 0; i < b->nevents; i++)
 		srv_pend_release(&b->events[i]);
 	drv_free(b->events);
+	drv_free(b->newjobs);
 	drv_free(b);
 }
 
@@ -136,6 +139,13 @@ static bool ticket_failed(const struct drv_server *s, uint64_t t)
 	return false;
 }
 
+int srv_ticket_state(const struct drv_server *s, uint64_t ticket)
+{
+	if (s->done_ticket < ticket)
+		return 1;
+	return ticket_failed(s, ticket) ? DRV_EIO : 0;
+}
+
 int srv_wait(struct drv_server *s, uint64_t ticket)
 {
 	while (s->done_ticket < ticket)
@@ -148,10 +158,13 @@ int srv_flush(struct drv_server *s)
 	return srv_wait(s, srv_enqueue(s));
 }
 
-int srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n)
+uint64_t srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n)
 {
 	struct wbatch *b = batch_new();
 
+	b->newjobs = drv_malloc(n * sizeof(*js));
+	memcpy(b->newjobs, js, n * sizeof(*js));
+	b->nnew = n;
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = js[i];
 		json_t *last = json_array_get(j->events, json_array_size(j->events) - 1);
@@ -161,7 +174,7 @@ int srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n)
 		b->events[b->nevents++] = srv_make_event("job", j, NULL, NULL, "pending",
 							 drv_json_str(last, "reason"));
 	}
-	return srv_wait(s, enqueue(s, b));
+	return enqueue(s, b);
 }
 
 /* Writes the group in one transaction; 0 or a negative drv_err. Runs
@@ -296,6 +309,8 @@ void *srv_commit_main(void *arg)
 						      p->job, p->user, p->ev);
 					p->ev = NULL;   /* the ring owns it now */
 				}
+				if (b->nnew)
+					srv_jobs_adopt(s, b->newjobs, b->nnew);
 			}
 		} else {
 			snprintf(s->commit_err, sizeof(s->commit_err), "%s", s->store->err);
@@ -307,10 +322,14 @@ void *srv_commit_main(void *arg)
 			s->fail_hi[s->nfail % 32] = hi;
 			s->nfail++;
 			requeue_failed(s, g);
+			for (b = g; b; b = b->next)
+				for (size_t i = 0; i < b->nnew; i++)
+					srv_job_free(b->newjobs[i]);
 		}
 		s->done_ticket = hi;
 		pthread_cond_broadcast(&s->done_cv);
 		pthread_cond_broadcast(&s->cv);
+		drv_http_wake(s->http);
 		for (b = g; b; b = next) {
 			next = b->next;
 			batch_free(b);

@@ -173,15 +173,15 @@ static struct sjob *job_from_spec(struct drv_jobspec *spec)
 }
 
 /*
- * Adds the new jobs (ids assigned here) durably. Under s->mu (released
- * while the disk works). Returns 0, or a negative drv_err with nothing kept
- * (the jobs are freed; their ids are not reused).
+ * Queues the new jobs (ids assigned here) for the disk and returns the
+ * ticket to answer after; the committer adds them to memory once written
+ * (srv_jobs_adopt), or frees them if the write fails (their ids are not
+ * reused). Under s->mu; the jobs are taken.
  */
-static int add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char *by)
+static uint64_t add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char *by)
 {
 	int64_t now = drv_wall_s();
 	char why[160];
-	int rc;
 
 	snprintf(why, sizeof(why), "submitted by %s", by);
 	for (size_t i = 0; i < n; i++) {
@@ -198,14 +198,11 @@ static int add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char
 				      json_pack("{s:I,s:n,s:s,s:s}", "time", (json_int_t)now, "from",
 						"to", "pending", "reason", why));
 	}
-	rc = srv_commit_new_jobs(s, js, n);
-	if (rc < 0) {
-		for (size_t i = 0; i < n; i++) {
-			srv_job_free(js[i]);
-			js[i] = NULL;
-		}
-		return rc;
-	}
+	return srv_commit_new_jobs(s, js, n);
+}
+
+void srv_jobs_adopt(struct drv_server *s, struct sjob **js, size_t n)
+{
 	for (size_t i = 0; i < n; i++) {
 		struct sjob *j = js[i];
 
@@ -222,7 +219,6 @@ static int add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char
 	s->transitions[J_PENDING] += n;
 	s->submits += n;
 	srv_sched_kick(s);
-	return 0;
 }
 
 int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
@@ -235,7 +231,7 @@ int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	const char *body = drv_http_req_body(r, &len);
 	struct sjob *j;
 	char loc[64];
-	int rc;
+	uint64_t ticket;
 
 	drv_jobspec_init(&spec);
 	if (parse_job(body, len, drv_http_req_header(r, "Content-Type"), fname ? fname : "job",
@@ -246,16 +242,13 @@ int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	j = job_from_spec(&spec);
 	pthread_mutex_lock(&s->mu);
-	rc = add_jobs(s, &j, 1, c->user);
-	if (rc < 0) {
-		drv_http_resp_error(o, 503, "unavailable", NULL,
-				    "the job was not accepted: the state store cannot write (%s)",
-				    s->commit_err);
-	} else {
-		drv_http_resp_json(o, 201, srv_job_api_json(s, j, false));
-		snprintf(loc, sizeof(loc), "/v1/jobs/%llu", (unsigned long long)j->id);
-		drv_http_resp_header(o, "Location", loc);
-	}
+	ticket = add_jobs(s, &j, 1, c->user);
+	/* the reply as it will be once the job is on disk (it is not in memory
+	 * yet, so nothing else changes it meanwhile) */
+	drv_http_resp_json(o, 201, srv_job_api_json(s, j, false));
+	snprintf(loc, sizeof(loc), "/v1/jobs/%llu", (unsigned long long)j->id);
+	drv_http_resp_header(o, "Location", loc);
+	srv_reply_when_durable(s, r, ticket, "the job was not accepted: ");
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
@@ -268,7 +261,7 @@ int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	struct sjob **js = NULL;
 	json_t *details = json_array();
 	size_t n = 0, i;
-	int rc;
+	uint64_t ticket;
 
 	if (!body)
 		goto done;
@@ -322,21 +315,15 @@ int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		goto done;
 	}
 	pthread_mutex_lock(&s->mu);
-	rc = n ? add_jobs(s, js, n, c->user) : 0;
-	if (rc < 0) {
-		n = 0;
-		drv_http_resp_error(o, 503, "unavailable", NULL,
-				    "no job was accepted: the state store cannot write (%s)",
-				    s->commit_err);
-	} else {
-		out = json_array();
-		for (i = 0; i < n; i++)
-			json_array_append_new(out, json_pack("{s:I,s:s,s:s}", "id", (json_int_t)js[i]->id,
-							     "name", js[i]->spec.job.name, "state",
-							     srv_jstate_name(js[i]->state)));
-		drv_http_resp_json(o, 201, json_pack("{s:o}", "items", out));
-		n = 0;  /* owned by the server now */
-	}
+	ticket = n ? add_jobs(s, js, n, c->user) : 0;   /* 0: nothing to wait for */
+	out = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(out, json_pack("{s:I,s:s,s:s}", "id", (json_int_t)js[i]->id,
+						     "name", js[i]->spec.job.name, "state",
+						     srv_jstate_name(js[i]->state)));
+	drv_http_resp_json(o, 201, json_pack("{s:o}", "items", out));
+	srv_reply_when_durable(s, r, ticket, "no job was accepted: ");
+	n = 0;  /* owned by the server now */
 	pthread_mutex_unlock(&s->mu);
 done:
 	for (i = 0; i < n; i++)
@@ -369,7 +356,8 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	size_t len;
 	const char *body = drv_http_req_body(r, &len);
 	struct sjob *found = NULL, *j;
-	int nfound = 0, rc;
+	int nfound = 0;
+	uint64_t ticket;
 	json_t *canon;
 	char *k1 = NULL, *k2 = NULL;
 
@@ -398,14 +386,10 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	if (!found) {
 		j = job_from_spec(&spec);
-		rc = add_jobs(s, &j, 1, c->user);
-		if (rc < 0)
-			drv_http_resp_error(o, 503, "unavailable", NULL,
-					    "the job was not accepted: the state store cannot write (%s)",
-					    s->commit_err);
-		else
-			drv_http_resp_json(o, 201, json_pack("{s:s,s:o}", "action", "created", "job",
-							     srv_job_api_json(s, j, false)));
+		ticket = add_jobs(s, &j, 1, c->user);
+		drv_http_resp_json(o, 201, json_pack("{s:s,s:o}", "action", "created", "job",
+						     srv_job_api_json(s, j, false)));
+		srv_reply_when_durable(s, r, ticket, "the job was not accepted: ");
 		goto out;
 	}
 	spec.job.id = found->id;
@@ -436,15 +420,12 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	found->canon = canon;
 	found->in_sched = drv_sched_submit(s->sched, &found->spec.job, srv_job_class(s, &found->spec)) == 0;
 	srv_job_transition(s, found, J_PENDING, "spec updated by apply");
-	if (srv_flush(s) < 0) {
-		drv_http_resp_error(o, 503, "unavailable", NULL,
-				    "the change is not on disk yet: the state store cannot write (%s)",
-				    s->commit_err);
-		goto out;
-	}
+	/* the kick may go before the disk: whatever the pass decides is
+	 * written, and acted on, after this change */
 	srv_sched_kick(s);
 	drv_http_resp_json(o, 200, json_pack("{s:s,s:o}", "action", "configured", "job",
 					     srv_job_api_json(s, found, false)));
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the change is not on disk yet: ");
 out:
 	pthread_mutex_unlock(&s->mu);
 	free(k1);
@@ -601,13 +582,8 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		j->in_sched = false;
 		srv_sched_kick(s);
 	}
-	if (srv_flush(s) < 0) {
-		drv_http_resp_error(o, 503, "unavailable", NULL,
-				    "the cancel is not on disk yet: the state store cannot write (%s)",
-				    s->commit_err);
-		goto out;
-	}
 	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the cancel is not on disk yet: ");
 out:
 	pthread_mutex_unlock(&s->mu);
 	json_decref(body);

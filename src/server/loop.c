@@ -135,6 +135,7 @@ static void announce(struct drv_server *s)
 	}
 	s->nannounce = 0;
 	pthread_cond_broadcast(&s->cv);
+	drv_http_wake(s->http);
 }
 
 static void check_heartbeats(struct drv_server *s)

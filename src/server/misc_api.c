@@ -5,7 +5,9 @@
  *
  * Watch: events are published to an in-memory ring after they are on disk
  * (flush); a watcher asking for a sequence older than the ring reads the
- * store. Long-polls and SSE streams wait on srv->cv.
+ * store. Long-polls are deferred replies and SSE streams return "nothing
+ * yet" (include/drover/http.h): neither holds a thread while it waits;
+ * both look again after each drv_http_wake().
  */
 #include "server_int.h"
 
@@ -111,11 +113,8 @@ int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			srv_set_str(&s->nodes[i].reason, s->nodes[i].reason);
 		else
 			srv_node_set_state(s, i, DRV_NODE_DRAINING, why);
-		if (srv_flush(s) < 0)
-			drv_http_resp_error(o, 503, "unavailable", NULL,
-					    "the state store cannot write (%s)", s->commit_err);
-		else
-			drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+		drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+		srv_reply_when_durable(s, r, srv_enqueue(s), "");
 	}
 	pthread_mutex_unlock(&s->mu);
 	json_decref(body);
@@ -139,11 +138,8 @@ int srv_api_resume(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			s->nodes[i].health_drain = false;
 			s->nodes[i].dirty = true;
 			srv_node_set_state(s, i, DRV_NODE_UP, "");
-			if (srv_flush(s) < 0)
-				drv_http_resp_error(o, 503, "unavailable", NULL,
-						    "the state store cannot write (%s)", s->commit_err);
-			else
-				drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+			drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+			srv_reply_when_durable(s, r, srv_enqueue(s), "");
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -339,89 +335,82 @@ static int64_t collect(struct drv_server *s, struct watch *w, json_t *items, int
 	return c.last;
 }
 
-static void abs_deadline(struct timespec *ts, int64_t ms_from_now)
+/* Puts the SSE form of items ("id:", "event:", "data:" lines) in w->pending. */
+static void sse_encode(struct watch *w, json_t *items)
 {
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms_from_now / 1000;
-	ts->tv_nsec += (ms_from_now % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
+	size_t i, cap = 0;
+	json_t *ev;
+
+	drv_free(w->pending);
+	w->pending = NULL;
+	w->plen = w->poff = 0;
+	json_array_foreach(items, i, ev) {
+		char head[96], *text = json_dumps(ev, JSON_COMPACT);
+		size_t hl, tl;
+
+		hl = (size_t)snprintf(head, sizeof(head), "id: %lld\nevent: %s\ndata: ",
+				      (long long)json_integer_value(json_object_get(ev, "seq")),
+				      drv_json_str(ev, "type") ? drv_json_str(ev, "type") : "job");
+		tl = strlen(text);
+		DRV_GROW(w->pending, w->plen + hl + tl + 3, cap);
+		memcpy(w->pending + w->plen, head, hl);
+		memcpy(w->pending + w->plen + hl, text, tl);
+		memcpy(w->pending + w->plen + hl + tl, "\n\n", 2);
+		w->plen += hl + tl + 2;
+		free(text);
 	}
 }
 
+/*
+ * Refills w->pending with the next events, or a keepalive comment when
+ * 15 s passed without a write. Returns 1, 0 when there is nothing yet,
+ * -1 when the server stops. Under s->mu.
+ */
+static int sse_refill(struct drv_server *s, struct watch *w)
+{
+	json_t *items;
+
+	if (s->stopping)
+		return -1;
+	items = json_array();
+	w->since = collect(s, w, items, 100);
+	if (json_array_size(items)) {
+		sse_encode(w, items);
+	} else if (drv_mono_ms() - w->last_write_ms >= 15000) {
+		drv_free(w->pending);
+		w->pending = drv_strdup(": keepalive\n\n");
+		w->plen = strlen(w->pending);
+		w->poff = 0;
+	} else {
+		json_decref(items);
+		return 0;
+	}
+	json_decref(items);
+	w->last_write_ms = drv_mono_ms();
+	return 1;
+}
+
+/* The stream's reader: never waits; 0 (nothing yet) suspends the stream
+ * until the next wake (drv_http_resp_stream). */
 static ssize_t sse_read(void *cls, char *buf, size_t max)
 {
 	struct watch *w = cls;
 	struct drv_server *s = w->s;
+	size_t n;
 
-	for (;;) {
-		if (w->poff < w->plen) {
-			size_t n = DRV_MIN(max, w->plen - w->poff);
+	if (w->poff >= w->plen) {
+		int rc;
 
-			memcpy(buf, w->pending + w->poff, n);
-			w->poff += n;
-			return (ssize_t)n;
-		}
 		pthread_mutex_lock(&s->mu);
-		for (;;) {
-			json_t *items;
-			size_t i;
-			json_t *ev;
-			char *text;
-			int64_t left;
-
-			if (s->stopping) {
-				pthread_mutex_unlock(&s->mu);
-				return -1;
-			}
-			items = json_array();
-			w->since = collect(s, w, items, 100);
-			if (json_array_size(items)) {
-				size_t cap = 0;
-
-				drv_free(w->pending);
-				w->pending = NULL;
-				w->plen = w->poff = 0;
-				json_array_foreach(items, i, ev) {
-					char head[96];
-					size_t hl, tl;
-
-					text = json_dumps(ev, JSON_COMPACT);
-					hl = (size_t)snprintf(head, sizeof(head), "id: %lld\nevent: %s\ndata: ",
-							      (long long)json_integer_value(json_object_get(ev, "seq")),
-							      drv_json_str(ev, "type") ? drv_json_str(ev, "type") : "job");
-					tl = strlen(text);
-					DRV_GROW(w->pending, w->plen + hl + tl + 3, cap);
-					memcpy(w->pending + w->plen, head, hl);
-					memcpy(w->pending + w->plen + hl, text, tl);
-					memcpy(w->pending + w->plen + hl + tl, "\n\n", 2);
-					w->plen += hl + tl + 2;
-					free(text);
-				}
-				json_decref(items);
-				w->last_write_ms = drv_mono_ms();
-				break;
-			}
-			json_decref(items);
-			left = w->last_write_ms + 15000 - drv_mono_ms();
-			if (left <= 0) {
-				drv_free(w->pending);
-				w->pending = drv_strdup(": keepalive\n\n");
-				w->plen = strlen(w->pending);
-				w->poff = 0;
-				w->last_write_ms = drv_mono_ms();
-				break;
-			}
-			{
-				struct timespec ts;
-
-				abs_deadline(&ts, left);
-				pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-			}
-		}
+		rc = sse_refill(s, w);
 		pthread_mutex_unlock(&s->mu);
+		if (rc <= 0)
+			return rc;
 	}
+	n = DRV_MIN(max, w->plen - w->poff);
+	memcpy(buf, w->pending + w->poff, n);
+	w->poff += n;
+	return (ssize_t)n;
 }
 
 static void sse_free(void *cls)
@@ -433,6 +422,29 @@ static void sse_free(void *cls)
 	drv_free(w);
 }
 
+/* The long-poll's deferred reply: the events after w->since, once there
+ * are any, or none at the deadline. */
+static int watch_ready(void *cls, struct drv_http_resp *resp, int timed_out)
+{
+	struct watch *w = cls;
+	struct drv_server *s = w->s;
+	json_t *items = json_array();
+	bool answer;
+
+	pthread_mutex_lock(&s->mu);
+	w->since = collect(s, w, items, 1000);
+	answer = json_array_size(items) || s->stopping || timed_out ||
+		 drv_mono_ms() >= w->deadline_ms;
+	pthread_mutex_unlock(&s->mu);
+	if (!answer) {
+		json_decref(items);
+		return DRV_HTTP_AGAIN;
+	}
+	drv_http_resp_json(resp, 200, json_pack("{s:o,s:I}", "items", items, "next",
+						(json_int_t)w->since));
+	return 0;
+}
+
 int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
@@ -441,7 +453,6 @@ int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	const char *lei = drv_http_req_header(r, "Last-Event-ID");
 	int64_t since, job, timeout;
 	struct watch *w;
-	json_t *items;
 
 	if (drv_http_req_query_int(r, "since", -1, -1, INT64_MAX, &since, o) < 0 ||
 	    drv_http_req_query_int(r, "job", 0, 0, INT64_MAX, &job, o) < 0 ||
@@ -464,25 +475,7 @@ int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		drv_http_resp_stream(o, 200, "text/event-stream", sse_read, w, sse_free);
 		return 0;
 	}
-	items = json_array();
 	w->deadline_ms = drv_mono_ms() + timeout * 1000;
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		int64_t left;
-		struct timespec ts;
-
-		w->since = collect(s, w, items, 1000);
-		if (json_array_size(items) || s->stopping)
-			break;
-		left = w->deadline_ms - drv_mono_ms();
-		if (left <= 0)
-			break;
-		abs_deadline(&ts, left);
-		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-	}
-	pthread_mutex_unlock(&s->mu);
-	drv_http_resp_json(o, 200, json_pack("{s:o,s:I}", "items", items, "next",
-					     (json_int_t)w->since));
-	sse_free(w);
+	drv_http_defer(r, watch_ready, w, sse_free, timeout * 1000);
 	return 0;
 }

@@ -292,6 +292,7 @@ void drv_server_stop(struct drv_server *s)
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cv);
+	drv_http_wake(s->http);
 	pthread_cond_broadcast(&s->loop_cv);
 	pthread_mutex_unlock(&s->mu);
 	drv_http_server_stop(s->http);

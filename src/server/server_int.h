@@ -4,8 +4,11 @@
  * One mutex (srv->mu) guards everything below; one condition variable
  * (srv->cv) is broadcast on every change a waiter may care about (a new
  * event, a node's desired state, shutdown); srv->loop_cv wakes the
- * scheduling loop. HTTP handlers run on libmicrohttpd's per-connection
- * threads and take the mutex; long-polls wait on srv->cv.
+ * scheduling loop. HTTP handlers run on libmicrohttpd's event threads and
+ * take the mutex briefly; replies that wait (long-polls, SSE, writes that
+ * must be on disk first) are deferred (drv_http_defer) and looked at again
+ * after each drv_http_wake(s->http), which goes with every broadcast of
+ * srv->cv.
  *
  * Jobs live in memory, indexed by id (jobs[id - 1]); each change marks the
  * job dirty and queues an event; srv_flush() writes dirty jobs and queued
@@ -181,6 +184,8 @@ struct wbatch {
 	size_t nevents, ecap;
 	bool meta;
 	int64_t epoch, session;
+	struct sjob **newjobs;     /* join memory once written (srv_jobs_adopt) */
+	size_t nnew;
 	struct wbatch *next;
 };
 
@@ -312,8 +317,24 @@ void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, con
 uint64_t srv_enqueue(struct drv_server *s);
 int srv_wait(struct drv_server *s, uint64_t ticket);
 int srv_flush(struct drv_server *s);
-/* Writes new jobs (not yet in memory) with their first event; waits. */
-int srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n);
+/*
+ * Queues new jobs (not yet in memory; js is copied, the jobs are taken)
+ * with their first event and returns the ticket. Once written, the
+ * committer adds them to memory (srv_jobs_adopt); if the write fails it
+ * frees them, so a failed submit leaves nothing.
+ */
+uint64_t srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n);
+/* 1 while ticket is not yet processed, 0 once on disk, DRV_EIO if its group failed. */
+int srv_ticket_state(const struct drv_server *s, uint64_t ticket);
+/* jobs_api.c: new jobs, now on disk, join memory and the scheduler. Under mu. */
+void srv_jobs_adopt(struct drv_server *s, struct sjob **js, size_t n);
+/*
+ * durable.c: answers r with the reply the handler left in its resp once
+ * ticket is on disk, or with 503 "<fail_prefix>the state store cannot
+ * write (...)" if it failed; no thread waits meanwhile. Under mu or not.
+ */
+void srv_reply_when_durable(struct drv_server *s, struct drv_http_req *r, uint64_t ticket,
+			    const char *fail_prefix);
 void *srv_commit_main(void *arg);
 void srv_pend_release(struct pend_event *p);
 struct pend_event srv_make_event(const char *type, struct sjob *j, const char *node,

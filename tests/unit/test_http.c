@@ -2,12 +2,21 @@
  * test_http.c: the route table over libmicrohttpd and the libcurl client,
  * talking over real loopback sockets: captures, query, JSON bodies, the
  * error shape for 404/405/413, the filter, long-poll timeouts, Server-Sent
- * Events, and the message a person sees when nothing listens.
+ * Events, the message a person sees when nothing listens, and deferred
+ * replies: answered on a wake, at their deadline, freed when the client
+ * goes away, and many of them waiting on a bounded number of threads.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,6 +83,64 @@ static int h_sse(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx
 	return 0;
 }
 
+/* --- deferred replies: /v1/wait?timeout=MS answers once `released` is set */
+
+static atomic_int released, waits_started, waits_freed;
+static atomic_int stream_ready;
+
+static int wait_fn(void *cls, struct drv_http_resp *resp, int timed_out)
+{
+	(void)cls;
+	if (atomic_load(&released)) {
+		drv_http_resp_bytes(resp, 200, "text/plain", "released", 8);
+		return 0;
+	}
+	if (!timed_out)
+		return DRV_HTTP_AGAIN;
+	drv_http_resp_bytes(resp, 200, "text/plain", "timed out", 9);
+	return 0;
+}
+
+static void wait_free(void *cls)
+{
+	drv_free(cls);
+	atomic_fetch_add(&waits_freed, 1);
+}
+
+static int h_wait(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	int64_t ms;
+
+	(void)ctx;
+	if (drv_http_req_query_int(req, "timeout", 10000, 0, 60000, &ms, resp) < 0)
+		return 0;
+	atomic_fetch_add(&waits_started, 1);
+	drv_http_defer(req, wait_fn, drv_malloc(16), wait_free, ms);
+	return 0;
+}
+
+/* a stream that sends event n only once the test has made n ready */
+static ssize_t lazy_fn(void *cls, char *buf, size_t max)
+{
+	struct sse_state *s = cls;
+
+	if (s->n >= 2)
+		return -1;
+	if (s->n >= atomic_load(&stream_ready))
+		return 0;
+	s->n++;
+	return snprintf(buf, max, "id: %d\nevent: job\ndata: {}\n\n", s->n);
+}
+
+static int h_lazy(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	(void)req;
+	(void)ctx;
+	drv_http_resp_stream(resp, 200, "text/event-stream", lazy_fn,
+			     drv_calloc(1, sizeof(struct sse_state)), drv_free);
+	return 0;
+}
+
 static int filter(struct drv_http_req *req, const struct drv_http_route *rt,
 		  struct drv_http_resp *resp, void *ctx)
 {
@@ -97,6 +164,8 @@ static const struct drv_http_route routes[] = {
 	{ "GET", "/v1/fail", h_fail, 0 },
 	{ "GET", "/v1/slow", h_slow, 0 },
 	{ "GET", "/v1/events", h_sse, 0 },
+	{ "GET", "/v1/wait", h_wait, 0 },
+	{ "GET", "/v1/lazy", h_lazy, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -311,4 +380,175 @@ Test(http, abort_hook_cuts_a_request_short)
 	cr_assert(ne(ptr, strstr(c.err, "cut short"), NULL), "%s", c.err);
 	drv_http_reply_release(&r);
 	drv_http_client_release(&c);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sets `released` and wakes the server after delay_ms, on its own thread. */
+static void *release_later(void *arg)
+{
+	usleep((useconds_t)(intptr_t)arg * 1000);
+	atomic_store(&released, 1);
+	drv_http_wake(srv);
+	return NULL;
+}
+
+static void wait_for(atomic_int *v, int want, int64_t ms)
+{
+	int64_t end = now_ms() + ms;
+
+	while (atomic_load(v) < want && now_ms() < end)
+		usleep(5000);
+	cr_assert(eq(int, atomic_load(v), want));
+}
+
+Test(http, deferred_reply_answered_on_wake)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+	pthread_t th;
+	int64_t t0 = now_ms();
+
+	drv_http_client_init(&c, base, NULL);
+	drv_http_reply_init(&r);
+	pthread_create(&th, NULL, release_later, (void *)(intptr_t)150);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/wait?timeout=5000", NULL, NULL, 0, -1,
+					   &r), 0));
+	cr_assert(eq(str, r.body, "released"));
+	cr_assert(lt(i64, now_ms() - t0, 2000));
+	pthread_join(th, NULL);
+	wait_for(&waits_freed, 1, 2000);
+	drv_http_reply_release(&r);
+	drv_http_client_release(&c);
+}
+
+Test(http, deferred_reply_answered_at_its_deadline)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+	int64_t t0 = now_ms(), took;
+
+	drv_http_client_init(&c, base, NULL);
+	drv_http_reply_init(&r);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/wait?timeout=300", NULL, NULL, 0, -1,
+					   &r), 0));
+	took = now_ms() - t0;
+	cr_assert(eq(str, r.body, "timed out"));
+	cr_assert(ge(i64, took, 290));
+	cr_assert(lt(i64, took, 2000));
+	/* the connection is kept alive and serves the next request */
+	drv_http_reply_release(&r);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/things/7", NULL, NULL, 0, -1, &r), 0));
+	cr_assert(eq(long, r.status, 201));
+	drv_http_reply_release(&r);
+	drv_http_client_release(&c);
+}
+
+Test(http, client_gone_while_suspended_frees_its_state)
+{
+	struct drv_http_client c;
+	struct drv_http_reply r;
+
+	drv_http_client_init(&c, base, NULL);
+	drv_http_reply_init(&r);
+	cr_assert(eq(int, drv_http_request(&c, "GET", "/v1/wait?timeout=30000", NULL, NULL, 0, 200,
+					   &r), DRV_ETIMEDOUT));
+	drv_http_client_release(&c);   /* closes the socket */
+	wait_for(&waits_freed, 1, 3000);
+	drv_http_reply_release(&r);
+}
+
+static void *ready_later(void *arg)
+{
+	(void)arg;
+	usleep(100 * 1000);
+	atomic_store(&stream_ready, 2);
+	drv_http_wake(srv);
+	return NULL;
+}
+
+Test(http, a_waiting_stream_goes_on_when_woken)
+{
+	struct drv_http_client c;
+	struct got g = { 0 };
+	int64_t t0 = now_ms();
+	pthread_t th;
+
+	/* the second event is made ready and announced 100 ms in: with no
+	 * wake the stream would be retried only after DRV_HTTP_STREAM_POLL_MS */
+	atomic_store(&stream_ready, 1);
+	pthread_create(&th, NULL, ready_later, NULL);
+	drv_http_client_init(&c, base, NULL);
+	cr_assert(eq(int, drv_http_sse(&c, "/v1/lazy", 5000, on_event, &g), 0));
+	cr_assert(eq(int, g.n, 2));
+	cr_assert(lt(i64, now_ms() - t0, DRV_HTTP_STREAM_POLL_MS - 100));
+	pthread_join(th, NULL);
+	drv_http_client_release(&c);
+}
+
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static int connect_and_ask(int port, const char *req)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	cr_assert(eq(int, connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0));
+	cr_assert(eq(i64, (int64_t)write(fd, req, strlen(req)), (int64_t)strlen(req)));
+	return fd;
+}
+
+static void expect_reply(int fd, const char *want)
+{
+	char buf[4096];
+	size_t got = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (got < sizeof(buf) - 1 && !memmem(buf, got, want, strlen(want))) {
+		ssize_t n;
+
+		cr_assert(eq(int, poll(&p, 1, 5000), 1));
+		n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		cr_assert(gt(i64, (int64_t)n, 0));
+		got += (size_t)n;
+	}
+	cr_assert(ne(ptr, memmem(buf, got, want, strlen(want)), NULL));
+}
+
+Test(http, many_suspended_requests_on_a_bounded_thread_count)
+{
+	enum { N = 400 };
+	static int fds[N];
+	const char *req = "GET /v1/wait?timeout=30000 HTTP/1.1\r\nHost: x\r\n\r\n";
+	int before = count_threads();
+
+	for (int i = 0; i < N; i++)
+		fds[i] = connect_and_ask(drv_http_server_port(srv), req);
+	wait_for(&waits_started, N, 10000);
+	cr_assert(eq(int, count_threads(), before), "threads: %d with %d waiting, %d before",
+		  count_threads(), N, before);
+	atomic_store(&released, 1);
+	drv_http_wake(srv);
+	for (int i = 0; i < N; i++) {
+		expect_reply(fds[i], "released");
+		close(fds[i]);
+	}
+	wait_for(&waits_freed, N, 5000);
 }

@@ -1,0 +1,96 @@
+/*
+ * http_int.h: the server side's shared structs, private to src/http/.
+ *
+ * http_server.c owns the route table and libmicrohttpd's callbacks;
+ * http_wait.c owns the waiter thread that holds suspended requests
+ * (deferred replies and streams with nothing to send) until they can go
+ * on. A request is touched by one thread at a time: the event thread that
+ * runs its callbacks while it is active, the waiter thread while it is
+ * suspended (MHD calls nothing for a suspended connection; resuming it
+ * hands it back).
+ */
+#ifndef DROVER_HTTP_INT_H
+#define DROVER_HTTP_INT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <microhttpd.h>
+
+#include "drover/http.h"
+
+struct drv_http_server {
+	struct MHD_Daemon *mhd;
+	const struct drv_http_route *routes;
+	drv_http_filter filter;
+	void *ctx;
+	int port;
+	int fd;
+	unsigned conn_limit;
+
+	/* the waiter thread (http_wait.c) */
+	pthread_t waiter;
+	bool waiter_started;
+	int epfd;                      /* peers' hang-ups and the wake eventfd */
+	int evfd;                      /* drv_http_wake() writes here */
+	atomic_bool wake_pending;      /* a wake is in the eventfd, not yet read */
+	atomic_uint_fast64_t wake_gen; /* drv_http_wake() calls so far */
+	pthread_mutex_t inmu;          /* guards incoming and closed */
+	struct drv_http_req *incoming; /* parked by event threads, not yet adopted */
+	bool closed;                   /* stopping: nothing may park any more */
+	struct drv_http_req *parked;   /* the waiter thread's own list */
+	size_t nparked;
+};
+
+enum park_kind { PARK_DEFER = 1, PARK_STREAM };
+
+struct drv_http_req {
+	struct drv_http_server *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *path;
+	char *body;
+	size_t len, cap;
+	bool too_large;
+	const struct drv_http_route *route;
+	char *params[DRV_HTTP_MAX_PARAMS];
+	char peer[INET6_ADDRSTRLEN];
+	void *user;
+
+	/* a deferred reply (drv_http_defer) */
+	drv_http_defer_fn dfn;
+	void *dcls;
+	void (*dfree)(void *cls);
+	int64_t deadline_ms;           /* INT64_MAX: none */
+	struct drv_http_resp dresp;    /* the reply, once dfn gave it */
+	bool deferred;                 /* the handler called drv_http_defer */
+	bool answered;                 /* dresp holds the answer */
+	bool ended;                    /* a parked stream must end (stopping) */
+
+	/* while parked */
+	enum park_kind kind;
+	bool gone;                     /* the peer hung up */
+	uint64_t gen;                  /* wake_gen when last looked at */
+	int sock;
+	struct drv_http_req *next;
+};
+
+/* http_wait.c */
+int http_wait_start(struct drv_http_server *s);
+/* Answers every parked request (deadline reached), resumes them, joins. */
+void http_wait_stop(struct drv_http_server *s);
+/*
+ * Suspends r's connection and hands it to the waiter thread. Called from
+ * the access callback (PARK_DEFER) or the stream reader (PARK_STREAM).
+ * Returns false when the server is stopping (nothing was suspended).
+ */
+bool http_park(struct drv_http_req *r, enum park_kind kind);
+/* Calls r's deferred fn; true when it answered (r->answered). */
+bool http_defer_try(struct drv_http_req *r, bool timed_out);
+
+/* http_server.c */
+void http_resp_release(struct drv_http_resp *resp);
+
+#endif

@@ -1,0 +1,232 @@
+/*
+ * http_wait.c: the waiter thread of the HTTP server: where requests wait
+ * without holding an event thread (include/drover/http.h, "Deferred
+ * replies").
+ *
+ * A handler that cannot answer yet defers; a stream with nothing to send
+ * returns 0. Either way the event thread suspends the connection
+ * (libmicrohttpd's suspend/resume) and parks the request here, then goes
+ * on serving other connections. One waiter thread holds every parked
+ * request. It sleeps in epoll on an eventfd (drv_http_wake) and on each
+ * parked socket's hang-up, with a timeout at the nearest deadline. When it
+ * wakes it calls the deferred functions (all of them after a wake, only the
+ * newly parked ones otherwise), resumes the connections whose reply is
+ * ready, whose stream may have more, whose deadline passed or whose peer
+ * went away; libmicrohttpd then calls the access callback or the stream
+ * reader again on an event thread, which sends the reply.
+ *
+ * Parking goes through a small locked list (incoming) that the waiter
+ * thread takes whole; its own list is touched by no one else, so a
+ * deferred function runs with no lock of this layer held and may take the
+ * caller's locks. drv_http_wake() takes no lock at all, so it may be
+ * called under any of them.
+ */
+#include "http_int.h"
+
+#include "drover/clock.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+void drv_http_wake(struct drv_http_server *s)
+{
+	uint64_t one = 1;
+
+	if (!s || !s->waiter_started)
+		return;
+	atomic_fetch_add(&s->wake_gen, 1);
+	if (!atomic_exchange(&s->wake_pending, true))
+		(void)!write(s->evfd, &one, sizeof(one));
+}
+
+/* Pokes the waiter thread without marking a wake: it adopts new parkers. */
+static void poke(struct drv_http_server *s)
+{
+	uint64_t one = 1;
+
+	(void)!write(s->evfd, &one, sizeof(one));
+}
+
+bool http_park(struct drv_http_req *r, enum park_kind kind)
+{
+	struct drv_http_server *s = r->srv;
+	const union MHD_ConnectionInfo *ci;
+
+	pthread_mutex_lock(&s->inmu);
+	if (s->closed) {
+		pthread_mutex_unlock(&s->inmu);
+		return false;
+	}
+	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	r->sock = ci ? ci->connect_fd : -1;
+	r->kind = kind;
+	r->gone = false;
+	MHD_suspend_connection(r->conn);
+	r->next = s->incoming;
+	s->incoming = r;
+	pthread_mutex_unlock(&s->inmu);
+	poke(s);
+	return true;
+}
+
+bool http_defer_try(struct drv_http_req *r, bool timed_out)
+{
+	int rc = r->dfn(r->dcls, &r->dresp, timed_out);
+
+	if (rc != 0 && timed_out) {
+		drv_http_resp_error(&r->dresp, 500, "internal", NULL,
+				    "%s %s: no reply by its deadline", r->method, r->path);
+		rc = 0;
+	}
+	if (rc == 0)
+		r->answered = true;
+	return rc == 0;
+}
+
+/* Takes the incoming list; watches each new socket for a hang-up. */
+static void adopt(struct drv_http_server *s)
+{
+	struct drv_http_req *in, *next;
+
+	pthread_mutex_lock(&s->inmu);
+	in = s->incoming;
+	s->incoming = NULL;
+	pthread_mutex_unlock(&s->inmu);
+	for (; in; in = next) {
+		struct epoll_event ev = { .events = EPOLLRDHUP, .data.ptr = in };
+
+		next = in->next;
+		if (in->sock >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, in->sock, &ev) < 0)
+			in->sock = -1;
+		in->next = s->parked;
+		s->parked = in;
+		s->nparked++;
+	}
+}
+
+/*
+ * Should r go back to its event thread now? It was last looked at (by its
+ * event thread or here) at wake generation r->gen; a wake since then is
+ * a reason to look again.
+ */
+static bool ready(struct drv_http_req *r, uint64_t gen, bool stopping, int64_t now)
+{
+	bool due = now >= r->deadline_ms || stopping;
+	bool woken = r->gen != gen;
+
+	r->gen = gen;
+	if (r->gone)
+		return true;
+	if (r->kind == PARK_STREAM) {
+		r->ended = stopping;
+		return woken || due;
+	}
+	if (!woken && !due)
+		return false;
+	return http_defer_try(r, due);
+}
+
+/* One pass over the parked list; returns the nearest deadline left. */
+static int64_t scan(struct drv_http_server *s, bool stopping)
+{
+	struct drv_http_req **pp = &s->parked, *r;
+	int64_t now = drv_mono_ms(), next = INT64_MAX;
+	uint64_t gen = atomic_load(&s->wake_gen);
+
+	while ((r = *pp)) {
+		if (!ready(r, gen, stopping, now)) {
+			next = r->deadline_ms < next ? r->deadline_ms : next;
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		s->nparked--;
+		if (r->sock >= 0)
+			epoll_ctl(s->epfd, EPOLL_CTL_DEL, r->sock, NULL);
+		r->next = NULL;
+		MHD_resume_connection(r->conn);
+	}
+	return next;
+}
+
+/* Waits for what epoll reports until the deadline next (INT64_MAX: none). */
+static void collect(struct drv_http_server *s, int64_t next)
+{
+	struct epoll_event evs[64];
+	int64_t left = next == INT64_MAX ? -1 : DRV_MAX(0, next - drv_mono_ms());
+	int n = epoll_wait(s->epfd, evs, 64, (int)DRV_MIN(left, 60000));
+
+	for (int i = 0; i < n; i++) {
+		struct drv_http_req *r = evs[i].data.ptr;
+		uint64_t v;
+
+		if (r) {
+			r->gone = true;
+			continue;
+		}
+		/* clear the flag before reading, so a wake after this is not lost */
+		atomic_store(&s->wake_pending, false);
+		(void)!read(s->evfd, &v, sizeof(v));
+	}
+}
+
+static void *waiter_main(void *arg)
+{
+	struct drv_http_server *s = arg;
+	int64_t next = INT64_MAX;
+
+	for (;;) {
+		bool stopping;
+
+		collect(s, next);
+		pthread_mutex_lock(&s->inmu);
+		stopping = s->closed;
+		pthread_mutex_unlock(&s->inmu);
+		adopt(s);
+		next = scan(s, stopping);
+		if (stopping)
+			break;
+	}
+	return NULL;
+}
+
+int http_wait_start(struct drv_http_server *s)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	pthread_mutex_init(&s->inmu, NULL);
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->epfd < 0 || s->evfd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->evfd, &ev) < 0)
+		goto fail;
+	if (pthread_create(&s->waiter, NULL, waiter_main, s) != 0)
+		goto fail;
+	s->waiter_started = true;
+	return 0;
+fail:
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->evfd >= 0)
+		close(s->evfd);
+	pthread_mutex_destroy(&s->inmu);
+	return DRV_EIO;
+}
+
+void http_wait_stop(struct drv_http_server *s)
+{
+	if (!s->waiter_started)
+		return;
+	pthread_mutex_lock(&s->inmu);
+	s->closed = true;
+	pthread_mutex_unlock(&s->inmu);
+	poke(s);
+	pthread_join(s->waiter, NULL);
+	s->waiter_started = false;
+	close(s->epfd);
+	close(s->evfd);
+	pthread_mutex_destroy(&s->inmu);
+}
