@@ -433,21 +433,24 @@ static void left_text(const struct drv_option *o, bool any_short, char *buf, siz
 		snprintf(buf + len, n - len, " %s", arg);
 }
 
-/* Prints text from column col (the cursor is there), wrapped at HELP_WIDTH. */
+/* Prints text from column col (the cursor is there), wrapped at HELP_WIDTH;
+ * runs of spaces inside a line are kept, '\n' breaks the line. */
 static void wrap(FILE *f, const char *text, int col)
 {
 	int at = col;
 	const char *p = text;
 
 	while (*p) {
-		size_t w = strcspn(p, " \n");
+		size_t gap = strspn(p, " "), w;
 
-		if (at > col && at + 1 + (int)w > HELP_WIDTH) {
+		p += gap;
+		w = strcspn(p, " \n");
+		if (at > col && at + (int)gap + (int)w > HELP_WIDTH) {
 			fprintf(f, "\n%*s", col, "");
 			at = col;
 		} else if (at > col) {
-			fputc(' ', f);
-			at++;
+			fprintf(f, "%*s", (int)gap, "");
+			at += (int)gap;
 		}
 		fprintf(f, "%.*s", (int)w, p);
 		at += (int)w;
@@ -455,10 +458,28 @@ static void wrap(FILE *f, const char *text, int col)
 		if (*p == '\n') {
 			fprintf(f, "\n%*s", col, "");
 			at = col;
+			p++;
 		}
-		p += strspn(p, " \n");
 	}
 	fputc('\n', f);
+}
+
+/* The about paragraph: each line wrapped, its continuation lines indented
+ * as the line itself is (so "  FILE: ..." lines stay a list). */
+static void about(FILE *f, const char *text)
+{
+	char line[1024];
+
+	while (*text) {
+		size_t n = strcspn(text, "\n"), indent = strspn(text, " ");
+
+		snprintf(line, sizeof(line), "%.*s", (int)n, text);
+		fprintf(f, "%*s", (int)indent, "");
+		wrap(f, line + (indent < sizeof(line) ? indent : 0), (int)indent);
+		text += n;
+		if (*text == '\n')
+			text++;
+	}
 }
 
 void drv_opts_help(const struct drv_opts *cmd, FILE *f)
@@ -482,9 +503,10 @@ void drv_opts_help(const struct drv_opts *cmd, FILE *f)
 			col = (int)strlen(left) + 2;
 	}
 	fprintf(f, "usage: %s\n", cmd->usage);
-	if (cmd->about)
-		fprintf(f, "\n%s%s", cmd->about,
-			cmd->about[0] && cmd->about[strlen(cmd->about) - 1] == '\n' ? "" : "\n");
+	if (cmd->about) {
+		fputc('\n', f);
+		about(f, cmd->about);
+	}
 	for (o = cmd->options; o->kind != DRV_OPTK_END; o++) {
 		if (o->kind == DRV_OPTK_GROUP) {
 			fprintf(f, "\n%s:\n", o->help);

@@ -23,6 +23,7 @@
 #include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/http.h"
+#include "drover/options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -160,23 +161,28 @@ int drv_bench_agent(int argc, char **argv)
 	ssize_t n;
 	pid_t pid = -1;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			continue;
-		if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
-			seconds = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--gpus") && i + 1 < argc)
-			gpus = argv[++i];
-		else if (!strcmp(argv[i], "--server") && i + 1 < argc)
-			server = argv[++i];
-		else if (!strcmp(argv[i], "--token") && i + 1 < argc)
-			token = argv[++i];
-		else {
-			fprintf(stderr, "usage: drover bench agent [--json] [--seconds N] [--gpus SPEC] "
-				"[--server URL --token TOKEN]\n");
-			return DRV_EXIT_USAGE;
-		}
-	}
+	bool json = true;
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG(0, "json", &json, "print JSON (always)"),
+		DRV_OPT_DOUBLE(0, "seconds", &seconds, -1e9, 1e9, "N",
+			       "how long to watch the idle agent (default 30, at least 1)"),
+		DRV_OPT_STRING(0, "gpus", &gpus, "SPEC", "the agent's fake GPUs (default 8xH100)"),
+		DRV_OPT_STRING(0, "server", &server, "URL",
+			       "a real controller instead of the bench's own stand-in"),
+		DRV_OPT_STRING(0, "token", &token, "TOKEN", "its cluster token"),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts usage = {
+		.name = "drover bench agent",
+		.usage = "drover bench agent [--json] [--seconds N] [--gpus SPEC] "
+			 "[--server URL --token TOKEN]",
+		.about = "An idle agent's memory (RssAnon) and CPU while it is scraped.",
+		.options = table,
+	};
+
+	i = drv_opts_parse(&usage, argc, argv);
+	if (i < 0)
+		return drv_opts_exit(i);
 	if (seconds < 1)
 		seconds = 1;
 	if (!mkdtemp(state)) {

@@ -28,6 +28,7 @@
 #include "drover/client.h"
 #include "drover/clock.h"
 #include "drover/common.h"
+#include "drover/options.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,9 +55,9 @@
 struct opts {
 	int nodes, gpus;
 	int serial, clients, concurrent, batch, batch_size, procs, latency, workload;
-	int slurm;
+	bool slurm;
 	const char *slurm_local;
-	int keep;
+	bool keep;
 };
 
 static pid_t children[MAX_CHILDREN];
@@ -784,72 +785,66 @@ static json_t *run_slurm(const struct opts *o, const char *csv)
 
 /* ---- main ---- */
 
-static const char usage[] =
-	"usage: drover bench api [--json] [--nodes N] [--gpus-per-node G] [--serial N]\n"
-	"       [--clients C] [--concurrent N] [--batch N] [--batch-size N] [--procs N]\n"
-	"       [--latency N] [--workload N (at most 520)] [--no-slurm] [--slurm-local PATH]\n"
-	"       [--keep]\n";
-
+/* The options into o; 0, or DRV_OPTS_HELP / DRV_OPTS_ERROR (printed). */
 static int parse(int argc, char **argv, struct opts *o)
 {
-	int i;
+	bool json = true, no_slurm = false;
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG(0, "json", &json, "print JSON (always)"),
+		DRV_OPT_GROUP("sizes (each at least 1)"),
+		DRV_OPT_INT(0, "nodes", &o->nodes, 1, INT32_MAX, "N", "fake-GPU agents (default 16)"),
+		DRV_OPT_INT(0, "gpus-per-node", &o->gpus, 1, INT32_MAX, "G",
+			    "GPUs on each (default 8)"),
+		DRV_OPT_INT(0, "serial", &o->serial, 1, INT32_MAX, "N",
+			    "submits by one client on one connection (default 1000)"),
+		DRV_OPT_INT(0, "clients", &o->clients, 1, INT32_MAX, "C",
+			    "concurrent clients, at most 1024 (default 32)"),
+		DRV_OPT_INT(0, "concurrent", &o->concurrent, 1, INT32_MAX, "N",
+			    "submits by the concurrent clients (default 3200)"),
+		DRV_OPT_INT(0, "batch", &o->batch, 1, INT32_MAX, "N",
+			    "jobs through POST /v1/jobs/batch (default 10000)"),
+		DRV_OPT_INT(0, "batch-size", &o->batch_size, 1, INT32_MAX, "N",
+			    "jobs per batch (default 1000)"),
+		DRV_OPT_INT(0, "procs", &o->procs, 1, INT32_MAX, "N",
+			    "jobs submitted by one 'drover submit' process each (default 200)"),
+		DRV_OPT_INT(0, "latency", &o->latency, 1, INT32_MAX, "N",
+			    "jobs timed from submit to running (default 300)"),
+		DRV_OPT_INT(0, "workload", &o->workload, 1, INT32_MAX, "N",
+			    "jobs of the shared workload, at most 520 (default 520)"),
+		DRV_OPT_GROUP("Slurm beside it"),
+		DRV_OPT_FLAG(0, "no-slurm", &no_slurm, "skip the Slurm half"),
+		DRV_OPT_STRING(0, "slurm-local", &o->slurm_local, "PATH",
+			       "the slurm-local script (env DROVER_SLURM_LOCAL; default "
+			       "../shared/bench/slurm/slurm-local)"),
+		DRV_OPT_FLAG(0, "keep", &o->keep, "keep the temporary directory"),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts usage = {
+		.name = "drover bench api",
+		.usage = "drover bench api [--json] [--nodes N] [--gpus-per-node G] [--serial N]\n"
+			 "       [--clients C] [--concurrent N] [--batch N] [--batch-size N] [--procs N]\n"
+			 "       [--latency N] [--workload N (at most 520)] [--no-slurm] "
+			 "[--slurm-local PATH]\n"
+			 "       [--keep]",
+		.about = "Durable submits per second and submit-to-running latency, against a "
+			 "server and fake-GPU agents this binary starts, and Slurm beside it.",
+		.options = table,
+	};
+	int rc;
 
 	*o = (struct opts){ .nodes = 16, .gpus = 8, .serial = 1000, .clients = 32,
 			    .concurrent = 3200, .batch = 10000, .batch_size = 1000, .procs = 200,
-			    .latency = 300, .workload = 520, .slurm = 1,
+			    .latency = 300, .workload = 520, .slurm = true,
 			    .slurm_local = "../shared/bench/slurm/slurm-local" };
 	if (getenv("DROVER_SLURM_LOCAL"))
 		o->slurm_local = getenv("DROVER_SLURM_LOCAL");
 	else if (access(o->slurm_local, X_OK) &&
 		 !access("/work/shared/bench/slurm/slurm-local", X_OK))
 		o->slurm_local = "/work/shared/bench/slurm/slurm-local";
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int *num = NULL;
-		if (!strcmp(a, "--json"))
-			continue;
-		if (!strcmp(a, "--no-slurm")) {
-			o->slurm = 0;
-			continue;
-		}
-		if (!strcmp(a, "--keep")) {
-			o->keep = 1;
-			continue;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage, stdout);
-			return 1;
-		}
-		if (!strcmp(a, "--slurm-local") && i + 1 < argc) {
-			o->slurm_local = argv[++i];
-			continue;
-		}
-		if (!strcmp(a, "--nodes"))
-			num = &o->nodes;
-		else if (!strcmp(a, "--gpus-per-node"))
-			num = &o->gpus;
-		else if (!strcmp(a, "--serial"))
-			num = &o->serial;
-		else if (!strcmp(a, "--clients"))
-			num = &o->clients;
-		else if (!strcmp(a, "--concurrent"))
-			num = &o->concurrent;
-		else if (!strcmp(a, "--batch"))
-			num = &o->batch;
-		else if (!strcmp(a, "--batch-size"))
-			num = &o->batch_size;
-		else if (!strcmp(a, "--procs"))
-			num = &o->procs;
-		else if (!strcmp(a, "--latency"))
-			num = &o->latency;
-		else if (!strcmp(a, "--workload"))
-			num = &o->workload;
-		if (!num || i + 1 >= argc || atoi(argv[i + 1]) < 1) {
-			fprintf(stderr, "bench api: bad argument '%s'\n%s", a, usage);
-			return 2;
-		}
-		*num = atoi(argv[++i]);
-	}
+	rc = drv_opts_parse(&usage, argc, argv);
+	if (rc < 0)
+		return rc;
+	o->slurm = !no_slurm;
 	if (o->clients > 1024)
 		o->clients = 1024;
 	if (o->workload > 520)
@@ -871,8 +866,8 @@ int drv_bench_api(int argc, char **argv)
 	struct rate r;
 
 	rc = parse(argc, argv, &o);
-	if (rc)
-		return rc == 1 ? 0 : DRV_EXIT_USAGE;
+	if (rc < 0)
+		return drv_opts_exit(rc);
 	rc = DRV_EXIT_FAIL;
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0) {

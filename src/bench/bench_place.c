@@ -30,6 +30,7 @@
 #include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/model.h"
+#include "drover/options.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -438,33 +439,37 @@ int drv_bench_place(int argc, char **argv)
 	size_t i;
 	int a;
 
-	for (a = 1; a < argc; a++) {
-		if (!strcmp(argv[a], "--json"))
-			json = true;
-		else if (!strcmp(argv[a], "--trials") && a + 1 < argc)
-			trials = (int)strtol(argv[++a], NULL, 10);
-		else if (!strcmp(argv[a], "--compare"))
-			cmp = true;
-		else if (!strcmp(argv[a], "--ops") && a + 1 < argc)
-			ops = strtol(argv[++a], NULL, 10);
-		else if (!strcmp(argv[a], "--seed") && a + 1 < argc)
-			seed = strtoull(argv[++a], NULL, 10);
-		else if (!strcmp(argv[a], "--strategy") && a + 1 < argc) {
-			a++;
-			if (!strcmp(argv[a], "fgd"))
-				strat = DRV_PLACE_FGD;
-			else if (!strcmp(argv[a], "bestfit"))
-				strat = DRV_PLACE_BESTFIT;
-			else {
-				fprintf(stderr, "bench place: --strategy: expected bestfit or fgd\n");
-				return DRV_EXIT_USAGE;
-			}
-		} else {
-			fprintf(stderr,
-				"usage: drover bench place [--json] [--strategy bestfit|fgd] [--ops N] [--trials N] [--seed N] [--compare]\n");
-			return DRV_EXIT_USAGE;
-		}
-	}
+	long long ops_arg = 0, seed_arg = 42;
+	int strategy = DRV_PLACE_BESTFIT;
+	static const struct drv_opt_choice strategies[] = {
+		{ "bestfit", DRV_PLACE_BESTFIT }, { "fgd", DRV_PLACE_FGD }, { NULL, 0 },
+	};
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG(0, "json", &json, "print one JSON object"),
+		DRV_OPT_ENUM(0, "strategy", &strategy, strategies, "(default bestfit)"),
+		DRV_OPT_LLONG(0, "ops", &ops_arg, 0, 1000000000, "N",
+			      "timed placements per cluster size (default 100000)"),
+		DRV_OPT_INT(0, "trials", &trials, -1000, 1000, "N",
+			    "trials, the median kept (1 to 15, default 3)"),
+		DRV_OPT_LLONG(0, "seed", &seed_arg, 0, 9223372036854775807LL, "N",
+			      "the workload's seed (default 42)"),
+		DRV_OPT_FLAG(0, "compare", &cmp, "best-fit and FGD side by side on the 1k and 10k clusters"),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts usage = {
+		.name = "drover bench place",
+		.usage = "drover bench place [--json] [--strategy bestfit|fgd] [--ops N] [--trials N] "
+			 "[--seed N] [--compare]",
+		.about = "Placement latency on 1k, 10k and 100k-GPU clusters.",
+		.options = table,
+	};
+
+	a = drv_opts_parse(&usage, argc, argv);
+	if (a < 0)
+		return drv_opts_exit(a);
+	ops = (long)ops_arg;
+	seed = (uint64_t)seed_arg;
+	strat = (enum drv_place_strategy)strategy;
 	if (seed == 0)
 		seed = 42;
 	clock_now = now_us;

@@ -23,6 +23,7 @@
 #include "drover/common.h"
 #include "drover/diag.h"
 #include "drover/model.h"
+#include "drover/options.h"
 #include "drover/sched.h"
 
 #include <errno.h>
@@ -110,9 +111,71 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int bench_run(int argc, char **argv)
-{
+static const struct drv_opt_choice orders[] = {
+	{ "fifo", DRV_ORDER_FIFO }, { "sjf", DRV_ORDER_SJF }, { "las", DRV_ORDER_LAS },
+	{ "fair", DRV_ORDER_FAIR }, { NULL, 0 },
+};
+static const struct drv_opt_choice modes[] = {
+	{ "strict", DRV_MODE_STRICT }, { "backfill", DRV_MODE_BACKFILL },
+	{ "greedy", DRV_MODE_GREEDY }, { NULL, 0 },
+};
+static const struct drv_opt_choice on_off[] = { { "on", 1 }, { "off", 0 }, { NULL, 0 } };
+
+/* What the command line says. */
+struct bench_args {
 	struct drv_sched_policy pol;
+	int32_t npending;
+	bool json, quiet;
+	const char *golden; /* a tests/golden/ scenario to replay instead */
+};
+
+/* The bench's options into a; 0, or DRV_OPTS_HELP / DRV_OPTS_ERROR. */
+static int parse_args(int argc, char **argv, struct bench_args *a)
+{
+	struct drv_sched_policy *pol = &a->pol;
+	int order, mode, preemption, n = 50000;
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG(0, "json", &a->json, "print one JSON object"),
+		DRV_OPT_INT(0, "pending", &n, 1, 10000000, "N", "pending jobs (default 50000)"),
+		DRV_OPT_ENUM(0, "preemption", &preemption, on_off, "(default off)"),
+		DRV_OPT_ENUM(0, "mode", &mode, modes, "head-of-line handling (default backfill)"),
+		DRV_OPT_ENUM(0, "order", &order, orders, "queue order (default fifo)"),
+		DRV_OPT_GROUP("golden scenarios (tests/golden/run)"),
+		DRV_OPT_STRING(0, "golden", &a->golden, "FILE",
+			       "replay a scenario twice and print its passes' decisions; fail when "
+			       "they differ from its expectations or from each other"),
+		DRV_OPT_FLAG(0, "quiet", &a->quiet, "with --golden: print only what is wrong"),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts usage = {
+		.name = "drover bench sched",
+		.usage = "drover bench sched [--json] [--pending N] [--preemption on|off] "
+			 "[--mode strict|backfill|greedy] [--order fifo|sjf|las|fair]\n"
+			 "       drover bench sched --golden FILE [--quiet]",
+		.about = "One scheduling pass over N pending jobs on a 100,352-GPU cluster, "
+			 "then incremental passes.",
+		.options = table,
+	};
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	drv_sched_policy_default(pol);
+	order = (int)pol->order;
+	mode = (int)pol->mode;
+	preemption = pol->preemption;
+	rc = drv_opts_parse(&usage, argc, argv);
+	if (rc < 0)
+		return rc;
+	pol->order = (enum drv_sched_order)order;
+	pol->mode = (enum drv_sched_mode)mode;
+	pol->preemption = preemption;
+	a->npending = n;
+	return 0;
+}
+
+static int bench_run(const struct bench_args *a)
+{
+	struct drv_sched_policy pol = a->pol;
 	struct drv_cluster c;
 	struct drv_sched *s;
 	struct drv_sched_decisions d;
@@ -121,31 +184,11 @@ static int bench_run(int argc, char **argv)
 	char tenants[32][16];
 	uint64_t rng = 42, id = 1;
 	int64_t now = 1000000, total, target, used = 0;
-	int32_t npending = 50000, nrunning = 0, i, reps = 200, nstart = 0;
+	int32_t npending = a->npending, nrunning = 0, i, reps = 200, nstart = 0;
 	double t0, c0, full_ms, full_cpu_ms, *inc, *inc_cpu;
-	bool json = false;
+	bool json = a->json;
 	size_t njobs = 0, jcap;
 	int rc;
-
-	drv_sched_policy_default(&pol);
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--pending") && i + 1 < argc)
-			npending = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--preemption") && i + 1 < argc)
-			pol.preemption = !strcmp(argv[++i], "on");
-		else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
-			if (drv_sched_mode_parse(argv[++i], &pol.mode))
-				goto usage;
-		} else if (!strcmp(argv[i], "--order") && i + 1 < argc) {
-			if (drv_sched_order_parse(argv[++i], &pol.order))
-				goto usage;
-		} else
-			goto usage;
-	}
-	if (npending < 1)
-		goto usage;
 
 	for (i = 0; i < 32; i++)
 		snprintf(tenants[i], sizeof(tenants[i]), "team%02d", i);
@@ -246,10 +289,6 @@ static int bench_run(int argc, char **argv)
 	drv_placement_release(&pl);
 	drv_cluster_release(&c);
 	return 0;
-usage:
-	fprintf(stderr, "usage: drover bench sched [--json] [--pending N] [--preemption on|off] "
-			"[--mode strict|backfill|greedy] [--order fifo|sjf|las|fair]\n");
-	return DRV_EXIT_USAGE;
 }
 
 /* ---- the golden-scenario driver ----------------------------------------- */
@@ -809,7 +848,12 @@ static int golden_main(const char *file, bool quiet)
 
 int drv_bench_sched(int argc, char **argv)
 {
-	if (argc >= 3 && !strcmp(argv[1], "--golden"))
-		return golden_main(argv[2], argc >= 4 && !strcmp(argv[3], "--quiet"));
-	return bench_run(argc, argv);
+	struct bench_args a;
+	int rc = parse_args(argc, argv, &a);
+
+	if (rc < 0)
+		return drv_opts_exit(rc);
+	if (a.golden)
+		return golden_main(a.golden, a.quiet);
+	return bench_run(&a);
 }

@@ -1,10 +1,12 @@
 /*
  * cmd_bench.c: 'drover bench NAME [options]': dispatches to the benchmarks in
- * src/bench/, one row per benchmark. Each prints one JSON object.
+ * src/bench/, one row per benchmark. Each prints one JSON object and has
+ * its own options ('drover bench NAME --help').
  */
 #include "drover/bench.h"
 #include "drover/cmd.h"
 #include "drover/common.h"
+#include "drover/options.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,13 +24,32 @@ static const struct {
 
 int cmd_bench(int argc, char **argv)
 {
-	size_t i;
-	if (argc >= 2)
-		for (i = 0; i < DRV_ARRAY_SIZE(benches); i++)
-			if (!strcmp(argv[1], benches[i].name))
-				return benches[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "usage: drover bench NAME [--json]\n\nbenchmarks:\n");
+	static const struct drv_option table[] = { DRV_OPT_END() };
+	char about[1024];
+	const struct drv_opts cmd = {
+		.name = "drover bench",
+		.usage = "drover bench NAME [options]",
+		.about = about,
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+		.flags = DRV_OPTS_STOP_AT_ARG,
+	};
+	size_t i, len;
+	int n;
+
+	len = (size_t)snprintf(about, sizeof(about),
+			       "Runs a benchmark and prints one JSON object; 'drover bench NAME "
+			       "--help' for its options.\n\nbenchmarks:\n");
+	for (i = 0; i < DRV_ARRAY_SIZE(benches) && len < sizeof(about); i++)
+		len += (size_t)snprintf(about + len, sizeof(about) - len, "  %-8s %s\n",
+					benches[i].name, benches[i].help);
+	n = drv_opts_parse(&cmd, argc, argv);
+	if (n < 0)
+		return drv_opts_exit(n);
+	if (n == 0)
+		return drv_opts_usage_error(&cmd, "which benchmark?");
 	for (i = 0; i < DRV_ARRAY_SIZE(benches); i++)
-		fprintf(stderr, "  %-8s %s\n", benches[i].name, benches[i].help);
-	return DRV_EXIT_USAGE;
+		if (!strcmp(argv[0], benches[i].name))
+			return benches[i].fn(n, argv);
+	return drv_opts_usage_error(&cmd, "'%s' is not a benchmark", argv[0]);
 }

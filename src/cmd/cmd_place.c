@@ -1,7 +1,7 @@
 /*
- * cmd_place.c: 'drover place --cluster FILE [JOBFILE | job flags]': loads a
- * cluster file, builds the job from a job file (any format the spec parser
- * reads) or from flags, asks the placement engine and prints one line per
+ * cmd_place.c: 'drover place --cluster FILE [JOBFILE | job options]': loads
+ * a cluster file, builds the job from a job file (any format the spec parser
+ * reads) or from options (one table, include/drover/options.h), asks the placement engine and prints one line per
  * task, "node:gpu,gpu", or the one-line reason it does not fit (exit 1).
  * Bad input exits 2.
  */
@@ -10,6 +10,7 @@
 #include "drover/common.h"
 #include "drover/diag.h"
 #include "drover/model.h"
+#include "drover/options.h"
 #include "drover/spec.h"
 
 #include <errno.h>
@@ -17,38 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: drover place --cluster FILE [options] [JOBFILE]\n"
-		"  Places a job on an empty cluster and prints one line per task,\n"
-		"  node:gpu,gpu, or the reason it does not fit (exit 1).\n"
-		"  JOBFILE           a job file (Kubernetes, Slurm, drover JSON); or build one:\n"
-		"  --tasks N         tasks in the gang (default 1)\n"
-		"  --gpus N          whole GPUs per task\n"
-		"  --gpu-milli M     a share of one GPU per task, 1..999 (instead of --gpus)\n"
-		"  --gpu-mem MIB     GPU memory per task (fractional tasks)\n"
-		"  --cpu CORES       CPUs per task\n"
-		"  --model NAME      GPU model (H100, h100, NVIDIA-H100-80GB-HBM3, ...)\n"
-		"  --require LEVEL   all tasks under one LEVEL (nvlink-domain, node, leaf, ...)\n"
-		"  --prefer LEVEL    the same, when possible\n"
-		"  --region R        allowed region (repeatable)\n"
-		"  --strategy S      bestfit (default) or fgd\n"
-		"  --json            print the placement as JSON\n");
-}
-
-static bool parse_int(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
 
 static int print_json(const struct drv_cluster *c, const struct drv_job *job,
 		      const struct drv_placement *p, const char *reason)
@@ -84,222 +53,214 @@ static int print_json(const struct drv_cluster *c, const struct drv_job *job,
 	return reason ? DRV_EXIT_FAIL : DRV_EXIT_OK;
 }
 
-int cmd_place(int argc, char **argv)
-{
-	const char *cluster_path = NULL, *job_path = NULL, *model = NULL, *require = NULL,
-		   *prefer = NULL, *strategy = "bestfit";
+/* What the command line says. -1 (or 0 where 0 is not allowed) is unset. */
+struct place_args {
+	const char *cluster, *job_path, *model, *require, *prefer;
 	const char *regions[16];
-	int nregions = 0;
-	long tasks = 1, gpus = -1, milli = 0, gpu_mem = 0, cpu = 0;
-	bool json = false, flags_used = false, have_cluster = false, have_spec = false;
-	struct drv_cluster c;
-	struct drv_jobspec spec;
-	struct drv_job own, *job = NULL;
+	struct drv_opt_list region_list;
+	int strategy, tasks, gpus, milli, gpu_mem, cpu;
+	bool json;
+};
+
+static const struct drv_opt_choice strategies[] = {
+	{ "bestfit", DRV_PLACE_BESTFIT }, { "best-fit", DRV_PLACE_BESTFIT },
+	{ "fgd", DRV_PLACE_FGD }, { NULL, 0 },
+};
+
+/* The options that go together; 0 or exit code 2. */
+static int check_args(const struct drv_opts *cmd, const struct place_args *a)
+{
+	bool job_flags = a->tasks >= 0 || a->gpus >= 0 || a->milli || a->gpu_mem ||
+			 a->cpu >= 0 || a->model;
+
+	if (a->job_path && job_flags)
+		return drv_opts_usage_error(cmd, "give a job file or --gpus/--tasks/..., not both");
+	if (!a->job_path && a->gpus < 0 && !a->milli)
+		return drv_opts_usage_error(cmd, "give a job file, or --gpus N or --gpu-milli M");
+	if (a->gpus > 0 && a->milli)
+		return drv_opts_usage_error(cmd, "--gpus and --gpu-milli exclude each other");
+	if (a->require && a->prefer)
+		return drv_opts_usage_error(cmd, "--require and --prefer exclude each other");
+	return 0;
+}
+
+/* 0, DRV_OPTS_HELP, or exit code 2 after printing why. */
+static int parse_args(int argc, char **argv, struct place_args *a)
+{
+	const struct drv_option table[] = {
+		DRV_OPT_STRING(0, "cluster", &a->cluster, "FILE", "the cluster file",
+			       .flags = DRV_OPTF_REQUIRED),
+		DRV_OPT_GROUP("the job, when there is no JOBFILE"),
+		DRV_OPT_INT(0, "tasks", &a->tasks, 1, 100000, "N", "tasks in the gang (default 1)"),
+		DRV_OPT_INT(0, "gpus", &a->gpus, 0, DRV_MAX_NODE_GPUS, "N", "whole GPUs per task"),
+		DRV_OPT_INT(0, "gpu-milli", &a->milli, 1, 999, "M",
+			    "a share of one GPU per task, 1..999 (instead of --gpus)"),
+		DRV_OPT_INT(0, "gpu-mem", &a->gpu_mem, 1, 1 << 24, "MIB",
+			    "GPU memory per task (fractional tasks)", .expect = "MiB from 1 to 16777216"),
+		DRV_OPT_INT(0, "cpu", &a->cpu, 0, 1 << 20, "CORES", "CPUs per task",
+			    .expect = "a core count from 0 to 1048576"),
+		DRV_OPT_STRING(0, "model", &a->model, "NAME",
+			       "GPU model (H100, h100, NVIDIA-H100-80GB-HBM3, ...)"),
+		DRV_OPT_GROUP("placement (a JOBFILE's too)"),
+		DRV_OPT_STRING(0, "require", &a->require, "LEVEL",
+			       "all tasks under one LEVEL (nvlink-domain, node, leaf, ...)"),
+		DRV_OPT_STRING(0, "prefer", &a->prefer, "LEVEL", "the same, when possible"),
+		DRV_OPT_LIST(0, "region", &a->region_list, "R", "allowed region (repeatable)"),
+		DRV_OPT_ENUM(0, "strategy", &a->strategy, strategies, "(default bestfit)"),
+		DRV_OPT_GROUP("output"),
+		DRV_OPT_FLAG(0, "json", &a->json, "print the placement as JSON"),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover place",
+		.usage = "drover place --cluster FILE [options] [JOBFILE]",
+		.about = "Places a job on an empty cluster and prints one line per task, "
+			 "node:gpu,gpu, or the reason it does not fit (exit 1). JOBFILE is a "
+			 "job file (Kubernetes, Slurm, drover JSON); or build one with the "
+			 "options.",
+		.options = table,
+		.args_max = 1,
+	};
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->region_list = (struct drv_opt_list){ a->regions, (int)DRV_ARRAY_SIZE(a->regions), 0 };
+	a->strategy = DRV_PLACE_BESTFIT;
+	a->tasks = a->gpus = a->cpu = -1;
+	n = drv_opts_parse(&cmd, argc, argv);
+	if (n < 0)
+		return n == DRV_OPTS_HELP ? n : DRV_EXIT_USAGE;
+	a->job_path = n ? argv[0] : NULL;
+	return check_args(&cmd, a);
+}
+
+/* The job from the options; 0 or exit code 2. */
+static int job_from_args(const struct place_args *a, struct drv_job *job)
+{
+	struct drv_task_group *g =
+		drv_job_add_group(job, "task", a->tasks > 0 ? a->tasks : 1,
+				  a->gpus > 0 ? a->gpus : 0, a->milli);
+	int m;
+
+	g->gpu_mem_mib = a->gpu_mem;
+	g->cpu_milli = a->cpu > 0 ? a->cpu * 1000LL : 0;
+	if (a->model) {
+		m = drv_gpu_model_find(a->model);
+		if (m < 0) {
+			fprintf(stderr, "drover place: --model: unknown GPU model '%s'\n", a->model);
+			return DRV_EXIT_USAGE;
+		}
+		g->model = (int8_t)m;
+	}
+	return 0;
+}
+
+/* A topology level the cluster lacks: say which it has; 0 or exit code 2. */
+static int check_level(const struct drv_cluster *c, const struct drv_job *job,
+		       const char *cluster_path)
+{
+	char lv[256];
+	size_t len = 0;
+	int l, k;
+
+	if (job->topo_mode == DRV_TOPO_NONE || drv_cluster_level(c, job->topo_level) >= 0)
+		return 0;
+	lv[0] = 0;
+	for (l = 0; l < c->nlevels; l++) {
+		k = snprintf(lv + len, sizeof(lv) - len, "%s, ", c->levels[l]);
+		if (k > 0 && (size_t)k < sizeof(lv) - len)
+			len += (size_t)k;
+	}
+	fprintf(stderr, "drover place: level '%s': found no such level in %s; expected one of: "
+			"%snvlink-domain\n", job->topo_level, cluster_path, lv);
+	return DRV_EXIT_USAGE;
+}
+
+/* Places job and prints the lines or the JSON; an exit code. */
+static int place_and_print(const struct place_args *a, const struct drv_cluster *c,
+			   const struct drv_job *job)
+{
+	struct drv_place_opts opts = { .strategy = (enum drv_place_strategy)a->strategy };
 	struct drv_placement p;
-	struct drv_place_opts opts;
-	struct drv_diags d;
-	char reason[512];
-	int i, rc = DRV_EXIT_USAGE;
+	char reason[512], line[1024];
+	int32_t i;
+	int rc;
 
-	drv_job_init(&own);
 	drv_placement_init(&p);
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		bool takes = !strcmp(a, "--cluster") || !strcmp(a, "--tasks") || !strcmp(a, "--gpus") ||
-			     !strcmp(a, "--gpu-milli") || !strcmp(a, "--model") ||
-			     !strcmp(a, "--require") || !strcmp(a, "--prefer") ||
-			     !strcmp(a, "--region") || !strcmp(a, "--strategy") ||
-			     !strcmp(a, "--gpu-mem") || !strcmp(a, "--cpu");
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return DRV_EXIT_OK;
-		}
-		if (!strcmp(a, "--json")) {
-			json = true;
-			continue;
-		}
-		if (takes && !v) {
-			fprintf(stderr, "drover place: %s needs a value\n", a);
-			return DRV_EXIT_USAGE;
-		}
-		if (!strcmp(a, "--cluster")) {
-			cluster_path = v;
-		} else if (!strcmp(a, "--tasks")) {
-			if (!parse_int(v, 1, 100000, &tasks)) {
-				fprintf(stderr, "drover place: --tasks: found '%s', expected 1..100000\n", v);
-				return DRV_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--gpus")) {
-			if (!parse_int(v, 0, DRV_MAX_NODE_GPUS, &gpus)) {
-				fprintf(stderr, "drover place: --gpus: found '%s', expected 0..%d per task\n",
-					v, DRV_MAX_NODE_GPUS);
-				return DRV_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--gpu-milli")) {
-			if (!parse_int(v, 1, 999, &milli)) {
-				fprintf(stderr, "drover place: --gpu-milli: found '%s', expected 1..999\n", v);
-				return DRV_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--gpu-mem")) {
-			if (!parse_int(v, 1, 1 << 24, &gpu_mem)) {
-				fprintf(stderr, "drover place: --gpu-mem: found '%s', expected MiB\n", v);
-				return DRV_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--cpu")) {
-			if (!parse_int(v, 0, 1 << 20, &cpu)) {
-				fprintf(stderr, "drover place: --cpu: found '%s', expected a core count\n", v);
-				return DRV_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--model")) {
-			model = v;
-		} else if (!strcmp(a, "--require")) {
-			require = v;
-		} else if (!strcmp(a, "--prefer")) {
-			prefer = v;
-		} else if (!strcmp(a, "--region")) {
-			if (nregions >= (int)DRV_ARRAY_SIZE(regions)) {
-				fprintf(stderr, "drover place: too many --region\n");
-				return DRV_EXIT_USAGE;
-			}
-			regions[nregions++] = v;
-		} else if (!strcmp(a, "--strategy")) {
-			strategy = v;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "drover place: unknown option %s\n", a);
-			usage(stderr);
-			return DRV_EXIT_USAGE;
-		} else if (!job_path) {
-			job_path = a;
-			continue;
-		} else {
-			fprintf(stderr, "drover place: one job file at a time\n");
-			return DRV_EXIT_USAGE;
-		}
-		if (takes)
-			i++;
-		if (strcmp(a, "--cluster") && strcmp(a, "--strategy") && strcmp(a, "--region") &&
-		    strcmp(a, "--require") && strcmp(a, "--prefer"))
-			flags_used = true;
-	}
-	if (!cluster_path) {
-		fprintf(stderr, "drover place: --cluster FILE is required\n");
-		usage(stderr);
-		return DRV_EXIT_USAGE;
-	}
-	if (job_path && flags_used) {
-		fprintf(stderr, "drover place: give a job file or --gpus/--tasks/..., not both\n");
-		return DRV_EXIT_USAGE;
-	}
-	if (!job_path && gpus < 0 && !milli) {
-		fprintf(stderr, "drover place: give a job file, or --gpus N or --gpu-milli M\n");
-		usage(stderr);
-		return DRV_EXIT_USAGE;
-	}
-	if (gpus > 0 && milli) {
-		fprintf(stderr, "drover place: --gpus and --gpu-milli exclude each other\n");
-		return DRV_EXIT_USAGE;
-	}
-	if (require && prefer) {
-		fprintf(stderr, "drover place: --require and --prefer exclude each other\n");
-		return DRV_EXIT_USAGE;
-	}
-	memset(&opts, 0, sizeof(opts));
-	if (!strcmp(strategy, "bestfit") || !strcmp(strategy, "best-fit"))
-		opts.strategy = DRV_PLACE_BESTFIT;
-	else if (!strcmp(strategy, "fgd"))
-		opts.strategy = DRV_PLACE_FGD;
-	else {
-		fprintf(stderr, "drover place: --strategy: found '%s', expected bestfit or fgd\n",
-			strategy);
-		return DRV_EXIT_USAGE;
-	}
-
-	drv_diags_init(&d, cluster_path);
-	if (drv_cluster_load_file(cluster_path, &c, &d)) {
-		drv_diags_print(&d, stderr);
-		drv_diags_release(&d);
-		goto out;
-	}
-	drv_diags_release(&d);
-	have_cluster = true;
-
-	if (job_path) {
-		drv_jobspec_init(&spec);
-		have_spec = true;
-		drv_diags_init(&d, job_path);
-		if (drv_spec_load_file(job_path, &spec, &d)) {
-			drv_diags_print(&d, stderr);
-			drv_diags_release(&d);
-			goto out;
-		}
-		drv_diags_release(&d);
-		job = &spec.job;
-	} else {
-		struct drv_task_group *g = drv_job_add_group(&own, "task", (int32_t)tasks,
-							     gpus > 0 ? (int32_t)gpus : 0,
-							     (int32_t)milli);
-		g->gpu_mem_mib = (int32_t)gpu_mem;
-		g->cpu_milli = cpu * 1000;
-		job = &own;
-		if (model) {
-			int m = drv_gpu_model_find(model);
-			if (m < 0) {
-				fprintf(stderr, "drover place: --model: unknown GPU model '%s'\n", model);
-				goto out;
-			}
-			g->model = (int8_t)m;
-		}
-	}
-	/* Flags that refine a job file too: topology and regions. */
-	if (require)
-		drv_job_set_topology(job, DRV_TOPO_REQUIRED, require);
-	else if (prefer)
-		drv_job_set_topology(job, DRV_TOPO_PREFERRED, prefer);
-	for (i = 0; i < nregions; i++)
-		drv_job_add_region(job, regions[i]);
-	if (job->topo_mode != DRV_TOPO_NONE && drv_cluster_level(&c, job->topo_level) < 0) {
-		char lv[256];
-		size_t len = 0;
-		int l;
-		lv[0] = 0;
-		for (l = 0; l < c.nlevels; l++) {
-			int k = snprintf(lv + len, sizeof(lv) - len, "%s, ", c.levels[l]);
-			if (k > 0 && (size_t)k < sizeof(lv) - len)
-				len += (size_t)k;
-		}
-		fprintf(stderr, "drover place: level '%s': found no such level in %s; expected one of: %snvlink-domain\n",
-			job->topo_level, cluster_path, lv);
-		goto out;
-	}
-
-	rc = drv_place(&c, job, &opts, &p, reason, sizeof(reason));
+	rc = drv_place(c, job, &opts, &p, reason, sizeof(reason));
 	if (rc == DRV_EINVAL) {
 		fprintf(stderr, "drover place: invalid job: %s\n", reason);
 		rc = DRV_EXIT_USAGE;
-		goto out;
-	}
-	if (json) {
-		rc = print_json(&c, job, &p, rc ? reason : NULL);
-		goto out;
-	}
-	if (rc) {
+	} else if (a->json) {
+		rc = print_json(c, job, &p, rc ? reason : NULL);
+	} else if (rc) {
 		printf("does not fit: %s\n", reason);
 		rc = DRV_EXIT_FAIL;
-		goto out;
+	} else {
+		for (i = 0; i < p.ntasks; i++) {
+			struct drv_placement one = { &p.tasks[i], 1, 1 };
+			drv_placement_format(c, &one, line, sizeof(line));
+			printf("%s\n", line);
+		}
+		rc = DRV_EXIT_OK;
 	}
-	for (i = 0; i < p.ntasks; i++) {
-		struct drv_placement one = { &p.tasks[i], 1, 1 };
-		char line[1024];
-		drv_placement_format(&c, &one, line, sizeof(line));
-		printf("%s\n", line);
-	}
-	rc = DRV_EXIT_OK;
-out:
 	drv_placement_release(&p);
+	return rc;
+}
+
+/* Loads path into spec (diagnostics printed); 0 or exit code 2. */
+static int load(const char *path, bool cluster, struct drv_cluster *c, struct drv_jobspec *spec)
+{
+	struct drv_diags d;
+	int rc;
+
+	drv_diags_init(&d, path);
+	rc = cluster ? drv_cluster_load_file(path, c, &d) : drv_spec_load_file(path, spec, &d);
+	if (rc)
+		drv_diags_print(&d, stderr);
+	drv_diags_release(&d);
+	return rc ? DRV_EXIT_USAGE : 0;
+}
+
+int cmd_place(int argc, char **argv)
+{
+	struct place_args a;
+	struct drv_cluster c;
+	struct drv_jobspec spec;
+	struct drv_job own, *job = &own;
+	bool have_cluster = false;
+	int i, rc;
+
+	rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc == DRV_OPTS_HELP ? DRV_EXIT_OK : rc;
+	drv_job_init(&own);
+	drv_jobspec_init(&spec);
+	rc = load(a.cluster, true, &c, NULL);
+	if (rc)
+		goto out;
+	have_cluster = true;
+	if (a.job_path) {
+		rc = load(a.job_path, false, NULL, &spec);
+		job = &spec.job;
+	} else {
+		rc = job_from_args(&a, &own);
+	}
+	if (rc)
+		goto out;
+	/* Options that refine a job file too: topology and regions. */
+	if (a.require)
+		drv_job_set_topology(job, DRV_TOPO_REQUIRED, a.require);
+	else if (a.prefer)
+		drv_job_set_topology(job, DRV_TOPO_PREFERRED, a.prefer);
+	for (i = 0; i < a.region_list.n; i++)
+		drv_job_add_region(job, a.regions[i]);
+	rc = check_level(&c, job, a.cluster);
+	if (!rc)
+		rc = place_and_print(&a, &c, job);
+out:
 	drv_job_release(&own);
-	if (have_spec)
-		drv_jobspec_release(&spec);
+	drv_jobspec_release(&spec);
 	if (have_cluster)
 		drv_cluster_release(&c);
 	return rc;

@@ -1,7 +1,8 @@
 /*
  * cmd_sim.c: 'drover sim', the trace-driven simulator's command line. It reads
  * the cluster file and the workload (a trace, or a generated one), runs
- * src/sim's engine with the scheduling policy the flags choose, and writes
+ * src/sim's engine with the scheduling policy the options choose (one
+ * table, include/drover/options.h), and writes
  * the summary (text, or JSON with --json), the per-run CSV (--jobs-out),
  * the HTML report (--report) and the generated workload (--write-trace).
  * With --tenants FILE, the scheduler gets that file's tenants (quotas,
@@ -14,6 +15,7 @@
 #include "drover/clusterfile.h"
 #include "drover/cmd.h"
 #include "drover/fsutil.h"
+#include "drover/options.h"
 #include "drover/sched.h"
 #include "drover/sim.h"
 #include "drover/tenants.h"
@@ -27,200 +29,154 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char usage_text[] =
-	"usage: drover sim --cluster FILE (--trace FILE [--format philly|drover] |\n"
-	"                  --generate --jobs N --load RHO [--write-trace FILE]) [options]\n"
-	"\n"
-	"Replays a workload through drover's scheduler on a virtual clock.\n"
-	"\n"
-	"workload:\n"
-	"  --cluster FILE        cluster file (docs/cluster-format.md)\n"
-	"  --trace FILE          a trace; --format philly (Philly CSV) or drover (native CSV,\n"
-	"                        docs/simulator.md); without --format, the header decides\n"
-	"  --strict              a malformed trace row is an error (default: counted, skipped)\n"
-	"  --generate            a synthetic workload: --jobs N jobs at offered load --load RHO\n"
-	"                        (e.g. 0.8), Poisson arrivals, Philly-like sizes and durations\n"
-	"  --write-trace FILE    write the workload as native CSV\n"
-	"  --tenants FILE        tenants (GPU quotas per model, fair-share weights, cohorts\n"
-	"                        and borrowing) and priority classes a trace may name\n"
-	"                        (YAML, docs/simulator.md)\n"
-	"  --seed N              seed for every random choice (default 1)\n"
-	"  --mtbf-hours H        each node fails after an exponential time of mean H hours\n"
-	"  --repair-hours R      ... and is repaired after a mean of R hours (default 4)\n"
-	"  --grow-wait S         elastic pools grow for jobs that waited S seconds and shrink\n"
-	"                        after S seconds idle (default: never)\n"
-	"  --provision-delay S   elastic nodes become usable S seconds after asked (default 300)\n"
-	"  --every-pass          run the scheduler at every event time, even when it provably\n"
-	"                        decides nothing (slower; the schedule is the same)\n"
-	"policy:\n"
-	"  --policy fifo|sjf|las|fair       queue order (default fifo)\n"
-	"  --mode strict|backfill|greedy    head-of-line handling (default backfill)\n"
-	"  --preemption on|off              (default off)\n"
-	"  --pools cheapest|fastest         (default cheapest)\n"
-	"output:\n"
-	"  --json                the summary as one JSON object (default: text)\n"
-	"  --jobs-out FILE       one CSV row per run of a job\n"
-	"  --report FILE.html    a self-contained HTML page with charts\n";
-
 struct args {
-	const char *cluster, *trace, *format, *write_trace, *jobs_out, *report, *tenants;
-	const char *policy, *mode, *preemption, *pools;
+	const char *cluster, *trace, *write_trace, *jobs_out, *report, *tenants;
+	const char *format; /* "philly", "drover", or NULL: the header decides */
+	int fmt, order, mode, pools, preemption;
 	bool generate, json, strict, every_pass;
-	long long jobs;
+	long long jobs, seed;
 	double load, mtbf, repair, provision_delay, grow_wait;
-	unsigned long long seed;
 };
 
-static int bad(const char *flag, const char *what, const char *found)
+static const struct drv_opt_choice formats[] = { { "philly", 0 }, { "drover", 1 }, { NULL, 0 } };
+static const char *const format_names[] = { "philly", "drover" };
+static const struct drv_opt_choice orders[] = {
+	{ "fifo", DRV_ORDER_FIFO }, { "sjf", DRV_ORDER_SJF }, { "las", DRV_ORDER_LAS },
+	{ "fair", DRV_ORDER_FAIR }, { NULL, 0 },
+};
+static const struct drv_opt_choice modes[] = {
+	{ "strict", DRV_MODE_STRICT }, { "backfill", DRV_MODE_BACKFILL },
+	{ "greedy", DRV_MODE_GREEDY }, { NULL, 0 },
+};
+static const struct drv_opt_choice on_off[] = { { "on", 1 }, { "off", 0 }, { NULL, 0 } };
+static const struct drv_opt_choice pools[] = {
+	{ "cheapest", DRV_POOLS_CHEAPEST }, { "fastest", DRV_POOLS_FASTEST }, { NULL, 0 },
+};
+
+#define SIM_USAGE                                                                          \
+	"drover sim --cluster FILE (--trace FILE [--format philly|drover] |\n"             \
+	"                  --generate --jobs N --load RHO [--write-trace FILE]) [options]"
+
+/* The options that go together, after the parse; 0 or exit code 2. */
+static int check_args(const struct drv_opts *cmd, const struct args *a)
 {
-	fprintf(stderr, "drover sim: %s: expected %s, found '%s'\n", flag, what, found);
-	return DRV_EXIT_USAGE;
+	if (!a->trace == !a->generate)
+		return drv_opts_usage_error(cmd, "give either --trace FILE or --generate");
+	if (a->generate && (a->jobs < 0 || a->load < 0))
+		return drv_opts_usage_error(cmd, "--generate needs --jobs N and --load RHO");
+	if (!a->generate && (a->jobs >= 0 || a->load >= 0))
+		return drv_opts_usage_error(cmd, "--jobs and --load go with --generate");
+	if (a->format && a->generate)
+		return drv_opts_usage_error(cmd, "--format goes with --trace");
+	return 0;
 }
 
-static bool to_ll(const char *s, long long *out)
+static void set_defaults(struct args *a, struct drv_sched_policy *pol)
 {
-	char *end;
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return *s && !*end && !errno;
-}
-
-static bool to_d(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	*out = strtod(s, &end);
-	return *s && !*end && !errno && isfinite(*out);
-}
-
-static int parse_args(int argc, char **argv, struct args *a)
-{
-	int i;
 	memset(a, 0, sizeof(*a));
+	drv_sched_policy_default(pol);
 	a->seed = 1;
 	a->repair = 4;
 	a->provision_delay = 300;
 	a->jobs = -1;
 	a->load = -1;
-	for (i = 1; i < argc; i++) {
-		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		long long ll;
-#define VAL()                                                                           \
-	do {                                                                            \
-		if (!v) {                                                               \
-			fprintf(stderr, "drover sim: %s needs a value\n", f);           \
-			return DRV_EXIT_USAGE;                                          \
-		}                                                                       \
-		i++;                                                                    \
-	} while (0)
-		if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
-			fputs(usage_text, stdout);
-			return -1;
-		} else if (!strcmp(f, "--cluster")) {
-			VAL();
-			a->cluster = v;
-		} else if (!strcmp(f, "--trace")) {
-			VAL();
-			a->trace = v;
-		} else if (!strcmp(f, "--format")) {
-			VAL();
-			if (strcmp(v, "philly") && strcmp(v, "drover"))
-				return bad(f, "philly or drover", v);
-			a->format = v;
-		} else if (!strcmp(f, "--generate")) {
-			a->generate = true;
-		} else if (!strcmp(f, "--jobs")) {
-			VAL();
-			if (!to_ll(v, &ll) || ll < 1 || ll > 100000000)
-				return bad(f, "a number of jobs from 1 to 100000000", v);
-			a->jobs = ll;
-		} else if (!strcmp(f, "--load")) {
-			VAL();
-			if (!to_d(v, &a->load) || a->load <= 0 || a->load > 100)
-				return bad(f, "an offered load > 0 (1.0 = every GPU busy), at most 100",
-					   v);
-		} else if (!strcmp(f, "--tenants")) {
-			VAL();
-			a->tenants = v;
-		} else if (!strcmp(f, "--write-trace")) {
-			VAL();
-			a->write_trace = v;
-		} else if (!strcmp(f, "--seed")) {
-			VAL();
-			if (!to_ll(v, &ll) || ll < 0)
-				return bad(f, "a whole number >= 0", v);
-			a->seed = (unsigned long long)ll;
-		} else if (!strcmp(f, "--mtbf-hours")) {
-			VAL();
-			if (!to_d(v, &a->mtbf) || a->mtbf <= 0)
-				return bad(f, "hours > 0", v);
-		} else if (!strcmp(f, "--repair-hours")) {
-			VAL();
-			if (!to_d(v, &a->repair) || a->repair <= 0)
-				return bad(f, "hours > 0", v);
-		} else if (!strcmp(f, "--provision-delay")) {
-			VAL();
-			if (!to_d(v, &a->provision_delay) || a->provision_delay < 0 ||
-			    a->provision_delay > 1e9)
-				return bad(f, "seconds >= 0", v);
-		} else if (!strcmp(f, "--grow-wait")) {
-			VAL();
-			if (!to_d(v, &a->grow_wait) || a->grow_wait < 0 || a->grow_wait > 1e9)
-				return bad(f, "seconds >= 0", v);
-		} else if (!strcmp(f, "--policy")) {
-			VAL();
-			a->policy = v;
-		} else if (!strcmp(f, "--mode")) {
-			VAL();
-			a->mode = v;
-		} else if (!strcmp(f, "--preemption")) {
-			VAL();
-			if (strcmp(v, "on") && strcmp(v, "off"))
-				return bad(f, "on or off", v);
-			a->preemption = v;
-		} else if (!strcmp(f, "--pools")) {
-			VAL();
-			a->pools = v;
-		} else if (!strcmp(f, "--json")) {
-			a->json = true;
-		} else if (!strcmp(f, "--jobs-out")) {
-			VAL();
-			a->jobs_out = v;
-		} else if (!strcmp(f, "--report")) {
-			VAL();
-			a->report = v;
-		} else if (!strcmp(f, "--strict")) {
-			a->strict = true;
-		} else if (!strcmp(f, "--every-pass")) {
-			a->every_pass = true;
-		} else {
-			fprintf(stderr, "drover sim: unknown option '%s'; see 'drover sim --help'\n",
-				f);
-			return DRV_EXIT_USAGE;
-		}
-#undef VAL
+	a->fmt = -1;
+	a->order = (int)pol->order;
+	a->mode = (int)pol->mode;
+	a->pools = (int)pol->pools;
+	a->preemption = pol->preemption;
+}
+
+/* The parsed options into the policy. */
+static void apply_args(struct args *a, struct drv_sched_policy *pol)
+{
+	if (a->fmt >= 0)
+		a->format = format_names[a->fmt];
+	pol->order = (enum drv_sched_order)a->order;
+	pol->mode = (enum drv_sched_mode)a->mode;
+	pol->pools = (enum drv_sched_pools)a->pools;
+	pol->preemption = a->preemption;
+	if (a->grow_wait > 0) {
+		/* elastic pools grow for jobs waiting this long, shrink after as long idle */
+		pol->grow_wait_s = (int64_t)a->grow_wait;
+		pol->idle_release_s = (int64_t)a->grow_wait;
 	}
-	if (!a->cluster) {
-		fprintf(stderr, "drover sim: --cluster FILE is required; see 'drover sim --help'\n");
-		return DRV_EXIT_USAGE;
-	}
-	if (!a->trace == !a->generate) {
-		fprintf(stderr, "drover sim: give either --trace FILE or --generate\n");
-		return DRV_EXIT_USAGE;
-	}
-	if (a->generate && (a->jobs < 0 || a->load < 0)) {
-		fprintf(stderr, "drover sim: --generate needs --jobs N and --load RHO\n");
-		return DRV_EXIT_USAGE;
-	}
-	if (!a->generate && (a->jobs >= 0 || a->load >= 0)) {
-		fprintf(stderr, "drover sim: --jobs and --load go with --generate\n");
-		return DRV_EXIT_USAGE;
-	}
-	if (a->format && a->generate) {
-		fprintf(stderr, "drover sim: --format goes with --trace\n");
-		return DRV_EXIT_USAGE;
-	}
-	return 0;
+}
+
+/* 0, DRV_OPTS_HELP, or an exit code (2) after printing why. */
+static int parse_args(int argc, char **argv, struct args *a, struct drv_sched_policy *pol)
+{
+	const struct drv_option table[] = {
+		DRV_OPT_GROUP("workload"),
+		DRV_OPT_STRING(0, "cluster", &a->cluster, "FILE", "cluster file (docs/cluster-format.md)",
+			       .flags = DRV_OPTF_REQUIRED),
+		DRV_OPT_STRING(0, "trace", &a->trace, "FILE",
+			       "a trace; --format philly (Philly CSV) or drover (native CSV, "
+			       "docs/simulator.md); without --format, the header decides"),
+		DRV_OPT_ENUM(0, "format", &a->fmt, formats, "the trace's format"),
+		DRV_OPT_FLAG(0, "strict", &a->strict,
+			     "a malformed trace row is an error (default: counted, skipped)"),
+		DRV_OPT_FLAG(0, "generate", &a->generate,
+			     "a synthetic workload: --jobs N jobs at offered load --load RHO (e.g. "
+			     "0.8), Poisson arrivals, Philly-like sizes and durations"),
+		DRV_OPT_LLONG(0, "jobs", &a->jobs, 1, 100000000, "N",
+			      "how many jobs --generate makes",
+			      .expect = "a number of jobs from 1 to 100000000"),
+		DRV_OPT_DOUBLE(0, "load", &a->load, 0, 100, "RHO",
+			       "the offered load of --generate (1.0 = every GPU busy)",
+			       .flags = DRV_OPTF_MIN_EXCL,
+			       .expect = "an offered load > 0 (1.0 = every GPU busy), at most 100"),
+		DRV_OPT_STRING(0, "write-trace", &a->write_trace, "FILE",
+			       "write the workload as native CSV"),
+		DRV_OPT_STRING(0, "tenants", &a->tenants, "FILE",
+			       "tenants (GPU quotas per model, fair-share weights, cohorts and "
+			       "borrowing) and priority classes a trace may name (YAML, "
+			       "docs/simulator.md)"),
+		DRV_OPT_LLONG(0, "seed", &a->seed, 0, 9223372036854775807LL, "N",
+			      "seed for every random choice (default 1)"),
+		DRV_OPT_DOUBLE(0, "mtbf-hours", &a->mtbf, 0, 1e308, "H",
+			       "each node fails after an exponential time of mean H hours",
+			       .flags = DRV_OPTF_MIN_EXCL, .expect = "hours > 0"),
+		DRV_OPT_DOUBLE(0, "repair-hours", &a->repair, 0, 1e308, "R",
+			       "... and is repaired after a mean of R hours (default 4)",
+			       .flags = DRV_OPTF_MIN_EXCL, .expect = "hours > 0"),
+		DRV_OPT_DOUBLE(0, "grow-wait", &a->grow_wait, 0, 1e9, "S",
+			       "elastic pools grow for jobs that waited S seconds and shrink after "
+			       "S seconds idle (default: never)",
+			       .expect = "seconds >= 0"),
+		DRV_OPT_DOUBLE(0, "provision-delay", &a->provision_delay, 0, 1e9, "S",
+			       "elastic nodes become usable S seconds after asked (default 300)",
+			       .expect = "seconds >= 0"),
+		DRV_OPT_FLAG(0, "every-pass", &a->every_pass,
+			     "run the scheduler at every event time, even when it provably decides "
+			     "nothing (slower; the schedule is the same)"),
+		DRV_OPT_GROUP("policy"),
+		DRV_OPT_ENUM(0, "policy", &a->order, orders, "queue order (default fifo)"),
+		DRV_OPT_ENUM(0, "mode", &a->mode, modes, "head-of-line handling (default backfill)"),
+		DRV_OPT_ENUM(0, "preemption", &a->preemption, on_off, "(default off)"),
+		DRV_OPT_ENUM(0, "pools", &a->pools, pools, "(default cheapest)"),
+		DRV_OPT_GROUP("output"),
+		DRV_OPT_FLAG(0, "json", &a->json, "the summary as one JSON object (default: text)"),
+		DRV_OPT_STRING(0, "jobs-out", &a->jobs_out, "FILE", "one CSV row per run of a job"),
+		DRV_OPT_STRING(0, "report", &a->report, "FILE.html",
+			       "a self-contained HTML page with charts"),
+		DRV_OPT_END(),
+	};
+
+	const struct drv_opts cmd = {
+		.name = "drover sim",
+		.usage = SIM_USAGE,
+		.about = "Replays a workload through drover's scheduler on a virtual clock.",
+		.options = table,
+	};
+	int rc;
+
+	set_defaults(a, pol);
+	rc = drv_opts_parse(&cmd, argc, argv);
+	if (rc < 0)
+		return rc == DRV_OPTS_HELP ? rc : DRV_EXIT_USAGE;
+	apply_args(a, pol);
+	return check_args(&cmd, a);
 }
 
 /* Writes a file through a temporary name (fsutil.h), saying why it could not. */
@@ -332,198 +288,247 @@ static void print_text(const struct drv_sim_summary *s, const char *policy_line)
 	       (long long)s->passes, s->sim_wall_s);
 }
 
-int cmd_sim(int argc, char **argv)
-{
+/* One run: the options, what was loaded, what came out. */
+struct sim {
 	struct args a;
+	struct drv_sched_policy pol;
 	struct drv_cluster c;
-	struct drv_diags d;
+	bool have_cluster;
+	int32_t node_gpus;
+	int64_t total_gpus;
+	struct drv_tenants tf;
 	struct drv_sim_workload w;
 	struct drv_sim_result r;
-	struct drv_tenants tf;
-	struct drv_sched_policy pol;
-	struct drv_sim_opts o;
-	struct out_ctx oc;
-	bool have_cluster = false;
-	int rc, ret = DRV_EXIT_OK;
-	int32_t i, node_gpus = 0;
-	int64_t total_gpus = 0;
-	double t0;
-	char *config = NULL;
 	char title[512];
+};
 
-	rc = parse_args(argc, argv, &a);
-	if (rc)
-		return rc < 0 ? DRV_EXIT_OK : rc;
-	drv_sched_policy_default(&pol);
-	if (a.policy && drv_sched_order_parse(a.policy, &pol.order))
-		return bad("--policy", "fifo, sjf, las or fair", a.policy);
-	if (a.mode && drv_sched_mode_parse(a.mode, &pol.mode))
-		return bad("--mode", "strict, backfill or greedy", a.mode);
-	if (a.pools && drv_sched_pools_parse(a.pools, &pol.pools))
-		return bad("--pools", "cheapest or fastest", a.pools);
-	if (a.preemption)
-		pol.preemption = !strcmp(a.preemption, "on");
-	if (a.grow_wait > 0) {
-		/* elastic pools grow for jobs waiting this long, shrink after as long idle */
-		pol.grow_wait_s = (int64_t)a.grow_wait;
-		pol.idle_release_s = (int64_t)a.grow_wait;
-	}
+/* The cluster file, and its largest node and GPU count; 0 or an exit code. */
+static int load_cluster(struct sim *s)
+{
+	struct drv_diags d;
+	int32_t i;
+	int rc;
 
-	t0 = drv_mono_s();
-	drv_sim_workload_init(&w);
-	drv_sim_result_init(&r);
-	drv_tenants_init(&tf);
-	drv_diags_init(&d, a.cluster);
-	rc = drv_cluster_load_file(a.cluster, &c, &d);
+	drv_diags_init(&d, s->a.cluster);
+	rc = drv_cluster_load_file(s->a.cluster, &s->c, &d);
 	drv_diags_print(&d, stderr);
 	drv_diags_release(&d);
 	if (rc) {
-		fprintf(stderr, "drover sim: %s: cannot load the cluster (%s)\n", a.cluster,
+		fprintf(stderr, "drover sim: %s: cannot load the cluster (%s)\n", s->a.cluster,
 			drv_strerror(rc));
-		ret = rc == DRV_EIO ? DRV_EXIT_USAGE : DRV_EXIT_USAGE;
-		goto out;
+		return DRV_EXIT_USAGE;
 	}
-	have_cluster = true;
-	for (i = 0; i < c.nnodes; i++) {
-		node_gpus = DRV_MAX(node_gpus, c.nodes[i].ngpus);
-		total_gpus += c.nodes[i].ngpus;
+	s->have_cluster = true;
+	for (i = 0; i < s->c.nnodes; i++) {
+		s->node_gpus = DRV_MAX(s->node_gpus, s->c.nodes[i].ngpus);
+		s->total_gpus += s->c.nodes[i].ngpus;
 	}
-	if (node_gpus < 1) {
-		fprintf(stderr, "drover sim: %s: the cluster has no GPUs\n", a.cluster);
-		ret = DRV_EXIT_USAGE;
-		goto out;
+	if (s->node_gpus < 1) {
+		fprintf(stderr, "drover sim: %s: the cluster has no GPUs\n", s->a.cluster);
+		return DRV_EXIT_USAGE;
 	}
+	return 0;
+}
 
-	if (a.tenants) {
-		drv_diags_init(&d, a.tenants);
-		rc = drv_tenants_load_file(a.tenants, &tf, &d);
-		drv_diags_print(&d, stderr);
-		drv_diags_release(&d);
-		if (rc) {
-			fprintf(stderr, "drover sim: %s: %s; nothing simulated\n", a.tenants,
-				rc == DRV_EIO ? "cannot read the tenants file"
-					      : "invalid tenants file");
-			ret = DRV_EXIT_USAGE;
-			goto out;
-		}
-		/* a trace row may name the file's priority classes */
-		drv_sim_workload_set_classes(&w, &tf);
-	}
+/* The tenants file; its classes become names a trace row may use. */
+static int load_tenants(struct sim *s)
+{
+	struct drv_diags d;
+	int rc;
 
-	if (a.trace) {
-		FILE *f = fopen(a.trace, "r");
-		if (!f) {
-			fprintf(stderr, "drover sim: %s: %s\n", a.trace, strerror(errno));
-			ret = DRV_EXIT_USAGE;
-			goto out;
-		}
-		if (!a.format)
-			a.format = sniff_format(f);
-		drv_diags_init(&d, a.trace);
-		if (!strcmp(a.format, "philly"))
-			rc = drv_sim_read_philly(f, node_gpus, a.strict, &w, &d);
-		else
-			rc = drv_sim_read_native(f, a.strict, &w, &d);
-		fclose(f);
-		drv_diags_print(&d, stderr);
-		drv_diags_release(&d);
-		if (rc) {
-			fprintf(stderr, "drover sim: %s: %s; nothing simulated\n", a.trace,
-				rc == DRV_EIO ? "read error" : "malformed trace");
-			ret = rc == DRV_EIO ? DRV_EXIT_FAIL : DRV_EXIT_USAGE;
-			goto out;
-		}
-		if (w.malformed)
-			fprintf(stderr, "drover sim: %s: %lld malformed rows skipped (--strict makes "
-					"them errors)\n",
-				a.trace, (long long)w.malformed);
-	} else {
-		struct drv_sim_gen_opts g = {
-			.njobs = (int32_t)a.jobs,
-			.load = a.load,
-			.seed = a.seed,
-			.dist = DRV_SIM_DIST_PHILLY,
-			.node_gpus = node_gpus,
-			.total_gpus = (int32_t)total_gpus,
-		};
-		rc = drv_sim_generate(&g, &w);
-		if (rc) {
-			fprintf(stderr, "drover sim: cannot generate that workload (%s)\n",
-				drv_strerror(rc));
-			ret = DRV_EXIT_USAGE;
-			goto out;
-		}
+	drv_diags_init(&d, s->a.tenants);
+	rc = drv_tenants_load_file(s->a.tenants, &s->tf, &d);
+	drv_diags_print(&d, stderr);
+	drv_diags_release(&d);
+	if (rc) {
+		fprintf(stderr, "drover sim: %s: %s; nothing simulated\n", s->a.tenants,
+			rc == DRV_EIO ? "cannot read the tenants file" : "invalid tenants file");
+		return DRV_EXIT_USAGE;
 	}
-	if (a.tenants) {
+	drv_sim_workload_set_classes(&s->w, &s->tf);
+	return 0;
+}
+
+static int read_trace(struct sim *s)
+{
+	struct drv_diags d;
+	FILE *f = fopen(s->a.trace, "r");
+	int rc;
+
+	if (!f) {
+		fprintf(stderr, "drover sim: %s: %s\n", s->a.trace, strerror(errno));
+		return DRV_EXIT_USAGE;
+	}
+	if (!s->a.format)
+		s->a.format = sniff_format(f);
+	drv_diags_init(&d, s->a.trace);
+	if (!strcmp(s->a.format, "philly"))
+		rc = drv_sim_read_philly(f, s->node_gpus, s->a.strict, &s->w, &d);
+	else
+		rc = drv_sim_read_native(f, s->a.strict, &s->w, &d);
+	fclose(f);
+	drv_diags_print(&d, stderr);
+	drv_diags_release(&d);
+	if (rc) {
+		fprintf(stderr, "drover sim: %s: %s; nothing simulated\n", s->a.trace,
+			rc == DRV_EIO ? "read error" : "malformed trace");
+		return rc == DRV_EIO ? DRV_EXIT_FAIL : DRV_EXIT_USAGE;
+	}
+	if (s->w.malformed)
+		fprintf(stderr, "drover sim: %s: %lld malformed rows skipped (--strict makes "
+				"them errors)\n",
+			s->a.trace, (long long)s->w.malformed);
+	return 0;
+}
+
+static int generate(struct sim *s)
+{
+	struct drv_sim_gen_opts g = {
+		.njobs = (int32_t)s->a.jobs,
+		.load = s->a.load,
+		.seed = (unsigned long long)s->a.seed,
+		.dist = DRV_SIM_DIST_PHILLY,
+		.node_gpus = s->node_gpus,
+		.total_gpus = (int32_t)s->total_gpus,
+	};
+	int rc = drv_sim_generate(&g, &s->w);
+
+	if (rc) {
+		fprintf(stderr, "drover sim: cannot generate that workload (%s)\n", drv_strerror(rc));
+		return DRV_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The workload (trace or generated), bound to the tenants. */
+static int load_workload(struct sim *s)
+{
+	struct drv_diags d;
+	int rc = s->a.trace ? read_trace(s) : generate(s);
+
+	if (rc)
+		return rc;
+	if (s->a.tenants) {
 		/* default classes of tenants; tenants the workload lacks */
-		drv_diags_init(&d, a.tenants);
-		drv_sim_bind_tenants(&w, &tf, &c, &d);
+		drv_diags_init(&d, s->a.tenants);
+		drv_sim_bind_tenants(&s->w, &s->tf, &s->c, &d);
 		drv_diags_print(&d, stderr);
 		drv_diags_release(&d);
 	}
-	oc = (struct out_ctx){ .c = &c, .w = &w, .r = &r, .title = title };
-	if (a.write_trace && write_atomic(a.write_trace, wr_trace, &oc)) {
-		ret = DRV_EXIT_FAIL;
-		goto out;
-	}
+	return 0;
+}
+
+static int simulate(struct sim *s, double t0)
+{
+	struct drv_sim_opts o;
+	int rc;
 
 	memset(&o, 0, sizeof(o));
-	o.policy = &pol;
-	o.mtbf_hours = a.mtbf;
-	o.repair_hours = a.repair;
-	o.seed = a.seed;
-	o.provision_delay_s = (int64_t)a.provision_delay;
+	o.policy = &s->pol;
+	o.mtbf_hours = s->a.mtbf;
+	o.repair_hours = s->a.repair;
+	o.seed = (unsigned long long)s->a.seed;
+	o.provision_delay_s = (int64_t)s->a.provision_delay;
 	o.progress = isatty(STDERR_FILENO);
-	o.record_samples = a.report != NULL;
-	o.every_pass = a.every_pass;
-	o.tenants = a.tenants ? &tf : NULL;
-	rc = drv_sim_run(&c, &w, &o, &r);
+	o.record_samples = s->a.report != NULL;
+	o.every_pass = s->a.every_pass;
+	o.tenants = s->a.tenants ? &s->tf : NULL;
+	rc = drv_sim_run(&s->c, &s->w, &o, &s->r);
 	if (rc) {
 		fprintf(stderr, "drover sim: the simulation failed: %s\n", drv_strerror(rc));
-		ret = DRV_EXIT_FAIL;
-		goto out;
+		return DRV_EXIT_FAIL;
 	}
-	r.sum.malformed = w.malformed;
-	r.sum.sim_wall_s = drv_mono_s() - t0;
+	s->r.sum.malformed = s->w.malformed;
+	s->r.sum.sim_wall_s = drv_mono_s() - t0;
+	return 0;
+}
 
-	snprintf(title, sizeof(title), "drover sim: %s on %s, %s, %s, preemption %s, %s%s%s",
-		 a.trace ? a.trace : "generated workload", a.cluster,
-		 drv_sched_order_name(pol.order), drv_sched_mode_name(pol.mode),
-		 pol.preemption ? "on" : "off", drv_sched_pools_name(pol.pools),
-		 a.tenants ? ", tenants " : "", a.tenants ? a.tenants : "");
-	if (a.jobs_out && write_atomic(a.jobs_out, wr_jobs, &oc))
-		ret = DRV_EXIT_FAIL;
-	if (a.report && write_atomic(a.report, wr_report, &oc))
-		ret = DRV_EXIT_FAIL;
-	if (a.json) {
-		json_t *cfg = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s?, s:s?, s:I}", "cluster",
-					a.cluster, "policy", drv_sched_order_name(pol.order), "mode",
-					drv_sched_mode_name(pol.mode), "preemption", pol.preemption,
-					"pools", drv_sched_pools_name(pol.pools), "workload",
-					a.trace ? "trace" : "generated", "trace", a.trace, "format",
-					a.format, "seed", (json_int_t)a.seed);
-		if (cfg) {
-			if (a.tenants)
-				json_object_set_new(cfg, "tenants", json_string(a.tenants));
-			if (a.mtbf > 0) {
-				json_object_set_new(cfg, "mtbf_hours", json_real(a.mtbf));
-				json_object_set_new(cfg, "repair_hours", json_real(a.repair));
-			}
-			config = json_dumps(cfg, JSON_COMPACT);
-			json_decref(cfg);
+/* The summary as one JSON object, the run's configuration under "config". */
+static int print_json(const struct sim *s)
+{
+	const struct args *a = &s->a;
+	char *config = NULL;
+	json_t *cfg = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s?, s:s?, s:I}", "cluster",
+				a->cluster, "policy", drv_sched_order_name(s->pol.order), "mode",
+				drv_sched_mode_name(s->pol.mode), "preemption", s->pol.preemption,
+				"pools", drv_sched_pools_name(s->pol.pools), "workload",
+				a->trace ? "trace" : "generated", "trace", a->trace, "format",
+				a->format, "seed", (json_int_t)a->seed);
+	int rc;
+
+	if (cfg) {
+		if (a->tenants)
+			json_object_set_new(cfg, "tenants", json_string(a->tenants));
+		if (a->mtbf > 0) {
+			json_object_set_new(cfg, "mtbf_hours", json_real(a->mtbf));
+			json_object_set_new(cfg, "repair_hours", json_real(a->repair));
 		}
-		if (drv_sim_write_json(stdout, &w, &r, config))
+		config = json_dumps(cfg, JSON_COMPACT);
+		json_decref(cfg);
+	}
+	rc = drv_sim_write_json(stdout, &s->w, &s->r, config) ? DRV_EXIT_FAIL : DRV_EXIT_OK;
+	free(config);
+	return rc;
+}
+
+/* --jobs-out, --report, then the summary; an exit code. */
+static int write_outputs(struct sim *s, struct out_ctx *oc)
+{
+	const struct args *a = &s->a;
+	int ret = DRV_EXIT_OK;
+
+	snprintf(s->title, sizeof(s->title), "drover sim: %s on %s, %s, %s, preemption %s, %s%s%s",
+		 a->trace ? a->trace : "generated workload", a->cluster,
+		 drv_sched_order_name(s->pol.order), drv_sched_mode_name(s->pol.mode),
+		 s->pol.preemption ? "on" : "off", drv_sched_pools_name(s->pol.pools),
+		 a->tenants ? ", tenants " : "", a->tenants ? a->tenants : "");
+	if (a->jobs_out && write_atomic(a->jobs_out, wr_jobs, oc))
+		ret = DRV_EXIT_FAIL;
+	if (a->report && write_atomic(a->report, wr_report, oc))
+		ret = DRV_EXIT_FAIL;
+	if (a->json) {
+		if (print_json(s))
 			ret = DRV_EXIT_FAIL;
 	} else {
-		print_text(&r.sum, title);
-		print_tenants(&w, &r);
+		print_text(&s->r.sum, s->title);
+		print_tenants(&s->w, &s->r);
 	}
-out:
-	free(config);
-	drv_sim_result_release(&r);
-	drv_sim_workload_release(&w);
-	drv_tenants_release(&tf);
-	if (have_cluster)
-		drv_cluster_release(&c);
+	return ret;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+	struct sim *s = drv_calloc(1, sizeof(*s));
+	struct out_ctx oc;
+	double t0;
+	int ret;
+
+	ret = parse_args(argc, argv, &s->a, &s->pol);
+	if (ret) {
+		drv_free(s);
+		return ret == DRV_OPTS_HELP ? DRV_EXIT_OK : ret;
+	}
+	t0 = drv_mono_s();
+	drv_sim_workload_init(&s->w);
+	drv_sim_result_init(&s->r);
+	drv_tenants_init(&s->tf);
+	oc = (struct out_ctx){ .c = &s->c, .w = &s->w, .r = &s->r, .title = s->title };
+	ret = load_cluster(s);
+	if (!ret && s->a.tenants)
+		ret = load_tenants(s);
+	if (!ret)
+		ret = load_workload(s);
+	if (!ret && s->a.write_trace && write_atomic(s->a.write_trace, wr_trace, &oc))
+		ret = DRV_EXIT_FAIL;
+	if (!ret)
+		ret = simulate(s, t0);
+	if (!ret)
+		ret = write_outputs(s, &oc);
+	drv_sim_result_release(&s->r);
+	drv_sim_workload_release(&s->w);
+	drv_tenants_release(&s->tf);
+	if (s->have_cluster)
+		drv_cluster_release(&s->c);
+	drv_free(s);
 	return ret;
 }

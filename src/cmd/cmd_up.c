@@ -15,11 +15,11 @@
 #include "drover/common.h"
 #include "drover/fsutil.h"
 #include "drover/http.h"
+#include "drover/options.h"
 #include "drover/server.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -29,20 +29,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: drover up [--state DIR] [--listen ADDR:PORT] [--agent-listen ADDR:PORT]\n"
-		"                 [--fake-gpus SPEC] [--cluster FILE] [--name NODE]\n"
-		"  --state DIR              state (SQLite, config, task logs); default\n"
-		"                           $XDG_STATE_HOME/drover (~/.local/state/drover)\n"
-		"  --listen ADDR:PORT       the API (default 127.0.0.1:8080)\n"
-		"  --agent-listen ADDR:PORT the local agent's /metrics and logs (default 127.0.0.1:9400)\n"
-		"  --fake-gpus SPEC         simulated GPUs even when NVIDIA's are present (8xH100, ...)\n"
-		"  --cluster FILE           a cluster file for the controller (docs/cluster-format.md)\n"
-		"  --name NODE              the local node's name (default: the host name)\n");
-}
 
 /* $VAR or $HOME/fallback, joined with leaf. */
 static void xdg_dir(const char *var, const char *fallback, const char *leaf, char *out,
@@ -119,138 +105,185 @@ static void report_node(const char *url, const char *token, const char *name, in
 	drv_http_client_release(&c);
 }
 
-int cmd_up(int argc, char **argv)
+/* What the command line says, defaults filled in. */
+struct up_args {
+	const char *state, *listen, *agent_listen, *fake, *cluster, *name;
+	char state_buf[900], host[256];
+};
+
+/* 0, or DRV_OPTS_HELP / DRV_OPTS_ERROR (printed). */
+static int parse_args(int argc, char **argv, struct up_args *a)
 {
-	static const struct option opts[] = {
-		{ "state", required_argument, NULL, 's' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "agent-listen", required_argument, NULL, 'a' },
-		{ "fake-gpus", required_argument, NULL, 'f' },
-		{ "cluster", required_argument, NULL, 'c' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct drv_option table[] = {
+		DRV_OPT_STRING(0, "state", &a->state, "DIR",
+			       "state (SQLite, config, task logs); default $XDG_STATE_HOME/drover "
+			       "(~/.local/state/drover)"),
+		DRV_OPT_STRING(0, "listen", &a->listen, "ADDR:PORT",
+			       "the API (default 127.0.0.1:8080)"),
+		DRV_OPT_STRING(0, "agent-listen", &a->agent_listen, "ADDR:PORT",
+			       "the local agent's /metrics and logs (default 127.0.0.1:9400)"),
+		DRV_OPT_STRING(0, "fake-gpus", &a->fake, "SPEC",
+			       "simulated GPUs even when NVIDIA's are present (8xH100, ...)"),
+		DRV_OPT_STRING(0, "cluster", &a->cluster, "FILE",
+			       "a cluster file for the controller (docs/cluster-format.md)"),
+		DRV_OPT_STRING(0, "name", &a->name, "NODE",
+			       "the local node's name (default: the host name)"),
+		DRV_OPT_END(),
 	};
-	const char *state = NULL, *listen = "127.0.0.1:8080", *agent_listen = "127.0.0.1:9400";
-	const char *fake = NULL, *cluster = NULL, *name = NULL;
-	char state_buf[900], agent_state[1000], host[256], err[4096], cfgpath[1000];
-	struct passwd *pw = getpwuid(getuid());
-	const char *me = pw && pw->pw_name ? pw->pw_name : "user";
+	const struct drv_opts cmd = {
+		.name = "drover up",
+		.usage = "drover up [--state DIR] [--listen ADDR:PORT] [--agent-listen ADDR:PORT]\n"
+			 "                 [--fake-gpus SPEC] [--cluster FILE] [--name NODE]",
+		.about = "The controller and a local agent in one process, in the foreground "
+			 "until Ctrl-C; writes the client's config so that drover commands here "
+			 "need no flags.",
+		.options = table,
+	};
+	int rc;
+
+	a->listen = "127.0.0.1:8080";
+	a->agent_listen = "127.0.0.1:9400";
+	rc = drv_opts_parse(&cmd, argc, argv);
+	if (rc < 0)
+		return rc;
+	if (!a->state) {
+		xdg_dir("XDG_STATE_HOME", ".local/state", "drover", a->state_buf,
+			sizeof(a->state_buf));
+		a->state = a->state_buf;
+	}
+	if (!a->name) {
+		if (gethostname(a->host, sizeof(a->host)) != 0 || !a->host[0])
+			snprintf(a->host, sizeof(a->host), "local");
+		a->host[sizeof(a->host) - 1] = '\0';
+		a->host[strcspn(a->host, ".")] = '\0';
+		a->name = a->host;
+	}
+	return 0;
+}
+
+/* The controller, and the client config pointing at it. */
+static int start_server(const struct up_args *a, const char *me, struct drv_server **srv,
+			char *cfgpath, size_t cfgsz)
+{
 	struct drv_server_opts so;
-	struct drv_agent_config ac;
-	struct drv_server *srv = NULL;
-	struct drv_agent *agent = NULL;
-	sigset_t set;
-	int c, sig = 0, rc;
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': state = optarg; break;
-		case 'l': listen = optarg; break;
-		case 'a': agent_listen = optarg; break;
-		case 'f': fake = optarg; break;
-		case 'c': cluster = optarg; break;
-		case 'n': name = optarg; break;
-		case 'h': usage(stdout); return DRV_EXIT_OK;
-		default: usage(stderr); return DRV_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "drover up: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return DRV_EXIT_USAGE;
-	}
-	if (!state) {
-		xdg_dir("XDG_STATE_HOME", ".local/state", "drover", state_buf, sizeof(state_buf));
-		state = state_buf;
-	}
-	if (!name) {
-		if (gethostname(host, sizeof(host)) != 0 || !host[0])
-			snprintf(host, sizeof(host), "local");
-		host[sizeof(host) - 1] = '\0';
-		host[strcspn(host, ".")] = '\0';
-		name = host;
-	}
-	if (drv_mkdir_p(state, 0700) < 0) {
-		fprintf(stderr, "drover up: cannot create the state directory %s: %s\n", state,
-			strerror(errno));
-		return DRV_EXIT_FAIL;
-	}
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	char err[4096];
+	int rc;
 
 	memset(&so, 0, sizeof(so));
-	so.listen = listen;
-	so.state_dir = state;
-	so.cluster_file = cluster;
+	so.listen = a->listen;
+	so.state_dir = a->state;
+	so.cluster_file = a->cluster;
 	so.admin_user = me;
 	so.allow_root_tasks = true;
-	rc = drv_server_start(&so, &srv, err, sizeof(err));
+	rc = drv_server_start(&so, srv, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover up: %s%s\n", err,
 			strstr(err, "in use") ? " (is another drover running? pick another with --listen)"
 					      : "");
 		return rc == DRV_EINVAL || rc == DRV_EPARSE ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
-	if (write_client_config(drv_server_url(srv), drv_server_admin_token(srv), cfgpath,
-				sizeof(cfgpath)) < 0) {
+	if (write_client_config(drv_server_url(*srv), drv_server_admin_token(*srv), cfgpath,
+				cfgsz) < 0) {
 		fprintf(stderr, "drover up: warning: cannot write the client config (%s); use "
-				"--server %s --token from %s\n", strerror(errno), drv_server_url(srv),
-			drv_server_config_path(srv));
+				"--server %s --token from %s\n", strerror(errno), drv_server_url(*srv),
+			drv_server_config_path(*srv));
 		cfgpath[0] = '\0';
 	}
+	return 0;
+}
+
+/* The in-process agent, run-as-self, fake GPUs when NVML is missing. */
+static int start_agent(const struct up_args *a, struct drv_server *srv, struct drv_agent **agent)
+{
+	struct drv_agent_config ac;
+	char agent_state[1000], err[4096];
+	int rc;
 
 	memset(&ac, 0, sizeof(ac));
-	snprintf(agent_state, sizeof(agent_state), "%s/agent", state);
+	snprintf(agent_state, sizeof(agent_state), "%s/agent", a->state);
 	ac.server_url = drv_server_url(srv);
 	ac.token = drv_server_cluster_token(srv);
-	ac.name = name;
-	ac.listen = agent_listen;
-	ac.fake_gpus = fake;
+	ac.name = a->name;
+	ac.listen = a->agent_listen;
+	ac.fake_gpus = a->fake;
 	ac.fake_fallback = true;
 	ac.state_dir = agent_state;
 	ac.run_as_self = true;
-	rc = drv_agent_start(&ac, &agent, err, sizeof(err));
+	rc = drv_agent_start(&ac, agent, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover up: the local agent did not start: %s\n", err);
-		drv_server_stop(srv);
 		return rc == DRV_EINVAL ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
+	return 0;
+}
+
+/* What is up, where, and three commands to try. */
+static void print_banner(const struct up_args *a, struct drv_server *srv, struct drv_agent *agent,
+			 const char *me, const char *cfgpath)
+{
+	char ahost[256];
+	int aport = 0;
 
 	printf("\ndrover is up: %s   (stop with Ctrl-C)\n", drv_server_url(srv));
-	printf("state in %s; server config (tokens) %s\n", state, drv_server_config_path(srv));
+	printf("state in %s; server config (tokens) %s\n", a->state, drv_server_config_path(srv));
 	if (cfgpath[0])
 		printf("client config written to %s: drover commands here need no flags\n", cfgpath);
 	printf("tasks run as %s (uid %d), who started drover up: a single-user setup\n", me,
 	       (int)getuid());
-	report_node(drv_server_url(srv), drv_server_admin_token(srv), name, 10);
-	{
-		char ahost[256];
-		int aport = 0;
-
-		if (drv_http_parse_addr(agent_listen, ahost, sizeof(ahost), &aport) < 0 || !ahost[0] ||
-		    strcmp(ahost, "0.0.0.0") == 0)
-			snprintf(ahost, sizeof(ahost), "127.0.0.1");
-		if (drv_agent_metrics_port(agent) > 0)
-			aport = drv_agent_metrics_port(agent);
-		printf("agent metrics: http://%s:%d/metrics\n", ahost, aport);
-	}
+	report_node(drv_server_url(srv), drv_server_admin_token(srv), a->name, 10);
+	if (drv_http_parse_addr(a->agent_listen, ahost, sizeof(ahost), &aport) < 0 || !ahost[0] ||
+	    strcmp(ahost, "0.0.0.0") == 0)
+		snprintf(ahost, sizeof(ahost), "127.0.0.1");
+	if (drv_agent_metrics_port(agent) > 0)
+		aport = drv_agent_metrics_port(agent);
+	printf("agent metrics: http://%s:%d/metrics\n", ahost, aport);
 	printf("\nTry:\n"
 	       "  printf '#!/bin/sh\\n#SBATCH --gpus=1\\necho hello from GPU $CUDA_VISIBLE_DEVICES\\n' | drover submit -\n"
 	       "  drover queue\n"
 	       "  drover nodes\n\n");
 	fflush(stdout);
+}
+
+int cmd_up(int argc, char **argv)
+{
+	struct up_args a = { 0 };
+	char cfgpath[1000];
+	struct passwd *pw = getpwuid(getuid());
+	const char *me = pw && pw->pw_name ? pw->pw_name : "user";
+	struct drv_server *srv = NULL;
+	struct drv_agent *agent = NULL;
+	sigset_t set;
+	int sig = 0, rc;
+
+	rc = parse_args(argc, argv, &a);
+	if (rc < 0)
+		return drv_opts_exit(rc);
+	if (drv_mkdir_p(a.state, 0700) < 0) {
+		fprintf(stderr, "drover up: cannot create the state directory %s: %s\n", a.state,
+			strerror(errno));
+		return DRV_EXIT_FAIL;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = start_server(&a, me, &srv, cfgpath, sizeof(cfgpath));
+	if (rc)
+		return rc;
+	rc = start_agent(&a, srv, &agent);
+	if (rc) {
+		drv_server_stop(srv);
+		return rc;
+	}
+	print_banner(&a, srv, agent, me, cfgpath);
 
 	sigwait(&set, &sig);
 	fprintf(stderr, "\ndrover up: %s: stopping the agent (its tasks get SIGTERM) and the "
 			"controller\n", sig == SIGINT ? "Ctrl-C" : "SIGTERM");
 	drv_agent_stop(agent);
 	drv_server_stop(srv);
-	fprintf(stderr, "drover up: stopped; state kept in %s\n", state);
+	fprintf(stderr, "drover up: stopped; state kept in %s\n", a.state);
 	return DRV_EXIT_OK;
 }

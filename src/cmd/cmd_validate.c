@@ -18,6 +18,7 @@
 #include "drover/diag.h"
 #include "drover/fsutil.h"
 #include "drover/model.h"
+#include "drover/options.h"
 #include "drover/spec.h"
 
 #include <errno.h>
@@ -25,17 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: drover validate [--json] FILE [SBATCH-OPTIONS...]\n"
-		   "  Checks a cluster file or a job file (Kubernetes manifest, Slurm batch\n"
-		   "  script, drover JSON job; told apart by content) and prints a summary,\n"
-		   "  or every error as file:line:col or field path (exit 2). Warnings go to\n"
-		   "  stderr. Options after FILE are sbatch options that win over the\n"
-		   "  script's #SBATCH lines.\n"
-		   "  --json   print the summary (cluster) or canonical JSON job (jobs)\n");
-}
 
 struct summary {
 	int64_t gpus, gpus_up;
@@ -321,59 +311,71 @@ static int validate_job(const char *path, const char *buf, size_t len, bool json
 	return DRV_EXIT_OK;
 }
 
+/*
+ * The options before FILE; FILE and what follows it are left in argv[0..n-1]
+ * (sbatch options, a face of sbatch's own: not parsed here), less any
+ * --json among them. Returns n, or DRV_OPTS_HELP / DRV_OPTS_ERROR.
+ */
+static int parse_args(int argc, char **argv, bool *json)
+{
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG(0, "json", json,
+			     "print the summary (cluster) or canonical JSON job (jobs)"),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover validate",
+		.usage = "drover validate [--json] FILE [SBATCH-OPTIONS...]",
+		.about = "Checks a cluster file or a job file (Kubernetes manifest, Slurm batch "
+			 "script, drover JSON job; told apart by content) and prints a summary, "
+			 "or every error as file:line:col or field path (exit 2). Warnings go to "
+			 "stderr. Options after FILE are sbatch options that win over the "
+			 "script's #SBATCH lines.",
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+		.flags = DRV_OPTS_STOP_AT_ARG,
+	};
+	int n = drv_opts_parse(&cmd, argc, argv), i, k = 0;
+
+	if (n == 0) {
+		drv_opts_usage_error(&cmd, "which file?");
+		return DRV_OPTS_ERROR;
+	}
+	for (i = 0; i < n; i++) {
+		if (i > 0 && !strcmp(argv[i], "--json"))
+			*json = true;
+		else
+			argv[k++] = argv[i];
+	}
+	return n < 0 ? n : k;
+}
+
 int cmd_validate(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path;
 	bool json = false;
 	char *buf;
 	size_t len;
-	int i, rc, sargc = 0;
-	char **sargv = NULL;
+	int rc, n;
 
-	sargv = drv_calloc((size_t)argc + 1, sizeof(char *));
-	for (i = 1; i < argc; i++) {
-		if (path && strcmp(argv[i], "--json") != 0) {
-			/* after FILE: sbatch options for a batch script */
-			sargv[sargc++] = argv[i];
-			continue;
-		}
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			drv_free(sargv);
-			return DRV_EXIT_OK;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "drover validate: unknown option %s\n", argv[i]);
-			usage(stderr);
-			drv_free(sargv);
-			return DRV_EXIT_USAGE;
-		} else
-			path = argv[i];
-	}
-	if (!path) {
-		usage(stderr);
-		drv_free(sargv);
-		return DRV_EXIT_USAGE;
-	}
+	n = parse_args(argc, argv, &json);
+	if (n < 0)
+		return drv_opts_exit(n);
+	path = argv[0];
 	if (drv_file_read(path, (size_t)256 << 20, &buf, &len) < 0) {
 		fprintf(stderr, "%s: cannot read: %s\n", path, strerror(errno));
-		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}
-	if (sargc && drv_spec_sniff(buf, len) != DRV_FMT_SBATCH) {
+	if (n > 1 && drv_spec_sniff(buf, len) != DRV_FMT_SBATCH) {
 		fprintf(stderr, "drover validate: %s is not a batch script; options after it (%s) "
-			"are sbatch options\n", path, sargv[0]);
+			"are sbatch options\n", path, argv[1]);
 		drv_free(buf);
-		drv_free(sargv);
 		return DRV_EXIT_USAGE;
 	}
-	if (drv_spec_sniff(buf, len) == DRV_FMT_CLUSTER) {
+	if (drv_spec_sniff(buf, len) == DRV_FMT_CLUSTER)
 		rc = validate_cluster(path, buf, len, json);
-	} else {
-		rc = validate_job(path, buf, len, json, sargc, sargv);
-	}
+	else
+		rc = validate_job(path, buf, len, json, n - 1, argv + 1);
 	drv_free(buf);
-	drv_free(sargv);
 	return rc;
 }

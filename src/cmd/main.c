@@ -1,6 +1,9 @@
 /*
  * main.c: drover's entry point. It looks the first argument up in the
  * commands table and calls its handler; everything else is in libdrover.
+ * 'drover help CMD [NAME]' is 'drover CMD [NAME] --help': the handler
+ * prints its help from its option table (include/drover/options.h), so the
+ * two are the same text.
  */
 #include "drover/cmd.h"
 #include "drover/common.h"
@@ -18,7 +21,40 @@ static void usage(FILE *f)
 	fprintf(f, "usage: drover <command> [options]\n\ncommands:\n");
 	for (c = drv_commands; c->name; c++)
 		fprintf(f, "  %-10s %s\n", c->name, c->help);
-	fprintf(f, "\nRun 'drover <command> --help' for a command's options.\n");
+	fprintf(f, "\nRun 'drover <command> --help' or 'drover help <command>' for a command's "
+		   "options.\n");
+}
+
+static const struct drv_command *find(const char *name)
+{
+	const struct drv_command *c;
+
+	for (c = drv_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	fprintf(stderr, "drover: '%s' is not a drover command; see 'drover --help'\n", name);
+	return NULL;
+}
+
+/* 'drover help CMD [NAME...]': runs 'drover CMD [NAME...] --help'. */
+static int help(int argc, char **argv)
+{
+	const struct drv_command *c;
+	char *hargv[8];
+	int i, n = 0;
+
+	if (argc < 3 || argc > 8) {
+		usage(argc < 3 ? stdout : stderr);
+		return argc < 3 ? DRV_EXIT_OK : DRV_EXIT_USAGE;
+	}
+	c = find(argv[2]);
+	if (!c)
+		return DRV_EXIT_USAGE;
+	for (i = 2; i < argc; i++)
+		hargv[n++] = argv[i];
+	hargv[n++] = "--help";
+	hargv[n] = NULL;
+	return c->fn(n, hargv);
 }
 
 int main(int argc, char **argv)
@@ -29,17 +65,16 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return DRV_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return DRV_EXIT_OK;
 	}
+	if (!strcmp(argv[1], "help"))
+		return help(argc, argv);
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("drover %s\n", DROVER_VERSION);
 		return DRV_EXIT_OK;
 	}
-	for (c = drv_commands; c->name; c++)
-		if (!strcmp(c->name, argv[1]))
-			return c->fn(argc - 1, argv + 1);
-	fprintf(stderr, "drover: '%s' is not a drover command; see 'drover --help'\n", argv[1]);
-	return DRV_EXIT_USAGE;
+	c = find(argv[1]);
+	return c ? c->fn(argc - 1, argv + 1) : DRV_EXIT_USAGE;
 }
