@@ -1,5 +1,5 @@
 /*
- * cli.c: the plumbing every client command shares: the common flags,
+ * cli.c: the plumbing every client command shares: the common options,
  * resolving where to talk to, one call that turns a failure into one line
  * on stderr and an exit code, and the readers for job objects.
  */
@@ -13,8 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-enum { OPT_SERVER = 1000, OPT_TOKEN, OPT_EXTRA = 2000 };
-
 void cli_err(const struct cli *cli, const char *fmt, ...)
 {
 	va_list ap;
@@ -26,101 +24,29 @@ void cli_err(const struct cli *cli, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-int cli_parse(struct cli *cli, const char *cmd, const char *usage, int argc, char **argv,
-	      const struct cli_opt *opts, int *exit_code)
+int cli_output_cb(const struct drv_option *row, const char *arg)
 {
-	struct option *lo;
-	char shorts[128] = "o:h";
-	size_t nopt = 0, i, k;
-	int c, rc = 0;
+	struct cli *cli = row->value;
+
+	cli->output = arg;
+	return drv_output_parse(arg, &cli->out) ? DRV_OPT_BAD : 0;
+}
+
+int cli_parse(struct cli *cli, const struct drv_opts *cmd, int argc, char **argv,
+	      int *exit_code)
+{
+	int n;
 
 	memset(cli, 0, sizeof(*cli));
-	cli->cmd = cmd;
-	for (i = 0; opts && opts[i].name; i++)
-		nopt++;
-	/* GNU getopt permutes, so flags may follow the positional arguments:
-	 * "drover get jobs -o json". */
-	lo = drv_calloc(nopt + 5, sizeof(*lo));
-	lo[0] = (struct option){ "server", required_argument, NULL, OPT_SERVER };
-	lo[1] = (struct option){ "token", required_argument, NULL, OPT_TOKEN };
-	lo[2] = (struct option){ "output", required_argument, NULL, 'o' };
-	lo[3] = (struct option){ "help", no_argument, NULL, 'h' };
-	for (i = 0; i < nopt; i++) {
-		lo[4 + i] = (struct option){ opts[i].name, opts[i].has_arg, NULL,
-					     OPT_EXTRA + (int)i };
-		if (opts[i].short_name) {
-			k = strlen(shorts);
-			if (k + 3 < sizeof(shorts)) {
-				shorts[k++] = (char)opts[i].short_name;
-				if (opts[i].has_arg)
-					shorts[k++] = ':';
-				shorts[k] = '\0';
-			}
-		}
+	cli->cmd = cmd->name;
+	n = drv_opts_parse(cmd, argc, argv);
+	if (n < 0) {
+		*exit_code = drv_opts_exit(n);
+		return -1;
 	}
-	optind = 0; /* GNU: full reinitialisation, so a second parse works */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
-		if (c == 'h') {
-			printf("usage: drover %s\n", usage);
-			*exit_code = DRV_EXIT_OK;
-			rc = -1;
-			goto out;
-		}
-		if (c == 'o') {
-			cli->output = optarg;
-			if (drv_output_parse(optarg, &cli->out)) {
-				cli_err(cli, "-o %s: expected json, yaml or wide", optarg);
-				*exit_code = DRV_EXIT_USAGE;
-				rc = -1;
-				goto out;
-			}
-			continue;
-		}
-		if (c == OPT_SERVER) {
-			cli->server = optarg;
-			continue;
-		}
-		if (c == OPT_TOKEN) {
-			cli->token = optarg;
-			continue;
-		}
-		if (c >= OPT_EXTRA && c < OPT_EXTRA + (int)nopt) {
-			const struct cli_opt *o = &opts[c - OPT_EXTRA];
-			if (o->has_arg && o->value)
-				*o->value = optarg;
-			if (!o->has_arg && o->flag)
-				*o->flag = 1;
-			continue;
-		}
-		for (i = 0; i < nopt; i++)
-			if (opts[i].short_name && c == opts[i].short_name) {
-				if (opts[i].has_arg && opts[i].value)
-					*opts[i].value = optarg;
-				if (!opts[i].has_arg && opts[i].flag)
-					*opts[i].flag = 1;
-				break;
-			}
-		if (i < nopt)
-			continue;
-		if (c == '?') {
-			if (optopt)
-				cli_err(cli, "unknown option '-%c'", optopt);
-			else
-				cli_err(cli, "unknown option '%s'", argv[optind - 1]);
-		} else if (c == ':') {
-			cli_err(cli, "option '%s' needs a value", argv[optind - 1]);
-		}
-		fprintf(stderr, "usage: drover %s\n", usage);
-		*exit_code = DRV_EXIT_USAGE;
-		rc = -1;
-		goto out;
-	}
-	cli->nargs = argc - optind;
-	cli->args = argv + optind;
-out:
-	drv_free(lo);
-	return rc;
+	cli->nargs = n;
+	cli->args = argv;
+	return 0;
 }
 
 int cli_connect(struct cli *cli)

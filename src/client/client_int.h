@@ -1,6 +1,7 @@
 /*
  * client_int.h: what the client command files (src/client/client_*.c) share and
- * nobody else uses: the common flags (--server, --token, -o), one call
+ * nobody else uses: the common options (--server, --token, -o) as rows of
+ * each command's option table (include/drover/options.h), one call
  * that prints the server's error and maps it to an exit code, and the
  * readers for the job and node objects of docs/api.md.
  */
@@ -9,17 +10,7 @@
 
 #include "drover/client.h"
 
-#include <getopt.h>
-
-/* One extra option of a command: a flag (has_arg 0) sets *flag to 1;
- * otherwise *value points at the argument (borrowed from argv). */
-struct cli_opt {
-	const char *name;
-	int short_name;      /* 0 for none */
-	int has_arg;         /* no_argument, required_argument */
-	const char **value;
-	int *flag;
-};
+#include "drover/options.h"
 
 struct cli {
 	const char *cmd;     /* "drover queue" */
@@ -31,16 +22,34 @@ struct cli {
 	char **args;
 };
 
+/* The -o/--output callback: json, yaml or wide (or table) into
+ * ((struct cli *)row->value)->out. */
+int cli_output_cb(const struct drv_option *row, const char *arg);
+
+/* The rows every client command's option table ends with (before
+ * DRV_OPT_END()): -o/--output FMT, --server URL, --token TOKEN. A command
+ * that prints no reply (logs, top) keeps -o as a hidden row. */
+#define CLI_SERVER_OPTS(cli)                                                              \
+	DRV_OPT_STRING(0, "server", &(cli)->server, "URL",                                 \
+		       "the drover server (default: DROVER_SERVER, the config file, "      \
+		       "http://127.0.0.1:8080)"),                                          \
+	DRV_OPT_STRING(0, "token", &(cli)->token, "TOKEN",                                 \
+		       "the API token (default: DROVER_TOKEN, the config file)")
+#define CLI_OUTPUT_OPT(cli, FLAGS)                                                        \
+	DRV_OPT_CALLBACK('o', "output", (cli), cli_output_cb, "json|yaml|wide",            \
+			 "print the reply as JSON or YAML, or a wider table (default: a "   \
+			 "table)", .expect = "json, yaml or wide", .flags = (FLAGS))
+#define CLI_COMMON_OPTS(cli)                                                              \
+	DRV_OPT_GROUP("output and server"), CLI_OUTPUT_OPT(cli, 0), CLI_SERVER_OPTS(cli)
+
 /*
- * Parses argv: the common options (--server URL, --token T,
- * -o/--output json|yaml|wide, -h/--help) plus opts (terminated by a
- * zeroed row). Prints usage (usage: the text after "usage: drover ") to
- * stdout on --help and returns -1 with *exit_code 0; on a bad option to
- * stderr, returns -1 with *exit_code 2. Positional arguments are left in
- * cli->args.
+ * Parses argv against cmd (its table ends with CLI_COMMON_OPTS(cli) rows,
+ * so the values land in cli, which this zeroes first, and its name becomes
+ * cli->cmd). Returns 0 with the positional arguments in cli->args; or -1
+ * after the help (*exit_code 0) or an error (*exit_code 2) was printed.
  */
-int cli_parse(struct cli *cli, const char *cmd, const char *usage, int argc, char **argv,
-	      const struct cli_opt *opts, int *exit_code);
+int cli_parse(struct cli *cli, const struct drv_opts *cmd, int argc, char **argv,
+	      int *exit_code);
 
 /* Resolves conf and makes the client: 0, or on error prints it and returns
  * the exit code: 2 for a bad config file, 1 for an unreadable one. */

@@ -198,28 +198,34 @@ int drv_client_get_nodes(struct cli *cli, int nnames, char **names);
 
 int drv_client_cmd_get(int argc, char **argv)
 {
-	static const char usage[] =
-		"get jobs|nodes [ID|NAME...] [--state S] [--user U] [--tenant T] [--name N]\n"
-		"       [-o json|yaml|wide] [--server URL] [--token TOKEN]";
 	const char *state = NULL, *user = NULL, *tenant = NULL, *name = NULL;
-	const struct cli_opt opts[] = {
-		{ "state", 0, required_argument, &state, NULL },
-		{ "user", 0, required_argument, &user, NULL },
-		{ "tenant", 0, required_argument, &tenant, NULL },
-		{ "name", 0, required_argument, &name, NULL },
-		{ 0 },
-	};
 	struct cli cli;
+	const struct drv_option table[] = {
+		DRV_OPT_GROUP("which jobs (get jobs)"),
+		DRV_OPT_STRING(0, "state", &state, "S", "only jobs in state S (pending, running, ...)"),
+		DRV_OPT_STRING(0, "user", &user, "U", "only user U's jobs"),
+		DRV_OPT_STRING(0, "tenant", &tenant, "T", "only tenant T's jobs"),
+		DRV_OPT_STRING(0, "name", &name, "N", "only jobs named N"),
+		CLI_COMMON_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover get",
+		.usage = "drover get jobs|nodes [ID|NAME...] [--state S] [--user U] [--tenant T] "
+			 "[--name N]\n"
+			 "       [-o json|yaml|wide] [--server URL] [--token TOKEN]",
+		.about = "Lists jobs (yours; admins see all) or nodes, or some of them by id or "
+			 "name.",
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+	};
 	const char *what;
 	int code = 0, i;
 
-	if (cli_parse(&cli, "drover get", usage, argc, argv, opts, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
-	if (cli.nargs < 1) {
-		cli_err(&cli, "what to get? 'jobs' or 'nodes'");
-		fprintf(stderr, "usage: drover %s\n", usage);
-		return DRV_EXIT_USAGE;
-	}
+	if (cli.nargs < 1)
+		return drv_opts_usage_error(&cmd, "what to get? 'jobs' or 'nodes'");
 	what = cli.args[0];
 	if (strcmp(what, "jobs") && strcmp(what, "job") && strcmp(what, "nodes") &&
 	    strcmp(what, "node")) {
@@ -245,28 +251,32 @@ int drv_client_cmd_get(int argc, char **argv)
 
 int drv_client_cmd_queue(int argc, char **argv)
 {
-	static const char usage[] =
-		"queue [--state S[,S...]] [--user U] [--tenant T] [--me] [-o json|yaml|wide]\n"
-		"       [--server URL] [--token TOKEN]";
 	const char *state = NULL, *user = NULL, *tenant = NULL;
-	int me = 0;
-	const struct cli_opt opts[] = {
-		{ "state", 't', required_argument, &state, NULL },
-		{ "user", 'u', required_argument, &user, NULL },
-		{ "tenant", 0, required_argument, &tenant, NULL },
-		{ "me", 0, no_argument, NULL, &me },
-		{ 0 },
-	};
+	bool me = false;
 	struct cli cli;
+	const struct drv_option table[] = {
+		DRV_OPT_STRING('t', "state", &state, "S[,S...]",
+			       "only jobs in these states (default: the unfinished ones)"),
+		DRV_OPT_STRING('u', "user", &user, "U", "only user U's jobs"),
+		DRV_OPT_STRING(0, "tenant", &tenant, "T", "only tenant T's jobs"),
+		DRV_OPT_FLAG(0, "me", &me, "only my jobs (the token's user)"),
+		CLI_COMMON_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover queue",
+		.usage = "drover queue [--state S[,S...]] [--user U] [--tenant T] [--me] "
+			 "[-o json|yaml|wide]\n"
+			 "       [--server URL] [--token TOKEN]",
+		.about = "The queue, like squeue: unfinished jobs, pending first in queue order, "
+			 "with their state, GPUs, nodes or pending reason.",
+		.options = table,
+	};
 	char whoami[SMALL] = "";
 	int code = 0;
 
-	if (cli_parse(&cli, "drover queue", usage, argc, argv, opts, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
-	if (cli.nargs) {
-		cli_err(&cli, "unexpected argument '%s'", cli.args[0]);
-		return DRV_EXIT_USAGE;
-	}
 	if ((code = cli_connect(&cli)))
 		return code;
 	if (me && !user) {
@@ -368,26 +378,31 @@ int drv_client_post_job(struct cli *cli, const char *route, const char *file,
 
 int drv_client_cmd_apply(int argc, char **argv)
 {
-	static const char usage[] =
-		"apply -f FILE [-o json|yaml] [--server URL] [--token TOKEN]";
 	const char *file = NULL;
-	const struct cli_opt opts[] = {
-		{ "filename", 'f', required_argument, &file, NULL },
-		{ 0 },
-	};
 	struct cli cli;
+	const struct drv_option table[] = {
+		DRV_OPT_STRING('f', "filename", &file, "FILE",
+			       "the job file (Kubernetes YAML, Slurm script, drover JSON); - for "
+			       "stdin"),
+		CLI_COMMON_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover apply",
+		.usage = "drover apply -f FILE [-o json|yaml] [--server URL] [--token TOKEN]",
+		.about = "Creates or updates the job with the file's name, as kubectl apply -f "
+			 "does: created, configured (a pending job's spec replaced, same id) or "
+			 "unchanged.",
+		.options = table,
+	};
 	char *buf = NULL;
 	size_t len = 0;
 	int code = 0;
 
-	if (cli_parse(&cli, "drover apply", usage, argc, argv, opts, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
-	if (!file || cli.nargs) {
-		cli_err(&cli, cli.nargs ? "unexpected argument '%s'" : "which file? -f FILE",
-			cli.nargs ? cli.args[0] : "");
-		fprintf(stderr, "usage: drover %s\n", usage);
-		return DRV_EXIT_USAGE;
-	}
+	if (!file)
+		return drv_opts_usage_error(&cmd, "which file? -f FILE");
 	code = drv_client_read_job_file(&cli, file, &buf, &len);
 	if (code)
 		return code;
@@ -564,22 +579,30 @@ int drv_client_describe_node(struct cli *cli, const char *name);
 
 int drv_client_cmd_describe(int argc, char **argv)
 {
-	static const char usage[] =
-		"describe job ID | describe node NAME [-o json|yaml] [--server URL] [--token TOKEN]";
 	struct cli cli;
+	const struct drv_option table[] = {
+		CLI_COMMON_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover describe",
+		.usage = "drover describe job ID | describe node NAME [-o json|yaml] [--server URL] "
+			 "[--token TOKEN]",
+		.about = "One job in full (placement, tasks, env, events, why pending), or one "
+			 "node (GPUs, health, labels, jobs).",
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+	};
 	struct drv_client_reply r;
 	char path[SMALL];
 	char *e;
 	int code = 0;
 
-	if (cli_parse(&cli, "drover describe", usage, argc, argv, NULL, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
 	if (cli.nargs != 2 || (strcmp(cli.args[0], "job") && strcmp(cli.args[0], "node") &&
-			       strcmp(cli.args[0], "jobs") && strcmp(cli.args[0], "nodes"))) {
-		cli_err(&cli, "expected 'job ID' or 'node NAME'");
-		fprintf(stderr, "usage: drover %s\n", usage);
-		return DRV_EXIT_USAGE;
-	}
+			       strcmp(cli.args[0], "jobs") && strcmp(cli.args[0], "nodes")))
+		return drv_opts_usage_error(&cmd, "expected 'job ID' or 'node NAME'");
 	if ((code = cli_connect(&cli)))
 		return code;
 	if (!strncmp(cli.args[0], "node", 4)) {
@@ -606,23 +629,27 @@ out:
 
 int drv_client_cmd_cancel(int argc, char **argv)
 {
-	static const char usage[] =
-		"cancel ID... [--reason TEXT] [-o json|yaml] [--server URL] [--token TOKEN]";
 	const char *reason = NULL;
-	const struct cli_opt opts[] = {
-		{ "reason", 0, required_argument, &reason, NULL },
-		{ 0 },
-	};
 	struct cli cli;
+	const struct drv_option table[] = {
+		DRV_OPT_STRING(0, "reason", &reason, "TEXT", "why, kept in the job's events"),
+		CLI_COMMON_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover cancel",
+		.usage = "drover cancel ID... [--reason TEXT] [-o json|yaml] [--server URL] "
+			 "[--token TOKEN]",
+		.about = "Cancels jobs; their processes are stopped.",
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+	};
 	int code = 0, i;
 
-	if (cli_parse(&cli, "drover cancel", usage, argc, argv, opts, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
-	if (cli.nargs < 1) {
-		cli_err(&cli, "which job? give its id");
-		fprintf(stderr, "usage: drover %s\n", usage);
-		return DRV_EXIT_USAGE;
-	}
+	if (cli.nargs < 1)
+		return drv_opts_usage_error(&cmd, "which job? give its id");
 	if ((code = cli_connect(&cli)))
 		return code;
 	for (i = 0; i < cli.nargs; i++) {
@@ -678,28 +705,35 @@ static int job_finished(struct cli *cli, const char *id)
 
 int drv_client_cmd_logs(int argc, char **argv)
 {
-	static const char usage[] =
-		"logs ID [--task RANK] [--stderr] [-f|--follow] [--server URL] [--token TOKEN]";
 	const char *task = "0";
-	int err_stream = 0, follow = 0;
-	const struct cli_opt opts[] = {
-		{ "task", 0, required_argument, &task, NULL },
-		{ "stderr", 0, no_argument, NULL, &err_stream },
-		{ "follow", 'f', no_argument, NULL, &follow },
-		{ 0 },
-	};
+	bool err_stream = false, follow = false;
 	struct cli cli;
+	const struct drv_option table[] = {
+		DRV_OPT_STRING(0, "task", &task, "RANK", "the task's rank in the job (default 0)"),
+		DRV_OPT_FLAG(0, "stderr", &err_stream, "its stderr (default: stdout)"),
+		DRV_OPT_FLAG('f', "follow", &follow, "follow the output until the job ends"),
+		DRV_OPT_GROUP("server"),
+		CLI_OUTPUT_OPT(&cli, DRV_OPTF_HIDDEN),
+		CLI_SERVER_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover logs",
+		.usage = "drover logs ID [--task RANK] [--stderr] [-f|--follow] [--server URL] "
+			 "[--token TOKEN]",
+		.about = "A job's task output.",
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+	};
 	long long offset = 0;
 	char *id;
 	int code = 0;
 
-	if (cli_parse(&cli, "drover logs", usage, argc, argv, opts, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
-	if (cli.nargs != 1) {
-		cli_err(&cli, cli.nargs ? "one job id at a time" : "which job? give its id");
-		fprintf(stderr, "usage: drover %s\n", usage);
-		return DRV_EXIT_USAGE;
-	}
+	if (cli.nargs != 1)
+		return drv_opts_usage_error(&cmd, cli.nargs ? "one job id at a time"
+							    : "which job? give its id");
 	if ((code = cli_connect(&cli)))
 		return code;
 	id = drv_client_urlencode(cli.args[0]);

@@ -229,28 +229,31 @@ int drv_client_get_nodes(struct cli *cli, int nnames, char **names)
 
 int drv_client_cmd_nodes(int argc, char **argv)
 {
-	static const char usage[] =
-		"nodes [-N|--node-oriented] [--state S] [--pool P] [-o json|yaml|wide]\n"
-		"       [--server URL] [--token TOKEN]";
 	const char *state = NULL, *pool = NULL;
-	int per_node = 0;
-	const struct cli_opt opts[] = {
-		{ "node-oriented", 'N', no_argument, NULL, &per_node },
-		{ "state", 't', required_argument, &state, NULL },
-		{ "pool", 'p', required_argument, &pool, NULL },
-		{ 0 },
-	};
+	bool per_node = false;
 	struct cli cli;
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG('N', "node-oriented", &per_node, "one row per node"),
+		DRV_OPT_STRING('t', "state", &state, "S", "only nodes in state S (up, down, ...)"),
+		DRV_OPT_STRING('p', "pool", &pool, "P", "only pool P's nodes"),
+		CLI_COMMON_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover nodes",
+		.usage = "drover nodes [-N|--node-oriented] [--state S] [--pool P] "
+			 "[-o json|yaml|wide]\n"
+			 "       [--server URL] [--token TOKEN]",
+		.about = "The nodes, like sinfo: a row per pool, state and model (allocated, free "
+			 "and total GPUs), or per node with -N.",
+		.options = table,
+	};
 	struct drv_client_reply r;
 	const json_t *items;
 	int code = 0;
 
-	if (cli_parse(&cli, "drover nodes", usage, argc, argv, opts, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
-	if (cli.nargs) {
-		cli_err(&cli, "unexpected argument '%s'", cli.args[0]);
-		return DRV_EXIT_USAGE;
-	}
 	if ((code = cli_connect(&cli)))
 		return code;
 	code = fetch_nodes(&cli, state, pool, &r);

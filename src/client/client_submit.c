@@ -41,9 +41,47 @@ static int long_is_flag(const char *name)
 	return 0;
 }
 
-static int is_output_format(const char *v)
+/* -o: drover's output format when the value is one, else sbatch's --output. */
+static int output_or_decline(const struct drv_option *row, const char *arg)
 {
-	return !strcmp(v, "json") || !strcmp(v, "yaml") || !strcmp(v, "wide");
+	if (strcmp(arg, "json") && strcmp(arg, "yaml") && strcmp(arg, "wide"))
+		return DRV_OPT_DECLINE;
+	return cli_output_cb(row, arg);
+}
+
+/* The sbatch options of the command line, kept in order with their values. */
+struct sbatch_args {
+	const struct drv_opts *cmd;
+	char **argv;  /* the parse's argv: argv[0] is FILE once it was seen */
+	char **sargv;
+	int sargc;
+};
+
+/* The parser's UNKNOWN hook: an option drover does not know is sbatch's. */
+static int pass_sbatch(const struct drv_option *row, int nargs, int argc, char **argv)
+{
+	struct sbatch_args *sb = row->value;
+	const char *a = argv[0];
+	bool takes;
+
+	if (nargs) {
+		fprintf(stderr, "%s: unexpected argument '%s' after the file %s (options go before "
+				"it)\n", sb->cmd->name, a, sb->argv[0]);
+		return -1;
+	}
+	if (a[1] == '-')
+		takes = !strchr(a, '=') && !long_is_flag(a + 2);
+	else
+		takes = a[1] && !a[2] && strchr(sbatch_short_arg, a[1]);
+	sb->sargv[sb->sargc++] = argv[0];
+	if (!takes)
+		return 1;
+	if (argc < 2) {
+		drv_opts_usage_error(sb->cmd, "option '%s' needs a value", a);
+		return -1;
+	}
+	sb->sargv[sb->sargc++] = argv[1];
+	return 2;
 }
 
 int drv_client_submit_sbatch(struct cli *cli, const char *file, const char *body, size_t len,
@@ -54,114 +92,70 @@ int drv_client_post_job(struct cli *cli, const char *route, const char *file,
 
 int drv_client_cmd_submit(int argc, char **argv)
 {
-	static const char usage[] =
-		"submit [sbatch options] FILE [-o json|yaml] [--parsable] [--server URL] [--token TOKEN]\n"
-		"  FILE: a Kubernetes manifest (YAML), a Slurm batch script, or drover JSON; - for stdin.\n"
-		"  sbatch options (Slurm scripts only) win over the script's #SBATCH lines.";
 	struct cli cli;
-	char **sargv = drv_calloc((size_t)argc + 1, sizeof(char *));
-	const char *file = NULL, *ctype;
+	struct sbatch_args sb = { .argv = argv };
+	bool parsable = false;
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG(0, "parsable", &parsable, "print only the job's id"),
+		DRV_OPT_GROUP("output and server"),
+		DRV_OPT_CALLBACK('o', "output", &cli, output_or_decline, "json|yaml",
+				 "print the job as JSON or YAML (any other value is sbatch's "
+				 "--output)"),
+		CLI_SERVER_OPTS(&cli),
+		DRV_OPT_UNKNOWN(&sb, pass_sbatch),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover submit",
+		.usage = "drover submit [sbatch options] FILE [-o json|yaml] [--parsable] "
+			 "[--server URL] [--token TOKEN]",
+		.about = "A new job, always. FILE: a Kubernetes manifest (YAML), a Slurm batch "
+			 "script, or drover JSON; - for stdin. sbatch options (Slurm scripts "
+			 "only) come before FILE and win over the script's #SBATCH lines; "
+			 "drover's own options may come anywhere.",
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+	};
+	const char *file, *ctype;
 	char *body = NULL;
 	size_t len = 0;
-	int sargc = 0, parsable = 0, code = 0, i;
+	int code = 0;
 
-	memset(&cli, 0, sizeof(cli));
-	cli.cmd = "drover submit";
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: drover %s\n", usage);
-			goto out;
-		}
-		if (!strcmp(a, "--server") || !strcmp(a, "--token")) {
-			if (!v) {
-				cli_err(&cli, "option '%s' needs a value", a);
-				code = DRV_EXIT_USAGE;
-				goto out;
-			}
-			*(a[2] == 's' ? &cli.server : &cli.token) = v;
-			i++;
-			continue;
-		}
-		if (!strncmp(a, "--server=", 9)) {
-			cli.server = a + 9;
-			continue;
-		}
-		if (!strncmp(a, "--token=", 8)) {
-			cli.token = a + 8;
-			continue;
-		}
-		if (!strcmp(a, "--parsable")) {
-			parsable = 1;
-			continue;
-		}
-		if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v && is_output_format(v)) {
-			drv_output_parse(v, &cli.out);
-			i++;
-			continue;
-		}
-		if ((!strncmp(a, "--output=", 9) && is_output_format(a + 9)) ||
-		    (!strncmp(a, "-o", 2) && a[2] && is_output_format(a + 2))) {
-			drv_output_parse(a[1] == '-' ? a + 9 : a + 2, &cli.out);
-			continue;
-		}
-		if (file) {
-			cli_err(&cli, "unexpected argument '%s' after the file %s (options go before it)",
-				a, file);
-			code = DRV_EXIT_USAGE;
-			goto out;
-		}
-		if (a[0] != '-' || !strcmp(a, "-")) {
-			file = a;
-			continue;
-		}
-		/* an sbatch option, kept with its value */
-		sargv[sargc++] = argv[i];
-		if (a[1] == '-') {
-			if (!strchr(a, '=') && !long_is_flag(a + 2)) {
-				if (!v) {
-					cli_err(&cli, "option '%s' needs a value", a);
-					code = DRV_EXIT_USAGE;
-					goto out;
-				}
-				sargv[sargc++] = argv[++i];
-			}
-		} else if (a[1] && !a[2] && strchr(sbatch_short_arg, a[1])) {
-			if (!v) {
-				cli_err(&cli, "option '%s' needs a value", a);
-				code = DRV_EXIT_USAGE;
-				goto out;
-			}
-			sargv[sargc++] = argv[++i];
-		}
-	}
-	if (!file) {
-		cli_err(&cli, "which file? drover submit FILE");
-		fprintf(stderr, "usage: drover %s\n", usage);
+	sb.cmd = &cmd;
+	sb.sargv = drv_calloc((size_t)argc + 1, sizeof(char *));
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
+		goto out;
+	if (cli.nargs > 1) {
+		cli_err(&cli, "unexpected argument '%s' after the file %s (options go before it)",
+			cli.args[1], cli.args[0]);
 		code = DRV_EXIT_USAGE;
 		goto out;
 	}
+	if (!cli.nargs) {
+		code = drv_opts_usage_error(&cmd, "which file? drover submit FILE");
+		goto out;
+	}
+	file = cli.args[0];
 	code = drv_client_read_job_file(&cli, file, &body, &len);
 	if (code)
 		goto out;
 	ctype = drv_client_content_type(body, len);
-	if (sargc && strcmp(ctype, "text/x-slurm")) {
+	if (sb.sargc && strcmp(ctype, "text/x-slurm")) {
 		cli_err(&cli, "%s: sbatch options (%s) apply only to Slurm batch scripts", file,
-			sargv[0]);
+			sb.sargv[0]);
 		code = DRV_EXIT_USAGE;
 		goto out;
 	}
 	if ((code = cli_connect(&cli)))
 		goto out;
-	if (sargc)
-		code = drv_client_submit_sbatch(&cli, file, body, len, sargc, sargv, parsable);
+	if (sb.sargc)
+		code = drv_client_submit_sbatch(&cli, file, body, len, sb.sargc, sb.sargv,
+						parsable);
 	else
 		code = drv_client_post_job(&cli, "/v1/jobs", file, ctype, body, len, parsable);
 out:
 	cli_release(&cli);
 	drv_free(body);
-	drv_free(sargv);
+	drv_free(sb.sargv);
 	return code;
 }

@@ -163,35 +163,34 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 
 int drv_client_cmd_top(int argc, char **argv)
 {
-	static const char usage[] =
-		"top [-d|--delay SECONDS] [-n|--iterations N] [--server URL] [--token TOKEN]";
-	const char *delay_s = "2", *iter_s = NULL;
-	const struct cli_opt opts[] = {
-		{ "delay", 'd', required_argument, &delay_s, NULL },
-		{ "iterations", 'n', required_argument, &iter_s, NULL },
-		{ 0 },
-	};
+	double delay = 2;
+	int iters = -1;
 	struct cli cli;
-	double delay;
-	long iters = -1, k;
-	char *end;
-	int code = 0, tty;
+	const struct drv_option table[] = {
+		DRV_OPT_DOUBLE('d', "delay", &delay, 0, 3600, "SECONDS",
+			       "redraw every SECONDS (default 2)", .flags = DRV_OPTF_MIN_EXCL,
+			       .expect = "seconds, more than 0, at most 3600"),
+		DRV_OPT_INT('n', "iterations", &iters, 1, INT32_MAX, "N",
+			    "stop after N frames (default: at Ctrl-C)",
+			    .expect = "a positive count"),
+		DRV_OPT_GROUP("server"),
+		CLI_OUTPUT_OPT(&cli, DRV_OPTF_HIDDEN),
+		CLI_SERVER_OPTS(&cli),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "drover top",
+		.usage = "drover top [-d|--delay SECONDS] [-n|--iterations N] [--server URL] "
+			 "[--token TOKEN]",
+		.about = "A live view of GPUs, nodes and the queue, redrawn until Ctrl-C; frames "
+			 "follow one another without escape codes when stdout is not a terminal.",
+		.options = table,
+	};
+	int code = 0, tty, k;
 	struct sigaction sa;
 
-	if (cli_parse(&cli, "drover top", usage, argc, argv, opts, &code))
+	if (cli_parse(&cli, &cmd, argc, argv, &code))
 		return code;
-	delay = strtod(delay_s, &end);
-	if (*end || delay <= 0 || delay > 3600) {
-		cli_err(&cli, "--delay %s: expected seconds, more than 0", delay_s);
-		return DRV_EXIT_USAGE;
-	}
-	if (iter_s) {
-		iters = strtol(iter_s, &end, 10);
-		if (*end || iters < 1) {
-			cli_err(&cli, "--iterations %s: expected a positive count", iter_s);
-			return DRV_EXIT_USAGE;
-		}
-	}
 	if ((code = cli_connect(&cli)))
 		return code;
 	/* Fail fast, with the human error, when the server is not there. */
