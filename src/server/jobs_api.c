@@ -730,7 +730,8 @@ int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			}
 		}
 		if (pass == 0) {
-			qsort(pend, np, sizeof(*pend), qcmp);
+			if (np > 0) /* pend is NULL then, and qsort's first argument may not be */
+				qsort(pend, np, sizeof(*pend), qcmp);
 			for (size_t k = 0; k < np; k++) {
 				struct sjob *j = srv_job_get(s, pend[k].id);
 				json_t *e = srv_job_api_json(s, j, false);

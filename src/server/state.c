@@ -590,7 +590,7 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 			}
 		}
 	}
-	o = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:o,s:i,s:i,s:i,s:I,s:I,s:O,s:o,s:o,s:o,s:b,s:o,s:O}",
+	o = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:o,s:i,s:i,s:i,s:I,s:I,s:o,s:o,s:o,s:o,s:b,s:o,s:o}",
 		      "name", n->name, "state", srv_nstate_name(n->state), "reason",
 		      n->reason ? n->reason : "", "pool",
 		      cn->pool >= 0 && cn->pool < s->cluster.npools ? s->cluster.pools[cn->pool].name
@@ -598,11 +598,11 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 		      "path", path, "model", m ? json_string(m->id) : json_null(), "gpus",
 		      cn->ngpus, "gpus_allocated", alloc, "gpus_free", cn->ngpus - alloc,
 		      "cpu_milli", (json_int_t)cn->cpu_milli, "mem_mib", (json_int_t)cn->mem_mib,
-		      "labels", n->labels ? n->labels : json_object(), "address",
+		      "labels", n->labels ? json_incref(n->labels) : json_object(), "address",
 		      n->address ? json_string(n->address) : json_null(), "agent_url",
 		      n->agent_url ? json_string(n->agent_url) : json_null(), "last_heartbeat",
 		      srv_json_time(n->last_hb_wall), "registered", n->registered, "jobs", jobs,
-		      "gpu_health", n->health ? n->health : json_array());
+		      "gpu_health", n->health ? json_incref(n->health) : json_array());
 	if (!json_object_get(o, "pool"))
 		json_object_set_new(o, "pool", json_null());
 	json_object_set_new(o, "backend", drv_json_str(n->inventory, "backend")
