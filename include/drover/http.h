@@ -232,6 +232,13 @@ struct drv_http_client {
 	char err[512];         /* last transport error, for a person */
 };
 
+/*
+ * The most a reply body (or the data of one SSE stream) may bring in: past
+ * it the request fails as a transport error ("the reply is larger than
+ * drover accepts").
+ */
+#define DRV_HTTP_MAX_REPLY (1u << 30)
+
 struct drv_http_reply {
 	long status;           /* 0 when no reply came */
 	char *body;            /* NUL-terminated, owned */

@@ -10,6 +10,7 @@
  */
 #include "drover/client.h"
 #include "drover/common.h"
+#include "drover/dynbuf.h"
 #include "drover/http.h"
 
 #include <ctype.h>
@@ -22,10 +23,8 @@ struct drv_client {
 	struct drv_http_client http;
 };
 
-struct buf {
-	char *p;
-	size_t n, cap;
-};
+/* The most of a reply's error that is shown: a page, not a dump. */
+#define ERROR_TEXT_MAX (64u << 10)
 
 struct drv_client *drv_client_new(const struct drv_client_conf *conf)
 {
@@ -90,16 +89,8 @@ void drv_client_reply_release(struct drv_client_reply *reply)
 	memset(reply, 0, sizeof(*reply));
 }
 
-static void append(struct buf *b, const char *s)
-{
-	size_t n = strlen(s);
-	DRV_GROW(b->p, b->n + n + 1, b->cap);
-	memcpy(b->p + b->n, s, n + 1);
-	b->n += n;
-}
-
 /* Diagnostics may be strings or objects with a "message" (and maybe "path"). */
-static void append_details(struct buf *b, const json_t *arr)
+static void append_details(struct drv_dynbuf *b, const json_t *arr)
 {
 	size_t i;
 	const json_t *d;
@@ -107,51 +98,48 @@ static void append_details(struct buf *b, const json_t *arr)
 	if (!json_is_array(arr))
 		return;
 	json_array_foreach(arr, i, d) {
-		append(b, "\n  ");
+		drv_dynbuf_addstr(b, "\n  ");
 		if (json_is_string(d)) {
-			append(b, json_string_value(d));
+			drv_dynbuf_addstr(b, json_string_value(d));
 		} else if (json_is_object(d)) {
 			const json_t *m = json_object_get(d, "message");
 			const json_t *p = json_object_get(d, "path");
 			if (json_is_string(p)) {
-				append(b, json_string_value(p));
-				append(b, ": ");
+				drv_dynbuf_addstr(b, json_string_value(p));
+				drv_dynbuf_addstr(b, ": ");
 			}
 			if (json_is_string(m))
-				append(b, json_string_value(m));
+				drv_dynbuf_addstr(b, json_string_value(m));
 		}
 	}
 }
 
 char *drv_client_reply_error(const struct drv_client_reply *reply)
 {
-	struct buf b = { 0 };
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(ERROR_TEXT_MAX);
 	const json_t *e = reply->json ? json_object_get(reply->json, "error") : NULL;
 	char line[64];
 
 	if (json_is_string(e)) {
-		append(&b, json_string_value(e));
+		drv_dynbuf_addstr(&b, json_string_value(e));
 	} else if (json_is_object(e) && json_is_string(json_object_get(e, "message"))) {
-		append(&b, json_string_value(json_object_get(e, "message")));
+		drv_dynbuf_addstr(&b, json_string_value(json_object_get(e, "message")));
 		append_details(&b, json_object_get(e, "diagnostics"));
 		append_details(&b, json_object_get(e, "details"));
 	} else if (reply->len) {
 		size_t n = reply->len;
 		while (n && (reply->body[n - 1] == '\n' || reply->body[n - 1] == '\r'))
 			n--;
-		DRV_GROW(b.p, n + 1, b.cap);
-		memcpy(b.p, reply->body, n);
-		b.p[n] = '\0';
-		b.n = n;
+		drv_dynbuf_add(&b, reply->body, DRV_MIN(n, ERROR_TEXT_MAX));
 	} else {
 		snprintf(line, sizeof(line), "HTTP %ld", reply->status);
-		append(&b, line);
+		drv_dynbuf_addstr(&b, line);
 	}
 	if (reply->json) {
 		append_details(&b, json_object_get(reply->json, "diagnostics"));
 		append_details(&b, json_object_get(reply->json, "details"));
 	}
-	return b.p ? b.p : drv_strdup("");
+	return drv_dynbuf_take(&b, NULL);
 }
 
 int drv_client_status_exit(long status)

@@ -10,6 +10,8 @@
  */
 #include "drover/http.h"
 
+#include "drover/dynbuf.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -26,22 +28,14 @@ static void curl_global(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-struct buf {
-	char *p;
-	size_t len, cap;
-};
+/* Caps of what a reply may bring in (DRV_HTTP_MAX_REPLY for its body). */
+#define MAX_HEADERS (1u << 20)
+#define MAX_SSE_LINE DRV_HTTP_MAX_BODY
 
-static void buf_add(struct buf *b, const char *s, size_t n)
+/* curl's write callbacks: a short count stops the transfer at a cap */
+static size_t add(struct drv_dynbuf *b, const char *s, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		b->cap = DRV_MAX(b->cap * 2, b->len + n + 1);
-		if (b->cap < 256)
-			b->cap = 256;
-		b->p = drv_realloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	return drv_dynbuf_add(b, s, n) < 0 ? 0 : n;
 }
 
 void drv_http_client_init(struct drv_http_client *c, const char *base, const char *token)
@@ -119,20 +113,18 @@ const char *drv_http_reply_header(const struct drv_http_reply *r, const char *na
 
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	buf_add(ud, ptr, size * nmemb);
-	return size * nmemb;
+	return add(ud, ptr, size * nmemb);
 }
 
 static size_t header_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	struct buf *b = ud;
+	struct drv_dynbuf *b = ud;
 	size_t n = size * nmemb;
 
 	/* a new status line starts a new header block (after 100 Continue) */
 	if (n > 5 && strncmp(ptr, "HTTP/", 5) == 0)
-		b->len = 0;
-	buf_add(b, ptr, n);
-	return n;
+		drv_dynbuf_reset(b);
+	return add(b, ptr, n);
 }
 
 static void lower_first(char *s)
@@ -160,6 +152,9 @@ static int transport_error(struct drv_http_client *c, CURLcode cc)
 		break;
 	case CURLE_ABORTED_BY_CALLBACK:
 		snprintf(why, sizeof(why), "the request was cut short (stopping)");
+		break;
+	case CURLE_WRITE_ERROR: /* only a cap stops our write callbacks */
+		snprintf(why, sizeof(why), "the reply is larger than drover accepts");
 		break;
 	case CURLE_GOT_NOTHING:
 		snprintf(why, sizeof(why), "the server closed the connection without replying");
@@ -239,7 +234,8 @@ int drv_http_request(struct drv_http_client *c, const char *method, const char *
 		     struct drv_http_reply *out)
 {
 	struct curl_slist *h = make_headers(c, body || strcmp(method, "GET") ? ctype : NULL, NULL);
-	struct buf b = { 0 }, hb = { 0 };
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(DRV_HTTP_MAX_REPLY);
+	struct drv_dynbuf hb = DRV_DYNBUF_INIT(MAX_HEADERS);
 	CURLcode cc;
 	int rc = 0;
 
@@ -259,16 +255,14 @@ int drv_http_request(struct drv_http_client *c, const char *method, const char *
 	cc = curl_easy_perform(c->curl);
 	if (cc != CURLE_OK) {
 		rc = transport_error(c, cc);
-		drv_free(b.p);
-		drv_free(hb.p);
+		drv_dynbuf_release(&b);
+		drv_dynbuf_release(&hb);
 		goto out;
 	}
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &out->status);
-	if (!b.p)
-		buf_add(&b, "", 0);
-	out->body = b.p;
-	out->len = b.len;
-	out->headers = hb.p;
+	out->body = drv_dynbuf_take(&b, &out->len);
+	out->headers = hb.len ? drv_dynbuf_take(&hb, NULL) : NULL;
+	drv_dynbuf_release(&hb);
 	c->err[0] = '\0';
 out:
 	curl_slist_free_all(h);
@@ -325,8 +319,8 @@ const char *drv_http_error_message(const struct drv_http_reply *r, char *buf, si
 /* --- Server-Sent Events ------------------------------------------------- */
 
 struct sse {
-	struct buf line;       /* partial line */
-	struct buf data;
+	struct drv_dynbuf line; /* partial line */
+	struct drv_dynbuf data;
 	char event[64];
 	char id[64];
 	int (*fn)(const char *event, const char *id, const char *data, void *cls);
@@ -344,15 +338,13 @@ static void sse_line(struct sse *s, char *l, size_t n)
 		l[--n] = '\0';
 	if (n == 0) {
 		if (s->data.len || s->event[0]) {
-			if (s->data.len && s->data.p[s->data.len - 1] == '\n')
-				s->data.p[--s->data.len] = '\0';
+			if (s->data.len && s->data.buf[s->data.len - 1] == '\n')
+				drv_dynbuf_trim(&s->data, 1);
 			if (s->fn(s->event[0] ? s->event : "message", s->id,
-				  s->data.p ? s->data.p : "", s->cls) != 0)
+				  drv_dynbuf_str(&s->data), s->cls) != 0)
 				s->stopped = true;
 		}
-		s->data.len = 0;
-		if (s->data.p)
-			s->data.p[0] = '\0';
+		drv_dynbuf_reset(&s->data);
 		s->event[0] = '\0';
 		return;
 	}
@@ -367,8 +359,7 @@ static void sse_line(struct sse *s, char *l, size_t n)
 		v = l + n;
 	}
 	if (strcmp(l, "data") == 0) {
-		buf_add(&s->data, v, strlen(v));
-		buf_add(&s->data, "\n", 1);
+		drv_dynbuf_addf(&s->data, "%s\n", v); /* past the cap: dropped */
 	} else if (strcmp(l, "event") == 0) {
 		snprintf(s->event, sizeof(s->event), "%s", v);
 	} else if (strcmp(l, "id") == 0) {
@@ -384,18 +375,16 @@ static size_t sse_write(char *ptr, size_t size, size_t nmemb, void *ud)
 	if (s->status == 0)
 		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
 	if (s->status != 200) {
-		buf_add(&s->data, ptr, n);   /* keep the error body */
-		return n;
+		return add(&s->data, ptr, n); /* keep the error body */
 	}
 	for (size_t i = 0; i < n && !s->stopped; i++) {
 		if (ptr[i] == '\n') {
-			if (!s->line.p)
-				buf_add(&s->line, "", 0);
-			sse_line(s, s->line.p, s->line.len);
-			s->line.len = 0;
-			s->line.p[0] = '\0';
-		} else {
-			buf_add(&s->line, ptr + i, 1);
+			if (!s->line.buf)
+				drv_dynbuf_add(&s->line, "", 0);
+			sse_line(s, s->line.buf, s->line.len);
+			drv_dynbuf_reset(&s->line);
+		} else if (drv_dynbuf_add(&s->line, ptr + i, 1) < 0) {
+			return 0;
 		}
 	}
 	return s->stopped ? 0 : n;
@@ -411,6 +400,8 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 	int rc = 0;
 
 	memset(&s, 0, sizeof(s));
+	drv_dynbuf_init(&s.line, MAX_SSE_LINE);
+	drv_dynbuf_init(&s.data, DRV_HTTP_MAX_REPLY);
 	s.fn = fn;
 	s.cls = cls;
 	s.curl = c->curl;
@@ -426,7 +417,7 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 		if (s.status == 0)
 			curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &s.status);
 		if (s.status != 200) {
-			struct drv_http_reply r = { .status = s.status, .body = s.data.p,
+			struct drv_http_reply r = { .status = s.status, .body = s.data.buf,
 						    .len = s.data.len };
 			char msg[400];
 
@@ -439,8 +430,8 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 			rc = transport_error(c, cc);
 		}
 	}
-	drv_free(s.line.p);
-	drv_free(s.data.p);
+	drv_dynbuf_release(&s.line);
+	drv_dynbuf_release(&s.data);
 	curl_slist_free_all(h);
 	return rc;
 }
