@@ -106,14 +106,93 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 	return o;
 }
 
-json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
+static json_t *deps_json(const struct drv_jobspec *s)
+{
+	json_t *x = json_array();
+
+	for (int32_t i = 0; i < s->ndeps; i++) {
+		json_t *e = json_object();
+		json_object_set_new(e, "type", jstr(s->deps[i].type));
+		set_str(e, "job", s->deps[i].job);
+		if (s->deps[i].delay_s)
+			json_object_set_new(e, "delay", json_integer(s->deps[i].delay_s));
+		json_array_append_new(x, e);
+	}
+	return x;
+}
+
+/* Sets key to x in o when x has members, else drops x. */
+static void set_nonempty(json_t *o, const char *key, json_t *x)
+{
+	if (json_object_size(x))
+		json_object_set_new(o, key, x);
+	else
+		json_decref(x);
+}
+
+static json_t *slurm_json(const struct drv_slurm_extra *e)
+{
+	json_t *x = json_object();
+
+	set_str(x, "partition", e->partition);
+	set_str(x, "qos", e->qos);
+	set_str(x, "account", e->account);
+	if (e->requeue)
+		json_object_set_new(x, "requeue", json_true());
+	if (e->signal) {
+		json_object_set_new(x, "signal", json_integer(e->signal));
+		json_object_set_new(x, "signalSeconds", json_integer(e->signal_secs));
+		json_object_set_new(x, "signalBatchOnly", json_boolean(e->signal_batch_only));
+	}
+	if (e->switches) {
+		json_object_set_new(x, "switches", json_integer(e->switches));
+		json_object_set_new(x, "switchesWait", json_integer(e->switches_wait_s));
+	}
+	if (e->segment)
+		json_object_set_new(x, "segment", json_integer(e->segment));
+	return x;
+}
+
+static json_t *k8s_json(const struct drv_k8s_extra *e)
+{
+	json_t *x = json_object();
+
+	if (e->parallelism >= 0)
+		json_object_set_new(x, "parallelism", json_integer(e->parallelism));
+	if (e->completions >= 0)
+		json_object_set_new(x, "completions", json_integer(e->completions));
+	if (e->backoff_limit >= 0)
+		json_object_set_new(x, "backoffLimit", json_integer(e->backoff_limit));
+	if (e->active_deadline_s >= 0)
+		json_object_set_new(x, "activeDeadlineSeconds", json_integer(e->active_deadline_s));
+	if (e->min_available >= 0)
+		json_object_set_new(x, "minAvailable", json_integer(e->min_available));
+	return x;
+}
+
+static json_t *classes_json(const struct drv_jobspec *s)
+{
+	json_t *x = json_array();
+
+	for (int32_t i = 0; i < s->nclasses; i++) {
+		const struct drv_priority_class *c = &s->classes[i];
+		json_t *e = json_object();
+		json_object_set_new(e, "name", jstr(c->name ? c->name : ""));
+		json_object_set_new(e, "value", json_integer(c->value));
+		json_object_set_new(e, "globalDefault", json_boolean(c->global_default));
+		set_str(e, "preemptionPolicy", c->preemption_policy);
+		set_str(e, "description", c->description);
+		json_array_append_new(x, e);
+	}
+	return x;
+}
+
+/* What the scheduler acts on, from id to runtimeEstimate. */
+static void job_fields(json_t *o, const struct drv_jobspec *s)
 {
 	const struct drv_job *j = &s->job;
-	json_t *o = json_object(), *x;
-	int32_t i;
+	json_t *x;
 
-	json_object_set_new(o, "apiVersion", jstr("drover/v1"));
-	json_object_set_new(o, "kind", jstr("Job"));
 	json_object_set_new(o, "id", json_integer((json_int_t)j->id));
 	json_object_set_new(o, "name", jstr(j->name ? j->name : ""));
 	set_str(o, "tenant", j->tenant);
@@ -140,12 +219,21 @@ json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
 	json_object_set_new(o, "submitTime", json_integer(j->submit_time));
 	json_object_set_new(o, "timeLimit", json_integer(j->time_limit));
 	json_object_set_new(o, "runtimeEstimate", json_integer(j->runtime_estimate));
+}
 
+json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
+{
+	const struct drv_job *j = &s->job;
+	json_t *o = json_object(), *x;
+	int32_t i;
+
+	json_object_set_new(o, "apiVersion", jstr("drover/v1"));
+	json_object_set_new(o, "kind", jstr("Job"));
+	job_fields(o, s);
 	x = json_array();
 	for (i = 0; i < j->ngroups; i++)
 		json_array_append_new(x, group_json(&j->groups[i], &s->run[i]));
 	json_object_set_new(o, "groups", x);
-
 	if (s->array.spec) {
 		x = json_object();
 		json_object_set_new(x, "spec", jstr(s->array.spec));
@@ -154,80 +242,17 @@ json_t *drv_jobspec_to_json(const struct drv_jobspec *s)
 		json_object_set_new(o, "array", x);
 	}
 	if (s->ndeps) {
-		x = json_array();
-		for (i = 0; i < s->ndeps; i++) {
-			json_t *e = json_object();
-			json_object_set_new(e, "type", jstr(s->deps[i].type));
-			set_str(e, "job", s->deps[i].job);
-			if (s->deps[i].delay_s)
-				json_object_set_new(e, "delay", json_integer(s->deps[i].delay_s));
-			json_array_append_new(x, e);
-		}
-		json_object_set_new(o, "dependencies", x);
+		json_object_set_new(o, "dependencies", deps_json(s));
 		json_object_set_new(o, "dependencyAny", json_boolean(s->deps_any));
 	}
 	if (s->nlabels)
 		json_object_set_new(o, "labels", labels_json(s->labels, s->nlabels));
 	if (s->nannotations)
 		json_object_set_new(o, "annotations", labels_json(s->annotations, s->nannotations));
-
-	{
-		const struct drv_slurm_extra *e = &s->slurm;
-		x = json_object();
-		set_str(x, "partition", e->partition);
-		set_str(x, "qos", e->qos);
-		set_str(x, "account", e->account);
-		if (e->requeue)
-			json_object_set_new(x, "requeue", json_true());
-		if (e->signal) {
-			json_object_set_new(x, "signal", json_integer(e->signal));
-			json_object_set_new(x, "signalSeconds", json_integer(e->signal_secs));
-			json_object_set_new(x, "signalBatchOnly", json_boolean(e->signal_batch_only));
-		}
-		if (e->switches) {
-			json_object_set_new(x, "switches", json_integer(e->switches));
-			json_object_set_new(x, "switchesWait", json_integer(e->switches_wait_s));
-		}
-		if (e->segment)
-			json_object_set_new(x, "segment", json_integer(e->segment));
-		if (json_object_size(x))
-			json_object_set_new(o, "slurm", x);
-		else
-			json_decref(x);
-	}
-	{
-		const struct drv_k8s_extra *e = &s->k8s;
-		x = json_object();
-		if (e->parallelism >= 0)
-			json_object_set_new(x, "parallelism", json_integer(e->parallelism));
-		if (e->completions >= 0)
-			json_object_set_new(x, "completions", json_integer(e->completions));
-		if (e->backoff_limit >= 0)
-			json_object_set_new(x, "backoffLimit", json_integer(e->backoff_limit));
-		if (e->active_deadline_s >= 0)
-			json_object_set_new(x, "activeDeadlineSeconds",
-					    json_integer(e->active_deadline_s));
-		if (e->min_available >= 0)
-			json_object_set_new(x, "minAvailable", json_integer(e->min_available));
-		if (json_object_size(x))
-			json_object_set_new(o, "kubernetes", x);
-		else
-			json_decref(x);
-	}
-	if (s->nclasses) {
-		x = json_array();
-		for (i = 0; i < s->nclasses; i++) {
-			const struct drv_priority_class *c = &s->classes[i];
-			json_t *e = json_object();
-			json_object_set_new(e, "name", jstr(c->name ? c->name : ""));
-			json_object_set_new(e, "value", json_integer(c->value));
-			json_object_set_new(e, "globalDefault", json_boolean(c->global_default));
-			set_str(e, "preemptionPolicy", c->preemption_policy);
-			set_str(e, "description", c->description);
-			json_array_append_new(x, e);
-		}
-		json_object_set_new(o, "priorityClasses", x);
-	}
+	set_nonempty(o, "slurm", slurm_json(&s->slurm));
+	set_nonempty(o, "kubernetes", k8s_json(&s->k8s));
+	if (s->nclasses)
+		json_object_set_new(o, "priorityClasses", classes_json(s));
 	if (s->ignored && json_object_size(s->ignored))
 		json_object_set(o, "ignored", s->ignored);
 	if (s->nwarnings)
@@ -509,6 +534,306 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	run->script = get_str(r, go, "script", false);
 }
 
+/* apiVersion and kind: drover/v1 Job. */
+static void read_type(struct rd *r, const json_t *o)
+{
+	char *t = get_str(r, o, "apiVersion", true);
+
+	if (t && strcmp(t, "drover/v1") != 0)
+		rd_err(r, "apiVersion", "found \"%s\", expected \"drover/v1\"", t);
+	drv_free(t);
+	t = get_str(r, o, "kind", true);
+	if (t && strcmp(t, "Job") != 0)
+		rd_err(r, "kind", "found \"%s\", expected \"Job\"", t);
+	drv_free(t);
+}
+
+/* source: {format, apiVersion, kind}; canonical when absent. */
+static void read_source(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	static const char *const sk[] = { "format", "apiVersion", "kind", NULL };
+	const json_t *x = json_object_get(o, "source");
+	size_t save;
+	char *t;
+
+	if (!x) {
+		s->format = DRV_FMT_CANONICAL;
+		return;
+	}
+	if (!json_is_object(x)) {
+		rd_err(r, "source", "found %s, expected an object", type_name(x));
+		return;
+	}
+	push(r, "source", &save);
+	check_keys(r, x, sk);
+	t = get_str(r, x, "format", true);
+	s->format = format_of(t);
+	if (t && s->format == DRV_FMT_UNKNOWN && strcmp(t, "unknown") != 0)
+		rd_err(r, "format", "found \"%s\", expected manifest, sbatch or canonical", t);
+	drv_free(t);
+	s->api_version = get_str(r, x, "apiVersion", false);
+	s->kind = get_str(r, x, "kind", false);
+	pop(r, save);
+}
+
+/* topology: {mode, level}; level required unless mode is none. */
+static void read_topology(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	static const char *const tk[] = { "mode", "level", NULL };
+	const json_t *x = json_object_get(o, "topology");
+	size_t save;
+	char *t;
+
+	if (!x)
+		return;
+	if (!json_is_object(x)) {
+		rd_err(r, "topology", "found %s, expected an object", type_name(x));
+		return;
+	}
+	push(r, "topology", &save);
+	check_keys(r, x, tk);
+	t = get_str(r, x, "mode", true);
+	if (t && strcmp(t, "required") == 0)
+		s->job.topo_mode = DRV_TOPO_REQUIRED;
+	else if (t && strcmp(t, "preferred") == 0)
+		s->job.topo_mode = DRV_TOPO_PREFERRED;
+	else if (t && strcmp(t, "none") != 0)
+		rd_err(r, "mode", "found \"%s\", expected required, preferred or none", t);
+	drv_free(t);
+	s->job.topo_level = get_str(r, x, "level", s->job.topo_mode != DRV_TOPO_NONE);
+	if (s->job.topo_mode == DRV_TOPO_NONE) {
+		drv_free(s->job.topo_level);
+		s->job.topo_level = NULL;
+	}
+	pop(r, save);
+}
+
+/* The scalar fields of the job, from id to runtimeEstimate. */
+static void read_job_fields(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	s->job.id = (uint64_t)get_int(r, o, "id", 0, INT64_MAX, 0);
+	s->job.name = get_str(r, o, "name", true);
+	s->job.tenant = get_str(r, o, "tenant", false);
+	s->job.user = get_str(r, o, "user", false);
+	s->namespace_ = get_str(r, o, "namespace", false);
+	read_source(r, o, s);
+	s->queue = get_str(r, o, "queue", false);
+	s->priority_class = get_str(r, o, "priorityClassName", false);
+	s->job.priority = (int32_t)get_int(r, o, "priority", INT32_MIN, INT32_MAX, 0);
+	s->job.preemptible = get_bool(r, o, "preemptible");
+	s->job.gang_min = (int32_t)get_int(r, o, "gangMin", 0, DRV_SPEC_MAX_TASKS, 0);
+	read_topology(r, o, s);
+	s->job.regions = get_strv(r, o, "regions", &s->job.nregions);
+	s->job.submit_time = get_int(r, o, "submitTime", INT64_MIN / 2, INT64_MAX / 2, 0);
+	s->job.time_limit = get_int(r, o, "timeLimit", 0, INT64_MAX / 2, 0);
+	s->job.runtime_estimate = get_int(r, o, "runtimeEstimate", 0, INT64_MAX / 2, 0);
+}
+
+/* groups: a non-empty array, at most DRV_SPEC_MAX_TASKS tasks in all. */
+static void read_groups(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	const json_t *x = json_object_get(o, "groups");
+	json_t *g;
+	int64_t tasks = 0;
+	size_t i, save;
+
+	if (!x || !json_is_array(x) || json_array_size(x) == 0) {
+		rd_err(r, "groups", "found %s, expected a non-empty array of task groups",
+		       x ? type_name(x) : "nothing");
+		return;
+	}
+	json_array_foreach(x, i, g) {
+		char k[48];
+		snprintf(k, sizeof(k), "groups[%zu]", i);
+		push(r, k, &save);
+		read_group(r, g, s);
+		pop(r, save);
+	}
+	for (i = 0; i < (size_t)s->job.ngroups; i++)
+		tasks += s->job.groups[i].count;
+	if (tasks > DRV_SPEC_MAX_TASKS)
+		rd_err(r, "groups", "found %s tasks in all, over the limit of 100000", "more");
+}
+
+/* array: {spec, count, maxParallel}, count and maxParallel as spec says. */
+static void read_array(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	static const char *const ak[] = { "spec", "count", "maxParallel", NULL };
+	const json_t *x = json_object_get(o, "array");
+	size_t save;
+	char *t;
+
+	if (!x)
+		return;
+	push(r, "array", &save);
+	if (!json_is_object(x)) {
+		rd_err(r, NULL, "found %s, expected an object", type_name(x));
+	} else {
+		check_keys(r, x, ak);
+		t = get_str(r, x, "spec", true);
+		if (t && drv_array_parse(t, &s->array))
+			rd_err(r, "spec", "found \"%s\", expected a Slurm array "
+			       "specification such as 0-15%%4", t);
+		else if (t && (get_int(r, x, "count", 0, INT32_MAX, 0) != s->array.count ||
+			       get_int(r, x, "maxParallel", 0, INT32_MAX, 0) !=
+				       s->array.max_parallel))
+			rd_err(r, NULL, "found count or maxParallel not matching spec \"%s\"", t);
+		drv_free(t);
+	}
+	pop(r, save);
+}
+
+/* dependencies: [{type, job, delay}], at most DRV_SPEC_MAX_ITEMS. */
+static void read_deps(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	static const char *const dk[] = { "type", "job", "delay", NULL };
+	const json_t *x = json_object_get(o, "dependencies");
+	json_t *e;
+	size_t i, save;
+
+	if (!x)
+		return;
+	if (!json_is_array(x)) {
+		rd_err(r, "dependencies", "found %s, expected an array", type_name(x));
+		return;
+	}
+	if (json_array_size(x) > DRV_SPEC_MAX_ITEMS)
+		rd_err(r, "dependencies", "found more than %s", "4096");
+	else
+		s->deps = drv_calloc(json_array_size(x) + 1, sizeof(*s->deps));
+	json_array_foreach(x, i, e) {
+		char k[48];
+		if (!s->deps)
+			break;
+		snprintf(k, sizeof(k), "dependencies[%zu]", i);
+		push(r, k, &save);
+		if (!json_is_object(e)) {
+			rd_err(r, NULL, "found %s, expected an object", type_name(e));
+		} else {
+			check_keys(r, e, dk);
+			s->deps[s->ndeps].type = get_str(r, e, "type", true);
+			s->deps[s->ndeps].job = get_str(r, e, "job", false);
+			s->deps[s->ndeps].delay_s = get_int(r, e, "delay", 1, INT32_MAX, 0);
+			if (s->deps[s->ndeps].type)
+				s->ndeps++;
+			else
+				drv_free(s->deps[s->ndeps].job);
+		}
+		pop(r, save);
+	}
+}
+
+/* slurm: the sbatch options drover keeps but does not act on. */
+static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	static const char *const sk[] = { "partition", "qos", "account", "requeue", "signal",
+		"signalSeconds", "signalBatchOnly", "switches", "switchesWait", "segment", NULL };
+	const json_t *x = json_object_get(o, "slurm");
+	struct drv_slurm_extra *e = &s->slurm;
+	size_t save;
+
+	if (!x)
+		return;
+	if (!json_is_object(x)) {
+		rd_err(r, "slurm", "found %s, expected an object", type_name(x));
+		return;
+	}
+	push(r, "slurm", &save);
+	check_keys(r, x, sk);
+	e->partition = get_str(r, x, "partition", false);
+	e->qos = get_str(r, x, "qos", false);
+	e->account = get_str(r, x, "account", false);
+	e->requeue = get_bool(r, x, "requeue");
+	e->signal = (int32_t)get_int(r, x, "signal", 1, 64, 0);
+	e->signal_secs = (int32_t)get_int(r, x, "signalSeconds", 0, 65535, 0);
+	e->signal_batch_only = get_bool(r, x, "signalBatchOnly");
+	e->switches = (int32_t)get_int(r, x, "switches", 1, INT32_MAX, 0);
+	e->switches_wait_s = get_int(r, x, "switchesWait", 0, INT32_MAX, 0);
+	e->segment = (int32_t)get_int(r, x, "segment", 1, INT32_MAX, 0);
+	pop(r, save);
+}
+
+/* kubernetes: the Job fields drover keeps (-1 when absent). */
+static void read_k8s(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	static const char *const kk[] = { "parallelism", "completions", "backoffLimit",
+		"activeDeadlineSeconds", "minAvailable", NULL };
+	const json_t *x = json_object_get(o, "kubernetes");
+	struct drv_k8s_extra *e = &s->k8s;
+	size_t save;
+
+	if (!x)
+		return;
+	if (!json_is_object(x)) {
+		rd_err(r, "kubernetes", "found %s, expected an object", type_name(x));
+		return;
+	}
+	push(r, "kubernetes", &save);
+	check_keys(r, x, kk);
+	e->parallelism = (int32_t)get_int(r, x, "parallelism", 0, INT32_MAX, -1);
+	e->completions = (int32_t)get_int(r, x, "completions", 0, INT32_MAX, -1);
+	e->backoff_limit = (int32_t)get_int(r, x, "backoffLimit", 0, INT32_MAX, -1);
+	e->active_deadline_s = get_int(r, x, "activeDeadlineSeconds", 0, INT64_MAX / 2, -1);
+	e->min_available = (int32_t)get_int(r, x, "minAvailable", 0, INT32_MAX, -1);
+	pop(r, save);
+}
+
+/* priorityClasses: the classes the job was defined with. */
+static void read_classes(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	static const char *const ck[] = { "name", "value", "globalDefault", "preemptionPolicy",
+		"description", NULL };
+	const json_t *x = json_object_get(o, "priorityClasses");
+	json_t *e;
+	size_t i, save;
+
+	if (!x)
+		return;
+	if (!json_is_array(x) || json_array_size(x) > DRV_SPEC_MAX_ITEMS) {
+		rd_err(r, "priorityClasses", "found %s, expected an array", type_name(x));
+		return;
+	}
+	s->classes = drv_calloc(json_array_size(x) + 1, sizeof(*s->classes));
+	json_array_foreach(x, i, e) {
+		struct drv_priority_class *c = &s->classes[s->nclasses];
+		char k[48];
+		snprintf(k, sizeof(k), "priorityClasses[%zu]", i);
+		push(r, k, &save);
+		if (!json_is_object(e)) {
+			rd_err(r, NULL, "found %s, expected an object", type_name(e));
+		} else {
+			check_keys(r, e, ck);
+			c->name = get_str(r, e, "name", true);
+			c->value = (int32_t)get_int(r, e, "value", INT32_MIN, INT32_MAX, 0);
+			c->global_default = get_bool(r, e, "globalDefault");
+			c->preemption_policy = get_str(r, e, "preemptionPolicy", false);
+			c->description = get_str(r, e, "description", false);
+			s->nclasses++;
+		}
+		pop(r, save);
+	}
+}
+
+/* ignored (merged into s->ignored) and warnings, as a reader left them. */
+static void read_kept(struct rd *r, const json_t *o, struct drv_jobspec *s)
+{
+	const json_t *x = json_object_get(o, "ignored");
+
+	if (x && json_is_object(x)) {
+		if (!s->ignored)
+			s->ignored = json_object();
+		json_object_update(s->ignored, (json_t *)x);
+	} else if (x) {
+		rd_err(r, "ignored", "found %s, expected an object", type_name(x));
+	}
+	if (json_object_get(o, "warnings")) {
+		int32_t n;
+		char **w = get_strv(r, o, "warnings", &n);
+		s->warnings = w;
+		s->nwarnings = n;
+	}
+}
+
 int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_diags *d)
 {
 	static const char *const keys[] = { "apiVersion", "kind", "id", "name", "tenant", "user",
@@ -518,232 +843,24 @@ int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_dia
 		"slurm", "kubernetes", "priorityClasses", "ignored", "warnings", NULL };
 	struct rd r = { .d = d };
 	int errs0 = d->nerrors;
-	json_t *x;
-	char *t;
-	size_t i, save;
 
 	if (!json_is_object(o)) {
 		drv_diag_err(d, 0, 0, NULL, "found %s, expected a drover job object", type_name(o));
 		return DRV_EPARSE;
 	}
 	check_keys(&r, o, keys);
-	t = get_str(&r, o, "apiVersion", true);
-	if (t && strcmp(t, "drover/v1") != 0)
-		rd_err(&r, "apiVersion", "found \"%s\", expected \"drover/v1\"", t);
-	drv_free(t);
-	t = get_str(&r, o, "kind", true);
-	if (t && strcmp(t, "Job") != 0)
-		rd_err(&r, "kind", "found \"%s\", expected \"Job\"", t);
-	drv_free(t);
-	s->job.id = (uint64_t)get_int(&r, o, "id", 0, INT64_MAX, 0);
-	s->job.name = get_str(&r, o, "name", true);
-	s->job.tenant = get_str(&r, o, "tenant", false);
-	s->job.user = get_str(&r, o, "user", false);
-	s->namespace_ = get_str(&r, o, "namespace", false);
-	x = json_object_get(o, "source");
-	if (x && json_is_object(x)) {
-		static const char *const sk[] = { "format", "apiVersion", "kind", NULL };
-		push(&r, "source", &save);
-		check_keys(&r, x, sk);
-		t = get_str(&r, x, "format", true);
-		s->format = format_of(t);
-		if (t && s->format == DRV_FMT_UNKNOWN && strcmp(t, "unknown") != 0)
-			rd_err(&r, "format", "found \"%s\", expected manifest, sbatch or canonical", t);
-		drv_free(t);
-		s->api_version = get_str(&r, x, "apiVersion", false);
-		s->kind = get_str(&r, x, "kind", false);
-		pop(&r, save);
-	} else if (x) {
-		rd_err(&r, "source", "found %s, expected an object", type_name(x));
-	} else {
-		s->format = DRV_FMT_CANONICAL;
-	}
-	s->queue = get_str(&r, o, "queue", false);
-	s->priority_class = get_str(&r, o, "priorityClassName", false);
-	s->job.priority = (int32_t)get_int(&r, o, "priority", INT32_MIN, INT32_MAX, 0);
-	s->job.preemptible = get_bool(&r, o, "preemptible");
-	s->job.gang_min = (int32_t)get_int(&r, o, "gangMin", 0, DRV_SPEC_MAX_TASKS, 0);
-	x = json_object_get(o, "topology");
-	if (x && json_is_object(x)) {
-		static const char *const tk[] = { "mode", "level", NULL };
-		push(&r, "topology", &save);
-		check_keys(&r, x, tk);
-		t = get_str(&r, x, "mode", true);
-		if (t && strcmp(t, "required") == 0)
-			s->job.topo_mode = DRV_TOPO_REQUIRED;
-		else if (t && strcmp(t, "preferred") == 0)
-			s->job.topo_mode = DRV_TOPO_PREFERRED;
-		else if (t && strcmp(t, "none") != 0)
-			rd_err(&r, "mode", "found \"%s\", expected required, preferred or none", t);
-		drv_free(t);
-		s->job.topo_level = get_str(&r, x, "level", s->job.topo_mode != DRV_TOPO_NONE);
-		if (s->job.topo_mode == DRV_TOPO_NONE) {
-			drv_free(s->job.topo_level);
-			s->job.topo_level = NULL;
-		}
-		pop(&r, save);
-	} else if (x) {
-		rd_err(&r, "topology", "found %s, expected an object", type_name(x));
-	}
-	s->job.regions = get_strv(&r, o, "regions", &s->job.nregions);
-	s->job.submit_time = get_int(&r, o, "submitTime", INT64_MIN / 2, INT64_MAX / 2, 0);
-	s->job.time_limit = get_int(&r, o, "timeLimit", 0, INT64_MAX / 2, 0);
-	s->job.runtime_estimate = get_int(&r, o, "runtimeEstimate", 0, INT64_MAX / 2, 0);
-
-	x = json_object_get(o, "groups");
-	if (!x || !json_is_array(x) || json_array_size(x) == 0) {
-		rd_err(&r, "groups", "found %s, expected a non-empty array of task groups",
-		       x ? type_name(x) : "nothing");
-	} else {
-		json_t *g;
-		int64_t tasks = 0;
-		json_array_foreach(x, i, g) {
-			char k[48];
-			snprintf(k, sizeof(k), "groups[%zu]", i);
-			push(&r, k, &save);
-			read_group(&r, g, s);
-			pop(&r, save);
-		}
-		for (i = 0; i < (size_t)s->job.ngroups; i++)
-			tasks += s->job.groups[i].count;
-		if (tasks > DRV_SPEC_MAX_TASKS)
-			rd_err(&r, "groups", "found %s tasks in all, over the limit of 100000", "more");
-	}
-
-	x = json_object_get(o, "array");
-	if (x) {
-		static const char *const ak[] = { "spec", "count", "maxParallel", NULL };
-		push(&r, "array", &save);
-		if (!json_is_object(x)) {
-			rd_err(&r, NULL, "found %s, expected an object", type_name(x));
-		} else {
-			check_keys(&r, x, ak);
-			t = get_str(&r, x, "spec", true);
-			if (t && drv_array_parse(t, &s->array))
-				rd_err(&r, "spec", "found \"%s\", expected a Slurm array "
-				       "specification such as 0-15%%4", t);
-			else if (t && (get_int(&r, x, "count", 0, INT32_MAX, 0) != s->array.count ||
-				       get_int(&r, x, "maxParallel", 0, INT32_MAX, 0) !=
-					       s->array.max_parallel))
-				rd_err(&r, NULL, "found count or maxParallel not matching spec \"%s\"", t);
-			drv_free(t);
-		}
-		pop(&r, save);
-	}
-	x = json_object_get(o, "dependencies");
-	if (x && !json_is_array(x)) {
-		rd_err(&r, "dependencies", "found %s, expected an array", type_name(x));
-	} else if (x) {
-		json_t *e;
-		if (json_array_size(x) > DRV_SPEC_MAX_ITEMS)
-			rd_err(&r, "dependencies", "found more than %s", "4096");
-		else
-			s->deps = drv_calloc(json_array_size(x) + 1, sizeof(*s->deps));
-		json_array_foreach(x, i, e) {
-			static const char *const dk[] = { "type", "job", "delay", NULL };
-			char k[48];
-			if (!s->deps)
-				break;
-			snprintf(k, sizeof(k), "dependencies[%zu]", i);
-			push(&r, k, &save);
-			if (!json_is_object(e)) {
-				rd_err(&r, NULL, "found %s, expected an object", type_name(e));
-			} else {
-				check_keys(&r, e, dk);
-				s->deps[s->ndeps].type = get_str(&r, e, "type", true);
-				s->deps[s->ndeps].job = get_str(&r, e, "job", false);
-				s->deps[s->ndeps].delay_s = get_int(&r, e, "delay", 1, INT32_MAX, 0);
-				if (s->deps[s->ndeps].type)
-					s->ndeps++;
-				else
-					drv_free(s->deps[s->ndeps].job);
-			}
-			pop(&r, save);
-		}
-	}
+	read_type(&r, o);
+	read_job_fields(&r, o, s);
+	read_groups(&r, o, s);
+	read_array(&r, o, s);
+	read_deps(&r, o, s);
 	s->deps_any = get_bool(&r, o, "dependencyAny");
 	s->labels = get_labels(&r, o, "labels", &s->nlabels);
 	s->annotations = get_labels(&r, o, "annotations", &s->nannotations);
-
-	x = json_object_get(o, "slurm");
-	if (x && json_is_object(x)) {
-		static const char *const sk[] = { "partition", "qos", "account", "requeue", "signal",
-			"signalSeconds", "signalBatchOnly", "switches", "switchesWait", "segment", NULL };
-		struct drv_slurm_extra *e = &s->slurm;
-		push(&r, "slurm", &save);
-		check_keys(&r, x, sk);
-		e->partition = get_str(&r, x, "partition", false);
-		e->qos = get_str(&r, x, "qos", false);
-		e->account = get_str(&r, x, "account", false);
-		e->requeue = get_bool(&r, x, "requeue");
-		e->signal = (int32_t)get_int(&r, x, "signal", 1, 64, 0);
-		e->signal_secs = (int32_t)get_int(&r, x, "signalSeconds", 0, 65535, 0);
-		e->signal_batch_only = get_bool(&r, x, "signalBatchOnly");
-		e->switches = (int32_t)get_int(&r, x, "switches", 1, INT32_MAX, 0);
-		e->switches_wait_s = get_int(&r, x, "switchesWait", 0, INT32_MAX, 0);
-		e->segment = (int32_t)get_int(&r, x, "segment", 1, INT32_MAX, 0);
-		pop(&r, save);
-	} else if (x) {
-		rd_err(&r, "slurm", "found %s, expected an object", type_name(x));
-	}
-	x = json_object_get(o, "kubernetes");
-	if (x && json_is_object(x)) {
-		static const char *const kk[] = { "parallelism", "completions", "backoffLimit",
-			"activeDeadlineSeconds", "minAvailable", NULL };
-		struct drv_k8s_extra *e = &s->k8s;
-		push(&r, "kubernetes", &save);
-		check_keys(&r, x, kk);
-		e->parallelism = (int32_t)get_int(&r, x, "parallelism", 0, INT32_MAX, -1);
-		e->completions = (int32_t)get_int(&r, x, "completions", 0, INT32_MAX, -1);
-		e->backoff_limit = (int32_t)get_int(&r, x, "backoffLimit", 0, INT32_MAX, -1);
-		e->active_deadline_s = get_int(&r, x, "activeDeadlineSeconds", 0, INT64_MAX / 2, -1);
-		e->min_available = (int32_t)get_int(&r, x, "minAvailable", 0, INT32_MAX, -1);
-		pop(&r, save);
-	} else if (x) {
-		rd_err(&r, "kubernetes", "found %s, expected an object", type_name(x));
-	}
-	x = json_object_get(o, "priorityClasses");
-	if (x && json_is_array(x) && json_array_size(x) <= DRV_SPEC_MAX_ITEMS) {
-		json_t *e;
-		s->classes = drv_calloc(json_array_size(x) + 1, sizeof(*s->classes));
-		json_array_foreach(x, i, e) {
-			static const char *const ck[] = { "name", "value", "globalDefault",
-				"preemptionPolicy", "description", NULL };
-			struct drv_priority_class *c = &s->classes[s->nclasses];
-			char k[48];
-			snprintf(k, sizeof(k), "priorityClasses[%zu]", i);
-			push(&r, k, &save);
-			if (!json_is_object(e)) {
-				rd_err(&r, NULL, "found %s, expected an object", type_name(e));
-			} else {
-				check_keys(&r, e, ck);
-				c->name = get_str(&r, e, "name", true);
-				c->value = (int32_t)get_int(&r, e, "value", INT32_MIN, INT32_MAX, 0);
-				c->global_default = get_bool(&r, e, "globalDefault");
-				c->preemption_policy = get_str(&r, e, "preemptionPolicy", false);
-				c->description = get_str(&r, e, "description", false);
-				s->nclasses++;
-			}
-			pop(&r, save);
-		}
-	} else if (x) {
-		rd_err(&r, "priorityClasses", "found %s, expected an array", type_name(x));
-	}
-	x = json_object_get(o, "ignored");
-	if (x && json_is_object(x)) {
-		if (!s->ignored)
-			s->ignored = json_object();
-		json_object_update(s->ignored, x);
-	}
-	else if (x)
-		rd_err(&r, "ignored", "found %s, expected an object", type_name(x));
-	x = json_object_get(o, "warnings");
-	if (x) {
-		int32_t n;
-		char **w = get_strv(&r, o, "warnings", &n);
-		s->warnings = w;
-		s->nwarnings = n;
-	}
+	read_slurm(&r, o, s);
+	read_k8s(&r, o, s);
+	read_classes(&r, o, s);
+	read_kept(&r, o, s);
 	if (d->nerrors == errs0) {
 		char why[256];
 		if (drv_job_check(&s->job, why, sizeof(why)) != 0)

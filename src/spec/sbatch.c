@@ -325,6 +325,209 @@ static void parse_dependency(struct sctx *c, const char *v, int line, int col)
 }
 
 /* Acts on one option occurrence. */
+/* --nodes=N or N-M (the minimum is allocated). */
+static void opt_nodes(struct sctx *c, struct comp *k, const char *on, const char *v, int line,
+		      int col)
+{
+	const char *dash = strchr(v, '-');
+	int64_t lo, hi, x;
+	char buf[32];
+
+	if (dash && (size_t)(dash - v) < sizeof(buf)) {
+		memcpy(buf, v, (size_t)(dash - v));
+		buf[dash - v] = '\0';
+		if (num(buf, DRV_SPEC_MAX_TASKS, &lo) && lo > 0 &&
+		    num(dash + 1, DRV_SPEC_MAX_TASKS, &hi) && hi >= lo) {
+			k->nodes = lo;
+			if (hi != lo)
+				drv_jobspec_warn(c->s, "--nodes=%s: drover allocates the minimum, %lld "
+						 "nodes", v, (long long)lo);
+			return;
+		}
+	} else if (num(v, DRV_SPEC_MAX_TASKS, &x) && x > 0) {
+		k->nodes = x;
+		return;
+	}
+	serr(c, line, col, on, "found \"%s\", expected a node count such as 4 or 2-4", v);
+}
+
+/* The positive counts: tasks, tasks per node, CPUs per task or GPU, segment. */
+static void opt_count(struct sctx *c, struct comp *k, const struct sopt *o, const char *on,
+		      const char *v, int line, int col)
+{
+	int64_t x;
+
+	if (!num(v, DRV_SPEC_MAX_TASKS * 64LL, &x) || x == 0) {
+		serr(c, line, col, on, "found \"%s\", expected a positive integer", v);
+		return;
+	}
+	if (o->id == O_NTASKS)
+		k->ntasks = x;
+	else if (o->id == O_NTASKS_PER_NODE)
+		k->tpn = x;
+	else if (o->id == O_CPUS_PER_TASK)
+		k->cpt = x;
+	else if (o->id == O_CPUS_PER_GPU)
+		k->cpg = x;
+	else
+		c->s->slurm.segment = (int32_t)x;
+}
+
+/* --gres=gpu[:type][:count], several comma-separated; only gpu acted on. */
+static void opt_gres(struct sctx *c, struct comp *k, const char *on, const char *v, int line,
+		     int col)
+{
+	char *copy = drv_strdup(v), *p = copy, *next;
+	bool seen = false;
+
+	for (; p; p = next) {
+		next = strchr(p, ',');
+		if (next)
+			*next++ = '\0';
+		if (strncmp(p, "gres/", 5) == 0)
+			p += 5;
+		if (strcmp(p, "gpu") == 0 || strncmp(p, "gpu:", 4) == 0) {
+			seen = true;
+			if (strcmp(p, "gpu") == 0) {
+				gpureq_clear(&k->gres);
+				k->gres.n = 1;
+			} else if (!parse_gpureq(p + 4, true, &k->gres)) {
+				serr(c, line, col, on, "found \"%s\", expected gpu[:type]:count", p);
+			}
+			k->gres.line = line;
+			k->gres.col = col;
+		} else if (strcmp(p, "none") != 0 && *p) {
+			char key[64];
+			snprintf(key, sizeof(key), "#SBATCH --gres=%.40s", p);
+			drv_spec_keep_ignored(c->s, key, json_string(p));
+		}
+	}
+	if (!seen && strstr(v, "gpu"))
+		serr(c, line, col, on, "found \"%s\", expected gpu[:type]:count", v);
+	drv_free(copy);
+}
+
+/* --mem, --mem-per-gpu, --mem-per-cpu. */
+static void opt_mem(struct sctx *c, struct comp *k, const struct sopt *o, const char *on,
+		    const char *v, int line, int col)
+{
+	int64_t x;
+
+	if (!mem_mib(v, &x)) {
+		serr(c, line, col, on, "found \"%s\", expected a size such as 64G or 500M", v);
+		return;
+	}
+	if (o->id == O_MEM && x == 0)
+		drv_jobspec_warn(c->s, "--mem=0 (all of a node's memory): drover asks for no "
+				 "memory; give a size to reserve it");
+	if (o->id == O_MEM)
+		k->mem = x;
+	else if (o->id == O_MEM_PER_GPU)
+		k->mem_per_gpu = x;
+	else
+		k->mem_per_cpu = x;
+}
+
+/* --signal=[{R|B}:]SIG[@secs]. */
+static void opt_signal(struct sctx *c, const char *on, const char *v, int line, int col)
+{
+	struct drv_jobspec *s = c->s;
+	const char *p = v, *at;
+	char sig[32];
+	int64_t secs = 60;
+	bool batch = false;
+	int n;
+
+	if ((p[0] == 'B' || p[0] == 'R') && p[1] == ':') {
+		batch = p[0] == 'B';
+		p += 2;
+	}
+	at = strchr(p, '@');
+	if ((size_t)(at ? at - p : (long)strlen(p)) >= sizeof(sig) ||
+	    (at && !num(at + 1, 65535, &secs))) {
+		serr(c, line, col, on, "found \"%s\", expected [B:]SIGNAL[@seconds]", v);
+		return;
+	}
+	snprintf(sig, sizeof(sig), "%.*s", (int)(at ? at - p : (long)strlen(p)), p);
+	n = signal_number(sig);
+	if (n < 0) {
+		serr(c, line, col, on, "found \"%s\", expected a signal name or number "
+		     "(USR1, 10, SIGTERM)", v);
+		return;
+	}
+	s->slurm.signal = n;
+	s->slurm.signal_secs = (int32_t)secs;
+	s->slurm.signal_batch_only = batch;
+}
+
+/* --switches=COUNT[@TIME]. */
+static void opt_switches(struct sctx *c, const char *on, const char *v, int line, int col)
+{
+	const char *at = strchr(v, '@');
+	char buf[32];
+	int64_t x, wait = 0;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)(at ? at - v : 31), v);
+	if (!num(buf, INT32_MAX, &x) || x == 0 || (at && drv_slurm_time_parse(at + 1, &wait))) {
+		serr(c, line, col, on, "found \"%s\", expected COUNT[@TIME]", v);
+		return;
+	}
+	c->s->slurm.switches = (int32_t)x;
+	c->s->slurm.switches_wait_s = wait;
+}
+
+/* --array=RANGES[%MAX]. */
+static void opt_array(struct sctx *c, const char *on, const char *v, int line, int col)
+{
+	int rc = drv_array_parse(v, &c->s->array);
+
+	if (rc == DRV_ELIMIT)
+		serr(c, line, col, on, "found \"%s\", over the limit of %d array tasks", v,
+		     DRV_SPEC_MAX_ARRAY);
+	else if (rc)
+		serr(c, line, col, on, "found \"%s\", expected ranges such as 0-15, 1,3,5, "
+		     "0-15:4 or 0-99%%10", v);
+}
+
+/* Options that set one string or flag. False: o is not one of them. */
+static bool opt_plain(struct sctx *c, const struct sopt *o, const char *v, int line, int col)
+{
+	struct drv_jobspec *s = c->s;
+	char **str = NULL;
+
+	switch (o->id) {
+	case O_JOB_NAME:
+		str = &c->name;
+		break;
+	case O_PARTITION:
+		str = &s->slurm.partition;
+		break;
+	case O_QOS:
+		str = &s->slurm.qos;
+		break;
+	case O_ACCOUNT:
+		str = &s->slurm.account;
+		break;
+	case O_CHDIR:
+		str = &c->workdir;
+		break;
+	case O_EXPORT:
+		str = &c->export_raw;
+		c->export_line = line;
+		c->export_col = col;
+		break;
+	case O_REQUEUE:
+	case O_NO_REQUEUE:
+		s->slurm.requeue = o->id == O_REQUEUE;
+		return true;
+	default:
+		return false;
+	}
+	drv_free(*str);
+	*str = drv_strdup(v);
+	return true;
+}
+
 static void apply(struct sctx *c, struct comp *k, const struct sopt *o, const char *v,
 		  int line, int col)
 {
@@ -337,6 +540,8 @@ static void apply(struct sctx *c, struct comp *k, const struct sopt *o, const ch
 		serr(c, line, col, on, "found a value over the length limit");
 		return;
 	}
+	if (opt_plain(c, o, v, line, col))
+		return;
 	switch (o->id) {
 	case O_IGNORED: {
 		char key[64];
@@ -347,51 +552,15 @@ static void apply(struct sctx *c, struct comp *k, const struct sopt *o, const ch
 	case O_HELP_LIKE:
 		serr(c, line, col, on, "found an option that only prints, expected job options");
 		break;
-	case O_JOB_NAME:
-		drv_free(c->name);
-		c->name = drv_strdup(v);
+	case O_NODES:
+		opt_nodes(c, k, on, v, line, col);
 		break;
-	case O_NODES: {
-		const char *dash = strchr(v, '-');
-		int64_t lo, hi;
-		char buf[32];
-		if (dash && (size_t)(dash - v) < sizeof(buf)) {
-			memcpy(buf, v, (size_t)(dash - v));
-			buf[dash - v] = '\0';
-			if (num(buf, DRV_SPEC_MAX_TASKS, &lo) && lo > 0 &&
-			    num(dash + 1, DRV_SPEC_MAX_TASKS, &hi) && hi >= lo) {
-				k->nodes = lo;
-				if (hi != lo)
-					drv_jobspec_warn(s, "--nodes=%s: drover allocates the minimum, %lld "
-							 "nodes", v, (long long)lo);
-				break;
-			}
-		} else if (num(v, DRV_SPEC_MAX_TASKS, &x) && x > 0) {
-			k->nodes = x;
-			break;
-		}
-		serr(c, line, col, on, "found \"%s\", expected a node count such as 4 or 2-4", v);
-		break;
-	}
 	case O_NTASKS:
 	case O_NTASKS_PER_NODE:
 	case O_CPUS_PER_TASK:
 	case O_CPUS_PER_GPU:
 	case O_SEGMENT:
-		if (!num(v, DRV_SPEC_MAX_TASKS * 64LL, &x) || x == 0) {
-			serr(c, line, col, on, "found \"%s\", expected a positive integer", v);
-			break;
-		}
-		if (o->id == O_NTASKS)
-			k->ntasks = x;
-		else if (o->id == O_NTASKS_PER_NODE)
-			k->tpn = x;
-		else if (o->id == O_CPUS_PER_TASK)
-			k->cpt = x;
-		else if (o->id == O_CPUS_PER_GPU)
-			k->cpg = x;
-		else
-			s->slurm.segment = (int32_t)x;
+		opt_count(c, k, o, on, v, line, col);
 		break;
 	case O_GPUS:
 	case O_GPUS_PER_NODE:
@@ -404,53 +573,13 @@ static void apply(struct sctx *c, struct comp *k, const struct sopt *o, const ch
 		g->col = col;
 		break;
 	}
-	case O_GRES: {
-		/* gpu[:type][:count], several comma-separated; only gpu acted on */
-		char *copy = drv_strdup(v), *p = copy, *next;
-		bool seen = false;
-		for (; p; p = next) {
-			next = strchr(p, ',');
-			if (next)
-				*next++ = '\0';
-			if (strncmp(p, "gres/", 5) == 0)
-				p += 5;
-			if (strcmp(p, "gpu") == 0 || strncmp(p, "gpu:", 4) == 0) {
-				seen = true;
-				if (strcmp(p, "gpu") == 0) {
-					gpureq_clear(&k->gres);
-					k->gres.n = 1;
-				} else if (!parse_gpureq(p + 4, true, &k->gres)) {
-					serr(c, line, col, on, "found \"%s\", expected gpu[:type]:count", p);
-				}
-				k->gres.line = line;
-				k->gres.col = col;
-			} else if (strcmp(p, "none") != 0 && *p) {
-				char key[64];
-				snprintf(key, sizeof(key), "#SBATCH --gres=%.40s", p);
-				drv_spec_keep_ignored(s, key, json_string(p));
-			}
-		}
-		if (!seen && strstr(v, "gpu"))
-			serr(c, line, col, on, "found \"%s\", expected gpu[:type]:count", v);
-		drv_free(copy);
+	case O_GRES:
+		opt_gres(c, k, on, v, line, col);
 		break;
-	}
 	case O_MEM:
 	case O_MEM_PER_GPU:
 	case O_MEM_PER_CPU:
-		if (!mem_mib(v, &x)) {
-			serr(c, line, col, on, "found \"%s\", expected a size such as 64G or 500M", v);
-			break;
-		}
-		if (o->id == O_MEM && x == 0)
-			drv_jobspec_warn(s, "--mem=0 (all of a node's memory): drover asks for no "
-					 "memory; give a size to reserve it");
-		if (o->id == O_MEM)
-			k->mem = x;
-		else if (o->id == O_MEM_PER_GPU)
-			k->mem_per_gpu = x;
-		else
-			k->mem_per_cpu = x;
+		opt_mem(c, k, o, on, v, line, col);
 		break;
 	case O_TIME:
 		if (drv_slurm_time_parse(v, &x))
@@ -459,94 +588,25 @@ static void apply(struct sctx *c, struct comp *k, const struct sopt *o, const ch
 		else
 			c->time = x;
 		break;
-	case O_PARTITION:
-		drv_free(s->slurm.partition);
-		s->slurm.partition = drv_strdup(v);
+	case O_SIGNAL:
+		opt_signal(c, on, v, line, col);
 		break;
-	case O_QOS:
-		drv_free(s->slurm.qos);
-		s->slurm.qos = drv_strdup(v);
+	case O_SWITCHES:
+		opt_switches(c, on, v, line, col);
 		break;
-	case O_ACCOUNT:
-		drv_free(s->slurm.account);
-		s->slurm.account = drv_strdup(v);
+	case O_ARRAY:
+		opt_array(c, on, v, line, col);
 		break;
-	case O_REQUEUE:
-		s->slurm.requeue = true;
-		break;
-	case O_NO_REQUEUE:
-		s->slurm.requeue = false;
-		break;
-	case O_SIGNAL: {
-		/* [{R|B}:]SIG[@secs] */
-		const char *p = v, *at;
-		char sig[32];
-		int64_t secs = 60;
-		bool batch = false;
-		int n;
-		if ((p[0] == 'B' || p[0] == 'R') && p[1] == ':') {
-			batch = p[0] == 'B';
-			p += 2;
-		}
-		at = strchr(p, '@');
-		if ((size_t)(at ? at - p : (long)strlen(p)) >= sizeof(sig) ||
-		    (at && !num(at + 1, 65535, &secs))) {
-			serr(c, line, col, on, "found \"%s\", expected [B:]SIGNAL[@seconds]", v);
-			break;
-		}
-		snprintf(sig, sizeof(sig), "%.*s", (int)(at ? at - p : (long)strlen(p)), p);
-		n = signal_number(sig);
-		if (n < 0) {
-			serr(c, line, col, on, "found \"%s\", expected a signal name or number "
-			     "(USR1, 10, SIGTERM)", v);
-			break;
-		}
-		s->slurm.signal = n;
-		s->slurm.signal_secs = (int32_t)secs;
-		s->slurm.signal_batch_only = batch;
-		break;
-	}
-	case O_SWITCHES: {
-		const char *at = strchr(v, '@');
-		char buf[32];
-		int64_t wait = 0;
-		snprintf(buf, sizeof(buf), "%.*s", (int)(at ? at - v : 31), v);
-		if (!num(buf, INT32_MAX, &x) || x == 0 || (at && drv_slurm_time_parse(at + 1, &wait))) {
-			serr(c, line, col, on, "found \"%s\", expected COUNT[@TIME]", v);
-			break;
-		}
-		s->slurm.switches = (int32_t)x;
-		s->slurm.switches_wait_s = wait;
-		break;
-	}
-	case O_ARRAY: {
-		int rc = drv_array_parse(v, &s->array);
-		if (rc == DRV_ELIMIT)
-			serr(c, line, col, on, "found \"%s\", over the limit of %d array tasks", v,
-			     DRV_SPEC_MAX_ARRAY);
-		else if (rc)
-			serr(c, line, col, on, "found \"%s\", expected ranges such as 0-15, 1,3,5, "
-			     "0-15:4 or 0-99%%10", v);
-		break;
-	}
 	case O_DEPENDENCY:
 		parse_dependency(c, v, line, col);
-		break;
-	case O_EXPORT:
-		drv_free(c->export_raw);
-		c->export_raw = drv_strdup(v);
-		c->export_line = line;
-		c->export_col = col;
-		break;
-	case O_CHDIR:
-		drv_free(c->workdir);
-		c->workdir = drv_strdup(v);
 		break;
 	case O_PRIORITY:
 		if (!num(v, INT32_MAX, &x))
 			serr(c, line, col, on, "found \"%s\", expected a non-negative integer", v);
 		else
 			s->job.priority = (int32_t)x;
+		break;
+	default: /* opt_plain's */
 		break;
 	}
 }
@@ -838,6 +898,157 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
+/* Is the directive at a..eol the hetjob (or packjob) separator? */
+static bool is_hetjob_sep(const char *a, const char *eol)
+{
+	return (eol - a >= 6 && memcmp(a, "hetjob", 6) == 0 &&
+		(a + 6 == eol || a[6] == ' ' || a[6] == '\t' || a[6] == '\r')) ||
+	       (eol - a >= 7 && memcmp(a, "packjob", 7) == 0);
+}
+
+/* The #SBATCH lines before the first command, parsed component by
+ * component; the last component's words are left in *w (count returned). */
+static int read_directives(struct sctx *c, const char *buf, size_t len, struct word **w,
+			   size_t *wcap)
+{
+	const char *p = buf, *end = buf + len;
+	int nw = 0, line = 0;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *q;
+		if (!eol)
+			eol = end;
+		line++;
+		for (q = p; q < eol && (*q == ' ' || *q == '\t' || *q == '\r'); q++)
+			;
+		if (line == 1 || q == eol) {
+			/* the #! line, blank lines */
+		} else if (*q != '#') {
+			break; /* the first command ends the directives */
+		} else if (eol - q >= 7 && memcmp(q, "#SBATCH", 7) == 0 &&
+			   (q + 7 == eol || q[7] == ' ' || q[7] == '\t')) {
+			const char *a = q + 7;
+			while (a < eol && (*a == ' ' || *a == '\t'))
+				a++;
+			if (is_hetjob_sep(a, eol)) {
+				parse_words(c, *w, nw);
+				free_words(*w, nw);
+				*w = NULL;
+				nw = 0;
+				*wcap = 0;
+				if (c->ncomps >= DRV_SPEC_MAX_GROUPS)
+					serr(c, line, (int)(a - p) + 1, NULL, "found more than %d hetjob "
+					     "components", DRV_SPEC_MAX_GROUPS);
+				else
+					new_comp(c, line, (int)(a - p) + 1);
+			} else {
+				nw = split_words(c, a, eol, line, (int)(a - p) + 1, w, wcap, nw);
+			}
+		}
+		p = eol < end ? eol + 1 : end;
+	}
+	return nw;
+}
+
+/* Appends the command line's sbatch options to w (line 0: no position). */
+static int add_cmdline(const struct drv_spec_opts *opts, struct word **w, size_t *wcap, int nw)
+{
+	for (int i = 0; i < opts->sbatch_argc; i++) {
+		DRV_GROW(*w, (size_t)nw + 1, *wcap);
+		(*w)[nw].text = drv_strdup(opts->sbatch_argv[i]);
+		(*w)[nw].line = 0;
+		(*w)[nw].col = 0;
+		nw++;
+	}
+	return nw;
+}
+
+/* The words of the last component; command-line options after component
+ * 0's, so they win over its directives. Frees w. */
+static void parse_last(struct sctx *c, const struct drv_spec_opts *opts, struct word *w,
+		       size_t wcap, int nw)
+{
+	if (c->ncomps == 1) {
+		if (opts)
+			nw = add_cmdline(opts, &w, &wcap, nw);
+		parse_words(c, w, nw);
+	} else {
+		parse_words(c, w, nw);
+		if (opts && opts->sbatch_argc) {
+			/* component 0 again */
+			struct word *cw = NULL;
+			size_t ccap = 0;
+			int cn = add_cmdline(opts, &cw, &ccap, 0), last = c->ncomps;
+
+			c->ncomps = 1;
+			parse_words(c, cw, cn);
+			c->ncomps = last;
+			free_words(cw, cn);
+		}
+	}
+	free_words(w, nw);
+}
+
+/* The job from the components read: name, one group per component (the
+ * script runs in each), export, and what Slurm's options mean to drover. */
+static void build_job(struct sctx *c, const char *buf, size_t len, const char *name)
+{
+	struct drv_jobspec *s = c->s;
+	char gname[64];
+	int64_t tasks = 0;
+	int i;
+
+	/* a script read from standard input is named "sbatch", as Slurm does */
+	s->job.name = drv_strdup(c->name ? c->name : !name || !strcmp(name, "-") ||
+				 !strcmp(name, "<stdin>") ? "sbatch" : base_name(name));
+	for (i = 0; i < c->ncomps; i++) {
+		int g;
+		if (c->ncomps == 1)
+			snprintf(gname, sizeof(gname), "%.60s", s->job.name);
+		else
+			snprintf(gname, sizeof(gname), "het%d", i);
+		g = drv_jobspec_add_group(s, gname);
+		if (g < 0)
+			break;
+		resolve(c, &c->comps[i], g);
+		s->run[g].script = drv_strndup(buf, len);
+		s->run[g].working_dir = drv_strdup(c->workdir);
+	}
+	for (i = 0; i < s->job.ngroups; i++)
+		tasks += s->job.groups[i].count;
+	if (tasks > DRV_SPEC_MAX_TASKS)
+		drv_diag_err(c->d, 0, 0, NULL, "found %lld tasks in all, over the limit of %d",
+			     (long long)tasks, DRV_SPEC_MAX_TASKS);
+	apply_export(c);
+	s->job.gang_min = 0;
+	if (c->time > 0)
+		s->job.time_limit = c->time;
+	if (s->slurm.partition)
+		s->queue = drv_strdup(s->slurm.partition);
+	if (s->slurm.qos)
+		s->priority_class = drv_strdup(s->slurm.qos);
+	if (s->slurm.account)
+		s->job.tenant = drv_strdup(s->slurm.account);
+	if (s->array.spec && c->ncomps > 1)
+		drv_diag_err(c->d, 0, 0, "--array", "found an array of a heterogeneous job, "
+			     "which Slurm does not allow either");
+}
+
+static void sctx_release(struct sctx *c)
+{
+	for (int i = 0; i < c->ncomps; i++) {
+		gpureq_clear(&c->comps[i].gpus);
+		gpureq_clear(&c->comps[i].gpn);
+		gpureq_clear(&c->comps[i].gpt);
+		gpureq_clear(&c->comps[i].gres);
+	}
+	drv_free(c->comps);
+	drv_free(c->name);
+	drv_free(c->export_raw);
+	drv_free(c->workdir);
+}
+
 int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 			  const struct drv_spec_opts *opts, struct drv_specset *set,
 			  struct drv_diags *d)
@@ -845,9 +1056,7 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 	struct sctx c;
 	struct word *w = NULL;
 	size_t wcap = 0;
-	int nw = 0, line = 0, i, errs0 = d->nerrors;
-	const char *p = buf, *end = buf + len;
-	bool in_directives = true;
+	int nw, errs0 = d->nerrors;
 
 	if (len > DRV_SPEC_MAX_STRING) {
 		drv_diag_err(d, 0, 0, NULL, "found a script of %zu bytes, over the limit of %d", len,
@@ -864,128 +1073,9 @@ int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,
 	c.s->api_version = drv_strdup("slurm");
 	c.s->kind = drv_strdup("BatchScript");
 	new_comp(&c, 1, 1);
-
-	while (p < end && in_directives) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *q;
-		if (!eol)
-			eol = end;
-		line++;
-		for (q = p; q < eol && (*q == ' ' || *q == '\t' || *q == '\r'); q++)
-			;
-		if (line == 1 || q == eol) {
-			/* the #! line, blank lines */
-		} else if (*q != '#') {
-			in_directives = false; /* the first command ends the directives */
-		} else if (eol - q >= 7 && memcmp(q, "#SBATCH", 7) == 0 &&
-			   (q + 7 == eol || q[7] == ' ' || q[7] == '\t')) {
-			const char *a = q + 7;
-			while (a < eol && (*a == ' ' || *a == '\t'))
-				a++;
-			if ((eol - a >= 6 && memcmp(a, "hetjob", 6) == 0 &&
-			     (a + 6 == eol || a[6] == ' ' || a[6] == '\t' || a[6] == '\r')) ||
-			    (eol - a >= 7 && memcmp(a, "packjob", 7) == 0)) {
-				parse_words(&c, w, nw);
-				free_words(w, nw);
-				w = NULL;
-				nw = 0;
-				wcap = 0;
-				if (c.ncomps >= DRV_SPEC_MAX_GROUPS)
-					serr(&c, line, (int)(a - p) + 1, NULL, "found more than %d hetjob "
-					     "components", DRV_SPEC_MAX_GROUPS);
-				else
-					new_comp(&c, line, (int)(a - p) + 1);
-			} else {
-				nw = split_words(&c, a, eol, line, (int)(a - p) + 1, &w, &wcap, nw);
-			}
-		}
-		p = eol < end ? eol + 1 : end;
-	}
-	/* The words of the last component; command-line options after component 0's. */
-	if (c.ncomps == 1) {
-		if (opts)
-			for (i = 0; i < opts->sbatch_argc; i++) {
-				DRV_GROW(w, (size_t)nw + 1, wcap);
-				w[nw].text = drv_strdup(opts->sbatch_argv[i]);
-				w[nw].line = 0;
-				w[nw].col = 0;
-				nw++;
-			}
-		parse_words(&c, w, nw);
-	} else {
-		struct word *cw = NULL;
-		size_t ccap = 0;
-		int cn = 0;
-		parse_words(&c, w, nw);
-		if (opts && opts->sbatch_argc) {
-			/* component 0 again: command-line options win over its directives */
-			int last = c.ncomps;
-			for (i = 0; i < opts->sbatch_argc; i++) {
-				DRV_GROW(cw, (size_t)cn + 1, ccap);
-				cw[cn].text = drv_strdup(opts->sbatch_argv[i]);
-				cw[cn].line = 0;
-				cw[cn].col = 0;
-				cn++;
-			}
-			c.ncomps = 1;
-			parse_words(&c, cw, cn);
-			c.ncomps = last;
-			free_words(cw, cn);
-		}
-	}
-	free_words(w, nw);
-
-	/* the job */
-	{
-		struct drv_jobspec *s = c.s;
-		char gname[64];
-		/* a script read from standard input is named "sbatch", as Slurm does */
-		s->job.name = drv_strdup(c.name ? c.name : !name || !strcmp(name, "-") ||
-					 !strcmp(name, "<stdin>") ? "sbatch" : base_name(name));
-		for (i = 0; i < c.ncomps; i++) {
-			int g;
-			if (c.ncomps == 1)
-				snprintf(gname, sizeof(gname), "%.60s", s->job.name);
-			else
-				snprintf(gname, sizeof(gname), "het%d", i);
-			g = drv_jobspec_add_group(s, gname);
-			if (g < 0)
-				break;
-			resolve(&c, &c.comps[i], g);
-			s->run[g].script = drv_strndup(buf, len);
-			s->run[g].working_dir = drv_strdup(c.workdir);
-		}
-		{
-			int64_t tasks = 0;
-			for (i = 0; i < s->job.ngroups; i++)
-				tasks += s->job.groups[i].count;
-			if (tasks > DRV_SPEC_MAX_TASKS)
-				drv_diag_err(d, 0, 0, NULL, "found %lld tasks in all, over the limit of %d",
-					     (long long)tasks, DRV_SPEC_MAX_TASKS);
-		}
-		apply_export(&c);
-		s->job.gang_min = 0;
-		if (c.time > 0)
-			s->job.time_limit = c.time;
-		if (s->slurm.partition)
-			s->queue = drv_strdup(s->slurm.partition);
-		if (s->slurm.qos)
-			s->priority_class = drv_strdup(s->slurm.qos);
-		if (s->slurm.account)
-			s->job.tenant = drv_strdup(s->slurm.account);
-		if (s->array.spec && c.ncomps > 1)
-			drv_diag_err(d, 0, 0, "--array", "found an array of a heterogeneous job, "
-				     "which Slurm does not allow either");
-	}
-	for (i = 0; i < c.ncomps; i++) {
-		gpureq_clear(&c.comps[i].gpus);
-		gpureq_clear(&c.comps[i].gpn);
-		gpureq_clear(&c.comps[i].gpt);
-		gpureq_clear(&c.comps[i].gres);
-	}
-	drv_free(c.comps);
-	drv_free(c.name);
-	drv_free(c.export_raw);
-	drv_free(c.workdir);
+	nw = read_directives(&c, buf, len, &w, &wcap);
+	parse_last(&c, opts, w, wcap, nw);
+	build_job(&c, buf, len, name);
+	sctx_release(&c);
 	return d->nerrors > errs0 ? DRV_EPARSE : 0;
 }
