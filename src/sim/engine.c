@@ -644,42 +644,256 @@ static void summarize(struct engine *e)
 	summarize_tenants(e, sum->makespan_s);
 }
 
+static void engine_init(struct engine *e, struct drv_cluster *c, struct drv_sim_workload *w,
+			const struct drv_sim_opts *o, struct drv_sim_result *r)
+{
+	int32_t i;
+
+	memset(e, 0, sizeof(*e));
+	e->c = c;
+	e->w = w;
+	e->o = o;
+	e->r = r;
+	e->progress_last = -1;
+	e->js = drv_calloc((size_t)w->njobs + 1, sizeof(*e->js));
+	e->running = drv_malloc(sizeof(int32_t) * ((size_t)w->njobs + 1));
+	e->t_alloc = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
+	e->t_peak = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
+	e->t_gpu_s = drv_calloc((size_t)w->ntenants + 1, sizeof(double));
+	e->t_preempted = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
+	for (i = 0; i < w->njobs; i++) {
+		e->js[i].first_start = -1;
+		e->js[i].end = -1;
+		e->js[i].run = -1;
+		e->js[i].rpos = -1;
+		e->js[i].remaining = w->jobs[i].duration;
+	}
+	for (i = 0; i < c->nnodes; i++)
+		e->total_milli += (int64_t)c->nodes[i].ngpus * DRV_MILLI;
+	r->total_gpus = e->total_milli / DRV_MILLI;
+	drv_sim_heap_init(&e->heap);
+	drv_sched_decisions_init(&e->dec);
+	/* failures draw from their own stream: the workload does not move */
+	drv_rng_seed(&e->rng, o->seed ^ 0x6661696c75726573ULL);
+}
+
+static void engine_release(struct engine *e)
+{
+	if (e->s)
+		drv_sched_free(e->s);
+	drv_sched_decisions_release(&e->dec);
+	drv_sim_heap_release(&e->heap);
+	drv_free(e->js);
+	drv_free(e->running);
+	drv_free(e->t_alloc);
+	drv_free(e->t_peak);
+	drv_free(e->t_gpu_s);
+	drv_free(e->t_preempted);
+	drv_free(e->prov);
+}
+
+/*
+ * Jobs that can never run: the cluster as loaded (every node up, no
+ * elastic growth) cannot hold them even empty. Checked here, once,
+ * because the scheduler judges against the nodes that are up, and
+ * says "never" for size, model and regions but not for a gang larger
+ * than any vertex of its required level. With elastic growth allowed
+ * the cluster may grow, so the scheduler alone judges.
+ */
+static void reject_static(struct engine *e)
+{
+	struct drv_sim_workload *w = e->w;
+
+	for (int32_t i = 0; i < w->njobs; i++) {
+		char why[256];
+		if (drv_place_check_static(e->c, &w->jobs[i].job, NULL, why, sizeof(why))) {
+			drv_free(w->jobs[i].reject);
+			w->jobs[i].reject = drv_strdup(why);
+		}
+	}
+}
+
+/*
+ * Skipping passes. Between events nothing the pass reads changes but
+ * the clock and the queue. With preemption off, no elastic pool and
+ * no job that needs no GPU, a pass when every GPU is taken cannot
+ * start anything, whatever arrived (an arrival may change the order
+ * and the reservations, not the free GPUs). So a time whose only
+ * events are arrivals onto a full cluster skips its pass, unless an
+ * arrival is to be rejected. The next event that frees a GPU (a
+ * completion, a repair, a grace end) runs one. And when no job waits,
+ * there is nothing to start: no pass either.
+ */
+static bool may_skip_passes(const struct engine *e)
+{
+	bool may_skip = !e->o->every_pass && !e->o->policy->preemption;
+	int32_t i;
+
+	for (i = 0; i < e->w->njobs && may_skip; i++)
+		if (drv_job_gpu_milli(&e->w->jobs[i].job) == 0)
+			may_skip = false;
+	for (i = 0; i < e->c->npools; i++)
+		if (e->c->pools[i].elastic)
+			may_skip = false;
+	return may_skip;
+}
+
+/* Applies every heap event of time t; true when there was one. */
+static bool heap_events(struct engine *e, int64_t t)
+{
+	const struct drv_sim_event *top;
+	struct drv_sim_event ev;
+	bool changed = false;
+
+	while ((top = drv_sim_heap_peek(&e->heap)) && top->time == t) {
+		drv_sim_heap_pop(&e->heap, &ev);
+		changed = true;
+		switch (ev.type) {
+		case DRV_SIM_EV_FINISH:
+			e->live--;
+			if ((e->js[ev.a].st == ST_RUNNING || e->js[ev.a].st == ST_TERMINATING) &&
+			    e->js[ev.a].token == (uint32_t)ev.b) {
+				on_finish(e, ev.a);
+				e->r->sum.events++;
+			}
+			break;
+		case DRV_SIM_EV_GRACE:
+			e->live--;
+			if (e->js[ev.a].st == ST_TERMINATING && e->js[ev.a].token == (uint32_t)ev.b) {
+				on_grace(e, ev.a);
+				e->r->sum.events++;
+			}
+			break;
+		case DRV_SIM_EV_FAIL:
+			on_fail(e, ev.a);
+			e->r->sum.events++;
+			break;
+		case DRV_SIM_EV_REPAIR:
+			e->live--;
+			on_repair(e, ev.a);
+			e->r->sum.events++;
+			break;
+		case DRV_SIM_EV_PROVISION:
+			e->live--;
+			on_provision(e, &ev);
+			e->r->sum.events++;
+			break;
+		case DRV_SIM_EV_TICK:
+			e->live--;
+			break;
+		}
+	}
+	return changed;
+}
+
+/* Job j arrives at t: rejected if found impossible before the run, else
+ * submitted (and rejected at once when the state knows it can never fit). */
+static int arrive(struct engine *e, int32_t j, int64_t t, bool grow)
+{
+	struct drv_sim_workload *w = e->w;
+	struct drv_sched_job_info info;
+	int rc;
+
+	if (w->jobs[j].reject) {
+		/* found impossible before the run: never reaches the queue */
+		struct drv_sim_run *run = new_run(e, j);
+		run->outcome = DRV_SIM_REJECTED;
+		e->js[j].st = ST_REJECTED;
+		e->js[j].end = t;
+		e->r->sum.rejected++;
+		return 0;
+	}
+	rc = drv_sched_submit(e->s, &w->jobs[j].job,
+			      w->jobs[j].pclass >= 0 ? w->classes[w->jobs[j].pclass] : NULL);
+	if (rc)
+		return rc;
+	/* the pass decides to grow a pool only when it runs: make it run
+	 * once the job has waited long enough */
+	if (grow) {
+		drv_sim_heap_push(&e->heap, t + e->o->policy->grow_wait_s, DRV_SIM_EV_TICK, j, 0);
+		e->live++;
+	}
+	e->js[j].st = ST_PENDING;
+	e->npending++;
+	e->in_system++;
+	if (drv_sched_job_get(e->s, w->jobs[j].job.id, &info) == 0 &&
+	    info.state == DRV_SJ_PENDING && info.why.reason == DRV_REASON_NEVER) {
+		info.why.kind = DRV_DEC_PENDING;
+		info.why.job = w->jobs[j].job.id;
+		reject(e, &info.why);
+	}
+	return 0;
+}
+
+/* The runs still open at the end: running (services) or never started. */
+static void close_runs(struct engine *e)
+{
+	struct drv_sim_workload *w = e->w;
+
+	for (int32_t i = 0; i < w->njobs; i++) {
+		struct jst *s = &e->js[i];
+		if (s->st == ST_RUNNING || s->st == ST_TERMINATING) {
+			struct drv_sim_run *run = &e->r->runs[s->run];
+			run->outcome = DRV_SIM_RUNNING;
+			run->cost_micro = run_cost(e->c, &run->place, e->now - s->run_start);
+			e->t_gpu_s[w->jobs[i].tenant] +=
+				(double)s->milli * (double)(e->now - s->run_start);
+		} else if (s->st == ST_PENDING) {
+			struct drv_sim_run *run = new_run(e, i);
+			run->outcome = DRV_SIM_NEVER;
+		}
+	}
+}
+
+/* The event loop: each time, heap events, then arrivals, then one pass
+ * (unless it may be skipped). */
+static int run_events(struct engine *e, bool grow, bool may_skip)
+{
+	struct drv_sim_workload *w = e->w;
+	int32_t next = 0;
+	int rc;
+
+	while (next < w->njobs || e->live > 0) {
+		const struct drv_sim_event *top = drv_sim_heap_peek(&e->heap);
+		int64_t t;
+		bool changed;
+		if (next < w->njobs && (!top || w->jobs[next].job.submit_time <= top->time))
+			t = w->jobs[next].job.submit_time;
+		else
+			t = top->time;
+		advance(e, t);
+		/* heap events first (completions free room), then arrivals */
+		changed = heap_events(e, t);
+		while (next < w->njobs && w->jobs[next].job.submit_time == t) {
+			/* an arrival onto a cluster with a free GPU needs the pass (one
+			 * found impossible before the run is rejected passless) */
+			if (!changed && e->c->vertices[0].free_milli > 0)
+				changed = true;
+			e->r->sum.events++;
+			if ((rc = arrive(e, next, t, grow)))
+				return rc;
+			next++;
+		}
+		/* nothing waits: a pass would have nothing to start */
+		if (may_skip && e->npending == 0)
+			changed = false;
+		if ((changed || !may_skip) && (rc = pass(e)))
+			return rc;
+		sample(e);
+		if (e->o->progress)
+			progress(e, next);
+	}
+	return 0;
+}
+
 int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct drv_sim_opts *o,
 		struct drv_sim_result *r)
 {
 	struct engine e;
-	struct drv_sim_event ev;
-	int32_t next = 0, i;
 	int rc = 0;
-	bool changed, may_skip, grow;
-	struct drv_sched_job_info info;
+	bool grow;
 
-	memset(&e, 0, sizeof(e));
-	e.c = c;
-	e.w = w;
-	e.o = o;
-	e.r = r;
-	e.progress_last = -1;
-	e.js = drv_calloc((size_t)w->njobs + 1, sizeof(*e.js));
-	e.running = drv_malloc(sizeof(int32_t) * ((size_t)w->njobs + 1));
-	e.t_alloc = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
-	e.t_peak = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
-	e.t_gpu_s = drv_calloc((size_t)w->ntenants + 1, sizeof(double));
-	e.t_preempted = drv_calloc((size_t)w->ntenants + 1, sizeof(int64_t));
-	for (i = 0; i < w->njobs; i++) {
-		e.js[i].first_start = -1;
-		e.js[i].end = -1;
-		e.js[i].run = -1;
-		e.js[i].rpos = -1;
-		e.js[i].remaining = w->jobs[i].duration;
-	}
-	for (i = 0; i < c->nnodes; i++)
-		e.total_milli += (int64_t)c->nodes[i].ngpus * DRV_MILLI;
-	r->total_gpus = e.total_milli / DRV_MILLI;
-	drv_sim_heap_init(&e.heap);
-	drv_sched_decisions_init(&e.dec);
-	/* failures draw from their own stream: the workload does not move */
-	drv_rng_seed(&e.rng, o->seed ^ 0x6661696c75726573ULL);
+	engine_init(&e, c, w, o, r);
 	e.s = drv_sched_new(c);
 	if (!e.s) {
 		rc = DRV_EINVAL;
@@ -688,176 +902,22 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	if (o->tenants && (rc = drv_tenants_apply(o->tenants, e.s)) < 0)
 		goto out;
 	if (o->mtbf_hours > 0)
-		for (i = 0; i < c->nnodes; i++)
+		for (int32_t i = 0; i < c->nnodes; i++)
 			drv_sim_heap_push(&e.heap,
 					  (int64_t)ceil(drv_rng_exp(&e.rng, o->mtbf_hours * 3600.0)),
 					  DRV_SIM_EV_FAIL, i, 0);
 	if (w->njobs)
 		e.now = w->jobs[0].job.submit_time;
-	/*
-	 * Jobs that can never run: the cluster as loaded (every node up, no
-	 * elastic growth) cannot hold them even empty. Checked here, once,
-	 * because the scheduler judges against the nodes that are up, and
-	 * says "never" for size, model and regions but not for a gang larger
-	 * than any vertex of its required level. With elastic growth allowed
-	 * the cluster may grow, so the scheduler alone judges.
-	 */
 	grow = o->policy->grow_wait_s > 0 && has_elastic(c);
 	if (!grow)
-		for (i = 0; i < w->njobs; i++) {
-			char why[256];
-			if (drv_place_check_static(c, &w->jobs[i].job, NULL, why, sizeof(why))) {
-				drv_free(w->jobs[i].reject);
-				w->jobs[i].reject = drv_strdup(why);
-			}
-		}
-	/*
-	 * Skipping passes. Between events nothing the pass reads changes but
-	 * the clock and the queue. With preemption off, no elastic pool and
-	 * no job that needs no GPU, a pass when every GPU is taken cannot
-	 * start anything, whatever arrived (an arrival may change the order
-	 * and the reservations, not the free GPUs). So a time whose only
-	 * events are arrivals onto a full cluster skips its pass, unless an
-	 * arrival is to be rejected. The next event that frees a GPU (a
-	 * completion, a repair, a grace end) runs one. And when no job waits,
-	 * there is nothing to start: no pass either.
-	 */
-	may_skip = !o->every_pass && !o->policy->preemption;
-	for (i = 0; i < w->njobs && may_skip; i++)
-		if (drv_job_gpu_milli(&w->jobs[i].job) == 0)
-			may_skip = false;
-	for (i = 0; i < c->npools; i++)
-		if (c->pools[i].elastic)
-			may_skip = false;
-
-	while (next < w->njobs || e.live > 0) {
-		const struct drv_sim_event *top = drv_sim_heap_peek(&e.heap);
-		int64_t t;
-		if (next < w->njobs && (!top || w->jobs[next].job.submit_time <= top->time))
-			t = w->jobs[next].job.submit_time;
-		else
-			t = top->time;
-		advance(&e, t);
-		changed = false;
-		/* heap events first (completions free room), then arrivals */
-		while ((top = drv_sim_heap_peek(&e.heap)) && top->time == t) {
-			drv_sim_heap_pop(&e.heap, &ev);
-			changed = true;
-			switch (ev.type) {
-			case DRV_SIM_EV_FINISH:
-				e.live--;
-				if ((e.js[ev.a].st == ST_RUNNING || e.js[ev.a].st == ST_TERMINATING) &&
-				    e.js[ev.a].token == (uint32_t)ev.b) {
-					on_finish(&e, ev.a);
-					r->sum.events++;
-				}
-				break;
-			case DRV_SIM_EV_GRACE:
-				e.live--;
-				if (e.js[ev.a].st == ST_TERMINATING &&
-				    e.js[ev.a].token == (uint32_t)ev.b) {
-					on_grace(&e, ev.a);
-					r->sum.events++;
-				}
-				break;
-			case DRV_SIM_EV_FAIL:
-				on_fail(&e, ev.a);
-				r->sum.events++;
-				break;
-			case DRV_SIM_EV_REPAIR:
-				e.live--;
-				on_repair(&e, ev.a);
-				r->sum.events++;
-				break;
-			case DRV_SIM_EV_PROVISION:
-				e.live--;
-				on_provision(&e, &ev);
-				r->sum.events++;
-				break;
-			case DRV_SIM_EV_TICK:
-				e.live--;
-				break;
-			}
-		}
-		while (next < w->njobs && w->jobs[next].job.submit_time == t) {
-			/* an arrival onto a cluster with a free GPU needs the pass (one
-			 * found impossible before the run is rejected below, passless) */
-			if (!changed && c->vertices[0].free_milli > 0)
-				changed = true;
-			r->sum.events++;
-			if (w->jobs[next].reject) {
-				/* found impossible before the run: never reaches the queue */
-				struct drv_sim_run *run = new_run(&e, next);
-				run->outcome = DRV_SIM_REJECTED;
-				e.js[next].st = ST_REJECTED;
-				e.js[next].end = t;
-				r->sum.rejected++;
-				next++;
-				continue;
-			}
-			rc = drv_sched_submit(e.s, &w->jobs[next].job,
-					      w->jobs[next].pclass >= 0 ? w->classes[w->jobs[next].pclass]
-									: NULL);
-			if (rc)
-				goto out;
-			/* the pass decides to grow a pool only when it runs: make it run
-			 * once the job has waited long enough */
-			if (grow) {
-				drv_sim_heap_push(&e.heap, t + o->policy->grow_wait_s, DRV_SIM_EV_TICK,
-						  next, 0);
-				e.live++;
-			}
-			e.js[next].st = ST_PENDING;
-			e.npending++;
-			e.in_system++;
-			/* the state knows at once when a job can never fit */
-			if (drv_sched_job_get(e.s, w->jobs[next].job.id, &info) == 0 &&
-			    info.state == DRV_SJ_PENDING && info.why.reason == DRV_REASON_NEVER) {
-				info.why.kind = DRV_DEC_PENDING;
-				info.why.job = w->jobs[next].job.id;
-				reject(&e, &info.why);
-			}
-			next++;
-		}
-		/* nothing waits: a pass would have nothing to start */
-		if (may_skip && e.npending == 0)
-			changed = false;
-		if (changed || !may_skip) {
-			rc = pass(&e);
-			if (rc)
-				goto out;
-		}
-		sample(&e);
-		if (o->progress)
-			progress(&e, next);
-	}
-	/* what is still running (services) or waiting at the end */
-	for (i = 0; i < w->njobs; i++) {
-		struct jst *s = &e.js[i];
-		if (s->st == ST_RUNNING || s->st == ST_TERMINATING) {
-			struct drv_sim_run *run = &r->runs[s->run];
-			run->outcome = DRV_SIM_RUNNING;
-			run->cost_micro = run_cost(c, &run->place, e.now - s->run_start);
-			e.t_gpu_s[w->jobs[i].tenant] +=
-				(double)s->milli * (double)(e.now - s->run_start);
-		} else if (s->st == ST_PENDING) {
-			struct drv_sim_run *run = new_run(&e, i);
-			run->outcome = DRV_SIM_NEVER;
-		}
-	}
+		reject_static(&e);
+	rc = run_events(&e, grow, may_skip_passes(&e));
+	if (rc)
+		goto out;
+	close_runs(&e);
 	sort_runs(r, w->njobs);
 	summarize(&e);
 out:
-	if (e.s)
-		drv_sched_free(e.s);
-	drv_sched_decisions_release(&e.dec);
-	drv_sim_heap_release(&e.heap);
-	drv_free(e.js);
-	drv_free(e.running);
-	drv_free(e.t_alloc);
-	drv_free(e.t_peak);
-	drv_free(e.t_gpu_s);
-	drv_free(e.t_preempted);
-	drv_free(e.prov);
+	engine_release(&e);
 	return rc;
 }

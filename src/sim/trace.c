@@ -700,186 +700,226 @@ static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv
 	return -1;
 }
 
+/* The native reader's state between lines. */
+struct native {
+	struct drv_sim_workload *w;
+	struct drv_diags *d;
+	bool strict;
+	int lineno;
+	int colmap[MAX_FIELDS]; /* field index -> column */
+	int ncols;              /* 0 until the header is read */
+	/* the previous job's first row, for task groups continuing it */
+	int32_t prev_job;       /* -1: the next row starts a job */
+	char *prev_text;
+	struct row prev;
+};
+
+/* The header line: known column names, each once, the required ones. */
+static int read_header(struct native *nr, struct field *fl, int nf)
+{
+	bool seen[C_NCOLS] = { false };
+	int rc = 0;
+
+	if (nf > MAX_FIELDS) {
+		drv_diag_err(nr->d, nr->lineno, 1, NULL, "expected at most %d columns", MAX_FIELDS);
+		return DRV_EPARSE;
+	}
+	for (int k = 0; k < nf; k++) {
+		int c;
+		for (c = 0; c < C_NCOLS; c++)
+			if (fl[k].len == strlen(col_names[c]) && !memcmp(fl[k].s, col_names[c], fl[k].len))
+				break;
+		if (c == C_NCOLS || seen[c]) {
+			drv_diag_err(nr->d, nr->lineno, fl[k].col, "header",
+				     "%s column '%.*s'; expected a header of columns "
+				     "from: name,submit_s,duration_s,time_limit_s,"
+				     "estimate_s,tasks,gpus,gpu_milli,gpu_mem_mib,"
+				     "gpu_model,cpu_milli,mem_mib,priority,preemptible,"
+				     "tenant,topology,regions,gang_min",
+				     c == C_NCOLS ? "unknown" : "repeated",
+				     (int)(fl[k].len > 40 ? 40 : fl[k].len), fl[k].s);
+			rc = DRV_EPARSE;
+			continue;
+		}
+		seen[c] = true;
+		nr->colmap[k] = c;
+	}
+	if (!rc && (!seen[C_SUBMIT] || !seen[C_TASKS] || (!seen[C_GPUS] && !seen[C_MILLI]))) {
+		drv_diag_err(nr->d, nr->lineno, 1, "header",
+			     "expected the columns submit_s, tasks and gpus or "
+			     "gpu_milli at least");
+		rc = DRV_EPARSE;
+	}
+	if (!rc)
+		nr->ncols = nf;
+	return rc;
+}
+
+/* A row naming the previous job again: another task group of it, its job
+ * columns empty or equal to the first row's; else the job is dropped. */
+static void add_group_row(struct native *nr, const struct row *r)
+{
+	struct drv_sim_workload *w = nr->w;
+	struct drv_job *j = &w->jobs[nr->prev_job].job;
+	const struct row *prev = &nr->prev;
+	struct drv_task_group g;
+	int c, bad;
+
+	for (c = 0; c < C_NCOLS; c++)
+		if (!group_col(c) && c != C_NAME && r->v[c].len &&
+		    !same_text(&r->v[c], prev->v[c].s, prev->v[c].len))
+			break;
+	if (c < C_NCOLS) {
+		bad_row(nr->d, nr->strict, w, nr->lineno, r->v[c].col, col_names[c],
+			"expected a task group row to leave job columns empty or equal "
+			"to the job's first row, found '%.*s'; job dropped",
+			SHOW(r->v[c]));
+		/* the whole job is bad: nothing half-accepted */
+		job_free_fields(&w->jobs[--w->njobs]);
+		nr->prev_job = -1;
+		return;
+	}
+	memset(&g, 0, sizeof(g));
+	bad = parse_group(r, &g);
+	if (bad >= 0) {
+		bad_row(nr->d, nr->strict, w, nr->lineno, r->v[bad].col ? r->v[bad].col : 1,
+			col_names[bad], "expected %s, found '%.*s'; job dropped",
+			col_expect[bad], SHOW(r->v[bad]));
+		job_free_fields(&w->jobs[--w->njobs]);
+		nr->prev_job = -1;
+		return;
+	}
+	j->groups = drv_realloc(j->groups, sizeof(*j->groups) * (size_t)(j->ngroups + 1));
+	j->groups[j->ngroups++] = g;
+}
+
+/* A row starting a job with its first group; false (row reported) when
+ * a field is bad. */
+static bool add_job_row(struct native *nr, const struct row *r)
+{
+	struct drv_sim_workload *w = nr->w;
+	struct drv_sim_job *sj = new_job(w);
+	int bad = -1;
+
+	sj->line = nr->lineno;
+	if (!r->v[C_SUBMIT].len)
+		bad = C_SUBMIT;
+	else if (r->v[C_NAME].len && !drv_spec_name_ok(r->v[C_NAME].s, r->v[C_NAME].len))
+		bad = C_NAME;
+	if (bad < 0)
+		bad = parse_job(w, r, sj);
+	if (bad < 0) {
+		sj->job.groups = drv_calloc(1, sizeof(*sj->job.groups));
+		sj->job.ngroups = 1;
+		bad = parse_group(r, &sj->job.groups[0]);
+	}
+	if (bad >= 0) {
+		char want[256];
+		expectation(w, bad, want, sizeof(want));
+		bad_row(nr->d, nr->strict, w, nr->lineno, r->v[bad].col ? r->v[bad].col : 1,
+			col_names[bad], "expected %s, found '%.*s'", want, SHOW(r->v[bad]));
+		job_free_fields(sj);
+		w->njobs--;
+		return false;
+	}
+	if (r->v[C_NAME].len)
+		sj->job.name = drv_strndup(r->v[C_NAME].s, r->v[C_NAME].len);
+	else
+		sj->job.name = line_name(nr->lineno);
+	return true;
+}
+
+/* Keeps the text of the job's first row for its continuation rows. */
+static void remember_row(struct native *nr, const char *line, size_t len, bool named)
+{
+	struct field fl[MAX_FIELDS];
+	int nf;
+
+	drv_free(nr->prev_text);
+	nr->prev_text = drv_strndup(line, len);
+	nf = split(nr->prev_text, len, fl);
+	memset(&nr->prev, 0, sizeof(nr->prev));
+	for (int k = 0; k < nf; k++)
+		nr->prev.v[nr->colmap[k]] = fl[k];
+	nr->prev_job = nr->w->njobs - 1;
+	if (!named)
+		nr->prev_job = -1; /* unnamed jobs have one group */
+}
+
+/* One non-blank line (the header first). 0, or an error that ends the read. */
+static int native_line(struct native *nr, const char *line, size_t len)
+{
+	struct field fl[MAX_FIELDS];
+	const char *quote = memchr(line, '"', len);
+	struct row r;
+	int nf;
+
+	if (quote) {
+		int qcol = (int)(quote - line) + 1;
+		if (!nr->ncols) {
+			drv_diag_err(nr->d, nr->lineno, qcol, "header",
+				     "expected unquoted column names, found '\"'");
+			return DRV_EPARSE;
+		}
+		bad_row(nr->d, nr->strict, nr->w, nr->lineno, qcol, NULL,
+			"expected unquoted fields (the native format has no quoting), "
+			"found '\"'");
+		nr->prev_job = -1;
+		return 0;
+	}
+	nf = split(line, len, fl);
+	if (!nr->ncols)
+		return read_header(nr, fl, nf);
+	if (nf != nr->ncols) {
+		bad_row(nr->d, nr->strict, nr->w, nr->lineno, 1, NULL,
+			"expected %d fields as the header has, found %s%d", nr->ncols,
+			nf > MAX_FIELDS ? "more than " : "", nf > MAX_FIELDS ? MAX_FIELDS : nf);
+		nr->prev_job = -1;
+		return 0;
+	}
+	memset(&r, 0, sizeof(r));
+	for (int k = 0; k < nf; k++)
+		r.v[nr->colmap[k]] = fl[k];
+	if (nr->prev_job >= 0 && r.v[C_NAME].len &&
+	    same_text(&r.v[C_NAME], nr->prev.v[C_NAME].s, nr->prev.v[C_NAME].len))
+		add_group_row(nr, &r);
+	else if (add_job_row(nr, &r))
+		remember_row(nr, line, len, r.v[C_NAME].len > 0);
+	else
+		nr->prev_job = -1;
+	return 0;
+}
+
 int drv_sim_read_native(FILE *f, bool strict, struct drv_sim_workload *w, struct drv_diags *d)
 {
-	char *line = NULL, *first_line = NULL;
+	struct native nr = { .w = w, .d = d, .strict = strict, .prev_job = -1 };
+	char *line = NULL;
 	size_t lcap = 0;
 	ssize_t got;
-	int lineno = 0, ncols = 0, k;
-	int colmap[MAX_FIELDS]; /* field index -> column */
 	int32_t first_new = w->njobs;
 	int64_t malformed0 = w->malformed;
 	int rc = 0;
-	bool have_header = false;
-	struct field fl[MAX_FIELDS];
-	/* the previous row, for task groups continuing a job */
-	int32_t prev_job = -1;
-	char *prev_text = NULL;
-	struct row prev;
 
 	while ((got = getline(&line, &lcap, f)) >= 0) {
 		size_t len = chomp(line, (size_t)got);
-		int nf, bad = -1;
-		struct row r;
-		struct drv_sim_job *sj;
 
-		lineno++;
+		nr.lineno++;
 		if (is_blank(line, len)) {
 			w->blank++;
 			continue;
 		}
-		if (memchr(line, '"', len)) {
-			int qcol = (int)((char *)memchr(line, '"', len) - line) + 1;
-			if (!have_header) {
-				drv_diag_err(d, lineno, qcol, "header",
-					     "expected unquoted column names, found '\"'");
-				rc = DRV_EPARSE;
-				break;
-			}
-			bad_row(d, strict, w, lineno, qcol, NULL,
-				"expected unquoted fields (the native format has no quoting), "
-				"found '\"'");
-			prev_job = -1;
-			continue;
-		}
-		nf = split(line, len, fl);
-		if (!have_header) {
-			bool seen[C_NCOLS] = { false };
-			if (nf > MAX_FIELDS) {
-				drv_diag_err(d, lineno, 1, NULL, "expected at most %d columns",
-					     MAX_FIELDS);
-				rc = DRV_EPARSE;
-				break;
-			}
-			for (k = 0; k < nf; k++) {
-				int c;
-				for (c = 0; c < C_NCOLS; c++)
-					if (fl[k].len == strlen(col_names[c]) &&
-					    !memcmp(fl[k].s, col_names[c], fl[k].len))
-						break;
-				if (c == C_NCOLS || seen[c]) {
-					drv_diag_err(d, lineno, fl[k].col, "header",
-						     "%s column '%.*s'; expected a header of columns "
-						     "from: name,submit_s,duration_s,time_limit_s,"
-						     "estimate_s,tasks,gpus,gpu_milli,gpu_mem_mib,"
-						     "gpu_model,cpu_milli,mem_mib,priority,preemptible,"
-						     "tenant,topology,regions,gang_min",
-						     c == C_NCOLS ? "unknown" : "repeated",
-						     (int)(fl[k].len > 40 ? 40 : fl[k].len), fl[k].s);
-					rc = DRV_EPARSE;
-					continue;
-				}
-				seen[c] = true;
-				colmap[k] = c;
-			}
-			if (!rc && (!seen[C_SUBMIT] || !seen[C_TASKS] ||
-				    (!seen[C_GPUS] && !seen[C_MILLI]))) {
-				drv_diag_err(d, lineno, 1, "header",
-					     "expected the columns submit_s, tasks and gpus or "
-					     "gpu_milli at least");
-				rc = DRV_EPARSE;
-			}
-			if (rc)
-				break;
-			ncols = nf;
-			have_header = true;
-			continue;
-		}
-		if (nf != ncols) {
-			bad_row(d, strict, w, lineno, 1, NULL,
-				"expected %d fields as the header has, found %s%d", ncols,
-				nf > MAX_FIELDS ? "more than " : "", nf > MAX_FIELDS ? MAX_FIELDS : nf);
-			prev_job = -1;
-			continue;
-		}
-		memset(&r, 0, sizeof(r));
-		for (k = 0; k < nf; k++)
-			r.v[colmap[k]] = fl[k];
-
-		/* A row whose name repeats the previous row's is another task group. */
-		if (prev_job >= 0 && r.v[C_NAME].len &&
-		    same_text(&r.v[C_NAME], prev.v[C_NAME].s, prev.v[C_NAME].len)) {
-			struct drv_job *j = &w->jobs[prev_job].job;
-			struct drv_task_group g;
-			int c;
-			for (c = 0; c < C_NCOLS; c++)
-				if (!group_col(c) && c != C_NAME && r.v[c].len &&
-				    !same_text(&r.v[c], prev.v[c].s, prev.v[c].len))
-					break;
-			if (c < C_NCOLS) {
-				bad_row(d, strict, w, lineno, r.v[c].col, col_names[c],
-					"expected a task group row to leave job columns empty or equal "
-					"to the job's first row, found '%.*s'; job dropped",
-					SHOW(r.v[c]));
-				/* the whole job is bad: nothing half-accepted */
-				job_free_fields(&w->jobs[--w->njobs]);
-				prev_job = -1;
-				continue;
-			}
-			memset(&g, 0, sizeof(g));
-			bad = parse_group(&r, &g);
-			if (bad >= 0) {
-				bad_row(d, strict, w, lineno, r.v[bad].col ? r.v[bad].col : 1,
-					col_names[bad], "expected %s, found '%.*s'; job dropped",
-					col_expect[bad], SHOW(r.v[bad]));
-				job_free_fields(&w->jobs[--w->njobs]);
-				prev_job = -1;
-				continue;
-			}
-			j->groups = drv_realloc(j->groups, sizeof(*j->groups) * (size_t)(j->ngroups + 1));
-			j->groups[j->ngroups++] = g;
-			continue;
-		}
-
-		sj = new_job(w);
-		sj->line = lineno;
-		if (!r.v[C_SUBMIT].len)
-			bad = C_SUBMIT;
-		else if (r.v[C_NAME].len && !drv_spec_name_ok(r.v[C_NAME].s, r.v[C_NAME].len))
-			bad = C_NAME;
-		if (bad < 0)
-			bad = parse_job(w, &r, sj);
-		if (bad < 0) {
-			sj->job.groups = drv_calloc(1, sizeof(*sj->job.groups));
-			sj->job.ngroups = 1;
-			bad = parse_group(&r, &sj->job.groups[0]);
-		}
-		if (bad >= 0) {
-			char want[256];
-			expectation(w, bad, want, sizeof(want));
-			bad_row(d, strict, w, lineno, r.v[bad].col ? r.v[bad].col : 1, col_names[bad],
-				"expected %s, found '%.*s'", want, SHOW(r.v[bad]));
-			job_free_fields(sj);
-			w->njobs--;
-			prev_job = -1;
-			continue;
-		}
-		if (r.v[C_NAME].len) {
-			sj->job.name = drv_strndup(r.v[C_NAME].s, r.v[C_NAME].len);
-		} else {
-			sj->job.name = line_name(lineno);
-		}
-		/* keep the row's text for continuation rows */
-		drv_free(prev_text);
-		prev_text = drv_strndup(line, len);
-		nf = split(prev_text, len, fl);
-		memset(&prev, 0, sizeof(prev));
-		for (k = 0; k < nf; k++)
-			prev.v[colmap[k]] = fl[k];
-		prev_job = w->njobs - 1;
-		if (!r.v[C_NAME].len)
-			prev_job = -1; /* unnamed jobs have one group */
+		if ((rc = native_line(&nr, line, len)))
+			break;
 	}
 	if (!rc && ferror(f))
 		rc = DRV_EIO;
-	if (!rc && !have_header) {
-		drv_diag_err(d, lineno ? lineno : 1, 1, "header",
+	if (!rc && !nr.ncols) {
+		drv_diag_err(d, nr.lineno ? nr.lineno : 1, 1, "header",
 			     "expected a header line naming the columns, found an empty file");
 		rc = DRV_EPARSE;
 	}
 	free(line);
-	drv_free(prev_text);
-	drv_free(first_line);
+	drv_free(nr.prev_text);
 	if (!rc && strict && w->malformed > malformed0)
 		rc = DRV_EPARSE;
 	if (rc) {
