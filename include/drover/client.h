@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <jansson.h>
 
+#include "drover/json.h" /* the getters the commands read replies with */
+
 #define DRV_CLIENT_DEFAULT_SERVER "http://127.0.0.1:8080"
 
 /* ---- where to talk to ------------------------------------------------- */
@@ -151,18 +153,6 @@ void drv_table_release(struct drv_table *t);
  * "D-HH:MM:SS"; negative as "0:00". Returns buf.
  */
 char *drv_fmt_duration(long long secs, char *buf, size_t n);
-
-/* ---- JSON helpers for reading replies --------------------------------- */
-
-/* obj[key] as a string ("" when absent or null; numbers are printed). */
-const char *drv_jstr(const json_t *obj, const char *key, char *buf, size_t n);
-/* obj[key] as an integer (def when absent or not a number). */
-long long drv_jint(const json_t *obj, const char *key, long long def);
-/*
- * A time field: an integer of seconds since the epoch, or an RFC 3339
- * string ("2026-11-30T01:02:03Z"); 0 when absent or unreadable.
- */
-long long drv_jtime(const json_t *obj, const char *key);
 
 /* ---- the commands ----------------------------------------------------- */
 

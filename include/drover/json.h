@@ -21,7 +21,11 @@
 /* obj[key] when it is a string; NULL otherwise. */
 const char *drv_json_str(const json_t *obj, const char *key);
 
-/* obj[key] when it is a number (a real is truncated); def otherwise. */
+/*
+ * obj[key] when it is a number (a real is truncated) or a string that is
+ * a whole decimal integer ("12", as hand-written or converted documents
+ * carry); def otherwise.
+ */
 int64_t drv_json_int(const json_t *obj, const char *key, int64_t def);
 
 /* obj[key] when it is a number; def otherwise. */

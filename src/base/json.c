@@ -8,6 +8,7 @@
 #include "drover/common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static const json_t *field(const json_t *obj, const char *key)
 {
@@ -29,6 +30,14 @@ int64_t drv_json_int(const json_t *obj, const char *key, int64_t def)
 		return (int64_t)json_integer_value(v);
 	if (json_is_real(v))
 		return (int64_t)json_real_value(v);
+	if (json_is_string(v)) {
+		const char *t = json_string_value(v);
+		char *end;
+		long long x = strtoll(t, &end, 10);
+
+		if (end != t && !*end)
+			return x;
+	}
 	return def;
 }
 

@@ -372,7 +372,7 @@ static json_t *canonical(struct drv_client *c, const char *ctype, const char *bo
 
 	if (call_json(c, "POST", "/v1/jobs", ctype, body, strlen(body), 10000, &r))
 		return NULL;
-	id = drv_jint(r.json, "id", 0);
+	id = drv_json_int(r.json, "id", 0);
 	drv_client_reply_release(&r);
 	snprintf(path, sizeof(path), "/v1/jobs/%lld", id);
 	if (call_json(c, "GET", path, NULL, NULL, 0, 10000, &r))
@@ -579,7 +579,7 @@ static void *watcher(void *p)
 			pthread_mutex_lock(&w->mu);
 			json_array_foreach(items, i, e) {
 				const char *to = json_string_value(json_object_get(e, "to"));
-				long long id = drv_jint(e, "job", 0);
+				long long id = drv_json_int(e, "job", 0);
 				w->events++;
 				if (to && !strcmp(to, "running") && id > 0) {
 					DRV_GROW(w->ids, w->n + 1, w->cap);
@@ -655,7 +655,7 @@ static json_t *measure_latency(const struct server *s, int njobs)
 			failed++;
 			continue;
 		}
-		ids[i] = drv_jint(r.json, "id", 0);
+		ids[i] = drv_json_int(r.json, "id", 0);
 		drv_client_reply_release(&r);
 		sleep_ms(10);
 	}

@@ -117,8 +117,8 @@ long long job_gpus(const json_t *job)
 	const json_t *g = json_object_get(job, "gpus");
 
 	if (json_is_object(g)) /* {"count":8,...} or {"total":8} */
-		return drv_jint(g, "count", drv_jint(g, "total", 0));
-	return drv_jint(job, "gpus", 0);
+		return drv_json_int(g, "count", drv_json_int(g, "total", 0));
+	return drv_json_int(job, "gpus", 0);
 }
 
 static void add_node(char *buf, size_t n, const char *name)
@@ -173,8 +173,8 @@ const char *job_nodes(const json_t *job, char *buf, size_t n)
 
 long long job_elapsed(const json_t *job, long long now)
 {
-	long long start = drv_jtime(job, "start_time");
-	long long end = drv_jtime(job, "end_time");
+	long long start = drv_json_time(job, "start_time");
+	long long end = drv_json_time(job, "end_time");
 
 	if (!start)
 		return 0;

@@ -30,10 +30,10 @@ static const char *reason_or_nodes(const json_t *job, char *buf, size_t n)
 	char nodes[1024], reason[512];
 	const char *state = json_string_value(json_object_get(job, "state"));
 
-	drv_jstr(job, "nodelist", nodes, sizeof(nodes));
+	drv_json_text(job, "nodelist", nodes, sizeof(nodes));
 	if (!nodes[0])
 		job_nodes(job, nodes, sizeof(nodes));
-	drv_jstr(job, "reason", reason, sizeof(reason));
+	drv_json_text(job, "reason", reason, sizeof(reason));
 	if (state && (!strcmp(state, "running") || !strcmp(state, "scheduled") ||
 		      !strcmp(state, "succeeded")) && nodes[0])
 		snprintf(buf, n, "%s", nodes);
@@ -53,7 +53,7 @@ static void fmt_gpus(const json_t *job, char *buf, size_t n)
 		snprintf(buf, n, "%g", json_real_value(g));
 	else
 		snprintf(buf, n, "%lld", job_gpus(job));
-	drv_jstr(job, "gpu_model", model, sizeof(model));
+	drv_json_text(job, "gpu_model", model, sizeof(model));
 	if (model[0]) {
 		size_t k = strlen(buf);
 		snprintf(buf + k, n - k, "x%s", model);
@@ -102,19 +102,19 @@ static void print_jobs(const struct cli *cli, const json_t *items)
 			rn[2048];
 		const char *st;
 
-		drv_jstr(job, "id", id, sizeof(id));
-		drv_jstr(job, "name", name, sizeof(name));
-		drv_jstr(job, "user", user, sizeof(user));
-		drv_jstr(job, "tenant", tenant, sizeof(tenant));
-		st = drv_jstr(job, "state", state, sizeof(state));
+		drv_json_text(job, "id", id, sizeof(id));
+		drv_json_text(job, "name", name, sizeof(name));
+		drv_json_text(job, "user", user, sizeof(user));
+		drv_json_text(job, "tenant", tenant, sizeof(tenant));
+		st = drv_json_text(job, "state", state, sizeof(state));
 		drv_fmt_duration(job_elapsed(job, now), tm, sizeof(tm));
 		fmt_gpus(job, gpus, sizeof(gpus));
-		drv_jstr(job, "nodes", nn, sizeof(nn));
-		drv_jstr(job, "priority", prio, sizeof(prio));
-		drv_jstr(job, "attempt", att, sizeof(att));
-		fmt_age(drv_jtime(job, "submit_time"), now, age, sizeof(age));
-		drv_jstr(job, "exit_code", ex, sizeof(ex));
-		drv_jstr(job, "image", image, sizeof(image));
+		drv_json_text(job, "nodes", nn, sizeof(nn));
+		drv_json_text(job, "priority", prio, sizeof(prio));
+		drv_json_text(job, "attempt", att, sizeof(att));
+		fmt_age(drv_json_time(job, "submit_time"), now, age, sizeof(age));
+		drv_json_text(job, "exit_code", ex, sizeof(ex));
+		drv_json_text(job, "image", image, sizeof(image));
 		reason_or_nodes(job, rn, sizeof(rn));
 		if (wide) {
 			const char *row[] = { id, name, user, tenant, st, tm, gpus, nn,
@@ -284,7 +284,7 @@ int drv_client_cmd_queue(int argc, char **argv)
 		code = cli_call(&cli, "GET", "/v1/whoami", NULL, NULL, 0, &r);
 		if (code)
 			goto out;
-		drv_jstr(r.json, "user", whoami, sizeof(whoami));
+		drv_json_text(r.json, "user", whoami, sizeof(whoami));
 		drv_client_reply_release(&r);
 		user = whoami;
 	}
@@ -361,9 +361,9 @@ int drv_client_post_job(struct cli *cli, const char *route, const char *file,
 	job = json_object_get(r.json, "job");
 	if (!job)
 		job = r.json;
-	drv_jstr(r.json, "action", action, sizeof(action));
-	drv_jstr(job, "id", id, sizeof(id));
-	drv_jstr(job, "name", name, sizeof(name));
+	drv_json_text(r.json, "action", action, sizeof(action));
+	drv_json_text(job, "id", id, sizeof(id));
+	drv_json_text(job, "name", name, sizeof(name));
 	if (cli->out == DRV_OUT_JSON || cli->out == DRV_OUT_YAML)
 		rc = cli_print_doc(cli, r.json);
 	else if (parsable)
@@ -428,9 +428,9 @@ static const char *fmt_time(const json_t *o, const char *key, long long now, cha
 			    size_t n)
 {
 	char raw[64], ago[32];
-	long long t = drv_jtime(o, key);
+	long long t = drv_json_time(o, key);
 
-	drv_jstr(o, key, raw, sizeof(raw));
+	drv_json_text(o, key, raw, sizeof(raw));
 	if (!raw[0])
 		return "";
 	fmt_age(t, now, ago, sizeof(ago));
@@ -470,9 +470,8 @@ static long long queue_position(struct cli *cli, const char *id)
 			    &r, err, sizeof(err)))
 		return 0;
 	items = r.status == 200 ? cli_items(r.json) : NULL;
-	json_array_foreach(items, i, j)
-		if (!strcmp(drv_jstr(j, "id", jid, sizeof(jid)), id))
-			pos = drv_jint(j, "position", 0);
+	json_array_foreach(items, i, j) if (!strcmp(drv_json_text(j, "id", jid, sizeof(jid)), id))
+		pos = drv_json_int(j, "position", 0);
 	drv_client_reply_release(&r);
 	return pos;
 }
@@ -485,14 +484,14 @@ static void describe_job(struct cli *cli, const json_t *job)
 	const char *key;
 	size_t i;
 
-	drv_jstr(job, "id", id, sizeof(id));
+	drv_json_text(job, "id", id, sizeof(id));
 	print_kv("Job:", id);
-	print_kv("Name:", drv_jstr(job, "name", b, sizeof(b)));
-	print_kv("User:", drv_jstr(job, "user", b, sizeof(b)));
-	print_kv("Tenant:", drv_jstr(job, "tenant", b, sizeof(b)));
-	drv_jstr(job, "state", state, sizeof(state));
+	print_kv("Name:", drv_json_text(job, "name", b, sizeof(b)));
+	print_kv("User:", drv_json_text(job, "user", b, sizeof(b)));
+	print_kv("Tenant:", drv_json_text(job, "tenant", b, sizeof(b)));
+	drv_json_text(job, "state", state, sizeof(state));
 	print_kv("State:", state);
-	drv_jstr(job, "reason", b, sizeof(b));
+	drv_json_text(job, "reason", b, sizeof(b));
 	if (!strcmp(state, "pending")) {
 		long long pos = queue_position(cli, id);
 		if (pos)
@@ -505,21 +504,22 @@ static void describe_job(struct cli *cli, const json_t *job)
 	}
 	fmt_gpus(job, b, sizeof(b));
 	print_kv("GPUs:", b);
-	snprintf(b, sizeof(b), "%lld task(s) on %lld node(s)", drv_jint(job, "tasks", 0),
-		 drv_jint(job, "nodes", 0));
+	snprintf(b, sizeof(b), "%lld task(s) on %lld node(s)",
+		 (long long)drv_json_int(job, "tasks", 0),
+		 (long long)drv_json_int(job, "nodes", 0));
 	print_kv("Tasks:", b);
-	print_kv("Priority:", drv_jstr(job, "priority", b, sizeof(b)));
-	print_kv("Preemptible:", drv_jstr(job, "preemptible", b, sizeof(b)));
-	print_kv("Runtime:", drv_jstr(job, "runtime", b, sizeof(b)));
-	print_kv("Image:", drv_jstr(job, "image", b, sizeof(b)));
-	print_kv("Attempt:", drv_jstr(job, "attempt", b, sizeof(b)));
+	print_kv("Priority:", drv_json_text(job, "priority", b, sizeof(b)));
+	print_kv("Preemptible:", drv_json_text(job, "preemptible", b, sizeof(b)));
+	print_kv("Runtime:", drv_json_text(job, "runtime", b, sizeof(b)));
+	print_kv("Image:", drv_json_text(job, "image", b, sizeof(b)));
+	print_kv("Attempt:", drv_json_text(job, "attempt", b, sizeof(b)));
 	print_kv("Submitted:", fmt_time(job, "submit_time", now, b, sizeof(b)));
 	print_kv("Started:", fmt_time(job, "start_time", now, b, sizeof(b)));
 	print_kv("Ended:", fmt_time(job, "end_time", now, b, sizeof(b)));
-	if (drv_jtime(job, "start_time")) {
+	if (drv_json_time(job, "start_time")) {
 		print_kv("Run time:", drv_fmt_duration(job_elapsed(job, now), b, sizeof(b)));
 	}
-	print_kv("Exit code:", drv_jstr(job, "exit_code", b, sizeof(b)));
+	print_kv("Exit code:", drv_json_text(job, "exit_code", b, sizeof(b)));
 
 	a = json_object_get(job, "placement");
 	printf("Placement:%s\n", json_array_size(a) ? "" : "   (not placed)");
@@ -527,8 +527,9 @@ static void describe_job(struct cli *cli, const json_t *job)
 		char task[64], node[SMALL];
 		fmt_indexes(json_object_get(x, "gpus"), b2, sizeof(b2));
 		printf("  task %-8s rank %-4lld node %-16s GPUs %s\n",
-		       drv_jstr(x, "task", task, sizeof(task)), drv_jint(x, "rank", 0),
-		       drv_jstr(x, "node", node, sizeof(node)), b2[0] ? b2 : "-");
+		       drv_json_text(x, "task", task, sizeof(task)),
+		       (long long)drv_json_int(x, "rank", 0),
+		       drv_json_text(x, "node", node, sizeof(node)), b2[0] ? b2 : "-");
 	}
 	a = json_object_get(job, "task_states");
 	if (json_array_size(a)) {
@@ -541,15 +542,15 @@ static void describe_job(struct cli *cli, const json_t *job)
 			char c[8][512];
 			const char *row[8];
 			int k;
-			drv_jstr(x, "task", c[0], sizeof(c[0]));
-			drv_jstr(x, "node", c[1], sizeof(c[1]));
-			drv_jstr(x, "state", c[2], sizeof(c[2]));
-			drv_jstr(x, "epoch", c[3], sizeof(c[3]));
-			drv_jstr(x, "exit_code", c[4], sizeof(c[4]));
-			drv_jstr(x, "signal", c[5], sizeof(c[5]));
+			drv_json_text(x, "task", c[0], sizeof(c[0]));
+			drv_json_text(x, "node", c[1], sizeof(c[1]));
+			drv_json_text(x, "state", c[2], sizeof(c[2]));
+			drv_json_text(x, "epoch", c[3], sizeof(c[3]));
+			drv_json_text(x, "exit_code", c[4], sizeof(c[4]));
+			drv_json_text(x, "signal", c[5], sizeof(c[5]));
 			snprintf(c[6], sizeof(c[6]), "%s",
 				 json_is_true(json_object_get(x, "oom_killed")) ? "yes" : "no");
-			drv_jstr(x, "reason", c[7], sizeof(c[7]));
+			drv_json_text(x, "reason", c[7], sizeof(c[7]));
 			for (k = 0; k < 8; k++)
 				row[k] = c[k];
 			drv_table_add(&t, row);
@@ -560,17 +561,17 @@ static void describe_job(struct cli *cli, const json_t *job)
 	env = json_object_get(job, "env");
 	printf("Env:%s\n", json_object_size(env) ? "" : "         (none)");
 	json_object_foreach((json_t *)env, key, x) {
-		drv_jstr(env, key, b, sizeof(b));
+		drv_json_text(env, key, b, sizeof(b));
 		printf("  %s=%s\n", key, b);
 	}
 	a = json_object_get(job, "events");
 	printf("Events:%s\n", json_array_size(a) ? "" : "      (none)");
 	json_array_foreach(a, i, x) {
 		char t[64], from[32], to[32], reason[1024];
-		drv_jstr(x, "time", t, sizeof(t));
-		drv_jstr(x, "from", from, sizeof(from));
-		drv_jstr(x, "to", to, sizeof(to));
-		drv_jstr(x, "reason", reason, sizeof(reason));
+		drv_json_text(x, "time", t, sizeof(t));
+		drv_json_text(x, "from", from, sizeof(from));
+		drv_json_text(x, "to", to, sizeof(to));
+		drv_json_text(x, "reason", reason, sizeof(reason));
 		printf("  %-20s  %-9s -> %-9s  %s\n", t, from[0] ? from : "", to, reason);
 	}
 }
@@ -678,7 +679,7 @@ int drv_client_cmd_cancel(int argc, char **argv)
 			cli_print_doc(&cli, r.json);
 		else
 			printf("cancelled job %s (%s)\n", cli.args[i],
-			       drv_jstr(r.json, "name", name, sizeof(name)));
+			       drv_json_text(r.json, "name", name, sizeof(name)));
 		drv_client_reply_release(&r);
 	}
 	cli_release(&cli);
@@ -696,7 +697,7 @@ static int job_finished(struct cli *cli, const char *id)
 	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
 	if (drv_client_call(cli->client, "GET", path, NULL, NULL, 0, 0, &r, err, sizeof(err)))
 		return 0;
-	drv_jstr(r.json, "state", state, sizeof(state));
+	drv_json_text(r.json, "state", state, sizeof(state));
 	done = !strcmp(state, "succeeded") || !strcmp(state, "failed") ||
 	       !strcmp(state, "cancelled");
 	drv_client_reply_release(&r);

@@ -73,25 +73,25 @@ static void print_node_rows(const struct cli *cli, const json_t *items)
 		const json_t *v, *labels = json_object_get(node, "labels");
 		size_t k = 0;
 
-		drv_jstr(node, "name", c[0], sizeof(c[0]));
-		drv_jstr(node, "state", c[1], sizeof(c[1]));
-		drv_jstr(node, "pool", c[2], sizeof(c[2]));
-		drv_jstr(node, "model", c[3], sizeof(c[3]));
-		drv_jstr(node, "gpus", c[4], sizeof(c[4]));
-		drv_jstr(node, "gpus_allocated", c[5], sizeof(c[5]));
-		drv_jstr(node, "gpus_free", c[6], sizeof(c[6]));
+		drv_json_text(node, "name", c[0], sizeof(c[0]));
+		drv_json_text(node, "state", c[1], sizeof(c[1]));
+		drv_json_text(node, "pool", c[2], sizeof(c[2]));
+		drv_json_text(node, "model", c[3], sizeof(c[3]));
+		drv_json_text(node, "gpus", c[4], sizeof(c[4]));
+		drv_json_text(node, "gpus_allocated", c[5], sizeof(c[5]));
+		drv_json_text(node, "gpus_free", c[6], sizeof(c[6]));
 		jobs_list(node, c[7], sizeof(c[7]));
-		drv_jstr(node, "address", c[8], sizeof(c[8]));
-		drv_jstr(node, "last_heartbeat", c[9], sizeof(c[9]));
+		drv_json_text(node, "address", c[8], sizeof(c[8]));
+		drv_json_text(node, "last_heartbeat", c[9], sizeof(c[9]));
 		c[10][0] = '\0';
 		json_object_foreach((json_t *)labels, key, v) {
 			char val[SMALL];
-			drv_jstr(labels, key, val, sizeof(val));
+			drv_json_text(labels, key, val, sizeof(val));
 			if (k + strlen(key) + strlen(val) + 3 >= sizeof(c[10]))
 				break;
 			k += snprintf(c[10] + k, sizeof(c[10]) - k, k ? ",%s=%s" : "%s=%s", key, val);
 		}
-		drv_jstr(node, "reason", c[11], sizeof(c[11]));
+		drv_json_text(node, "reason", c[11], sizeof(c[11]));
 		if (wide) {
 			const char *row[] = { c[0], c[1], c[2], c[3], c[4], c[5],
 					      c[6], c[7], c[8], c[9], c[10], c[11] };
@@ -126,10 +126,10 @@ static void print_summary(const json_t *items)
 		char pool[SMALL], state[32], model[SMALL], name[SMALL];
 		size_t k;
 
-		drv_jstr(node, "pool", pool, sizeof(pool));
-		drv_jstr(node, "state", state, sizeof(state));
-		drv_jstr(node, "model", model, sizeof(model));
-		drv_jstr(node, "name", name, sizeof(name));
+		drv_json_text(node, "pool", pool, sizeof(pool));
+		drv_json_text(node, "state", state, sizeof(state));
+		drv_json_text(node, "model", model, sizeof(model));
+		drv_json_text(node, "name", name, sizeof(name));
 		for (j = 0; j < ng; j++)
 			if (!strcmp(g[j].pool, pool) && !strcmp(g[j].state, state) &&
 			    !strcmp(g[j].model, model))
@@ -143,9 +143,9 @@ static void print_summary(const json_t *items)
 			ng++;
 		}
 		g[j].nodes++;
-		g[j].gpus += drv_jint(node, "gpus", 0);
-		g[j].alloc += drv_jint(node, "gpus_allocated", 0);
-		g[j].free_ += drv_jint(node, "gpus_free", 0);
+		g[j].gpus += drv_json_int(node, "gpus", 0);
+		g[j].alloc += drv_json_int(node, "gpus_allocated", 0);
+		g[j].free_ += drv_json_int(node, "gpus_free", 0);
 		k = strlen(name);
 		DRV_GROW(g[j].list, g[j].len + k + 2, g[j].cap);
 		if (g[j].len)
@@ -297,37 +297,43 @@ int drv_client_describe_node(struct cli *cli, const char *name)
 		drv_client_reply_release(&r);
 		return rc;
 	}
-	printf("%-12s %s\n", "Node:", drv_jstr(node, "name", b, sizeof(b)));
-	printf("%-12s %s\n", "State:", drv_jstr(node, "state", b, sizeof(b)));
-	drv_jstr(node, "reason", b, sizeof(b));
+	printf("%-12s %s\n", "Node:", drv_json_text(node, "name", b, sizeof(b)));
+	printf("%-12s %s\n", "State:", drv_json_text(node, "state", b, sizeof(b)));
+	drv_json_text(node, "reason", b, sizeof(b));
 	printf("%-12s %s\n", "Reason:", b[0] ? b : "-");
-	printf("%-12s %s\n", "Pool:", drv_jstr(node, "pool", b, sizeof(b)));
-	printf("%-12s %s\n", "Model:", drv_jstr(node, "model", b, sizeof(b)));
-	printf("%-12s %lld total, %lld allocated, %lld free\n", "GPUs:",
-	       drv_jint(node, "gpus", 0), drv_jint(node, "gpus_allocated", 0),
-	       drv_jint(node, "gpus_free", 0));
-	drv_jstr(node, "address", b, sizeof(b));
+	printf("%-12s %s\n", "Pool:", drv_json_text(node, "pool", b, sizeof(b)));
+	printf("%-12s %s\n", "Model:", drv_json_text(node, "model", b, sizeof(b)));
+	printf("%-12s %lld total, %lld allocated, %lld free\n",
+	       "GPUs:", (long long)drv_json_int(node, "gpus", 0),
+	       (long long)drv_json_int(node, "gpus_allocated", 0),
+	       (long long)drv_json_int(node, "gpus_free", 0));
+	drv_json_text(node, "address", b, sizeof(b));
 	printf("%-12s %s\n", "Address:", b[0] ? b : "-");
-	drv_jstr(node, "agent_url", b, sizeof(b));
+	drv_json_text(node, "agent_url", b, sizeof(b));
 	printf("%-12s %s\n", "Agent:", b[0] ? b : "-");
-	drv_jstr(node, "last_heartbeat", b, sizeof(b));
+	drv_json_text(node, "last_heartbeat", b, sizeof(b));
 	printf("%-12s %s\n", "Heartbeat:", b[0] ? b : "-");
 	jobs_list(node, b, sizeof(b));
 	printf("%-12s %s\n", "Jobs:", b[0] ? b : "-");
 	a = json_object_get(node, "labels");
 	printf("Labels:%s\n", json_object_size(a) ? "" : "      (none)");
 	json_object_foreach((json_t *)a, key, v)
-		printf("  %s=%s\n", key, drv_jstr(a, key, b, sizeof(b)));
+		printf("  %s=%s\n", key, drv_json_text(a, key, b, sizeof(b)));
 	a = json_object_get(node, "gpu_health");
 	if (json_array_size(a)) {
 		printf("GPU health:\n");
 		json_array_foreach(a, i, x) {
-			printf("  gpu %-2lld %-9s util %3lld%%  mem %6lld MiB  %3lld C  %4lld W  xid %lld  ecc %lld\n",
-			       drv_jint(x, "index", 0),
-			       json_is_false(json_object_get(x, "healthy")) ? "UNHEALTHY" : "healthy",
-			       drv_jint(x, "utilization", 0), drv_jint(x, "memory_used_mib", 0),
-			       drv_jint(x, "temperature_c", 0), drv_jint(x, "power_w", 0),
-			       drv_jint(x, "xid", 0), drv_jint(x, "ecc_uncorrected", 0));
+			printf("  gpu %-2lld %-9s util %3lld%%  mem %6lld MiB  %3lld C  %4lld W  "
+			       "xid %lld  ecc %lld\n",
+			       (long long)drv_json_int(x, "index", 0),
+			       json_is_false(json_object_get(x, "healthy")) ? "UNHEALTHY"
+									    : "healthy",
+			       (long long)drv_json_int(x, "utilization", 0),
+			       (long long)drv_json_int(x, "memory_used_mib", 0),
+			       (long long)drv_json_int(x, "temperature_c", 0),
+			       (long long)drv_json_int(x, "power_w", 0),
+			       (long long)drv_json_int(x, "xid", 0),
+			       (long long)drv_json_int(x, "ecc_uncorrected", 0));
 		}
 	}
 	drv_client_reply_release(&r);

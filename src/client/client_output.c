@@ -1,9 +1,8 @@
 /*
  * client_output.c: how the client prints: plain tables padded like squeue and
  * sinfo print theirs, JSON through jansson and YAML through libfyaml's
- * emitter (-o json|yaml), and the small readers that pull strings, numbers
- * and times out of the server's JSON without caring whether a field came
- * as a number or a string.
+ * emitter (-o json|yaml). Fields of the server's JSON are read with
+ * json.h's getters.
  */
 #include "drover/client.h"
 #include "drover/common.h"
@@ -206,69 +205,4 @@ char *drv_fmt_duration(long long secs, char *buf, size_t n)
 	else
 		snprintf(buf, n, "%lld:%02lld", m, s);
 	return buf;
-}
-
-const char *drv_jstr(const json_t *obj, const char *key, char *buf, size_t n)
-{
-	const json_t *v = obj ? json_object_get(obj, key) : NULL;
-
-	buf[0] = '\0';
-	if (json_is_string(v))
-		snprintf(buf, n, "%s", json_string_value(v));
-	else if (json_is_integer(v))
-		snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	else if (json_is_real(v))
-		snprintf(buf, n, "%g", json_real_value(v));
-	else if (json_is_boolean(v))
-		snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
-	return buf;
-}
-
-long long drv_jint(const json_t *obj, const char *key, long long def)
-{
-	const json_t *v = obj ? json_object_get(obj, key) : NULL;
-
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	if (json_is_real(v))
-		return (long long)json_real_value(v);
-	if (json_is_string(v)) {
-		char *end;
-		long long x = strtoll(json_string_value(v), &end, 10);
-		if (end != json_string_value(v) && !*end)
-			return x;
-	}
-	return def;
-}
-
-long long drv_jtime(const json_t *obj, const char *key)
-{
-	const json_t *v = obj ? json_object_get(obj, key) : NULL;
-	struct tm tm;
-	int y, mo, d, h, mi, off_h = 0, off_m = 0;
-	double sec;
-	char tz[16] = "";
-	long long t;
-	const char *s;
-
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	if (json_is_real(v))
-		return (long long)json_real_value(v);
-	if (!json_is_string(v))
-		return 0;
-	s = json_string_value(v);
-	if (sscanf(s, "%d-%d-%d%*[Tt ]%d:%d:%lf%15s", &y, &mo, &d, &h, &mi, &sec, tz) < 6)
-		return 0;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = (int)sec;
-	t = (long long)timegm(&tm);
-	if ((tz[0] == '+' || tz[0] == '-') && sscanf(tz + 1, "%d:%d", &off_h, &off_m) >= 1)
-		t -= (tz[0] == '+' ? 1 : -1) * (off_h * 3600LL + off_m * 60LL);
-	return t;
 }

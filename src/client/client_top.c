@@ -74,20 +74,22 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 		const json_t *nd = json_object_get(rc_.json, "nodes");
 		const json_t *jb = json_object_get(rc_.json, "jobs");
 		const char *key;
-		long long total = drv_jint(g, "total", 0), alloc = drv_jint(g, "allocated", 0);
+		long long total = drv_json_int(g, "total", 0),
+			  alloc = drv_json_int(g, "allocated", 0);
 		size_t k = 0;
 		char gb[64];
 
 		bar(gb, sizeof(gb), alloc, total, 40);
 		fprintf(f, "GPUs   %s %lld/%lld allocated, %lld free\n", gb, alloc, total,
-			drv_jint(g, "free", 0));
-		fprintf(f, "Nodes  %lld up, %lld draining, %lld down\n", drv_jint(nd, "up", 0),
-			drv_jint(nd, "draining", 0), drv_jint(nd, "down", 0));
+			(long long)drv_json_int(g, "free", 0));
+		fprintf(f, "Nodes  %lld up, %lld draining, %lld down\n",
+			(long long)drv_json_int(nd, "up", 0),
+			(long long)drv_json_int(nd, "draining", 0),
+			(long long)drv_json_int(nd, "down", 0));
 		b[0] = '\0';
-		json_object_foreach((json_t *)jb, key, x)
-			if (k + 40 < sizeof(b))
-				k += snprintf(b + k, sizeof(b) - k, "%s%s %lld", k ? ", " : "", key,
-					      drv_jint(jb, key, 0));
+		json_object_foreach((json_t *)jb, key, x) if (k + 40 < sizeof(b)) k +=
+			snprintf(b + k, sizeof(b) - k, "%s%s %lld", k ? ", " : "", key,
+				 (long long)drv_json_int(jb, key, 0));
 		fprintf(f, "Jobs   %s\n", b[0] ? b : "none");
 	} else {
 		char *m = rc_.body ? drv_client_reply_error(&rc_) : drv_strdup(err);
@@ -105,8 +107,8 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 		size_t j, k = 0;
 
 		json_array_foreach(h, j, gh) {
-			util += drv_jint(gh, "utilization", 0);
-			mem += drv_jint(gh, "memory_used_mib", 0);
+			util += drv_json_int(gh, "utilization", 0);
+			mem += drv_json_int(gh, "memory_used_mib", 0);
 			n++;
 		}
 		jl = json_object_get(x, "jobs");
@@ -114,12 +116,15 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 			if (k + 24 < sizeof(jobs))
 				k += snprintf(jobs + k, sizeof(jobs) - k, k ? ",%lld" : "%lld",
 					      (long long)json_integer_value(gh));
-		bar(gb, sizeof(gb), drv_jint(x, "gpus_allocated", 0), drv_jint(x, "gpus", 0), 8);
+		bar(gb, sizeof(gb), drv_json_int(x, "gpus_allocated", 0),
+		    drv_json_int(x, "gpus", 0), 8);
 		snprintf(gb + strlen(gb), sizeof(gb) - strlen(gb), " %lld/%lld",
-			 drv_jint(x, "gpus_allocated", 0), drv_jint(x, "gpus", 0));
+			 (long long)drv_json_int(x, "gpus_allocated", 0),
+			 (long long)drv_json_int(x, "gpus", 0));
 		fprintf(f, "%-16s %-9s %-18s %-12s %4lld%% %7.1f  %s\n",
-			drv_jstr(x, "name", name, sizeof(name)), drv_jstr(x, "state", state, sizeof(state)),
-			gb, drv_jstr(x, "model", model, sizeof(model)), n ? util / n : 0,
+			drv_json_text(x, "name", name, sizeof(name)),
+			drv_json_text(x, "state", state, sizeof(state)), gb,
+			drv_json_text(x, "model", model, sizeof(model)), n ? util / n : 0,
 			(double)mem / 1024.0, jobs[0] ? jobs : "-");
 	}
 	if (!items)
@@ -134,15 +139,17 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 			fprintf(f, "... and %zu more\n", json_array_size(items) - i);
 			break;
 		}
-		drv_jstr(x, "state", state, sizeof(state));
-		drv_jstr(x, "nodelist", nodes, sizeof(nodes));
+		drv_json_text(x, "state", state, sizeof(state));
+		drv_json_text(x, "nodelist", nodes, sizeof(nodes));
 		if (!strcmp(state, "pending"))
-			snprintf(rn_, sizeof(rn_), "(%s)", drv_jstr(x, "reason", b, sizeof(b)));
+			snprintf(rn_, sizeof(rn_), "(%s)",
+				 drv_json_text(x, "reason", b, sizeof(b)));
 		else
 			snprintf(rn_, sizeof(rn_), "%s", nodes);
 		fprintf(f, "%-8s %-20.20s %-10.10s %-10s %10s %5lld  %s\n",
-			drv_jstr(x, "id", id, sizeof(id)), drv_jstr(x, "name", name, sizeof(name)),
-			drv_jstr(x, "user", user, sizeof(user)), state,
+			drv_json_text(x, "id", id, sizeof(id)),
+			drv_json_text(x, "name", name, sizeof(name)),
+			drv_json_text(x, "user", user, sizeof(user)), state,
 			drv_fmt_duration(job_elapsed(x, (long long)now), tm_, sizeof(tm_)),
 			job_gpus(x), rn_);
 	}

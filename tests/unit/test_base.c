@@ -236,9 +236,9 @@ Test(log, one_line_with_prefix_and_time)
 
 Test(json, getters_missing_and_wrong_type)
 {
-	json_t *o = json_pack("{s:s,s:I,s:f,s:b,s:n,s:s,s:I}", "s", "text", "i", (json_int_t)42,
-			      "r", 2.5, "b", 1, "z", "t", "2026-11-29T01:02:03Z", "ti",
-			      (json_int_t)99);
+	json_t *o = json_pack("{s:s,s:I,s:f,s:b,s:n,s:s,s:I,s:s,s:s}", "s", "text", "i",
+			      (json_int_t)42, "r", 2.5, "b", 1, "z", "t", "2026-11-29T01:02:03Z", "ti",
+			      (json_int_t)99, "si", "-12", "sx", "12x");
 	char buf[8];
 
 	cr_assert(eq(str, (char *)drv_json_str(o, "s"), "text"));
@@ -248,6 +248,8 @@ Test(json, getters_missing_and_wrong_type)
 	cr_assert(eq(i64, drv_json_int(o, "i", -1), 42));
 	cr_assert(eq(i64, drv_json_int(o, "r", -1), 2));
 	cr_assert(eq(i64, drv_json_int(o, "s", -1), -1));
+	cr_assert(eq(i64, drv_json_int(o, "si", -1), -12)); /* a whole decimal string */
+	cr_assert(eq(i64, drv_json_int(o, "sx", -1), -1));
 	cr_assert(eq(i64, drv_json_int(o, "nope", -1), -1));
 	cr_assert(eq(dbl, drv_json_num(o, "r", 0), 2.5));
 	cr_assert(eq(dbl, drv_json_num(o, "b", 7), 7));

@@ -208,15 +208,15 @@ Test(client, json_readers)
 	json_t *o = json_pack("{s:s,s:i,s:s,s:n,s:f}", "t", "2026-11-30T01:02:03Z", "i", 7, "si",
 			      "12", "z", "r", 2.5);
 	char b[64];
-	cr_assert(eq(i64, drv_jtime(o, "t"), 1796000523LL));
-	cr_assert(eq(i64, drv_jtime(o, "z"), 0));
-	cr_assert(eq(i64, drv_jtime(o, "missing"), 0));
-	cr_assert(eq(i64, drv_jint(o, "i", -1), 7));
-	cr_assert(eq(i64, drv_jint(o, "si", -1), 12));
-	cr_assert(eq(i64, drv_jint(o, "t", -1), -1));
-	cr_assert(eq(str, (char *)drv_jstr(o, "i", b, sizeof(b)), "7"));
-	cr_assert(eq(str, (char *)drv_jstr(o, "z", b, sizeof(b)), ""));
-	cr_assert(eq(str, (char *)drv_jstr(o, "r", b, sizeof(b)), "2.5"));
+	cr_assert(eq(i64, drv_json_time(o, "t"), 1796000523LL));
+	cr_assert(eq(i64, drv_json_time(o, "z"), 0));
+	cr_assert(eq(i64, drv_json_time(o, "missing"), 0));
+	cr_assert(eq(i64, drv_json_int(o, "i", -1), 7));
+	cr_assert(eq(i64, drv_json_int(o, "si", -1), 12));
+	cr_assert(eq(i64, drv_json_int(o, "t", -1), -1));
+	cr_assert(eq(str, (char *)drv_json_text(o, "i", b, sizeof(b)), "7"));
+	cr_assert(eq(str, (char *)drv_json_text(o, "z", b, sizeof(b)), ""));
+	cr_assert(eq(str, (char *)drv_json_text(o, "r", b, sizeof(b)), "2.5"));
 	json_decref(o);
 }
 
