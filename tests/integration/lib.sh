@@ -11,6 +11,8 @@
 # then SIGKILL), kills the task processes recorded under $TEST_TMP/pids,
 # removes what `remove_on_exit` named, and releases `need_alone` locks. A
 # test never sets its own EXIT trap; `on_exit CMD` adds a step instead.
+# TEST_TMP itself belongs to the runner, which removes it unless the test
+# failed; a test run alone makes its own (see below).
 #
 # Verdicts
 #   fail MSG                 print "FAIL: MSG" and exit 1
@@ -79,6 +81,15 @@
 
 set -u
 
+# Run alone (`ROOT=. sh tests/integration/x.sh`), a test gets ./drover and a
+# TEST_TMP of its own, removed at exit if it passed, kept (and named) if not.
+DROVER=${DROVER:-$ROOT/drover}
+_LIB_OWN_TMP=""
+if [ -z "${TEST_TMP:-}" ]; then
+	TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/drover-it.XXXXXX")
+	_LIB_OWN_TMP=$TEST_TMP
+fi
+
 ADMIN_TOKEN=ops-t
 ALICE_TOKEN=alice-t
 BOB_TOKEN=bob-t
@@ -142,6 +153,7 @@ _lib_any_alive() {
 }
 
 _lib_cleanup() {
+	_lc_status=$?
 	for _p in $_LIB_PIDS; do
 		kill -TERM "$_p" 2>/dev/null
 	done
@@ -154,6 +166,9 @@ _lib_cleanup() {
 		[ -f "$_f" ] && kill -KILL "$(cat "$_f")" 2>/dev/null
 	done
 	eval "$_LIB_ON_EXIT"
+	if [ -n "$_LIB_OWN_TMP" ]; then
+		if [ "$_lc_status" -eq 0 ]; then rm -rf "$_LIB_OWN_TMP"; else echo "files kept in $_LIB_OWN_TMP" >&2; fi
+	fi
 	return 0
 }
 trap _lib_cleanup EXIT
