@@ -37,6 +37,7 @@ struct drv_http_server {
 	int evfd;                      /* drv_http_wake() writes here */
 	atomic_bool wake_pending;      /* a wake is in the eventfd, not yet read */
 	atomic_uint_fast64_t wake_gen; /* drv_http_wake() calls so far */
+	_Atomic int64_t sleeps_to;     /* the waiter thread's next timeout (ms) */
 	pthread_mutex_t inmu;          /* guards incoming and closed */
 	struct drv_http_req *incoming; /* parked by event threads, not yet adopted */
 	bool closed;                   /* stopping: nothing may park any more */

@@ -55,6 +55,7 @@ bool http_park(struct drv_http_req *r, enum park_kind kind)
 {
 	struct drv_http_server *s = r->srv;
 	const union MHD_ConnectionInfo *ci;
+	bool poke_now;
 
 	pthread_mutex_lock(&s->inmu);
 	if (s->closed) {
@@ -68,8 +69,15 @@ bool http_park(struct drv_http_req *r, enum park_kind kind)
 	MHD_suspend_connection(r->conn);
 	r->next = s->incoming;
 	s->incoming = r;
+	/* The waiter thread adopts r on its next wake. Poke it now only if
+	 * that could be too late: r's deadline comes before the one it sleeps
+	 * to, or a wake came since r was last looked at (the waiter may have
+	 * scanned without r). Not poking saves a thread switch per submit. */
+	poke_now = r->deadline_ms < atomic_load(&s->sleeps_to) ||
+		   atomic_load(&s->wake_gen) != r->gen;
 	pthread_mutex_unlock(&s->inmu);
-	poke(s);
+	if (poke_now)
+		poke(s);
 	return true;
 }
 
@@ -157,8 +165,17 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 static void collect(struct drv_http_server *s, int64_t next)
 {
 	struct epoll_event evs[64];
-	int64_t left = next == INT64_MAX ? -1 : DRV_MAX(0, next - drv_mono_ms());
-	int n = epoll_wait(s->epfd, evs, 64, (int)DRV_MIN(left, 60000));
+	int64_t now = drv_mono_ms();
+	int64_t left = next == INT64_MAX ? 60000 : DRV_MIN(DRV_MAX(0, next - now), 60000);
+	int n;
+
+	/* under inmu, so a request parked from now on sees when we wake */
+	pthread_mutex_lock(&s->inmu);
+	if (s->incoming)
+		left = 0;
+	atomic_store(&s->sleeps_to, now + left);
+	pthread_mutex_unlock(&s->inmu);
+	n = epoll_wait(s->epfd, evs, 64, (int)left);
 
 	for (int i = 0; i < n; i++) {
 		struct drv_http_req *r = evs[i].data.ptr;

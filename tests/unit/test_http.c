@@ -264,6 +264,27 @@ Test(http, body_over_the_limit_is_413)
 	drv_free(big);
 }
 
+Test(http, a_large_body_passes_through_a_small_connection_buffer)
+{
+	struct drv_http_client c;
+	json_t *body, *reply = NULL;
+	size_t n = 12u << 20;   /* far over DRV_HTTP_CONN_MEMORY, under the cap */
+	char *big = drv_malloc(n + 1);
+	long st = 0;
+
+	memset(big, 'y', n);
+	big[n] = '\0';
+	body = json_pack("{s:s}", "blob", big);
+	drv_http_client_init(&c, base, NULL);
+	cr_assert(eq(int, drv_http_json(&c, "POST", "/v1/things/1", body, 20000, &st, &reply), 0));
+	cr_assert(eq(long, st, 201));
+	cr_assert(eq(sz, strlen(drv_json_str(json_object_get(reply, "body"), "blob")), n));
+	json_decref(reply);
+	json_decref(body);
+	drv_free(big);
+	drv_http_client_release(&c);
+}
+
 Test(http, filter_sees_the_token)
 {
 	struct drv_http_client c, good;
