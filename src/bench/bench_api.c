@@ -852,229 +852,305 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-int drv_bench_api(int argc, char **argv)
-{
+/* One run: what it was asked, the workload, and the results so far. */
+struct run {
 	struct opts o;
-	struct server s1, s2;
-	struct drv_client *c = NULL;
 	struct wjob w[600];
-	json_t *out = json_object(), *submit = json_object(), *wl = json_object(), *ratios;
-	json_t *spec1 = NULL, *wspecs[600] = { 0 }, *shapes[5] = { 0 };
-	char *pod = NULL, csv[600], **files = NULL;
-	int rc = DRV_EXIT_FAIL, nw, i;
-	ssize_t n;
-	struct rate r;
+	int nw;
+	char csv[600];
+	char **files;          /* [nw] the workload's scripts, one a job */
+	char *pod;             /* the 1-GPU Pod of the submit figures */
+	json_t *spec1;         /* its canonical form, for the batch path */
+	json_t *shapes[5];     /* canonical 1, 2, 4, 8 GPUs and the gang */
+	json_t *out, *submit, *wl;
+};
 
-	rc = parse(argc, argv, &o);
-	if (rc < 0)
-		return drv_opts_exit(rc);
-	rc = DRV_EXIT_FAIL;
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+/* The sbatch shapes of the workload: GPUs per node, nodes. */
+static void shape_of(int i, int *gpn, int *nodes)
+{
+	const int shape[5][2] = { { 1, 1 }, { 2, 1 }, { 4, 1 }, { 8, 1 }, { 8, 0 } };
+
+	*gpn = shape[i][0];
+	*nodes = shape[i][1] ? shape[i][1] : gang_nodes;
+}
+
+/* Finds this binary (children run it) and makes the working directory. */
+static int make_workdir(void)
+{
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
 	if (n <= 0) {
 		fprintf(stderr, "bench api: cannot find my own binary\n");
-		return DRV_EXIT_FAIL;
+		return -1;
 	}
 	self[n] = '\0';
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/drover-bench-api.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		fprintf(stderr, "bench api: mkdtemp: %s\n", strerror(errno));
-		return DRV_EXIT_FAIL;
+		return -1;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	fprintf(stderr, "bench api: working in %s\n", tmpdir);
+	return 0;
+}
 
-	/* The workload, as CSV for slurm-local and as scripts for drover. */
-	gang_nodes = DRV_MIN(4, o.nodes);
-	nw = workload(w, o.workload);
-	snprintf(csv, sizeof(csv), "%s/workload.csv", tmpdir);
-	{
-		FILE *f = fopen(csv, "w");
-		if (!f)
-			goto out;
-		fprintf(f, "gpus_per_node,nodes,seconds\n");
-		for (i = 0; i < nw; i++)
-			fprintf(f, "%d,%d,0\n", w[i].gpn, w[i].nodes);
-		fclose(f);
-	}
-	files = drv_calloc((size_t)nw, sizeof(*files));
+/* The workload, as CSV for slurm-local and as scripts for drover. */
+static int write_workload(struct run *R)
+{
+	FILE *f;
+	int i;
+
+	gang_nodes = DRV_MIN(4, R->o.nodes);
+	R->nw = workload(R->w, R->o.workload);
+	snprintf(R->csv, sizeof(R->csv), "%s/workload.csv", tmpdir);
+	f = fopen(R->csv, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "gpus_per_node,nodes,seconds\n");
+	for (i = 0; i < R->nw; i++)
+		fprintf(f, "%d,%d,0\n", R->w[i].gpn, R->w[i].nodes);
+	fclose(f);
+	R->files = drv_calloc((size_t)R->nw, sizeof(*R->files));
 	for (i = 0; i < 5; i++) {
-		const int shape[5][2] = { { 1, 1 }, { 2, 1 }, { 4, 1 }, { 8, 1 }, { 8, gang_nodes } };
-		char path[600];
-		char *script = sbatch_script(shape[i][0], shape[i][1]);
-		snprintf(path, sizeof(path), "%s/wl-%dx%d.sh", tmpdir, shape[i][1], shape[i][0]);
+		char path[600], *script;
+		int gpn, nodes;
+
+		shape_of(i, &gpn, &nodes);
+		script = sbatch_script(gpn, nodes);
+		snprintf(path, sizeof(path), "%s/wl-%dx%d.sh", tmpdir, nodes, gpn);
 		write_file(path, script);
 		drv_free(script);
 	}
-	for (i = 0; i < nw; i++) {
+	for (i = 0; i < R->nw; i++) {
 		char path[600];
-		snprintf(path, sizeof(path), "%s/wl-%dx%d.sh", tmpdir, w[i].nodes, w[i].gpn);
-		files[i] = drv_strdup(path);
-	}
 
-	/* 1. Durable submits per second: a server without nodes. */
-	if (start_server(&s1, "submit"))
-		goto out;
-	c = client_for(s1.url);
-	pod = pod_yaml(1);
-	spec1 = canonical(c, "application/yaml", pod);
-	for (i = 0; i < 5; i++) {
-		const int shape[5][2] = { { 1, 1 }, { 2, 1 }, { 4, 1 }, { 8, 1 }, { 8, gang_nodes } };
-		char *script = sbatch_script(shape[i][0], shape[i][1]);
-		shapes[i] = canonical(c, "text/x-slurm", script);
+		snprintf(path, sizeof(path), "%s/wl-%dx%d.sh", tmpdir, R->w[i].nodes, R->w[i].gpn);
+		R->files[i] = drv_strdup(path);
+	}
+	return 0;
+}
+
+/* The Pod and the five sbatch shapes in canonical JSON, asked of the server. */
+static int canonical_specs(struct run *R, struct drv_client *c)
+{
+	R->pod = pod_yaml(1);
+	R->spec1 = canonical(c, "application/yaml", R->pod);
+	for (int i = 0; i < 5; i++) {
+		int gpn, nodes;
+		char *script;
+
+		shape_of(i, &gpn, &nodes);
+		script = sbatch_script(gpn, nodes);
+		R->shapes[i] = canonical(c, "text/x-slurm", script);
 		drv_free(script);
 	}
-	if (!spec1) {
+	if (!R->spec1) {
 		fprintf(stderr, "bench api: cannot get a canonical job from the server\n");
-		goto out;
+		return -1;
 	}
-	for (i = 0; i < 5; i++)
-		if (!shapes[i])
-			goto out;
-	fprintf(stderr, "bench api: one client, %d submits\n", o.serial);
-	r = submit_threads(s1.url, 1, o.serial, "application/yaml", pod);
-	json_object_set_new(submit, "one_client", rate_json(&r,
+	for (int i = 0; i < 5; i++)
+		if (!R->shapes[i])
+			return -1;
+	return 0;
+}
+
+/* The four submit rates against a server at url. */
+static void submit_rates(struct run *R, struct drv_client *c, const char *url)
+{
+	const struct opts *o = &R->o;
+	const json_t *one[1] = { R->spec1 };
+	struct rate r;
+
+	fprintf(stderr, "bench api: one client, %d submits\n", o->serial);
+	r = submit_threads(url, 1, o->serial, "application/yaml", R->pod);
+	json_object_set_new(R->submit, "one_client", rate_json(&r,
 		"POST /v1/jobs (a 1-GPU Pod, YAML), one client, one keep-alive connection, "
 		"each answered 201 after the job is synced to disk"));
-	fprintf(stderr, "bench api: %d clients, %d submits\n", o.clients, o.concurrent);
-	r = submit_threads(s1.url, o.clients, o.concurrent, "application/yaml", pod);
-	json_object_set_new(submit, "concurrent", rate_json(&r,
+	fprintf(stderr, "bench api: %d clients, %d submits\n", o->clients, o->concurrent);
+	r = submit_threads(url, o->clients, o->concurrent, "application/yaml", R->pod);
+	json_object_set_new(R->submit, "concurrent", rate_json(&r,
 		"POST /v1/jobs, concurrent clients (threads), one connection each"));
-	json_object_set_new(json_object_get(submit, "concurrent"), "clients",
-			    json_integer(o.clients));
-	fprintf(stderr, "bench api: batch path, %d jobs in batches of %d\n", o.batch, o.batch_size);
-	{
-		const json_t *one[1] = { spec1 };
-		r = submit_batches(c, one, 1, o.batch, o.batch_size);
-	}
-	json_object_set_new(submit, "batch", rate_json(&r,
+	json_object_set_new(json_object_get(R->submit, "concurrent"), "clients",
+			    json_integer(o->clients));
+	fprintf(stderr, "bench api: batch path, %d jobs in batches of %d\n", o->batch, o->batch_size);
+	r = submit_batches(c, one, 1, o->batch, o->batch_size);
+	json_object_set_new(R->submit, "batch", rate_json(&r,
 		"POST /v1/jobs/batch (canonical JSON), one transaction and one sync per batch"));
-	json_object_set_new(json_object_get(submit, "batch"), "batch_size",
-			    json_integer(o.batch_size));
-	fprintf(stderr, "bench api: one drover submit process per job, %d jobs\n", o.procs);
-	r = submit_processes(s1.url, files, DRV_MIN(o.procs, nw));
-	json_object_set_new(submit, "process_per_job", rate_json(&r,
+	json_object_set_new(json_object_get(R->submit, "batch"), "batch_size",
+			    json_integer(o->batch_size));
+	fprintf(stderr, "bench api: one drover submit process per job, %d jobs\n", o->procs);
+	r = submit_processes(url, R->files, DRV_MIN(o->procs, R->nw));
+	json_object_set_new(R->submit, "process_per_job", rate_json(&r,
 		"one 'drover submit FILE' process per job (the workload's Slurm scripts), one after another"));
-	json_object_set_new(submit, "server", json_string("no nodes registered: every job stays pending"));
-	drv_client_free(c);
-	c = NULL;
-	stop_child(s1.pid);
+	json_object_set_new(R->submit, "server", json_string("no nodes registered: every job stays pending"));
+}
 
-	/* 2. and 3.: a server with 16 simulated 8-GPU nodes. */
-	if (start_server(&s2, "cluster"))
-		goto out;
-	{
-		char spec[32];
-		snprintf(spec, sizeof(spec), "%dxH100", o.gpus);
-		fprintf(stderr, "bench api: starting %d agents with --fake-gpus %s\n", o.nodes, spec);
-		if (start_agents(&s2, o.nodes, spec))
-			goto out;
+/* 1. Durable submits per second: a server without nodes. */
+static int measure_submits(struct run *R)
+{
+	struct server s1;
+	struct drv_client *c;
+	int rc;
+
+	if (start_server(&s1, "submit"))
+		return -1;
+	c = client_for(s1.url);
+	rc = canonical_specs(R, c);
+	if (rc == 0)
+		submit_rates(R, c, s1.url);
+	drv_client_free(c);
+	stop_child(s1.pid);
+	return rc;
+}
+
+/* Submits the workload one way (a batch, or a process a job), then waits
+ * for the queue to drain; the figures go in R->wl under key. */
+static int timed_workload(struct run *R, struct drv_client *c, const char *url, bool batch,
+			  const char *key, const char *how)
+{
+	double t0 = drv_mono_s(), t1, t2;
+	int nw = R->nw;
+	struct rate r;
+
+	if (batch) {
+		const json_t *wspecs[600];
+
+		for (int i = 0; i < nw; i++) {
+			const struct wjob *w = &R->w[i];
+			int k = w->nodes > 1 ? 4 : w->gpn == 1 ? 0 : w->gpn == 2 ? 1 : w->gpn == 4 ? 2 : 3;
+
+			wspecs[i] = R->shapes[k];
+		}
+		r = submit_batches(c, wspecs, nw, nw, nw);
+	} else {
+		r = submit_processes(url, R->files, nw);
 	}
+	t1 = drv_mono_s();
+	if (wait_drained(c, 600)) {
+		fprintf(stderr, "bench api: the workload did not finish in 600 s\n");
+		return -1;
+	}
+	t2 = drv_mono_s();
+	json_object_set_new(R->wl, key, json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f}",
+		"how", how, "jobs", nw, "failed", r.failed, "submit_s", t1 - t0, "submit_per_s",
+		nw / (t1 - t0), "all_done_s", t2 - t0, "jobs_per_s", nw / (t2 - t0)));
+	return 0;
+}
+
+/* 2. and 3.: latency and the workload on a server with 16 simulated 8-GPU nodes. */
+static int measure_cluster(struct run *R)
+{
+	struct server s2;
+	struct drv_client *c;
+	char spec[32];
+	int rc = -1;
+
+	if (start_server(&s2, "cluster"))
+		return -1;
+	snprintf(spec, sizeof(spec), "%dxH100", R->o.gpus);
+	fprintf(stderr, "bench api: starting %d agents with --fake-gpus %s\n", R->o.nodes, spec);
+	if (start_agents(&s2, R->o.nodes, spec))
+		return -1;
 	c = client_for(s2.url);
-	fprintf(stderr, "bench api: submit-to-running latency, %d jobs\n", o.latency);
-	json_object_set_new(out, "latency_submit_to_running", measure_latency(&s2, o.latency));
+	fprintf(stderr, "bench api: submit-to-running latency, %d jobs\n", R->o.latency);
+	json_object_set_new(R->out, "latency_submit_to_running", measure_latency(&s2, R->o.latency));
 	if (wait_drained(c, 120)) {
 		fprintf(stderr, "bench api: the latency jobs did not finish\n");
 		goto out;
 	}
-
-	for (i = 0; i < nw; i++) {
-		int k = w[i].nodes > 1 ? 4 : w[i].gpn == 1 ? 0 : w[i].gpn == 2 ? 1 : w[i].gpn == 4 ? 2 : 3;
-		wspecs[i] = shapes[k];
-	}
-	fprintf(stderr, "bench api: workload (%d jobs) through the batch path\n", nw);
-	{
-		double t0 = drv_mono_s(), t1, t2;
-		r = submit_batches(c, (const json_t *const *)wspecs, nw, nw, nw);
-		t1 = drv_mono_s();
-		if (wait_drained(c, 600)) {
-			fprintf(stderr, "bench api: the workload did not finish in 600 s\n");
-			goto out;
-		}
-		t2 = drv_mono_s();
-		json_object_set_new(wl, "drover_batch", json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f}",
-			"how", "the workload in one POST /v1/jobs/batch, then until GET /v1/queue is empty",
-			"jobs", nw, "failed", r.failed, "submit_s", t1 - t0, "submit_per_s",
-			nw / (t1 - t0), "all_done_s", t2 - t0, "jobs_per_s", nw / (t2 - t0)));
-	}
+	fprintf(stderr, "bench api: workload (%d jobs) through the batch path\n", R->nw);
+	if (timed_workload(R, c, s2.url, true, "drover_batch",
+			   "the workload in one POST /v1/jobs/batch, then until GET /v1/queue is empty"))
+		goto out;
 	fprintf(stderr, "bench api: workload with one drover submit process per job\n");
-	{
-		double t0 = drv_mono_s(), t1, t2;
-		r = submit_processes(s2.url, files, nw);
-		t1 = drv_mono_s();
-		if (wait_drained(c, 600)) {
-			fprintf(stderr, "bench api: the workload did not finish in 600 s\n");
-			goto out;
-		}
-		t2 = drv_mono_s();
-		json_object_set_new(wl, "drover_process_per_job", json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f}",
-			"how", "one 'drover submit' process per job, one after another, then until the queue is empty",
-			"jobs", nw, "failed", r.failed, "submit_s", t1 - t0, "submit_per_s",
-			nw / (t1 - t0), "all_done_s", t2 - t0, "jobs_per_s", nw / (t2 - t0)));
-	}
-	drv_client_free(c);
-	c = NULL;
-	kill_children();
-
-	/* Slurm on the same workload. */
-	if (o.slurm) {
-		fprintf(stderr, "bench api: Slurm through %s\n", o.slurm_local);
-		json_object_set_new(wl, "slurm", run_slurm(&o, csv));
-	} else {
-		json_object_set_new(wl, "slurm", json_pack("{s:s}", "error", "skipped (--no-slurm)"));
-	}
-	json_object_set_new(wl, "description", json_pack("{s:i,s:s,s:i,s:i}", "jobs", nw,
-		"jobs_desc", "slurm-local's README mix: every 26th job 4 nodes x 8 GPUs, the others one node with 1, 2, 4, 8 GPUs in turn (520 jobs: 500 + 20); each runs true",
-		"nodes", o.nodes, "gpus_per_node", o.gpus));
-
-	ratios = json_object();
-	{
-		const json_t *sl = json_object_get(wl, "slurm");
-		double s_e2e = json_real_value(json_object_get(sl, "jobs_per_s"));
-		double s_sub = json_real_value(json_object_get(sl, "submit_per_s"));
-		double d_e2e = json_real_value(json_object_get(json_object_get(wl, "drover_batch"), "jobs_per_s"));
-		double d_sub = json_real_value(json_object_get(json_object_get(wl, "drover_process_per_job"), "submit_per_s"));
-		if (json_is_integer(json_object_get(sl, "jobs_per_s")))
-			s_e2e = (double)json_integer_value(json_object_get(sl, "jobs_per_s"));
-		if (json_is_integer(json_object_get(sl, "submit_per_s")))
-			s_sub = (double)json_integer_value(json_object_get(sl, "submit_per_s"));
-		if (s_e2e > 0) {
-			json_object_set_new(ratios, "end_to_end_jobs_per_s_drover_batch_over_slurm",
-					    json_real(d_e2e / s_e2e));
-			json_object_set_new(ratios, "end_to_end_target", json_integer(10));
-		}
-		if (s_sub > 0) {
-			json_object_set_new(ratios, "process_per_job_submit_per_s_drover_over_sbatch",
-					    json_real(d_sub / s_sub));
-			json_object_set_new(ratios, "process_per_job_target", json_integer(1));
-		}
-	}
-	json_object_set_new(out, "bench", json_string("api"));
-	json_object_set_new(out, "durable_submits", submit);
-	submit = NULL;
-	json_object_set_new(out, "workload", wl);
-	wl = NULL;
-	json_object_set_new(out, "ratios", ratios);
-	json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-	fputc('\n', stdout);
+	if (timed_workload(R, c, s2.url, false, "drover_process_per_job",
+			   "one 'drover submit' process per job, one after another, then until the queue is empty"))
+		goto out;
 	rc = 0;
 out:
 	drv_client_free(c);
 	kill_children();
-	json_decref(out);
-	json_decref(submit);
-	json_decref(wl);
-	json_decref(spec1);
-	for (i = 0; i < 5; i++)
-		json_decref(shapes[i]);
-	drv_free(pod);
-	if (files) {
-		for (i = 0; i < nw; i++)
-			drv_free(files[i]);
-		drv_free(files);
+	return rc;
+}
+
+/* Slurm on the same workload, and the workload's description. */
+static void measure_slurm(struct run *R)
+{
+	if (R->o.slurm) {
+		fprintf(stderr, "bench api: Slurm through %s\n", R->o.slurm_local);
+		json_object_set_new(R->wl, "slurm", run_slurm(&R->o, R->csv));
+	} else {
+		json_object_set_new(R->wl, "slurm", json_pack("{s:s}", "error", "skipped (--no-slurm)"));
 	}
-	if (!o.keep && rc == 0) {
+	json_object_set_new(R->wl, "description", json_pack("{s:i,s:s,s:i,s:i}", "jobs", R->nw,
+		"jobs_desc", "slurm-local's README mix: every 26th job 4 nodes x 8 GPUs, the others one node with 1, 2, 4, 8 GPUs in turn (520 jobs: 500 + 20); each runs true",
+		"nodes", R->o.nodes, "gpus_per_node", R->o.gpus));
+}
+
+/* A figure as a double, whether jansson holds it as a real or an integer. */
+static double number(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	return json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
+}
+
+/* drover over Slurm, end to end and per submit process. */
+static json_t *ratios_of(const json_t *wl)
+{
+	const json_t *sl = json_object_get(wl, "slurm");
+	double s_e2e = number(sl, "jobs_per_s"), s_sub = number(sl, "submit_per_s");
+	double d_e2e = json_real_value(json_object_get(json_object_get(wl, "drover_batch"), "jobs_per_s"));
+	double d_sub = json_real_value(json_object_get(json_object_get(wl, "drover_process_per_job"), "submit_per_s"));
+	json_t *ratios = json_object();
+
+	if (s_e2e > 0) {
+		json_object_set_new(ratios, "end_to_end_jobs_per_s_drover_batch_over_slurm",
+				    json_real(d_e2e / s_e2e));
+		json_object_set_new(ratios, "end_to_end_target", json_integer(10));
+	}
+	if (s_sub > 0) {
+		json_object_set_new(ratios, "process_per_job_submit_per_s_drover_over_sbatch",
+				    json_real(d_sub / s_sub));
+		json_object_set_new(ratios, "process_per_job_target", json_integer(1));
+	}
+	return ratios;
+}
+
+static void print_result(struct run *R)
+{
+	json_t *ratios = ratios_of(R->wl);
+
+	json_object_set_new(R->out, "bench", json_string("api"));
+	json_object_set_new(R->out, "durable_submits", R->submit);
+	R->submit = NULL;
+	json_object_set_new(R->out, "workload", R->wl);
+	R->wl = NULL;
+	json_object_set_new(R->out, "ratios", ratios);
+	json_dumpf(R->out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	fputc('\n', stdout);
+}
+
+/* Frees the run; removes the working directory after a success (unless --keep). */
+static void run_release(struct run *R, int rc)
+{
+	kill_children();
+	json_decref(R->out);
+	json_decref(R->submit);
+	json_decref(R->wl);
+	json_decref(R->spec1);
+	for (int i = 0; i < 5; i++)
+		json_decref(R->shapes[i]);
+	drv_free(R->pod);
+	if (R->files) {
+		for (int i = 0; i < R->nw; i++)
+			drv_free(R->files[i]);
+		drv_free(R->files);
+	}
+	if (!R->o.keep && rc == 0) {
 		char cmd[400];
+
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 		if (system(cmd)) {
 			/* leave it */
@@ -1082,5 +1158,29 @@ out:
 	} else {
 		fprintf(stderr, "bench api: files kept in %s\n", tmpdir);
 	}
+}
+
+int drv_bench_api(int argc, char **argv)
+{
+	struct opts o;
+	struct run R = { 0 };
+	int rc;
+
+	rc = parse(argc, argv, &o);
+	if (rc < 0)
+		return drv_opts_exit(rc);
+	if (make_workdir() < 0)
+		return DRV_EXIT_FAIL;
+	R.o = o;
+	R.out = json_object();
+	R.submit = json_object();
+	R.wl = json_object();
+	rc = DRV_EXIT_FAIL;
+	if (write_workload(&R) == 0 && measure_submits(&R) == 0 && measure_cluster(&R) == 0) {
+		measure_slurm(&R);
+		print_result(&R);
+		rc = 0;
+	}
+	run_release(&R, rc);
 	return rc;
 }
