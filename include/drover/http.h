@@ -229,6 +229,8 @@ struct drv_http_client {
 	void *abort_cls;
 	void *curl;            /* CURL * */
 	void *hdrs;            /* internal */
+	int sockfd;            /* internal: the socket in use, -1 none */
+	int busy, intr;        /* internal: a request in flight; an interrupt owed */
 	char err[512];         /* last transport error, for a person */
 };
 
@@ -249,6 +251,14 @@ struct drv_http_reply {
 /* base is copied (a trailing '/' is dropped); token may be NULL. */
 void drv_http_client_init(struct drv_http_client *c, const char *base, const char *token);
 void drv_http_client_release(struct drv_http_client *c);
+
+/*
+ * From any thread: the request in flight on c fails at once with
+ * DRV_ECONN (its connection is shut down); when none is in flight, the
+ * next one does, without sending anything. Lets a thread waiting in a
+ * long-poll be told that it has something new to say.
+ */
+void drv_http_client_interrupt(struct drv_http_client *c);
 
 void drv_http_reply_init(struct drv_http_reply *r);
 void drv_http_reply_release(struct drv_http_reply *r);

@@ -3,15 +3,19 @@
  * and its HTTP endpoints.
  *
  * Threads:
- *   - the poller: the assignments long-poll. It only stores the latest
- *     level-triggered task list and wakes the supervisor.
- *   - the supervisor: everything that touches processes and the
- *     controller's session. It registers (again after any 409), applies the
+ *   - the syncer: everything said to the controller, on one kept-alive
+ *     connection (messages: include/drover/proto.h). It registers (again
+ *     after any 409) and keeps one sync exchange going: task states,
+ *     reports and GPU health up; the level-triggered task set down when
+ *     it changed, or after the heartbeat interval. It stores the set and
+ *     wakes the supervisor. A sync that waits at the controller is cut
+ *     short (drv_http_client_interrupt) when a report is owed.
+ *   - the supervisor: everything that touches processes. It applies the
  *     desired task set (start what is new, stop what is told to stop, kill
- *     what is absent: fencing by (task_id, epoch)), reaps tasks, enforces
- *     time limits, sends reports and heartbeats. It sleeps in poll() on
- *     the running tasks' pidfds and an eventfd the other threads write to,
- *     so an exit is reaped and reported as it happens, not at a tick.
+ *     what is absent: fencing by (task_id, epoch)), reaps tasks and
+ *     enforces time limits. It sleeps in poll() on the running tasks'
+ *     pidfds and an eventfd the other threads write to, so an exit is
+ *     reaped and reported as it happens, not at a tick.
  *   - the HTTP server's threads (src/http): /metrics, /healthz and task
  *     logs (GET /v1/tasks/ID/logs with the cluster token).
  * One mutex guards the task table, the GPU set and the desired list.
@@ -25,6 +29,7 @@
 #include "drover/http.h"
 #include "drover/metrics.h"
 #include "drover/model.h"
+#include "drover/proto.h"
 #include "agent_int.h"
 
 #include <arpa/inet.h>
@@ -51,7 +56,6 @@
 #include <unistd.h>
 
 #define DRV_AGENT_VERSION "0.1.0"
-#define POLL_WAIT_S 30
 
 enum tstate { T_RUNNING, T_EXITED, T_FAILED };
 
@@ -98,21 +102,23 @@ struct drv_agent {
 	int wakefd;             /* eventfd: wakes the supervisor out of poll() */
 	bool running_dirty;     /* STATE/running is behind the task table */
 	bool stopping;
-	int stop_flag;          /* stopping, readable without the lock (atomic) */
 	struct task **tasks;
 	size_t ntasks, tcap;
-	json_t *desired;        /* latest "tasks" array from the controller, or NULL */
+	struct drv_proto_sync_reply desired; /* the controller's latest task set */
+	bool have_desired;
 	bool desired_new;
 	int64_t session;        /* 0: not registered */
-	int64_t version;
+	int64_t version;        /* of the task set applied */
 	bool need_register;
 	int heartbeat_s;
+	struct drv_http_client ctl; /* the syncer's connection to the controller */
+	bool sync_waiting;      /* the sync in flight waits at the controller */
+	bool interrupted;       /* ... and was cut short (kick_sync) */
+	struct drv_proto_seen *seen;
 
 	struct drv_http_server *http;
-	pthread_t poller, super;
-	bool poller_on, super_on;
-	bool poller_done;       /* the poller has left its loop */
-	bool poller_orphan;     /* stop did not wait for it: it frees the agent */
+	pthread_t syncer, super;
+	bool syncer_on, super_on;
 };
 
 static void agent_free(struct drv_agent *a);
@@ -376,83 +382,126 @@ static int64_t mem_mib(void)
 	return (int64_t)((uint64_t)si.totalram * si.mem_unit >> 20);
 }
 
-/* --- JSON bodies ------------------------------------------------------------ */
+/* --- the register message ---------------------------------------------------- */
 
-static json_t *labels_json(const char *labels)
+/* A register message and the storage its strings live in. */
+struct reg_msg {
+	struct drv_proto_register m;
+	char *labels;               /* a copy of --labels, cut in place */
+	char (*cells)[16];          /* the gpu_matrix cells */
+};
+
+/* --labels "k=v,k2=v2" into the message's labels. */
+static void reg_labels(struct drv_agent *a, struct reg_msg *r)
 {
-	json_t *o = json_object();
-	char *copy, *save = NULL, *kv;
+	char *save = NULL, *kv;
+	size_t n = 1;
 
-	if (!labels)
-		return o;
-	copy = drv_strdup(labels);
-	for (kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+	if (!a->labels)
+		return;
+	for (const char *p = a->labels; *p; p++)
+		n += *p == ',';
+	r->labels = drv_strdup(a->labels);
+	r->m.labels = drv_calloc(n, sizeof(*r->m.labels));
+	for (kv = strtok_r(r->labels, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(kv, '=');
+
 		if (!eq)
 			continue;
 		*eq = '\0';
-		json_object_set_new(o, kv, json_string(eq + 1));
+		r->m.labels[r->m.nlabels++] = (struct drv_proto_kv){ kv, eq + 1 };
 	}
-	drv_free(copy);
-	return o;
 }
 
-/* caller holds a->mu */
+/* The GPUs and their link matrix. */
+static void reg_gpus(struct drv_agent *a, struct reg_msg *r)
+{
+	size_t n = (size_t)a->gpus.ngpus;
+
+	r->m.gpus = drv_calloc(n, sizeof(*r->m.gpus));
+	r->m.gpu_matrix = drv_calloc(n, sizeof(*r->m.gpu_matrix));
+	r->m.matrix_len = drv_calloc(n, sizeof(*r->m.matrix_len));
+	r->cells = drv_calloc(n * n, sizeof(*r->cells));
+	for (size_t i = 0; i < n; i++) {
+		const struct drv_gpu_info *g = &a->gpus.gpus[i];
+		const char **row = drv_calloc(n, sizeof(*row));
+
+		r->m.gpus[i] = (struct drv_proto_gpu){ .index = (int64_t)i, .uuid = g->uuid,
+						       .model = g->name,
+						       .memory_mib = g->mem_total_mib,
+						       .pci_bus_id = g->pci_bus_id };
+		for (size_t j = 0; j < n; j++)
+			row[j] = drv_gpu_link_name(a->gpus.link[i][j], a->gpus.nvlinks[i][j],
+						   r->cells[i * n + j], sizeof(r->cells[0]));
+		r->m.gpu_matrix[i] = row;
+		r->m.matrix_len[i] = n;
+	}
+	r->m.ngpus = r->m.nmatrix = n;
+}
+
+/* The HCAs and the GPUs nearest to each. */
+static void reg_nics(struct drv_agent *a, struct reg_msg *r)
+{
+	r->m.nics = drv_calloc((size_t)a->hcas.nhcas, sizeof(*r->m.nics));
+	for (int i = 0; i < a->hcas.nhcas; i++) {
+		const struct drv_hca *h = &a->hcas.hcas[i];
+		struct drv_proto_nic *x = &r->m.nics[r->m.nnics++];
+
+		x->name = h->name;
+		x->link_layer = h->nports ? h->ports[0].link_layer : "";
+		x->state = h->nports ? h->ports[0].state : "";
+		x->rate_gbps = h->nports ? h->ports[0].rate_gbps : 0;
+		x->near_gpus = drv_calloc((size_t)a->gpus.ngpus, sizeof(*x->near_gpus));
+		for (int j = 0; j < a->gpus.ngpus; j++)
+			if (drv_hca_nearest(&a->hcas, &a->gpus, j) == i)
+				x->near_gpus[x->nnear++] = j;
+	}
+}
+
+/* The register message: inventory and the tasks running now. Strings are
+ * borrowed from a; free with reg_msg_free. Caller holds a->mu. */
+static void reg_msg(struct drv_agent *a, struct reg_msg *r)
+{
+	memset(r, 0, sizeof(*r));
+	drv_proto_register_init(&r->m);
+	r->m.name = a->name;
+	r->m.hostname = a->hostname;
+	r->m.address = a->address;
+	r->m.agent_url = a->agent_url[0] ? a->agent_url : NULL;
+	r->m.version = DRV_AGENT_VERSION;
+	r->m.backend = a->backend;
+	r->m.cpu_milli = sysconf(_SC_NPROCESSORS_ONLN) * 1000;
+	r->m.mem_mib = mem_mib();
+	reg_labels(a, r);
+	reg_gpus(a, r);
+	reg_nics(a, r);
+	r->m.running = drv_calloc(a->ntasks, sizeof(*r->m.running));
+	for (size_t k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+
+		if (t->state == T_RUNNING)
+			r->m.running[r->m.nrunning++] = (struct drv_proto_ref){
+				.task_id = t->id, .epoch = t->epoch, .pid = t->proc.pid };
+	}
+}
+
+static void reg_msg_free(struct reg_msg *r)
+{
+	drv_proto_register_release(&r->m);
+	drv_free(r->labels);
+	drv_free(r->cells);
+}
+
+/* The register message as JSON. Caller holds a->mu. */
 static json_t *register_body(struct drv_agent *a)
 {
-	json_t *b = json_object(), *gpus = json_array(), *mat = json_array(), *nics = json_array();
-	json_t *topo = json_object(), *running = json_array();
-	char ln[16];
-	size_t k;
-	int i, j;
+	struct reg_msg r;
+	json_t *o;
 
-	json_object_set_new(b, "name", json_string(a->name));
-	json_object_set_new(b, "hostname", json_string(a->hostname));
-	json_object_set_new(b, "address", json_string(a->address));
-	if (a->agent_url[0])
-		json_object_set_new(b, "agent_url", json_string(a->agent_url));
-	json_object_set_new(b, "version", json_string(DRV_AGENT_VERSION));
-	json_object_set_new(b, "labels", labels_json(a->labels));
-	json_object_set_new(b, "cpu_milli", json_integer(sysconf(_SC_NPROCESSORS_ONLN) * 1000));
-	json_object_set_new(b, "mem_mib", json_integer(mem_mib()));
-	json_object_set_new(b, "backend", json_string(a->backend));
-	for (i = 0; i < a->gpus.ngpus; i++) {
-		const struct drv_gpu_info *g = &a->gpus.gpus[i];
-		json_t *row = json_array();
-		json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:s}", "index", i, "uuid",
-						      g->uuid, "model", g->name, "memory_mib",
-						      (json_int_t)g->mem_total_mib, "pci_bus_id",
-						      g->pci_bus_id));
-		for (j = 0; j < a->gpus.ngpus; j++)
-			json_array_append_new(row, json_string(drv_gpu_link_name(
-				a->gpus.link[i][j], a->gpus.nvlinks[i][j], ln, sizeof(ln))));
-		json_array_append_new(mat, row);
-	}
-	for (i = 0; i < a->hcas.nhcas; i++) {
-		const struct drv_hca *h = &a->hcas.hcas[i];
-		json_t *near = json_array();
-		for (j = 0; j < a->gpus.ngpus; j++)
-			if (drv_hca_nearest(&a->hcas, &a->gpus, j) == i)
-				json_array_append_new(near, json_integer(j));
-		json_array_append_new(nics, json_pack("{s:s, s:s, s:s, s:i, s:o}", "name", h->name,
-						      "link_layer", h->nports ? h->ports[0].link_layer : "",
-						      "state", h->nports ? h->ports[0].state : "",
-						      "rate_gbps", h->nports ? h->ports[0].rate_gbps : 0,
-						      "near_gpus", near));
-	}
-	json_object_set_new(b, "gpus", gpus);
-	json_object_set_new(topo, "gpu_matrix", mat);
-	json_object_set_new(topo, "nics", nics);
-	json_object_set_new(b, "topology", topo);
-	for (k = 0; k < a->ntasks; k++) {
-		struct task *t = a->tasks[k];
-		if (t->state == T_RUNNING)
-			json_array_append_new(running, json_pack("{s:s, s:I, s:i}", "task_id", t->id,
-								 "epoch", (json_int_t)t->epoch,
-								 "pid", (int)t->proc.pid));
-	}
-	json_object_set_new(b, "running", running);
-	return b;
+	reg_msg(a, &r);
+	o = drv_proto_register_encode(&r.m);
+	reg_msg_free(&r);
+	return o;
 }
 
 /* --- tasks ----------------------------------------------------------------- */
@@ -501,18 +550,6 @@ static void fail_task(struct task *t, const char *fmt, ...)
 	t->rep_end = true;
 }
 
-static char **json_strv(json_t *arr)
-{
-	size_t i, n = json_is_array(arr) ? json_array_size(arr) : 0;
-	char **v = drv_calloc(n + 1, sizeof(*v));
-
-	for (i = 0; i < n; i++) {
-		const char *s = json_string_value(json_array_get(arr, i));
-		v[i] = drv_strdup(s ? s : "");
-	}
-	return v;
-}
-
 static void strv_free(char **v)
 {
 	char **p;
@@ -522,145 +559,199 @@ static void strv_free(char **v)
 	drv_free(v);
 }
 
-/* Starts the task the controller describes in j. Caller holds a->mu. */
-static void start_task(struct drv_agent *a, json_t *j)
+/* A new record for the task j describes, in the table. Caller holds a->mu. */
+static struct task *task_add(struct drv_agent *a, const struct drv_proto_task *j)
 {
-	struct drv_task_spec s;
 	struct task *t = drv_calloc(1, sizeof(*t));
-	const char *id = drv_json_str(j, "task_id");
-	const char *script = drv_json_str(j, "script");
-	const char *user = drv_json_str(j, "user");
-	const char *master = drv_json_str(j, "master_addr");
-	json_t *jg = json_object_get(j, "gpus"), *env = json_object_get(j, "env"), *v;
-	json_t *peers = json_object_get(j, "peers");
-	char **argv = json_strv(json_object_get(j, "argv")), **envv = NULL;
-	const char **rank_addrs = NULL;
-	gid_t groups[256];
-	struct passwd pw, *pwp = NULL;
-	char pwbuf[4096], jobid[32];
-	const char *key;
-	size_t i, n;
-	int64_t tl;
 
-	memset(&s, 0, sizeof(s));
 	t->proc.pidfd = -1;
-	snprintf(t->id, sizeof(t->id), "%s", id);
-	t->epoch = drv_json_int(j, "epoch", 0);
-	snprintf(jobid, sizeof(jobid), "%lld", (long long)drv_json_int(j, "job_id", 0));
-	snprintf(t->job_id, sizeof(t->job_id), "%s", jobid);
+	snprintf(t->id, sizeof(t->id), "%s", j->task_id);
+	t->epoch = j->epoch;
+	snprintf(t->job_id, sizeof(t->job_id), "%lld", (long long)j->job_id);
 	t->listed = true;
-	t->rep_running = false;
 	DRV_GROW(a->tasks, a->ntasks + 1, a->tcap);
 	a->tasks[a->ntasks++] = t;
+	return t;
+}
 
-	for (i = 0; json_is_array(jg) && i < json_array_size(jg) && t->ngpus < DRV_GPU_MAX; i++) {
-		int g = (int)json_integer_value(json_array_get(jg, i));
+/* The task's GPUs, checked against the node's; -1 after failing it. */
+static int task_gpus(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+		     struct drv_task_spec *s)
+{
+	for (size_t i = 0; i < j->ngpus && t->ngpus < DRV_GPU_MAX; i++) {
+		int64_t g = j->gpus[i];
+
 		if (g < 0 || g >= a->gpus.ngpus) {
-			fail_task(t, "GPU %d is not on node %s (it has %d)", g, a->name,
+			fail_task(t, "GPU %lld is not on node %s (it has %d)", (long long)g, a->name,
 				  a->gpus.ngpus);
-			goto out;
+			return -1;
 		}
-		t->gpus[t->ngpus] = g;
-		s.gpus[t->ngpus++] = g;
+		t->gpus[t->ngpus] = (int)g;
+		s->gpus[t->ngpus++] = (int)g;
 	}
-	s.ngpus = t->ngpus;
+	s->ngpus = t->ngpus;
+	return 0;
+}
 
+/* Its directory, and something to run; -1 after failing it. */
+static int task_dir_and_command(struct drv_agent *a, struct task *t,
+				const struct drv_proto_task *j)
+{
 	snprintf(t->dir, sizeof(t->dir), "%s/tasks/%s", a->state_dir, t->id);
 	if (mkdir_p(t->dir, 0755) < 0) {
 		fail_task(t, "cannot create %s: %s", t->dir, strerror(errno));
-		goto out;
+		return -1;
 	}
-	if ((!argv[0]) && !script) {
-		const char *image = drv_json_str(j, "image");
+	if (!j->nargv && !j->script) {
 		fail_task(t, "container \"%s\" names no command; runtime host runs only a given "
-			  "command (image %s)", drv_json_str(j, "container") ?
-			  drv_json_str(j, "container") : "", image ? image : "none");
-		goto out;
+			  "command (image %s)", j->container ? j->container : "",
+			  j->image ? j->image : "none");
+		return -1;
 	}
-	if (!a->run_as_self && geteuid() == 0 && user && *user && strcmp(user, "root")) {
-		int ng = (int)DRV_ARRAY_SIZE(groups);
-		if (getpwnam_r(user, &pw, pwbuf, sizeof(pwbuf), &pwp) != 0 || !pwp) {
-			fail_task(t, "user %s does not exist on node %s", user, a->name);
-			goto out;
-		}
-		if (getgrouplist(user, pw.pw_gid, groups, &ng) < 0)
-			ng = 0;
-		s.set_user = true;
-		s.uid = pw.pw_uid;
-		s.gid = pw.pw_gid;
-		s.groups = groups;
-		s.ngroups = ng;
-		s.user = user;
-		s.home = pw.pw_dir;
-		if (chown(t->dir, pw.pw_uid, pw.pw_gid) < 0)
-			logf_(a, "task %s: cannot hand %s to %s: %s", t->id, t->dir, user,
-			      strerror(errno));
-	}
+	return 0;
+}
 
-	n = json_is_object(env) ? json_object_size(env) : 0;
-	envv = drv_calloc(n + 1, sizeof(*envv));
-	i = 0;
-	json_object_foreach(env, key, v) {
-		const char *val = json_string_value(v);
-		size_t len = strlen(key) + (val ? strlen(val) : 0) + 2;
-		if (i >= n)
-			break;
-		envv[i] = drv_malloc(len);
-		snprintf(envv[i], len, "%s=%s", key, val ? val : "");
-		i++;
-	}
+/* Who a task runs as: the storage getpwnam_r and getgrouplist fill. */
+struct run_as {
+	struct passwd pw;
+	char buf[4096];
+	gid_t groups[256];
+};
 
-	s.job_id = jobid;
-	s.task_id = t->id;
-	s.argv = argv[0] ? argv : NULL;
-	s.script = script;
-	s.env = envv;
-	s.workdir = drv_json_str(j, "workdir");
-	s.log_dir = t->dir;
-	s.node_name = a->name;
-	s.image = drv_json_str(j, "image");
-	s.rank = (int)drv_json_int(j, "rank", 0);
-	s.world_size = (int)drv_json_int(j, "world_size", 1);
-	s.local_rank = (int)drv_json_int(j, "local_rank", 0);
-	s.local_world_size = (int)drv_json_int(j, "local_world_size", 1);
-	s.node_rank = (int)drv_json_int(j, "node_rank", 0);
-	s.nnodes = (int)drv_json_int(j, "nnodes", 1);
-	s.master_addr = master ? master : a->address;
-	s.master_port = (int)drv_json_int(j, "master_port", 29500);
-	if (json_is_array(peers) && s.world_size > 0 && s.world_size <= 65536) {
-		rank_addrs = drv_calloc((size_t)s.world_size, sizeof(*rank_addrs));
-		for (i = 0; i < json_array_size(peers); i++) {
-			json_t *p = json_array_get(peers, i);
-			int64_t r = drv_json_int(p, "rank", -1);
-			if (r >= 0 && r < s.world_size)
-				rank_addrs[r] = drv_json_str(p, "address");
-		}
-		s.rank_addrs = rank_addrs;
-	}
-	s.nccl_ib_hca = a->ib_list;
-	s.nccl_socket_ifname = a->ifname;
-	s.mem_limit_mib = drv_json_int(j, "mem_mib", 0);
-	s.cpu_milli = drv_json_int(j, "cpu_milli", 0);
+/* The job's user when the agent is root (and not --run-as-self); -1 after
+ * failing the task. */
+static int task_user(struct drv_agent *a, struct task *t, const char *user, struct run_as *ra,
+		     struct drv_task_spec *s)
+{
+	struct passwd *pwp = NULL;
+	int ng = (int)DRV_ARRAY_SIZE(ra->groups);
 
-	if (drv_proc_start(&t->proc, &s, &a->cg, drv_now_ms()) < 0) {
-		fail_task(t, "%s", t->proc.error);
-		goto out;
+	if (a->run_as_self || geteuid() != 0 || !user || !*user || !strcmp(user, "root"))
+		return 0;
+	if (getpwnam_r(user, &ra->pw, ra->buf, sizeof(ra->buf), &pwp) != 0 || !pwp) {
+		fail_task(t, "user %s does not exist on node %s", user, a->name);
+		return -1;
 	}
+	if (getgrouplist(user, ra->pw.pw_gid, ra->groups, &ng) < 0)
+		ng = 0;
+	s->set_user = true;
+	s->uid = ra->pw.pw_uid;
+	s->gid = ra->pw.pw_gid;
+	s->groups = ra->groups;
+	s->ngroups = ng;
+	s->user = user;
+	s->home = ra->pw.pw_dir;
+	if (chown(t->dir, ra->pw.pw_uid, ra->pw.pw_gid) < 0)
+		logf_(a, "task %s: cannot hand %s to %s: %s", t->id, t->dir, user, strerror(errno));
+	return 0;
+}
+
+/* argv, NULL-terminated, borrowing j's strings; free the array only. */
+static char **task_argv(const struct drv_proto_task *j)
+{
+	char **v = drv_calloc(j->nargv + 1, sizeof(*v));
+
+	for (size_t i = 0; i < j->nargv; i++)
+		v[i] = (char *)j->argv[i];
+	return v;
+}
+
+/* The job's env as "K=V" strings, NULL-terminated; free with strv_free. */
+static char **task_env(const struct drv_proto_task *j)
+{
+	char **v = drv_calloc(j->nenv + 1, sizeof(*v));
+
+	for (size_t i = 0; i < j->nenv; i++) {
+		size_t len = strlen(j->env[i].name) + strlen(j->env[i].value) + 2;
+
+		v[i] = drv_malloc(len);
+		snprintf(v[i], len, "%s=%s", j->env[i].name, j->env[i].value);
+	}
+	return v;
+}
+
+/* Each rank's node address, rank order; NULL when the gang is unknown. */
+static const char **task_rank_addrs(const struct drv_proto_task *j)
+{
+	const char **v;
+
+	if (!j->npeers || j->world_size <= 0 || j->world_size > 65536)
+		return NULL;
+	v = drv_calloc((size_t)j->world_size, sizeof(*v));
+	for (size_t i = 0; i < j->npeers; i++)
+		if (j->peers[i].rank >= 0 && j->peers[i].rank < j->world_size)
+			v[j->peers[i].rank] = j->peers[i].address;
+	return v;
+}
+
+/* The launch spec's placement and gang fields from j. */
+static void task_spec(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+		      struct drv_task_spec *s)
+{
+	s->job_id = t->job_id;
+	s->task_id = t->id;
+	s->script = j->script;
+	s->workdir = j->workdir;
+	s->log_dir = t->dir;
+	s->node_name = a->name;
+	s->image = j->image;
+	s->rank = (int)j->rank;
+	s->world_size = (int)j->world_size;
+	s->local_rank = (int)j->local_rank;
+	s->local_world_size = (int)j->local_world_size;
+	s->node_rank = (int)j->node_rank;
+	s->nnodes = (int)j->nnodes;
+	s->master_addr = j->master_addr ? j->master_addr : a->address;
+	s->master_port = (int)j->master_port;
+	s->nccl_ib_hca = a->ib_list;
+	s->nccl_socket_ifname = a->ifname;
+	s->mem_limit_mib = j->mem_mib;
+	s->cpu_milli = j->cpu_milli;
+}
+
+/* The task started: its limits, its GPUs busy. Caller holds a->mu. */
+static void task_started(struct drv_agent *a, struct task *t, const struct drv_proto_task *j)
+{
 	t->state = T_RUNNING;
 	t->rep_running = true;
-	t->grace_ms = drv_json_int(j, "grace_s", a->grace_ms / 1000) * 1000;
-	tl = drv_json_int(j, "time_limit_s", 0);
-	t->deadline_ms = tl > 0 ? t->proc.started_ms + tl * 1000 : 0;
+	t->grace_ms = j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000;
+	t->deadline_ms = j->time_limit_s > 0 ? t->proc.started_ms + j->time_limit_s * 1000 : 0;
 	t->starttime = proc_starttime(t->proc.pid);
 	mark_gpus(a, t, true);
 	a->running_dirty = true;
 	logf_(a, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
 	      (int)t->proc.pid, t->ngpus);
+}
+
+/* Starts the task the controller describes in j. Caller holds a->mu. */
+static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
+{
+	struct drv_task_spec s;
+	struct task *t = task_add(a, j);
+	struct run_as ra;
+	char **argv = task_argv(j), **envv = NULL;
+	const char **rank_addrs = NULL;
+
+	memset(&s, 0, sizeof(s));
+	if (task_gpus(a, t, j, &s) < 0 || task_dir_and_command(a, t, j) < 0 ||
+	    task_user(a, t, j->user, &ra, &s) < 0)
+		goto out;
+	envv = task_env(j);
+	rank_addrs = task_rank_addrs(j);
+	task_spec(a, t, j, &s);
+	s.argv = j->nargv ? argv : NULL;
+	s.env = envv;
+	s.rank_addrs = rank_addrs;
+	if (drv_proc_start(&t->proc, &s, &a->cg, drv_now_ms()) < 0) {
+		fail_task(t, "%s", t->proc.error);
+		goto out;
+	}
+	task_started(a, t, j);
 out:
 	if (t->state == T_FAILED)
 		logf_(a, "task %s (epoch %lld) failed to start: %s", t->id, (long long)t->epoch,
 		      t->reason);
-	strv_free(argv);
+	drv_free(argv);
 	strv_free(envv);
 	drv_free(rank_addrs);
 }
@@ -675,45 +766,45 @@ static void stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, con
 	drv_proc_terminate(&t->proc, grace_ms, drv_now_ms());
 }
 
+/* One task of the controller's list: stop it, start it, or leave it be. */
+static void apply_one(struct drv_agent *a, const struct drv_proto_task *j)
+{
+	struct task *t;
+
+	if (!valid_task_id(j->task_id)) {
+		logf_(a, "ignoring an assignment with a bad task_id");
+		return;
+	}
+	t = find_task(a, j->task_id, j->epoch);
+	if (t)
+		t->listed = true;
+	if (j->stop) {
+		if (t)
+			stop_task(a, t, j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000,
+				  j->stop_reason ? j->stop_reason : "stopped by the controller");
+		return;
+	}
+	if (!t) {
+		/* a task of the same id with an older epoch must go first */
+		struct task *old = find_task(a, j->task_id, -1);
+
+		if (old && old->state == T_RUNNING)
+			stop_task(a, old, 0, "superseded by a newer epoch");
+		start_task(a, j);
+	}
+}
+
 /* Applies the latest desired list. Caller holds a->mu. */
 static void apply_desired(struct drv_agent *a)
 {
-	json_t *list = a->desired, *j;
-	size_t k, i;
+	size_t k;
 
-	if (!list)
+	if (!a->have_desired)
 		return;
 	for (k = 0; k < a->ntasks; k++)
 		a->tasks[k]->listed = false;
-	json_array_foreach(list, i, j) {
-		const char *id = drv_json_str(j, "task_id");
-		const char *desired = drv_json_str(j, "desired");
-		int64_t epoch = drv_json_int(j, "epoch", 0);
-		struct task *t;
-
-		if (!valid_task_id(id)) {
-			logf_(a, "ignoring an assignment with a bad task_id");
-			continue;
-		}
-		t = find_task(a, id, epoch);
-		if (t)
-			t->listed = true;
-		if (desired && !strcmp(desired, "stop")) {
-			if (t) {
-				const char *why = drv_json_str(j, "stop_reason");
-				stop_task(a, t, drv_json_int(j, "grace_s", a->grace_ms / 1000) * 1000,
-					  why ? why : "stopped by the controller");
-			}
-			continue;
-		}
-		if (!t) {
-			/* a task of the same id with an older epoch must go first */
-			struct task *old = find_task(a, id, -1);
-			if (old && old->state == T_RUNNING)
-				stop_task(a, old, 0, "superseded by a newer epoch");
-			start_task(a, j);
-		}
-	}
+	for (k = 0; k < a->desired.ntasks; k++)
+		apply_one(a, &a->desired.tasks[k]);
 	/* fencing: what the controller does not list must not run */
 	for (k = 0; k < a->ntasks; k++) {
 		struct task *t = a->tasks[k];
@@ -766,307 +857,8 @@ static int reap(struct drv_agent *a)
 	return running;
 }
 
-/* --- talking to the controller --------------------------------------------- */
 
-static int do_register(struct drv_agent *a, struct drv_http_client *c)
-{
-	json_t *body, *reply = NULL;
-	long status = 0;
-	char msg[512];
-	int rc;
-
-	pthread_mutex_lock(&a->mu);
-	body = register_body(a);
-	pthread_mutex_unlock(&a->mu);
-	rc = drv_http_json(c, "POST", "/v1/agent/register", body, 10000, &status, &reply);
-	json_decref(body);
-	if (rc < 0) {
-		json_decref(reply);
-		return rc;
-	}
-	if (status != 200) {
-		json_t *e = json_object_get(reply, "error");
-		snprintf(msg, sizeof(msg), "%s", e ? drv_json_str(e, "message") ?
-			 drv_json_str(e, "message") : "?" : "no error message");
-		logf_(a, "register refused (HTTP %ld): %s", status, msg);
-		json_decref(reply);
-		return status == 401 || status == 400 || status == 409 ? DRV_EPERM : DRV_EIO;
-	}
-	pthread_mutex_lock(&a->mu);
-	a->session = drv_json_int(reply, "session", 0);
-	a->heartbeat_s = (int)drv_json_int(reply, "heartbeat_interval_s", 5);
-	if (a->heartbeat_s < 1)
-		a->heartbeat_s = 1;
-	a->version = 0;
-	a->need_register = false;
-	wake_all(a);
-	pthread_mutex_unlock(&a->mu);
-	logf_(a, "registered with %s as %s (session %lld, %d GPUs, backend %s)", a->server, a->name,
-	      (long long)a->session, a->gpus.ngpus, a->backend);
-	json_decref(reply);
-	return 0;
-}
-
-static void session_gone(struct drv_agent *a, const char *what)
-{
-	pthread_mutex_lock(&a->mu);
-	if (!a->need_register)
-		logf_(a, "%s: the controller no longer knows session %lld; registering again", what,
-		      (long long)a->session);
-	a->need_register = true;
-	wake_all(a);
-	pthread_mutex_unlock(&a->mu);
-}
-
-/* Sends owed reports. Returns 0 when nothing is owed any more. */
-static int send_reports(struct drv_agent *a, struct drv_http_client *c)
-{
-	json_t *body, *reps = json_array(), *reply = NULL, *stale, *st;
-	struct task **sent = NULL;
-	size_t nsent = 0, k, i;
-	long status = 0;
-	char now[32], sn[16];
-	int rc;
-
-	rfc3339(now, sizeof(now));
-	pthread_mutex_lock(&a->mu);
-	sent = drv_calloc(a->ntasks + 1, sizeof(*sent));
-	for (k = 0; k < a->ntasks; k++) {
-		struct task *t = a->tasks[k];
-		json_t *r;
-		if (!t->rep_running && !t->rep_end)
-			continue;
-		if (t->rep_running && t->proc.pid)
-			json_array_append_new(reps, json_pack("{s:s, s:I, s:s, s:i, s:s}", "task_id",
-							      t->id, "epoch", (json_int_t)t->epoch,
-							      "state", "running", "pid",
-							      (int)t->proc.pid, "time", now));
-		if (t->rep_end) {
-			r = json_pack("{s:s, s:I, s:s, s:s}", "task_id", t->id, "epoch",
-				      (json_int_t)t->epoch, "state",
-				      t->state == T_FAILED ? "failed" : "exited", "time", now);
-			if (t->state == T_FAILED) {
-				json_object_set_new(r, "reason", json_string(t->reason));
-			} else {
-				if (t->proc.signal) {
-					json_object_set_new(r, "signal", json_integer(t->proc.signal));
-					json_object_set_new(r, "signal_name", json_string(
-						drv_signal_name(t->proc.signal, sn, sizeof(sn))));
-				} else {
-					json_object_set_new(r, "exit_code",
-							    json_integer(t->proc.exit_code));
-				}
-				json_object_set_new(r, "oom_killed", json_boolean(t->proc.oom_killed));
-				if (t->reason[0])
-					json_object_set_new(r, "reason", json_string(t->reason));
-			}
-			json_array_append_new(reps, r);
-		}
-		sent[nsent++] = t;
-	}
-	body = json_pack("{s:s, s:I, s:o}", "node", a->name, "session", (json_int_t)a->session,
-			 "reports", reps);
-	pthread_mutex_unlock(&a->mu);
-	if (!nsent) {
-		json_decref(body);
-		drv_free(sent);
-		return 0;
-	}
-	rc = drv_http_json(c, "POST", "/v1/agent/report", body, 10000, &status, &reply);
-	json_decref(body);
-	if (rc < 0 || status != 200) {
-		if (rc == 0 && status == 409)
-			session_gone(a, "report");
-		else if (rc == 0)
-			logf_(a, "report refused (HTTP %ld)", status);
-		json_decref(reply);
-		drv_free(sent);
-		return -1;
-	}
-	pthread_mutex_lock(&a->mu);
-	/* the tasks may have moved on meanwhile: clear only what was sent */
-	for (k = 0; k < nsent; k++) {
-		for (i = 0; i < a->ntasks && a->tasks[i] != sent[k]; i++)
-			;
-		if (i == a->ntasks)
-			continue;
-		if (sent[k]->rep_running)
-			sent[k]->rep_running = false;
-		if (sent[k]->rep_end)
-			sent[k]->rep_end = false;
-	}
-	stale = json_object_get(reply, "stale");
-	json_array_foreach(stale, k, st) {
-		const char *sid = drv_json_str(st, "task_id");
-		struct task *t = sid ? find_task(a, sid, drv_json_int(st, "epoch", -2)) : NULL;
-		if (t)
-			stop_task(a, t, 0, "stale epoch");
-	}
-	pthread_mutex_unlock(&a->mu);
-	json_decref(reply);
-	drv_free(sent);
-	return 0;
-}
-
-static int gpu_healthy(const struct drv_gpu_sample *s)
-{
-	/* XIDs that mean the GPU needs a reset or is gone (not app faults) */
-	static const int bad[] = { 48, 63, 64, 74, 79, 92, 94, 95, 119, 120 };
-	size_t i;
-
-	if (s->ecc_dbe > 0)
-		return 0;
-	for (i = 0; i < DRV_ARRAY_SIZE(bad); i++)
-		if (s->xid_last == bad[i])
-			return 0;
-	return 1;
-}
-
-static void heartbeat(struct drv_agent *a, struct drv_http_client *c)
-{
-	json_t *body, *tasks = json_array(), *gpus = json_array(), *reply = NULL, *kill, *k;
-	int64_t now = drv_now_ms();
-	long status = 0;
-	size_t i;
-	int g;
-
-	pthread_mutex_lock(&a->mu);
-	for (i = 0; i < a->ntasks; i++) {
-		struct task *t = a->tasks[i];
-		if (t->state == T_RUNNING)
-			json_array_append_new(tasks, json_pack("{s:s, s:I, s:s}", "task_id", t->id,
-							       "epoch", (json_int_t)t->epoch,
-							       "state", "running"));
-	}
-	for (g = 0; g < a->gpus.ngpus; g++) {
-		struct drv_gpu_sample s;
-		json_t *o;
-		if (drv_gpu_sample(&a->gpus, g, now, &s) < 0)
-			continue;
-		o = json_pack("{s:i, s:b, s:I, s:I}", "index", g, "healthy", gpu_healthy(&s), "xid",
-			      (json_int_t)s.xid_last, "ecc_uncorrected",
-			      (json_int_t)(s.ecc_dbe > 0 ? s.ecc_dbe : 0));
-		if (s.temp_c >= 0)
-			json_object_set_new(o, "temperature_c", json_integer(s.temp_c));
-		if (s.util_pct >= 0)
-			json_object_set_new(o, "utilization", json_integer(s.util_pct));
-		if (s.fb_used_mib >= 0)
-			json_object_set_new(o, "memory_used_mib", json_integer(s.fb_used_mib));
-		if (s.power_w == s.power_w)
-			json_object_set_new(o, "power_w", json_real(s.power_w));
-		json_array_append_new(gpus, o);
-	}
-	body = json_pack("{s:s, s:I, s:o, s:o}", "node", a->name, "session",
-			 (json_int_t)a->session, "tasks", tasks, "gpus", gpus);
-	pthread_mutex_unlock(&a->mu);
-	if (drv_http_json(c, "POST", "/v1/agent/heartbeat", body, 10000, &status, &reply) < 0) {
-		logf_(a, "heartbeat: %s", c->err);
-		json_decref(body);
-		return;
-	}
-	json_decref(body);
-	if (status == 409) {
-		session_gone(a, "heartbeat");
-	} else if (status == 200) {
-		pthread_mutex_lock(&a->mu);
-		kill = json_object_get(reply, "kill");
-		json_array_foreach(kill, i, k) {
-			const char *id = drv_json_str(k, "task_id");
-			struct task *t = id ? find_task(a, id, drv_json_int(k, "epoch", -2)) : NULL;
-			const char *why = drv_json_str(k, "reason");
-			if (t)
-				stop_task(a, t, 0, why ? why : "killed by the controller");
-		}
-		if (drv_json_int(reply, "heartbeat_interval_s", 0) > 0)
-			a->heartbeat_s = (int)drv_json_int(reply, "heartbeat_interval_s", 5);
-		pthread_mutex_unlock(&a->mu);
-	} else {
-		logf_(a, "heartbeat refused (HTTP %ld)", status);
-	}
-	json_decref(reply);
-}
-
-static int poller_abort(void *cls)
-{
-	struct drv_agent *a = cls;
-
-	return __atomic_load_n(&a->stop_flag, __ATOMIC_RELAXED);
-}
-
-static void *poller_main(void *arg)
-{
-	struct drv_agent *a = arg;
-	struct drv_http_client c;
-	int64_t backoff = 0;
-	bool orphan;
-
-	drv_http_client_init(&c, a->server, a->token);
-	c.abort_cb = poller_abort;
-	c.abort_cls = a;
-	pthread_mutex_lock(&a->mu);
-	while (!a->stopping) {
-		char path[512], *node;
-		int64_t session = a->session, version = a->version;
-		json_t *reply = NULL;
-		long status = 0;
-		int rc;
-
-		if (!session || a->need_register) {
-			pthread_cond_wait(&a->cv, &a->mu);
-			continue;
-		}
-		pthread_mutex_unlock(&a->mu);
-		if (backoff) {
-			usleep((useconds_t)backoff * 1000);
-		}
-		node = drv_http_escape(a->name);
-		snprintf(path, sizeof(path),
-			 "/v1/agent/assignments?node=%s&session=%lld&version=%lld&wait=%d", node,
-			 (long long)session, (long long)version, POLL_WAIT_S);
-		drv_free(node);
-		rc = drv_http_json(&c, "GET", path, NULL, (POLL_WAIT_S + 10) * 1000L, &status,
-				   &reply);
-		if (rc < 0 || (status != 200 && status != 409)) {
-			if (poller_abort(a))
-				;
-			else if (rc < 0)
-				logf_(a, "assignments: %s", c.err);
-			else
-				logf_(a, "assignments refused (HTTP %ld)", status);
-			backoff = backoff ? DRV_MIN(backoff * 2, 5000) : 500;
-			json_decref(reply);
-			pthread_mutex_lock(&a->mu);
-			continue;
-		}
-		backoff = 0;
-		if (status == 409) {
-			json_decref(reply);
-			session_gone(a, "assignments");
-			pthread_mutex_lock(&a->mu);
-			continue;
-		}
-		pthread_mutex_lock(&a->mu);
-		if (a->session == session && !a->stopping) {
-			json_t *tasks = json_object_get(reply, "tasks");
-			a->version = drv_json_int(reply, "version", version);
-			if (json_is_array(tasks)) {
-				json_decref(a->desired);
-				a->desired = json_incref(tasks);
-				a->desired_new = true;
-				wake_all(a);
-			}
-		}
-		json_decref(reply);
-	}
-	a->poller_done = true;
-	orphan = a->poller_orphan;
-	wake_all(a);
-	pthread_mutex_unlock(&a->mu);
-	drv_http_client_release(&c);
-	if (orphan)
-		agent_free(a);
-	return NULL;
-}
+/* --- waiting -------------------------------------------------------------- */
 
 static void wait_ms(struct drv_agent *a, int64_t ms)
 {
@@ -1150,37 +942,336 @@ static bool reports_owed(const struct drv_agent *a)
 	return false;
 }
 
+/* --- talking to the controller: register, and the sync exchange ---------------- */
+
+static void proto_log(void *cls, const char *line)
+{
+	logf_(cls, "%s", line);
+}
+
+static void dec_init(struct drv_agent *a, struct drv_proto_dec *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->peer = "controller";
+	d->seen = a->seen;
+	d->log = proto_log;
+	d->log_cls = a;
+}
+
+/* A register answered with an error: DRV_EPERM (refused) or DRV_EIO. */
+static int register_refused(struct drv_agent *a, long status, json_t *reply)
+{
+	struct drv_http_reply r = { .status = status };
+	char msg[512];
+
+	r.body = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
+	r.len = r.body ? strlen(r.body) : 0;
+	logf_(a, "register refused (HTTP %ld): %s", status,
+	      drv_http_error_message(&r, msg, sizeof(msg)));
+	free(r.body);
+	return status == 401 || status == 400 || status == 409 ? DRV_EPERM : DRV_EIO;
+}
+
+/* Registers (again). 0, or DRV_EPERM/DRV_EIO (refused), DRV_ECONN (unreachable). */
+static int do_register(struct drv_agent *a)
+{
+	struct drv_proto_registered ok;
+	struct drv_proto_dec d;
+	json_t *body, *reply = NULL;
+	long status = 0;
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	body = register_body(a);
+	pthread_mutex_unlock(&a->mu);
+	rc = drv_http_json(&a->ctl, "POST", "/v1/agent/register", body, 10000, &status, &reply);
+	json_decref(body);
+	if (rc == 0 && status != 200)
+		rc = register_refused(a, status, reply);
+	dec_init(a, &d);
+	if (rc == 0 && drv_proto_registered_decode(reply, &ok, &d) < 0) {
+		logf_(a, "register: the controller's answer is not understood: %s", d.err);
+		rc = DRV_EIO;
+	}
+	json_decref(reply);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&a->mu);
+	a->session = ok.session;
+	a->heartbeat_s = (int)DRV_MAX(ok.heartbeat_interval_s, 1);
+	a->version = 0;
+	a->need_register = false;
+	wake_all(a);
+	pthread_mutex_unlock(&a->mu);
+	logf_(a, "registered with %s as %s (session %lld, %d GPUs, backend %s)", a->server, a->name,
+	      (long long)ok.session, a->gpus.ngpus, a->backend);
+	drv_proto_registered_release(&ok);
+	return 0;
+}
+
+static void session_gone(struct drv_agent *a)
+{
+	if (!a->need_register)
+		logf_(a, "sync: the controller no longer knows session %lld; registering again",
+		      (long long)a->session);
+	a->need_register = true;
+	wake_all(a);
+}
+
+static int gpu_healthy(const struct drv_gpu_sample *s)
+{
+	/* XIDs that mean the GPU needs a reset or is gone (not app faults) */
+	static const int bad[] = { 48, 63, 64, 74, 79, 92, 94, 95, 119, 120 };
+	size_t i;
+
+	if (s->ecc_dbe > 0)
+		return 0;
+	for (i = 0; i < DRV_ARRAY_SIZE(bad); i++)
+		if (s->xid_last == bad[i])
+			return 0;
+	return 1;
+}
+
+/* The GPUs' health now, into m. Caller holds a->mu. */
+static void sync_health(struct drv_agent *a, struct drv_proto_sync *m)
+{
+	int64_t now = drv_now_ms();
+
+	m->gpus = drv_calloc((size_t)a->gpus.ngpus, sizeof(*m->gpus));
+	for (int g = 0; g < a->gpus.ngpus; g++) {
+		struct drv_gpu_sample s;
+
+		if (drv_gpu_sample(&a->gpus, g, now, &s) < 0)
+			continue;
+		m->gpus[m->ngpus++] = (struct drv_proto_gpu_health){
+			.index = g, .healthy = gpu_healthy(&s), .xid = s.xid_last,
+			.ecc_uncorrected = s.ecc_dbe > 0 ? s.ecc_dbe : 0,
+			.temperature_c = s.temp_c >= 0 ? s.temp_c : -1,
+			.utilization = s.util_pct >= 0 ? s.util_pct : -1,
+			.memory_used_mib = s.fb_used_mib >= 0 ? s.fb_used_mib : -1,
+			.power_w = s.power_w };
+	}
+}
+
+/* A sync being made: the message, and which reports it carries. */
+struct sync_out {
+	struct drv_proto_sync m;
+	struct sent { struct task *t; bool running, end; } *sent;
+	size_t nsent;
+	char now[32];
+	char (*signames)[16];
+};
+
+/* The reports task t owes, into x. */
+static void sync_reports(struct task *t, struct sync_out *x)
+{
+	struct drv_proto_report *r;
+
+	if (t->rep_running && t->proc.pid)
+		x->m.reports[x->m.nreports++] = (struct drv_proto_report){
+			.task_id = t->id, .epoch = t->epoch, .state = DRV_PROTO_RUNNING,
+			.pid = t->proc.pid, .time = x->now, .exit_code = -1 };
+	if (t->rep_end) {
+		r = &x->m.reports[x->m.nreports++];
+		*r = (struct drv_proto_report){ .task_id = t->id, .epoch = t->epoch,
+						.state = DRV_PROTO_FAILED, .time = x->now,
+						.exit_code = -1, .reason = t->reason };
+		if (t->state != T_FAILED) {
+			r->state = DRV_PROTO_EXITED;
+			r->signal = t->proc.signal;
+			r->signal_name = t->proc.signal ? drv_signal_name(t->proc.signal,
+					 x->signames[x->nsent], sizeof(x->signames[0])) : NULL;
+			r->exit_code = t->proc.signal ? -1 : t->proc.exit_code;
+			r->oom_killed = t->proc.oom_killed;
+			r->reason = t->reason[0] ? t->reason : NULL;
+		}
+	}
+	x->sent[x->nsent++] = (struct sent){ t, t->rep_running, t->rep_end };
+}
+
+/* The sync to send now: task states, owed reports, GPU health. It waits
+ * at the controller unless it carries reports. Caller holds a->mu. */
+static void sync_build(struct drv_agent *a, struct sync_out *x)
+{
+	memset(x, 0, sizeof(*x));
+	drv_proto_sync_init(&x->m);
+	x->m.node = a->name;
+	x->m.session = a->session;
+	x->m.version = a->version;
+	rfc3339(x->now, sizeof(x->now));
+	x->m.tasks = drv_calloc(a->ntasks, sizeof(*x->m.tasks));
+	x->m.reports = drv_calloc(2 * a->ntasks, sizeof(*x->m.reports));
+	x->sent = drv_calloc(a->ntasks, sizeof(*x->sent));
+	x->signames = drv_calloc(a->ntasks, sizeof(*x->signames));
+	for (size_t k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+
+		if (t->state == T_RUNNING)
+			x->m.tasks[x->m.ntasks++] = (struct drv_proto_ref){
+				.task_id = t->id, .epoch = t->epoch, .state = "running" };
+		if (t->rep_running || t->rep_end)
+			sync_reports(t, x);
+	}
+	sync_health(a, &x->m);
+	x->m.wait_s = x->m.nreports || a->stopping ? 0 : a->heartbeat_s;
+	a->sync_waiting = x->m.wait_s > 0;
+}
+
+static void sync_out_free(struct sync_out *x)
+{
+	drv_proto_sync_release(&x->m);
+	drv_free(x->sent);
+	drv_free(x->signames);
+}
+
+/* The controller answered x with r: clear what it has, kill what it does
+ * not want, keep its new task set. Caller holds a->mu. */
+static void sync_done(struct drv_agent *a, struct sync_out *x, struct drv_proto_sync_reply *r)
+{
+	for (size_t k = 0; k < x->nsent; k++) {
+		size_t i;
+
+		/* the tasks may have moved on meanwhile: clear only what was sent */
+		for (i = 0; i < a->ntasks && a->tasks[i] != x->sent[k].t; i++)
+			;
+		if (i == a->ntasks)
+			continue;
+		if (x->sent[k].running)
+			a->tasks[i]->rep_running = false;
+		if (x->sent[k].end)
+			a->tasks[i]->rep_end = false;
+	}
+	for (size_t k = 0; k < r->nstale; k++) {
+		struct task *t = find_task(a, r->stale[k].task_id, r->stale[k].epoch);
+
+		if (t)
+			stop_task(a, t, 0, r->stale[k].reason ? r->stale[k].reason : "stale epoch");
+	}
+	a->heartbeat_s = (int)DRV_MAX(r->heartbeat_interval_s, 1);
+	if (r->has_tasks && a->session == x->m.session) {
+		drv_proto_sync_reply_release(&a->desired);
+		a->desired = *r;
+		memset(r, 0, sizeof(*r));
+		a->have_desired = true;
+		a->desired_new = true;
+		a->version = a->desired.version;
+	}
+	wake_all(a);
+}
+
+/* The answer to a sync, decoded and applied; <0 when refused. Caller
+ * holds a->mu. */
+static int sync_answer(struct drv_agent *a, struct sync_out *x, long status, json_t *reply)
+{
+	struct drv_proto_sync_reply r;
+	struct drv_proto_dec d;
+
+	if (status == 409) {
+		session_gone(a);
+		return 0;
+	}
+	if (status != 200) {
+		logf_(a, "sync refused (HTTP %ld)", status);
+		return DRV_EIO;
+	}
+	dec_init(a, &d);
+	if (drv_proto_sync_reply_decode(reply, &r, &d) < 0) {
+		logf_(a, "sync: the controller's answer is not understood: %s", d.err);
+		return DRV_EIO;
+	}
+	sync_done(a, x, &r);
+	drv_proto_sync_reply_release(&r);
+	return 0;
+}
+
+/* One sync exchange. 0, or <0 after a transport error or a refusal. */
+static int sync_once(struct drv_agent *a)
+{
+	struct sync_out x;
+	json_t *body, *reply = NULL;
+	long status = 0, timeout;
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	sync_build(a, &x);
+	body = drv_proto_sync_encode(&x.m);
+	timeout = (long)(x.m.wait_s + 10) * 1000;
+	pthread_mutex_unlock(&a->mu);
+	rc = drv_http_json(&a->ctl, "POST", "/v1/agent/sync", body, timeout, &status, &reply);
+	json_decref(body);
+	pthread_mutex_lock(&a->mu);
+	a->sync_waiting = false;
+	if (rc < 0 && !a->interrupted && !a->stopping)
+		logf_(a, "sync: %s", a->ctl.err);
+	if (rc == 0)
+		rc = sync_answer(a, &x, status, reply);
+	pthread_mutex_unlock(&a->mu);
+	json_decref(reply);
+	sync_out_free(&x);
+	return rc;
+}
+
+/* Cuts a sync that waits at the controller short: the agent has
+ * something to say. Caller holds a->mu. */
+static void kick_sync(struct drv_agent *a)
+{
+	if (!a->sync_waiting)
+		return;
+	a->sync_waiting = false;
+	a->interrupted = true;
+	drv_http_client_interrupt(&a->ctl);
+}
+
+/*
+ * The syncer: registers (again after a 409) and keeps one sync going.
+ * It never sleeps between syncs (the controller holds each one until it
+ * has news or the heartbeat interval passed), only after failures.
+ */
+static void *sync_main(void *arg)
+{
+	struct drv_agent *a = arg;
+	int64_t backoff = 0;
+	bool said_unreachable = false;
+
+	pthread_mutex_lock(&a->mu);
+	while (!a->stopping) {
+		bool reg = !a->session || a->need_register;
+		int rc;
+
+		pthread_mutex_unlock(&a->mu);
+		rc = reg ? do_register(a) : sync_once(a);
+		pthread_mutex_lock(&a->mu);
+		if (rc == 0 || a->interrupted) {
+			a->interrupted = false;
+			backoff = 0;
+			said_unreachable = false;
+			continue;
+		}
+		if (reg && !said_unreachable && rc != DRV_EPERM && rc != DRV_EIO)
+			logf_(a, "%s; retrying", a->ctl.err);
+		said_unreachable |= reg;
+		backoff = backoff ? DRV_MIN(backoff * 2, reg ? 10000 : 5000) : 500;
+		if (!a->stopping)
+			wait_ms(a, backoff);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/*
+ * The supervisor: applies the controller's task set, reaps, enforces
+ * limits, and tells the syncer when there is something to report. It
+ * sleeps in poll() on the tasks' pidfds and the wake eventfd.
+ */
 static void *super_main(void *arg)
 {
 	struct drv_agent *a = arg;
-	struct drv_http_client c;
-	int64_t next_hb = 0, reg_backoff = 500, next_reg = 0, next_report = 0;
-	bool said_unreachable = false;
 	size_t k;
 
-	drv_http_client_init(&c, a->server, a->token);
 	pthread_mutex_lock(&a->mu);
 	while (!a->stopping) {
-		int64_t now = drv_now_ms();
 		int running;
 
-		if ((!a->session || a->need_register) && now >= next_reg) {
-			int rc;
-			pthread_mutex_unlock(&a->mu);
-			rc = do_register(a, &c);
-			pthread_mutex_lock(&a->mu);
-			if (rc < 0) {
-				if (!said_unreachable && rc != DRV_EPERM && rc != DRV_EIO)
-					logf_(a, "%s; retrying", c.err);
-				said_unreachable = true;
-				next_reg = drv_now_ms() + reg_backoff;
-				reg_backoff = DRV_MIN(reg_backoff * 2, 10000);
-			} else {
-				said_unreachable = false;
-				reg_backoff = 500;
-				next_hb = 0;
-			}
-		}
 		if (a->desired_new) {
 			a->desired_new = false;
 			apply_desired(a);
@@ -1190,38 +1281,21 @@ static void *super_main(void *arg)
 			a->running_dirty = false;
 			save_running(a);
 		}
-		now = drv_now_ms();
-		if (a->session && !a->need_register && reports_owed(a) && now >= next_report) {
-			pthread_mutex_unlock(&a->mu);
-			if (send_reports(a, &c) < 0)
-				next_report = drv_now_ms() + 1000;
-			pthread_mutex_lock(&a->mu);
-		}
-		if (a->session && !a->need_register && drv_now_ms() >= next_hb) {
-			pthread_mutex_unlock(&a->mu);
-			heartbeat(a, &c);
-			pthread_mutex_lock(&a->mu);
-			next_hb = drv_now_ms() + a->heartbeat_s * 1000;
-		}
+		if (reports_owed(a))
+			kick_sync(a);
 		if (a->stopping)
 			break;
-		/* sleep until a task exits, another thread wakes us, or
-		 * something is due: a heartbeat, a registration retry, a report
-		 * retry, a time limit or a SIGKILL after a grace period */
+		/* sleep until a task exits, another thread wakes us, or a time
+		 * limit or a SIGKILL after a grace period is due */
 		if (!a->desired_new) {
-			int64_t due = next_hb;
-			now = drv_now_ms();
-			if (!a->session || a->need_register)
-				due = DRV_MAX(next_reg, now + 50);
-			if (reports_owed(a))
-				due = DRV_MIN(due, next_report);
-			if (running)
-				due = DRV_MIN(due, next_task_due(a, now));
-			wait_events(a, DRV_MAX(due - now, 1));
+			int64_t now = drv_now_ms();
+			int64_t due = running ? next_task_due(a, now) : INT64_MAX;
+
+			wait_events(a, DRV_MAX(DRV_MIN(due - now, 60000), 1));
 		}
 	}
 
-	/* stopping: terminate what runs, wait for it, report it */
+	/* stopping: terminate what runs, wait for it; drv_agent_stop reports it */
 	for (k = 0; k < a->ntasks; k++)
 		stop_task(a, a->tasks[k], a->grace_ms, "the agent is stopping");
 	{
@@ -1231,9 +1305,6 @@ static void *super_main(void *arg)
 		save_running(a);
 	}
 	pthread_mutex_unlock(&a->mu);
-	if (a->session)
-		send_reports(a, &c);
-	drv_http_client_release(&c);
 	return NULL;
 }
 
@@ -1485,7 +1556,9 @@ static void agent_free(struct drv_agent *a)
 		drv_free(a->tasks[k]);
 	}
 	drv_free(a->tasks);
-	json_decref(a->desired);
+	drv_proto_sync_reply_release(&a->desired);
+	drv_http_client_release(&a->ctl);
+	drv_proto_seen_free(a->seen);
 	drv_free(a->server);
 	drv_free(a->token);
 	drv_free(a->name);
@@ -1520,6 +1593,8 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	a->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	drv_http_client_init(&a->ctl, cfg->server_url, cfg->token);
+	a->seen = drv_proto_seen_new();
 	a->server = dupe(cfg->server_url);
 	a->token = dupe(cfg->token);
 	a->name = dupe(cfg->name);
@@ -1631,12 +1706,12 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 		goto fail;
 	}
 	a->super_on = true;
-	if (pthread_create(&a->poller, NULL, poller_main, a) != 0) {
+	if (pthread_create(&a->syncer, NULL, sync_main, a) != 0) {
 		snprintf(err, errsz, "cannot start the agent's thread");
 		rc = DRV_EIO;
 		goto fail;
 	}
-	a->poller_on = true;
+	a->syncer_on = true;
 	*out = a;
 	return 0;
 fail:
@@ -1650,32 +1725,19 @@ void drv_agent_stop(struct drv_agent *a)
 		return;
 	pthread_mutex_lock(&a->mu);
 	a->stopping = true;
-	__atomic_store_n(&a->stop_flag, 1, __ATOMIC_RELAXED);
+	kick_sync(a);
 	wake_all(a);
 	pthread_mutex_unlock(&a->mu);
+	if (a->syncer_on)
+		pthread_join(a->syncer, NULL);
 	if (a->super_on)
 		pthread_join(a->super, NULL);
-	/* the listener and the GPUs go now, whatever the poller does */
 	drv_http_server_stop(a->http);
 	a->http = NULL;
-	pthread_mutex_lock(&a->mu);
-	drv_gpu_close(&a->gpus);
-	if (a->poller_on) {
-		/* the poller may sit in a long-poll for up to POLL_WAIT_S seconds:
-		 * give it a moment, then leave it to free the agent itself */
-		int64_t end = drv_now_ms() + 300;
-		while (!a->poller_done && drv_now_ms() < end)
-			wait_ms(a, 20);
-		if (!a->poller_done) {
-			a->poller_orphan = true;
-			pthread_detach(a->poller);
-			pthread_mutex_unlock(&a->mu);
-			return;
-		}
-	}
-	pthread_mutex_unlock(&a->mu);
-	if (a->poller_on)
-		pthread_join(a->poller, NULL);
+	/* the last reports: what the supervisor stopped (an interrupt the
+	 * syncer left unspent fails the first try) */
+	if (a->session && !a->need_register && a->syncer_on && sync_once(a) == DRV_ECONN)
+		sync_once(a);
 	agent_free(a);
 }
 

@@ -15,15 +15,16 @@
  * against the targets RssAnon <= 4 MB and <= 0.5 % of a core.
  *
  * The controller is, unless --server is given, a minimal one inside this
- * process that answers the agent protocol of docs/api.md (register,
- * heartbeat every 5 s as the server's default, an empty assignment
- * long-poll, reports), so the figure is the agent's alone.
+ * process that answers the agent protocol of docs/api.md (register, and
+ * one sync every 5 s, the server's default heartbeat interval, with an
+ * empty task set), so the figure is the agent's alone.
  */
 #include "drover/bench.h"
 #include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/http.h"
 #include "drover/options.h"
+#include "drover/proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,43 +42,48 @@ static volatile int ctl_registered;
 
 static int c_register(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
+	struct drv_proto_registered a;
+
+	drv_proto_registered_init(&a);
+	a.node = "bench-node";
+	a.session = 1;
+	a.pool = "default";
 	ctl_registered = 1;
-	drv_http_resp_json(resp, 200, json_pack("{s:s, s:i, s:i, s:i, s:s}", "node", "bench-node",
-						"session", 1, "heartbeat_interval_s", 5,
-						"heartbeat_timeout_s", 30, "pool", "default"));
+	drv_http_resp_json(resp, 200, drv_proto_registered_encode(&a));
 	return 0;
 }
 
-static int c_heartbeat(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+/* A sync: answered at once when the agent has not seen version 1 (an
+ * empty task set) or reports, else after the wait it asks for. */
+static int c_sync(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
-	drv_http_resp_json(resp, 200, json_pack("{s:[], s:i}", "kill", "heartbeat_interval_s", 5));
-	return 0;
-}
+	struct drv_proto_dec d = { .peer = "bench agent" };
+	struct drv_proto_sync m;
+	struct drv_proto_sync_reply r;
+	json_t *b = drv_http_req_json(req, resp);
 
-static int c_assignments(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
-{
-	int64_t wait = 30;
-	int i;
-
-	if (drv_http_req_query_int(req, "wait", 30, 0, 60, &wait, resp) < 0)
+	if (!b)
 		return 0;
-	for (i = 0; i < wait * 10 && !ctl_stop; i++)
+	if (drv_proto_sync_decode(b, &m, &d) < 0) {
+		drv_http_resp_error(resp, 400, "invalid", NULL, "%s", d.err);
+		json_decref(b);
+		return 0;
+	}
+	for (int i = 0; m.version == 1 && !m.nreports && i < m.wait_s * 10 && !ctl_stop; i++)
 		usleep(100000);
-	drv_http_resp_json(resp, 200, json_pack("{s:i, s:[]}", "version", 1, "tasks"));
-	return 0;
-}
-
-static int c_report(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
-{
-	drv_http_resp_json(resp, 200, json_pack("{s:[]}", "stale"));
+	drv_proto_sync_reply_init(&r);
+	r.version = 1;
+	r.heartbeat_interval_s = 5;
+	r.has_tasks = m.version != 1;
+	drv_http_resp_json(resp, 200, drv_proto_sync_reply_encode(&r));
+	drv_proto_sync_release(&m);
+	json_decref(b);
 	return 0;
 }
 
 static const struct drv_http_route ctl_routes[] = {
 	{ "POST", "/v1/agent/register", c_register, 0 },
-	{ "POST", "/v1/agent/heartbeat", c_heartbeat, 0 },
-	{ "GET", "/v1/agent/assignments", c_assignments, 0 },
-	{ "POST", "/v1/agent/report", c_report, 0 },
+	{ "POST", "/v1/agent/sync", c_sync, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -51,6 +53,7 @@ void drv_http_client_init(struct drv_http_client *c, const char *base, const cha
 	c->token = token && *token ? drv_strdup(token) : NULL;
 	c->timeout_ms = 30000;
 	c->connect_timeout_ms = 5000;
+	c->sockfd = -1;
 	c->curl = curl_easy_init();
 	if (!c->curl) {
 		fprintf(stderr, "drover: curl_easy_init failed\n");
@@ -202,6 +205,72 @@ static int xfer_cb(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t u
 	return c->abort_cb(c->abort_cls) ? 1 : 0;
 }
 
+/* Guards every client's sockfd, busy and intr (taken briefly, rarely). */
+static pthread_mutex_t sock_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static curl_socket_t open_cb(void *cls, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct drv_http_client *c = cls;
+	curl_socket_t fd = CURL_SOCKET_BAD;
+
+	(void)purpose;
+	pthread_mutex_lock(&sock_mu);
+	if (!c->intr) {
+		fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+		c->sockfd = fd;
+	}
+	pthread_mutex_unlock(&sock_mu);
+	return fd;
+}
+
+static int close_cb(void *cls, curl_socket_t fd)
+{
+	struct drv_http_client *c = cls;
+
+	pthread_mutex_lock(&sock_mu);
+	if (c->sockfd == fd)
+		c->sockfd = -1;
+	pthread_mutex_unlock(&sock_mu);
+	return close(fd);
+}
+
+void drv_http_client_interrupt(struct drv_http_client *c)
+{
+	pthread_mutex_lock(&sock_mu);
+	c->intr = 1;
+	if (c->busy && c->sockfd >= 0)
+		shutdown(c->sockfd, SHUT_RDWR);
+	pthread_mutex_unlock(&sock_mu);
+}
+
+/* Starts a request (0), or consumes an interrupt owed (DRV_ECONN). */
+static int request_begin(struct drv_http_client *c)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&sock_mu);
+	if (c->intr) {
+		c->intr = 0;
+		snprintf(c->err, sizeof(c->err), "interrupted");
+		rc = DRV_ECONN;
+	}
+	c->busy = !rc;
+	pthread_mutex_unlock(&sock_mu);
+	return rc;
+}
+
+/* Ends it: an interrupt that came meanwhile is spent on it when it failed. */
+static void request_end(struct drv_http_client *c, int rc)
+{
+	pthread_mutex_lock(&sock_mu);
+	c->busy = 0;
+	if (rc < 0 && c->intr) {
+		c->intr = 0;
+		snprintf(c->err, sizeof(c->err), "interrupted");
+	}
+	pthread_mutex_unlock(&sock_mu);
+}
+
 static void setup(struct drv_http_client *c, const char *method, const char *path,
 		  long timeout_ms, struct curl_slist *h)
 {
@@ -218,6 +287,10 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms < 0 ? c->timeout_ms : timeout_ms);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cb);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
+	curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
+	curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, c);
 	if (c->abort_cb) {
 		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, xfer_cb);
@@ -240,6 +313,9 @@ int drv_http_request(struct drv_http_client *c, const char *method, const char *
 	int rc = 0;
 
 	drv_http_reply_release(out);
+	rc = request_begin(c);
+	if (rc < 0)
+		goto out;
 	setup(c, method, path, timeout_ms, h);
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
 		curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
@@ -265,6 +341,7 @@ int drv_http_request(struct drv_http_client *c, const char *method, const char *
 	drv_dynbuf_release(&hb);
 	c->err[0] = '\0';
 out:
+	request_end(c, rc);
 	curl_slist_free_all(h);
 	return rc;
 }

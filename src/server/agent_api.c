@@ -1,14 +1,18 @@
 /*
- * agent_api.c: the agent protocol of docs/api.md: register (inventory),
- * heartbeat (liveness, GPU health, tasks to kill), the level-triggered
- * assignments long-poll, and task reports that move jobs through their
- * lifecycle.
+ * agent_api.c: the controller's side of the agent protocol of docs/api.md
+ * (messages: include/drover/proto.h): register (inventory, a new session)
+ * and the one sync exchange each agent keeps going on its connection
+ * (GPU health, task states and reports up; the level-triggered task set
+ * down when its version changed, else after the heartbeat interval). A
+ * waiting sync is a deferred reply (include/drover/http.h): it holds its
+ * connection, no thread; so does a register or a report waiting for the
+ * disk.
  *
  * Fencing: every register gets a new session; a node declared down loses
  * its session, so its agent must register again. Every job start gets a
- * new epoch; a (task, epoch) the controller no longer wants is answered
- * "kill" in heartbeats, "stale" in reports, and is absent from the
- * node's assignments, which tells the agent to kill it.
+ * new epoch; a (task, epoch) the controller no longer wants comes back in
+ * a sync's "stale" list (the agent kills it) and is absent from the
+ * node's task set, which tells the agent to kill it too.
  */
 #include "server_int.h"
 
@@ -16,7 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#define SYNC_WAIT_MAX_S 60
 
 static bool valid_name(const char *n)
 {
@@ -48,7 +53,7 @@ static bool parse_task_id(const char *tid, uint64_t *job, int32_t *rank)
 	return true;
 }
 
-/* The node of a request with its session checked; -1 after setting 409/404. */
+/* The node of a request with its session checked; -1 after setting 409. */
 static int32_t session_node(struct drv_server *s, const char *name, int64_t session,
 			    struct drv_http_resp *o)
 {
@@ -69,90 +74,133 @@ static int32_t session_node(struct drv_server *s, const char *name, int64_t sess
 	return i;
 }
 
-int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+static void proto_log(void *cls, const char *line)
 {
-	struct drv_server *s = ctx;
-	json_t *b = drv_http_req_json(r, o), *gpus, *g, *labels;
-	const char *name, *mname = NULL;
-	int model = -1, ngpus = 0;
-	size_t k;
-	int32_t i;
-	struct snode *n;
+	srv_log((struct drv_server *)cls, "%s", line);
+}
+
+/* Reads the request's body as JSON into a message with decode(); 0, or -1
+ * after a 400 naming the key. */
+static int read_message(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+			int (*decode)(json_t *, void *, struct drv_proto_dec *), void *msg)
+{
+	struct drv_proto_dec d = { .peer = drv_http_req_peer(r), .seen = s->proto_seen,
+				   .log = proto_log, .log_cls = s };
+	json_t *b = drv_http_req_json(r, o);
+	int rc;
 
 	if (!b)
-		return 0;
-	name = drv_json_str(b, "name");
-	if (!valid_name(name)) {
-		drv_http_resp_error(o, 400, "invalid", NULL,
-				    "name: \"%s\": expected a node name of letters, digits, '-', '_', '.'",
-				    name ? name : "");
-		goto out;
-	}
-	gpus = json_object_get(b, "gpus");
-	if (gpus && !json_is_array(gpus)) {
-		drv_http_resp_error(o, 400, "invalid", NULL, "gpus: expected a list");
-		goto out;
-	}
-	json_array_foreach(gpus, k, g) {
-		const char *m = drv_json_str(g, "model");
-		int mi = m ? drv_gpu_model_find(m) : -1;
+		return -1;
+	rc = decode(b, msg, &d);
+	json_decref(b);
+	if (rc < 0)
+		drv_http_resp_error(o, 400, "invalid", NULL, "%s", d.err);
+	return rc < 0 ? -1 : 0;
+}
+
+static int decode_register(json_t *j, void *m, struct drv_proto_dec *d)
+{
+	return drv_proto_register_decode(j, m, d);
+}
+
+static int decode_sync(json_t *j, void *m, struct drv_proto_dec *d)
+{
+	return drv_proto_sync_decode(j, m, d);
+}
+
+/* --- register ---------------------------------------------------------------- */
+
+/* The inventory's GPU model (-1 without GPUs); -2 after a 400. */
+static int inventory_model(const struct drv_proto_register *m, struct drv_http_resp *o)
+{
+	int model = -1;
+
+	for (size_t k = 0; k < m->ngpus; k++) {
+		int mi = drv_gpu_model_find(m->gpus[k].model);
 
 		if (mi < 0) {
 			drv_http_resp_error(o, 400, "invalid", NULL,
 					    "gpus[%zu].model: \"%s\" is no GPU model drover knows", k,
-					    m ? m : "");
-			goto out;
+					    m->gpus[k].model);
+			return -2;
 		}
 		if (model >= 0 && mi != model) {
 			drv_http_resp_error(o, 400, "invalid", NULL,
 					    "gpus[%zu].model: %s, but gpus[0] is %s: a node's GPUs must "
-					    "be one model", k, m, mname);
-			goto out;
+					    "be one model", k, m->gpus[k].model, m->gpus[0].model);
+			return -2;
 		}
 		model = mi;
-		mname = m;
-		ngpus++;
 	}
-	if (ngpus > DRV_MAX_NODE_GPUS) {
-		drv_http_resp_error(o, 400, "invalid", NULL, "gpus: %d GPUs, at most %d on a node",
-				    ngpus, DRV_MAX_NODE_GPUS);
-		goto out;
-	}
-	labels = json_object_get(b, "labels");
-	if (labels && !json_is_object(labels)) {
-		drv_http_resp_error(o, 400, "invalid", NULL, "labels: expected a mapping");
-		goto out;
-	}
-	pthread_mutex_lock(&s->mu);
-	i = srv_node_find(s, name);
-	if (i < 0) {
-		i = srv_node_add(s, name, model, ngpus, drv_json_int(b, "cpu_milli", 0),
-			     drv_json_int(b, "mem_mib", 0), labels);
-		if (i < 0) {
-			drv_http_resp_error(o, 500, "internal", NULL, "cannot add node %s: %s", name,
-					    drv_strerror(i));
-			goto unlock;
-		}
-		srv_log(s, "node %s joined: %d x %s in pool %s", name, ngpus,
-			model >= 0 ? drv_gpu_model_at(model)->id : "no GPU", s->cfg.default_pool);
-	} else {
-		const struct drv_node *cn = &s->cluster.nodes[i];
+	return model;
+}
 
-		if (cn->ngpus != ngpus || (ngpus && cn->model != model)) {
-			drv_http_resp_error(
-				o, 409, "conflict", NULL,
-				"node %s is known with %d x %s; this agent has %d x %s (use another "
-				"--name, or fix the cluster file)",
-				name, cn->ngpus, cn->model >= 0 ? drv_gpu_model_at(cn->model)->id : "no GPU",
-				ngpus, model >= 0 ? drv_gpu_model_at(model)->id : "no GPU");
-			goto unlock;
-		}
-		if (labels) {
-			json_decref(s->nodes[i].labels);
-			s->nodes[i].labels = json_deep_copy(labels);
-		}
+/* What can be refused before looking at the cluster; the model or -2. */
+static int register_check(const struct drv_proto_register *m, struct drv_http_resp *o)
+{
+	char msg[200];
+
+	if (!valid_name(m->name)) {
+		drv_http_resp_error(o, 400, "invalid", NULL,
+				    "name: \"%s\": expected a node name of letters, digits, '-', '_', '.'",
+				    m->name);
+		return -2;
 	}
-	n = &s->nodes[i];
+	if (drv_proto_version_check(m->protocol, msg, sizeof(msg)) < 0) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "node %s: %s", m->name, msg);
+		return -2;
+	}
+	if (m->ngpus > DRV_MAX_NODE_GPUS) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "gpus: %zu GPUs, at most %d on a node",
+				    m->ngpus, DRV_MAX_NODE_GPUS);
+		return -2;
+	}
+	return inventory_model(m, o);
+}
+
+static const char *model_id(int model)
+{
+	return model >= 0 ? drv_gpu_model_at(model)->id : "no GPU";
+}
+
+/* Finds or adds the node; -1 after a 409/500. Caller holds s->mu. */
+static int32_t register_node(struct drv_server *s, const struct drv_proto_register *m, int model,
+			     struct drv_http_resp *o)
+{
+	json_t *labels = drv_proto_kv_encode(m->labels, m->nlabels);
+	int ngpus = (int)m->ngpus;
+	int32_t i = srv_node_find(s, m->name);
+
+	if (i < 0) {
+		i = srv_node_add(s, m->name, model, ngpus, m->cpu_milli, m->mem_mib, labels);
+		if (i < 0)
+			drv_http_resp_error(o, 500, "internal", NULL, "cannot add node %s: %s", m->name,
+					    drv_strerror(i));
+		else
+			srv_log(s, "node %s joined: %d x %s in pool %s", m->name, ngpus,
+				model_id(model), s->cfg.default_pool);
+	} else if (s->cluster.nodes[i].ngpus != ngpus ||
+		   (ngpus && s->cluster.nodes[i].model != model)) {
+		drv_http_resp_error(o, 409, "conflict", NULL,
+				    "node %s is known with %d x %s; this agent has %d x %s (use "
+				    "another --name, or fix the cluster file)", m->name,
+				    s->cluster.nodes[i].ngpus, model_id(s->cluster.nodes[i].model),
+				    ngpus, model_id(model));
+		i = -1;
+	} else {
+		json_decref(s->nodes[i].labels);
+		s->nodes[i].labels = json_incref(labels);
+	}
+	json_decref(labels);
+	return i;
+}
+
+/* A new session for node i, its inventory and addresses. Caller holds s->mu. */
+static void open_session(struct drv_server *s, int32_t i, const struct drv_proto_register *m,
+			 struct drv_http_req *r)
+{
+	struct snode *n = &s->nodes[i];
+
 	n->session = ++s->session;
 	s->meta_dirty = true;
 	n->registered = true;
@@ -161,38 +209,64 @@ int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ct
 	n->last_hb_wall = srv_wall_s();
 	n->version = (uint64_t)srv_wall_s() * 1000 + (n->version % 1000) + 1;
 	json_decref(n->inventory);
-	n->inventory = json_deep_copy(b);
+	n->inventory = drv_proto_register_encode(m);
 	json_object_del(n->inventory, "running");
-	srv_set_str(&n->address, drv_json_str(b, "address") ? drv_json_str(b, "address")
-							 : drv_http_req_peer(r));
-	srv_set_str(&n->agent_url, drv_json_str(b, "agent_url"));
+	srv_set_str(&n->address, m->address ? m->address : drv_http_req_peer(r));
+	srv_set_str(&n->agent_url, m->agent_url);
 	n->dirty = true;
 	if (n->state == DRV_NODE_DOWN)
 		srv_node_set_state(s, i, n->admin_drain ? DRV_NODE_DRAINING : DRV_NODE_UP,
 			       n->admin_drain ? n->reason : "agent registered");
-	if (srv_flush(s) < 0) {
-		drv_http_resp_error(o, 503, "unavailable", NULL, "the state store cannot write (%s)",
-				    s->commit_err);
+}
+
+static json_t *registered_reply(struct drv_server *s, int32_t i)
+{
+	struct drv_proto_registered a;
+	int32_t pool = s->cluster.nodes[i].pool;
+	json_t *o;
+
+	drv_proto_registered_init(&a);
+	a.node = s->nodes[i].name;
+	a.session = s->nodes[i].session;
+	a.heartbeat_interval_s = s->cfg.heartbeat_interval_s;
+	a.heartbeat_timeout_s = s->cfg.heartbeat_timeout_s;
+	a.pool = pool >= 0 ? s->cluster.pools[pool].name : NULL;
+	o = drv_proto_registered_encode(&a);
+	json_object_set(o, "labels", s->nodes[i].labels ? s->nodes[i].labels : json_object());
+	return o;
+}
+
+int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct drv_proto_register m;
+	uint64_t ticket;
+	int model;
+	int32_t i;
+
+	if (read_message(s, r, o, decode_register, &m) < 0)
+		return 0;
+	model = register_check(&m, o);
+	if (model < -1)
+		goto out;
+	pthread_mutex_lock(&s->mu);
+	i = register_node(s, &m, model, o);
+	if (i < 0)
 		goto unlock;
-	}
-	n = &s->nodes[i];   /* nodes[] may have grown while the disk worked */
-	drv_http_resp_json(o, 200,
-			   json_pack("{s:s,s:I,s:I,s:I,s:s?,s:O}", "node", n->name, "session",
-				     (json_int_t)n->session, "heartbeat_interval_s",
-				     (json_int_t)s->cfg.heartbeat_interval_s, "heartbeat_timeout_s",
-				     (json_int_t)s->cfg.heartbeat_timeout_s, "pool",
-				     s->cluster.nodes[i].pool >= 0
-					     ? s->cluster.pools[s->cluster.nodes[i].pool].name
-					     : NULL,
-				     "labels", n->labels));
+	open_session(s, i, &m, r);
+	ticket = srv_enqueue(s);
+	drv_http_resp_json(o, 200, registered_reply(s, i));
 	pthread_cond_broadcast(&s->cv);
 	drv_http_wake(s->http);
+	srv_reply_when_durable(s, r, ticket, "");
 unlock:
 	pthread_mutex_unlock(&s->mu);
 out:
-	json_decref(b);
+	drv_proto_register_release(&m);
 	return 0;
 }
+
+/* --- the sync's way up: health, task states, reports ---------------------------- */
 
 /* Does the controller want (task, epoch) on node i? */
 static bool wanted(struct drv_server *s, int32_t i, const char *tid, int64_t epoch)
@@ -208,213 +282,51 @@ static bool wanted(struct drv_server *s, int32_t i, const char *tid, int64_t epo
 	       !j->tasks[rank].ended;
 }
 
-int srv_agent_heartbeat(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+/* Liveness and GPU health; an unhealthy GPU drains the node. */
+static void sync_health(struct drv_server *s, int32_t i, const struct drv_proto_sync *m)
 {
-	struct drv_server *s = ctx;
-	json_t *b = drv_http_req_json(r, o), *tasks, *t, *gpus, *kill;
-	size_t k;
-	int32_t i;
+	struct snode *n = &s->nodes[i];
 
-	if (!b)
-		return 0;
-	pthread_mutex_lock(&s->mu);
-	i = session_node(s, drv_json_str(b, "node"), drv_json_int(b, "session", -1), o);
-	if (i < 0)
-		goto unlock;
 	s->heartbeats++;
-	s->nodes[i].last_hb_ms = srv_now_ms();
-	s->nodes[i].last_hb_wall = srv_wall_s();
-	gpus = json_object_get(b, "gpus");
-	if (json_is_array(gpus)) {
-		json_decref(s->nodes[i].health);
-		s->nodes[i].health = json_deep_copy(gpus);
-		json_array_foreach(gpus, k, t) {
-			if (json_is_false(json_object_get(t, "healthy")) && !s->nodes[i].health_drain &&
-			    s->nodes[i].state == DRV_NODE_UP) {
-				char why[160];
+	n->last_hb_ms = srv_now_ms();
+	n->last_hb_wall = srv_wall_s();
+	if (!m->ngpus)
+		return;
+	json_decref(n->health);
+	n->health = drv_proto_gpu_health_encode(m->gpus, m->ngpus);
+	for (size_t k = 0; k < m->ngpus; k++) {
+		const struct drv_proto_gpu_health *g = &m->gpus[k];
+		char why[160];
 
-				snprintf(why, sizeof(why), "GPU %lld unhealthy (xid %lld, %lld uncorrectable ECC)",
-					 (long long)drv_json_int(t, "index", -1),
-					 (long long)drv_json_int(t, "xid", 0),
-					 (long long)drv_json_int(t, "ecc_uncorrected", 0));
-				s->nodes[i].health_drain = true;
-				srv_node_set_state(s, i, DRV_NODE_DRAINING, why);
-			}
-		}
-	}
-	kill = json_array();
-	tasks = json_object_get(b, "tasks");
-	json_array_foreach(tasks, k, t) {
-		const char *tid = drv_json_str(t, "task_id");
-		int64_t ep = drv_json_int(t, "epoch", -1);
-
-		if (tid && !wanted(s, i, tid, ep))
-			json_array_append_new(kill, json_pack("{s:s,s:I,s:s}", "task_id", tid, "epoch",
-							      (json_int_t)ep, "reason", "stale epoch"));
-	}
-	srv_enqueue(s);   /* health and state changes: written soon, nobody waits */
-	drv_http_resp_json(o, 200, json_pack("{s:o,s:I}", "kill", kill, "heartbeat_interval_s",
-					     (json_int_t)s->cfg.heartbeat_interval_s));
-unlock:
-	pthread_mutex_unlock(&s->mu);
-	json_decref(b);
-	return 0;
-}
-
-/* The assignment object of task rank of j (on node i). */
-static json_t *assignment(struct drv_server *s, struct sjob *j, int32_t rank)
-{
-	struct stask *t = &j->tasks[rank];
-	const struct drv_task_run *run = j->spec.run ? &j->spec.run[t->group] : NULL;
-	json_t *argv = json_array(), *env = json_object(), *peers = json_array(), *a;
-	int32_t node_order[256], nn = 0, node_rank = 0, local_rank = 0, local_ws = 0;
-	char tid[48];
-
-	for (int32_t k = 0; k < j->ntasks; k++) {
-		int32_t nd = j->tasks[k].node, x;
-
-		for (x = 0; x < nn; x++)
-			if (node_order[x] == nd)
-				break;
-		if (x == nn && nn < 256)
-			node_order[nn++] = nd;
-		if (nd == t->node) {
-			node_rank = x;
-			if (k < rank)
-				local_rank++;
-			local_ws++;
-		}
-		json_array_append_new(peers, json_pack("{s:i,s:s,s:s}", "rank", k, "node",
-						       s->nodes[nd].name, "address",
-						       s->nodes[nd].address ? s->nodes[nd].address
-									    : s->nodes[nd].name));
-	}
-	if (run) {
-		for (int32_t k = 0; k < run->ncommand; k++)
-			json_array_append_new(argv, json_string(run->command[k]));
-		for (int32_t k = 0; k < run->nargs; k++)
-			json_array_append_new(argv, json_string(run->args[k]));
-		for (int32_t k = 0; k < run->nenv; k++)
-			if (run->env[k].value)
-				json_object_set_new(env, run->env[k].name, json_string(run->env[k].value));
-	}
-	snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, rank);
-	{
-		struct snode *m = &s->nodes[j->tasks[0].node];
-		char gpus_str[200];
-
-		(void)gpus_str;
-		a = json_pack("{s:s,s:I,s:s,s:I,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "task_id", tid,
-			      "job_id", (json_int_t)j->id, "job_name", j->spec.job.name, "epoch",
-			      (json_int_t)j->epoch, "desired", j->stop_reason ? "stop" : "run", "user",
-			      j->spec.job.user, "runtime", "host", "image",
-			      run && run->image ? json_string(run->image) : json_null(), "container",
-			      run && run->container ? json_string(run->container) : json_null(),
-			      "argv", argv, "script",
-			      run && run->script ? json_string(run->script) : json_null(), "workdir",
-			      run && run->working_dir ? json_string(run->working_dir) : json_null(),
-			      "env", env);
-		json_object_set_new(a, "gpus", json_array());
-		for (int g = 0; g < 64; g++)
-			if (t->gpu_mask & (1ull << g))
-				json_array_append_new(json_object_get(a, "gpus"), json_integer(g));
-		json_object_set_new(a, "gpu_milli", json_integer(t->gpu_milli));
-		json_object_set_new(a, "cpu_milli", json_integer(t->cpu_milli));
-		json_object_set_new(a, "mem_mib", json_integer(t->mem_mib));
-		json_object_set_new(a, "rank", json_integer(rank));
-		json_object_set_new(a, "world_size", json_integer(j->ntasks));
-		json_object_set_new(a, "local_rank", json_integer(local_rank));
-		json_object_set_new(a, "local_world_size", json_integer(local_ws));
-		json_object_set_new(a, "node_rank", json_integer(node_rank));
-		json_object_set_new(a, "nnodes", json_integer(nn));
-		json_object_set_new(a, "master_addr",
-				    json_string(m->address ? m->address : m->name));
-		json_object_set_new(a, "master_port", json_integer(29500 + j->epoch % 10000));
-		json_object_set_new(a, "peers", peers);
-		json_object_set_new(a, "time_limit_s", json_integer(j->spec.job.time_limit));
-		json_object_set_new(a, "grace_s",
-				    json_integer(j->requeue_quiet ? 0
-						 : run && run->termination_grace_s >= 0
-							 ? run->termination_grace_s : 30));
-		if (j->stop_reason)
-			json_object_set_new(a, "stop_reason", json_string(j->stop_reason));
-	}
-	return a;
-}
-
-static json_t *desired_set(struct drv_server *s, int32_t i)
-{
-	json_t *tasks = json_array();
-
-	for (size_t k = 0; k < s->nactive; k++) {
-		struct sjob *j = srv_job_get(s, s->active[k]);
-
-		/* a start is announced only once it is on disk */
-		if (!j || j->durable_epoch != j->epoch)
+		if (g->healthy || n->health_drain || n->state != DRV_NODE_UP)
 			continue;
-		for (int32_t t = 0; t < j->ntasks; t++)
-			if (j->tasks[t].node == i && !j->tasks[t].ended)
-				json_array_append_new(tasks, assignment(s, j, t));
+		snprintf(why, sizeof(why), "GPU %lld unhealthy (xid %lld, %lld uncorrectable ECC)",
+			 (long long)g->index, (long long)DRV_MAX(g->xid, 0),
+			 (long long)DRV_MAX(g->ecc_uncorrected, 0));
+		n->health_drain = true;
+		srv_node_set_state(s, i, DRV_NODE_DRAINING, why);
 	}
-	return tasks;
 }
 
-/* An agent's assignments long-poll, waiting for its node's version to move. */
-struct assign_wait {
+/* What a sync carries and what its answer will say; it outlives the
+ * handler once the wait is deferred. */
+struct sync_call {
 	struct drv_server *s;
-	char *node;
-	int64_t session, version, deadline_ms;
+	struct drv_proto_sync m;
+	uint64_t ticket;             /* its reports' write; 0 none */
+	char node[DRV_NAME_MAX];
+	int64_t deadline_ms;
+	bool at_once;                /* reports or stale pairs: answer now */
+	struct drv_proto_ref *stale;
+	size_t nstale, stale_cap;
 };
 
-static void assign_wait_free(void *cls)
+static void add_stale(struct sync_call *c, const char *tid, int64_t epoch)
 {
-	struct assign_wait *a = cls;
-
-	drv_free(a->node);
-	drv_free(a);
-}
-
-static int assignments_ready(void *cls, struct drv_http_resp *o, int timed_out)
-{
-	struct assign_wait *a = cls;
-	struct drv_server *s = a->s;
-	int32_t i;
-
-	pthread_mutex_lock(&s->mu);
-	i = session_node(s, a->node, a->session, o);
-	if (i >= 0) {
-		if ((int64_t)s->nodes[i].version == a->version && !s->stopping && !timed_out &&
-		    srv_now_ms() < a->deadline_ms) {
-			pthread_mutex_unlock(&s->mu);
-			return DRV_HTTP_AGAIN;
-		}
-		drv_http_resp_json(o, 200, json_pack("{s:I,s:o}", "version",
-						     (json_int_t)s->nodes[i].version, "tasks",
-						     desired_set(s, i)));
-	}
-	pthread_mutex_unlock(&s->mu);
-	return 0;
-}
-
-int srv_agent_assignments(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
-{
-	struct drv_server *s = ctx;
-	const char *name = drv_http_req_query(r, "node");
-	int64_t session, version, wait;
-	struct assign_wait *a;
-
-	if (drv_http_req_query_int(r, "session", -1, -1, INT64_MAX, &session, o) < 0 ||
-	    drv_http_req_query_int(r, "version", 0, 0, INT64_MAX, &version, o) < 0 ||
-	    drv_http_req_query_int(r, "wait", 30, 0, 60, &wait, o) < 0)
-		return 0;
-	a = drv_calloc(1, sizeof(*a));
-	a->s = s;
-	a->node = name ? drv_strdup(name) : NULL;
-	a->session = session;
-	a->version = version;
-	a->deadline_ms = srv_now_ms() + wait * 1000;
-	drv_http_defer(r, assignments_ready, a, assign_wait_free, wait * 1000);
-	return 0;
+	DRV_GROW(c->stale, c->nstale + 1, c->stale_cap);
+	c->stale[c->nstale++] = (struct drv_proto_ref){ .task_id = tid, .epoch = epoch,
+							 .reason = "stale epoch" };
+	c->at_once = true;
 }
 
 static void job_maybe_running(struct drv_server *s, struct sjob *j)
@@ -429,104 +341,333 @@ static void job_maybe_running(struct drv_server *s, struct sjob *j)
 	srv_job_transition(s, j, J_RUNNING, "every task started");
 }
 
-int srv_agent_report(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+static void report_running(struct drv_server *s, struct sjob *j, struct stask *t)
 {
-	struct drv_server *s = ctx;
-	json_t *b = drv_http_req_json(r, o), *reps, *rep, *stale;
-	size_t k;
-	int32_t i;
+	if (t->state != T_PENDING && t->state != T_STARTING)
+		return;
+	t->state = T_RUNNING;
+	t->start_time = srv_wall_s();
+	srv_job_mark(s, j);
+	if (!j->stop_reason)
+		job_maybe_running(s, j);
+}
 
-	if (!b)
-		return 0;
-	reps = json_object_get(b, "reports");
-	if (!json_is_array(reps)) {
-		drv_http_resp_error(o, 400, "invalid", NULL, "reports: expected a list");
-		json_decref(b);
-		return 0;
+static void report_exited(struct drv_server *s, struct sjob *j, int32_t rank,
+			  const struct drv_proto_report *rep)
+{
+	struct stask *t = &j->tasks[rank];
+
+	t->exit_code = (int)rep->exit_code;
+	t->signal = (int)rep->signal;
+	t->oom = rep->oom_killed;
+	if (!t->start_time)
+		t->start_time = srv_wall_s();
+	if (j->stop_reason)
+		t->state = T_CANCELLED;
+	else if (t->exit_code == 0 && t->signal == 0 && !t->oom)
+		t->state = T_SUCCEEDED;
+	else
+		t->state = T_FAILED;
+	if (t->oom)
+		srv_set_str(&t->reason, "OOM-killed");
+	if (!j->stop_reason) {
+		/* it ran: the job was running, however briefly */
+		bool all_started = true;
+
+		for (int32_t x = 0; x < j->ntasks; x++)
+			all_started &= x == rank || j->tasks[x].state != T_PENDING;
+		if (all_started && j->state == J_SCHEDULED) {
+			enum tstate keep = t->state;
+
+			t->state = T_RUNNING;
+			job_maybe_running(s, j);
+			t->state = keep;
+		}
 	}
-	pthread_mutex_lock(&s->mu);
-	i = session_node(s, drv_json_str(b, "node"), drv_json_int(b, "session", -1), o);
+	srv_task_ended(s, j, rank);
+}
+
+/* Applies one report from node i; false when its (task, epoch) is stale. */
+static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto_report *rep)
+{
+	uint64_t jid;
+	int32_t rank;
+	struct sjob *j;
+	struct stask *t;
+
+	if (!parse_task_id(rep->task_id, &jid, &rank))
+		return false;
+	j = srv_job_get(s, jid);
+	if (!j || j->epoch != rep->epoch || rank >= j->ntasks || j->tasks[rank].node != i)
+		return false;
+	t = &j->tasks[rank];
+	if (t->ended)
+		return rep->state != DRV_PROTO_RUNNING;
+	switch (rep->state) {
+	case DRV_PROTO_RUNNING:
+		report_running(s, j, t);
+		break;
+	case DRV_PROTO_EXITED:
+		report_exited(s, j, rank, rep);
+		break;
+	case DRV_PROTO_FAILED:
+		t->state = j->stop_reason ? T_CANCELLED : T_FAILED;
+		srv_set_str(&t->reason, rep->reason ? rep->reason : "could not start");
+		srv_task_ended(s, j, rank);
+		break;
+	}
+	return true;
+}
+
+/* Task states and reports of the sync; the stale ones go to c. */
+static void sync_tasks(struct drv_server *s, int32_t i, struct sync_call *c)
+{
+	for (size_t k = 0; k < c->m.ntasks; k++)
+		if (!wanted(s, i, c->m.tasks[k].task_id, c->m.tasks[k].epoch))
+			add_stale(c, c->m.tasks[k].task_id, c->m.tasks[k].epoch);
+	for (size_t k = 0; k < c->m.nreports; k++)
+		if (!apply_report(s, i, &c->m.reports[k]))
+			add_stale(c, c->m.reports[k].task_id, c->m.reports[k].epoch);
+	c->at_once |= c->m.nreports > 0;
+}
+
+/* --- the sync's way down: the node's task set ----------------------------------- */
+
+/* Where rank stands in its gang: peers, node ranks, local ranks. */
+static void gang_position(struct drv_server *s, struct sjob *j, int32_t rank,
+			  struct drv_proto_task *a)
+{
+	int32_t node_order[256], nn = 0, here = j->tasks[rank].node;
+
+	a->peers = drv_calloc((size_t)j->ntasks, sizeof(*a->peers));
+	a->local_world_size = 0;
+	for (int32_t k = 0; k < j->ntasks; k++) {
+		int32_t nd = j->tasks[k].node, x;
+
+		for (x = 0; x < nn && node_order[x] != nd; x++)
+			;
+		if (x == nn && nn < 256)
+			node_order[nn++] = nd;
+		if (nd == here) {
+			a->node_rank = x;
+			a->local_rank += k < rank;
+			a->local_world_size++;
+		}
+		a->peers[a->npeers++] = (struct drv_proto_peer){
+			.rank = k, .node = s->nodes[nd].name,
+			.address = s->nodes[nd].address ? s->nodes[nd].address : s->nodes[nd].name };
+	}
+	a->nnodes = nn;
+}
+
+/* What task rank of j runs: command, script, env, image. */
+static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
+{
+	if (!run)
+		return;
+	a->image = run->image;
+	a->container = run->container;
+	a->script = run->script;
+	a->workdir = run->working_dir;
+	a->argv = drv_calloc((size_t)(run->ncommand + run->nargs), sizeof(*a->argv));
+	for (int32_t k = 0; k < run->ncommand; k++)
+		a->argv[a->nargv++] = run->command[k];
+	for (int32_t k = 0; k < run->nargs; k++)
+		a->argv[a->nargv++] = run->args[k];
+	a->env = drv_calloc((size_t)run->nenv, sizeof(*a->env));
+	for (int32_t k = 0; k < run->nenv; k++)
+		if (run->env[k].value)
+			a->env[a->nenv++] = (struct drv_proto_kv){ run->env[k].name,
+								    run->env[k].value };
+}
+
+/* The assignment of task rank of j; strings borrowed from s (hold s->mu
+ * until it is encoded), arrays freed by assignment_release. */
+static void assignment(struct drv_server *s, struct sjob *j, int32_t rank,
+		       struct drv_proto_task *a, char *tid, size_t tidsz)
+{
+	struct stask *t = &j->tasks[rank];
+	const struct drv_task_run *run = j->spec.run ? &j->spec.run[t->group] : NULL;
+	struct snode *m = &s->nodes[j->tasks[0].node];
+
+	drv_proto_task_init(a);
+	snprintf(tid, tidsz, "%llu.%d", (unsigned long long)j->id, rank);
+	a->task_id = tid;
+	a->job_id = (int64_t)j->id;
+	a->job_name = j->spec.job.name;
+	a->epoch = j->epoch;
+	a->stop = j->stop_reason != NULL;
+	a->stop_reason = j->stop_reason;
+	a->user = j->spec.job.user;
+	task_run(run, a);
+	a->gpus = drv_calloc(64, sizeof(*a->gpus));
+	for (int g = 0; g < 64; g++)
+		if (t->gpu_mask & (1ull << g))
+			a->gpus[a->ngpus++] = g;
+	a->gpu_milli = t->gpu_milli;
+	a->cpu_milli = t->cpu_milli;
+	a->mem_mib = t->mem_mib;
+	a->rank = rank;
+	a->world_size = j->ntasks;
+	gang_position(s, j, rank, a);
+	a->master_addr = m->address ? m->address : m->name;
+	a->master_port = 29500 + j->epoch % 10000;
+	a->time_limit_s = j->spec.job.time_limit;
+	a->grace_s = j->requeue_quiet ? 0
+		     : run && run->termination_grace_s >= 0 ? run->termination_grace_s : 30;
+}
+
+static void assignment_release(struct drv_proto_task *a)
+{
+	drv_free(a->argv);
+	drv_free(a->env);
+	drv_free(a->gpus);
+	drv_free(a->peers);
+}
+
+/* The tasks node i should run now, into r (ids in tids). */
+static void desired_set(struct drv_server *s, int32_t i, struct drv_proto_sync_reply *r,
+			char (**tids)[48])
+{
+	size_t cap = 0;
+
+	for (size_t k = 0; k < s->nactive; k++) {
+		struct sjob *j = srv_job_get(s, s->active[k]);
+
+		/* a start is announced only once it is on disk */
+		if (!j || j->durable_epoch != j->epoch)
+			continue;
+		for (int32_t t = 0; t < j->ntasks; t++) {
+			if (j->tasks[t].node != i || j->tasks[t].ended)
+				continue;
+			if (r->ntasks == cap) {
+				size_t c2 = cap;
+
+				DRV_GROW(r->tasks, r->ntasks + 1, cap);
+				DRV_GROW(*tids, r->ntasks + 1, c2);
+			}
+			assignment(s, j, t, &r->tasks[r->ntasks], (*tids)[r->ntasks],
+				   sizeof((*tids)[0]));
+			r->ntasks++;
+		}
+	}
+}
+
+/* --- the sync exchange ---------------------------------------------------------- */
+
+/* Whether c can be answered now. Caller holds s->mu. */
+static bool sync_ready(struct drv_server *s, const struct sync_call *c)
+{
+	int32_t i = srv_node_find(s, c->node);
+
+	return c->at_once || s->stopping || srv_now_ms() >= c->deadline_ms || i < 0 ||
+	       !s->nodes[i].registered || s->nodes[i].session != c->m.session ||
+	       (int64_t)s->nodes[i].version != c->m.version;
+}
+
+/* The answer: the task set when its version moved, the stale pairs.
+ * Caller holds s->mu. */
+static void sync_answer(struct drv_server *s, const struct sync_call *c, struct drv_http_resp *o)
+{
+	struct drv_proto_sync_reply r;
+	char (*tids)[48] = NULL;
+	int32_t i = session_node(s, c->node, c->m.session, o);
+
 	if (i < 0)
-		goto unlock;
-	stale = json_array();
-	json_array_foreach(reps, k, rep) {
-		const char *tid = drv_json_str(rep, "task_id");
-		const char *st = drv_json_str(rep, "state");
-		int64_t ep = drv_json_int(rep, "epoch", -1);
-		uint64_t jid;
-		int32_t rank;
-		struct sjob *j;
-		struct stask *t;
+		return;
+	drv_proto_sync_reply_init(&r);
+	r.version = (int64_t)s->nodes[i].version;
+	r.heartbeat_interval_s = s->cfg.heartbeat_interval_s;
+	r.has_tasks = r.version != c->m.version;
+	if (r.has_tasks)
+		desired_set(s, i, &r, &tids);
+	r.stale = c->stale;
+	r.nstale = c->nstale;
+	drv_http_resp_json(o, 200, drv_proto_sync_reply_encode(&r));
+	for (size_t k = 0; k < r.ntasks; k++)
+		assignment_release(&r.tasks[k]);
+	drv_free(r.tasks);
+	drv_free(tids);
+}
 
-		if (!tid || !st || !parse_task_id(tid, &jid, &rank))
-			continue;
-		j = srv_job_get(s, jid);
-		if (!j || j->epoch != ep || rank >= j->ntasks || j->tasks[rank].node != i) {
-			json_array_append_new(stale, json_pack("{s:s,s:I}", "task_id", tid, "epoch",
-							       (json_int_t)ep));
-			continue;
-		}
-		t = &j->tasks[rank];
-		if (t->ended) {
-			if (strcmp(st, "running") == 0)
-				json_array_append_new(stale, json_pack("{s:s,s:I}", "task_id", tid,
-								       "epoch", (json_int_t)ep));
-			continue;
-		}
-		if (strcmp(st, "running") == 0) {
-			if (t->state == T_PENDING || t->state == T_STARTING) {
-				t->state = T_RUNNING;
-				t->start_time = srv_wall_s();
-				srv_job_mark(s, j);
-				if (!j->stop_reason)
-					job_maybe_running(s, j);
-			}
-		} else if (strcmp(st, "exited") == 0) {
-			t->exit_code = (int)drv_json_int(rep, "exit_code", -1);
-			t->signal = (int)drv_json_int(rep, "signal", 0);
-			t->oom = drv_json_bool(rep, "oom_killed", 0);
-			if (!t->start_time)
-				t->start_time = srv_wall_s();
-			if (j->stop_reason)
-				t->state = T_CANCELLED;
-			else if (t->exit_code == 0 && t->signal == 0 && !t->oom)
-				t->state = T_SUCCEEDED;
-			else
-				t->state = T_FAILED;
-			if (t->oom)
-				srv_set_str(&t->reason, "OOM-killed");
-			if (!j->stop_reason) {
-				/* it ran: the job was running, however briefly */
-				bool all_started = true;
+/*
+ * The deferred reply of a sync (include/drover/http.h): called after the
+ * handler, after each drv_http_wake() and at the deadline. It answers
+ * once the sync's reports are on disk and it is ready, holding no thread
+ * meanwhile.
+ */
+static int sync_reply_fn(void *cls, struct drv_http_resp *o, int timed_out)
+{
+	struct sync_call *c = cls;
+	struct drv_server *s = c->s;
+	int st;
 
-				for (int32_t x = 0; x < j->ntasks; x++)
-					all_started &= x == rank || j->tasks[x].state != T_PENDING;
-				if (all_started && j->state == J_SCHEDULED) {
-					enum tstate keep = t->state;
-
-					t->state = T_RUNNING;
-					job_maybe_running(s, j);
-					t->state = keep;
-				}
-			}
-			srv_task_ended(s, j, rank);
-		} else if (strcmp(st, "failed") == 0) {
-			t->state = j->stop_reason ? T_CANCELLED : T_FAILED;
-			srv_set_str(&t->reason, drv_json_str(rep, "reason") ? drv_json_str(rep, "reason")
-									 : "could not start");
-			srv_task_ended(s, j, rank);
-		}
+	pthread_mutex_lock(&s->mu);
+	st = c->ticket ? srv_ticket_state(s, c->ticket) : 0;
+	if (!timed_out && (st > 0 || !sync_ready(s, c))) {
+		pthread_mutex_unlock(&s->mu);
+		return DRV_HTTP_AGAIN;
 	}
-	if (srv_flush(s) < 0) {
-		json_decref(stale);
+	if (st > 0)   /* the server is stopping: the committer still writes */
+		st = srv_wait(s, c->ticket);
+	if (st < 0)
 		drv_http_resp_error(o, 503, "unavailable", NULL,
 				    "the reports are not on disk: the state store cannot write (%s)",
 				    s->commit_err);
-		goto unlock;
-	}
-	drv_http_resp_json(o, 200, json_pack("{s:o}", "stale", stale));
-unlock:
+	else
+		sync_answer(s, c, o);
 	pthread_mutex_unlock(&s->mu);
-	json_decref(b);
+	return 0;
+}
+
+/* Takes in what the agent says; -1 after an error reply. Caller holds s->mu. */
+static int sync_up(struct drv_server *s, struct sync_call *c, struct drv_http_resp *o)
+{
+	int32_t i = session_node(s, c->m.node, c->m.session, o);
+
+	if (i < 0)
+		return -1;
+	sync_health(s, i, &c->m);
+	sync_tasks(s, i, c);
+	/* health and states are written soon, and nobody waits for them;
+	 * reports are answered once on disk */
+	c->ticket = srv_enqueue(s);
+	if (!c->m.nreports)
+		c->ticket = 0;
+	return 0;
+}
+
+static void sync_call_free(void *cls)
+{
+	struct sync_call *c = cls;
+
+	drv_proto_sync_release(&c->m);
+	drv_free(c->stale);
+	drv_free(c);
+}
+
+int srv_agent_sync(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct sync_call *c = drv_calloc(1, sizeof(*c));
+	int64_t wait_ms;
+	int rc;
+
+	c->s = s;
+	if (read_message(s, r, o, decode_sync, &c->m) < 0) {
+		sync_call_free(c);
+		return 0;
+	}
+	snprintf(c->node, sizeof(c->node), "%s", c->m.node);
+	wait_ms = DRV_MIN(c->m.wait_s >= 0 ? c->m.wait_s : s->cfg.heartbeat_interval_s,
+			  SYNC_WAIT_MAX_S) * 1000;
+	c->deadline_ms = srv_now_ms() + wait_ms;
+	pthread_mutex_lock(&s->mu);
+	rc = sync_up(s, c, o);
+	pthread_mutex_unlock(&s->mu);
+	if (rc < 0)
+		sync_call_free(c);
+	else
+		drv_http_defer(r, sync_reply_fn, c, sync_call_free, c->ticket ? -1 : wait_ms);
 	return 0;
 }

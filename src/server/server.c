@@ -39,9 +39,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "GET", "/v1/cluster", srv_api_cluster, ROUTE_USER },
 	{ "GET", "/v1/watch", srv_api_watch, ROUTE_USER },
 	{ "POST", "/v1/agent/register", srv_agent_register, ROUTE_AGENT },
-	{ "POST", "/v1/agent/heartbeat", srv_agent_heartbeat, ROUTE_AGENT },
-	{ "GET", "/v1/agent/assignments", srv_agent_assignments, ROUTE_AGENT },
-	{ "POST", "/v1/agent/report", srv_agent_report, ROUTE_AGENT },
+	{ "POST", "/v1/agent/sync", srv_agent_sync, ROUTE_AGENT },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -107,6 +105,7 @@ static struct drv_server *server_new(const struct drv_server_opts *o)
 	s->started_ms = drv_mono_ms();
 	s->ring_cap = 65536;
 	s->ring = drv_calloc(s->ring_cap, sizeof(*s->ring));
+	s->proto_seen = drv_proto_seen_new();
 	drv_sched_decisions_init(&s->dec);
 	drv_histogram_init(&s->wait_hist, wait_buckets, (int)DRV_ARRAY_SIZE(wait_buckets));
 	drv_histogram_init(&s->pass_hist, drv_prom_latency_buckets, drv_prom_latency_nbuckets);
@@ -347,6 +346,7 @@ void drv_server_stop(struct drv_server *s)
 	drv_free(s->announce);
 	drv_free(s->callers);
 	drv_histogram_release(&s->wait_hist);
+	drv_proto_seen_free(s->proto_seen);
 	drv_histogram_release(&s->pass_hist);
 	srv_config_release(&s->cfg);
 	drv_free(s->config_path);

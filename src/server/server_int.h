@@ -27,6 +27,7 @@
 #include "drover/log.h"
 #include "drover/metrics.h"
 #include "drover/model.h"
+#include "drover/proto.h"
 #include "drover/sched.h"
 #include "drover/tenants.h"
 #include "drover/server.h"
@@ -266,7 +267,8 @@ struct drv_server {
 	uint64_t passes;
 	uint64_t preemptions;
 	uint64_t submits;
-	uint64_t heartbeats;
+	uint64_t heartbeats;       /* agent syncs received */
+	struct drv_proto_seen *proto_seen;  /* unknown protocol keys already logged */
 	uint64_t transitions[J_NSTATES];
 	struct drv_histogram wait_hist;
 	struct drv_histogram pass_hist;
@@ -402,9 +404,7 @@ int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_metrics(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
-int srv_agent_heartbeat(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
-int srv_agent_assignments(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
-int srv_agent_report(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_agent_sync(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 
 /* --- loop.c --- */
 void *srv_loop_main(void *arg);

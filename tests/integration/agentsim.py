@@ -1,7 +1,9 @@
 """
 agentsim.py: protocol-level agents for integration tests. Tests that check
 the controller's side of the agent protocol (docs/api.md) play the agents
-themselves with these calls, so they control every heartbeat and report.
+themselves with these calls, so they control every sync. heartbeat(),
+assignments() and report() are each one sync exchange (POST /v1/agent/sync)
+carrying only that part.
 The server's URL comes from the environment (URL); tokens are the tests'
 usual agents-t (cluster) and ops-t (admin).
 """
@@ -38,18 +40,22 @@ def register(name, running=()):
     st, b = call("POST", "/v1/agent/register",
                  {"name": name, "address": "10.0.0.%d" % (ord(name[-1]) - ord("a") + 1),
                   "gpus": gpus, "cpu_milli": 64000, "mem_mib": 512000, "labels": {"zone": name},
-                  "backend": "fake", "running": list(running)})
+                  "backend": "fake", "running": list(running), "protocol": 1})
     expect("register " + name, st, 200)
     return b["session"]
 
+def sync(name, session, version=0, wait=0, tasks=(), reports=(), gpus=()):
+    """One sync; the reply has version, heartbeat_interval_s, stale, and tasks
+    when version is not the node's."""
+    return call("POST", "/v1/agent/sync", {"node": name, "session": session, "version": version,
+                                           "wait_s": wait, "tasks": list(tasks),
+                                           "reports": list(reports), "gpus": list(gpus)})
+
 def heartbeat(name, session, tasks=()):
-    return call("POST", "/v1/agent/heartbeat", {"node": name, "session": session,
-                                                "tasks": list(tasks),
-                                                "gpus": [{"index": 0, "healthy": True}]})
+    return sync(name, session, tasks=tasks, gpus=[{"index": 0, "healthy": True}])
 
 def assignments(name, session, version=0, wait=0):
-    return call("GET", "/v1/agent/assignments?node=%s&session=%d&version=%d&wait=%d"
-                % (name, session, version, wait))
+    return sync(name, session, version, wait)
 
 def tasks_of(name, session, secs=10):
     """The node's assignments once they list a task (starts reach agents once on disk)."""
@@ -62,7 +68,7 @@ def tasks_of(name, session, secs=10):
     fail("no task assigned to " + name)
 
 def report(name, session, reps):
-    return call("POST", "/v1/agent/report", {"node": name, "session": session, "reports": reps})
+    return sync(name, session, reports=reps)
 
 def job(jid):
     st, b = call("GET", "/v1/jobs/%d" % jid, token="ops-t")

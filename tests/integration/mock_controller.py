@@ -1,25 +1,28 @@
 #!/usr/bin/env python3
 """mock_controller.py: the controller's side of the agent protocol of
-docs/api.md ("Agent protocol"), small enough to drive one agent's behaviour
-from a test: register, heartbeat, level-triggered assignments long-poll with
-versions, reports, sessions and 409 for stale ones. Nothing is scheduled
-here: the test says what each node should run through /control routes.
+docs/api.md ("Agent protocol"; messages: include/drover/proto.h), small
+enough to drive one agent's behaviour from a test: register, and the sync
+exchange (health, task states and reports up; the level-triggered task set
+down when its version changed, else after the wait), sessions and 409 for
+stale ones. Nothing is scheduled here: the test says what each node should
+run through /control routes.
 
     mock_controller.py PORT TOKEN
 
 Control routes (no token):
     POST /control/assign   {"node": N, "tasks": [ASSIGNMENT, ...]}  bumps the version
     POST /control/expire   {"node": N}  the node's session becomes stale (409s)
-    POST /control/kill     {"node": N, "kill": [{"task_id", "epoch", "reason"}]}  sent once
-                           in the reply to the node's next heartbeat
+    POST /control/kill     {"node": N, "kill": [{"task_id", "epoch", "reason"}]}  sent once,
+                           as "stale", in the reply to the node's next sync
     GET  /control/state    {"nodes": {N: {"session", "registers": [BODY...],
-                            "reports": [REPORT...], "heartbeats": n, "last_heartbeat"}}}
+                            "reports": [REPORT...], "heartbeats": n (syncs),
+                            "last_heartbeat": the last sync}}}
 """
 import json
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import urlparse
 
 PORT = int(sys.argv[1])
 TOKEN = sys.argv[2]
@@ -68,28 +71,38 @@ class H(BaseHTTPRequestHandler):
 
     def do_GET(self):
         u = urlparse(self.path)
-        q = {k: v[0] for k, v in parse_qs(u.query).items()}
         if u.path == "/control/state":
             with lock:
                 self.reply(200, {"nodes": nodes})
             return
-        if u.path == "/v1/agent/assignments":
-            if not self.authed():
-                return
-            with lock:
-                n = node(q["node"])
-                if not self.session_ok(n, q["session"]):
-                    self.error(409, "conflict", "stale session")
-                    return
-                wait = min(int(q.get("wait", 30)), 60)
-                lock.wait_for(lambda: n["version"] > int(q["version"]) or
-                              not self.session_ok(n, q["session"]), timeout=wait)
-                if not self.session_ok(n, q["session"]):
-                    self.error(409, "conflict", "stale session")
-                    return
-                self.reply(200, {"version": n["version"], "tasks": n["tasks"]})
-            return
         self.error(404, "not_found", "no route " + u.path)
+
+    def sync(self, n, b):
+        """Health, task states and reports up; the task set down."""
+        session = b.get("session", -1)
+        # an agent cuts a waiting sync short (it closes that connection) when it
+        # has a report: the newest sync of a node is the one that gets its kills
+        n["seq"] = my = n.get("seq", 0) + 1
+        lock.notify_all()
+        n["heartbeats"] += 1
+        n["last_heartbeat"] = b
+        wanted = {(t["task_id"], t["epoch"]) for t in n["tasks"]}
+        stale = [{"task_id": r["task_id"], "epoch": r["epoch"], "reason": "stale epoch"}
+                 for r in b.get("reports", []) if (r["task_id"], r["epoch"]) not in wanted]
+        n["reports"] += b.get("reports", [])
+        if not b.get("reports") and not stale:
+            lock.wait_for(lambda: n["version"] != b["version"] or n["kill"] or n["seq"] != my or
+                          not self.session_ok(n, session), timeout=min(b.get("wait_s", 1), 60))
+        if not self.session_ok(n, session):
+            self.error(409, "conflict", "stale session")
+            return
+        kill = []
+        if n["seq"] == my:
+            kill, n["kill"] = n["kill"], []
+        out = {"version": n["version"], "heartbeat_interval_s": 1, "stale": stale + kill}
+        if n["version"] != b["version"]:
+            out["tasks"] = n["tasks"]
+        self.reply(200, out)
 
     def do_POST(self):
         u = urlparse(self.path)
@@ -104,6 +117,7 @@ class H(BaseHTTPRequestHandler):
                 return
             if u.path == "/control/kill":
                 node(b["node"])["kill"] = b["kill"]
+                lock.notify_all()
                 self.reply(200, {})
                 return
             if u.path == "/control/expire":
@@ -118,6 +132,9 @@ class H(BaseHTTPRequestHandler):
             if not self.authed():
                 return
             if u.path == "/v1/agent/register":
+                if abs(b.get("protocol", 0) - 1) > 1:
+                    self.error(409, "conflict", "protocol %r, mock speaks 1" % b.get("protocol"))
+                    return
                 n = node(b["name"])
                 session_counter[0] += 1
                 n["session"] = session_counter[0]
@@ -131,20 +148,8 @@ class H(BaseHTTPRequestHandler):
             if not self.session_ok(n, b.get("session", -1)):
                 self.error(409, "conflict", "stale session")
                 return
-            if u.path == "/v1/agent/heartbeat":
-                n["heartbeats"] += 1
-                n["last_heartbeat"] = b
-                kill, n["kill"] = n["kill"], []
-                self.reply(200, {"kill": kill, "heartbeat_interval_s": 1})
-                return
-            if u.path == "/v1/agent/report":
-                wanted = {(t["task_id"], t["epoch"]) for t in n["tasks"]}
-                stale = []
-                for r in b["reports"]:
-                    n["reports"].append(r)
-                    if (r["task_id"], r["epoch"]) not in wanted:
-                        stale.append({"task_id": r["task_id"], "epoch": r["epoch"]})
-                self.reply(200, {"stale": stale})
+            if u.path == "/v1/agent/sync":
+                self.sync(n, b)
                 return
         self.error(404, "not_found", "no route " + u.path)
 

@@ -15,12 +15,13 @@ expect_eq "closed /healthz" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_U
 URL="$SERVER_URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
 import json, os, sys, time, urllib.request
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
-from agentsim import URL, call, fail, expect
+from agentsim import URL, call, fail, expect, heartbeat, sync
 
 def register(name, n, model="NVIDIA H100 80GB HBM3", labels=None):
     gpus = [{"index": i, "uuid": "GPU-%s-%d" % (name, i), "model": model} for i in range(n)]
     return call("POST", "/v1/agent/register", {"name": name, "gpus": gpus, "labels": labels or {},
-                                               "cpu_milli": 224000, "mem_mib": 2097152})
+                                               "cpu_milli": 224000, "mem_mib": 2097152,
+                                               "protocol": 1})
 
 st, nodes = call("GET", "/v1/nodes", token="ops-t")
 expect("nodes from the file", len(nodes["items"]), 32)
@@ -67,8 +68,8 @@ expect("placed on the one registered 8-GPU node", (j["state"], j["nodelist"]), (
 # GPU health: an unhealthy GPU drains the node (it keeps its job); an admin resumes it.
 st, b = register("lab-box-2", 2, model="NVIDIA A100-SXM4-80GB")
 sess = b["session"]
-st, hb = call("POST", "/v1/agent/heartbeat", {"node": "lab-box-2", "session": sess, "tasks": [],
-              "gpus": [{"index": 0, "healthy": True}, {"index": 1, "healthy": False, "xid": 79}]})
+st, hb = sync("lab-box-2", sess, gpus=[{"index": 0, "healthy": True},
+                                      {"index": 1, "healthy": False, "xid": 79}])
 expect("heartbeat", st, 200)
 st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
 expect("drained by health", (n["state"], n["reason"]), ("draining", "GPU 1 unhealthy (xid 79, 0 uncorrectable ECC)"))

@@ -3,8 +3,9 @@
 # (so every step is exact): a node that stops heartbeating is declared
 # down, its gang is requeued whole and started elsewhere under a new
 # epoch; the dead node's old session is refused; when it comes back, its
-# old task is in the heartbeat's kill list, absent from its assignments and
-# reported stale; past the retry limit the job fails with the reason.
+# old task is in the sync reply's stale list (as a running task and as a
+# report) and absent from its task set; past the retry limit the job fails
+# with the reason.
 . "$ROOT/tests/integration/lib.sh"
 
 server_config "heartbeat_interval_s: 1" "heartbeat_timeout_s: 2" "retry_limit: 1" "sched_delay_ms: 5"
@@ -69,15 +70,16 @@ e2 = a2["tasks"][0]["epoch"]
 if not e2 > e1:
     fail("new epoch %d not above %d" % (e2, e1))
 
-# The dead node's old session is refused everywhere.
+# The dead node's old session is refused, whatever the sync carries.
 expect("old session heartbeat", heartbeat(first, sess[first])[0], 409)
 expect("old session report", report(first, sess[first], [])[0], 409)
-expect("old session poll", assignments(first, sess[first])[0], 409)
+expect("old session poll", assignments(first, sess[first], 0, 1)[0], 409)
 
 # It comes back still running the old task: fenced off.
 s2 = register(first, running=[{"task_id": "%d.0" % jid, "epoch": e1, "pid": 4242}])
 st, hb = heartbeat(first, s2, tasks=[{"task_id": "%d.0" % jid, "epoch": e1, "state": "running"}])
-expect("kill list", [(k["task_id"], k["epoch"]) for k in hb["kill"]], [("%d.0" % jid, e1)])
+expect("stale list", [(k["task_id"], k["epoch"], k["reason"]) for k in hb["stale"]],
+       [("%d.0" % jid, e1, "stale epoch")])
 st, a = assignments(first, s2)
 expect("not in its assignments", a["tasks"], [])
 st, r = report(first, s2, [{"task_id": "%d.0" % jid, "epoch": e1, "state": "exited", "exit_code": 0}])

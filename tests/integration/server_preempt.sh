@@ -14,11 +14,11 @@ start_server
 URL="$SERVER_URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
 import json, os, sys, time
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tests", "integration"))
-from agentsim import call, fail, expect
+from agentsim import call, fail, expect, sync
 
 gpus = [{"index": i, "model": "H100"} for i in range(8)]
 st, b = call("POST", "/v1/agent/register", {"name": "n1", "gpus": gpus, "cpu_milli": 64000,
-                                            "mem_mib": 512000})
+                                            "mem_mib": 512000, "protocol": 1})
 sess = b["session"]
 
 def job(name, prio, preemptible):
@@ -30,12 +30,13 @@ def get(jid):
     return call("GET", "/v1/jobs/%d" % jid, token="ops-t")[1]
 
 def poll(version):
-    st, a = call("GET", "/v1/agent/assignments?node=n1&session=%d&version=%d&wait=5" % (sess, version))
+    st, a = sync("n1", sess, version, wait=5)
     expect("poll", st, 200)
+    a.setdefault("tasks", [])   # absent: still the version asked about
     return a
 
 def report(reps):
-    st, r = call("POST", "/v1/agent/report", {"node": "n1", "session": sess, "reports": reps})
+    st, r = sync("n1", sess, reports=reps)
     expect("report", (st, r["stale"]), (200, []))
 
 def wait_for(what, fn, secs=10):

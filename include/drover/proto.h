@@ -1,0 +1,333 @@
+/*
+ * proto.h: the agent protocol of docs/api.md ("Agent protocol") as types.
+ * This header is the source of truth for every message an agent and the
+ * controller exchange; docs/api.md shows their JSON. src/proto/proto.c
+ * holds the encoders and decoders, and nothing else in drover builds or
+ * reads a protocol message (src/server/agent_api.c, src/agent/agent_*.c,
+ * the benches and tests go through here).
+ *
+ * Messages:
+ *   agent -> controller            controller -> agent
+ *   struct drv_proto_register      struct drv_proto_registered   POST /v1/agent/register
+ *   struct drv_proto_sync          struct drv_proto_sync_reply   POST /v1/agent/sync
+ * and their parts: a task assignment (struct drv_proto_task), a task
+ * report (struct drv_proto_report), a GPU's health (struct
+ * drv_proto_gpu_health), a (task_id, epoch) reference (struct
+ * drv_proto_ref).
+ *
+ * Growing the protocol (../shared/CONTRACTS.md §8): a new field goes
+ * here first, with its encode/decode and a round-trip test in
+ * tests/unit/test_proto.c. A field an older peer may not send is optional
+ * (with a default below); only what the protocol cannot work without is
+ * required. A change older agents cannot follow bumps DRV_PROTO_VERSION;
+ * the controller refuses (409, naming both versions) an agent whose
+ * version is more than one apart from its own.
+ *
+ * Decoding is strict about what is required and tolerant of the rest:
+ *   - a missing required key, or a key of the wrong type (required or
+ *     not), fails the decode with DRV_EINVAL and dec->err naming the key's
+ *     path and what was expected: "tasks[2].epoch: expected an integer,
+ *     found a string";
+ *   - an unknown key is ignored, and logged through dec->log once per key
+ *     path and peer (see struct drv_proto_seen);
+ *   - a nullable string key ("image": null) is the same as an absent one.
+ *
+ * Ownership. A decoded message borrows: its strings point into the JSON
+ * document it was read from, which the message holds (->doc, one
+ * reference) until drv_proto_*_release(); its arrays are allocated and
+ * freed by release too. A message the caller fills to encode owns
+ * nothing the encoder cares about: strings are copied into the JSON, and
+ * release only frees arrays allocated with drv_calloc (and the doc, NULL
+ * there). Encoders return a new reference; they never fail.
+ *
+ * Thread rules: the functions keep no state; a struct drv_proto_seen may
+ * be shared by threads (it has its own lock).
+ */
+#ifndef DROVER_PROTO_H
+#define DROVER_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "drover/common.h"
+
+/* 1: register + one sync exchange per agent. */
+#define DRV_PROTO_VERSION 1
+
+/* ---------------------------------------------------------------------------
+ * Decoding context
+ */
+
+/* The unknown keys already logged, per peer (capped: past the cap nothing
+ * more is logged). Create with drv_proto_seen_new, free with _free. */
+struct drv_proto_seen;
+struct drv_proto_seen *drv_proto_seen_new(void);
+void drv_proto_seen_free(struct drv_proto_seen *s);
+
+struct drv_proto_dec {
+	const char *peer;            /* who sent it ("node-a", "controller"); may be NULL */
+	struct drv_proto_seen *seen; /* NULL: every unknown key is logged each time */
+	/* receives "PEER: unknown key PATH ignored" lines; NULL: silent */
+	void (*log)(void *cls, const char *line);
+	void *log_cls;
+	char err[256];               /* why the decode failed */
+};
+
+/* ---------------------------------------------------------------------------
+ * Parts
+ */
+
+/* A name=value pair of labels or env, in the order the JSON object gives. */
+struct drv_proto_kv {
+	const char *name;
+	const char *value;
+};
+
+/*
+ * (task_id, epoch) and what is said about it. task_id and epoch are
+ * required; the rest optional and only encoded when set:
+ *   pid     register's running list (0: absent)
+ *   state   a sync's task states ("running")
+ *   reason  a sync reply's stale list ("stale epoch")
+ */
+struct drv_proto_ref {
+	const char *task_id;
+	int64_t epoch;
+	int64_t pid;
+	const char *state;
+	const char *reason;
+};
+
+/* One GPU of a register's inventory. index and model required. */
+struct drv_proto_gpu {
+	int64_t index;
+	const char *uuid;
+	const char *model;           /* NVML name, or any catalog name or alias */
+	int64_t memory_mib;          /* 0: unknown */
+	const char *pci_bus_id;
+};
+
+/* One NIC of a register's topology. name required. */
+struct drv_proto_nic {
+	const char *name;
+	const char *link_layer;      /* "InfiniBand", "Ethernet" */
+	const char *state;           /* "ACTIVE" */
+	int64_t rate_gbps;
+	int64_t *near_gpus;
+	size_t nnear;
+};
+
+/* One GPU's health in a sync. index and healthy required; the rest
+ * optional: -1 (power_w: a NaN) when absent. */
+struct drv_proto_gpu_health {
+	int64_t index;
+	bool healthy;
+	int64_t xid;
+	int64_t ecc_uncorrected;
+	int64_t temperature_c;
+	int64_t utilization;
+	int64_t memory_used_mib;
+	double power_w;
+};
+
+enum drv_proto_task_state {
+	DRV_PROTO_RUNNING,           /* the process started */
+	DRV_PROTO_EXITED,            /* it ended: exit_code, or signal; oom_killed */
+	DRV_PROTO_FAILED,            /* it could not start: reason */
+};
+
+/* A task report. task_id, epoch and state required. */
+struct drv_proto_report {
+	const char *task_id;
+	int64_t epoch;
+	enum drv_proto_task_state state;
+	int64_t pid;                 /* running: 0 absent */
+	const char *time;            /* RFC 3339, when the agent saw it */
+	int64_t exit_code;           /* exited: -1 absent (a signal ended it) */
+	int64_t signal;              /* exited: 0 none */
+	const char *signal_name;     /* "SIGKILL" */
+	bool oom_killed;
+	const char *reason;          /* failed: why; exited: why it was stopped */
+};
+
+/* A peer of a gang, by rank. */
+struct drv_proto_peer {
+	int64_t rank;
+	const char *node;
+	const char *address;
+};
+
+/*
+ * One task the controller wants on the node (docs/api.md, "assignments").
+ * Required: task_id, job_id, epoch, desired. The rest are optional; the
+ * defaults are what the agent assumes when they are absent.
+ */
+struct drv_proto_task {
+	const char *task_id;         /* "JOB.RANK" */
+	int64_t job_id;
+	const char *job_name;
+	int64_t epoch;
+	bool stop;                   /* "desired": "stop" (else "run") */
+	const char *stop_reason;     /* with stop: cancelled, preempted, ... */
+	const char *user;            /* run as this user (agent as root) */
+	const char *runtime;         /* "host" (default) */
+	const char *image;
+	const char *container;
+	const char **argv;           /* command then args; no shell */
+	size_t nargv;
+	const char *script;          /* a batch script, run with /bin/sh FILE */
+	const char *workdir;
+	struct drv_proto_kv *env;    /* applied on top of what the agent sets */
+	size_t nenv;
+	int64_t *gpus;               /* GPU indexes on the node */
+	size_t ngpus;
+	int64_t gpu_milli;           /* default 1000 */
+	int64_t cpu_milli;           /* 0: no limit */
+	int64_t mem_mib;             /* 0: no limit */
+	int64_t rank;                /* default 0 */
+	int64_t world_size;          /* default 1 */
+	int64_t local_rank;          /* default 0 */
+	int64_t local_world_size;    /* default 1 */
+	int64_t node_rank;           /* default 0 */
+	int64_t nnodes;              /* default 1 */
+	const char *master_addr;     /* NULL: the agent's own address */
+	int64_t master_port;         /* default 29500 */
+	struct drv_proto_peer *peers;
+	size_t npeers;
+	int64_t time_limit_s;        /* 0: none */
+	int64_t grace_s;             /* -1 (absent): the agent's --grace */
+};
+
+/* ---------------------------------------------------------------------------
+ * Messages
+ */
+
+/* POST /v1/agent/register. protocol and name required. */
+struct drv_proto_register {
+	int64_t protocol;            /* DRV_PROTO_VERSION of the agent */
+	const char *name;            /* the node name */
+	const char *hostname;
+	const char *address;         /* NULL: the controller uses the peer address */
+	const char *agent_url;       /* NULL: no metrics or logs */
+	const char *version;         /* the agent's release, "0.1.0" */
+	const char *backend;         /* "nvml", "fake" */
+	struct drv_proto_kv *labels;
+	size_t nlabels;
+	int64_t cpu_milli;
+	int64_t mem_mib;
+	struct drv_proto_gpu *gpus;
+	size_t ngpus;
+	/* topology: gpu_matrix[i][j] as nvidia-smi topo -m prints it, rows of
+	 * ngpus... as sent: row i has matrix_len[i] entries */
+	const char ***gpu_matrix;
+	size_t *matrix_len;
+	size_t nmatrix;
+	struct drv_proto_nic *nics;
+	size_t nnics;
+	struct drv_proto_ref *running;  /* tasks running now: task_id, epoch, pid */
+	size_t nrunning;
+	json_t *doc;
+};
+
+/* Its 200 answer. node and session required. */
+struct drv_proto_registered {
+	const char *node;
+	int64_t session;
+	int64_t heartbeat_interval_s;   /* default 5 */
+	int64_t heartbeat_timeout_s;    /* default 30 */
+	const char *pool;
+	struct drv_proto_kv *labels;
+	size_t nlabels;
+	json_t *doc;
+};
+
+/*
+ * POST /v1/agent/sync: everything an agent says, on its one connection.
+ * node, session and version required; tasks, reports and gpus default to
+ * empty. version is the last assignments version the agent applied (0 at
+ * first); the controller answers at once when its version differs, when
+ * reports are stale, or else after wait_s seconds (the heartbeat interval).
+ */
+struct drv_proto_sync {
+	const char *node;
+	int64_t session;
+	int64_t version;
+	int64_t wait_s;              /* how long the answer may wait; -1: the controller's */
+	struct drv_proto_ref *tasks; /* every local task still running: task_id, epoch, state */
+	size_t ntasks;
+	struct drv_proto_report *reports;  /* what changed since the last answer */
+	size_t nreports;
+	struct drv_proto_gpu_health *gpus;
+	size_t ngpus;
+	json_t *doc;
+};
+
+/*
+ * Its 200 answer. version and heartbeat_interval_s required. has_tasks:
+ * "tasks" was present (the complete, level-triggered set of the node at
+ * version; absent when version is the agent's). stale: (task_id, epoch)
+ * pairs of the sync's reports and task states the controller does not
+ * want (the agent kills them at once), with a reason.
+ */
+struct drv_proto_sync_reply {
+	int64_t version;
+	int64_t heartbeat_interval_s;
+	bool has_tasks;
+	struct drv_proto_task *tasks;
+	size_t ntasks;
+	struct drv_proto_ref *stale;
+	size_t nstale;
+	json_t *doc;
+};
+
+/* ---------------------------------------------------------------------------
+ * Encode and decode
+ *
+ * _encode: a new JSON object (never NULL). _decode: 0 and *out filled
+ * (release it), or DRV_EINVAL with d->err set and *out released; j is not
+ * consumed (the message takes its own reference). _release: frees what a
+ * decode allocated and drops the doc; the struct is zeroed, so a second
+ * release is a no-op. _init: zeroes and sets the defaults above.
+ */
+void drv_proto_register_init(struct drv_proto_register *m);
+json_t *drv_proto_register_encode(const struct drv_proto_register *m);
+int drv_proto_register_decode(json_t *j, struct drv_proto_register *out,
+			      struct drv_proto_dec *d);
+void drv_proto_register_release(struct drv_proto_register *m);
+
+void drv_proto_registered_init(struct drv_proto_registered *m);
+json_t *drv_proto_registered_encode(const struct drv_proto_registered *m);
+int drv_proto_registered_decode(json_t *j, struct drv_proto_registered *out,
+				struct drv_proto_dec *d);
+void drv_proto_registered_release(struct drv_proto_registered *m);
+
+void drv_proto_sync_init(struct drv_proto_sync *m);
+json_t *drv_proto_sync_encode(const struct drv_proto_sync *m);
+int drv_proto_sync_decode(json_t *j, struct drv_proto_sync *out, struct drv_proto_dec *d);
+void drv_proto_sync_release(struct drv_proto_sync *m);
+
+void drv_proto_sync_reply_init(struct drv_proto_sync_reply *m);
+json_t *drv_proto_sync_reply_encode(const struct drv_proto_sync_reply *m);
+int drv_proto_sync_reply_decode(json_t *j, struct drv_proto_sync_reply *out,
+				struct drv_proto_dec *d);
+void drv_proto_sync_reply_release(struct drv_proto_sync_reply *m);
+
+/* Parts, for callers that keep them apart (the server stores a node's
+ * GPU health and inventory as JSON; the sync reply's tasks). */
+void drv_proto_task_init(struct drv_proto_task *t);
+json_t *drv_proto_task_encode(const struct drv_proto_task *t);
+json_t *drv_proto_gpu_health_encode(const struct drv_proto_gpu_health *g, size_t n);
+json_t *drv_proto_kv_encode(const struct drv_proto_kv *kv, size_t n);
+
+const char *drv_proto_task_state_name(enum drv_proto_task_state s);
+
+/*
+ * Whether an agent speaking protocol `theirs` may talk to this build:
+ * at most one version apart. Returns 0, or DRV_EPERM with msg set to
+ * "agent speaks protocol 3; this controller speaks 1 (at most one apart)".
+ */
+int drv_proto_version_check(int64_t theirs, char *msg, size_t msgsz);
+
+#endif
