@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* The monotonic clock in milliseconds, microseconds, and (for benchmarks)
  * seconds as a double. */
@@ -23,6 +24,13 @@ double drv_mono_s(void);
 
 /* The wall clock: seconds since the epoch. */
 int64_t drv_wall_s(void);
+
+/*
+ * The wall-clock (CLOCK_REALTIME) time ms milliseconds from now: the
+ * deadline pthread_cond_timedwait() takes for a condition variable with
+ * the default clock.
+ */
+struct timespec drv_realtime_after_ms(int64_t ms);
 
 /* Bytes an RFC 3339 time of drv_rfc3339() needs, the NUL included. */
 #define DRV_RFC3339_LEN 21

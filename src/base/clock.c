@@ -44,6 +44,20 @@ int64_t drv_wall_s(void)
 	return (int64_t)time(NULL);
 }
 
+struct timespec drv_realtime_after_ms(int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 char *drv_rfc3339(int64_t t, char *buf, size_t n)
 {
 	time_t tt = (time_t)t;

@@ -247,15 +247,7 @@ void *srv_loop_main(void *arg)
 			wake = DRV_MIN(wake, s->dirty_since_ms + s->cfg.sched_delay_ms);
 		now = drv_mono_ms();
 		if (wake > now) {
-			int64_t left = wake - now;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += left / 1000;
-			ts.tv_nsec += (left % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			ts = drv_realtime_after_ms(wake - now);
 			pthread_cond_timedwait(&s->loop_cv, &s->mu, &ts);
 		}
 	}

@@ -1,8 +1,9 @@
 /*
  * test_base.c: layer 0 (src/base/): the capped dynbuf (growth, the cap
  * leaves the buffer as it was), the whole-file reader (cap, missing file),
- * mkdir -p, the atomic writer, the clocks and RFC 3339 both ways, the log
- * line, and the JSON getters (missing key, wrong type).
+ * mkdir -p, the atomic writer, the clocks (and a pthread deadline), RFC
+ * 3339 both ways, the log line, and the JSON getters (missing key, wrong
+ * type).
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -189,6 +190,21 @@ Test(clock, monotonic_agrees_and_moves_forward)
 	cr_assert(ge(int, drv_mono_us() - us, 2000));
 	cr_assert(ge(int, drv_mono_ms(), ms + 2));
 	cr_assert(gt(int, drv_wall_s(), 1700000000));
+}
+
+Test(clock, realtime_deadline_is_normalized)
+{
+	struct timespec now, d;
+	int64_t ahead_ms;
+
+	for (int64_t ms = 0; ms < 3000; ms += 999) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		d = drv_realtime_after_ms(ms);
+		cr_assert(lt(long, d.tv_nsec, 1000000000L));
+		ahead_ms = (int64_t)(d.tv_sec - now.tv_sec) * 1000 + (d.tv_nsec - now.tv_nsec) / 1000000;
+		cr_assert(ge(i64, ahead_ms, ms - 1));
+		cr_assert(le(i64, ahead_ms, ms + 50));
+	}
 }
 
 Test(clock, rfc3339_both_ways)
