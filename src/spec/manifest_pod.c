@@ -211,96 +211,83 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 	mf_keep_unknown(s, cn, path, known);
 }
 
-/*
- * Pod spec at path into group g (already added, count set): containers,
- * nodeSelector, restart policy, grace period, priority.
- */
-void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
-		      const char *path, struct fy_node *md)
+/* The containers at fp (a non-empty list) into group g; their resources
+ * summed into sum. */
+static void read_containers(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *n,
+			    const char *fp, struct fy_node *md, struct res *sum)
 {
-	static const char *const known[] = { "containers", "nodeSelector", "restartPolicy",
-		"terminationGracePeriodSeconds", "priorityClassName", "priority",
-		"activeDeadlineSeconds", NULL };
+	void *it = NULL;
+	struct fy_node *cn;
+	int i = 0, main_i = 0;
+	/* kubectl's default-container annotation names the main container */
+	const char *dflt = mf_scalar(mf_field(mf_field(md, "annotations"), ANN_DEFAULT_CONTAINER));
+
+	if (dflt) {
+		while ((cn = fy_node_sequence_iterate(n, &it))) {
+			const char *cname = mf_scalar(mf_field(cn, "name"));
+			if (cname && strcmp(cname, dflt) == 0) {
+				main_i = i;
+				break;
+			}
+			i++;
+		}
+		it = NULL;
+		i = 0;
+	}
+	while ((cn = fy_node_sequence_iterate(n, &it))) {
+		char cp[600];
+		snprintf(cp, sizeof(cp), "%s[%d]", fp, i);
+		read_container(c, s, g, cn, cp, i == main_i, sum);
+		i++;
+	}
+}
+
+/* nodeSelector at sp: the GPU model and regions act; other labels are kept. */
+static void read_node_selector(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *n,
+			       const char *sp)
+{
 	struct drv_task_group *tg = &s->job.groups[g];
+	void *it = NULL;
+	struct fy_node_pair *p;
+
+	if (!fy_node_is_mapping(n))
+		mf_err(c, n, sp, "found %s, expected a mapping of labels", mf_type(n));
+	while (fy_node_is_mapping(n) && (p = fy_node_mapping_iterate(n, &it))) {
+		const char *k = mf_scalar(fy_node_pair_key(p));
+		struct fy_node *vn = fy_node_pair_value(p);
+		const char *val = mf_scalar(vn);
+		char kp[600];
+		if (!k)
+			continue;
+		mf_join(kp, sizeof(kp), sp, k);
+		if (strcmp(k, SEL_GPU_PRODUCT) == 0) {
+			int m = val ? drv_gpu_model_find(val) : -1;
+			if (m < 0)
+				mf_err(c, vn, kp, "found \"%.64s\", expected a GPU model drover "
+				       "knows (such as NVIDIA-H100-80GB-HBM3 or H100)",
+				       val ? val : mf_type(vn));
+			else
+				tg->model = (int8_t)m;
+		} else if (strcmp(k, SEL_REGION) == 0 && val) {
+			s->job.regions = drv_realloc(s->job.regions, sizeof(char *) *
+						     (size_t)(s->job.nregions + 1));
+			s->job.regions[s->job.nregions++] = drv_strdup(val);
+		} else {
+			drv_spec_keep_ignored(s, kp, drv_yaml_node_json(vn));
+		}
+	}
+}
+
+/* The pod-level fields after the containers: restart policy, grace
+ * period, priority class and priority, deadline. */
+static void read_pod_fields(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
+			    const char *path)
+{
 	struct drv_task_run *r = &s->run[g];
 	struct fy_node *n;
-	struct res sum = { -1, 0, 0 };
 	char fp[560];
 	int64_t v;
 
-	if (!ps || !fy_node_is_mapping(ps)) {
-		mf_err(c, ps, path, "found %s, expected a pod spec with containers", mf_type(ps));
-		return;
-	}
-	mf_join(fp, sizeof(fp), path, "containers");
-	n = mf_field(ps, "containers");
-	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0) {
-		mf_err(c, n ? n : ps, fp, "found %s, expected a list of at least one container",
-		       n && fy_node_is_sequence(n) ? "an empty list" : mf_type(n));
-	} else {
-		void *it = NULL;
-		struct fy_node *cn;
-		int i = 0, main_i = 0;
-		/* kubectl's default-container annotation names the main container */
-		const char *dflt = mf_scalar(mf_field(mf_field(md, "annotations"), ANN_DEFAULT_CONTAINER));
-		if (dflt) {
-			while ((cn = fy_node_sequence_iterate(n, &it))) {
-				const char *cname = mf_scalar(mf_field(cn, "name"));
-				if (cname && strcmp(cname, dflt) == 0) {
-					main_i = i;
-					break;
-				}
-				i++;
-			}
-			it = NULL;
-			i = 0;
-		}
-		while ((cn = fy_node_sequence_iterate(n, &it))) {
-			char cp[600];
-			snprintf(cp, sizeof(cp), "%s[%d]", fp, i);
-			read_container(c, s, g, cn, cp, i == main_i, &sum);
-			i++;
-		}
-	}
-	tg->gpus = sum.gpus > 0 ? (int32_t)sum.gpus : 0;
-	if (sum.gpus > DRV_MAX_NODE_GPUS)
-		mf_err(c, n, fp, "found %lld GPUs in one pod, expected at most %d",
-		       (long long)sum.gpus, DRV_MAX_NODE_GPUS);
-	tg->cpu_milli = sum.cpu_milli;
-	tg->mem_mib = sum.mem_mib;
-
-	if ((n = mf_field(ps, "nodeSelector"))) {
-		void *it = NULL;
-		struct fy_node_pair *p;
-		char sp[560];
-		mf_join(sp, sizeof(sp), path, "nodeSelector");
-		if (!fy_node_is_mapping(n))
-			mf_err(c, n, sp, "found %s, expected a mapping of labels", mf_type(n));
-		while (fy_node_is_mapping(n) && (p = fy_node_mapping_iterate(n, &it))) {
-			const char *k = mf_scalar(fy_node_pair_key(p));
-			struct fy_node *vn = fy_node_pair_value(p);
-			const char *val = mf_scalar(vn);
-			char kp[600];
-			if (!k)
-				continue;
-			mf_join(kp, sizeof(kp), sp, k);
-			if (strcmp(k, SEL_GPU_PRODUCT) == 0) {
-				int m = val ? drv_gpu_model_find(val) : -1;
-				if (m < 0)
-					mf_err(c, vn, kp, "found \"%.64s\", expected a GPU model drover "
-					       "knows (such as NVIDIA-H100-80GB-HBM3 or H100)",
-					       val ? val : mf_type(vn));
-				else
-					tg->model = (int8_t)m;
-			} else if (strcmp(k, SEL_REGION) == 0 && val) {
-				s->job.regions = drv_realloc(s->job.regions, sizeof(char *) *
-							     (size_t)(s->job.nregions + 1));
-				s->job.regions[s->job.nregions++] = drv_strdup(val);
-			} else {
-				drv_spec_keep_ignored(s, kp, drv_yaml_node_json(vn));
-			}
-		}
-	}
 	if ((n = mf_field(ps, "restartPolicy"))) {
 		mf_join(fp, sizeof(fp), path, "restartPolicy");
 		drv_free(r->restart_policy);
@@ -328,6 +315,46 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 			s->k8s.active_deadline_s = v;
 		}
 	}
+}
+
+/*
+ * Pod spec at path into group g (already added, count set): containers,
+ * nodeSelector, restart policy, grace period, priority.
+ */
+void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
+		      const char *path, struct fy_node *md)
+{
+	static const char *const known[] = { "containers", "nodeSelector", "restartPolicy",
+		"terminationGracePeriodSeconds", "priorityClassName", "priority",
+		"activeDeadlineSeconds", NULL };
+	struct drv_task_group *tg = &s->job.groups[g];
+	struct fy_node *n;
+	struct res sum = { -1, 0, 0 };
+	char fp[560];
+
+	if (!ps || !fy_node_is_mapping(ps)) {
+		mf_err(c, ps, path, "found %s, expected a pod spec with containers", mf_type(ps));
+		return;
+	}
+	mf_join(fp, sizeof(fp), path, "containers");
+	n = mf_field(ps, "containers");
+	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0)
+		mf_err(c, n ? n : ps, fp, "found %s, expected a list of at least one container",
+		       n && fy_node_is_sequence(n) ? "an empty list" : mf_type(n));
+	else
+		read_containers(c, s, g, n, fp, md, &sum);
+	tg->gpus = sum.gpus > 0 ? (int32_t)sum.gpus : 0;
+	if (sum.gpus > DRV_MAX_NODE_GPUS)
+		mf_err(c, n, fp, "found %lld GPUs in one pod, expected at most %d",
+		       (long long)sum.gpus, DRV_MAX_NODE_GPUS);
+	tg->cpu_milli = sum.cpu_milli;
+	tg->mem_mib = sum.mem_mib;
+	if ((n = mf_field(ps, "nodeSelector"))) {
+		char sp[560];
+		mf_join(sp, sizeof(sp), path, "nodeSelector");
+		read_node_selector(c, s, g, n, sp);
+	}
+	read_pod_fields(c, s, g, ps, path);
 	mf_keep_unknown(s, ps, path, known);
 }
 

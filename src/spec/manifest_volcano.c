@@ -135,79 +135,119 @@ void mf_kind_podgroup(struct mf_ctx *c, const struct mf_object *o, struct mf_pod
 	}
 }
 
+/* Copies every kept field of ign into into, its key prefixed "who: ". */
+static void keep_as(json_t *into, json_t *ign, const char *who)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(ign, k, v) {
+		char key[600];
+		snprintf(key, sizeof(key), "%s: %s", who, k);
+		json_object_set(into, key, v);
+	}
+}
+
+/* The group's first Pod becomes its job: what it kept is named after the
+ * Pod (the job is several pods); returns its member count. */
+static int first_member(struct drv_jobspec *s, const struct mf_podgroup *pg)
+{
+	json_t *ign = json_object();
+
+	for (int g = 0; g < s->nwarnings; g++) {
+		char *old = s->warnings[g];
+		size_t n = strlen(old) + strlen(s->job.name) + 3;
+		s->warnings[g] = drv_malloc(n);
+		snprintf(s->warnings[g], n, "%s: %s", s->job.name, old);
+		drv_free(old);
+	}
+	keep_as(ign, s->ignored, s->job.name);
+	json_decref(s->ignored);
+	s->ignored = ign;
+	drv_free(s->kind);
+	s->kind = drv_strdup("PodGroup");
+	drv_free(s->api_version);
+	s->api_version = drv_strdup("scheduling.volcano.sh/v1beta1");
+	drv_free(s->job.name);
+	s->job.name = drv_strdup(pg->name);
+	return s->job.ngroups ? s->job.groups[0].count : 0;
+}
+
+/* Moves Pod s's groups, warnings and kept fields into first; returns the
+ * tasks moved. s is released by the caller. */
+static int move_member(struct mf_ctx *c, struct drv_jobspec *first, struct drv_jobspec *s,
+		       const struct mf_podgroup *pg)
+{
+	int members = 0, g;
+
+	for (g = 0; g < s->job.ngroups; g++) {
+		int ng = drv_jobspec_add_group(first, s->job.groups[g].name);
+		char *nm;
+		if (ng < 0) {
+			drv_diag_err(c->d, pg->line, pg->col, pg->name,
+				     "found more than %d pods in the PodGroup", DRV_SPEC_MAX_GROUPS);
+			break;
+		}
+		nm = first->job.groups[ng].name;
+		first->job.groups[ng] = s->job.groups[g];
+		first->job.groups[ng].name = nm;
+		drv_spec_run_release(&first->run[ng]);
+		first->run[ng] = s->run[g];
+		memset(&s->run[g], 0, sizeof(s->run[g]));
+		members += s->job.groups[g].count;
+	}
+	for (g = 0; g < s->nwarnings; g++)
+		drv_jobspec_warn(first, "%s: %s", s->job.name, s->warnings[g]);
+	keep_as(first->ignored, s->ignored, s->job.name);
+	return members;
+}
+
+/* What the PodGroup itself says, applied to its job of members tasks. */
+static void apply_podgroup(struct mf_ctx *c, struct drv_jobspec *first,
+			   const struct mf_podgroup *pg, int members)
+{
+	char who[600];
+
+	if (pg->min_member > members)
+		drv_diag_err(c->d, pg->line, pg->col, pg->name,
+			     "found minMember %lld, expected at most the %d pods of the group",
+			     (long long)pg->min_member, members);
+	for (int w = 0; w < pg->kept.nwarnings; w++)
+		drv_jobspec_warn(first, "PodGroup %s: %s", pg->name, pg->kept.warnings[w]);
+	snprintf(who, sizeof(who), "PodGroup %s", pg->name);
+	keep_as(first->ignored, pg->kept.ignored, who);
+	first->k8s.min_available = (int32_t)pg->min_member;
+	first->job.gang_min = pg->min_member < 0 || pg->min_member >= members
+		? 0 : (int32_t)pg->min_member;
+	if (pg->queue) {
+		drv_free(first->queue);
+		first->queue = drv_strdup(pg->queue);
+	}
+	if (pg->priority_class) {
+		drv_free(first->priority_class);
+		first->priority_class = drv_strdup(pg->priority_class);
+	}
+}
+
 /* Merges the Pods naming a PodGroup into one gang job (the first Pod's). */
 void mf_join_podgroups(struct mf_ctx *c, struct mf_podgroups *pgs)
 {
-	int i, j;
-	for (i = 0; i < pgs->n; i++) {
+	for (int i = 0; i < pgs->n; i++) {
 		struct mf_podgroup *pg = &pgs->v[i];
 		struct drv_jobspec *first = NULL;
 		int members = 0;
-		for (j = 0; j < c->set->njobs; j++) {
+		for (int j = 0; j < c->set->njobs; j++) {
 			struct drv_jobspec *s = &c->set->jobs[j];
 			const char *gname = mf_label_get(s->annotations, s->nannotations, ANN_VOLCANO_GROUP);
-			int g;
 			if (!gname || strcmp(gname, pg->name) != 0 || s->kind == NULL ||
 			    strcmp(s->kind, "Pod") != 0)
 				continue;
 			if (!first) {
-				json_t *ign = json_object();
-				const char *k;
-				json_t *v;
 				first = s;
-				/* name what each kept field belongs to: the group is several pods */
-				for (g = 0; g < s->nwarnings; g++) {
-					char *old = s->warnings[g];
-					size_t n = strlen(old) + strlen(s->job.name) + 3;
-					s->warnings[g] = drv_malloc(n);
-					snprintf(s->warnings[g], n, "%s: %s", s->job.name, old);
-					drv_free(old);
-				}
-				json_object_foreach(s->ignored, k, v) {
-					char key[600];
-					snprintf(key, sizeof(key), "%s: %s", s->job.name, k);
-					json_object_set(ign, key, v);
-				}
-				json_decref(s->ignored);
-				s->ignored = ign;
-				members += s->job.ngroups ? s->job.groups[0].count : 0;
-				drv_free(first->kind);
-				first->kind = drv_strdup("PodGroup");
-				drv_free(first->api_version);
-				first->api_version = drv_strdup("scheduling.volcano.sh/v1beta1");
-				drv_free(first->job.name);
-				first->job.name = drv_strdup(pg->name);
+				members += first_member(s, pg);
 				continue;
 			}
-			/* move s's single group into first */
-			for (g = 0; g < s->job.ngroups; g++) {
-				int ng = drv_jobspec_add_group(first, s->job.groups[g].name);
-				char *nm;
-				if (ng < 0) {
-					drv_diag_err(c->d, pg->line, pg->col, pg->name,
-						     "found more than %d pods in the PodGroup",
-						     DRV_SPEC_MAX_GROUPS);
-					break;
-				}
-				nm = first->job.groups[ng].name;
-				first->job.groups[ng] = s->job.groups[g];
-				first->job.groups[ng].name = nm;
-				drv_spec_run_release(&first->run[ng]);
-				first->run[ng] = s->run[g];
-				memset(&s->run[g], 0, sizeof(s->run[g]));
-				members += s->job.groups[g].count;
-			}
-			for (g = 0; g < s->nwarnings; g++)
-				drv_jobspec_warn(first, "%s: %s", s->job.name, s->warnings[g]);
-			{
-				const char *k;
-				json_t *v;
-				json_object_foreach(s->ignored, k, v) {
-					char key[600];
-					snprintf(key, sizeof(key), "%s: %s", s->job.name, k);
-					json_object_set(first->ignored, key, v);
-				}
-			}
+			members += move_member(c, first, s, pg);
 			drv_jobspec_release(s);
 			memmove(s, s + 1, sizeof(*s) * (size_t)(c->set->njobs - j - 1));
 			c->set->njobs--;
@@ -218,33 +258,7 @@ void mf_join_podgroups(struct mf_ctx *c, struct mf_podgroups *pgs)
 				      "PodGroup has no Pods in this file; nothing to run");
 			continue;
 		}
-		if (pg->min_member > members)
-			drv_diag_err(c->d, pg->line, pg->col, pg->name,
-				     "found minMember %lld, expected at most the %d pods of the group",
-				     (long long)pg->min_member, members);
-		{
-			const char *k;
-			json_t *v;
-			int w;
-			for (w = 0; w < pg->kept.nwarnings; w++)
-				drv_jobspec_warn(first, "PodGroup %s: %s", pg->name, pg->kept.warnings[w]);
-			json_object_foreach(pg->kept.ignored, k, v) {
-				char key[600];
-				snprintf(key, sizeof(key), "PodGroup %s: %s", pg->name, k);
-				json_object_set(first->ignored, key, v);
-			}
-		}
-		first->k8s.min_available = (int32_t)pg->min_member;
-		first->job.gang_min = pg->min_member < 0 || pg->min_member >= members
-			? 0 : (int32_t)pg->min_member;
-		if (pg->queue) {
-			drv_free(first->queue);
-			first->queue = drv_strdup(pg->queue);
-		}
-		if (pg->priority_class) {
-			drv_free(first->priority_class);
-			first->priority_class = drv_strdup(pg->priority_class);
-		}
+		apply_podgroup(c, first, pg, members);
 	}
 }
 
