@@ -37,6 +37,12 @@
  * DRV_OPT_GROUP go under "options:"), each as "  -s, --long ARG" padded to
  * a column and its help line word-wrapped to 80 columns, then -h, --help.
  *
+ * NEEDSWORK: man pages. Every row already holds what an OPTIONS section
+ * needs (names, argument name, help line, group); what is missing is a way
+ * to reach the tables, which live in their commands' functions (values
+ * point at locals, as git's do). A hidden built-in option, handled here
+ * like --help, that prints the table as roff would reach all of them.
+ *
  * Ownership: the parser allocates nothing. String values point into argv
  * (borrowed); positional arguments are moved, in order, to argv[0..n-1].
  * The table, its choices and its texts are the caller's and must outlive

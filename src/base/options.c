@@ -90,7 +90,9 @@ static void expect_text(const struct drv_option *o, char *buf, size_t n)
 	if (o->expect) {
 		snprintf(buf, n, "%s", o->expect);
 	} else if (o->kind == DRV_OPTK_INT || o->kind == DRV_OPTK_LLONG) {
-		long long hi = o->kind == DRV_OPTK_INT ? (o->max < INT_MAX ? o->max : INT_MAX) : o->max;
+		long long hi = o->max;
+		if (o->kind == DRV_OPTK_INT && hi > INT_MAX)
+			hi = INT_MAX;
 		if (hi == LLONG_MAX || hi == INT_MAX)
 			snprintf(buf, n, "a whole number >= %lld", o->min);
 		else
@@ -323,9 +325,10 @@ static int parse_short(struct parse *st, int i)
 
 		if (!o && *p == 'h')
 			return help(st);
+		if (!o && p == st->argv[i] + 1)
+			return unknown(st, i, spelled);
 		if (!o)
-			return p == st->argv[i] + 1 ? unknown(st, i, spelled)
-						    : err_see(st->cmd, "unknown option '%s'", spelled);
+			return err_see(st->cmd, "unknown option '%s'", spelled);
 		if (takes_value(o)) {
 			if (p[1]) {
 				arg = p + 1;

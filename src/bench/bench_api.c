@@ -792,7 +792,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	const struct drv_option table[] = {
 		DRV_OPT_FLAG(0, "json", &json, "print JSON (always)"),
 		DRV_OPT_GROUP("sizes (each at least 1)"),
-		DRV_OPT_INT(0, "nodes", &o->nodes, 1, INT32_MAX, "N", "fake-GPU agents (default 16)"),
+		DRV_OPT_INT(0, "nodes", &o->nodes, 1, INT32_MAX, "N",
+			    "fake-GPU agents (default 16)"),
 		DRV_OPT_INT(0, "gpus-per-node", &o->gpus, 1, INT32_MAX, "G",
 			    "GPUs on each (default 8)"),
 		DRV_OPT_INT(0, "serial", &o->serial, 1, INT32_MAX, "N",

@@ -446,14 +446,16 @@ int drv_bench_place(int argc, char **argv)
 	};
 	const struct drv_option table[] = {
 		DRV_OPT_FLAG(0, "json", &json, "print one JSON object"),
-		DRV_OPT_ENUM(0, "strategy", &strategy, strategies, "(default bestfit)"),
+		DRV_OPT_ENUM(0, "strategy", &strategy, strategies,
+			     "the placement strategy (default bestfit)"),
 		DRV_OPT_LLONG(0, "ops", &ops_arg, 0, 1000000000, "N",
 			      "timed placements per cluster size (default 100000)"),
 		DRV_OPT_INT(0, "trials", &trials, -1000, 1000, "N",
 			    "trials, the median kept (1 to 15, default 3)"),
 		DRV_OPT_LLONG(0, "seed", &seed_arg, 0, 9223372036854775807LL, "N",
 			      "the workload's seed (default 42)"),
-		DRV_OPT_FLAG(0, "compare", &cmp, "best-fit and FGD side by side on the 1k and 10k clusters"),
+		DRV_OPT_FLAG(0, "compare", &cmp,
+			     "best-fit and FGD side by side on the 1k and 10k clusters"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts usage = {

@@ -137,7 +137,8 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	const struct drv_option table[] = {
 		DRV_OPT_FLAG(0, "json", &a->json, "print one JSON object"),
 		DRV_OPT_INT(0, "pending", &n, 1, 10000000, "N", "pending jobs (default 50000)"),
-		DRV_OPT_ENUM(0, "preemption", &preemption, on_off, "(default off)"),
+		DRV_OPT_ENUM(0, "preemption", &preemption, on_off,
+			     "preemption in the pass (default off)"),
 		DRV_OPT_ENUM(0, "mode", &mode, modes, "head-of-line handling (default backfill)"),
 		DRV_OPT_ENUM(0, "order", &order, orders, "queue order (default fifo)"),
 		DRV_OPT_GROUP("golden scenarios (tests/golden/run)"),

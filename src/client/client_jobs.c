@@ -202,7 +202,8 @@ int drv_client_cmd_get(int argc, char **argv)
 	struct cli cli;
 	const struct drv_option table[] = {
 		DRV_OPT_GROUP("which jobs (get jobs)"),
-		DRV_OPT_STRING(0, "state", &state, "S", "only jobs in state S (pending, running, ...)"),
+		DRV_OPT_STRING(0, "state", &state, "S",
+			       "only jobs in state S (pending, running, ...)"),
 		DRV_OPT_STRING(0, "user", &user, "U", "only user U's jobs"),
 		DRV_OPT_STRING(0, "tenant", &tenant, "T", "only tenant T's jobs"),
 		DRV_OPT_STRING(0, "name", &name, "N", "only jobs named N"),

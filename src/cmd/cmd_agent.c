@@ -7,7 +7,8 @@
  *                [--advertise ADDR] [--grace SECONDS] [--nvml-lib PATH]
  *
  * Everything happens in src/agent/agent.c; this file parses the options
- * (one table, include/drover/options.h), starts the agent, waits for SIGINT or SIGTERM and stops it cleanly.
+ * (one table, include/drover/options.h), starts the agent, waits for
+ * SIGINT or SIGTERM and stops it cleanly.
  */
 #include "drover/agent.h"
 #include "drover/cmd.h"

@@ -1,9 +1,9 @@
 /*
  * cmd_place.c: 'drover place --cluster FILE [JOBFILE | job options]': loads
  * a cluster file, builds the job from a job file (any format the spec parser
- * reads) or from options (one table, include/drover/options.h), asks the placement engine and prints one line per
- * task, "node:gpu,gpu", or the one-line reason it does not fit (exit 1).
- * Bad input exits 2.
+ * reads) or from options (one table, include/drover/options.h), asks the
+ * placement engine and prints one line per task, "node:gpu,gpu", or the
+ * one-line reason it does not fit (exit 1). Bad input exits 2.
  */
 #include "drover/clusterfile.h"
 #include "drover/cmd.h"
@@ -96,7 +96,8 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 		DRV_OPT_INT(0, "gpu-milli", &a->milli, 1, 999, "M",
 			    "a share of one GPU per task, 1..999 (instead of --gpus)"),
 		DRV_OPT_INT(0, "gpu-mem", &a->gpu_mem, 1, 1 << 24, "MIB",
-			    "GPU memory per task (fractional tasks)", .expect = "MiB from 1 to 16777216"),
+			    "GPU memory per task (fractional tasks)",
+			    .expect = "MiB from 1 to 16777216"),
 		DRV_OPT_INT(0, "cpu", &a->cpu, 0, 1 << 20, "CORES", "CPUs per task",
 			    .expect = "a core count from 0 to 1048576"),
 		DRV_OPT_STRING(0, "model", &a->model, "NAME",
@@ -106,7 +107,8 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 			       "all tasks under one LEVEL (nvlink-domain, node, leaf, ...)"),
 		DRV_OPT_STRING(0, "prefer", &a->prefer, "LEVEL", "the same, when possible"),
 		DRV_OPT_LIST(0, "region", &a->region_list, "R", "allowed region (repeatable)"),
-		DRV_OPT_ENUM(0, "strategy", &a->strategy, strategies, "(default bestfit)"),
+		DRV_OPT_ENUM(0, "strategy", &a->strategy, strategies,
+			     "the placement strategy (default bestfit)"),
 		DRV_OPT_GROUP("output"),
 		DRV_OPT_FLAG(0, "json", &a->json, "print the placement as JSON"),
 		DRV_OPT_END(),

@@ -2,8 +2,8 @@
  * cmd_sim.c: 'drover sim', the trace-driven simulator's command line. It reads
  * the cluster file and the workload (a trace, or a generated one), runs
  * src/sim's engine with the scheduling policy the options choose (one
- * table, include/drover/options.h), and writes
- * the summary (text, or JSON with --json), the per-run CSV (--jobs-out),
+ * table, include/drover/options.h), and writes the summary (text, or JSON
+ * with --json), the per-run CSV (--jobs-out),
  * the HTML report (--report) and the generated workload (--write-trace).
  * With --tenants FILE, the scheduler gets that file's tenants (quotas,
  * weights, cohorts) and priority classes, and the summary shows what
@@ -108,8 +108,8 @@ static int parse_args(int argc, char **argv, struct args *a, struct drv_sched_po
 {
 	const struct drv_option table[] = {
 		DRV_OPT_GROUP("workload"),
-		DRV_OPT_STRING(0, "cluster", &a->cluster, "FILE", "cluster file (docs/cluster-format.md)",
-			       .flags = DRV_OPTF_REQUIRED),
+		DRV_OPT_STRING(0, "cluster", &a->cluster, "FILE",
+			       "cluster file (docs/cluster-format.md)", .flags = DRV_OPTF_REQUIRED),
 		DRV_OPT_STRING(0, "trace", &a->trace, "FILE",
 			       "a trace; --format philly (Philly CSV) or drover (native CSV, "
 			       "docs/simulator.md); without --format, the header decides"),
@@ -153,8 +153,10 @@ static int parse_args(int argc, char **argv, struct args *a, struct drv_sched_po
 		DRV_OPT_GROUP("policy"),
 		DRV_OPT_ENUM(0, "policy", &a->order, orders, "queue order (default fifo)"),
 		DRV_OPT_ENUM(0, "mode", &a->mode, modes, "head-of-line handling (default backfill)"),
-		DRV_OPT_ENUM(0, "preemption", &a->preemption, on_off, "(default off)"),
-		DRV_OPT_ENUM(0, "pools", &a->pools, pools, "(default cheapest)"),
+		DRV_OPT_ENUM(0, "preemption", &a->preemption, on_off,
+			     "may a job start by preempting lower-priority ones (default off)"),
+		DRV_OPT_ENUM(0, "pools", &a->pools, pools,
+			     "which pool a job tries first (default cheapest)"),
 		DRV_OPT_GROUP("output"),
 		DRV_OPT_FLAG(0, "json", &a->json, "the summary as one JSON object (default: text)"),
 		DRV_OPT_STRING(0, "jobs-out", &a->jobs_out, "FILE", "one CSV row per run of a job"),
