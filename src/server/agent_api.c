@@ -199,7 +199,7 @@ static int32_t register_node(struct drv_server *s, const struct drv_proto_regist
 static void open_session(struct drv_server *s, int32_t i, const struct drv_proto_register *m,
 			 struct drv_http_req *r)
 {
-	struct snode *n = &s->nodes[i];
+	struct srv_node *n = &s->nodes[i];
 
 	n->session = ++s->session;
 	s->meta_dirty = true;
@@ -273,7 +273,7 @@ static bool wanted(struct drv_server *s, int32_t i, const char *tid, int64_t epo
 {
 	uint64_t jid;
 	int32_t rank;
-	struct sjob *j;
+	struct srv_job *j;
 
 	if (!parse_task_id(tid, &jid, &rank))
 		return false;
@@ -285,7 +285,7 @@ static bool wanted(struct drv_server *s, int32_t i, const char *tid, int64_t epo
 /* Liveness and GPU health; an unhealthy GPU drains the node. */
 static void sync_health(struct drv_server *s, int32_t i, const struct drv_proto_sync *m)
 {
-	struct snode *n = &s->nodes[i];
+	struct srv_node *n = &s->nodes[i];
 
 	s->heartbeats++;
 	n->last_hb_ms = srv_now_ms();
@@ -329,7 +329,7 @@ static void add_stale(struct sync_call *c, const char *tid, int64_t epoch)
 	c->at_once = true;
 }
 
-static void job_maybe_running(struct drv_server *s, struct sjob *j)
+static void job_maybe_running(struct drv_server *s, struct srv_job *j)
 {
 	if (j->state != J_SCHEDULED)
 		return;
@@ -341,7 +341,7 @@ static void job_maybe_running(struct drv_server *s, struct sjob *j)
 	srv_job_transition(s, j, J_RUNNING, "every task started");
 }
 
-static void report_running(struct drv_server *s, struct sjob *j, struct stask *t)
+static void report_running(struct drv_server *s, struct srv_job *j, struct srv_task *t)
 {
 	if (t->state != T_PENDING && t->state != T_STARTING)
 		return;
@@ -352,10 +352,10 @@ static void report_running(struct drv_server *s, struct sjob *j, struct stask *t
 		job_maybe_running(s, j);
 }
 
-static void report_exited(struct drv_server *s, struct sjob *j, int32_t rank,
+static void report_exited(struct drv_server *s, struct srv_job *j, int32_t rank,
 			  const struct drv_proto_report *rep)
 {
-	struct stask *t = &j->tasks[rank];
+	struct srv_task *t = &j->tasks[rank];
 
 	t->exit_code = (int)rep->exit_code;
 	t->signal = (int)rep->signal;
@@ -392,8 +392,8 @@ static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto
 {
 	uint64_t jid;
 	int32_t rank;
-	struct sjob *j;
-	struct stask *t;
+	struct srv_job *j;
+	struct srv_task *t;
 
 	if (!parse_task_id(rep->task_id, &jid, &rank))
 		return false;
@@ -434,7 +434,7 @@ static void sync_tasks(struct drv_server *s, int32_t i, struct sync_call *c)
 /* --- the sync's way down: the node's task set ----------------------------------- */
 
 /* Where rank stands in its gang: peers, node ranks, local ranks. */
-static void gang_position(struct drv_server *s, struct sjob *j, int32_t rank,
+static void gang_position(struct drv_server *s, struct srv_job *j, int32_t rank,
 			  struct drv_proto_task *a)
 {
 	int32_t node_order[256], nn = 0, here = j->tasks[rank].node;
@@ -483,12 +483,12 @@ static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 
 /* The assignment of task rank of j; strings borrowed from s (hold s->mu
  * until it is encoded), arrays freed by assignment_release. */
-static void assignment(struct drv_server *s, struct sjob *j, int32_t rank,
+static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 		       struct drv_proto_task *a, char *tid, size_t tidsz)
 {
-	struct stask *t = &j->tasks[rank];
+	struct srv_task *t = &j->tasks[rank];
 	const struct drv_task_run *run = j->spec.run ? &j->spec.run[t->group] : NULL;
-	struct snode *m = &s->nodes[j->tasks[0].node];
+	struct srv_node *m = &s->nodes[j->tasks[0].node];
 
 	drv_proto_task_init(a);
 	snprintf(tid, tidsz, "%llu.%d", (unsigned long long)j->id, rank);
@@ -532,7 +532,7 @@ static void desired_set(struct drv_server *s, int32_t i, struct drv_proto_sync_r
 	size_t cap = 0;
 
 	for (size_t k = 0; k < s->nactive; k++) {
-		struct sjob *j = srv_job_get(s, s->active[k]);
+		struct srv_job *j = srv_job_get(s, s->active[k]);
 
 		/* a start is announced only once it is on disk */
 		if (!j || j->durable_epoch != j->epoch)

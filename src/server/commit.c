@@ -52,7 +52,7 @@ static void batch_free(struct wbatch *b)
 	drv_free(b);
 }
 
-static void batch_add_job(struct drv_server *s, struct wbatch *b, struct sjob *j)
+static void batch_add_job(struct drv_server *s, struct wbatch *b, struct srv_job *j)
 {
 	json_t *doc = srv_job_store_doc(s, j);
 	struct wjob *w;
@@ -93,7 +93,7 @@ uint64_t srv_enqueue(struct drv_server *s)
 		return s->next_ticket;   /* wait for what is in flight, if anything */
 	b = batch_new();
 	for (size_t i = 0; i < s->ndirty; i++) {
-		struct sjob *j = srv_job_get(s, s->dirty[i]);
+		struct srv_job *j = srv_job_get(s, s->dirty[i]);
 
 		if (j && j->dirty) {
 			j->dirty = false;
@@ -158,7 +158,7 @@ int srv_flush(struct drv_server *s)
 	return srv_wait(s, srv_enqueue(s));
 }
 
-uint64_t srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n)
+uint64_t srv_commit_new_jobs(struct drv_server *s, struct srv_job **js, size_t n)
 {
 	struct wbatch *b = batch_new();
 
@@ -166,7 +166,7 @@ uint64_t srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n)
 	memcpy(b->newjobs, js, n * sizeof(*js));
 	b->nnew = n;
 	for (size_t i = 0; i < n; i++) {
-		struct sjob *j = js[i];
+		struct srv_job *j = js[i];
 		json_t *last = json_array_get(j->events, json_array_size(j->events) - 1);
 
 		batch_add_job(s, b, j);
@@ -230,7 +230,7 @@ static void requeue_failed(struct drv_server *s, struct wbatch *g)
 
 	for (struct wbatch *b = g; b; b = b->next) {
 		for (size_t i = 0; i < b->njobs; i++) {
-			struct sjob *j = srv_job_get(s, b->jobs[i].id);
+			struct srv_job *j = srv_job_get(s, b->jobs[i].id);
 
 			if (j)
 				srv_job_mark(s, j);
@@ -297,7 +297,7 @@ void *srv_commit_main(void *arg)
 			s->commit_fail_logged = false;
 			for (b = g; b; b = b->next) {
 				for (size_t i = 0; i < b->njobs; i++) {
-					struct sjob *j = srv_job_get(s, b->jobs[i].id);
+					struct srv_job *j = srv_job_get(s, b->jobs[i].id);
 
 					if (j && j->epoch == b->jobs[i].epoch)
 						j->durable_epoch = j->epoch;

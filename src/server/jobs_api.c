@@ -157,14 +157,14 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 	return 0;
 }
 
-static void set_reason(struct sjob *j, const char *why)
+static void set_reason(struct srv_job *j, const char *why)
 {
 	srv_set_str(&j->reason, why);
 }
 
-static struct sjob *job_from_spec(struct drv_jobspec *spec)
+static struct srv_job *job_from_spec(struct drv_jobspec *spec)
 {
-	struct sjob *j = drv_calloc(1, sizeof(*j));
+	struct srv_job *j = drv_calloc(1, sizeof(*j));
 
 	j->spec = *spec;                 /* moved */
 	drv_jobspec_init(spec);
@@ -178,14 +178,14 @@ static struct sjob *job_from_spec(struct drv_jobspec *spec)
  * (srv_jobs_adopt), or frees them if the write fails (their ids are not
  * reused). Under s->mu; the jobs are taken.
  */
-static uint64_t add_jobs(struct drv_server *s, struct sjob **js, size_t n, const char *by)
+static uint64_t add_jobs(struct drv_server *s, struct srv_job **js, size_t n, const char *by)
 {
 	int64_t now = drv_wall_s();
 	char why[160];
 
 	snprintf(why, sizeof(why), "submitted by %s", by);
 	for (size_t i = 0; i < n; i++) {
-		struct sjob *j = js[i];
+		struct srv_job *j = js[i];
 
 		j->id = ++s->next_id;
 		j->spec.job.id = j->id;
@@ -201,26 +201,6 @@ static uint64_t add_jobs(struct drv_server *s, struct sjob **js, size_t n, const
 	return srv_commit_new_jobs(s, js, n);
 }
 
-void srv_jobs_adopt(struct drv_server *s, struct sjob **js, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct sjob *j = js[i];
-
-		if (j->id > s->njobs) {
-			DRV_GROW(s->jobs, j->id, s->jcap);
-			for (uint64_t k = s->njobs; k < j->id; k++)
-				s->jobs[k] = NULL;
-			s->njobs = j->id;
-		}
-		s->jobs[j->id - 1] = j;
-		if (drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec)) == 0)
-			j->in_sched = true;
-	}
-	s->transitions[J_PENDING] += n;
-	s->submits += n;
-	srv_sched_kick(s);
-}
-
 int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
@@ -229,7 +209,7 @@ int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	const char *fname = drv_http_req_query(r, "filename");
 	size_t len;
 	const char *body = drv_http_req_body(r, &len);
-	struct sjob *j;
+	struct srv_job *j;
 	char loc[64];
 	uint64_t ticket;
 
@@ -258,7 +238,7 @@ int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	struct drv_server *s = ctx;
 	struct caller *c = caller_of(r);
 	json_t *body = drv_http_req_json(r, o), *items, *it, *out;
-	struct sjob **js = NULL;
+	struct srv_job **js = NULL;
 	json_t *details = json_array();
 	size_t n = 0, i;
 	uint64_t ticket;
@@ -355,7 +335,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	const char *fname = drv_http_req_query(r, "filename");
 	size_t len;
 	const char *body = drv_http_req_body(r, &len);
-	struct sjob *found = NULL, *j;
+	struct srv_job *found = NULL, *j;
 	int nfound = 0;
 	uint64_t ticket;
 	json_t *canon;
@@ -370,7 +350,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	pthread_mutex_lock(&s->mu);
 	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct sjob *x = srv_job_get(s, id);
+		struct srv_job *x = srv_job_get(s, id);
 
 		if (x && !srv_jstate_final(x->state) && strcmp(x->spec.job.user, spec.job.user) == 0 &&
 		    strcmp(x->spec.job.name, spec.job.name) == 0) {
@@ -459,7 +439,7 @@ static int parse_states(const char *v, unsigned *set, struct drv_http_resp *o)
 	return 0;
 }
 
-static bool may_see(struct caller *c, struct sjob *j)
+static bool may_see(struct caller *c, struct srv_job *j)
 {
 	return c->admin || strcmp(c->user, j->spec.job.user) == 0;
 }
@@ -485,7 +465,7 @@ int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	pthread_mutex_lock(&s->mu);
 	for (uint64_t id = (uint64_t)after + 1; id <= s->njobs; id++) {
-		struct sjob *j = srv_job_get(s, id);
+		struct srv_job *j = srv_job_get(s, id);
 
 		if (!j || !may_see(c, j))
 			continue;
@@ -514,13 +494,13 @@ int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 
 /* The job named by the route's first capture, visible to the caller; NULL
  * after setting a 404. Under s->mu. */
-static struct sjob *route_job(struct drv_server *s, struct drv_http_req *r,
-			      struct drv_http_resp *o)
+static struct srv_job *route_job(struct drv_server *s, struct drv_http_req *r,
+				 struct drv_http_resp *o)
 {
 	const char *v = drv_http_req_param(r, 0);
 	char *end;
 	unsigned long long id = strtoull(v ? v : "", &end, 10);
-	struct sjob *j = (v && *v && !*end) ? srv_job_get(s, id) : NULL;
+	struct srv_job *j = (v && *v && !*end) ? srv_job_get(s, id) : NULL;
 
 	if (!j || !may_see(caller_of(r), j)) {
 		drv_http_resp_error(o, 404, "not_found", NULL, "job %s not found", v ? v : "");
@@ -532,7 +512,7 @@ static struct sjob *route_job(struct drv_server *s, struct drv_http_req *r,
 int srv_api_job(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
-	struct sjob *j;
+	struct srv_job *j;
 
 	pthread_mutex_lock(&s->mu);
 	j = route_job(s, r, o);
@@ -550,7 +530,7 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	json_t *body = NULL;
 	char why[512];
 	const char *given = NULL;
-	struct sjob *j;
+	struct srv_job *j;
 
 	drv_http_req_body(r, &len);
 	if (len) {
@@ -593,7 +573,7 @@ out:
 int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
-	struct sjob *j;
+	struct srv_job *j;
 	int64_t task, offset, limit;
 	const char *stream = drv_http_req_query(r, "stream");
 	char *url = NULL, *tok = NULL, path[256], nodename[DRV_NAME_MAX * 2] = "";
@@ -621,7 +601,7 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 					    "task %llu.%lld has not started; no logs yet",
 					    (unsigned long long)j->id, (long long)task);
 		} else {
-			struct snode *n = &s->nodes[j->tasks[task].node];
+			struct srv_node *n = &s->nodes[j->tasks[task].node];
 
 			snprintf(nodename, sizeof(nodename), "%s", n->name);
 			if (!n->agent_url)
@@ -703,7 +683,7 @@ int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	pthread_mutex_lock(&s->mu);
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint64_t id = 1; id <= s->njobs; id++) {
-			struct sjob *j = srv_job_get(s, id);
+			struct srv_job *j = srv_job_get(s, id);
 
 			if (!j || !(states & (1u << j->state)))
 				continue;
@@ -733,7 +713,7 @@ int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			if (np > 0) /* pend is NULL then, and qsort's first argument may not be */
 				qsort(pend, np, sizeof(*pend), qcmp);
 			for (size_t k = 0; k < np; k++) {
-				struct sjob *j = srv_job_get(s, pend[k].id);
+				struct srv_job *j = srv_job_get(s, pend[k].id);
 				json_t *e = srv_job_api_json(s, j, false);
 
 				json_object_set_new(e, "position", json_integer((json_int_t)k + 1));

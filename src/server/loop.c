@@ -19,7 +19,7 @@
 
 static void apply_start(struct drv_server *s, const struct drv_sched_decision *d)
 {
-	struct sjob *j = srv_job_get(s, d->job);
+	struct srv_job *j = srv_job_get(s, d->job);
 	const struct drv_placement *p = d->placement;
 	char where[512], why[600];
 
@@ -31,7 +31,7 @@ static void apply_start(struct drv_server *s, const struct drv_sched_decision *d
 	j->tasks = drv_calloc((size_t)p->ntasks + 1, sizeof(*j->tasks));
 	j->ntasks = p->ntasks;
 	for (int32_t i = 0; i < p->ntasks; i++) {
-		struct stask *t = &j->tasks[i];
+		struct srv_task *t = &j->tasks[i];
 		const struct drv_task_place *tp = &p->tasks[i];
 
 		t->node = tp->node;
@@ -67,7 +67,7 @@ static void apply_preempt(struct drv_server *s, const struct drv_sched_decision 
 
 	snprintf(why, sizeof(why), "preempted by job %llu", (unsigned long long)d->job);
 	for (int32_t k = 0; k < d->nvictims; k++) {
-		struct sjob *v = srv_job_get(s, d->victims[k]);
+		struct srv_job *v = srv_job_get(s, d->victims[k]);
 
 		if (!v || srv_jstate_final(v->state) || v->state == J_PREEMPTED)
 			continue;
@@ -81,7 +81,7 @@ static void apply_preempt(struct drv_server *s, const struct drv_sched_decision 
 
 static void apply_pending(struct drv_server *s, const struct drv_sched_decision *d)
 {
-	struct sjob *j = srv_job_get(s, d->job);
+	struct srv_job *j = srv_job_get(s, d->job);
 	char buf[512];
 
 	if (!j)
@@ -128,7 +128,7 @@ static void run_pass(struct drv_server *s)
 static void announce(struct drv_server *s)
 {
 	for (size_t k = 0; k < s->nannounce; k++) {
-		struct sjob *j = srv_job_get(s, s->announce[k]);
+		struct srv_job *j = srv_job_get(s, s->announce[k]);
 
 		if (j)
 			srv_job_bump_nodes(s, j);
@@ -143,7 +143,7 @@ static void check_heartbeats(struct drv_server *s)
 	int64_t now = drv_mono_ms(), limit = s->cfg.heartbeat_timeout_s * 1000;
 
 	for (int32_t i = 0; i < s->nnodes; i++) {
-		struct snode *n = &s->nodes[i];
+		struct srv_node *n = &s->nodes[i];
 		char why[128], reason[96];
 		uint64_t *ids;
 		size_t nids;
@@ -160,7 +160,7 @@ static void check_heartbeats(struct drv_server *s)
 		nids = s->nactive;
 		memcpy(ids, s->active, nids * sizeof(*ids));
 		for (size_t k = 0; k < nids; k++) {
-			struct sjob *j = srv_job_get(s, ids[k]);
+			struct srv_job *j = srv_job_get(s, ids[k]);
 			bool here = false;
 
 			if (!j)
@@ -196,7 +196,7 @@ static void accrue_cost(struct drv_server *s)
 
 	s->last_cost_ms = now;
 	for (size_t k = 0; k < s->nactive; k++) {
-		struct sjob *j = srv_job_get(s, s->active[k]);
+		struct srv_job *j = srv_job_get(s, s->active[k]);
 
 		if (!j || j->state != J_RUNNING)
 			continue;

@@ -198,7 +198,7 @@ int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			alloc += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
 	}
 	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct sjob *j = srv_job_get(s, id);
+		struct srv_job *j = srv_job_get(s, id);
 
 		if (j)
 			jc[j->state]++;

@@ -312,7 +312,7 @@ void drv_server_stop(struct drv_server *s)
 		srv_job_free(s->jobs[i]);
 	drv_free(s->jobs);
 	for (int32_t i = 0; i < s->nnodes; i++) {
-		struct snode *n = &s->nodes[i];
+		struct srv_node *n = &s->nodes[i];
 
 		drv_free(n->name);
 		drv_free(n->reason);

@@ -56,7 +56,8 @@ enum tstate {
 	T_NSTATES
 };
 
-struct stask {
+/* One task of a job's current (or last) placement, as the controller tracks it. */
+struct srv_task {
 	int32_t node;          /* node index (nodes[] and cluster) */
 	int16_t group;
 	uint64_t gpu_mask;
@@ -72,7 +73,13 @@ struct stask {
 	int64_t start_time, end_time;
 };
 
-struct sjob {
+/*
+ * A job as the controller holds it: the spec, its lifecycle state and
+ * events, and the placement's tasks. (The scheduler keeps its own compact
+ * record per job, struct sched_job in src/core; this one owns the spec it
+ * borrows.)
+ */
+struct srv_job {
 	uint64_t id;
 	struct drv_jobspec spec;   /* spec.job is what the scheduler borrows */
 	json_t *canon;             /* canonical JSON of spec */
@@ -85,7 +92,7 @@ struct sjob {
 	int64_t submit_time, start_time, end_time;
 	int exit_code;             /* valid when has_exit */
 	bool has_exit;
-	struct stask *tasks;       /* the current/last placement, rank order */
+	struct srv_task *tasks;       /* the current/last placement, rank order */
 	int32_t ntasks;
 	bool in_sched;             /* the scheduler knows it */
 	bool holding;              /* tasks assigned whose processes are not all gone */
@@ -96,7 +103,9 @@ struct sjob {
 	bool dirty;
 };
 
-struct snode {
+/* A node as the controller holds it: its agent's session, heartbeat and
+ * reported state, parallel to the cluster's struct drv_node. */
+struct srv_node {
 	char *name;
 	bool registered;           /* an agent has registered with the current session */
 	bool ever_registered;
@@ -185,7 +194,7 @@ struct wbatch {
 	size_t nevents, ecap;
 	bool meta;
 	int64_t epoch, session;
-	struct sjob **newjobs;     /* join memory once written (srv_jobs_adopt) */
+	struct srv_job **newjobs;     /* join memory once written (srv_jobs_adopt) */
 	size_t nnew;
 	struct wbatch *next;
 };
@@ -217,7 +226,7 @@ struct drv_server {
 	int32_t default_leaf_vertex;
 	int32_t default_pool_index;
 
-	struct sjob **jobs;       /* jobs[id - 1]; NULL for ids not (yet) in memory */
+	struct srv_job **jobs;       /* jobs[id - 1]; NULL for ids not (yet) in memory */
 	uint64_t njobs;
 	uint64_t next_id;         /* last id handed out (ids are never reused) */
 	size_t jcap;
@@ -226,7 +235,7 @@ struct drv_server {
 	uint64_t *dirty;          /* ids of jobs to write at the next flush */
 	size_t ndirty, dcap;
 
-	struct snode *nodes;      /* parallel to cluster.nodes */
+	struct srv_node *nodes;      /* parallel to cluster.nodes */
 	int32_t nnodes;
 	size_t ncap;
 
@@ -306,11 +315,12 @@ void srv_config_release(struct srv_config *c);
 const struct token *srv_config_find_token(const struct srv_config *c, const char *tok);
 
 /* --- state.c --- */
-struct sjob *srv_job_get(struct drv_server *s, uint64_t id);
-void srv_job_free(struct sjob *j);
-void srv_job_transition(struct drv_server *s, struct sjob *j, enum jstate to, const char *reason);
-void srv_job_mark(struct drv_server *s, struct sjob *j);
-void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, const char *node,
+struct srv_job *srv_job_get(struct drv_server *s, uint64_t id);
+void srv_job_free(struct srv_job *j);
+void srv_job_transition(struct drv_server *s, struct srv_job *j, enum jstate to,
+			const char *reason);
+void srv_job_mark(struct drv_server *s, struct srv_job *j);
+void srv_queue_event(struct drv_server *s, const char *type, struct srv_job *j, const char *node,
 		 const char *from, const char *to, const char *reason);
 /* commit.c: srv_enqueue hands everything dirty to the committer and
  * returns the ticket to wait for; srv_wait waits for it (mu released
@@ -325,11 +335,11 @@ int srv_flush(struct drv_server *s);
  * committer adds them to memory (srv_jobs_adopt); if the write fails it
  * frees them, so a failed submit leaves nothing.
  */
-uint64_t srv_commit_new_jobs(struct drv_server *s, struct sjob **js, size_t n);
+uint64_t srv_commit_new_jobs(struct drv_server *s, struct srv_job **js, size_t n);
 /* 1 while ticket is not yet processed, 0 once on disk, DRV_EIO if its group failed. */
 int srv_ticket_state(const struct drv_server *s, uint64_t ticket);
-/* jobs_api.c: new jobs, now on disk, join memory and the scheduler. Under mu. */
-void srv_jobs_adopt(struct drv_server *s, struct sjob **js, size_t n);
+/* state.c: new jobs, now on disk, join memory and the scheduler. Under mu. */
+void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n);
 /*
  * durable.c: answers r with the reply the handler left in its resp once
  * ticket is on disk, or with 503 "<fail_prefix>the state store cannot
@@ -339,10 +349,10 @@ void srv_reply_when_durable(struct drv_server *s, struct drv_http_req *r, uint64
 			    const char *fail_prefix);
 void *srv_commit_main(void *arg);
 void srv_pend_release(struct pend_event *p);
-struct pend_event srv_make_event(const char *type, struct sjob *j, const char *node,
+struct pend_event srv_make_event(const char *type, struct srv_job *j, const char *node,
 				 const char *from, const char *to, const char *reason);
-json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j);
-json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail);
+json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j);
+json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail);
 json_t *srv_node_api_json(struct drv_server *s, int32_t i);
 /*
  * The priority class a job is handed to the scheduler with: the tenants
@@ -360,29 +370,30 @@ const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decisi
 			     size_t n);
 /* Why pending job j waits, as shown to users: the scheduler's current reason,
  * else the stored one. Under s->mu; may return buf. */
-const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n);
+const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n);
 json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
-double srv_job_gpus(const struct sjob *j);
+double srv_job_gpus(const struct srv_job *j);
 void srv_active_add(struct drv_server *s, uint64_t id);
 void srv_active_remove(struct drv_server *s, uint64_t id);
 void srv_node_bump(struct drv_server *s, int32_t node);
-void srv_job_bump_nodes(struct drv_server *s, struct sjob *j);
+void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j);
 int srv_restore(struct drv_server *s, char *err, size_t errsz);
 void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *user, json_t *ev);
 /* Stops the job's running tasks; reason for the agents. */
-void srv_job_stop_tasks(struct drv_server *s, struct sjob *j, const char *reason);
+void srv_job_stop_tasks(struct drv_server *s, struct srv_job *j, const char *reason);
 /* A task's process ended or never ran: updates the job; may finish it. */
-void srv_task_ended(struct drv_server *s, struct sjob *j, int32_t rank);
+void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank);
 /* All tasks of j have ended: releases resources, requeues or finishes. */
-void srv_job_released(struct drv_server *s, struct sjob *j);
+void srv_job_released(struct drv_server *s, struct srv_job *j);
 /* Requeue after a node failure (whole gang) or fail past the retry limit. */
-void srv_job_requeue_node_down(struct drv_server *s, struct sjob *j, const char *node,
+void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const char *node,
 			   const char *why);
 int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz);
 int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
 	     int64_t mem, json_t *labels);
 int32_t srv_node_find(struct drv_server *s, const char *name);
-void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st, const char *reason);
+void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
+			const char *reason);
 
 /* --- jobs_api.c / nodes_api.c / agent_api.c / watch.c --- */
 extern const struct drv_http_route srv_routes[];

@@ -19,7 +19,7 @@ static void jobs_by_state(struct drv_server *s, struct drv_prom *w)
 	int64_t jc[J_NSTATES] = { 0 };
 
 	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct sjob *j = srv_job_get(s, id);
+		struct srv_job *j = srv_job_get(s, id);
 
 		if (j)
 			jc[j->state]++;
@@ -43,7 +43,7 @@ static void queue_depth(struct drv_server *s, struct drv_prom *w)
 
 	drv_prom_family(w, "drover_queue_depth", "gauge", "Pending jobs by queue and priority.");
 	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct sjob *j = srv_job_get(s, id);
+		struct srv_job *j = srv_job_get(s, id);
 		size_t k;
 
 		if (!j || j->state != J_PENDING)

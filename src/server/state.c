@@ -23,14 +23,14 @@
 
 /* --- jobs --------------------------------------------------------------- */
 
-struct sjob *srv_job_get(struct drv_server *s, uint64_t id)
+struct srv_job *srv_job_get(struct drv_server *s, uint64_t id)
 {
 	if (id == 0 || id > s->njobs)
 		return NULL;
 	return s->jobs[id - 1];
 }
 
-void srv_job_free(struct sjob *j)
+void srv_job_free(struct srv_job *j)
 {
 	if (!j)
 		return;
@@ -45,7 +45,7 @@ void srv_job_free(struct sjob *j)
 	drv_free(j);
 }
 
-void srv_job_mark(struct drv_server *s, struct sjob *j)
+void srv_job_mark(struct drv_server *s, struct srv_job *j)
 {
 	if (j->dirty)
 		return;
@@ -54,7 +54,7 @@ void srv_job_mark(struct drv_server *s, struct sjob *j)
 	s->dirty[s->ndirty++] = j->id;
 }
 
-struct pend_event srv_make_event(const char *type, struct sjob *j, const char *node,
+struct pend_event srv_make_event(const char *type, struct srv_job *j, const char *node,
 				 const char *from, const char *to, const char *reason)
 {
 	struct pend_event p;
@@ -95,14 +95,14 @@ void srv_pend_release(struct pend_event *p)
 	memset(p, 0, sizeof(*p));
 }
 
-void srv_queue_event(struct drv_server *s, const char *type, struct sjob *j, const char *node,
+void srv_queue_event(struct drv_server *s, const char *type, struct srv_job *j, const char *node,
 		     const char *from, const char *to, const char *reason)
 {
 	DRV_GROW(s->pend, s->npend + 1, s->pcap);
 	s->pend[s->npend++] = srv_make_event(type, j, node, from, to, reason);
 }
 
-void srv_job_transition(struct drv_server *s, struct sjob *j, enum jstate to, const char *reason)
+void srv_job_transition(struct drv_server *s, struct srv_job *j, enum jstate to, const char *reason)
 {
 	enum jstate from = j->state;
 	bool fresh = !j->events || json_array_size(j->events) == 0;
@@ -149,13 +149,13 @@ void srv_node_bump(struct drv_server *s, int32_t node)
 		s->nodes[node].version++;
 }
 
-void srv_job_bump_nodes(struct drv_server *s, struct sjob *j)
+void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j)
 {
 	for (int32_t i = 0; i < j->ntasks; i++)
 		srv_node_bump(s, j->tasks[i].node);
 }
 
-double srv_job_gpus(const struct sjob *j)
+double srv_job_gpus(const struct srv_job *j)
 {
 	int64_t milli = 0;
 
@@ -165,6 +165,26 @@ double srv_job_gpus(const struct sjob *j)
 		milli += (int64_t)tg->count * ((int64_t)tg->gpus * 1000 + tg->gpu_milli);
 	}
 	return (double)milli / 1000.0;
+}
+
+void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct srv_job *j = js[i];
+
+		if (j->id > s->njobs) {
+			DRV_GROW(s->jobs, j->id, s->jcap);
+			for (uint64_t k = s->njobs; k < j->id; k++)
+				s->jobs[k] = NULL;
+			s->njobs = j->id;
+		}
+		s->jobs[j->id - 1] = j;
+		if (drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec)) == 0)
+			j->in_sched = true;
+	}
+	s->transitions[J_PENDING] += n;
+	s->submits += n;
+	srv_sched_kick(s);
 }
 
 /* --- the scheduler's side of a job -------------------------------------- */
@@ -204,7 +224,7 @@ const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decisi
 	return buf;
 }
 
-const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf, size_t n)
+const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n)
 {
 	struct drv_sched_job_info info;
 
@@ -221,7 +241,7 @@ const char *srv_job_reason(struct drv_server *s, const struct sjob *j, char *buf
 
 /* --- lifecycle ---------------------------------------------------------- */
 
-void srv_job_released(struct drv_server *s, struct sjob *j)
+void srv_job_released(struct drv_server *s, struct srv_job *j)
 {
 	int64_t now = drv_wall_s();
 
@@ -252,12 +272,12 @@ void srv_job_released(struct drv_server *s, struct sjob *j)
 	srv_sched_kick(s);
 }
 
-void srv_job_stop_tasks(struct drv_server *s, struct sjob *j, const char *reason)
+void srv_job_stop_tasks(struct drv_server *s, struct srv_job *j, const char *reason)
 {
 	if (!j->stop_reason)
 		srv_set_str(&j->stop_reason, reason);
 	for (int32_t i = 0; i < j->ntasks; i++) {
-		struct stask *t = &j->tasks[i];
+		struct srv_task *t = &j->tasks[i];
 
 		if (t->ended)
 			continue;
@@ -275,9 +295,9 @@ void srv_job_stop_tasks(struct drv_server *s, struct sjob *j, const char *reason
 	srv_job_released(s, j);
 }
 
-void srv_task_ended(struct drv_server *s, struct sjob *j, int32_t rank)
+void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank)
 {
-	struct stask *t = &j->tasks[rank];
+	struct srv_task *t = &j->tasks[rank];
 	char why[512];
 	bool all_ok = true, all_ended = true;
 
@@ -321,13 +341,13 @@ void srv_task_ended(struct drv_server *s, struct sjob *j, int32_t rank)
 	srv_job_released(s, j);
 }
 
-void srv_job_requeue_node_down(struct drv_server *s, struct sjob *j, const char *node,
+void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const char *node,
 			   const char *why)
 {
 	char reason[512];
 
 	for (int32_t i = 0; i < j->ntasks; i++) {
-		struct stask *t = &j->tasks[i];
+		struct srv_task *t = &j->tasks[i];
 
 		if (!t->ended && strcmp(s->nodes[t->node].name, node) == 0) {
 			t->ended = true;
@@ -413,12 +433,12 @@ static uint64_t gpus_mask(const json_t *a)
 	return m;
 }
 
-json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j)
+json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 {
 	json_t *tasks = json_array(), *doc;
 
 	for (int32_t i = 0; i < j->ntasks; i++) {
-		struct stask *t = &j->tasks[i];
+		struct srv_task *t = &j->tasks[i];
 
 		json_array_append_new(
 			tasks,
@@ -445,7 +465,7 @@ json_t *srv_job_store_doc(struct drv_server *s, struct sjob *j)
 	return doc;
 }
 
-static const char *job_image(const struct sjob *j)
+static const char *job_image(const struct srv_job *j)
 {
 	for (int32_t g = 0; g < j->spec.job.ngroups; g++)
 		if (j->spec.run && j->spec.run[g].image)
@@ -453,7 +473,7 @@ static const char *job_image(const struct sjob *j)
 	return NULL;
 }
 
-json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail)
+json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 {
 	const struct drv_job *jb = &j->spec.job;
 	json_t *o, *pl = json_array();
@@ -471,7 +491,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail)
 		}
 	}
 	for (int32_t i = 0; i < j->ntasks; i++) {
-		struct stask *t = &j->tasks[i];
+		struct srv_task *t = &j->tasks[i];
 		const char *nn = s->nodes[t->node].name;
 		char tid[48];
 		bool seen = false;
@@ -518,7 +538,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail)
 					json_object_set_new(env, j->spec.run[g].env[k].name,
 							    json_string(j->spec.run[g].env[k].value));
 		for (int32_t r = 0; r < j->ntasks; r++) {
-			struct stask *t = &j->tasks[r];
+			struct srv_task *t = &j->tasks[r];
 			char tid[48];
 
 			snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, r);
@@ -551,7 +571,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct sjob *j, bool detail)
 
 json_t *srv_node_store_doc(struct drv_server *s, int32_t i)
 {
-	struct snode *n = &s->nodes[i];
+	struct srv_node *n = &s->nodes[i];
 
 	return json_pack("{s:s,s:O,s:O,s:I,s:b,s:b,s:s,s:o,s:o}", "name", n->name, "labels",
 			 n->labels ? n->labels : json_object(), "inventory",
@@ -564,7 +584,7 @@ json_t *srv_node_store_doc(struct drv_server *s, int32_t i)
 
 json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 {
-	struct snode *n = &s->nodes[i];
+	struct srv_node *n = &s->nodes[i];
 	const struct drv_node *cn = &s->cluster.nodes[i];
 	const struct drv_gpu_model *m = cn->model >= 0 ? drv_gpu_model_at(cn->model) : NULL;
 	json_t *path = json_array(), *jobs = json_array(), *o;
@@ -579,7 +599,7 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 		if (cn->gpu_milli_used && cn->gpu_milli_used[g] > 0)
 			alloc++;
 	for (size_t k = 0; k < s->nactive; k++) {
-		struct sjob *j = srv_job_get(s, s->active[k]);
+		struct srv_job *j = srv_job_get(s, s->active[k]);
 
 		if (!j)
 			continue;
@@ -623,7 +643,7 @@ int32_t srv_node_find(struct drv_server *s, const char *name)
 
 void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st, const char *reason)
 {
-	struct snode *n = &s->nodes[i];
+	struct srv_node *n = &s->nodes[i];
 	enum drv_node_state from = n->state;
 
 	srv_set_str(&n->reason, reason ? reason : "");
@@ -644,7 +664,7 @@ void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
 static void nodes_sync(struct drv_server *s)
 {
 	while (s->nnodes < s->cluster.nnodes) {
-		struct snode *n;
+		struct srv_node *n;
 
 		DRV_GROW(s->nodes, (size_t)s->nnodes + 1, s->ncap);
 		n = &s->nodes[s->nnodes];
@@ -788,7 +808,7 @@ static int load_node(const struct drv_store_node *row, void *cls)
 	json_t *doc = json_loads(row->doc, 0, NULL);
 	json_t *inv = doc ? json_object_get(doc, "inventory") : NULL;
 	int32_t i = srv_node_find(s, row->name);
-	struct snode *n;
+	struct srv_node *n;
 
 	if (!doc)
 		return 0;
@@ -842,7 +862,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 {
 	struct drv_server *s = cls;
 	json_t *doc = json_loads(row->doc, 0, NULL), *tasks, *t;
-	struct sjob *j;
+	struct srv_job *j;
 	struct drv_diags d;
 	size_t i;
 	int st;
@@ -897,7 +917,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	if (json_array_size(tasks)) {
 		j->tasks = drv_calloc(json_array_size(tasks), sizeof(*j->tasks));
 		json_array_foreach(tasks, i, t) {
-			struct stask *k = &j->tasks[j->ntasks++];
+			struct srv_task *k = &j->tasks[j->ntasks++];
 			const char *nn = drv_json_str(t, "node");
 
 			k->node = nn ? srv_node_find(s, nn) : -1;
@@ -953,7 +973,7 @@ static void restore_sched(struct drv_server *s)
 
 	drv_placement_init(&p);
 	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct sjob *j = srv_job_get(s, id);
+		struct srv_job *j = srv_job_get(s, id);
 		int rc;
 
 		if (!j)
