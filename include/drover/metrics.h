@@ -16,7 +16,8 @@
  *
  * Label values are escaped as the format requires (backslash, double quote,
  * newline); names are written as given (the caller picks valid names).
- * The writer keeps everything in one growing buffer it owns.
+ * The writer keeps everything in one growing buffer it owns (dynbuf.h),
+ * capped at DRV_PROM_MAX_TEXT: what would pass the cap is dropped whole.
  *
  * Content-Type to serve it under: DRV_PROM_CONTENT_TYPE.
  *
@@ -29,16 +30,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "drover/dynbuf.h"
+
 #define DRV_PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 /* A NULL-terminated list of alternating label names and values. */
 #define DRV_PROM_LABELS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
+#define DRV_PROM_MAX_TEXT (256u << 20)
+
 struct drv_prom {
-	char *buf;       /* NUL-terminated text written so far; owned */
-	size_t len;
-	size_t cap;
-	char family[128]; /* the family whose HELP/TYPE was written last */
+	struct drv_dynbuf text; /* written so far, NUL-terminated; owned */
+	char family[128];       /* the family whose HELP/TYPE was written last */
 };
 
 void drv_prom_init(struct drv_prom *w);

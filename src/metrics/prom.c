@@ -22,49 +22,36 @@ const int drv_prom_latency_nbuckets = (int)DRV_ARRAY_SIZE(drv_prom_latency_bucke
 void drv_prom_init(struct drv_prom *w)
 {
 	memset(w, 0, sizeof(*w));
-	w->cap = 1024;
-	w->buf = drv_malloc(w->cap);
-	w->buf[0] = '\0';
+	drv_dynbuf_init(&w->text, DRV_PROM_MAX_TEXT);
 }
 
 void drv_prom_release(struct drv_prom *w)
 {
-	drv_free(w->buf);
+	drv_dynbuf_release(&w->text);
 	memset(w, 0, sizeof(*w));
 }
 
 const char *drv_prom_text(const struct drv_prom *w)
 {
-	return w->buf ? w->buf : "";
+	return drv_dynbuf_str(&w->text);
 }
 
 size_t drv_prom_len(const struct drv_prom *w)
 {
-	return w->len;
+	return w->text.len;
 }
 
 char *drv_prom_take(struct drv_prom *w, size_t *len)
 {
-	char *b = w->buf;
+	char *b = drv_dynbuf_take(&w->text, len);
 
-	if (len)
-		*len = w->len;
 	drv_prom_init(w);
 	return b;
 }
 
 static void put(struct drv_prom *w, const char *s, size_t n)
 {
-	if (w->len + n + 1 > w->cap) {
-		size_t c = w->cap ? w->cap : 1024;
-		while (w->len + n + 1 > c)
-			c *= 2;
-		w->buf = drv_realloc(w->buf, c);
-		w->cap = c;
-	}
-	memcpy(w->buf + w->len, s, n);
-	w->len += n;
-	w->buf[w->len] = '\0';
+	drv_dynbuf_add(&w->text, s, n); /* past DRV_PROM_MAX_TEXT: dropped */
 }
 
 static void puts_(struct drv_prom *w, const char *s)
