@@ -1,12 +1,22 @@
 /*
- * sched_int.h: the scheduler state's insides, shared by sched.c (the
- * state, the calls that change it, the queries and formatting) and
- * sched_pass.c (the pass). Not part of the public contract.
+ * sched_int.h: the scheduler's insides, shared by the src/core/sched*.c
+ * files; not part of the public contract. Two halves: the state (struct
+ * drv_sched and the jobs, tenants and reservations it holds, with the
+ * calls that keep its lists sorted: sched.c, sched_queue.c), and the pass
+ * (struct pass, what one drv_sched_pass call carries from step to step,
+ * and the steps' entry points: sched_pass.c and the files it names).
+ *
+ * Everything here follows the core's rules: no I/O, no clock, no globals;
+ * slots (int32_t) index s->jobs, positions index s->pend or s->run. The
+ * sched__ functions return nothing to check unless they say so; none
+ * allocates per decision beyond growing the state's own arrays.
  */
 #ifndef DROVER_SCHED_INT_H
 #define DROVER_SCHED_INT_H
 
 #include "drover/sched.h"
+
+#include <string.h>
 
 #define SJ_FREE 0xff
 #define T_INF INT64_MAX
@@ -23,15 +33,15 @@ struct sched_tenant {
 	int32_t cohort;   /* -1 = none */
 	int32_t weight;
 	bool has_quota;   /* any quota set */
-	uint32_t quota_models;   /* models with a quota (bit m: quota[m] >= 0) */
+	uint32_t quota_models;  /* models with a quota (bit m: quota[m] >= 0) */
 	int64_t quota[DRV_MAX_MODELS];
 	int64_t limit[DRV_MAX_MODELS];
 	int64_t usage[DRV_MAX_MODELS];  /* milli-GPUs held by running + terminating jobs */
 	int64_t usage_all;              /* over all models */
-	/* s->quota_seq when usage[m] last changed (quota_check's answers for m
-	 * may have changed since; see sched_job.quota_seq) */
+	/* s->quota_seq when usage[m] last changed (sched__quota_check's
+	 * answers for m may have changed since; see sched_job.quota_seq) */
 	uint64_t quota_changed[DRV_MAX_MODELS];
-	int64_t fair_use;                   /* fair: virtual use while a pass merges */
+	int64_t fair_use;       /* fair: virtual use while a pass merges */
 };
 
 struct sched_job {
@@ -40,11 +50,12 @@ struct sched_job {
 	/* pending: its reason was set to "quota" (the check before placement)
 	 * when s->quota_seq had this value (0 = its reason is not that). While
 	 * nothing that check reads changed since (its tenant's use of its
-	 * model, the cohort's, the tenants' settings: quota_changed, cohort chg, quota_all_changed
-	 * all <= quota_seq), a pass would set the same reason again, so it may
-	 * skip the job (next to state and reason_pass: one cache line) */
+	 * model, the cohort's, the tenants' settings: quota_changed,
+	 * cohort_changed, quota_all_changed all <= quota_seq), a pass would
+	 * set the same reason again, so it may skip the job (next to state
+	 * and reason_pass: one cache line) */
 	uint64_t quota_seq;
-	uint32_t reason_pass;      /* pending: pass number that set why */
+	uint32_t reason_pass;   /* pending: pass number that set why */
 	uint8_t state;          /* enum drv_sched_job_state, or SJ_FREE */
 	bool preemptible;
 	bool never_preempts;    /* class policy Never */
@@ -52,7 +63,7 @@ struct sched_job {
 	int32_t prio;
 	int32_t tenant;
 	int32_t model;          /* the one model all GPU groups ask for, or -1 */
-	int32_t quota_model;         /* model its quota is charged to before placement, or -1 */
+	int32_t quota_model;    /* model its quota is charged to before placement, or -1 */
 	int64_t need_milli;     /* GPU milli over all tasks */
 	int32_t need_whole;     /* whole GPUs over all tasks */
 	int32_t max_task;       /* largest whole-GPU task */
@@ -71,8 +82,8 @@ struct sched_job {
 	/* running / terminating */
 	struct drv_placement pl;
 	int32_t pool;           /* pool of its placement (first task), -1 */
-	int32_t place_model;         /* GPU model of its placement (first task), -1 */
-	int32_t las_queue;           /* LAS queue, as of the pass that last set it */
+	int32_t place_model;    /* GPU model of its placement (first task), -1 */
+	int32_t las_queue;      /* LAS queue, as of the pass that last set it */
 	int64_t start;
 	int64_t end;            /* expected end (T_INF unknown); key of the running list */
 	int64_t grace;          /* terminating: deadline */
@@ -89,16 +100,17 @@ struct sched_job {
 	bool fail_topo;
 	/* pending: its last preemption search failed in this situation; the
 	 * same search would fail again */
-	struct {
-		bool valid, tried;
-		uint64_t rel, start;
-		int64_t until, t_min;
-		int32_t nresv, blk;
+	struct preempt_memo {
+		bool valid, tried;          /* tried: it counted as a try */
+		uint64_t rel_gen, start_gen;  /* s->rel_gen, s->start_gen then */
+		int64_t until;              /* when a running job passes its minimum run time */
+		int64_t t_min;              /* the pass's earliest reservation then */
+		int32_t nresv, nblock;      /* reservations and block tasks then */
 	} preempt_memo;
 
 	/* pending: order keys (valid for s->keyed_order) */
-	int64_t key_prio;          /* effective priority (with aging) */
-	int64_t key_policy;           /* policy key */
+	int64_t key_prio;       /* effective priority (with aging) */
+	int64_t key_policy;     /* policy key */
 	int64_t next_age;       /* when key_prio next changes (T_INF = never) */
 
 	/* pending: reason of the last pass that visited it */
@@ -122,12 +134,10 @@ struct pend_compact {
 	uint8_t never;
 	uint8_t gpuless;
 	uint8_t held;           /* holds a nominated placement: never skipped */
-	int8_t quota_model;          /* sched_job.quota_model */
+	int8_t quota_model;     /* sched_job.quota_model */
 	int64_t dur;
 	uint64_t quota_seq;          /* sched_job.quota_seq as of its last visit (0: visit it) */
 };
-
-struct queue_rest;
 
 /* What a preemption search reads of a running job, parallel to s->run. */
 struct run_compact {
@@ -163,7 +173,7 @@ struct drv_sched {
 
 	/* pending, sorted by (key_prio desc, key_policy, submit, id) */
 	int32_t *pend;
-	struct pend_compact *pend_compact;      /* parallel to pend */
+	struct pend_compact *pend_compact; /* parallel to pend */
 	bool pend_compact_stale;        /* pend was re-sorted: rebuild pend_compact */
 	int32_t npend;
 	size_t pcap;
@@ -176,7 +186,7 @@ struct drv_sched {
 
 	/* running + terminating, sorted by (end, id) */
 	int32_t *run;
-	struct run_compact *run_compact;      /* parallel to run */
+	struct run_compact *run_compact; /* parallel to run */
 	int32_t nrun;
 	size_t rcap;
 	size_t run_compact_cap;
@@ -238,15 +248,15 @@ struct drv_sched {
 	struct drv_placement scratch3;
 
 	/* pass scratch */
-	int32_t *scratch_slots;         /* victims, sweeps */
+	int32_t *scratch_slots; /* victims, sweeps */
 	size_t scratch_slots_cap;
 	int32_t *scratch_slots2;
 	size_t scratch_slots2_cap;
-	struct queue_rest *fair_suffix;    /* fair merge: what the rest of a tenant's queue needs */
+	struct queue_rest *fair_suffix; /* fair merge: what the rest of a tenant's queue needs */
 	size_t fair_suffix_cap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
-	int32_t *quota_held_seen;      /* slots it found held at quota as they were */
+	int32_t *quota_held_seen; /* slots it found held at quota as they were */
 	size_t quota_held_seen_cap;
 
 	/* pending demand, for stopping a pass early: counts by whole-GPU task
@@ -265,7 +275,8 @@ struct drv_sched {
 	uint64_t rel_gen;       /* any resources released or capacity added */
 	uint64_t start_gen;     /* any job started */
 	int32_t last_place, last_pools; /* placement settings of the last pass */
-	struct {
+	/* the first reservation of the last pass, while nothing could move it */
+	struct resv_cache {
 		bool valid;
 		uint64_t id;
 		int64_t at;
@@ -281,28 +292,43 @@ struct drv_sched {
 	int32_t only_model;     /* the cluster's one GPU model, -1 when mixed or none */
 };
 
-/* sched.c */
+/* sched_queue.c: jobs by id (sched__lookup: slot, or -1). */
 int32_t sched__lookup(const struct drv_sched *s, uint64_t id);
-void sched__pend_compact_fill(struct drv_sched *s, int32_t pos);
-void sched__pend_compact_rebuild(struct drv_sched *s);
-void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot);
-void sched__nomination_drop(struct drv_sched *s, int32_t slot);
-void sched__run_compact_rebuild(struct drv_sched *s);
-void sched__victim_bounds_add(struct drv_sched *s, const struct run_compact *h);
-void sched__victim_bounds_refresh(struct drv_sched *s);
-void sched__demand(struct drv_sched *s, const struct sched_job *j, int d);
-void sched__pend_remove(struct drv_sched *s, int32_t slot);
-void sched__pend_insert(struct drv_sched *s, int32_t slot);
-void sched__run_insert(struct drv_sched *s, int32_t slot);
-void sched__run_remove(struct drv_sched *s, int32_t slot);
+void sched__id_grow(struct drv_sched *s);
+void sched__id_put(struct drv_sched *s, uint64_t id, int32_t slot);
+void sched__id_del(struct drv_sched *s, uint64_t id);
+
+/* sched_queue.c: the pending list. Keys (effective priority and the
+ * policy's key) at now; the list's order; its compact copy (fill one
+ * position, rebuild all, refresh a slot's entry); insert and remove keep it
+ * sorted and count the demand (d: +1 or -1) that stopping early reads. */
+int32_t sched__las_queue(const struct drv_sched_policy *pol, int64_t attained_milli_s);
 void sched__key(const struct drv_sched *s, struct sched_job *j, int64_t now,
 		const struct drv_sched_policy *pol);
 int sched__cmp_pend(const struct drv_sched *s, int32_t a, int32_t b);
-int32_t sched__las_queue(const struct drv_sched_policy *pol, int64_t attained_milli_s);
+void sched__demand(struct drv_sched *s, const struct sched_job *j, int d);
+void sched__pend_compact_fill(struct drv_sched *s, int32_t pos);
+void sched__pend_compact_rebuild(struct drv_sched *s);
+void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot);
+void sched__pend_insert(struct drv_sched *s, int32_t slot);
+void sched__pend_remove(struct drv_sched *s, int32_t slot);
+
+/* sched_queue.c: the running list, its compact copy and the bounds over
+ * possible victims (add one entry; recompute when dirty). */
+void sched__run_insert(struct drv_sched *s, int32_t slot);
+void sched__run_remove(struct drv_sched *s, int32_t slot);
+void sched__run_compact_rebuild(struct drv_sched *s);
+void sched__victim_bounds_add(struct drv_sched *s, const struct run_compact *h);
+void sched__victim_bounds_refresh(struct drv_sched *s);
+
+/* sched.c: a job's quota use (sign +1 or -1), node idleness, the cluster
+ * view after nodes changed, a job started on p, a preemptor's nomination
+ * given up, and the milli-GPUs of model a placement holds. */
 void sched__usage(struct drv_sched *s, struct sched_job *j, int sign);
 void sched__node_touch(struct drv_sched *s, const struct drv_placement *p, int64_t now);
 void sched__refresh_cluster(struct drv_sched *s);
 void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now);
+void sched__nomination_drop(struct drv_sched *s, int32_t slot);
 int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement *p, int model);
 
 /* A pending job (its compact entry) whose reason is "quota" and that a pass
@@ -315,7 +341,215 @@ static inline bool sched__quota_held(const struct drv_sched *s, const struct pen
 	if (!q || q < s->quota_all_changed)
 		return false;
 	t = &s->tenants[h->tenant];
-	return q >= t->quota_changed[h->quota_model] && (t->cohort < 0 || q >= s->cohort_changed[t->cohort].m[h->quota_model]);
+	return q >= t->quota_changed[h->quota_model] &&
+	       (t->cohort < 0 || q >= s->cohort_changed[t->cohort].m[h->quota_model]);
+}
+
+/* ==== the pass ======================================================== */
+
+/* Exact placement attempts in a sweep before it starts to gallop. */
+#define GALLOP_AFTER 16
+
+/* What one drv_sched_pass call carries from step to step (on its stack). */
+struct pass {
+	struct drv_sched *s;
+	struct drv_cluster *c;
+	const struct drv_sched_policy *pol;
+	int64_t now;
+	struct drv_sched_decisions *out;
+	int32_t nblocked;
+	uint64_t first_blocked;
+	int32_t nresv_made;     /* reservations computed (depth) */
+	int64_t t_min;          /* earliest reservation start */
+	int32_t tries;
+	bool blocked_on;        /* s->block committed */
+	int64_t blocked_gpus;   /* GPUs in s->block */
+	int32_t blocked_max;    /* most blocked GPUs on one node */
+	int32_t min_prio_victim;/* least priority of a preemptible running job */
+	int32_t first_resv;     /* index of the earliest reservation */
+	bool resv_cached;       /* the first reservation is the cached one */
+	int32_t exact_left;     /* exact "would fit but for a reservation" checks left */
+	int32_t nfailed;        /* preemption searches that failed this pass, by shape */
+	struct failed_shape {
+		int64_t need_milli;
+		int32_t need_whole, max_task, full_tasks, min_frac, level, model, prio, tenant;
+		uint64_t pool_mask, preempted_by;
+		int32_t nstarted, nresv, nblock, las_queue; /* the pass then */
+		bool tried;
+	} failed[16];
+	bool las_queues_done;   /* running jobs' LAS queues computed this pass */
+	int32_t nstarted;
+	int32_t prov_add[SCHED_MAX_POOLS];  /* nodes this pass asks each pool for */
+	uint64_t prov_job[SCHED_MAX_POOLS]; /* the job the first request was for */
+};
+
+/* A pending reason with nothing filled in but the reason. */
+static inline void sched__why_init(struct drv_sched_decision *w, enum drv_sched_reason r)
+{
+	memset(w, 0, sizeof(*w));
+	w->kind = DRV_DEC_PENDING;
+	w->reason = r;
+	w->pool = -1;
+	w->node = -1;
+	w->model = -1;
+	w->level = -1;
+}
+
+/* sched_pass.c: a new decision at the end of p->out (its pointer is valid
+ * until the next one); a pending job's reason for this pass. */
+struct drv_sched_decision *sched__decision_new(struct pass *p, enum drv_sched_dec_kind kind);
+void sched__set_why(struct pass *p, struct sched_job *j, const struct drv_sched_decision *w);
+
+/* sched_place.c: what is free for a job under its pools (or mask). */
+struct avail {
+	int64_t nodes;     /* nodes with nothing on them */
+	int64_t whole;     /* free whole GPUs of the job's model */
+	int64_t milli;     /* free milli */
+	int32_t maxnode;   /* most free whole GPUs on one node */
+	int32_t maxlevel;  /* most free whole GPUs under one vertex of its required level */
+	int32_t maxpart;   /* most free milli on one partly used GPU */
+};
+
+/* Why a placement attempt failed. */
+struct place_fail {
+	bool quick;        /* the aggregates said no */
+	bool never;
+	bool topology;
+};
+
+void sched__job_avail(const struct drv_sched *s, const struct sched_job *j, uint64_t mask,
+		      struct avail *a);
+/* Could j fit in what a says is free? (A necessary condition.) */
+static inline bool sched__avail_fits(const struct sched_job *j, const struct avail *a)
+{
+	if ((int64_t)j->need_whole > a->whole || j->max_task > a->maxnode || j->need_milli > a->milli)
+		return false;
+	if ((int64_t)j->full_tasks > a->nodes)
+		return false;
+	if (j->level >= 0 && j->need_whole > a->maxlevel)
+		return false;
+	if (j->min_frac > 0 && a->whole == 0 && j->min_frac > a->maxpart)
+		return false;
+	return true;
+}
+/* A necessary condition: may the job fit in these pools now? */
+bool sched__fits_quick(const struct drv_sched *s, const struct sched_job *j, uint64_t mask);
+/* The job's candidate pools in policy order into out[SCHED_MAX_POOLS];
+ * returns how many (0 = use the whole cluster in one attempt). */
+int32_t sched__pool_order(const struct pass *p, const struct sched_job *j, int32_t *out);
+/* Tries to place j now: 0 with pl and *pool filled, or DRV_ENOSPACE with f. */
+int sched__try_place(struct pass *p, const struct sched_job *j, struct drv_placement *pl,
+		     int32_t *pool, struct place_fail *f);
+/* Starts slot on pl: the state changes and its START decision. */
+void sched__pass_start(struct pass *p, int32_t slot, const struct drv_placement *pl,
+		       uint32_t flags);
+
+/* sched_quota.c: may tenant ti take need more milli-GPUs of model m? 0 =
+ * within its nominal quota, 1 = by borrowing from its cohort, -1 = no (w
+ * filled when not NULL). The _placement form charges each model pl uses. */
+int sched__quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t need,
+		       struct drv_sched_decision *w);
+int sched__quota_check_placement(const struct drv_sched *s, const struct sched_job *j,
+				 const struct drv_placement *pl, struct drv_sched_decision *w);
+bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *j);
+
+/* sched_reserve.c: lifting and restoring the reservations' blocks; adding
+ * and dropping a reservation (a nomination when nominated); the earliest
+ * time j fits (T_INF: never, as far as known ends go), cached across
+ * passes, with its placement in pl. */
+void sched__blocks_off(struct pass *p);
+void sched__blocks_on(struct pass *p);
+void sched__resv_add(struct pass *p, int32_t slot, int64_t at, const struct drv_placement *pl,
+		     bool nominated);
+void sched__resv_drop(struct pass *p, int32_t slot);
+int64_t sched__earliest_cached(struct pass *p, const struct sched_job *j,
+			       struct drv_placement *pl);
+
+/* sched_preempt.c: looks for victims for slot (quota_rc: its quota
+ * check's answer); true when found and applied (victims terminating, the
+ * job nominated, a PREEMPT decision). */
+bool sched__try_preempt(struct pass *p, int32_t slot, int quota_rc);
+
+/* sched_elastic.c: asks an elastic pool for nodes for j (sets its reason);
+ * releases elastic nodes idle long enough. */
+void sched__consider_provision(struct pass *p, struct sched_job *j);
+void sched__releases(struct pass *p);
+
+/* sched_order.c: re-keys the pending queue at p->now and re-sorts it when
+ * keys moved. */
+void sched__rekey(struct pass *p);
+
+/* What every job from one fair-merge slot on, in its tenant's queue, asks
+ * for at least: enough to tell that none of them can start now. */
+struct queue_rest {
+	int32_t need_w, task_w, full_w;  /* over whole-GPU jobs; INT32_MAX: none */
+	int32_t frac;                    /* over fractional-only jobs; INT32_MAX: none */
+	int32_t max_prio;
+	int64_t min_dur;                 /* over jobs with a known duration */
+	bool gpuless;
+	bool held;                       /* a preemptor holding its placement */
+};
+
+/* The fair merge's state, over s->scratch_slots2 and s->fair_suffix. */
+struct fair_merge {
+	int32_t *cnt, *head, *act, *idx;
+	struct queue_rest *suf;
+	int32_t nact;
+	int32_t swept_at;   /* visits when the active tenants were last checked */
+};
+
+void sched__fair_setup(struct pass *p, struct fair_merge *fm);
+/* Next queue position in fair order, or -1. *dropped: jobs were left out. */
+int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, int32_t visits,
+			 bool *dropped);
+
+/* sched_scan.c: one pending job's turn. */
+void sched__scan_one(struct pass *p, int32_t slot);
+
+/* sched_pass.c: what the tight skip loop compares the compact entries with. */
+struct bounds {
+	int64_t ns, nl;    /* free whole nodes: strict, and counting reserved ones */
+	int64_t ws, wl;    /* free whole GPUs: strict, and counting reserved ones */
+	int32_t ms, ml;    /* most free on one node: the same two ways */
+	int32_t part;      /* most free milli on a partly used GPU */
+	int64_t short_d;   /* a job this short may use reserved GPUs */
+	bool loosen;
+	bool preempt;      /* preemption searches left */
+	int32_t minprio;   /* least priority of a preemptible running job */
+};
+
+void sched__bounds_get(const struct pass *p, struct bounds *b);
+
+/* What a job may count on: free GPUs (w), the most on one node (m) and
+ * whole free nodes (n); with the reserved ones when it is short enough to
+ * end before their reservation starts. */
+static inline void sched__limits(const struct bounds *b, bool short_job, int64_t *w, int32_t *m,
+				 int64_t *n)
+{
+	bool loose = b->loosen && short_job;
+	*w = loose ? b->wl : b->ws;
+	*m = loose ? b->ml : b->ms;
+	*n = loose ? b->nl : b->ns;
+}
+
+/* True when the job surely can neither start (even on reserved GPUs, if it
+ * is short) nor preempt, nor is anything but "resources". */
+static inline bool sched__hopeless(const struct bounds *b, const struct pend_compact *h)
+{
+	int64_t w, n;
+	int32_t m;
+	if (h->never)
+		return true;
+	if (h->gpuless || h->held)
+		return false; /* a preemptor: its held placement frees no root GPU */
+	if (b->preempt && h->prio > b->minprio)
+		return false;
+	sched__limits(b, h->dur > 0 && h->dur <= b->short_d, &w, &m, &n);
+	if (h->need_whole > w || h->max_task > m || h->full_tasks > n)
+		return true;
+	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part)
+		return true;
+	return false;
 }
 
 #endif

@@ -1,0 +1,260 @@
+/*
+ * sched_order.c: the order of the pending queue. Re-keying at the pass's
+ * time (priority with aging, then the fifo/sjf/las key), re-sorting only
+ * when keys moved, and the fair-share merge of the tenants' queues.
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the queue ---------------------------------------------------------- */
+
+/* The sort key, copied out so a full sort does not chase pointers. */
+struct pend_sort_key {
+	int64_t key_prio;
+	int64_t key_policy;
+	int64_t submit;
+	uint64_t id;
+	int32_t slot;
+};
+
+static int cmp_sort_key(const void *a, const void *b)
+{
+	const struct pend_sort_key *x = a, *y = b;
+	if (x->key_prio != y->key_prio)
+		return x->key_prio > y->key_prio ? -1 : 1;
+	if (x->key_policy != y->key_policy)
+		return x->key_policy < y->key_policy ? -1 : 1;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void sort_pending(struct drv_sched *s)
+{
+	struct pend_sort_key *k = drv_malloc((size_t)s->npend * sizeof(*k) + 1);
+	int32_t i;
+	for (i = 0; i < s->npend; i++) {
+		const struct sched_job *j = &s->jobs[s->pend[i]];
+		k[i].key_prio = j->key_prio;
+		k[i].key_policy = j->key_policy;
+		k[i].submit = j->submit;
+		k[i].id = j->id;
+		k[i].slot = s->pend[i];
+	}
+	qsort(k, (size_t)s->npend, sizeof(*k), cmp_sort_key);
+	for (i = 0; i < s->npend; i++)
+		s->pend[i] = k[i].slot;
+	drv_free(k);
+}
+
+/* Re-keys every pending job at now and re-sorts when the keys moved. */
+void sched__rekey(struct pass *p)
+{
+	struct drv_sched *s = p->s;
+	const struct drv_sched_policy *pol = p->pol;
+	const struct drv_sched_policy *kp = &s->keyed_pol;
+	bool same = s->keys_valid && kp->order == pol->order &&
+		    kp->aging_interval_s == pol->aging_interval_s &&
+		    kp->aging_step == pol->aging_step && kp->aging_max == pol->aging_max &&
+		    kp->nlas == pol->nlas &&
+		    !memcmp(kp->las_threshold, pol->las_threshold, sizeof(pol->las_threshold));
+	int32_t i, moved = 0;
+	int64_t next = T_INF;
+
+	if (kp->default_runtime_s != pol->default_runtime_s) {
+		s->keyed_pol.default_runtime_s = pol->default_runtime_s;
+		s->occ_gen++;
+		for (i = 0; i < s->nrun; i++) {
+			struct sched_job *r = &s->jobs[s->run[i]];
+			int64_t d = r->dur > 0 ? r->dur : pol->default_runtime_s;
+			r->end = d > 0 ? r->start + d : T_INF;
+			if (r->state == DRV_SJ_TERMINATING && r->grace < r->end)
+				r->end = r->grace;
+		}
+		/* re-sort the running list by (end, id) */
+		for (i = 1; i < s->nrun; i++) {
+			int32_t k = i, x = s->run[i];
+			while (k > 0) {
+				const struct sched_job *a = &s->jobs[s->run[k - 1]], *b = &s->jobs[x];
+				if (a->end < b->end || (a->end == b->end && a->id < b->id))
+					break;
+				s->run[k] = s->run[k - 1];
+				k--;
+			}
+			s->run[k] = x;
+		}
+		sched__run_compact_rebuild(s);
+	}
+	if (same && p->now < s->next_age)
+		return;
+	s->keyed_pol = *pol;
+	s->keys_at = p->now;
+	s->keys_valid = true;
+	for (i = 0; i < s->npend; i++) {
+		struct sched_job *j = &s->jobs[s->pend[i]];
+		sched__key(s, j, p->now, pol);
+		if (j->next_age < next)
+			next = j->next_age;
+	}
+	s->next_age = next;
+	s->pend_compact_stale = true; /* the compact copies hold the keys too */
+	for (i = 1; i < s->npend; i++)
+		if (sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
+			moved++;
+	if (!moved)
+		return;
+	s->pend_compact_stale = true;
+	if (moved < 64) {
+		/* a few moved: insertion sort is linear-ish */
+		for (i = 1; i < s->npend; i++) {
+			int32_t k = i, x = s->pend[i];
+			while (k > 0 && sched__cmp_pend(s, s->pend[k - 1], x) > 0) {
+				s->pend[k] = s->pend[k - 1];
+				k--;
+			}
+			s->pend[k] = x;
+		}
+		return;
+	}
+	sort_pending(s);
+}
+
+/* ---- fair share: merging the tenants' queues --------------------------- */
+
+/*
+ * Fair share: merge the tenants' queues (each in priority, then submit
+ * order) taking next the job whose tenant has the least weighted use,
+ * counting what it holds and what the merge already took for it.
+ *
+ * The merge is lazy: the pass asks for the next job. Once the pass may skip
+ * hopeless jobs, a tenant whose every remaining job cannot fit even the
+ * cluster as it was when the pass began (nothing in a pass frees more) drops
+ * out of the merge at once; the order of the others does not depend on it.
+ */
+void sched__fair_setup(struct pass *p, struct fair_merge *fm)
+{
+	struct drv_sched *s = p->s;
+	int32_t nt = s->ntenants, i, t;
+	DRV_GROW(s->scratch_slots2, (size_t)s->npend + 3 * (size_t)nt + 3, s->scratch_slots2_cap);
+	DRV_GROW(s->fair_suffix, (size_t)s->npend + 1, s->fair_suffix_cap);
+	fm->cnt = s->scratch_slots2;
+	fm->head = s->scratch_slots2 + nt + 1;
+	fm->act = s->scratch_slots2 + 2 * nt + 2;
+	fm->idx = s->scratch_slots2 + 3 * nt + 3;
+	fm->suf = s->fair_suffix;
+	fm->nact = 0;
+	fm->swept_at = -1;
+	memset(fm->cnt, 0, (size_t)(nt + 1) * sizeof(*fm->cnt));
+	for (i = 0; i < s->npend; i++)
+		fm->cnt[s->pend_compact[i].tenant + 1]++;
+	for (i = 0; i < nt; i++)
+		fm->cnt[i + 1] += fm->cnt[i];
+	for (i = 0; i < nt; i++) {
+		fm->head[i] = fm->cnt[i];
+		s->tenants[i].fair_use = s->tenants[i].usage_all;
+	}
+	for (i = 0; i < s->npend; i++)
+		fm->idx[fm->head[s->pend_compact[i].tenant]++] = i;
+	for (t = 0; t < nt; t++) {
+		struct queue_rest a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false,
+				    false };
+		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
+			const struct pend_compact *h = &s->pend_compact[fm->idx[i]];
+			if (!h->never) {
+				if (h->gpuless)
+					a.gpuless = true;
+				if (h->held)
+					a.held = true;
+				if (h->need_whole > 0) {
+					a.need_w = DRV_MIN(a.need_w, h->need_whole);
+					a.task_w = DRV_MIN(a.task_w, h->max_task);
+					a.full_w = DRV_MIN(a.full_w, h->full_tasks);
+				} else if (h->min_frac > 0) {
+					a.frac = DRV_MIN(a.frac, h->min_frac);
+				}
+				a.max_prio = DRV_MAX(a.max_prio, h->prio);
+				if (h->dur > 0)
+					a.min_dur = DRV_MIN(a.min_dur, h->dur);
+			}
+			fm->suf[i] = a;
+		}
+		fm->head[t] = fm->cnt[t];
+		if (fm->cnt[t] < fm->cnt[t + 1])
+			fm->act[fm->nact++] = t;
+	}
+}
+
+/* True when no job of the tenant from merge slot i on can start now. */
+static bool suf_skip(const struct bounds *b, const struct queue_rest *a)
+{
+	int64_t w, n;
+	int32_t m;
+	if (a->gpuless || a->held || (b->preempt && a->max_prio > b->minprio))
+		return false;
+	sched__limits(b, a->min_dur <= b->short_d, &w, &m, &n);
+	if (a->need_w != INT32_MAX && a->need_w <= w && a->task_w <= m && a->full_w <= n)
+		return false;
+	if (a->frac != INT32_MAX && (w > 0 || a->frac <= b->part))
+		return false;
+	return true;
+}
+
+/* Next queue position in fair order, or -1. *dropped: jobs were left out. */
+int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, int32_t visits,
+			 bool *dropped)
+{
+	struct drv_sched *s = p->s;
+	int32_t a, best, bi, pos;
+	struct bounds b;
+	if (may_drop)
+		sched__bounds_get(p, &b);
+	if (may_drop && fm->swept_at != visits) {
+		/* the cluster changed since the last look: drop every tenant
+		 * none of whose remaining jobs can start */
+		fm->swept_at = visits;
+		for (a = 0; a < fm->nact;) {
+			int32_t t = fm->act[a];
+			if (suf_skip(&b, &fm->suf[fm->head[t]])) {
+				fm->act[a] = fm->act[--fm->nact];
+				*dropped = true;
+			} else {
+				a++;
+			}
+		}
+	}
+	if (fm->nact == 0)
+		return -1;
+	best = fm->act[0];
+	bi = 0;
+	for (a = 1; a < fm->nact; a++) {
+		int32_t t = fm->act[a];
+		int32_t ht = fm->idx[fm->head[t]], hb = fm->idx[fm->head[best]];
+		int64_t hk = s->pend_compact[ht].key_prio, bk = s->pend_compact[hb].key_prio;
+		__int128 x, y;
+		if (hk != bk) {
+			if (hk > bk) {
+				best = t;
+				bi = a;
+			}
+			continue;
+		}
+		x = (__int128)s->tenants[t].fair_use * s->tenants[best].weight;
+		y = (__int128)s->tenants[best].fair_use * s->tenants[t].weight;
+		/* equal shares: the one ahead in the queue (its total order) */
+		if (x < y || (x == y && ht < hb)) {
+			best = t;
+			bi = a;
+		}
+	}
+	pos = fm->idx[fm->head[best]++];
+	s->tenants[best].fair_use += s->pend_compact[pos].need_milli;
+	if (fm->head[best] >= fm->cnt[best + 1]) {
+		fm->act[bi] = fm->act[--fm->nact];
+	} else if (may_drop && suf_skip(&b, &fm->suf[fm->head[best]])) {
+		fm->act[bi] = fm->act[--fm->nact];
+		*dropped = true;
+	}
+	return pos;
+}

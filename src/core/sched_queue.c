@@ -1,0 +1,360 @@
+/*
+ * sched_queue.c: the state's three indexes. Jobs by id (open addressing),
+ * the pending list sorted by (effective priority, policy key, submit, id)
+ * with its compact copy, and the running list sorted by (expected end, id)
+ * with its compact copy and the bounds on possible victims. Each is kept
+ * sorted as it changes (binary search and memmove), so a pass finds the
+ * queue in order without sorting it again unless the keys moved.
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- id hash ------------------------------------------------------------ */
+
+#define H_EMPTY (-1)
+#define H_DEL (-2)
+
+static size_t hslot(uint64_t id, size_t cap)
+{
+	uint64_t h = id * 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+int32_t sched__lookup(const struct drv_sched *s, uint64_t id)
+{
+	size_t i;
+	if (!s->hcap)
+		return -1;
+	for (i = hslot(id, s->hcap);; i = (i + 1) & (s->hcap - 1)) {
+		if (s->id_slots[i] == H_EMPTY)
+			return -1;
+		if (s->id_slots[i] >= 0 && s->id_keys[i] == id)
+			return s->id_slots[i];
+	}
+}
+
+void sched__id_grow(struct drv_sched *s)
+{
+	uint64_t *ok = s->id_keys;
+	int32_t *ov = s->id_slots;
+	size_t ocap = s->hcap, i;
+	s->hcap = ocap ? ocap * 2 : 1024;
+	s->id_keys = drv_calloc(s->hcap, sizeof(*s->id_keys));
+	s->id_slots = drv_malloc(s->hcap * sizeof(*s->id_slots));
+	for (i = 0; i < s->hcap; i++)
+		s->id_slots[i] = H_EMPTY;
+	s->hused = 0;
+	for (i = 0; i < ocap; i++)
+		if (ov[i] >= 0)
+			sched__id_put(s, ok[i], ov[i]);
+	drv_free(ok);
+	drv_free(ov);
+}
+
+void sched__id_put(struct drv_sched *s, uint64_t id, int32_t slot)
+{
+	size_t i;
+	if ((s->hused + 1) * 2 > s->hcap)
+		sched__id_grow(s);
+	for (i = hslot(id, s->hcap); s->id_slots[i] >= 0; i = (i + 1) & (s->hcap - 1))
+		;
+	if (s->id_slots[i] == H_EMPTY)
+		s->hused++;
+	s->id_keys[i] = id;
+	s->id_slots[i] = slot;
+}
+
+void sched__id_del(struct drv_sched *s, uint64_t id)
+{
+	size_t i;
+	for (i = hslot(id, s->hcap);; i = (i + 1) & (s->hcap - 1)) {
+		if (s->id_slots[i] == H_EMPTY)
+			return;
+		if (s->id_slots[i] >= 0 && s->id_keys[i] == id) {
+			s->id_slots[i] = H_DEL;
+			return;
+		}
+	}
+}
+
+/* ---- order keys and the pending list ------------------------------------ */
+
+int32_t sched__las_queue(const struct drv_sched_policy *pol, int64_t attained_milli_s)
+{
+	int32_t q = 0;
+	while (q < pol->nlas && attained_milli_s >= pol->las_threshold[q] * DRV_MILLI)
+		q++;
+	return q;
+}
+
+void sched__key(const struct drv_sched *s, struct sched_job *j, int64_t now,
+		const struct drv_sched_policy *pol)
+{
+	int64_t bonus = 0;
+	j->next_age = T_INF;
+	if (pol->aging_interval_s > 0 && pol->aging_step > 0) {
+		int64_t waited = now > j->submit ? now - j->submit : 0;
+		int64_t steps = waited / pol->aging_interval_s;
+		bonus = steps * pol->aging_step;
+		if (pol->aging_max > 0 && bonus >= pol->aging_max)
+			bonus = pol->aging_max;
+		else
+			j->next_age = j->submit + (steps + 1) * pol->aging_interval_s;
+	}
+	j->key_prio = (int64_t)j->prio + bonus;
+	switch (pol->order) {
+	case DRV_ORDER_SJF:
+		j->key_policy = j->dur > 0 ? j->dur : T_INF;
+		break;
+	case DRV_ORDER_LAS:
+		j->key_policy = sched__las_queue(pol, j->attained);
+		break;
+	default:
+		j->key_policy = 0;
+		break;
+	}
+	(void)s;
+}
+
+static int cmp_jobs(const struct sched_job *x, const struct sched_job *y)
+{
+	if (x->key_prio != y->key_prio)
+		return x->key_prio > y->key_prio ? -1 : 1;
+	if (x->key_policy != y->key_policy)
+		return x->key_policy < y->key_policy ? -1 : 1;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return 0;
+}
+
+int sched__cmp_pend(const struct drv_sched *s, int32_t a, int32_t b)
+{
+	return cmp_jobs(&s->jobs[a], &s->jobs[b]);
+}
+
+/* First position whose job does not sort before slot's. */
+static int32_t pend_lower_bound(const struct drv_sched *s, int32_t slot)
+{
+	int32_t lo = 0, hi = s->npend;
+	while (lo < hi) {
+		int32_t mid = lo + (hi - lo) / 2;
+		if (sched__cmp_pend(s, s->pend[mid], slot) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void sched__demand(struct drv_sched *s, const struct sched_job *j, int d)
+{
+	if (j->gpuless)
+		s->cnt_gpuless += d;
+	if (j->need_whole > 0 && j->max_task > 0 && j->max_task <= DRV_MAX_NODE_GPUS)
+		s->cnt_task[j->max_task] += d;
+	if (j->min_frac > 0 && j->min_frac < DRV_MILLI)
+		s->cnt_frac[j->min_frac] += d;
+}
+
+void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
+{
+	const struct sched_job *j = &s->jobs[s->pend[pos]];
+	struct pend_compact *h = &s->pend_compact[pos];
+	h->key_prio = j->key_prio;
+	h->need_milli = j->need_milli;
+	h->tenant = j->tenant;
+	h->need_whole = j->need_whole;
+	h->full_tasks = j->full_tasks;
+	h->max_task = (int16_t)j->max_task;
+	h->min_frac = (int16_t)j->min_frac;
+	h->prio = j->prio;
+	h->never = j->never;
+	h->gpuless = j->gpuless;
+	h->held = j->nomination.ntasks > 0;
+	h->quota_model = (int8_t)j->quota_model;
+	h->dur = j->dur;
+	h->quota_seq = j->quota_seq;
+}
+
+void sched__pend_compact_rebuild(struct drv_sched *s)
+{
+	int32_t i;
+	DRV_GROW(s->pend_compact, (size_t)s->npend + 1, s->pend_compact_cap);
+	for (i = 0; i < s->npend; i++)
+		sched__pend_compact_fill(s, i);
+}
+
+/* Where pending job slot sits in s->pend, or -1: by binary search while the
+ * keys are valid, else by a scan. */
+static int32_t pend_find(const struct drv_sched *s, int32_t slot)
+{
+	int32_t pos = -1, i;
+	if (s->keys_valid) {
+		pos = pend_lower_bound(s, slot);
+		if (pos < s->npend && s->pend[pos] == slot)
+			return pos;
+	}
+	for (i = 0; i < s->npend; i++)
+		if (s->pend[i] == slot)
+			return i;
+	return -1;
+}
+
+/* Refills the compact entry of a pending job whose fields it copies changed
+ * (a nomination made or dropped); nothing when slot is not pending. */
+void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos = pend_find(s, slot);
+	if (pos >= 0)
+		sched__pend_compact_fill(s, pos);
+}
+
+void sched__pend_insert(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos;
+	sched__demand(s, &s->jobs[slot], +1);
+	s->jobs[slot].added_pass = s->pass_no;
+	DRV_GROW(s->pend, (size_t)s->npend + 1, s->pcap);
+	if (s->keys_valid) {
+		sched__key(s, &s->jobs[slot], s->keys_at, &s->keyed_pol);
+		if (s->jobs[slot].next_age < s->next_age)
+			s->next_age = s->jobs[slot].next_age;
+		pos = pend_lower_bound(s, slot);
+	} else {
+		pos = s->npend;
+	}
+	DRV_GROW(s->pend_compact, (size_t)s->npend + 1, s->pend_compact_cap);
+	memmove(&s->pend[pos + 1], &s->pend[pos], (size_t)(s->npend - pos) * sizeof(*s->pend));
+	memmove(&s->pend_compact[pos + 1], &s->pend_compact[pos],
+		(size_t)(s->npend - pos) * sizeof(*s->pend_compact));
+	s->pend[pos] = slot;
+	s->npend++;
+	sched__pend_compact_fill(s, pos);
+}
+
+void sched__pend_remove(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos = pend_find(s, slot);
+	if (pos < 0)
+		return;
+	sched__demand(s, &s->jobs[slot], -1);
+	memmove(&s->pend[pos], &s->pend[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend));
+	memmove(&s->pend_compact[pos], &s->pend_compact[pos + 1],
+		(size_t)(s->npend - pos - 1) * sizeof(*s->pend_compact));
+	s->npend--;
+}
+
+/* ---- the running list, sorted by (end, id) ------------------------------- */
+
+static int cmp_run(const struct sched_job *x, const struct sched_job *y)
+{
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return 0;
+}
+
+static int32_t run_lower_bound(const struct drv_sched *s, int32_t slot)
+{
+	int32_t lo = 0, hi = s->nrun;
+	while (lo < hi) {
+		int32_t mid = lo + (hi - lo) / 2;
+		if (cmp_run(&s->jobs[s->run[mid]], &s->jobs[slot]) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void run_compact_fill(struct drv_sched *s, int32_t pos)
+{
+	const struct sched_job *j = &s->jobs[s->run[pos]];
+	struct run_compact *h = &s->run_compact[pos];
+	h->start = j->start;
+	h->need_milli = j->need_milli;
+	h->id = j->id;
+	h->slot = s->run[pos];
+	h->prio = j->prio;
+	h->las_queue = j->las_queue;
+	h->place_model = j->place_model;
+	h->pool = j->pool;
+	h->tenant = j->tenant;
+	h->ok = j->state == DRV_SJ_RUNNING && j->preemptible;
+}
+
+void sched__run_compact_rebuild(struct drv_sched *s)
+{
+	int32_t i;
+	DRV_GROW(s->run_compact, (size_t)s->nrun + 1, s->run_compact_cap);
+	for (i = 0; i < s->nrun; i++)
+		run_compact_fill(s, i);
+	s->victim_bounds.dirty = true;
+}
+
+/* Merges one entry into the summary of possible victims. */
+void sched__victim_bounds_add(struct drv_sched *s, const struct run_compact *h)
+{
+	if (!h->ok)
+		return;
+	if (h->prio < s->victim_bounds.least_prio) {
+		s->victim_bounds.least_prio = h->prio;
+		s->victim_bounds.most_las_queue = h->las_queue;
+	} else if (h->prio == s->victim_bounds.least_prio &&
+		   h->las_queue > s->victim_bounds.most_las_queue) {
+		s->victim_bounds.most_las_queue = h->las_queue;
+	}
+}
+
+void sched__victim_bounds_refresh(struct drv_sched *s)
+{
+	int32_t i;
+	if (!s->victim_bounds.dirty)
+		return;
+	s->victim_bounds.least_prio = INT32_MAX;
+	s->victim_bounds.most_las_queue = INT32_MIN;
+	for (i = 0; i < s->nrun; i++)
+		sched__victim_bounds_add(s, &s->run_compact[i]);
+	s->victim_bounds.dirty = false;
+}
+
+void sched__run_insert(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos;
+	DRV_GROW(s->run, (size_t)s->nrun + 1, s->rcap);
+	DRV_GROW(s->run_compact, (size_t)s->nrun + 1, s->run_compact_cap);
+	pos = run_lower_bound(s, slot);
+	memmove(&s->run[pos + 1], &s->run[pos], (size_t)(s->nrun - pos) * sizeof(*s->run));
+	memmove(&s->run_compact[pos + 1], &s->run_compact[pos],
+		(size_t)(s->nrun - pos) * sizeof(*s->run_compact));
+	s->run[pos] = slot;
+	s->nrun++;
+	run_compact_fill(s, pos);
+	if (!s->victim_bounds.dirty)
+		sched__victim_bounds_add(s, &s->run_compact[pos]);
+}
+
+void sched__run_remove(struct drv_sched *s, int32_t slot)
+{
+	int32_t pos = run_lower_bound(s, slot), i;
+	if (pos >= s->nrun || s->run[pos] != slot) {
+		pos = -1;
+		for (i = 0; i < s->nrun; i++)
+			if (s->run[i] == slot) {
+				pos = i;
+				break;
+			}
+		if (pos < 0)
+			return;
+	}
+	memmove(&s->run[pos], &s->run[pos + 1], (size_t)(s->nrun - pos - 1) * sizeof(*s->run));
+	memmove(&s->run_compact[pos], &s->run_compact[pos + 1],
+		(size_t)(s->nrun - pos - 1) * sizeof(*s->run_compact));
+	s->nrun--;
+	s->victim_bounds.dirty = true;
+}

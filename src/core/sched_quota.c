@@ -1,0 +1,107 @@
+/*
+ * sched_quota.c: tenant quotas with cohort borrowing, as the pass checks
+ * them: before placement for a job of one GPU model, after it for a job
+ * that may take any model, and whether any running job could be reclaimed
+ * (a cohort peer holding more than its nominal quota).
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * May tenant t take need more milli-GPUs of model m? 0 = within its
+ * nominal quota, 1 = by borrowing from its cohort, -1 = no (w filled).
+ */
+int sched__quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t need,
+		       struct drv_sched_decision *w)
+{
+	const struct sched_tenant *t = &s->tenants[ti];
+	int64_t cq = 0, cu = 0, may;
+	int32_t i;
+
+	if (m < 0 || m >= DRV_MAX_MODELS || t->quota[m] < 0)
+		return 0;
+	if (t->usage[m] + need <= t->quota[m])
+		return 0;
+	may = 0;
+	if (t->cohort >= 0) {
+		int64_t head = DRV_MAX(0, t->quota[m] - t->usage[m]);
+		for (i = 0; i < s->ntenants; i++) {
+			const struct sched_tenant *o = &s->tenants[i];
+			if (o->cohort != t->cohort || o->quota[m] < 0)
+				continue;
+			cq += o->quota[m];
+			cu += o->usage[m];
+		}
+		/* what it may take beyond its own headroom: the cohort's unused
+		 * quota, within its borrowing limit */
+		may = cq - cu - head;
+		if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - t->usage[m] - head < may)
+			may = t->quota[m] + t->limit[m] - t->usage[m] - head;
+		if (may < 0)
+			may = 0;
+		if (need <= head + may)
+			return 1;
+	}
+	if (w) {
+		sched__why_init(w, DRV_REASON_QUOTA);
+		w->model = m;
+		w->n[0] = need;
+		w->n[1] = t->usage[m];
+		w->n[2] = t->quota[m];
+		w->n[3] = may;
+	}
+	return -1;
+}
+
+/* Quota for a placement whose models were not known before (model = any). */
+int sched__quota_check_placement(const struct drv_sched *s, const struct sched_job *j,
+				 const struct drv_placement *pl, struct drv_sched_decision *w)
+{
+	int64_t by[DRV_MAX_MODELS];
+	int32_t i;
+	int m, rc = 0, r;
+	if (!s->tenants[j->tenant].has_quota)
+		return 0;
+	memset(by, 0, sizeof(by));
+	for (i = 0; i < pl->ntasks; i++) {
+		int32_t n = pl->tasks[i].node;
+		m = n >= 0 && n < s->c->nnodes ? s->c->nodes[n].model : -1;
+		if (m >= 0 && m < DRV_MAX_MODELS)
+			by[m] += (int64_t)pl->tasks[i].gpu_milli *
+				 __builtin_popcountll(pl->tasks[i].gpu_mask);
+	}
+	for (m = 0; m < DRV_MAX_MODELS; m++) {
+		if (!by[m])
+			continue;
+		r = sched__quota_check(s, j->tenant, m, by[m], w);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			rc = 1;
+	}
+	return rc;
+}
+
+/* May any running job be a reclaim victim for j (a job within its nominal
+ * quota, of a tenant with a cohort)? Only if a cohort peer uses more than
+ * its nominal quota of a model j's tenant has a quota of. */
+bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *j)
+{
+	const struct sched_tenant *jt = &s->tenants[j->tenant];
+	int32_t i;
+	for (i = 0; i < s->ntenants; i++) {
+		const struct sched_tenant *o = &s->tenants[i];
+		uint32_t both = o->quota_models & jt->quota_models;
+		if (i == j->tenant || o->cohort != jt->cohort)
+			continue;
+		while (both) {
+			int m = __builtin_ctz(both);
+			both &= both - 1;
+			if (o->usage[m] > o->quota[m])
+				return true;
+		}
+	}
+	return false;
+}
