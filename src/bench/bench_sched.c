@@ -174,61 +174,125 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	return 0;
 }
 
-static int bench_run(const struct bench_args *a)
-{
-	struct drv_sched_policy pol = a->pol;
+/* The benchmark's world: the cluster, the state and every job made. */
+struct sched_bench {
 	struct drv_cluster c;
 	struct drv_sched *s;
-	struct drv_sched_decisions d;
-	struct drv_placement pl;
 	struct drv_job *jobs;
+	size_t njobs;
 	char tenants[32][16];
-	uint64_t rng = 42, id = 1;
-	int64_t now = 1000000, total, target, used = 0;
-	int32_t npending = a->npending, nrunning = 0, i, reps = 200, nstart = 0;
-	double t0, c0, full_ms, full_cpu_ms, *inc, *inc_cpu;
-	bool json = a->json;
-	size_t njobs = 0, jcap;
+	uint64_t rng, id;
+	int64_t now, total;
+	int32_t nrunning;
+};
+
+/* Fills 80% of the cluster with running jobs placed as they come, then
+ * queues npending jobs. */
+static int bench_fill(struct sched_bench *b, int32_t npending)
+{
+	struct drv_placement pl;
+	int64_t target = b->total * 8 / 10, used = 0;
+	int32_t i;
 	int rc;
 
-	for (i = 0; i < 32; i++)
-		snprintf(tenants[i], sizeof(tenants[i]), "team%02d", i);
-	build_cluster(&c, 392); /* 392 leaves x 32 nodes x 8 GPUs = 100,352, 16 leaves a spine */
-	total = c.vertices[0].total_gpus;
-	target = total * 8 / 10;
-	jcap = (size_t)npending + (size_t)total + 16;
-	jobs = drv_calloc(jcap, sizeof(*jobs));
-	s = drv_sched_new(&c);
 	drv_placement_init(&pl);
-	drv_sched_decisions_init(&d);
-
-	/* 80% occupied: running jobs placed as they come */
 	while (used < target * DRV_MILLI) {
-		struct drv_job *j = &jobs[njobs];
-		make_job(j, id++, &rng, now, 32, tenants);
-		if (drv_place(&c, j, NULL, &pl, NULL, 0) != 0) {
+		struct drv_job *j = &b->jobs[b->njobs];
+		make_job(j, b->id++, &b->rng, b->now, 32, b->tenants);
+		if (drv_place(&b->c, j, NULL, &pl, NULL, 0) != 0) {
 			drv_job_release(j);
 			break;
 		}
-		j->submit_time = now - 40000;
-		rc = drv_sched_add_running(s, j, NULL, &pl, now - (int64_t)(rng_next(&rng) % 30000), 0);
+		j->submit_time = b->now - 40000;
+		rc = drv_sched_add_running(b->s, j, NULL, &pl,
+					   b->now - (int64_t)(rng_next(&b->rng) % 30000), 0);
 		if (rc) {
 			fprintf(stderr, "bench sched: add_running: %s\n", drv_strerror(rc));
+			drv_placement_release(&pl);
 			return 1;
 		}
 		used += drv_job_gpu_milli(j);
-		njobs++;
-		nrunning++;
+		b->njobs++;
+		b->nrunning++;
 	}
+	drv_placement_release(&pl);
 	for (i = 0; i < npending; i++) {
-		struct drv_job *j = &jobs[njobs++];
-		make_job(j, id++, &rng, now, 32, tenants);
-		drv_sched_submit(s, j, NULL);
+		struct drv_job *j = &b->jobs[b->njobs++];
+		make_job(j, b->id++, &b->rng, b->now, 32, b->tenants);
+		drv_sched_submit(b->s, j, NULL);
 	}
+	return 0;
+}
+
+/* Steady state: one running job ends, one pass; the passes' wall and CPU
+ * times in microseconds, sorted. */
+static void bench_steady(struct sched_bench *b, const struct drv_sched_policy *pol,
+			 struct drv_sched_decisions *d, int reps, double *inc, double *inc_cpu)
+{
+	int i;
+	for (i = 0; i < reps; i++) {
+		int32_t k;
+		uint64_t victim = 0;
+		double t0, c0;
+		b->now += 1;
+		/* the earliest-submitted running job still there */
+		for (k = (int32_t)(rng_next(&b->rng) % b->njobs); k < (int32_t)b->njobs; k++) {
+			struct drv_sched_job_info info;
+			if (b->jobs[k].id && drv_sched_job_get(b->s, b->jobs[k].id, &info) == 0 &&
+			    info.state == DRV_SJ_RUNNING) {
+				victim = b->jobs[k].id;
+				break;
+			}
+		}
+		if (victim)
+			drv_sched_finish(b->s, victim, b->now);
+		t0 = drv_mono_s();
+		c0 = cpu_s();
+		drv_sched_pass(b->s, b->now, pol, d);
+		inc[i] = (drv_mono_s() - t0) * 1e6;
+		inc_cpu[i] = (cpu_s() - c0) * 1e6;
+	}
+	qsort(inc, (size_t)reps, sizeof(*inc), cmp_d);
+	qsort(inc_cpu, (size_t)reps, sizeof(*inc_cpu), cmp_d);
+}
+
+static void bench_release(struct sched_bench *b)
+{
+	size_t i;
+	drv_sched_free(b->s);
+	for (i = 0; i < b->njobs; i++)
+		drv_job_release(&b->jobs[i]);
+	drv_free(b->jobs);
+	drv_cluster_release(&b->c);
+}
+
+/* Builds the world, times the full pass and the steady-state passes, and
+ * prints them. */
+static int bench_measure(const struct drv_sched_policy *pol, int32_t npending, bool json)
+{
+	struct sched_bench B, *b = &B;
+	struct drv_sched_decisions d;
+	int32_t i, reps = 200, nstart = 0;
+	double t0, c0, full_ms, full_cpu_ms, *inc, *inc_cpu;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	b->rng = 42;
+	b->id = 1;
+	b->now = 1000000;
+	for (i = 0; i < 32; i++)
+		snprintf(b->tenants[i], sizeof(b->tenants[i]), "team%02d", i);
+	build_cluster(&b->c, 392); /* 392 leaves x 32 nodes x 8 GPUs = 100,352, 16 leaves a spine */
+	b->total = b->c.vertices[0].total_gpus;
+	b->jobs = drv_calloc((size_t)npending + (size_t)b->total + 16, sizeof(*b->jobs));
+	b->s = drv_sched_new(&b->c);
+	drv_sched_decisions_init(&d);
+	if (bench_fill(b, npending))
+		return 1;
 
 	t0 = drv_mono_s();
 	c0 = cpu_s();
-	rc = drv_sched_pass(s, now, &pol, &d);
+	rc = drv_sched_pass(b->s, b->now, pol, &d);
 	full_ms = (drv_mono_s() - t0) * 1e3;
 	full_cpu_ms = (cpu_s() - c0) * 1e3;
 	if (rc < 0) {
@@ -239,56 +303,27 @@ static int bench_run(const struct bench_args *a)
 		nstart += d.v[i].kind == DRV_DEC_START;
 	/* settle: passes until nothing more starts */
 	for (i = 0; i < 4; i++)
-		drv_sched_pass(s, ++now, &pol, &d);
+		drv_sched_pass(b->s, ++b->now, pol, &d);
 
-	/* steady state: one running job ends, one pass */
 	inc = drv_calloc((size_t)reps, sizeof(*inc));
 	inc_cpu = drv_calloc((size_t)reps, sizeof(*inc_cpu));
-	for (i = 0; i < reps; i++) {
-		int32_t k;
-		uint64_t victim = 0;
-		now += 1;
-		/* the earliest-submitted running job still there */
-		for (k = (int32_t)(rng_next(&rng) % njobs); k < (int32_t)njobs; k++) {
-			struct drv_sched_job_info info;
-			if (jobs[k].id && drv_sched_job_get(s, jobs[k].id, &info) == 0 &&
-			    info.state == DRV_SJ_RUNNING) {
-				victim = jobs[k].id;
-				break;
-			}
-		}
-		if (victim)
-			drv_sched_finish(s, victim, now);
-		t0 = drv_mono_s();
-		c0 = cpu_s();
-		drv_sched_pass(s, now, &pol, &d);
-		inc[i] = (drv_mono_s() - t0) * 1e6;
-		inc_cpu[i] = (cpu_s() - c0) * 1e6;
-	}
-	qsort(inc, (size_t)reps, sizeof(*inc), cmp_d);
-	qsort(inc_cpu, (size_t)reps, sizeof(*inc_cpu), cmp_d);
-
+	bench_steady(b, pol, &d, reps, inc, inc_cpu);
 	if (json)
 		printf("{\"pending\":%d,\"gpus\":%" PRId64 ",\"full_pass_ms\":%.1f,"
 		       "\"incremental_pass_us\":%.1f}\n",
-		       npending, total, full_ms, inc[reps / 2]);
+		       npending, b->total, full_ms, inc[reps / 2]);
 	else
 		printf("pending %d, GPUs %" PRId64 " (%d running jobs)\n"
 		       "full pass: %.1f ms wall, %.1f ms CPU (%d started, %d decisions)\n"
 		       "incremental pass after one job ends: median %.1f us wall, %.1f us CPU; "
 		       "p90 %.1f us wall (%d passes)\n",
-		       npending, total, nrunning, full_ms, full_cpu_ms, nstart, rc, inc[reps / 2],
-		       inc_cpu[reps / 2], inc[reps * 9 / 10], reps);
+		       npending, b->total, b->nrunning, full_ms, full_cpu_ms, nstart, rc,
+		       inc[reps / 2], inc_cpu[reps / 2], inc[reps * 9 / 10], reps);
 
 	drv_free(inc);
 	drv_free(inc_cpu);
 	drv_sched_decisions_release(&d);
-	drv_sched_free(s);
-	for (i = 0; i < (int32_t)njobs; i++)
-		drv_job_release(&jobs[i]);
-	drv_free(jobs);
-	drv_placement_release(&pl);
-	drv_cluster_release(&c);
+	bench_release(b);
 	return 0;
 }
 
@@ -308,6 +343,10 @@ struct golden {
 	size_t ngot, gcap;
 	int failures;
 	FILE *log;           /* all lines, for the determinism check */
+	int64_t now;         /* the scenario's clock: the last time a line set */
+	bool quiet;          /* do not print each pass's decisions */
+	bool in_expect;      /* inside an expect ... end block */
+	size_t expect_i;     /* the next decision of the last pass to compare */
 };
 
 static void gerr(struct golden *g, const char *msg, const char *arg)
@@ -578,6 +617,278 @@ static int golden_cluster(struct golden *g, const char *path)
 	return 0;
 }
 
+/* One line inside an expect ... end block: the next decision of the last
+ * pass must read exactly so; "end" checks that none is left over. */
+static void expect_line(struct golden *g, const char *t)
+{
+	while (*t == ' ' || *t == '\t')
+		t++;
+	if (!strcmp(t, "end")) {
+		g->in_expect = false;
+		if (g->expect_i != g->ngot) {
+			size_t k;
+			for (k = g->expect_i; k < g->ngot; k++)
+				fprintf(stderr, "%s:%d: unexpected decision: %s\n", g->file, g->line,
+					g->got[k]);
+			g->failures++;
+		}
+		return;
+	}
+	if (!*t || *t == '#')
+		return;
+	if (g->expect_i >= g->ngot || strcmp(g->got[g->expect_i], t)) {
+		fprintf(stderr, "%s:%d: expected: %s\n%s:%d:      got: %s\n", g->file, g->line, t,
+			g->file, g->line, g->expect_i < g->ngot ? g->got[g->expect_i] : "(nothing)");
+		g->failures++;
+	}
+	g->expect_i++;
+}
+
+/* The scenario commands: each returns 0, or 2 for a malformed line (said
+ * on stderr). */
+
+static int gcmd_policy(struct golden *g, char **tok, int ntok)
+{
+	return golden_policy(g, tok, ntok) ? 2 : 0;
+}
+
+static int gcmd_class(struct golden *g, char **tok, int ntok)
+{
+	enum drv_preempt_policy pp;
+	int64_t v;
+	(void)ntok;
+	if (parse_i64(tok[2], &v) || drv_preempt_policy_parse(tok[3], &pp) ||
+	    drv_sched_add_class(g->s, tok[1], (int32_t)v, pp) < 0) {
+		gerr(g, "bad class (class NAME VALUE PreemptLowerPriority|Never)", NULL);
+		return 2;
+	}
+	return 0;
+}
+
+static int gcmd_tenant(struct golden *g, char **tok, int ntok)
+{
+	struct drv_sched_tenant t;
+	int i;
+	int64_t v;
+	const char *val;
+	drv_sched_tenant_default(&t, tok[1]);
+	for (i = 2; i < ntok; i++) {
+		if (kv(tok[i], "cohort", &val))
+			t.cohort = val;
+		else if (kv(tok[i], "weight", &val) && !parse_i64(val, &v))
+			t.weight = (int32_t)v;
+		else if (kv(tok[i], "quota", &val) && !parse_quota(val, t.quota_milli))
+			;
+		else if (kv(tok[i], "limit", &val) && !parse_quota(val, t.borrow_limit_milli))
+			;
+		else {
+			gerr(g, "bad tenant key", tok[i]);
+			return 2;
+		}
+	}
+	return drv_sched_set_tenant(g->s, &t) < 0 ? 2 : 0;
+}
+
+static int gcmd_submit(struct golden *g, char **tok, int ntok)
+{
+	struct drv_job *j = golden_job(g);
+	const char *cls;
+	int e;
+	if (parse_job(g, tok + 1, ntok - 1, g->now, j, &cls, NULL, NULL))
+		return 2;
+	e = drv_sched_submit(g->s, j, cls);
+	if (e) {
+		gerr(g, "submit failed", drv_strerror(e));
+		return 2;
+	}
+	return 0;
+}
+
+static int gcmd_running(struct golden *g, char **tok, int ntok)
+{
+	struct drv_job *j = golden_job(g);
+	struct drv_placement pl;
+	const char *cls, *place = NULL;
+	int64_t start = g->now;
+	int e;
+	if (parse_job(g, tok + 1, ntok - 1, g->now, j, &cls, &place, &start) || !place) {
+		gerr(g, "running needs a job and on=NODE:GPU,..;NODE:GPU", NULL);
+		return 2;
+	}
+	drv_placement_init(&pl);
+	e = drv_placement_parse(&g->c, place, j->groups[0].gpus ? DRV_MILLI : j->groups[0].gpu_milli,
+				&pl);
+	if (!e)
+		e = drv_sched_add_running(g->s, j, cls, &pl, start, 0);
+	drv_placement_release(&pl);
+	if (e) {
+		gerr(g, "running failed", drv_strerror(e));
+		return 2;
+	}
+	return 0;
+}
+
+static int gcmd_pass(struct golden *g, char **tok, int ntok)
+{
+	size_t k;
+	(void)ntok;
+	if (parse_i64(tok[1], &g->now)) {
+		gerr(g, "unknown command", tok[0]);
+		return 2;
+	}
+	if (golden_pass(g, g->now))
+		return 2;
+	if (!g->quiet) {
+		printf("pass %" PRId64 "\n", g->now);
+		for (k = 0; k < g->ngot; k++)
+			printf("  %s\n", g->got[k]);
+	}
+	return 0;
+}
+
+static int gcmd_expect(struct golden *g, char **tok, int ntok)
+{
+	(void)tok;
+	(void)ntok;
+	g->in_expect = true;
+	g->expect_i = 0;
+	return 0;
+}
+
+/* finish|requeue ID TIME */
+static int gcmd_finish(struct golden *g, char **tok, int ntok)
+{
+	int64_t id, t;
+	int e;
+	(void)ntok;
+	if (parse_i64(tok[1], &id)) {
+		gerr(g, "unknown command", tok[0]);
+		return 2;
+	}
+	if (parse_i64(tok[2], &t)) {
+		gerr(g, "expected a time", tok[2]);
+		return 2;
+	}
+	g->now = t;
+	e = tok[0][0] == 'f' ? drv_sched_finish(g->s, (uint64_t)id, g->now) :
+			       drv_sched_requeue(g->s, (uint64_t)id, g->now);
+	if (e) {
+		gerr(g, tok[0], drv_strerror(e));
+		return 2;
+	}
+	return 0;
+}
+
+/* grow POOL NAME... T: provisioned nodes arrive, like the first node of
+ * the pool */
+static int gcmd_grow(struct golden *g, char **tok, int ntok)
+{
+	int32_t po, k, tmpl = -1, e = 0;
+	for (po = 0; po < g->c.npools; po++)
+		if (!strcmp(g->c.pools[po].name, tok[1]))
+			break;
+	for (k = 0; k < g->c.nnodes && po < g->c.npools; k++)
+		if (g->c.nodes[k].pool == po) {
+			tmpl = k;
+			break;
+		}
+	if (po == g->c.npools || tmpl < 0 || parse_i64(tok[ntok - 1], &g->now)) {
+		gerr(g, "grow POOL NODE... TIME (a pool with a node to copy)", NULL);
+		return 2;
+	}
+	for (k = 2; k < ntok - 1 && e >= 0; k++) {
+		const struct drv_node *t = &g->c.nodes[tmpl];
+		e = drv_cluster_add_node(&g->c, g->c.vertices[t->vertex].parent, tok[k], t->model,
+					 t->ngpus, t->cpu_milli, t->mem_mib);
+	}
+	if (e < 0 || drv_sched_pool_grown(g->s, po, ntok - 3, g->now)) {
+		gerr(g, "grow failed", drv_strerror(e));
+		return 2;
+	}
+	return 0;
+}
+
+/* node NAME up|down|draining TIME */
+static int gcmd_node(struct golden *g, char **tok, int ntok)
+{
+	int n = drv_cluster_find_node(&g->c, tok[1]);
+	enum drv_node_state st = !strcmp(tok[2], "down")     ? DRV_NODE_DOWN :
+				 !strcmp(tok[2], "draining") ? DRV_NODE_DRAINING :
+							       DRV_NODE_UP;
+	(void)ntok;
+	if (n < 0 || parse_i64(tok[3], &g->now)) {
+		gerr(g, "node NAME up|down|draining TIME", NULL);
+		return 2;
+	}
+	drv_cluster_set_node_state(&g->c, n, st);
+	drv_sched_cluster_changed(g->s, g->now);
+	return 0;
+}
+
+/* The commands after 'cluster', with the words each takes (-1: any). */
+static const struct gcmd {
+	const char *name;
+	int min, max;
+	int (*run)(struct golden *g, char **tok, int ntok);
+} gcmds[] = {
+	{ "policy", 1, -1, gcmd_policy },   { "class", 4, 4, gcmd_class },
+	{ "tenant", 2, -1, gcmd_tenant },   { "submit", 1, -1, gcmd_submit },
+	{ "running", 1, -1, gcmd_running }, { "pass", 2, 2, gcmd_pass },
+	{ "expect", 1, 1, gcmd_expect },    { "finish", 3, 3, gcmd_finish },
+	{ "requeue", 3, 3, gcmd_finish },   { "grow", 3, -1, gcmd_grow },
+	{ "node", 4, 4, gcmd_node },
+};
+
+/* One scenario line outside an expect block: 0, or 2 when malformed. */
+static int golden_line(struct golden *g, char *line)
+{
+	char *tok[64];
+	int ntok = split(line, tok, 64);
+	size_t i;
+	if (ntok == 0 || tok[0][0] == '#')
+		return 0;
+	if (!strcmp(tok[0], "cluster") && ntok == 2)
+		return g->have_cluster || golden_cluster(g, tok[1]) ? 2 : 0;
+	if (!g->have_cluster) {
+		gerr(g, "the first command must be 'cluster FILE'", tok[0]);
+		return 2;
+	}
+	for (i = 0; i < DRV_ARRAY_SIZE(gcmds); i++)
+		if (!strcmp(tok[0], gcmds[i].name) && ntok >= gcmds[i].min &&
+		    (gcmds[i].max < 0 || ntok <= gcmds[i].max))
+			return gcmds[i].run(g, tok, ntok);
+	gerr(g, "unknown command", tok[0]);
+	return 2;
+}
+
+/* Frees what the scenario built; the cluster must be empty once the state
+ * is gone (1 when not, else rc). */
+static int golden_release(struct golden *g, int rc)
+{
+	size_t k;
+	got_clear(g);
+	drv_free(g->got);
+	drv_sched_decisions_release(&g->d);
+	if (g->s)
+		drv_sched_free(g->s);
+	if (g->have_cluster) {
+		if (drv_cluster_check(&g->c) != 0 ||
+		    g->c.vertices[0].free_gpus != g->c.vertices[0].total_gpus) {
+			fprintf(stderr, "%s: the cluster is not empty after the state was freed\n",
+				g->file);
+			if (!rc)
+				rc = 1;
+		}
+		drv_cluster_release(&g->c);
+	}
+	for (k = 0; k < g->njobs; k++) {
+		drv_job_release(g->jobs[k]);
+		drv_free(g->jobs[k]);
+	}
+	drv_free(g->jobs);
+	return rc;
+}
+
 /*
  * Runs one scenario. Returns 0 when every expectation held, 1 when one did
  * not, 2 on a malformed scenario.
@@ -586,246 +897,36 @@ static int golden_run(const char *file, FILE *log, bool quiet)
 {
 	struct golden G, *g = &G;
 	FILE *f = fopen(file, "r");
-	char line[4096], *tok[64];
-	int ntok, rc = 0;
-	int64_t now = 0, v;
-	bool in_expect = false;
-	size_t expect_i = 0;
+	char line[4096];
+	int rc = 0;
 
 	memset(g, 0, sizeof(*g));
 	g->file = file;
 	g->log = log;
+	g->quiet = quiet;
 	drv_sched_policy_default(&g->pol);
 	drv_sched_decisions_init(&g->d);
 	if (!f) {
 		fprintf(stderr, "%s: %s\n", file, strerror(errno));
 		return 2;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char raw[4096];
+	while (!rc && fgets(line, sizeof(line), f)) {
 		g->line++;
-		snprintf(raw, sizeof(raw), "%s", line);
-		raw[strcspn(raw, "\r\n")] = '\0';
-		if (in_expect) {
-			const char *t = raw;
-			while (*t == ' ' || *t == '\t')
-				t++;
-			if (!strcmp(t, "end")) {
-				in_expect = false;
-				if (expect_i != g->ngot) {
-					size_t k;
-					for (k = expect_i; k < g->ngot; k++)
-						fprintf(stderr, "%s:%d: unexpected decision: %s\n", file,
-							g->line, g->got[k]);
-					g->failures++;
-				}
-				continue;
-			}
-			if (!*t || *t == '#')
-				continue;
-			if (expect_i >= g->ngot || strcmp(g->got[expect_i], t)) {
-				fprintf(stderr, "%s:%d: expected: %s\n%s:%d:      got: %s\n", file, g->line,
-					t, file, g->line, expect_i < g->ngot ? g->got[expect_i] : "(nothing)");
-				g->failures++;
-			}
-			expect_i++;
-			continue;
-		}
-		ntok = split(line, tok, 64);
-		if (ntok == 0 || tok[0][0] == '#')
-			continue;
-		if (!strcmp(tok[0], "cluster") && ntok == 2) {
-			if (g->have_cluster || golden_cluster(g, tok[1])) {
-				rc = 2;
-				break;
-			}
-			continue;
-		}
-		if (!g->have_cluster) {
-			gerr(g, "the first command must be 'cluster FILE'", tok[0]);
-			rc = 2;
-			break;
-		}
-		if (!strcmp(tok[0], "policy")) {
-			if (golden_policy(g, tok, ntok)) {
-				rc = 2;
-				break;
-			}
-		} else if (!strcmp(tok[0], "class") && ntok == 4) {
-			enum drv_preempt_policy pp;
-			if (parse_i64(tok[2], &v) || drv_preempt_policy_parse(tok[3], &pp) ||
-			    drv_sched_add_class(g->s, tok[1], (int32_t)v, pp) < 0) {
-				gerr(g, "bad class (class NAME VALUE PreemptLowerPriority|Never)", NULL);
-				rc = 2;
-				break;
-			}
-		} else if (!strcmp(tok[0], "tenant") && ntok >= 2) {
-			struct drv_sched_tenant t;
-			int i;
-			const char *val;
-			drv_sched_tenant_default(&t, tok[1]);
-			for (i = 2; i < ntok; i++) {
-				if (kv(tok[i], "cohort", &val))
-					t.cohort = val;
-				else if (kv(tok[i], "weight", &val) && !parse_i64(val, &v))
-					t.weight = (int32_t)v;
-				else if (kv(tok[i], "quota", &val) && !parse_quota(val, t.quota_milli))
-					;
-				else if (kv(tok[i], "limit", &val) &&
-					 !parse_quota(val, t.borrow_limit_milli))
-					;
-				else {
-					gerr(g, "bad tenant key", tok[i]);
-					rc = 2;
-					break;
-				}
-			}
-			if (rc || drv_sched_set_tenant(g->s, &t) < 0) {
-				rc = 2;
-				break;
-			}
-		} else if (!strcmp(tok[0], "submit")) {
-			struct drv_job *j = golden_job(g);
-			const char *cls;
-			int e;
-			if (parse_job(g, tok + 1, ntok - 1, now, j, &cls, NULL, NULL)) {
-				rc = 2;
-				break;
-			}
-			e = drv_sched_submit(g->s, j, cls);
-			if (e) {
-				gerr(g, "submit failed", drv_strerror(e));
-				rc = 2;
-				break;
-			}
-		} else if (!strcmp(tok[0], "running")) {
-			struct drv_job *j = golden_job(g);
-			struct drv_placement pl;
-			const char *cls, *place = NULL;
-			int64_t start = now;
-			int e;
-			if (parse_job(g, tok + 1, ntok - 1, now, j, &cls, &place, &start) || !place) {
-				gerr(g, "running needs a job and on=NODE:GPU,..;NODE:GPU", NULL);
-				rc = 2;
-				break;
-			}
-			drv_placement_init(&pl);
-			e = drv_placement_parse(&g->c, place,
-						j->groups[0].gpus ? DRV_MILLI : j->groups[0].gpu_milli, &pl);
-			if (!e)
-				e = drv_sched_add_running(g->s, j, cls, &pl, start, 0);
-			drv_placement_release(&pl);
-			if (e) {
-				gerr(g, "running failed", drv_strerror(e));
-				rc = 2;
-				break;
-			}
-		} else if (!strcmp(tok[0], "pass") && ntok == 2 && !parse_i64(tok[1], &v)) {
-			now = v;
-			if (golden_pass(g, now)) {
-				rc = 2;
-				break;
-			}
-			if (!quiet) {
-				size_t k;
-				printf("pass %" PRId64 "\n", now);
-				for (k = 0; k < g->ngot; k++)
-					printf("  %s\n", g->got[k]);
-			}
-		} else if (!strcmp(tok[0], "expect") && ntok == 1) {
-			in_expect = true;
-			expect_i = 0;
-		} else if ((!strcmp(tok[0], "finish") || !strcmp(tok[0], "requeue")) && ntok == 3 &&
-			   !parse_i64(tok[1], &v)) {
-			int64_t t;
-			int e;
-			if (parse_i64(tok[2], &t)) {
-				gerr(g, "expected a time", tok[2]);
-				rc = 2;
-				break;
-			}
-			now = t;
-			e = tok[0][0] == 'f' ? drv_sched_finish(g->s, (uint64_t)v, now) :
-					       drv_sched_requeue(g->s, (uint64_t)v, now);
-			if (e) {
-				gerr(g, tok[0], drv_strerror(e));
-				rc = 2;
-				break;
-			}
-		} else if (!strcmp(tok[0], "grow") && ntok >= 3) {
-			/* grow POOL NAME... T: provisioned nodes arrive, like the first
-			 * node of the pool */
-			int32_t po, k, tmpl = -1, e = 0;
-			for (po = 0; po < g->c.npools; po++)
-				if (!strcmp(g->c.pools[po].name, tok[1]))
-					break;
-			for (k = 0; k < g->c.nnodes && po < g->c.npools; k++)
-				if (g->c.nodes[k].pool == po) {
-					tmpl = k;
-					break;
-				}
-			if (po == g->c.npools || tmpl < 0 || parse_i64(tok[ntok - 1], &now)) {
-				gerr(g, "grow POOL NODE... TIME (a pool with a node to copy)", NULL);
-				rc = 2;
-				break;
-			}
-			for (k = 2; k < ntok - 1 && e >= 0; k++) {
-				const struct drv_node *t = &g->c.nodes[tmpl];
-				e = drv_cluster_add_node(&g->c, g->c.vertices[t->vertex].parent, tok[k],
-							 t->model, t->ngpus, t->cpu_milli, t->mem_mib);
-			}
-			if (e < 0 || drv_sched_pool_grown(g->s, po, ntok - 3, now)) {
-				gerr(g, "grow failed", drv_strerror(e));
-				rc = 2;
-				break;
-			}
-		} else if (!strcmp(tok[0], "node") && ntok == 4) {
-			int n = drv_cluster_find_node(&g->c, tok[1]);
-			enum drv_node_state st = !strcmp(tok[2], "down") ? DRV_NODE_DOWN :
-						 !strcmp(tok[2], "draining") ? DRV_NODE_DRAINING :
-									       DRV_NODE_UP;
-			if (n < 0 || parse_i64(tok[3], &now)) {
-				gerr(g, "node NAME up|down|draining TIME", NULL);
-				rc = 2;
-				break;
-			}
-			drv_cluster_set_node_state(&g->c, n, st);
-			drv_sched_cluster_changed(g->s, now);
+		if (g->in_expect) {
+			line[strcspn(line, "\r\n")] = '\0';
+			expect_line(g, line);
 		} else {
-			gerr(g, "unknown command", tok[0]);
-			rc = 2;
-			break;
+			rc = golden_line(g, line);
 		}
 	}
-	if (!rc && in_expect) {
+	if (!rc && g->in_expect) {
 		gerr(g, "'expect' without 'end'", NULL);
 		rc = 2;
 	}
 	fclose(f);
 	if (!rc && g->failures)
 		rc = 1;
-	got_clear(g);
-	drv_free(g->got);
-	drv_sched_decisions_release(&g->d);
-	if (g->s)
-		drv_sched_free(g->s);
-	if (g->have_cluster) {
-		if (drv_cluster_check(&g->c) != 0 || g->c.vertices[0].free_gpus != g->c.vertices[0].total_gpus) {
-			fprintf(stderr, "%s: the cluster is not empty after the state was freed\n", file);
-			if (!rc)
-				rc = 1;
-		}
-		drv_cluster_release(&g->c);
-	}
-	{
-		size_t k;
-		for (k = 0; k < g->njobs; k++) {
-			drv_job_release(g->jobs[k]);
-			drv_free(g->jobs[k]);
-		}
-		drv_free(g->jobs);
-	}
-	return rc;
+	return golden_release(g, rc);
 }
 
 /* Runs the scenario twice and requires byte-identical decisions. */
@@ -856,5 +957,5 @@ int drv_bench_sched(int argc, char **argv)
 		return drv_opts_exit(rc);
 	if (a.golden)
 		return golden_main(a.golden, a.quiet);
-	return bench_run(&a);
+	return bench_measure(&a.pol, a.npending, a.json);
 }
