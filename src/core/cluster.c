@@ -550,13 +550,11 @@ void drv_cluster_uncommit(struct drv_cluster *c, const struct drv_placement *p)
 
 /* ---- checking ----------------------------------------------------------- */
 
-int drv_cluster_check(struct drv_cluster *c)
+/* Usage never exceeds capacity: 0 or DRV_ESTATE. */
+static int check_usage(const struct drv_cluster *c)
 {
-	struct drv_vertex *want;
-	int32_t i, a;
-	int rc = 0, l;
-
-	/* Usage never exceeds capacity. */
+	int32_t i;
+	int rc = 0;
 	for (i = 0; i < c->nnodes; i++) {
 		const struct drv_node *n = &c->nodes[i];
 		const struct drv_gpu_model *m = drv_gpu_model_at(n->model);
@@ -571,11 +569,13 @@ int drv_cluster_check(struct drv_cluster *c)
 				rc = DRV_ESTATE;
 		}
 	}
-	/* Recount every aggregate from the nodes, bottom-up. */
-	want = aligned_alloc(64, (size_t)(c->nvertices ? c->nvertices : 1) * sizeof(*want));
-	if (!want)
-		abort();
-	memset(want, 0, (size_t)c->nvertices * sizeof(*want));
+	return rc;
+}
+
+/* Every vertex's counts recounted from the nodes into want, bottom-up. */
+static void recount_from_nodes(const struct drv_cluster *c, struct drv_vertex *want)
+{
+	int32_t i, a;
 	for (i = 0; i < c->nvertices; i++) {
 		want[i].level = c->vertices[i].level;
 		want[i].first_child = c->vertices[i].first_child;
@@ -605,67 +605,95 @@ int drv_cluster_check(struct drv_cluster *c)
 			w->nodes_all++;
 		}
 	}
-	/* max_free_at[l]: free of the topmost vertices at level >= l below. */
-	{
-		int32_t *st = drv_malloc(sizeof(int32_t) * ((size_t)c->nvertices + 1));
-		for (i = 0; i < c->nvertices; i++) {
-			int lv = c->vertices[i].level;
-			for (l = 0; l < c->nlevels; l++) {
-				int32_t best = 0, top = 0, ch;
-				if (l <= lv) {
-					want[i].max_free_at[l] = want[i].free_gpus;
+}
+
+/* want[].max_free_at[l]: free of the topmost vertices at level >= l below. */
+static void recount_max_free_at(const struct drv_cluster *c, struct drv_vertex *want)
+{
+	int32_t *st = drv_malloc(sizeof(int32_t) * ((size_t)c->nvertices + 1));
+	int32_t i;
+	int l;
+	for (i = 0; i < c->nvertices; i++) {
+		int lv = c->vertices[i].level;
+		for (l = 0; l < c->nlevels; l++) {
+			int32_t best = 0, top = 0, ch;
+			if (l <= lv) {
+				want[i].max_free_at[l] = want[i].free_gpus;
+				continue;
+			}
+			for (ch = want[i].first_child; ch >= 0; ch = want[ch].next_sibling)
+				st[top++] = ch;
+			while (top > 0) {
+				int32_t x = st[--top];
+				if (want[x].level >= l) {
+					if (want[x].free_gpus > best)
+						best = want[x].free_gpus;
 					continue;
 				}
-				for (ch = want[i].first_child; ch >= 0; ch = want[ch].next_sibling)
+				for (ch = want[x].first_child; ch >= 0; ch = want[ch].next_sibling)
 					st[top++] = ch;
-				while (top > 0) {
-					int32_t x = st[--top];
-					if (want[x].level >= l) {
-						if (want[x].free_gpus > best)
-							best = want[x].free_gpus;
-						continue;
-					}
-					for (ch = want[x].first_child; ch >= 0; ch = want[ch].next_sibling)
-						st[top++] = ch;
-				}
-				want[i].max_free_at[l] = best;
 			}
+			want[i].max_free_at[l] = best;
 		}
-		drv_free(st);
 	}
+	drv_free(st);
+}
+
+static bool vertex_counts_differ(const struct drv_cluster *c, const struct drv_vertex *v,
+				 const struct drv_vertex *w)
+{
+	int k, l;
+	if (v->total_gpus != w->total_gpus || v->free_gpus != w->free_gpus ||
+	    v->free_milli != w->free_milli || v->total_nodes != w->total_nodes ||
+	    v->free_nodes != w->free_nodes || v->max_node_free != w->max_node_free ||
+	    v->max_part_free != w->max_part_free || v->max_node_gpus != w->max_node_gpus ||
+	    v->nodes_all != w->nodes_all)
+		return true;
+	for (k = 0; k < DRV_MAX_MODELS; k++)
+		if (v->free_gpus_by_model[k] != w->free_gpus_by_model[k] ||
+		    v->total_gpus_by_model[k] != w->total_gpus_by_model[k])
+			return true;
+	for (l = 0; l < c->nlevels; l++)
+		if (v->max_free_at[l] != w->max_free_at[l])
+			return true;
+	return false;
+}
+
+static void vertex_counts_repair(struct drv_vertex *v, const struct drv_vertex *w)
+{
+	v->total_gpus = w->total_gpus;
+	v->free_gpus = w->free_gpus;
+	v->free_milli = w->free_milli;
+	v->total_nodes = w->total_nodes;
+	v->free_nodes = w->free_nodes;
+	v->max_node_free = w->max_node_free;
+	v->max_part_free = w->max_part_free;
+	v->max_node_gpus = w->max_node_gpus;
+	v->nodes_all = w->nodes_all;
+	memcpy(v->free_gpus_by_model, w->free_gpus_by_model, sizeof(v->free_gpus_by_model));
+	memcpy(v->total_gpus_by_model, w->total_gpus_by_model, sizeof(v->total_gpus_by_model));
+	memcpy(v->max_free_at, w->max_free_at, sizeof(v->max_free_at));
+}
+
+int drv_cluster_check(struct drv_cluster *c)
+{
+	struct drv_vertex *want;
+	int32_t i;
+	int rc = check_usage(c);
+
+	/* Recount every aggregate from the nodes, bottom-up. */
+	want = aligned_alloc(64, (size_t)(c->nvertices ? c->nvertices : 1) * sizeof(*want));
+	if (!want)
+		abort();
+	memset(want, 0, (size_t)c->nvertices * sizeof(*want));
+	recount_from_nodes(c, want);
+	recount_max_free_at(c, want);
 	for (i = 0; i < c->nvertices; i++) {
-		struct drv_vertex *v = &c->vertices[i], *w = &want[i];
-		int k;
-		if (v->total_gpus != w->total_gpus || v->free_gpus != w->free_gpus ||
-		    v->free_milli != w->free_milli || v->total_nodes != w->total_nodes ||
-		    v->free_nodes != w->free_nodes || v->max_node_free != w->max_node_free ||
-		    v->max_part_free != w->max_part_free || v->max_node_gpus != w->max_node_gpus ||
-		    v->nodes_all != w->nodes_all)
+		if (vertex_counts_differ(c, &c->vertices[i], &want[i]))
 			rc = DRV_ESTATE;
-		for (k = 0; k < DRV_MAX_MODELS; k++)
-			if (v->free_gpus_by_model[k] != w->free_gpus_by_model[k] ||
-			    v->total_gpus_by_model[k] != w->total_gpus_by_model[k])
-				rc = DRV_ESTATE;
-		for (l = 0; l < c->nlevels; l++)
-			if (v->max_free_at[l] != w->max_free_at[l])
-				rc = DRV_ESTATE;
-		if (rc) {
-			/* repair so later steps start from the truth */
-			v->total_gpus = w->total_gpus;
-			v->free_gpus = w->free_gpus;
-			v->free_milli = w->free_milli;
-			v->total_nodes = w->total_nodes;
-			v->free_nodes = w->free_nodes;
-			v->max_node_free = w->max_node_free;
-			v->max_part_free = w->max_part_free;
-			v->max_node_gpus = w->max_node_gpus;
-			v->nodes_all = w->nodes_all;
-			memcpy(v->free_gpus_by_model, w->free_gpus_by_model,
-			       sizeof(v->free_gpus_by_model));
-			memcpy(v->total_gpus_by_model, w->total_gpus_by_model,
-			       sizeof(v->total_gpus_by_model));
-			memcpy(v->max_free_at, w->max_free_at, sizeof(v->max_free_at));
-		}
+		/* once anything was wrong, repair so later steps start from the truth */
+		if (rc)
+			vertex_counts_repair(&c->vertices[i], &want[i]);
 	}
 	free(want);
 	return rc;
