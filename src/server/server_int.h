@@ -314,18 +314,74 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 void srv_config_release(struct srv_config *c);
 const struct token *srv_config_find_token(const struct srv_config *c, const char *tok);
 
-/* --- state.c --- */
+/* --- state.c: jobs in memory and their lifecycle; all under s->mu --- */
 struct srv_job *srv_job_get(struct drv_server *s, uint64_t id);
 void srv_job_free(struct srv_job *j);
+void srv_job_mark(struct drv_server *s, struct srv_job *j);
+struct pend_event srv_make_event(const char *type, struct srv_job *j, const char *node,
+				 const char *from, const char *to, const char *reason);
+void srv_pend_release(struct pend_event *p);
+void srv_queue_event(struct drv_server *s, const char *type, struct srv_job *j, const char *node,
+		     const char *from, const char *to, const char *reason);
 void srv_job_transition(struct drv_server *s, struct srv_job *j, enum jstate to,
 			const char *reason);
-void srv_job_mark(struct drv_server *s, struct srv_job *j);
-void srv_queue_event(struct drv_server *s, const char *type, struct srv_job *j, const char *node,
-		 const char *from, const char *to, const char *reason);
-/* commit.c: srv_enqueue hands everything dirty to the committer and
- * returns the ticket to wait for; srv_wait waits for it (mu released
- * meanwhile): 0, or DRV_EIO when its group failed (then it is dirty again).
- * srv_flush = both. All under mu. */
+void srv_active_add(struct drv_server *s, uint64_t id);
+void srv_active_remove(struct drv_server *s, uint64_t id);
+void srv_node_bump(struct drv_server *s, int32_t node);
+void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j);
+double srv_job_gpus(const struct srv_job *j);
+/* New jobs, now on disk, join memory and the scheduler. */
+void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n);
+/*
+ * The priority class a job is handed to the scheduler with: the tenants
+ * file's class of the job's priorityClassName, else (no class named,
+ * priority 0) its tenant's default class, else NULL (the job's own
+ * priority). Borrowed from spec or the config.
+ */
+const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec);
+/* Something the scheduler reads changed: the loop runs a pass
+ * sched_delay_ms after the first such kick. */
+void srv_sched_kick(struct drv_server *s);
+/* A pending decision as a user reads it: "pending 9: resources: needs ..."
+ * -> "resources: needs ...". Returns a pointer into buf. */
+const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decision *d, char *buf,
+			     size_t n);
+/* Why pending job j waits, as shown to users: the scheduler's current reason,
+ * else the stored one. May return buf. */
+const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n);
+/* All tasks of j have ended: releases resources, requeues or finishes. */
+void srv_job_released(struct drv_server *s, struct srv_job *j);
+/* Stops the job's running tasks; reason for the agents. */
+void srv_job_stop_tasks(struct drv_server *s, struct srv_job *j, const char *reason);
+/* A task's process ended or never ran: updates the job; may finish it. */
+void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank);
+/* Requeue after a node failure (whole gang) or fail past the retry limit. */
+void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const char *node,
+			       const char *why);
+void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *user, json_t *ev);
+
+/* --- state_json.c: the store's documents and the API's forms (new references) --- */
+json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j);
+json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail);
+json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
+json_t *srv_node_api_json(struct drv_server *s, int32_t i);
+
+/* --- nodes.c: nodes and the cluster --- */
+int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz);
+int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
+		 int64_t mem, json_t *labels);
+int32_t srv_node_find(struct drv_server *s, const char *name);
+void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
+			const char *reason);
+
+/* --- restore.c: nodes, then jobs, from the store at start --- */
+int srv_restore(struct drv_server *s, char *err, size_t errsz);
+
+/* --- commit.c ---
+ * srv_enqueue hands everything dirty to the committer and returns the
+ * ticket to wait for; srv_wait waits for it (mu released meanwhile): 0, or
+ * DRV_EIO when its group failed (then it is dirty again). srv_flush = both.
+ * All under mu. */
 uint64_t srv_enqueue(struct drv_server *s);
 int srv_wait(struct drv_server *s, uint64_t ticket);
 int srv_flush(struct drv_server *s);
@@ -338,62 +394,14 @@ int srv_flush(struct drv_server *s);
 uint64_t srv_commit_new_jobs(struct drv_server *s, struct srv_job **js, size_t n);
 /* 1 while ticket is not yet processed, 0 once on disk, DRV_EIO if its group failed. */
 int srv_ticket_state(const struct drv_server *s, uint64_t ticket);
-/* state.c: new jobs, now on disk, join memory and the scheduler. Under mu. */
-void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n);
-/*
- * durable.c: answers r with the reply the handler left in its resp once
- * ticket is on disk, or with 503 "<fail_prefix>the state store cannot
- * write (...)" if it failed; no thread waits meanwhile. Under mu or not.
- */
+void *srv_commit_main(void *arg);
+
+/* --- durable.c ---
+ * Answers r with the reply the handler left in its resp once ticket is on
+ * disk, or with 503 "<fail_prefix>the state store cannot write (...)" if it
+ * failed; no thread waits meanwhile. Under mu or not. */
 void srv_reply_when_durable(struct drv_server *s, struct drv_http_req *r, uint64_t ticket,
 			    const char *fail_prefix);
-void *srv_commit_main(void *arg);
-void srv_pend_release(struct pend_event *p);
-struct pend_event srv_make_event(const char *type, struct srv_job *j, const char *node,
-				 const char *from, const char *to, const char *reason);
-json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j);
-json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail);
-json_t *srv_node_api_json(struct drv_server *s, int32_t i);
-/*
- * The priority class a job is handed to the scheduler with: the tenants
- * file's class of the job's priorityClassName, else (no class named,
- * priority 0) its tenant's default class, else NULL (the job's own
- * priority). Borrowed from spec or the config.
- */
-const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec);
-/* Something the scheduler reads changed: the loop runs a pass
- * sched_delay_ms after the first such kick. Under s->mu. */
-void srv_sched_kick(struct drv_server *s);
-/* A pending decision as a user reads it: "pending 9: resources: needs ..."
- * -> "resources: needs ...". Returns a pointer into buf. */
-const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decision *d, char *buf,
-			     size_t n);
-/* Why pending job j waits, as shown to users: the scheduler's current reason,
- * else the stored one. Under s->mu; may return buf. */
-const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n);
-json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
-double srv_job_gpus(const struct srv_job *j);
-void srv_active_add(struct drv_server *s, uint64_t id);
-void srv_active_remove(struct drv_server *s, uint64_t id);
-void srv_node_bump(struct drv_server *s, int32_t node);
-void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j);
-int srv_restore(struct drv_server *s, char *err, size_t errsz);
-void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *user, json_t *ev);
-/* Stops the job's running tasks; reason for the agents. */
-void srv_job_stop_tasks(struct drv_server *s, struct srv_job *j, const char *reason);
-/* A task's process ended or never ran: updates the job; may finish it. */
-void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank);
-/* All tasks of j have ended: releases resources, requeues or finishes. */
-void srv_job_released(struct drv_server *s, struct srv_job *j);
-/* Requeue after a node failure (whole gang) or fail past the retry limit. */
-void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const char *node,
-			   const char *why);
-int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz);
-int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
-	     int64_t mem, json_t *labels);
-int32_t srv_node_find(struct drv_server *s, const char *name);
-void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
-			const char *reason);
 
 /* --- jobs_api.c / nodes_api.c / agent_api.c / watch.c --- */
 extern const struct drv_http_route srv_routes[];

@@ -1,0 +1,180 @@
+/*
+ * nodes.c: the controller's nodes and the cluster the scheduler sees:
+ * finding a node by name, its state (up, draining, down) kept in step
+ * with the cluster and the scheduler, the cluster file or the default
+ * pool and leaf new nodes join, and adding a node an agent registers.
+ * nodes[i] is cluster.nodes[i] throughout.
+ */
+#include "server_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "drover/clusterfile.h"
+
+int32_t srv_node_find(struct drv_server *s, const char *name)
+{
+	for (int32_t i = 0; i < s->nnodes; i++)
+		if (strcmp(s->nodes[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st, const char *reason)
+{
+	struct srv_node *n = &s->nodes[i];
+	enum drv_node_state from = n->state;
+
+	srv_set_str(&n->reason, reason ? reason : "");
+	n->dirty = true;
+	if (from == st)
+		return;
+	n->state = st;
+	drv_cluster_set_node_state(&s->cluster, i, st);
+	if (s->sched)
+		drv_sched_cluster_changed(s->sched, drv_wall_s());
+	srv_queue_event(s, "node", NULL, n->name, srv_nstate_name(from), srv_nstate_name(st), reason);
+	drv_log(&s->log, "node %s: %s -> %s%s%s", n->name, srv_nstate_name(from), srv_nstate_name(st),
+		reason && *reason ? ": " : "", reason ? reason : "");
+	srv_sched_kick(s);
+}
+
+/* Makes sure nodes[] covers every cluster node (nodes from a file). */
+static void nodes_sync(struct drv_server *s)
+{
+	while (s->nnodes < s->cluster.nnodes) {
+		struct srv_node *n;
+
+		DRV_GROW(s->nodes, (size_t)s->nnodes + 1, s->ncap);
+		n = &s->nodes[s->nnodes];
+		memset(n, 0, sizeof(*n));
+		n->name = drv_strdup(s->cluster.nodes[s->nnodes].name);
+		n->state = s->cluster.nodes[s->nnodes].state;
+		n->labels = json_object();
+		for (int32_t k = 0; k < s->cluster.nodes[s->nnodes].nlabels; k++)
+			json_object_set_new(n->labels, s->cluster.nodes[s->nnodes].labels[k].key,
+					    json_string(s->cluster.nodes[s->nnodes].labels[k].value));
+		s->nnodes++;
+	}
+}
+
+static int32_t child_named(struct drv_cluster *c, int32_t parent, const char *name)
+{
+	for (int32_t v = c->vertices[parent].first_child; v >= 0; v = c->vertices[v].next_sibling)
+		if (strcmp(c->vertices[v].name, name) == 0)
+			return v;
+	return -1;
+}
+
+/* The pool and leaf where agents the cluster file does not name land. */
+static int default_place(struct drv_server *s)
+{
+	struct drv_cluster *c = &s->cluster;
+	int32_t v = 0;
+	int pool_level = drv_cluster_level(c, "pool");
+
+	for (int lvl = 1; lvl < c->nlevels - 1; lvl++) {
+		const char *name = lvl == pool_level ? s->cfg.default_pool
+				   : lvl == c->nlevels - 2 ? s->cfg.default_leaf : "default";
+		int32_t w = child_named(c, v, name);
+
+		if (w < 0) {
+			w = drv_cluster_add_vertex(c, v, name);
+			if (w < 0)
+				return w;
+		}
+		v = w;
+		if (lvl == pool_level) {
+			int32_t p = -1;
+
+			for (int32_t k = 0; k < c->npools; k++)
+				if (strcmp(c->pools[k].name, name) == 0)
+					p = k;
+			if (p < 0) {
+				struct drv_pool pool = { .name = (char *)name, .provider = (char *)"onprem",
+							 .region = (char *)"local", .vertex = v };
+
+				p = drv_cluster_add_pool(c, &pool);
+				if (p < 0)
+					return p;
+			}
+			s->default_pool_index = p;
+		}
+	}
+	s->default_leaf_vertex = v;
+	return 0;
+}
+
+int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
+	     int64_t mem, json_t *labels)
+{
+	int idx, rc;
+
+	if (s->default_leaf_vertex < 0) {
+		rc = default_place(s);
+		if (rc < 0)
+			return rc;
+	}
+	idx = drv_cluster_add_node(&s->cluster, s->default_leaf_vertex, name, model, ngpus, cpu,
+				   mem);
+	if (idx < 0)
+		return idx;
+	if (labels && json_object_size(labels)) {
+		struct drv_node *cn = &s->cluster.nodes[idx];
+		const char *k;
+		json_t *v;
+
+		cn->labels = drv_calloc(json_object_size(labels), sizeof(*cn->labels));
+		json_object_foreach(labels, k, v) {
+			cn->labels[cn->nlabels].key = drv_strdup(k);
+			cn->labels[cn->nlabels].value =
+				drv_strdup(json_is_string(v) ? json_string_value(v) : "");
+			cn->nlabels++;
+		}
+	}
+	nodes_sync(s);
+	json_decref(s->nodes[idx].labels);
+	s->nodes[idx].labels = labels ? json_deep_copy(labels) : json_object();
+	s->nodes[idx].dirty = true;
+	if (s->sched)
+		drv_sched_cluster_changed(s->sched, drv_wall_s());
+	return idx;
+}
+
+int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz)
+{
+	static const char *const levels[] = { "cluster", "pool", "leaf", "node" };
+	int rc;
+
+	s->default_leaf_vertex = -1;
+	s->default_pool_index = -1;
+	if (cluster_file) {
+		struct drv_diags d;
+
+		drv_diags_init(&d, cluster_file);
+		rc = drv_cluster_load_file(cluster_file, &s->cluster, &d);
+		if (rc < 0) {
+			drv_diags_print(&d, s->log.out ? s->log.out : stderr);
+			snprintf(err, errsz, "%s: not a valid cluster file (%d error%s above)",
+				 cluster_file, d.nerrors, d.nerrors == 1 ? "" : "s");
+			drv_diags_release(&d);
+			return rc == DRV_EIO ? DRV_EIO : DRV_EINVAL;
+		}
+		drv_diags_release(&d);
+	} else {
+		drv_cluster_init(&s->cluster, "cluster");
+		rc = drv_cluster_set_levels(&s->cluster, levels, 4);
+		if (rc < 0) {
+			snprintf(err, errsz, "cannot set up the cluster: %s", drv_strerror(rc));
+			return rc;
+		}
+	}
+	nodes_sync(s);
+	/* nodes named by the file are down until their agent registers */
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		s->nodes[i].state = DRV_NODE_DOWN;
+		drv_cluster_set_node_state(&s->cluster, i, DRV_NODE_DOWN);
+		srv_set_str(&s->nodes[i].reason, "no agent has registered");
+	}
+	return 0;
+}

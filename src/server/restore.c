@@ -1,0 +1,278 @@
+/*
+ * restore.c: the controller after a restart: nodes, then jobs, loaded
+ * from the store (their store documents, state_json.c), pending jobs back
+ * in the queue, jobs holding GPUs re-added running on their placement, and
+ * every known node given a fresh heartbeat timeout to come back.
+ */
+#include "server_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t gpus_mask(const json_t *a)
+{
+	uint64_t m = 0;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v) {
+		json_int_t x = json_integer_value(v);
+
+		if (x >= 0 && x < 64)
+			m |= 1ull << x;
+	}
+	return m;
+}
+
+static int load_node(const struct drv_store_node *row, void *cls)
+{
+	struct drv_server *s = cls;
+	json_t *doc = json_loads(row->doc, 0, NULL);
+	json_t *inv = doc ? json_object_get(doc, "inventory") : NULL;
+	int32_t i = srv_node_find(s, row->name);
+	struct srv_node *n;
+
+	if (!doc)
+		return 0;
+	if (i < 0) {
+		json_t *gpus = json_object_get(inv, "gpus");
+		const char *mname = json_is_array(gpus) && json_array_size(gpus)
+					    ? drv_json_str(json_array_get(gpus, 0), "model") : NULL;
+		int model = mname ? drv_gpu_model_find(mname) : -1;
+
+		i = srv_node_add(s, row->name, model, model >= 0 ? (int)json_array_size(gpus) : 0,
+			     drv_json_int(inv, "cpu_milli", 0), drv_json_int(inv, "mem_mib", 0),
+			     json_object_get(doc, "labels"));
+		if (i < 0) {
+			drv_log(&s->log, "cannot restore node %s: %s", row->name, drv_strerror(i));
+			json_decref(doc);
+			return 0;
+		}
+	}
+	n = &s->nodes[i];
+	if (json_is_object(inv)) {
+		json_decref(n->inventory);
+		n->inventory = json_incref(inv);
+	}
+	n->session = drv_json_int(doc, "session", 0);
+	n->ever_registered = drv_json_bool(doc, "ever_registered", 0);
+	n->admin_drain = drv_json_bool(doc, "admin_drain", 0);
+	srv_set_str(&n->address, drv_json_str(doc, "address"));
+	srv_set_str(&n->agent_url, drv_json_str(doc, "agent_url"));
+	if (n->ever_registered) {
+		/* a fresh heartbeat timeout to come back in */
+		n->registered = true;
+		n->last_hb_ms = drv_mono_ms();
+		n->last_hb_wall = drv_wall_s();
+		n->state = n->admin_drain ? DRV_NODE_DRAINING : DRV_NODE_UP;
+		drv_cluster_set_node_state(&s->cluster, i, n->state);
+		srv_set_str(&n->reason, n->admin_drain ? drv_json_str(doc, "reason") : "");
+	}
+	json_decref(doc);
+	return 0;
+}
+
+static enum tstate tstate_parse(const char *n)
+{
+	for (int i = 0; i < T_NSTATES; i++)
+		if (n && strcmp(srv_tstate_name((enum tstate)i), n) == 0)
+			return (enum tstate)i;
+	return T_PENDING;
+}
+
+static int load_job(const struct drv_store_job *row, void *cls)
+{
+	struct drv_server *s = cls;
+	json_t *doc = json_loads(row->doc, 0, NULL), *tasks, *t;
+	struct srv_job *j;
+	struct drv_diags d;
+	size_t i;
+	int st;
+
+	if (!doc) {
+		drv_log(&s->log, "job %llu: its stored record is not JSON; skipped",
+			(unsigned long long)row->id);
+		return 0;
+	}
+	j = drv_calloc(1, sizeof(*j));
+	j->id = row->id;
+	drv_jobspec_init(&j->spec);
+	drv_diags_init(&d, "stored job");
+	if (drv_jobspec_from_json(json_object_get(doc, "spec"), &j->spec, &d) < 0) {
+		drv_log(&s->log, "job %llu: its stored spec does not load; skipped",
+			(unsigned long long)row->id);
+		drv_diags_print(&d, s->log.out ? s->log.out : stderr);
+		drv_diags_release(&d);
+		srv_job_free(j);
+		json_decref(doc);
+		return 0;
+	}
+	drv_diags_release(&d);
+	j->canon = json_incref(json_object_get(doc, "spec"));
+	j->spec.job.id = j->id;
+	srv_set_str(&j->spec.job.user, row->user);
+	if (!j->spec.job.tenant)
+		srv_set_str(&j->spec.job.tenant, row->tenant);
+	st = srv_jstate_parse(row->state);
+	j->state = st < 0 ? J_PENDING : (enum jstate)st;
+	srv_set_str(&j->reason, drv_json_str(doc, "reason"));
+	j->attempt = (int32_t)drv_json_int(doc, "attempt", 0);
+	j->requeues = (int32_t)drv_json_int(doc, "requeues", 0);
+	j->epoch = drv_json_int(doc, "epoch", 0);
+	j->durable_epoch = j->epoch;
+	j->submit_time = drv_json_int(doc, "submit_time", row->submit_time);
+	j->spec.job.submit_time = j->submit_time;
+	j->start_time = drv_json_int(doc, "start_time", 0);
+	j->end_time = drv_json_int(doc, "end_time", 0);
+	j->has_exit = json_is_integer(json_object_get(doc, "exit_code"));
+	j->exit_code = (int)drv_json_int(doc, "exit_code", 0);
+	srv_set_str(&j->stop_reason, drv_json_str(doc, "stop_reason"));
+	j->requeue_on_stop = drv_json_bool(doc, "requeue_on_stop", 0);
+	j->requeue_quiet = drv_json_bool(doc, "requeue_quiet", 0);
+	j->holding = drv_json_bool(doc, "holding", 0);
+	j->events = json_incref(json_object_get(doc, "events"));
+	if (!json_is_array(j->events)) {
+		json_decref(j->events);
+		j->events = json_array();
+	}
+	tasks = json_object_get(doc, "tasks");
+	if (json_array_size(tasks)) {
+		j->tasks = drv_calloc(json_array_size(tasks), sizeof(*j->tasks));
+		json_array_foreach(tasks, i, t) {
+			struct srv_task *k = &j->tasks[j->ntasks++];
+			const char *nn = drv_json_str(t, "node");
+
+			k->node = nn ? srv_node_find(s, nn) : -1;
+			if (k->node < 0) {
+				/* its node left the cluster file: keep the name, as a node
+				 * without GPUs that is down */
+				k->node = srv_node_add(s, nn ? nn : "unknown", -1, 0, 0, 0, NULL);
+				if (k->node >= 0)
+					srv_node_set_state(s, k->node, DRV_NODE_DOWN,
+							   "not in the cluster any more");
+			}
+			k->group = (int16_t)drv_json_int(t, "group", 0);
+			k->gpu_mask = gpus_mask(json_object_get(t, "gpus"));
+			k->gpu_milli = (int32_t)drv_json_int(t, "gpu_milli", 1000);
+			k->cpu_milli = drv_json_int(t, "cpu_milli", 0);
+			k->mem_mib = drv_json_int(t, "mem_mib", 0);
+			k->state = tstate_parse(drv_json_str(t, "state"));
+			k->ended = drv_json_bool(t, "ended", 0);
+			k->exit_code = (int)drv_json_int(t, "exit_code", -1);
+			k->signal = (int)drv_json_int(t, "signal", 0);
+			k->oom = drv_json_bool(t, "oom", 0);
+			srv_set_str(&k->reason, drv_json_str(t, "reason"));
+			k->start_time = drv_json_int(t, "start_time", 0);
+			k->end_time = drv_json_int(t, "end_time", 0);
+			if (k->node < 0 || s->cluster.nodes[k->node].ngpus == 0) {
+				/* its node is gone from the cluster: the task is lost */
+				if (k->node < 0)
+					k->node = 0;
+				if (!k->ended) {
+					k->ended = true;
+					k->state = T_LOST;
+					srv_set_str(&k->reason, "its node is no longer in the cluster");
+				}
+			}
+		}
+	}
+	json_decref(doc);
+	if (j->id > s->njobs) {
+		DRV_GROW(s->jobs, j->id, s->jcap);
+		for (uint64_t k = s->njobs; k < j->id; k++)
+			s->jobs[k] = NULL;
+		s->njobs = j->id;
+	}
+	s->jobs[j->id - 1] = j;
+	return 0;
+}
+
+/* Hands the restored jobs to the scheduler: pending ones queue, jobs that
+ * hold GPUs are added running on their placement. */
+static void restore_sched(struct drv_server *s)
+{
+	struct drv_placement p;
+
+	drv_placement_init(&p);
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct srv_job *j = srv_job_get(s, id);
+		int rc;
+
+		if (!j)
+			continue;
+		if (j->holding) {
+			bool lost = false;
+
+			p.ntasks = 0;
+			for (int32_t i = 0; i < j->ntasks; i++) {
+				struct drv_task_place *tp;
+
+				lost |= j->tasks[i].state == T_LOST && !srv_jstate_final(j->state);
+				if (j->tasks[i].ended)
+					continue;
+				DRV_GROW(p.tasks, (size_t)p.ntasks + 1, p.cap);
+				tp = &p.tasks[p.ntasks++];
+				memset(tp, 0, sizeof(*tp));
+				tp->node = j->tasks[i].node;
+				tp->group = j->tasks[i].group;
+				tp->gpu_milli = j->tasks[i].gpu_milli;
+				tp->gpu_mask = j->tasks[i].gpu_mask;
+				tp->cpu_milli = j->tasks[i].cpu_milli;
+				tp->mem_mib = j->tasks[i].mem_mib;
+			}
+			rc = drv_sched_add_running(s->sched, &j->spec.job, srv_job_class(s, &j->spec), &p,
+						   j->start_time ? j->start_time : j->submit_time, 0);
+			if (rc < 0) {
+				drv_log(&s->log, "job %llu: cannot restore it running (%s); requeued",
+					(unsigned long long)j->id, drv_strerror(rc));
+				j->holding = false;
+				rc = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec));
+				j->in_sched = rc == 0;
+				srv_job_transition(s, j, J_PENDING, "could not be restored running after a restart");
+				continue;
+			}
+			j->in_sched = true;
+			srv_active_add(s, j->id);
+			if (lost)
+				srv_job_requeue_node_down(s, j, s->nodes[j->tasks[0].node].name,
+						      "left the cluster");
+		} else if (j->state == J_PENDING || j->state == J_PREEMPTED) {
+			rc = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec));
+			j->in_sched = rc == 0;
+			if (j->state == J_PREEMPTED)
+				srv_job_transition(s, j, J_PENDING, "requeued after a restart");
+		}
+	}
+	drv_placement_release(&p);
+}
+
+int srv_restore(struct drv_server *s, char *err, size_t errsz)
+{
+	uint64_t maxjob = 0;
+	int64_t maxseq = 0, v;
+	int rc;
+
+	rc = s->store->ops->load_nodes(s->store, load_node, s);
+	if (rc == 0)
+		rc = s->store->ops->load_jobs(s->store, load_job, s);
+	if (rc == 0)
+		rc = s->store->ops->max_ids(s->store, &maxjob, &maxseq);
+	if (rc < 0) {
+		snprintf(err, errsz, "cannot read the state: %s", s->store->err);
+		return rc;
+	}
+	if (drv_store_get_meta(s->store, "epoch", &v) == 0)
+		s->epoch = v;
+	if (drv_store_get_meta(s->store, "session", &v) == 0)
+		s->session = v;
+	s->last_seq = maxseq;
+	s->next_id = maxjob;
+	if (maxjob > s->njobs) {
+		DRV_GROW(s->jobs, maxjob, s->jcap);
+		for (uint64_t k = s->njobs; k < maxjob; k++)
+			s->jobs[k] = NULL;
+		s->njobs = maxjob;
+	}
+	restore_sched(s);
+	return 0;
+}

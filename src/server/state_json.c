@@ -1,0 +1,218 @@
+/*
+ * state_json.c: the JSON forms of jobs and nodes: the documents the store
+ * keeps (srv_job_store_doc, srv_node_store_doc, read back by restore.c)
+ * and what the API shows (srv_job_api_json, srv_node_api_json; fields as
+ * docs/api.md says). Under s->mu; each returns a new reference.
+ */
+#include "server_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *gpus_array(uint64_t mask)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < 64; i++)
+		if (mask & (1ull << i))
+			json_array_append_new(a, json_integer(i));
+	return a;
+}
+
+json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
+{
+	json_t *tasks = json_array(), *doc;
+
+	for (int32_t i = 0; i < j->ntasks; i++) {
+		struct srv_task *t = &j->tasks[i];
+
+		json_array_append_new(
+			tasks,
+			json_pack("{s:s,s:i,s:o,s:i,s:I,s:I,s:s,s:b,s:i,s:i,s:b,s:s,s:I,s:I}", "node",
+				  s->nodes[t->node].name, "group", t->group, "gpus",
+				  gpus_array(t->gpu_mask), "gpu_milli", t->gpu_milli, "cpu_milli",
+				  (json_int_t)t->cpu_milli, "mem_mib", (json_int_t)t->mem_mib, "state",
+				  srv_tstate_name(t->state), "ended", t->ended, "exit_code", t->exit_code,
+				  "signal", t->signal, "oom", t->oom, "reason",
+				  t->reason ? t->reason : "", "start_time", (json_int_t)t->start_time,
+				  "end_time", (json_int_t)t->end_time));
+	}
+	doc = json_pack("{s:I,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o,s:O,s:o,s:b,s:b,s:o,s:O}",
+			 "id", (json_int_t)j->id, "state", srv_jstate_name(j->state), "reason",
+			 j->reason ? j->reason : "", "attempt", j->attempt, "requeues", j->requeues,
+			 "epoch", (json_int_t)j->epoch, "submit_time", (json_int_t)j->submit_time,
+			 "start_time", (json_int_t)j->start_time, "end_time",
+			 (json_int_t)j->end_time, "exit_code",
+			 j->has_exit ? json_integer(j->exit_code) : json_null(), "spec", j->canon,
+			 "stop_reason", j->stop_reason ? json_string(j->stop_reason) : json_null(),
+			 "requeue_on_stop", j->requeue_on_stop, "holding", j->holding, "tasks", tasks,
+			 "events", j->events ? j->events : json_null());
+	json_object_set_new(doc, "requeue_quiet", json_boolean(j->requeue_quiet));
+	return doc;
+}
+
+static const char *job_image(const struct srv_job *j)
+{
+	for (int32_t g = 0; g < j->spec.job.ngroups; g++)
+		if (j->spec.run && j->spec.run[g].image)
+			return j->spec.run[g].image;
+	return NULL;
+}
+
+json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
+{
+	const struct drv_job *jb = &j->spec.job;
+	json_t *o, *pl = json_array();
+	const char *model = NULL;
+	char nodelist[1024] = "", why[512];
+	size_t nl = 0;
+	int nnodes = 0;
+
+	for (int32_t g = 0; g < jb->ngroups; g++) {
+		if (jb->groups[g].model >= 0) {
+			const struct drv_gpu_model *m = drv_gpu_model_at(jb->groups[g].model);
+
+			model = m ? m->id : NULL;
+			break;
+		}
+	}
+	for (int32_t i = 0; i < j->ntasks; i++) {
+		struct srv_task *t = &j->tasks[i];
+		const char *nn = s->nodes[t->node].name;
+		char tid[48];
+		bool seen = false;
+
+		snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, i);
+		json_array_append_new(pl, json_pack("{s:s,s:i,s:s,s:o}", "task", tid, "rank", i,
+						    "node", nn, "gpus", gpus_array(t->gpu_mask)));
+		for (int32_t k = 0; k < i; k++)
+			seen |= j->tasks[k].node == t->node;
+		if (!seen) {
+			nnodes++;
+			if (nl < sizeof(nodelist))
+				nl += (size_t)snprintf(nodelist + nl, sizeof(nodelist) - nl, "%s%s",
+						       nl ? "," : "", nn);
+		}
+	}
+	o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:f,s:o,s:i,s:i,s:i,s:b,s:s,s:o,s:i}", "id",
+		      (json_int_t)j->id, "name", jb->name ? jb->name : "", "user",
+		      jb->user ? jb->user : "", "tenant", jb->tenant ? jb->tenant : "default",
+		      "state", srv_jstate_name(j->state), "reason",
+		      srv_job_reason(s, j, why, sizeof(why)), "gpus",
+		      srv_job_gpus(j), "gpu_model", model ? json_string(model) : json_null(), "tasks",
+		      drv_job_tasks(jb), "nodes", nnodes, "priority", jb->priority, "preemptible",
+		      jb->preemptible, "runtime", "host", "image",
+		      job_image(j) ? json_string(job_image(j)) : json_null(), "attempt",
+		      j->attempt);
+	/* whole GPU counts print as integers */
+	if (srv_job_gpus(j) == (double)(int64_t)srv_job_gpus(j))
+		json_object_set_new(o, "gpus", json_integer((json_int_t)srv_job_gpus(j)));
+	json_object_set_new(o, "submit_time", srv_json_time(j->submit_time));
+	json_object_set_new(o, "start_time", srv_json_time(j->start_time));
+	json_object_set_new(o, "end_time", srv_json_time(j->end_time));
+	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	json_object_set_new(o, "placement", pl);
+	json_object_set_new(o, "nodelist", json_string(nodelist));
+	if (detail) {
+		json_t *env = json_object(), *ts = json_array(), *evs = json_array();
+		size_t i;
+		json_t *e;
+
+		for (int32_t g = 0; g < jb->ngroups && j->spec.run; g++)
+			for (int32_t k = 0; k < j->spec.run[g].nenv; k++)
+				if (j->spec.run[g].env[k].value)
+					json_object_set_new(env, j->spec.run[g].env[k].name,
+							    json_string(j->spec.run[g].env[k].value));
+		for (int32_t r = 0; r < j->ntasks; r++) {
+			struct srv_task *t = &j->tasks[r];
+			char tid[48];
+
+			snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, r);
+			json_array_append_new(
+				ts, json_pack("{s:s,s:i,s:s,s:s,s:I,s:o,s:o,s:b,s:s,s:o,s:o}", "task",
+					      tid, "rank", r, "node", s->nodes[t->node].name, "state",
+					      srv_tstate_name(t->state), "epoch", (json_int_t)j->epoch,
+					      "exit_code",
+					      t->exit_code >= 0 && t->ended ? json_integer(t->exit_code)
+									    : json_null(),
+					      "signal", t->signal ? json_integer(t->signal) : json_null(),
+					      "oom_killed", t->oom, "reason", t->reason ? t->reason : "",
+					      "start_time", srv_json_time(t->start_time), "end_time",
+					      srv_json_time(t->end_time)));
+		}
+		json_array_foreach(j->events, i, e) {
+			json_t *c = json_deep_copy(e);
+
+			json_object_set_new(c, "time",
+					    srv_json_time(json_integer_value(json_object_get(e, "time"))));
+			json_array_append_new(evs, c);
+		}
+		json_object_set(o, "spec", j->canon);
+		json_object_set_new(o, "env", env);
+		json_object_set_new(o, "task_states", ts);
+		json_object_set_new(o, "events", evs);
+	}
+	return o;
+}
+
+json_t *srv_node_store_doc(struct drv_server *s, int32_t i)
+{
+	struct srv_node *n = &s->nodes[i];
+
+	return json_pack("{s:s,s:O,s:O,s:I,s:b,s:b,s:s,s:o,s:o}", "name", n->name, "labels",
+			 n->labels ? n->labels : json_object(), "inventory",
+			 n->inventory ? n->inventory : json_null(), "session",
+			 (json_int_t)n->session, "ever_registered", n->ever_registered,
+			 "admin_drain", n->admin_drain, "reason", n->reason ? n->reason : "",
+			 "address", n->address ? json_string(n->address) : json_null(), "agent_url",
+			 n->agent_url ? json_string(n->agent_url) : json_null());
+}
+
+json_t *srv_node_api_json(struct drv_server *s, int32_t i)
+{
+	struct srv_node *n = &s->nodes[i];
+	const struct drv_node *cn = &s->cluster.nodes[i];
+	const struct drv_gpu_model *m = cn->model >= 0 ? drv_gpu_model_at(cn->model) : NULL;
+	json_t *path = json_array(), *jobs = json_array(), *o;
+	int32_t alloc = 0, v;
+	int32_t chain[DRV_MAX_LEVELS + 1], nchain = 0;
+
+	for (v = cn->vertex; v >= 0 && nchain <= DRV_MAX_LEVELS; v = s->cluster.vertices[v].parent)
+		chain[nchain++] = v;
+	while (nchain > 0)
+		json_array_append_new(path, json_string(s->cluster.vertices[chain[--nchain]].name));
+	for (int g = 0; g < cn->ngpus; g++)
+		if (cn->gpu_milli_used && cn->gpu_milli_used[g] > 0)
+			alloc++;
+	for (size_t k = 0; k < s->nactive; k++) {
+		struct srv_job *j = srv_job_get(s, s->active[k]);
+
+		if (!j)
+			continue;
+		for (int32_t t = 0; t < j->ntasks; t++) {
+			if (j->tasks[t].node == i && !j->tasks[t].ended) {
+				json_array_append_new(jobs, json_integer((json_int_t)j->id));
+				break;
+			}
+		}
+	}
+	o = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:o,s:i,s:i,s:i,s:I,s:I,s:o,s:o,s:o,s:o,s:b,s:o,s:o}",
+		      "name", n->name, "state", srv_nstate_name(n->state), "reason",
+		      n->reason ? n->reason : "", "pool",
+		      cn->pool >= 0 && cn->pool < s->cluster.npools ? s->cluster.pools[cn->pool].name
+								     : NULL,
+		      "path", path, "model", m ? json_string(m->id) : json_null(), "gpus",
+		      cn->ngpus, "gpus_allocated", alloc, "gpus_free", cn->ngpus - alloc,
+		      "cpu_milli", (json_int_t)cn->cpu_milli, "mem_mib", (json_int_t)cn->mem_mib,
+		      "labels", n->labels ? json_incref(n->labels) : json_object(), "address",
+		      n->address ? json_string(n->address) : json_null(), "agent_url",
+		      n->agent_url ? json_string(n->agent_url) : json_null(), "last_heartbeat",
+		      srv_json_time(n->last_hb_wall), "registered", n->registered, "jobs", jobs,
+		      "gpu_health", n->health ? json_incref(n->health) : json_array());
+	if (!json_object_get(o, "pool"))
+		json_object_set_new(o, "pool", json_null());
+	json_object_set_new(o, "backend", drv_json_str(n->inventory, "backend")
+					      ? json_string(drv_json_str(n->inventory, "backend"))
+					      : json_null());
+	return o;
+}
