@@ -576,11 +576,7 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	struct srv_job *j;
 	int64_t task, offset, limit;
 	const char *stream = drv_http_req_query(r, "stream");
-	char *url = NULL, *tok = NULL, path[256], nodename[DRV_NAME_MAX * 2] = "";
-	struct drv_http_client cl;
-	struct drv_http_reply rep;
-	char next[32];
-	int rc;
+	struct srv_logs_req q = { 0 };
 
 	if (!stream)
 		stream = "stdout";
@@ -603,45 +599,24 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		} else {
 			struct srv_node *n = &s->nodes[j->tasks[task].node];
 
-			snprintf(nodename, sizeof(nodename), "%s", n->name);
+			snprintf(q.nodename, sizeof(q.nodename), "%s", n->name);
 			if (!n->agent_url)
 				drv_http_resp_error(o, 503, "unavailable", NULL,
 						    "node %s's agent gave no URL to fetch logs from",
 						    n->name);
-			url = n->agent_url ? drv_strdup(n->agent_url) : NULL;
-			tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
-			snprintf(path, sizeof(path), "/v1/tasks/%llu.%lld/logs?stream=%s&offset=%lld&limit=%lld",
+			q.url = n->agent_url ? drv_strdup(n->agent_url) : NULL;
+			q.tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
+			q.offset = offset;
+			snprintf(q.path, sizeof(q.path), "/v1/tasks/%llu.%lld/logs?stream=%s&offset=%lld&limit=%lld",
 				 (unsigned long long)j->id, (long long)task, stream, (long long)offset,
 				 (long long)limit);
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
-	if (!url)
-		goto out;
-	drv_http_client_init(&cl, url, tok);
-	cl.timeout_ms = 10000;
-	drv_http_reply_init(&rep);
-	rc = drv_http_request(&cl, "GET", path, NULL, NULL, 0, -1, &rep);
-	if (rc < 0) {
-		drv_http_resp_error(o, 503, "unavailable", NULL, "node %s: %s", nodename, cl.err);
-	} else if (rep.status != 200) {
-		char msg[300];
-
-		drv_http_resp_error(o, rep.status == 404 ? 404 : 503,
-				    rep.status == 404 ? "not_found" : "unavailable", NULL,
-				    "node %s: %s", nodename,
-				    drv_http_error_message(&rep, msg, sizeof(msg)));
-	} else {
-		drv_http_resp_bytes(o, 200, "text/plain; charset=utf-8", rep.body, rep.len);
-		if (!drv_http_reply_header(&rep, "X-Drover-Next-Offset", next, sizeof(next)))
-			snprintf(next, sizeof(next), "%lld", (long long)(offset + (int64_t)rep.len));
-		drv_http_resp_header(o, "X-Drover-Next-Offset", next);
-	}
-	drv_http_reply_release(&rep);
-	drv_http_client_release(&cl);
-out:
-	drv_free(url);
-	drv_free(tok);
+	if (q.url)
+		srv_logs_fetch(s, r, o, &q);   /* takes q */
+	else
+		drv_free(q.tok);
 	return 0;
 }
 

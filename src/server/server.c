@@ -286,15 +286,21 @@ const char *drv_server_config_path(const struct drv_server *s)
 
 void drv_server_stop(struct drv_server *s)
 {
+	struct drv_http_server *http;
+
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cv);
-	drv_http_wake(s->http);
 	pthread_cond_broadcast(&s->loop_cv);
+	/* no thread may wake the HTTP server once it is being freed; its stop
+	 * answers every waiting reply without a wake */
+	http = s->http;
+	s->http = NULL;
 	pthread_mutex_unlock(&s->mu);
-	drv_http_server_stop(s->http);
+	drv_http_server_stop(http);
+	srv_logs_drain(s);
 	if (s->loop_started)
 		pthread_join(s->loop_thread, NULL);
 	if (s->commit_started) {

@@ -210,6 +210,7 @@ struct drv_server {
 	pthread_cond_t cv;        /* events, versions, stop */
 	pthread_cond_t loop_cv;   /* wakes the loop */
 	bool stopping;
+	int nfetches;             /* log fetch threads running (logs_fetch.c) */
 
 	struct srv_config cfg;
 	struct caller *callers;   /* [cfg.ntokens], parallel to cfg.tokens */
@@ -402,6 +403,21 @@ void *srv_commit_main(void *arg);
  * failed; no thread waits meanwhile. Under mu or not. */
 void srv_reply_when_durable(struct drv_server *s, struct drv_http_req *r, uint64_t ticket,
 			    const char *fail_prefix);
+
+/* --- logs_fetch.c ---
+ * Where a task's logs are, and which bytes. */
+struct srv_logs_req {
+	char *url, *tok;           /* the agent's; owned */
+	char path[256];
+	char nodename[DRV_NAME_MAX * 2];
+	int64_t offset;
+};
+/* Answers r with the agent's reply to q (taken), fetched on a thread of
+ * its own while r waits deferred. Not under mu. */
+void srv_logs_fetch(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+		    struct srv_logs_req *q);
+/* Waits until no fetch thread runs (at stop, after the HTTP server). */
+void srv_logs_drain(struct drv_server *s);
 
 /* --- jobs_api.c / nodes_api.c / agent_api.c / watch.c --- */
 extern const struct drv_http_route srv_routes[];
