@@ -15,11 +15,13 @@
  * the other connections on its event thread.
  *
  * Limits (for 12,500 agents plus clients in a 20,000 open-file limit):
- * drv_http_server_start raises RLIMIT_NOFILE to its hard limit and allows
- * that many connections less DRV_HTTP_FD_RESERVE (20,000 - 512 = 19,488
- * here); each connection's buffers are capped at DRV_HTTP_CONN_MEMORY
- * (headers and read buffer; a request body is copied into a buffer of its
- * own, up to DRV_HTTP_MAX_BODY); an idle connection is closed after
+ * the controller raises RLIMIT_NOFILE to its hard limit first
+ * (drv_http_raise_nofile); a server allows as many connections as the
+ * open-file limit less DRV_HTTP_FD_RESERVE (20,000 - 512 = 19,488 here);
+ * each connection's buffers are capped at DRV_HTTP_CONN_MEMORY (headers
+ * and read buffer; a request body is copied into a buffer of its own, up
+ * to DRV_HTTP_MAX_BODY): an idle kept-alive connection costs about 17 KiB
+ * and one descriptor. An idle connection is closed after
  * DRV_HTTP_IDLE_TIMEOUT_S (a suspended one never times out). Threads: the
  * event threads and one waiter thread, however many requests wait.
  *
@@ -54,6 +56,7 @@
 #define DRV_HTTP_THREADS 4             /* event threads (plus one waiter) */
 #define DRV_HTTP_FD_RESERVE 512        /* open files kept from connections */
 #define DRV_HTTP_MIN_CONNECTIONS 64    /* when the open-file limit is tiny */
+#define DRV_HTTP_MAX_CONNECTIONS 100000 /* when it is huge */
 #define DRV_HTTP_CONN_MEMORY (16u << 10) /* per connection, bodies apart */
 #define DRV_HTTP_IDLE_TIMEOUT_S 600    /* an idle kept-alive connection */
 #define DRV_HTTP_STREAM_POLL_MS 1000   /* a waiting stream is retried this often */
@@ -111,6 +114,14 @@ struct drv_http_server;
 int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
 			  drv_http_filter filter, void *ctx, struct drv_http_server **out,
 			  char *errmsg, size_t errsz);
+/*
+ * Raises this process's open-file limit (RLIMIT_NOFILE) to its hard limit
+ * and returns it (-1 if it cannot be read). For a process that serves
+ * many connections: call it before drv_http_server_start, which sizes
+ * its connection limit from the limit then. Children inherit the raised
+ * limit, which is why the agent (whose tasks are children) does not call it.
+ */
+long drv_http_raise_nofile(void);
 /* The port it listens on (useful with port 0). */
 int drv_http_server_port(const struct drv_http_server *s);
 /* How many connections it accepts at once (see Limits above). */

@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -578,27 +579,37 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
-/*
- * Raises the open-file limit to its hard limit and returns the connection
- * limit it leaves room for: everything but DRV_HTTP_FD_RESERVE descriptors
- * (the store, logs, the agent's children, libmicrohttpd's own).
- */
-static unsigned connection_limit(void)
+long drv_http_raise_nofile(void)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return DRV_HTTP_MIN_CONNECTIONS;
+		return -1;
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1000000)
-		rl.rlim_cur = 1000000;
-	if (rl.rlim_cur < DRV_HTTP_FD_RESERVE + DRV_HTTP_MIN_CONNECTIONS)
+	return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > LONG_MAX ? LONG_MAX : (long)rl.rlim_cur;
+}
+
+/*
+ * The connection limit the open-file limit leaves room for: all of it
+ * but DRV_HTTP_FD_RESERVE descriptors (the store, logs, libmicrohttpd's
+ * own), capped at DRV_HTTP_MAX_CONNECTIONS.
+ */
+static unsigned connection_limit(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return DRV_HTTP_MIN_CONNECTIONS;
-	return (unsigned)(rl.rlim_cur - DRV_HTTP_FD_RESERVE);
+	n = rl.rlim_cur == RLIM_INFINITY ? DRV_HTTP_MAX_CONNECTIONS + DRV_HTTP_FD_RESERVE : rl.rlim_cur;
+	if (n < DRV_HTTP_FD_RESERVE + DRV_HTTP_MIN_CONNECTIONS)
+		return DRV_HTTP_MIN_CONNECTIONS;
+	n -= DRV_HTTP_FD_RESERVE;
+	return n > DRV_HTTP_MAX_CONNECTIONS ? DRV_HTTP_MAX_CONNECTIONS : (unsigned)n;
 }
 
 static struct MHD_Daemon *start_mhd(struct drv_http_server *s)

@@ -240,6 +240,7 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	rc = start_scheduling(s, o, err, errsz);
 	if (rc < 0)
 		goto fail;
+	drv_http_raise_nofile();   /* room for every agent's connection */
 	rc = drv_http_server_start(listen, srv_routes, auth_filter, s, &s->http, err, errsz);
 	if (rc < 0)
 		goto fail;
