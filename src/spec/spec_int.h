@@ -147,4 +147,58 @@ void mf_join_podgroups(struct mf_ctx *c, struct mf_podgroups *pgs);
 void mf_podgroups_release(struct mf_podgroups *pgs);
 void mf_resolve_priorities(struct mf_ctx *c);
 
+/* ------------------------------------------------------------------------
+ * The cluster file reader (cluster_file.c, cluster_topology.c), private to
+ * them. Every reader below reports "found X, expected Y" at the node's
+ * line:col with the field path into L->d and returns false.
+ */
+
+#define CF_PATH_MAX 256
+
+/* A node type (nodeTypes), or the inline fields of a node entry. */
+struct cf_node_type {
+	char *name;
+	int gpus;
+	int model;
+	int64_t cpu_milli;
+	int64_t mem_mib;
+	struct drv_label *labels;
+	int nlabels;
+	bool has_gpus, has_model, has_cpu, has_mem;
+};
+
+/* One cluster file being read into c. */
+struct cf_loader {
+	struct drv_cluster *c;
+	struct drv_diags *d;
+	struct cf_node_type *types;
+	int ntypes;
+	size_t tcap;
+	int pool_level;         /* level index named "pool", or -1 */
+	int64_t nodes;          /* nodes made so far */
+	bool too_big;
+};
+
+/* cluster_file.c: "nothing", "a mapping", "a list" or "a scalar". */
+const char *cf_kind_of(struct fy_node *n);
+bool cf_read_int(struct cf_loader *L, struct fy_node *n, const char *path, int64_t lo,
+		 int64_t hi, int64_t *out);
+bool cf_read_bool(struct cf_loader *L, struct fy_node *n, const char *path, bool *out);
+/* A non-empty string, borrowed from the document. */
+bool cf_read_str(struct cf_loader *L, struct fy_node *n, const char *path, const char **out);
+/* Dollars per GPU-hour as micro-dollars. */
+bool cf_read_price(struct cf_loader *L, struct fy_node *n, const char *path, int64_t *out);
+void cf_free_labels(struct drv_label *l, int n);
+/* Every key of mapping n one of allowed (NULL-terminated)? */
+bool cf_check_keys(struct cf_loader *L, struct fy_node *n, const char *path,
+		   const char *const *allowed);
+/* gpus/gpuModel/cpu/memory/labels of mapping n into t (fields set are flagged). */
+bool cf_read_node_fields(struct cf_loader *L, struct fy_node *n, const char *path,
+			 struct cf_node_type *t);
+/* The nodeTypes entry named name, or NULL. */
+struct cf_node_type *cf_find_type(struct cf_loader *L, const char *name);
+
+/* cluster_topology.c: the list of entries seq under vertex parent. */
+void cf_read_entries(struct cf_loader *L, struct fy_node *seq, int32_t parent, const char *path);
+
 #endif
