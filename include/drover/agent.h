@@ -23,7 +23,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "drover/clock.h"
 #include "drover/gpu.h"
 
 /* ---------------------------------------------------------------------------
@@ -151,11 +150,6 @@ void drv_proc_cleanup(struct drv_proc *p);
 /* "SIGKILL" for 9, ...; "SIG<n>" for others (buf used then). */
 const char *drv_signal_name(int sig, char *buf, size_t bufsz);
 
-/*
- * NEEDSWORK: the agent's old name for clock.h's drv_mono_ms, kept for
- * agent.c while the protocol rewrite (issue 11, proto) replaces it.
- */
-#define drv_now_ms drv_mono_ms
 
 /* ---------------------------------------------------------------------------
  * The agent.

@@ -24,9 +24,12 @@
  * finished task stays while the controller's list still names it.
  */
 #include "drover/agent.h"
+#include "drover/clock.h"
 #include "drover/common.h"
+#include "drover/fsutil.h"
 #include "drover/gpu.h"
 #include "drover/http.h"
+#include "drover/log.h"
 #include "drover/metrics.h"
 #include "drover/model.h"
 #include "drover/proto.h"
@@ -82,7 +85,8 @@ struct drv_agent {
 	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
 	char *sysfs_root, *cgroup_parent, *fake_gpus;
 	int fake_hcas;
-	bool fake_fallback, quiet, run_as_self;
+	bool fake_fallback, run_as_self;
+	struct drv_log log;      /* "drover agent: ..."; quiet drops it */
 	int64_t grace_ms;
 
 	/* the node */
@@ -137,29 +141,6 @@ static void wake_all(struct drv_agent *a)
 
 /* --- small helpers --------------------------------------------------------- */
 
-static void logf_(struct drv_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct drv_agent *a, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-
-	if (a->quiet)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "drover agent: %s\n", line);
-}
-
-static void rfc3339(char *buf, size_t bufsz)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, bufsz, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int valid_task_id(const char *id)
 {
 	const char *p;
@@ -171,23 +152,6 @@ static int valid_task_id(const char *id)
 		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
 			return 0;
 	return 1;
-}
-
-static int mkdir_p(const char *dir, mode_t mode)
-{
-	char tmp[PATH_MAX];
-	char *p;
-
-	snprintf(tmp, sizeof(tmp), "%s", dir);
-	for (p = tmp + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	}
-	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
 static char *dupe(const char *s)
@@ -229,25 +193,25 @@ static unsigned long long proc_starttime(pid_t pid)
  * of the supervisor, after the starts and exits of that turn and before
  * they are reported. Caller holds a->mu.
  */
-static void save_running(struct drv_agent *a)
+static int put_running(FILE *f, void *arg)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	size_t k;
-	FILE *f;
+	const struct drv_agent *a = arg;
 
-	snprintf(path, sizeof(path), "%s/running", a->state_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
-		return;
-	for (k = 0; k < a->ntasks; k++) {
-		struct task *t = a->tasks[k];
+	for (size_t k = 0; k < a->ntasks; k++) {
+		const struct task *t = a->tasks[k];
 		if (t->state == T_RUNNING)
 			fprintf(f, "%s %lld %d %llu %s\n", t->id, (long long)t->epoch, (int)t->proc.pid,
 				t->starttime, t->proc.cgroup[0] ? t->proc.cgroup : "-");
 	}
-	if (fclose(f) == 0)
-		rename(tmp, path);
+	return 0;
+}
+
+static void save_running(struct drv_agent *a)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/running", a->state_dir);
+	drv_file_write_atomic(path, 0666, put_running, a); /* best effort, as before */
 }
 
 static void kill_leftovers(struct drv_agent *a)
@@ -275,7 +239,7 @@ static void kill_leftovers(struct drv_agent *a)
 		t->rep_end = true;
 		if (st && proc_starttime(pid) == st) {
 			kill(-pid, SIGKILL);
-			logf_(a, "killed task %s (epoch %lld, pid %d), left running by an earlier agent",
+			drv_log(&a->log, "killed task %s (epoch %lld, pid %d), left running by an earlier agent",
 			      id, epoch, pid);
 			t->state = T_EXITED;
 			t->proc.state = DRV_PROC_EXITED;
@@ -520,7 +484,7 @@ static struct task *find_task(struct drv_agent *a, const char *id, int64_t epoch
  * (fractional GPUs) keeps that task's job. Caller holds a->mu. */
 static void mark_gpus(struct drv_agent *a, struct task *t, bool busy)
 {
-	int64_t now = drv_now_ms();
+	int64_t now = drv_mono_ms();
 	size_t i;
 	int k, q;
 
@@ -598,7 +562,7 @@ static int task_dir_and_command(struct drv_agent *a, struct task *t,
 				const struct drv_proto_task *j)
 {
 	snprintf(t->dir, sizeof(t->dir), "%s/tasks/%s", a->state_dir, t->id);
-	if (mkdir_p(t->dir, 0755) < 0) {
+	if (drv_mkdir_p(t->dir, 0755) < 0) {
 		fail_task(t, "cannot create %s: %s", t->dir, strerror(errno));
 		return -1;
 	}
@@ -642,7 +606,7 @@ static int task_user(struct drv_agent *a, struct task *t, const char *user, stru
 	s->user = user;
 	s->home = ra->pw.pw_dir;
 	if (chown(t->dir, ra->pw.pw_uid, ra->pw.pw_gid) < 0)
-		logf_(a, "task %s: cannot hand %s to %s: %s", t->id, t->dir, user, strerror(errno));
+		drv_log(&a->log, "task %s: cannot hand %s to %s: %s", t->id, t->dir, user, strerror(errno));
 	return 0;
 }
 
@@ -719,7 +683,7 @@ static void task_started(struct drv_agent *a, struct task *t, const struct drv_p
 	t->starttime = proc_starttime(t->proc.pid);
 	mark_gpus(a, t, true);
 	a->running_dirty = true;
-	logf_(a, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
+	drv_log(&a->log, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
 	      (int)t->proc.pid, t->ngpus);
 }
 
@@ -742,14 +706,14 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 	s.argv = j->nargv ? argv : NULL;
 	s.env = envv;
 	s.rank_addrs = rank_addrs;
-	if (drv_proc_start(&t->proc, &s, &a->cg, drv_now_ms()) < 0) {
+	if (drv_proc_start(&t->proc, &s, &a->cg, drv_mono_ms()) < 0) {
 		fail_task(t, "%s", t->proc.error);
 		goto out;
 	}
 	task_started(a, t, j);
 out:
 	if (t->state == T_FAILED)
-		logf_(a, "task %s (epoch %lld) failed to start: %s", t->id, (long long)t->epoch,
+		drv_log(&a->log, "task %s (epoch %lld) failed to start: %s", t->id, (long long)t->epoch,
 		      t->reason);
 	drv_free(argv);
 	strv_free(envv);
@@ -761,9 +725,9 @@ static void stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, con
 	if (t->state != T_RUNNING || t->proc.terminating)
 		return;
 	snprintf(t->reason, sizeof(t->reason), "%s", why);
-	logf_(a, "task %s (epoch %lld): stopping (%s), grace %lld ms", t->id, (long long)t->epoch,
+	drv_log(&a->log, "task %s (epoch %lld): stopping (%s), grace %lld ms", t->id, (long long)t->epoch,
 	      why, (long long)grace_ms);
-	drv_proc_terminate(&t->proc, grace_ms, drv_now_ms());
+	drv_proc_terminate(&t->proc, grace_ms, drv_mono_ms());
 }
 
 /* One task of the controller's list: stop it, start it, or leave it be. */
@@ -772,7 +736,7 @@ static void apply_one(struct drv_agent *a, const struct drv_proto_task *j)
 	struct task *t;
 
 	if (!valid_task_id(j->task_id)) {
-		logf_(a, "ignoring an assignment with a bad task_id");
+		drv_log(&a->log, "ignoring an assignment with a bad task_id");
 		return;
 	}
 	t = find_task(a, j->task_id, j->epoch);
@@ -826,7 +790,7 @@ static void apply_desired(struct drv_agent *a)
 /* Reaps and enforces limits. Caller holds a->mu. Returns running count. */
 static int reap(struct drv_agent *a)
 {
-	int64_t now = drv_now_ms();
+	int64_t now = drv_mono_ms();
 	int running = 0;
 	size_t k;
 
@@ -847,11 +811,11 @@ static int reap(struct drv_agent *a)
 		a->running_dirty = true;
 		drv_proc_cleanup(&t->proc);
 		if (t->proc.signal)
-			logf_(a, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
+			drv_log(&a->log, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
 			      drv_signal_name(t->proc.signal, sn, sizeof(sn)),
 			      t->proc.oom_killed ? " (out of memory)" : "");
 		else
-			logf_(a, "task %s (epoch %lld) exited with code %d", t->id,
+			drv_log(&a->log, "task %s (epoch %lld) exited with code %d", t->id,
 			      (long long)t->epoch, t->proc.exit_code);
 	}
 	return running;
@@ -862,15 +826,8 @@ static int reap(struct drv_agent *a)
 
 static void wait_ms(struct drv_agent *a, int64_t ms)
 {
-	struct timespec ts;
+	struct timespec ts = drv_realtime_after_ms(ms);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_cond_timedwait(&a->cv, &a->mu, &ts);
 }
 
@@ -946,7 +903,9 @@ static bool reports_owed(const struct drv_agent *a)
 
 static void proto_log(void *cls, const char *line)
 {
-	logf_(cls, "%s", line);
+	struct drv_agent *a = cls;
+
+	drv_log(&a->log, "%s", line);
 }
 
 static void dec_init(struct drv_agent *a, struct drv_proto_dec *d)
@@ -966,7 +925,7 @@ static int register_refused(struct drv_agent *a, long status, json_t *reply)
 
 	r.body = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
 	r.len = r.body ? strlen(r.body) : 0;
-	logf_(a, "register refused (HTTP %ld): %s", status,
+	drv_log(&a->log, "register refused (HTTP %ld): %s", status,
 	      drv_http_error_message(&r, msg, sizeof(msg)));
 	free(r.body);
 	return status == 401 || status == 400 || status == 409 ? DRV_EPERM : DRV_EIO;
@@ -990,7 +949,7 @@ static int do_register(struct drv_agent *a)
 		rc = register_refused(a, status, reply);
 	dec_init(a, &d);
 	if (rc == 0 && drv_proto_registered_decode(reply, &ok, &d) < 0) {
-		logf_(a, "register: the controller's answer is not understood: %s", d.err);
+		drv_log(&a->log, "register: the controller's answer is not understood: %s", d.err);
 		rc = DRV_EIO;
 	}
 	json_decref(reply);
@@ -1003,7 +962,7 @@ static int do_register(struct drv_agent *a)
 	a->need_register = false;
 	wake_all(a);
 	pthread_mutex_unlock(&a->mu);
-	logf_(a, "registered with %s as %s (session %lld, %d GPUs, backend %s)", a->server, a->name,
+	drv_log(&a->log, "registered with %s as %s (session %lld, %d GPUs, backend %s)", a->server, a->name,
 	      (long long)ok.session, a->gpus.ngpus, a->backend);
 	drv_proto_registered_release(&ok);
 	return 0;
@@ -1012,7 +971,7 @@ static int do_register(struct drv_agent *a)
 static void session_gone(struct drv_agent *a)
 {
 	if (!a->need_register)
-		logf_(a, "sync: the controller no longer knows session %lld; registering again",
+		drv_log(&a->log, "sync: the controller no longer knows session %lld; registering again",
 		      (long long)a->session);
 	a->need_register = true;
 	wake_all(a);
@@ -1035,7 +994,7 @@ static int gpu_healthy(const struct drv_gpu_sample *s)
 /* The GPUs' health now, into m. Caller holds a->mu. */
 static void sync_health(struct drv_agent *a, struct drv_proto_sync *m)
 {
-	int64_t now = drv_now_ms();
+	int64_t now = drv_mono_ms();
 
 	m->gpus = drv_calloc((size_t)a->gpus.ngpus, sizeof(*m->gpus));
 	for (int g = 0; g < a->gpus.ngpus; g++) {
@@ -1098,7 +1057,7 @@ static void sync_build(struct drv_agent *a, struct sync_out *x)
 	x->m.node = a->name;
 	x->m.session = a->session;
 	x->m.version = a->version;
-	rfc3339(x->now, sizeof(x->now));
+	drv_rfc3339(drv_wall_s(), x->now, sizeof(x->now));
 	x->m.tasks = drv_calloc(a->ntasks, sizeof(*x->m.tasks));
 	x->m.reports = drv_calloc(2 * a->ntasks, sizeof(*x->m.reports));
 	x->sent = drv_calloc(a->ntasks, sizeof(*x->sent));
@@ -1171,12 +1130,12 @@ static int sync_answer(struct drv_agent *a, struct sync_out *x, long status, jso
 		return 0;
 	}
 	if (status != 200) {
-		logf_(a, "sync refused (HTTP %ld)", status);
+		drv_log(&a->log, "sync refused (HTTP %ld)", status);
 		return DRV_EIO;
 	}
 	dec_init(a, &d);
 	if (drv_proto_sync_reply_decode(reply, &r, &d) < 0) {
-		logf_(a, "sync: the controller's answer is not understood: %s", d.err);
+		drv_log(&a->log, "sync: the controller's answer is not understood: %s", d.err);
 		return DRV_EIO;
 	}
 	sync_done(a, x, &r);
@@ -1202,7 +1161,7 @@ static int sync_once(struct drv_agent *a)
 	pthread_mutex_lock(&a->mu);
 	a->sync_waiting = false;
 	if (rc < 0 && !a->interrupted && !a->stopping)
-		logf_(a, "sync: %s", a->ctl.err);
+		drv_log(&a->log, "sync: %s", a->ctl.err);
 	if (rc == 0)
 		rc = sync_answer(a, &x, status, reply);
 	pthread_mutex_unlock(&a->mu);
@@ -1248,7 +1207,7 @@ static void *sync_main(void *arg)
 			continue;
 		}
 		if (reg && !said_unreachable && rc != DRV_EPERM && rc != DRV_EIO)
-			logf_(a, "%s; retrying", a->ctl.err);
+			drv_log(&a->log, "%s; retrying", a->ctl.err);
 		said_unreachable |= reg;
 		backoff = backoff ? DRV_MIN(backoff * 2, reg ? 10000 : 5000) : 500;
 		if (!a->stopping)
@@ -1288,7 +1247,7 @@ static void *super_main(void *arg)
 		/* sleep until a task exits, another thread wakes us, or a time
 		 * limit or a SIGKILL after a grace period is due */
 		if (!a->desired_new) {
-			int64_t now = drv_now_ms();
+			int64_t now = drv_mono_ms();
 			int64_t due = running ? next_task_due(a, now) : INT64_MAX;
 
 			wait_events(a, DRV_MAX(DRV_MIN(due - now, 60000), 1));
@@ -1299,8 +1258,8 @@ static void *super_main(void *arg)
 	for (k = 0; k < a->ntasks; k++)
 		stop_task(a, a->tasks[k], a->grace_ms, "the agent is stopping");
 	{
-		int64_t end = drv_now_ms() + a->grace_ms + 2000;
-		while (reap(a) > 0 && drv_now_ms() < end)
+		int64_t end = drv_mono_ms() + a->grace_ms + 2000;
+		while (reap(a) > 0 && drv_mono_ms() < end)
 			wait_ms(a, 50);
 		save_running(a);
 	}
@@ -1436,7 +1395,7 @@ static int h_metrics(struct drv_http_req *req, struct drv_http_resp *resp, void 
 	struct drv_prom w;
 
 	drv_prom_init(&w);
-	drv_agent_render_metrics(ctx, &w, drv_now_ms());
+	drv_agent_render_metrics(ctx, &w, drv_mono_ms());
 	drv_http_resp_bytes(resp, 200, DRV_PROM_CONTENT_TYPE, drv_prom_text(&w), drv_prom_len(&w));
 	drv_prom_release(&w);
 	return 0;
@@ -1607,7 +1566,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	a->fake_gpus = dupe(cfg->fake_gpus);
 	a->fake_hcas = cfg->fake_hcas;
 	a->fake_fallback = cfg->fake_fallback;
-	a->quiet = cfg->quiet;
+	a->log = (struct drv_log){ NULL, "drover agent", cfg->quiet ? DRV_LOG_QUIET : 0 };
 	a->run_as_self = cfg->run_as_self;
 	a->grace_ms = cfg->grace_ms > 0 ? cfg->grace_ms : 10000;
 	a->heartbeat_s = 5;
@@ -1625,7 +1584,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 				 a->name);
 		a->state_dir = drv_strdup(d);
 	}
-	if (mkdir_p(a->state_dir, 0755) < 0) {
+	if (drv_mkdir_p(a->state_dir, 0755) < 0) {
 		snprintf(err, errsz, "cannot create the agent's state directory %s: %s", a->state_dir,
 			 strerror(errno));
 		rc = DRV_EIO;
@@ -1646,7 +1605,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 			goto fail;
 		}
 		if (rc < 0) {
-			logf_(a, "%s; simulating 8 H100 GPUs instead (as --fake-gpus 8xH100 would)",
+			drv_log(&a->log, "%s; simulating 8 H100 GPUs instead (as --fake-gpus 8xH100 would)",
 			      nverr);
 			rc = drv_gpu_open(&a->gpus, "fake", "8xH100", err, errsz);
 			if (rc < 0)
@@ -1665,16 +1624,16 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	/* limits */
 	drv_cgroup_setup(&a->cg, a->cgroup_parent);
 	if (!a->cg.enabled)
-		logf_(a, "%s", a->cg.why);
+		drv_log(&a->log, "%s", a->cg.why);
 	find_address(a);
 	kill_leftovers(a);
 	{
 		struct passwd *me = getpwuid(geteuid());
 		if (a->run_as_self)
-			logf_(a, "every task runs as %s (uid %d), whoever submitted it",
+			drv_log(&a->log, "every task runs as %s (uid %d), whoever submitted it",
 			      me ? me->pw_name : "?", (int)geteuid());
 		else if (geteuid() != 0)
-			logf_(a, "not root: every task runs as %s (uid %d)", me ? me->pw_name : "?",
+			drv_log(&a->log, "not root: every task runs as %s (uid %d)", me ? me->pw_name : "?",
 			      (int)geteuid());
 	}
 
@@ -1695,7 +1654,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 		else
 			snprintf(a->agent_url, sizeof(a->agent_url), "http://%s:%d", host, port);
 	}
-	logf_(a, "node %s: %d GPUs (%s%s%s), %d HCAs%s%s, address %s%s%s", a->name, a->gpus.ngpus,
+	drv_log(&a->log, "node %s: %d GPUs (%s%s%s), %d HCAs%s%s, address %s%s%s", a->name, a->gpus.ngpus,
 	      a->backend, a->gpus.ngpus ? ", " : "", a->gpus.ngpus ? a->gpus.gpus[0].name : "",
 	      a->hcas.nhcas, a->ib_list[0] ? " active: " : "", a->ib_list, a->address,
 	      a->agent_url[0] ? ", metrics and logs at " : "", a->agent_url);

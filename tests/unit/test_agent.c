@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "drover/agent.h"
+#include "drover/clock.h"
 #include "drover/http.h"
 #include "drover/metrics.h"
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "drover/agent.h"
+#include "drover/clock.h"
 #include "drover/common.h"
 
 static char dir[64];
