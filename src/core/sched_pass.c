@@ -243,7 +243,7 @@ static bool strict_stop(struct pass *p)
 
 /* The job at queue position pos takes its turn, unless it is held at
  * quota as it was (passed over) or no longer pending. */
-static void visit(struct pass *p, struct walk *wk, int32_t pos)
+static inline void visit(struct pass *p, struct walk *wk, int32_t pos)
 {
 	struct drv_sched *s = p->s;
 	int32_t slot = s->pend[pos];
@@ -438,7 +438,8 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		for (i = 0; i < wk.nquota_held; i++)
 			s->jobs[s->quota_held_seen[i]].reason_pass = s->pass_no;
 	drop_started(p);
-	sched__releases(p);
+	if (pol->idle_release_s > 0) /* the common case is none: no call */
+		sched__releases(p);
 	sched__blocks_off(p);
 	emit_rest(p, &wk);
 	return out->n;
