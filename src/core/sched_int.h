@@ -8,8 +8,9 @@
  *
  * Everything here follows the core's rules: no I/O, no clock, no globals;
  * slots (int32_t) index s->jobs, positions index s->pend or s->run. The
- * sched__ functions return nothing to check unless they say so; none
- * allocates per decision beyond growing the state's own arrays.
+ * sched__ functions return nothing to check unless they say so. Nothing
+ * allocates per decision: the state's own arrays grow (and are kept), and
+ * only a full re-sort of the queue (sched_order.c) takes a temporary.
  */
 #ifndef DROVER_SCHED_INT_H
 #define DROVER_SCHED_INT_H
