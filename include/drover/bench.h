@@ -10,5 +10,6 @@ int drv_bench_place(int argc, char **argv);
 int drv_bench_sched(int argc, char **argv);
 int drv_bench_api(int argc, char **argv);
 int drv_bench_agent(int argc, char **argv);
+int drv_bench_agents(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const struct {
 	{ "sched", drv_bench_sched, "one scheduling pass over 50,000 pending jobs" },
 	{ "api", drv_bench_api, "durable submits per second and submit-to-running latency" },
 	{ "agent", drv_bench_agent, "an idle agent's memory and CPU footprint" },
+	{ "agents", drv_bench_agents, "many agents' sync exchanges against one server" },
 };
 
 int cmd_bench(int argc, char **argv)

@@ -24,7 +24,7 @@
 struct drv_proto_seen {
 	pthread_mutex_t mu;
 	char **keys;             /* "peer\x1fpath" */
-	size_t n;
+	size_t n, cap;
 };
 
 struct drv_proto_seen *drv_proto_seen_new(void)
@@ -32,7 +32,6 @@ struct drv_proto_seen *drv_proto_seen_new(void)
 	struct drv_proto_seen *s = drv_calloc(1, sizeof(*s));
 
 	pthread_mutex_init(&s->mu, NULL);
-	s->keys = drv_calloc(SEEN_CAP, sizeof(*s->keys));
 	return s;
 }
 
@@ -59,10 +58,12 @@ static bool seen_first(struct drv_proto_seen *s, const char *peer, const char *p
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < s->n && first; i++)
 		first = strcmp(s->keys[i], key) != 0;
-	if (first && s->n < SEEN_CAP)
+	if (first && s->n < SEEN_CAP) {
+		DRV_GROW(s->keys, s->n + 1, s->cap);
 		s->keys[s->n++] = drv_strdup(key);
-	else
+	} else {
 		first = false;
+	}
 	pthread_mutex_unlock(&s->mu);
 	return first;
 }

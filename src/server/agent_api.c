@@ -314,7 +314,7 @@ struct sync_call {
 	struct drv_server *s;
 	struct drv_proto_sync m;
 	uint64_t ticket;             /* its reports' write; 0 none */
-	char node[DRV_NAME_MAX];
+	int32_t node;                /* its index (nodes are never removed) */
 	int64_t deadline_ms;
 	bool at_once;                /* reports or stale pairs: answer now */
 	struct drv_proto_ref *stale;
@@ -555,14 +555,14 @@ static void desired_set(struct drv_server *s, int32_t i, struct drv_proto_sync_r
 
 /* --- the sync exchange ---------------------------------------------------------- */
 
-/* Whether c can be answered now. Caller holds s->mu. */
+/* Whether c can be answered now: cheap, a waiting sync is asked after
+ * every drv_http_wake(). Caller holds s->mu. */
 static bool sync_ready(struct drv_server *s, const struct sync_call *c)
 {
-	int32_t i = srv_node_find(s, c->node);
+	const struct srv_node *n = &s->nodes[c->node];
 
-	return c->at_once || s->stopping || srv_now_ms() >= c->deadline_ms || i < 0 ||
-	       !s->nodes[i].registered || s->nodes[i].session != c->m.session ||
-	       (int64_t)s->nodes[i].version != c->m.version;
+	return c->at_once || s->stopping || srv_now_ms() >= c->deadline_ms || !n->registered ||
+	       n->session != c->m.session || (int64_t)n->version != c->m.version;
 }
 
 /* The answer: the task set when its version moved, the stale pairs.
@@ -571,7 +571,7 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 {
 	struct drv_proto_sync_reply r;
 	char (*tids)[48] = NULL;
-	int32_t i = session_node(s, c->node, c->m.session, o);
+	int32_t i = session_node(s, c->m.node, c->m.session, o);
 
 	if (i < 0)
 		return;
@@ -627,13 +627,15 @@ static int sync_up(struct drv_server *s, struct sync_call *c, struct drv_http_re
 
 	if (i < 0)
 		return -1;
+	c->node = i;
 	sync_health(s, i, &c->m);
 	sync_tasks(s, i, c);
-	/* health and states are written soon, and nobody waits for them;
-	 * reports are answered once on disk */
-	c->ticket = srv_enqueue(s);
-	if (!c->m.nreports)
-		c->ticket = 0;
+	/* reports are answered once on disk; a drain for health is written
+	 * soon, and nobody waits for it */
+	if (c->m.nreports)
+		c->ticket = srv_enqueue(s);
+	else if (s->nodes[i].dirty)
+		srv_enqueue(s);
 	return 0;
 }
 
@@ -658,7 +660,6 @@ int srv_agent_sync(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		sync_call_free(c);
 		return 0;
 	}
-	snprintf(c->node, sizeof(c->node), "%s", c->m.node);
 	wait_ms = DRV_MIN(c->m.wait_s >= 0 ? c->m.wait_s : s->cfg.heartbeat_interval_s,
 			  SYNC_WAIT_MAX_S) * 1000;
 	c->deadline_ms = srv_now_ms() + wait_ms;
