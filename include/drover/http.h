@@ -156,6 +156,16 @@ void drv_http_server_stop(struct drv_http_server *s);
  * pass. A pass calls every waiting fn, so keep fn cheap (compare a version
  * number, say).
  *
+ * Keys, for many waiters of which a wake concerns few (an agent's sync
+ * waits for its own node): fn, before returning DRV_HTTP_AGAIN, may call
+ * drv_http_wait_on(key) (key != 0; the key holds until fn runs again).
+ * Then drv_http_wake() passes the request by and only
+ * drv_http_wake_key(s, key), the deadline or the server's stop call fn
+ * again; a pass costs a lookup per waiting request, not a call.
+ * drv_http_wake_key() takes a short lock of this layer's own (never held
+ * while calling out), so it too may be called under any lock. The key
+ * spaces are the caller's (e.g. a kind in the top bits, an index below).
+ *
  * While it waits, a request holds its connection and a little memory
  * (the struct, cls), no thread.
  */
@@ -164,6 +174,8 @@ typedef int (*drv_http_defer_fn)(void *cls, struct drv_http_resp *resp, int time
 void drv_http_defer(struct drv_http_req *req, drv_http_defer_fn fn, void *cls,
 		    void (*free_fn)(void *), int64_t timeout_ms);
 void drv_http_wake(struct drv_http_server *s);   /* NULL is a no-op */
+void drv_http_wait_on(uint64_t key);            /* only from inside fn */
+void drv_http_wake_key(struct drv_http_server *s, uint64_t key);   /* NULL: no-op */
 
 /* Parses "ADDR:PORT" (ADDR may be empty = all, or "localhost"). */
 int drv_http_parse_addr(const char *s, char *host, size_t hostsz, int *port);

@@ -38,9 +38,13 @@ struct drv_http_server {
 	atomic_bool wake_pending;      /* a wake is in the eventfd, not yet read */
 	atomic_uint_fast64_t wake_gen; /* drv_http_wake() calls so far */
 	_Atomic int64_t sleeps_to;     /* the waiter thread's next timeout (ms) */
+	atomic_uint_fast64_t key_gen;  /* drv_http_wake_key() calls so far */
 	pthread_mutex_t inmu;          /* guards incoming and closed */
 	struct drv_http_req *incoming; /* parked by event threads, not yet adopted */
 	bool closed;                   /* stopping: nothing may park any more */
+	uint64_t *keys;                /* woken since the last scan (under inmu) */
+	size_t nkeys, kcap;
+	bool keys_overflow;            /* too many: wake every keyed request */
 	struct drv_http_req *parked;   /* the waiter thread's own list */
 	size_t nparked;
 };
@@ -74,6 +78,9 @@ struct drv_http_req {
 	enum park_kind kind;
 	bool gone;                     /* the peer hung up */
 	uint64_t gen;                  /* wake_gen when last looked at */
+	uint64_t key;                  /* drv_http_wait_on's; 0: any wake */
+	uint64_t kgen;                 /* key_gen when last looked at */
+	bool fresh;                    /* parked, not yet looked at by the waiter */
 	int sock;
 	struct drv_http_req *next;
 };

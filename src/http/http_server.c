@@ -519,7 +519,6 @@ static enum MHD_Result deferred(struct drv_http_req *r)
 	if (r->gone)
 		return MHD_NO;
 	if (!r->answered) {
-		r->gen = atomic_load(&r->srv->wake_gen);
 		if (!http_defer_try(r, false) && http_park(r, PARK_DEFER))
 			return MHD_YES;
 		if (!r->answered)

@@ -43,6 +43,36 @@ void drv_http_wake(struct drv_http_server *s)
 		(void)!write(s->evfd, &one, sizeof(one));
 }
 
+#define MAX_KEYS 4096   /* woken keys kept between scans; past that, all */
+
+void drv_http_wake_key(struct drv_http_server *s, uint64_t key)
+{
+	uint64_t one = 1;
+
+	if (!s || !s->waiter_started)
+		return;
+	pthread_mutex_lock(&s->inmu);   /* a leaf lock: never held while calling out */
+	if (s->nkeys >= MAX_KEYS) {
+		s->keys_overflow = true;
+	} else if (!s->nkeys || s->keys[s->nkeys - 1] != key) {
+		DRV_GROW(s->keys, s->nkeys + 1, s->kcap);
+		s->keys[s->nkeys++] = key;
+	}
+	pthread_mutex_unlock(&s->inmu);
+	atomic_fetch_add(&s->key_gen, 1);
+	if (!atomic_exchange(&s->wake_pending, true))
+		(void)!write(s->evfd, &one, sizeof(one));
+}
+
+/* The request whose deferred fn runs on this thread now (drv_http_wait_on). */
+static __thread struct drv_http_req *evaluating;
+
+void drv_http_wait_on(uint64_t key)
+{
+	if (evaluating)
+		evaluating->key = key;
+}
+
 /* Pokes the waiter thread without marking a wake: it adopts new parkers. */
 static void poke(struct drv_http_server *s)
 {
@@ -74,7 +104,8 @@ bool http_park(struct drv_http_req *r, enum park_kind kind)
 	 * to, or a wake came since r was last looked at (the waiter may have
 	 * scanned without r). Not poking saves a thread switch per submit. */
 	poke_now = r->deadline_ms < atomic_load(&s->sleeps_to) ||
-		   atomic_load(&s->wake_gen) != r->gen;
+		   atomic_load(&s->wake_gen) != r->gen || atomic_load(&s->key_gen) != r->kgen;
+	r->fresh = true;
 	pthread_mutex_unlock(&s->inmu);
 	if (poke_now)
 		poke(s);
@@ -83,7 +114,14 @@ bool http_park(struct drv_http_req *r, enum park_kind kind)
 
 bool http_defer_try(struct drv_http_req *r, bool timed_out)
 {
-	int rc = r->dfn(r->dcls, &r->dresp, timed_out);
+	int rc;
+
+	r->key = 0;
+	r->gen = atomic_load(&r->srv->wake_gen);
+	r->kgen = atomic_load(&r->srv->key_gen);
+	evaluating = r;
+	rc = r->dfn(r->dcls, &r->dresp, timed_out);
+	evaluating = NULL;
 
 	if (rc != 0 && timed_out) {
 		drv_http_resp_error(&r->dresp, 500, "internal", NULL,
@@ -116,24 +154,66 @@ static void adopt(struct drv_http_server *s)
 	}
 }
 
+/* The keys woken since the last scan, sorted; *all: every key. */
+struct woken {
+	uint64_t *keys;
+	size_t n;
+	bool all;
+	uint64_t gen, kgen;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void take_woken(struct drv_http_server *s, struct woken *w)
+{
+	pthread_mutex_lock(&s->inmu);
+	w->keys = s->keys;
+	w->n = s->nkeys;
+	w->all = s->keys_overflow;
+	s->keys = NULL;
+	s->nkeys = s->kcap = 0;
+	s->keys_overflow = false;
+	pthread_mutex_unlock(&s->inmu);
+	w->gen = atomic_load(&s->wake_gen);
+	w->kgen = atomic_load(&s->key_gen);
+	qsort(w->keys, w->n, sizeof(*w->keys), cmp_key);
+}
+
 /*
- * Should r go back to its event thread now? It was last looked at (by its
- * event thread or here) at wake generation r->gen; a wake since then is
- * a reason to look again.
+ * Was r woken since it was last looked at? An unkeyed request by any
+ * drv_http_wake(), a keyed one by a wake of its key. A request new to this
+ * thread is looked at once if any wake of its kind came since its event
+ * thread looked (the keys of those wakes may be gone with an earlier scan).
  */
-static bool ready(struct drv_http_req *r, uint64_t gen, bool stopping, int64_t now)
+static bool woken(const struct drv_http_req *r, const struct woken *w)
+{
+	if (r->key == 0)
+		return r->gen != w->gen;
+	if (r->fresh)
+		return r->kgen != w->kgen;
+	return w->all || bsearch(&r->key, w->keys, w->n, sizeof(*w->keys), cmp_key);
+}
+
+/* Should r go back to its event thread now? */
+static bool ready(struct drv_http_req *r, const struct woken *w, bool stopping, int64_t now)
 {
 	bool due = now >= r->deadline_ms || stopping;
-	bool woken = r->gen != gen;
+	bool again = woken(r, w);
 
-	r->gen = gen;
+	r->fresh = false;
 	if (r->gone)
 		return true;
 	if (r->kind == PARK_STREAM) {
 		r->ended = stopping;
-		return woken || due;
+		r->gen = w->gen;
+		return again || due;
 	}
-	if (!woken && !due)
+	if (!again && !due)
 		return false;
 	return http_defer_try(r, due);
 }
@@ -143,10 +223,11 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 {
 	struct drv_http_req **pp = &s->parked, *r;
 	int64_t now = drv_mono_ms(), next = INT64_MAX;
-	uint64_t gen = atomic_load(&s->wake_gen);
+	struct woken w;
 
+	take_woken(s, &w);
 	while ((r = *pp)) {
-		if (!ready(r, gen, stopping, now)) {
+		if (!ready(r, &w, stopping, now)) {
 			next = r->deadline_ms < next ? r->deadline_ms : next;
 			pp = &r->next;
 			continue;
@@ -158,6 +239,7 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 		r->next = NULL;
 		MHD_resume_connection(r->conn);
 	}
+	drv_free(w.keys);
 	return next;
 }
 
@@ -243,6 +325,7 @@ void http_wait_stop(struct drv_http_server *s)
 	poke(s);
 	pthread_join(s->waiter, NULL);
 	s->waiter_started = false;
+	drv_free(s->keys);
 	close(s->epfd);
 	close(s->evfd);
 	pthread_mutex_destroy(&s->inmu);

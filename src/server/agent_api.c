@@ -258,6 +258,7 @@ int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ct
 	drv_http_resp_json(o, 200, registered_reply(s, i));
 	pthread_cond_broadcast(&s->cv);
 	drv_http_wake(s->http);
+	drv_http_wake_key(s->http, SRV_KEY_NODE(i));   /* a new session */
 	srv_reply_when_durable(s, r, ticket, "");
 unlock:
 	pthread_mutex_unlock(&s->mu);
@@ -592,7 +593,9 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 
 /*
  * The deferred reply of a sync (include/drover/http.h): called after the
- * handler, after each drv_http_wake() and at the deadline. It answers
+ * handler, after each wake of the key it waits on (its commit, then its
+ * node: a pass over thousands of waiting agents calls only the few whose
+ * node changed) and at the deadline. It answers
  * once the sync's reports are on disk and it is ready, holding no thread
  * meanwhile.
  */
@@ -605,10 +608,12 @@ static int sync_reply_fn(void *cls, struct drv_http_resp *o, int timed_out)
 	pthread_mutex_lock(&s->mu);
 	st = c->ticket ? srv_ticket_state(s, c->ticket) : 0;
 	if (!timed_out && (st > 0 || !sync_ready(s, c))) {
+		/* only its commit, or its own node, can make it ready */
+		drv_http_wait_on(st > 0 ? SRV_KEY_COMMIT : SRV_KEY_NODE(srv_node_find(s, c->node)));
 		pthread_mutex_unlock(&s->mu);
 		return DRV_HTTP_AGAIN;
 	}
-	if (st > 0)   /* the server is stopping: the committer still writes */
+	if (st > 0)   /* deadline or stop before its commit: one fsync at most */
 		st = srv_wait(s, c->ticket);
 	if (st < 0)
 		drv_http_resp_error(o, 503, "unavailable", NULL,
@@ -669,6 +674,6 @@ int srv_agent_sync(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	if (rc < 0)
 		sync_call_free(c);
 	else
-		drv_http_defer(r, sync_reply_fn, c, sync_call_free, c->ticket ? -1 : wait_ms);
+		drv_http_defer(r, sync_reply_fn, c, sync_call_free, wait_ms);
 	return 0;
 }

@@ -330,6 +330,7 @@ void *srv_commit_main(void *arg)
 		pthread_cond_broadcast(&s->done_cv);
 		pthread_cond_broadcast(&s->cv);
 		drv_http_wake(s->http);
+		drv_http_wake_key(s->http, SRV_KEY_COMMIT);
 		for (b = g; b; b = next) {
 			next = b->next;
 			batch_free(b);

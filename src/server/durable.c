@@ -7,7 +7,8 @@
  * is deferred (include/drover/http.h): it holds no thread while the
  * committer writes, so an event thread goes on reading other requests and
  * the next group commit gathers them all in one fsync. The committer's
- * drv_http_wake() after each group brings the reply back; a failed group
+ * wake of SRV_KEY_COMMIT after each group brings the reply back (other
+ * wakes pass it by); a failed group
  * turns it into a 503 saying what was not written.
  */
 #include "server_int.h"
@@ -30,6 +31,7 @@ static int durable_ready(void *cls, struct drv_http_resp *resp, int timed_out)
 	rc = srv_ticket_state(s, d->ticket);
 	if (rc > 0 && !timed_out) {
 		pthread_mutex_unlock(&s->mu);
+		drv_http_wait_on(SRV_KEY_COMMIT);
 		return DRV_HTTP_AGAIN;
 	}
 	/* no deadline: timed out means the server is stopping, and the

@@ -154,6 +154,7 @@ static void check_heartbeats(struct drv_server *s)
 			 (long long)s->cfg.heartbeat_timeout_s);
 		snprintf(why, sizeof(why), "down (%s)", reason);
 		n->registered = false;   /* its session is gone: the agent must register */
+		drv_http_wake_key(s->http, SRV_KEY_NODE(i));
 		n->dirty = true;
 		srv_node_set_state(s, i, DRV_NODE_DOWN, reason);
 		ids = drv_calloc(s->nactive + 1, sizeof(*ids));

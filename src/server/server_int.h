@@ -328,6 +328,8 @@ void srv_job_transition(struct drv_server *s, struct srv_job *j, enum jstate to,
 			const char *reason);
 void srv_active_add(struct drv_server *s, uint64_t id);
 void srv_active_remove(struct drv_server *s, uint64_t id);
+/* Node's desired state changed: its version moves and its agent's waiting
+ * sync is woken (SRV_KEY_NODE). */
 void srv_node_bump(struct drv_server *s, int32_t node);
 void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j);
 double srv_job_gpus(const struct srv_job *j);
@@ -396,6 +398,16 @@ uint64_t srv_commit_new_jobs(struct drv_server *s, struct srv_job **js, size_t n
 /* 1 while ticket is not yet processed, 0 once on disk, DRV_EIO if its group failed. */
 int srv_ticket_state(const struct drv_server *s, uint64_t ticket);
 void *srv_commit_main(void *arg);
+
+/*
+ * Keys of deferred replies (drv_http_wait_on): a reply waiting for the disk
+ * waits on SRV_KEY_COMMIT, woken after every group commit; an agent's sync
+ * waiting for its node's desired state waits on SRV_KEY_NODE(i), woken
+ * when node i's version, session or registration changes. Everything else
+ * (watchers) is woken by every drv_http_wake().
+ */
+#define SRV_KEY_COMMIT 1ull
+#define SRV_KEY_NODE(i) ((2ull << 56) | (uint64_t)(uint32_t)(i))
 
 /* --- durable.c ---
  * Answers r with the reply the handler left in its resp once ticket is on

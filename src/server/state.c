@@ -145,8 +145,10 @@ void srv_active_remove(struct drv_server *s, uint64_t id)
 
 void srv_node_bump(struct drv_server *s, int32_t node)
 {
-	if (node >= 0 && node < s->nnodes)
+	if (node >= 0 && node < s->nnodes) {
 		s->nodes[node].version++;
+		drv_http_wake_key(s->http, SRV_KEY_NODE(node));
+	}
 }
 
 void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j)

@@ -119,6 +119,34 @@ static int h_wait(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
+/* /v1/keyed?key=K answers once keyed_ready[K] is set, waiting on key K */
+static atomic_int keyed_ready[4], keyed_calls;
+
+static int keyed_fn(void *cls, struct drv_http_resp *resp, int timed_out)
+{
+	int k = *(int *)cls;
+
+	atomic_fetch_add(&keyed_calls, 1);
+	if (atomic_load(&keyed_ready[k]) || timed_out) {
+		drv_http_resp_bytes(resp, 200, "text/plain", timed_out ? "late" : "keyed", timed_out ? 4 : 5);
+		return 0;
+	}
+	drv_http_wait_on((uint64_t)k);
+	return DRV_HTTP_AGAIN;
+}
+
+static int h_keyed(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	int64_t k;
+	int *cls = drv_malloc(sizeof(*cls));
+
+	(void)ctx;
+	drv_http_req_query_int(req, "key", 1, 1, 3, &k, resp);
+	*cls = (int)k;
+	drv_http_defer(req, keyed_fn, cls, drv_free, 10000);
+	return 0;
+}
+
 /* a stream that sends event n only once the test has made n ready */
 static ssize_t lazy_fn(void *cls, char *buf, size_t max)
 {
@@ -166,6 +194,7 @@ static const struct drv_http_route routes[] = {
 	{ "GET", "/v1/events", h_sse, 0 },
 	{ "GET", "/v1/wait", h_wait, 0 },
 	{ "GET", "/v1/lazy", h_lazy, 0 },
+	{ "GET", "/v1/keyed", h_keyed, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -572,4 +601,37 @@ Test(http, many_suspended_requests_on_a_bounded_thread_count)
 		close(fds[i]);
 	}
 	wait_for(&waits_freed, N, 5000);
+}
+
+static bool nothing_within(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 0;
+}
+
+Test(http, a_keyed_wait_is_woken_by_its_key_only)
+{
+	int port = drv_http_server_port(srv);
+	int a = connect_and_ask(port, "GET /v1/keyed?key=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+	int b = connect_and_ask(port, "GET /v1/keyed?key=2 HTTP/1.1\r\nHost: x\r\n\r\n");
+	int calls;
+
+	wait_for(&keyed_calls, 2, 5000);
+	atomic_store(&keyed_ready[1], 1);
+	atomic_store(&keyed_ready[2], 1);
+	/* a plain wake passes keyed waiters by: their fn is not even called */
+	usleep(100 * 1000);
+	calls = atomic_load(&keyed_calls);
+	drv_http_wake(srv);
+	cr_assert(nothing_within(a, 300));
+	cr_assert(nothing_within(b, 0));
+	cr_assert(eq(int, atomic_load(&keyed_calls), calls));
+	drv_http_wake_key(srv, 1);
+	expect_reply(a, "keyed");
+	cr_assert(nothing_within(b, 300));
+	drv_http_wake_key(srv, 2);
+	expect_reply(b, "keyed");
+	close(a);
+	close(b);
 }
