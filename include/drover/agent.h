@@ -8,9 +8,10 @@
  *     its own session, its environment built from the placement, stdout and
  *     stderr to files, limits, termination with a grace period, exact exit
  *     status and OOM detection;
- *   - the agent (src/agent/agent.c): registers with the controller, sends
- *     heartbeats, long-polls for assignments, launches and stops tasks,
- *     reports them, and serves /metrics. drover agent runs it in the
+ *   - the agent (src/agent/agent_*.c, its parts in agent_int.h): registers
+ *     with the controller and keeps one sync exchange going with it
+ *     (include/drover/proto.h), launches and stops tasks, reports them, and
+ *     serves /metrics. drover agent runs it in the
  *     foreground; drover up runs it on threads next to the controller with
  *     drv_agent_start / drv_agent_stop.
  */

@@ -7,7 +7,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <limits.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <jansson.h>
+
 #include "drover/agent.h"
+#include "drover/gpu.h"
+#include "drover/http.h"
+#include "drover/log.h"
+#include "drover/proto.h"
 
 /* Paths and error sentences are cut at their buffer's size on purpose:
  * a truncated message is better than none. */
@@ -20,5 +31,128 @@ int drv_cgroup_make_task(const struct drv_cgroup *cg, const char *task_id, int64
 			 int64_t cpu_milli, char *out, size_t outsz, char *err, size_t errsz);
 long drv_cgroup_oom_kills(const char *cgroup);
 void drv_cgroup_kill(const char *cgroup);
+
+/*
+ * The agent (drv_agent_start). Threads:
+ *   - the syncer (agent_sync.c): everything said to the controller, on one
+ *     kept-alive connection (messages: include/drover/proto.h). It
+ *     registers (again after any 409) and keeps one sync exchange going:
+ *     task states, reports and GPU health up; the level-triggered task set
+ *     down when it changed, or after the heartbeat interval. It stores the
+ *     set and wakes the supervisor. A sync that waits at the controller is
+ *     cut short (drv_http_client_interrupt) when a report is owed.
+ *   - the supervisor (agent_super.c): everything that touches processes. It
+ *     applies the desired task set (agent_tasks.c: start what is new, stop
+ *     what is told to stop, kill what is absent: fencing by (task_id,
+ *     epoch)), reaps tasks and enforces time limits. It sleeps in poll() on
+ *     the running tasks' pidfds and an eventfd the other threads write to,
+ *     so an exit is reaped and reported as it happens, not at a tick.
+ *   - the HTTP server's threads (agent_routes.c): /metrics, /healthz and
+ *     task logs.
+ * One mutex (mu) guards the task table, the GPU set and the desired list;
+ * functions below say when they need it held.
+ *
+ * A (task_id, epoch) pair is started at most once: the record of a
+ * finished task stays while the controller's list still names it.
+ */
+
+#define DRV_AGENT_VERSION "0.1.0"
+
+enum tstate { T_RUNNING, T_EXITED, T_FAILED };
+
+struct task {
+	char id[64];
+	int64_t epoch;
+	char job_id[32];
+	int gpus[DRV_GPU_MAX];
+	int ngpus;
+	enum tstate state;
+	struct drv_proc proc;
+	bool rep_running;       /* a "running" report is owed */
+	bool rep_end;           /* an "exited"/"failed" report is owed */
+	bool listed;            /* named by the latest assignment list */
+	int64_t deadline_ms;    /* time limit; 0 none */
+	int64_t grace_ms;       /* the job's SIGTERM-to-SIGKILL grace (grace_s) */
+	unsigned long long starttime; /* of its main process (/proc/PID/stat), to know it again */
+	char reason[512];       /* why it failed to start, or why it was stopped */
+	char dir[PATH_MAX];
+};
+
+struct drv_agent {
+	/* configuration (owned copies) */
+	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
+	char *sysfs_root, *cgroup_parent, *fake_gpus;
+	int fake_hcas;
+	bool fake_fallback, run_as_self;
+	struct drv_log log;      /* "drover agent: ..."; quiet drops it */
+	int64_t grace_ms;
+
+	/* the node */
+	struct drv_gpu_set gpus;
+	const char *backend;
+	struct drv_hca_set hcas;
+	char ib_list[256];
+	struct drv_cgroup cg;
+	char address[128];
+	char ifname[IF_NAMESIZE + 1];
+	char agent_url[256];
+	char hostname[256];
+
+	/* shared state */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int wakefd;             /* eventfd: wakes the supervisor out of poll() */
+	bool running_dirty;     /* STATE/running is behind the task table */
+	bool stopping;
+	struct task **tasks;
+	size_t ntasks, tcap;
+	struct drv_proto_sync_reply desired; /* the controller's latest task set */
+	bool have_desired;
+	bool desired_new;
+	int64_t session;        /* 0: not registered */
+	int64_t version;        /* of the task set applied */
+	bool need_register;
+	int heartbeat_s;
+	struct drv_http_client ctl; /* the syncer's connection to the controller */
+	bool sync_waiting;      /* the sync in flight waits at the controller */
+	bool interrupted;       /* ... and was cut short (agent_kick_sync) */
+	struct drv_proto_seen *seen;
+
+	struct drv_http_server *http;
+	pthread_t syncer, super;
+	bool syncer_on, super_on;
+};
+
+
+/* agent_start.c: wakes every thread waiting on a->cv and the supervisor in poll(). */
+void agent_wake(struct drv_agent *a);
+
+/* agent_leftovers.c */
+unsigned long long agent_proc_starttime(pid_t pid);
+void agent_save_running(struct drv_agent *a);             /* mu held */
+void agent_kill_leftovers(struct drv_agent *a);
+
+/* agent_node.c */
+void agent_find_address(struct drv_agent *a);
+json_t *agent_register_body(struct drv_agent *a);         /* mu held; a new reference */
+
+/* agent_tasks.c (mu held) */
+int agent_valid_task_id(const char *id);
+struct task *agent_find_task(struct drv_agent *a, const char *id, int64_t epoch);
+void agent_stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, const char *why);
+void agent_apply_desired(struct drv_agent *a);
+int agent_reap(struct drv_agent *a);                      /* the tasks still running */
+
+/* agent_super.c */
+void agent_wait_ms(struct drv_agent *a, int64_t ms);      /* mu held; on a->cv */
+void *agent_super_main(void *arg);
+
+/* agent_sync.c */
+void *agent_sync_main(void *arg);
+int agent_sync_once(struct drv_agent *a);                 /* mu not held */
+void agent_kick_sync(struct drv_agent *a);                /* mu held */
+
+/* agent_routes.c */
+extern const struct drv_http_route agent_http_routes[];
 
 #endif

@@ -350,21 +350,145 @@ static int write_script(const char *path, const char *body, char *err, size_t er
 	return 0;
 }
 
+/* The task's files: stdout, stderr, /dev/null for stdin, and the
+ * cgroup's cgroup.procs the child joins (-1 without a cgroup). */
+struct task_fds {
+	int out, err, devnull, procs;
+};
+
+static void task_fds_close(struct task_fds *f)
+{
+	int *all[] = { &f->out, &f->err, &f->devnull, &f->procs };
+
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(all); i++)
+		if (*all[i] >= 0)
+			close(*all[i]);
+}
+
+/*
+ * What to execute: the script (written to LOG_DIR/ID.script, run by its #!
+ * line or /bin/sh) or argv, with argv[0] looked up in the task's PATH into
+ * exe. Returns 0 and *argvp, or an error with p->error set.
+ */
+static int task_command(struct drv_proc *p, const struct drv_task_spec *t, char **env,
+			const char *log_dir, char *script_path, char **script_argv,
+			char *exe, size_t exesz, char *const **argvp)
+{
+	char *const *argv = t->argv;
+	int rc;
+
+	if (t->script) {
+		snprintf(script_path, PATH_MAX, "%s/%s.script", log_dir, t->task_id);
+		rc = write_script(script_path, t->script, p->error, sizeof(p->error));
+		if (rc < 0)
+			return rc;
+		script_argv[0] = !strncmp(t->script, "#!", 2) ? script_path : (char *)"/bin/sh";
+		script_argv[1] = !strncmp(t->script, "#!", 2) ? NULL : script_path;
+		script_argv[2] = NULL;
+		argv = script_argv;
+	}
+	if (!argv || !argv[0] || !argv[0][0]) {
+		snprintf(p->error, sizeof(p->error), "the task has no command to run");
+		return DRV_EINVAL;
+	}
+	if (strchr(argv[0], '/')) {
+		snprintf(exe, exesz, "%s", argv[0]);
+	} else if (find_in_path(argv[0], drv_env_get(env, "PATH"), exe, exesz) < 0) {
+		snprintf(p->error, sizeof(p->error), "command not found: %s (PATH=%s)", argv[0],
+			 drv_env_get(env, "PATH"));
+		return DRV_ENOENT;
+	}
+	*argvp = argv;
+	return 0;
+}
+
+/* Opens the task's log files and its cgroup; an error with p->error set. */
+static int task_open_files(struct drv_proc *p, const struct drv_task_spec *t,
+			   const struct drv_cgroup *cg, const char *log_dir, struct task_fds *f)
+{
+	char cgerr[512], procs_path[PATH_MAX + 16];
+
+	f->out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	f->err = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	f->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (f->out < 0 || f->err < 0 || f->devnull < 0) {
+		snprintf(p->error, sizeof(p->error), "cannot open the task's log files in %s: %s",
+			 log_dir, strerror(errno));
+		return DRV_EIO;
+	}
+	cgerr[0] = '\0';
+	if (drv_cgroup_make_task(cg, t->task_id, t->mem_limit_mib, t->cpu_milli, p->cgroup,
+				 sizeof(p->cgroup), cgerr, sizeof(cgerr)) < 0) {
+		snprintf(p->error, sizeof(p->error), "%s", cgerr);
+		return DRV_EIO;
+	}
+	if (!p->cgroup[0])
+		return 0;
+	snprintf(procs_path, sizeof(procs_path), "%s/cgroup.procs", p->cgroup);
+	f->procs = open(procs_path, O_WRONLY | O_CLOEXEC);
+	if (f->procs < 0) {
+		snprintf(p->error, sizeof(p->error), "cannot open %s: %s", procs_path,
+			 strerror(errno));
+		return DRV_EIO;
+	}
+	return 0;
+}
+
+/* The child says which step failed: p->error names it. */
+static void child_failed(struct drv_proc *p, const struct drv_task_spec *t,
+			 const struct child_args *ca)
+{
+	switch (ca->stage) {
+	case STAGE_CHDIR:
+		snprintf(p->error, sizeof(p->error), "cannot enter working directory %s: %s",
+			 ca->workdir, strerror(ca->err));
+		break;
+	case STAGE_CGROUP:
+		snprintf(p->error, sizeof(p->error), "cannot join cgroup %s: %s", p->cgroup,
+			 strerror(ca->err));
+		break;
+	case STAGE_USER:
+		snprintf(p->error, sizeof(p->error), "cannot switch to user %s (uid %d): %s",
+			 t->user ? t->user : "?", (int)t->uid, strerror(ca->err));
+		break;
+	case STAGE_SETSID:
+		snprintf(p->error, sizeof(p->error), "setsid: %s", strerror(ca->err));
+		break;
+	default:
+		snprintf(p->error, sizeof(p->error), "cannot execute %s: %s", ca->exe,
+			 strerror(ca->err));
+	}
+}
+
+/* clone(CLONE_VM|CLONE_VFORK): returns once the child exec'd or failed
+ * (ca->stage says where); the pid, or -1 with ca->err. */
+static pid_t task_clone(struct child_args *ca)
+{
+	char stack[CHILD_STACK] __attribute__((aligned(64)));
+	sigset_t all, old;
+	pid_t pid;
+
+	/* no handler of the agent's may run on the child's stack */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(child_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, ca);
+	if (pid < 0)
+		ca->err = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return pid;
+}
+
 int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 		   const struct drv_cgroup *cg, int64_t now_ms)
 {
-	char exe[PATH_MAX], script_path[PATH_MAX], cgerr[512];
+	char exe[PATH_MAX], script_path[PATH_MAX], *script_argv[3];
 	const char *log_dir = t->log_dir ? t->log_dir : ".";
-	const char *workdir;
-	char *script_argv[3];
-	char *const *argv;
-	char **env = NULL;
-	int out = -1, errfd = -1, devnull = -1, procs = -1;
+	struct task_fds f = { -1, -1, -1, -1 };
 	struct child_args ca;
-	sigset_t all, old;
-	char stack[CHILD_STACK] __attribute__((aligned(64)));
+	char *const *argv = NULL;
+	char **env = NULL;
 	pid_t pid;
-	int rc = 0;
+	int rc;
 
 	memset(p, 0, sizeof(*p));
 	p->exit_code = -1;
@@ -375,79 +499,19 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 			 strerror(errno));
 		return DRV_EIO;
 	}
-	workdir = t->workdir && *t->workdir ? t->workdir : log_dir;
 	snprintf(p->stdout_path, sizeof(p->stdout_path), "%s/%s.out", log_dir, t->task_id);
 	snprintf(p->stderr_path, sizeof(p->stderr_path), "%s/%s.err", log_dir, t->task_id);
-
 	env = drv_task_env(t);
-	if (t->script) {
-		snprintf(script_path, sizeof(script_path), "%s/%s.script", log_dir, t->task_id);
-		if ((rc = write_script(script_path, t->script, p->error, sizeof(p->error))) < 0)
-			goto out;
-		if (!strncmp(t->script, "#!", 2)) {
-			script_argv[0] = script_path;
-			script_argv[1] = NULL;
-		} else {
-			script_argv[0] = (char *)"/bin/sh";
-			script_argv[1] = script_path;
-			script_argv[2] = NULL;
-		}
-		argv = script_argv;
-	} else {
-		argv = t->argv;
-	}
-	if (!argv || !argv[0] || !argv[0][0]) {
-		snprintf(p->error, sizeof(p->error), "the task has no command to run");
-		rc = DRV_EINVAL;
+	rc = task_command(p, t, env, log_dir, script_path, script_argv, exe, sizeof(exe), &argv);
+	if (rc == 0)
+		rc = task_open_files(p, t, cg, log_dir, &f);
+	if (rc < 0)
 		goto out;
-	}
-	if (strchr(argv[0], '/')) {
-		snprintf(exe, sizeof(exe), "%s", argv[0]);
-	} else if (find_in_path(argv[0], drv_env_get(env, "PATH"), exe, sizeof(exe)) < 0) {
-		snprintf(p->error, sizeof(p->error), "command not found: %s (PATH=%s)", argv[0],
-			 drv_env_get(env, "PATH"));
-		rc = DRV_ENOENT;
-		goto out;
-	}
-
-	out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	errfd = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (out < 0 || errfd < 0 || devnull < 0) {
-		snprintf(p->error, sizeof(p->error), "cannot open the task's log files in %s: %s",
-			 log_dir, strerror(errno));
-		rc = DRV_EIO;
-		goto out;
-	}
-
-	cgerr[0] = '\0';
-	if (drv_cgroup_make_task(cg, t->task_id, t->mem_limit_mib, t->cpu_milli, p->cgroup,
-				 sizeof(p->cgroup), cgerr, sizeof(cgerr)) < 0) {
-		snprintf(p->error, sizeof(p->error), "%s", cgerr);
-		rc = DRV_EIO;
-		goto out;
-	}
-	if (p->cgroup[0]) {
-		char procs_path[PATH_MAX + 16];
-		snprintf(procs_path, sizeof(procs_path), "%s/cgroup.procs", p->cgroup);
-		procs = open(procs_path, O_WRONLY | O_CLOEXEC);
-		if (procs < 0) {
-			snprintf(p->error, sizeof(p->error), "cannot open %s: %s", procs_path,
-				 strerror(errno));
-			rc = DRV_EIO;
-			goto out;
-		}
-	}
-	ca = (struct child_args){ .exe = exe, .workdir = workdir, .argv = argv, .env = env,
-				  .out = out, .errfd = errfd, .devnull = devnull, .procs = procs,
-				  .t = t };
-	/* no handler of the agent's may run on the child's stack */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(child_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
-	if (pid < 0)
-		ca.err = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ca = (struct child_args){ .exe = exe, .workdir = t->workdir && *t->workdir ? t->workdir
+									       : log_dir,
+				  .argv = argv, .env = env, .out = f.out, .errfd = f.err,
+				  .devnull = f.devnull, .procs = f.procs, .t = t };
+	pid = task_clone(&ca);
 	if (pid < 0) {
 		snprintf(p->error, sizeof(p->error), "clone: %s", strerror(ca.err));
 		rc = DRV_EIO;
@@ -457,27 +521,9 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 	p->started_ms = now_ms;
 	if (ca.stage) {
 		int st;
+
 		waitpid(pid, &st, 0);
-		switch (ca.stage) {
-		case STAGE_CHDIR:
-			snprintf(p->error, sizeof(p->error), "cannot enter working directory %s: %s",
-				 workdir, strerror(ca.err));
-			break;
-		case STAGE_CGROUP:
-			snprintf(p->error, sizeof(p->error), "cannot join cgroup %s: %s", p->cgroup,
-				 strerror(ca.err));
-			break;
-		case STAGE_USER:
-			snprintf(p->error, sizeof(p->error), "cannot switch to user %s (uid %d): %s",
-				 t->user ? t->user : "?", (int)t->uid, strerror(ca.err));
-			break;
-		case STAGE_SETSID:
-			snprintf(p->error, sizeof(p->error), "setsid: %s", strerror(ca.err));
-			break;
-		default:
-			snprintf(p->error, sizeof(p->error), "cannot execute %s: %s", exe,
-				 strerror(ca.err));
-		}
+		child_failed(p, t, &ca);
 		p->pid = 0;
 		drv_proc_cleanup(p);
 		rc = ca.err == ENOENT ? DRV_ENOENT : DRV_EIO;
@@ -489,16 +535,8 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (p->pidfd >= 0)
 		fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
-	rc = 0;
 out:
-	if (out >= 0)
-		close(out);
-	if (errfd >= 0)
-		close(errfd);
-	if (devnull >= 0)
-		close(devnull);
-	if (procs >= 0)
-		close(procs);
+	task_fds_close(&f);
 	drv_env_free(env);
 	return rc;
 }

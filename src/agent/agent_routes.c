@@ -1,0 +1,246 @@
+/*
+ * agent_routes.c: the agent's own HTTP endpoints over src/http: /metrics
+ * (dcgm-exporter's names), /healthz, /v1/inventory and task logs
+ * (GET /v1/tasks/ID/logs with the cluster token).
+ */
+#include "drover/clock.h"
+#include "drover/metrics.h"
+#include "agent_int.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* --- HTTP endpoints ---------------------------------------------------------- */
+
+static const char *const xid_help = "Value of the last XID error encountered.";
+
+void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fam[] = {
+		{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)." },
+		{ "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)." },
+		{ "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)." },
+		{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)." },
+		{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)." },
+		{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)." },
+		{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)." },
+		{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+		  "Total energy consumption since boot (in mJ)." },
+		{ "DCGM_FI_DEV_XID_ERRORS", "gauge", NULL },
+	};
+	struct drv_gpu_sample s[DRV_GPU_MAX];
+	bool ok[DRV_GPU_MAX];
+	char idx[DRV_GPU_MAX][8], dev[DRV_GPU_MAX][16], port[8];
+	int g, busy = 0, running = 0, exited = 0, failed = 0;
+	size_t f, k;
+
+	pthread_mutex_lock(&a->mu);
+	for (g = 0; g < a->gpus.ngpus; g++) {
+		ok[g] = drv_gpu_sample(&a->gpus, g, now_ms, &s[g]) == 0;
+		busy += a->gpus.use[g].job[0] != '\0';
+		snprintf(idx[g], sizeof(idx[g]), "%d", g);
+		snprintf(dev[g], sizeof(dev[g]), "nvidia%d", g);
+	}
+	for (f = 0; f < DRV_ARRAY_SIZE(fam); f++) {
+		bool any = false;
+		for (g = 0; g < a->gpus.ngpus; g++) {
+			double v;
+			if (!ok[g])
+				continue;
+			switch (f) {
+			case 0: v = s[g].util_pct; break;
+			case 1: v = (double)s[g].fb_used_mib; break;
+			case 2: v = (double)s[g].fb_free_mib; break;
+			case 3: v = s[g].temp_c; break;
+			case 4: v = s[g].power_w == s[g].power_w ? s[g].power_w : -1; break;
+			case 5: v = s[g].sm_clock_mhz; break;
+			case 6: v = s[g].mem_clock_mhz; break;
+			case 7: v = (double)s[g].energy_mj; break;
+			default: v = (double)s[g].xid_last; break;
+			}
+			if (v < 0)
+				continue;
+			if (!any)
+				drv_prom_family(w, fam[f].name, fam[f].type,
+						fam[f].help ? fam[f].help : xid_help);
+			any = true;
+			drv_prom_sample(w, fam[f].name,
+					DRV_PROM_LABELS("gpu", idx[g], "UUID", a->gpus.gpus[g].uuid,
+							"device", dev[g], "modelName",
+							a->gpus.gpus[g].name, "Hostname", a->name,
+							"hpc_job", a->gpus.use[g].job[0] ?
+							a->gpus.use[g].job : NULL),
+					v);
+		}
+	}
+
+	drv_hca_refresh(&a->hcas, busy);
+	for (f = 0; f < 3; f++) {
+		static const char *const names[] = { "drover_ib_port_receive_bytes_total",
+			"drover_ib_port_transmit_bytes_total", "drover_ib_port_active" };
+		static const char *const helps[] = {
+			"Bytes received on an InfiniBand/RoCE port (port_rcv_data x 4).",
+			"Bytes sent on an InfiniBand/RoCE port (port_xmit_data x 4).",
+			"1 when the InfiniBand/RoCE port is ACTIVE." };
+		int h, p;
+		for (h = 0; h < a->hcas.nhcas; h++) {
+			const struct drv_hca *hc = &a->hcas.hcas[h];
+			for (p = 0; p < hc->nports; p++) {
+				const struct drv_hca_port *pp = &hc->ports[p];
+				double v = f == 0 ? (double)pp->rx_bytes : f == 1 ? (double)pp->tx_bytes :
+					   !strcmp(pp->state, "ACTIVE");
+				drv_prom_family(w, names[f], f < 2 ? "counter" : "gauge", helps[f]);
+				snprintf(port, sizeof(port), "%d", pp->port);
+				drv_prom_sample(w, names[f],
+						DRV_PROM_LABELS("Hostname", a->name, "hca", hc->name,
+								"port", port, "link_layer",
+								pp->link_layer),
+						v);
+			}
+		}
+	}
+
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		running += t->state == T_RUNNING;
+		exited += t->state == T_EXITED;
+		failed += t->state == T_FAILED;
+		if (t->state == T_FAILED)
+			continue;
+		drv_prom_family(w, "drover_task_oom_kills_total", "counter",
+				"OOM kills of a task's processes (cgroup memory.events).");
+		drv_prom_sample(w, "drover_task_oom_kills_total",
+				DRV_PROM_LABELS("Hostname", a->name, "hpc_job", t->job_id, "task",
+						t->id),
+				t->proc.oom_killed ? 1 : 0);
+	}
+	drv_prom_family(w, "drover_agent_tasks", "gauge", "Tasks the agent knows, by state.");
+	drv_prom_sample(w, "drover_agent_tasks", DRV_PROM_LABELS("Hostname", a->name, "state",
+								 "running"), running);
+	drv_prom_sample(w, "drover_agent_tasks", DRV_PROM_LABELS("Hostname", a->name, "state",
+								 "exited"), exited);
+	drv_prom_sample(w, "drover_agent_tasks", DRV_PROM_LABELS("Hostname", a->name, "state",
+								 "failed"), failed);
+	drv_prom_metric(w, "drover_agent_registered", "gauge",
+			"1 while the agent holds a session with the controller.",
+			DRV_PROM_LABELS("Hostname", a->name),
+			a->session && !a->need_register ? 1 : 0);
+	drv_prom_metric(w, "drover_agent_cgroup_limits", "gauge",
+			"1 when task memory/CPU limits are enforced with cgroup v2.",
+			DRV_PROM_LABELS("Hostname", a->name), a->cg.enabled ? 1 : 0);
+	pthread_mutex_unlock(&a->mu);
+}
+
+static int h_metrics(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_prom w;
+
+	drv_prom_init(&w);
+	drv_agent_render_metrics(ctx, &w, drv_mono_ms());
+	drv_http_resp_bytes(resp, 200, DRV_PROM_CONTENT_TYPE, drv_prom_text(&w), drv_prom_len(&w));
+	drv_prom_release(&w);
+	return 0;
+}
+
+static int h_healthz(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	json_t *o;
+
+	pthread_mutex_lock(&a->mu);
+	o = json_pack("{s:s, s:s, s:s, s:i, s:b}", "status", "ok", "version", DRV_AGENT_VERSION,
+		      "backend", a->backend, "gpus", a->gpus.ngpus, "registered",
+		      a->session && !a->need_register);
+	pthread_mutex_unlock(&a->mu);
+	drv_http_resp_json(resp, 200, o);
+	return 0;
+}
+
+static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	const char *id = drv_http_req_param(req, 0);
+	const char *auth = drv_http_req_header(req, "Authorization");
+	const char *stream = drv_http_req_query(req, "stream");
+	int64_t offset, limit;
+	char path[PATH_MAX], next[32];
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, a->token)) {
+		drv_http_resp_error(resp, 401, "unauthorized", NULL,
+				    "task logs need the cluster token");
+		return 0;
+	}
+	if (!stream)
+		stream = "stdout";
+	if (strcmp(stream, "stdout") && strcmp(stream, "stderr")) {
+		drv_http_resp_error(resp, 400, "invalid", NULL,
+				    "stream: '%s', expected stdout or stderr", stream);
+		return 0;
+	}
+	if (drv_http_req_query_int(req, "offset", 0, 0, INT64_MAX, &offset, resp) < 0 ||
+	    drv_http_req_query_int(req, "limit", 1 << 20, 0, 16 << 20, &limit, resp) < 0)
+		return 0;
+	if (!agent_valid_task_id(id)) {
+		drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s",
+				    id ? id : "", a->name);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/tasks/%s/%s.%s", a->state_dir, id, id,
+		 strcmp(stream, "stdout") ? "err" : "out");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s", id,
+				    a->name);
+		return 0;
+	}
+	if (offset > st.st_size)
+		offset = st.st_size;
+	if (limit > st.st_size - offset)
+		limit = st.st_size - offset;
+	buf = drv_malloc((size_t)limit + 1);
+	n = pread(fd, buf, (size_t)limit, offset);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	drv_http_resp_bytes(resp, 200, "text/plain; charset=utf-8", buf, (size_t)n);
+	snprintf(next, sizeof(next), "%lld", (long long)(offset + n));
+	drv_http_resp_header(resp, "X-Drover-Next-Offset", next);
+	drv_free(buf);
+	return 0;
+}
+
+/* What the agent tells the controller at register: GPUs, matrix, HCAs. */
+static int h_inventory(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	json_t *o;
+
+	pthread_mutex_lock(&a->mu);
+	o = agent_register_body(a);
+	json_object_set_new(o, "cgroup_limits", json_boolean(a->cg.enabled));
+	if (!a->cg.enabled)
+		json_object_set_new(o, "cgroup_why", json_string(a->cg.why));
+	json_object_set_new(o, "driver_version", json_string(a->gpus.driver_version));
+	pthread_mutex_unlock(&a->mu);
+	drv_http_resp_json(resp, 200, o);
+	return 0;
+}
+
+const struct drv_http_route agent_http_routes[] = {
+	{ "GET", "/metrics", h_metrics, 0 },
+	{ "GET", "/v1/inventory", h_inventory, 0 },
+	{ "GET", "/healthz", h_healthz, 0 },
+	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+

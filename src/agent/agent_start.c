@@ -1,0 +1,271 @@
+/*
+ * agent_start.c: the node agent's entry points: drv_agent_start (the node's
+ * GPUs, fabric, cgroups and address, the HTTP listener, then the two
+ * threads) and drv_agent_stop (tasks stopped and reported, everything
+ * freed). The threads and what they own: agent_int.h.
+ */
+#include "drover/fsutil.h"
+#include "agent_int.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* Wakes every thread waiting on a->cv and the supervisor in poll(). */
+void agent_wake(struct drv_agent *a)
+{
+	uint64_t one = 1;
+	ssize_t n = 0;
+
+	pthread_cond_broadcast(&a->cv);
+	if (a->wakefd >= 0)
+		n = write(a->wakefd, &one, sizeof(one));
+	(void)n;
+}
+
+
+static char *dupe(const char *s)
+{
+	return s ? drv_strdup(s) : NULL;
+}
+
+
+/* --- start and stop --------------------------------------------------------- */
+
+static void agent_free(struct drv_agent *a)
+{
+	size_t k;
+
+	if (!a)
+		return;
+	drv_http_server_stop(a->http);
+	drv_gpu_close(&a->gpus);
+	for (k = 0; k < a->ntasks; k++) {
+		if (a->tasks[k]->proc.pidfd >= 0)
+			close(a->tasks[k]->proc.pidfd);
+		drv_free(a->tasks[k]);
+	}
+	drv_free(a->tasks);
+	drv_proto_sync_reply_release(&a->desired);
+	drv_http_client_release(&a->ctl);
+	drv_proto_seen_free(a->seen);
+	drv_free(a->server);
+	drv_free(a->token);
+	drv_free(a->name);
+	drv_free(a->listen);
+	drv_free(a->labels);
+	drv_free(a->state_dir);
+	drv_free(a->nvml_lib);
+	drv_free(a->advertise_cfg);
+	drv_free(a->sysfs_root);
+	drv_free(a->cgroup_parent);
+	drv_free(a->fake_gpus);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+	if (a->wakefd >= 0)
+		close(a->wakefd);
+	drv_free(a);
+}
+
+/* A new agent holding copies of cfg; nothing opened yet but its eventfd. */
+static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
+{
+	struct drv_agent *a = drv_calloc(1, sizeof(*a));
+
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	a->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	drv_http_client_init(&a->ctl, cfg->server_url, cfg->token);
+	a->seen = drv_proto_seen_new();
+	a->server = dupe(cfg->server_url);
+	a->token = dupe(cfg->token);
+	a->name = dupe(cfg->name);
+	a->listen = dupe(cfg->listen ? cfg->listen : "0.0.0.0:9400");
+	a->labels = dupe(cfg->labels);
+	a->nvml_lib = dupe(cfg->nvml_lib);
+	a->advertise_cfg = dupe(cfg->advertise);
+	a->sysfs_root = dupe(cfg->sysfs_root);
+	a->cgroup_parent = dupe(cfg->cgroup_parent);
+	a->fake_gpus = dupe(cfg->fake_gpus);
+	a->fake_hcas = cfg->fake_hcas;
+	a->fake_fallback = cfg->fake_fallback;
+	a->log = (struct drv_log){ NULL, "drover agent", cfg->quiet ? DRV_LOG_QUIET : 0 };
+	a->run_as_self = cfg->run_as_self;
+	a->grace_ms = cfg->grace_ms > 0 ? cfg->grace_ms : 10000;
+	a->heartbeat_s = 5;
+	if (gethostname(a->hostname, sizeof(a->hostname) - 1) < 0)
+		snprintf(a->hostname, sizeof(a->hostname), "%s", a->name);
+	return a;
+}
+
+/* STATE: --state, else $XDG_STATE_HOME/drover/agent-NAME (or ~/.local/state). */
+static int open_state_dir(struct drv_agent *a, const char *dir, char *err, size_t errsz)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char d[PATH_MAX];
+
+	if (dir)
+		snprintf(d, sizeof(d), "%s", dir);
+	else if (xdg && *xdg)
+		snprintf(d, sizeof(d), "%s/drover/agent-%s", xdg, a->name);
+	else
+		snprintf(d, sizeof(d), "%s/.local/state/drover/agent-%s", home ? home : "/tmp",
+			 a->name);
+	a->state_dir = drv_strdup(d);
+	if (drv_mkdir_p(a->state_dir, 0755) < 0) {
+		snprintf(err, errsz, "cannot create the agent's state directory %s: %s", a->state_dir,
+			 strerror(errno));
+		return DRV_EIO;
+	}
+	return 0;
+}
+
+/* The GPUs: --fake-gpus, else NVML, else (with fake_fallback) 8 fake H100s. */
+static int open_gpus(struct drv_agent *a, char *err, size_t errsz)
+{
+	char nverr[512];
+	int rc;
+
+	a->backend = "fake";
+	if (a->fake_gpus)
+		return drv_gpu_open(&a->gpus, "fake", a->fake_gpus, err, errsz);
+	rc = drv_gpu_open(&a->gpus, "nvml", a->nvml_lib, nverr, sizeof(nverr));
+	if (rc == 0) {
+		a->backend = "nvml";
+		return 0;
+	}
+	if (!a->fake_fallback) {
+		snprintf(err, errsz, "%s; no GPUs to offer: give --fake-gpus 8xH100 to run "
+			 "with simulated GPUs", nverr);
+		return rc;
+	}
+	drv_log(&a->log, "%s; simulating 8 H100 GPUs instead (as --fake-gpus 8xH100 would)", nverr);
+	return drv_gpu_open(&a->gpus, "fake", "8xH100", err, errsz);
+}
+
+/* The fabric, the cgroup tree, the address; tasks a killed agent left. */
+static void open_node(struct drv_agent *a)
+{
+	struct passwd *me = getpwuid(geteuid());
+
+	if (a->fake_hcas > 0)
+		drv_hca_fake(&a->hcas, a->fake_hcas);
+	else
+		drv_hca_scan(&a->hcas, a->sysfs_root);
+	drv_hca_active_list(&a->hcas, a->ib_list, sizeof(a->ib_list));
+	drv_cgroup_setup(&a->cg, a->cgroup_parent);
+	if (!a->cg.enabled)
+		drv_log(&a->log, "%s", a->cg.why);
+	agent_find_address(a);
+	agent_kill_leftovers(a);
+	if (a->run_as_self)
+		drv_log(&a->log, "every task runs as %s (uid %d), whoever submitted it",
+			me ? me->pw_name : "?", (int)geteuid());
+	else if (geteuid() != 0)
+		drv_log(&a->log, "not root: every task runs as %s (uid %d)", me ? me->pw_name : "?",
+			(int)geteuid());
+}
+
+/* The agent's own routes, and agent_url: how the controller reaches them. */
+static int start_listener(struct drv_agent *a, char *err, size_t errsz)
+{
+	char host[256];
+	int port, rc;
+
+	if (!strcmp(a->listen, "none"))
+		return 0;
+	rc = drv_http_server_start(a->listen, agent_http_routes, NULL, a, &a->http, err, errsz);
+	if (rc < 0)
+		return rc;
+	/* peers and the controller reach us on the listen host, or on our
+	 * address when listening on every interface */
+	if (drv_http_parse_addr(a->listen, host, sizeof(host), &port) < 0 || !host[0] ||
+	    !strcmp(host, "0.0.0.0") || !strcmp(host, "::"))
+		snprintf(host, sizeof(host), "%s", a->address);
+	port = drv_http_server_port(a->http);
+	if (strchr(host, ':'))
+		snprintf(a->agent_url, sizeof(a->agent_url), "http://[%s]:%d", host, port);
+	else
+		snprintf(a->agent_url, sizeof(a->agent_url), "http://%s:%d", host, port);
+	return 0;
+}
+
+static int start_threads(struct drv_agent *a, char *err, size_t errsz)
+{
+	if (pthread_create(&a->super, NULL, agent_super_main, a) != 0)
+		goto fail;
+	a->super_on = true;
+	if (pthread_create(&a->syncer, NULL, agent_sync_main, a) != 0)
+		goto fail;
+	a->syncer_on = true;
+	return 0;
+fail:
+	snprintf(err, errsz, "cannot start the agent's thread");
+	return DRV_EIO;
+}
+
+int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, char *err,
+		    size_t errsz)
+{
+	struct drv_agent *a;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->server_url || !cfg->name || !*cfg->name || !cfg->token) {
+		snprintf(err, errsz, "the agent needs a server URL, a token and a node name");
+		return DRV_EINVAL;
+	}
+	a = agent_new(cfg);
+	rc = open_state_dir(a, cfg->state_dir, err, errsz);
+	if (rc == 0)
+		rc = open_gpus(a, err, errsz);
+	if (rc < 0)
+		goto fail;
+	open_node(a);
+	rc = start_listener(a, err, errsz);
+	if (rc < 0)
+		goto fail;
+	drv_log(&a->log, "node %s: %d GPUs (%s%s%s), %d HCAs%s%s, address %s%s%s", a->name,
+		a->gpus.ngpus, a->backend, a->gpus.ngpus ? ", " : "",
+		a->gpus.ngpus ? a->gpus.gpus[0].name : "", a->hcas.nhcas,
+		a->ib_list[0] ? " active: " : "", a->ib_list, a->address,
+		a->agent_url[0] ? ", metrics and logs at " : "", a->agent_url);
+	rc = start_threads(a, err, errsz);
+	if (rc < 0)
+		goto fail;
+	*out = a;
+	return 0;
+fail:
+	drv_agent_stop(a);
+	return rc;
+}
+
+void drv_agent_stop(struct drv_agent *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stopping = true;
+	agent_kick_sync(a);
+	agent_wake(a);
+	pthread_mutex_unlock(&a->mu);
+	if (a->syncer_on)
+		pthread_join(a->syncer, NULL);
+	if (a->super_on)
+		pthread_join(a->super, NULL);
+	drv_http_server_stop(a->http);
+	a->http = NULL;
+	/* the last reports: what the supervisor stopped (an interrupt the
+	 * syncer left unspent fails the first try) */
+	if (a->session && !a->need_register && a->syncer_on && agent_sync_once(a) == DRV_ECONN)
+		agent_sync_once(a);
+	agent_free(a);
+}
+
+int drv_agent_metrics_port(const struct drv_agent *a)
+{
+	return a && a->http ? drv_http_server_port(a->http) : 0;
+}
+

@@ -1,0 +1,384 @@
+/*
+ * agent_tasks.c: the agent's tasks: starting one from its assignment (GPUs,
+ * directory, user, environment, launch), stopping one, applying the
+ * controller's level-triggered task set with fencing by (task_id, epoch),
+ * and reaping. Every function here runs with a->mu held.
+ */
+#include "drover/clock.h"
+#include "drover/fsutil.h"
+#include "agent_int.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <string.h>
+#include <unistd.h>
+
+int agent_valid_task_id(const char *id)
+{
+	const char *p;
+
+	if (!id || !*id || id[0] == '.' || strlen(id) >= 64)
+		return 0;
+	for (p = id; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
+			return 0;
+	return 1;
+}
+
+
+/* --- tasks ----------------------------------------------------------------- */
+
+struct task *agent_find_task(struct drv_agent *a, const char *id, int64_t epoch)
+{
+	size_t k;
+
+	for (k = 0; k < a->ntasks; k++)
+		if (!strcmp(a->tasks[k]->id, id) && (epoch < 0 || a->tasks[k]->epoch == epoch))
+			return a->tasks[k];
+	return NULL;
+}
+
+/* Marks t's GPUs busy, or frees them; a GPU another running task shares
+ * (fractional GPUs) keeps that task's job. Caller holds a->mu. */
+static void mark_gpus(struct drv_agent *a, struct task *t, bool busy)
+{
+	int64_t now = drv_mono_ms();
+	size_t i;
+	int k, q;
+
+	for (k = 0; k < t->ngpus; k++) {
+		const char *job = busy ? t->job_id : NULL;
+		for (i = 0; !job && i < a->ntasks; i++) {
+			struct task *o = a->tasks[i];
+			if (o == t || o->state != T_RUNNING)
+				continue;
+			for (q = 0; q < o->ngpus; q++)
+				if (o->gpus[q] == t->gpus[k])
+					job = o->job_id;
+		}
+		drv_gpu_set_use(&a->gpus, t->gpus[k], job, now);
+	}
+}
+
+static void fail_task(struct task *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_task(struct task *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->reason, sizeof(t->reason), fmt, ap);
+	va_end(ap);
+	t->state = T_FAILED;
+	t->rep_end = true;
+}
+
+static void strv_free(char **v)
+{
+	char **p;
+
+	for (p = v; p && *p; p++)
+		drv_free(*p);
+	drv_free(v);
+}
+
+/* A new record for the task j describes, in the table. Caller holds a->mu. */
+static struct task *task_add(struct drv_agent *a, const struct drv_proto_task *j)
+{
+	struct task *t = drv_calloc(1, sizeof(*t));
+
+	t->proc.pidfd = -1;
+	snprintf(t->id, sizeof(t->id), "%s", j->task_id);
+	t->epoch = j->epoch;
+	snprintf(t->job_id, sizeof(t->job_id), "%lld", (long long)j->job_id);
+	t->listed = true;
+	DRV_GROW(a->tasks, a->ntasks + 1, a->tcap);
+	a->tasks[a->ntasks++] = t;
+	return t;
+}
+
+/* The task's GPUs, checked against the node's; -1 after failing it. */
+static int task_gpus(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+		     struct drv_task_spec *s)
+{
+	for (size_t i = 0; i < j->ngpus && t->ngpus < DRV_GPU_MAX; i++) {
+		int64_t g = j->gpus[i];
+
+		if (g < 0 || g >= a->gpus.ngpus) {
+			fail_task(t, "GPU %lld is not on node %s (it has %d)", (long long)g, a->name,
+				  a->gpus.ngpus);
+			return -1;
+		}
+		t->gpus[t->ngpus] = (int)g;
+		s->gpus[t->ngpus++] = (int)g;
+	}
+	s->ngpus = t->ngpus;
+	return 0;
+}
+
+/* Its directory, and something to run; -1 after failing it. */
+static int task_dir_and_command(struct drv_agent *a, struct task *t,
+				const struct drv_proto_task *j)
+{
+	snprintf(t->dir, sizeof(t->dir), "%s/tasks/%s", a->state_dir, t->id);
+	if (drv_mkdir_p(t->dir, 0755) < 0) {
+		fail_task(t, "cannot create %s: %s", t->dir, strerror(errno));
+		return -1;
+	}
+	if (!j->nargv && !j->script) {
+		fail_task(t, "container \"%s\" names no command; runtime host runs only a given "
+			  "command (image %s)", j->container ? j->container : "",
+			  j->image ? j->image : "none");
+		return -1;
+	}
+	return 0;
+}
+
+/* Who a task runs as: the storage getpwnam_r and getgrouplist fill. */
+struct run_as {
+	struct passwd pw;
+	char buf[4096];
+	gid_t groups[256];
+};
+
+/* The job's user when the agent is root (and not --run-as-self); -1 after
+ * failing the task. */
+static int task_user(struct drv_agent *a, struct task *t, const char *user, struct run_as *ra,
+		     struct drv_task_spec *s)
+{
+	struct passwd *pwp = NULL;
+	int ng = (int)DRV_ARRAY_SIZE(ra->groups);
+
+	if (a->run_as_self || geteuid() != 0 || !user || !*user || !strcmp(user, "root"))
+		return 0;
+	if (getpwnam_r(user, &ra->pw, ra->buf, sizeof(ra->buf), &pwp) != 0 || !pwp) {
+		fail_task(t, "user %s does not exist on node %s", user, a->name);
+		return -1;
+	}
+	if (getgrouplist(user, ra->pw.pw_gid, ra->groups, &ng) < 0)
+		ng = 0;
+	s->set_user = true;
+	s->uid = ra->pw.pw_uid;
+	s->gid = ra->pw.pw_gid;
+	s->groups = ra->groups;
+	s->ngroups = ng;
+	s->user = user;
+	s->home = ra->pw.pw_dir;
+	if (chown(t->dir, ra->pw.pw_uid, ra->pw.pw_gid) < 0)
+		drv_log(&a->log, "task %s: cannot hand %s to %s: %s", t->id, t->dir, user, strerror(errno));
+	return 0;
+}
+
+/* argv, NULL-terminated, borrowing j's strings; free the array only. */
+static char **task_argv(const struct drv_proto_task *j)
+{
+	char **v = drv_calloc(j->nargv + 1, sizeof(*v));
+
+	for (size_t i = 0; i < j->nargv; i++)
+		v[i] = (char *)j->argv[i];
+	return v;
+}
+
+/* The job's env as "K=V" strings, NULL-terminated; free with strv_free. */
+static char **task_env(const struct drv_proto_task *j)
+{
+	char **v = drv_calloc(j->nenv + 1, sizeof(*v));
+
+	for (size_t i = 0; i < j->nenv; i++) {
+		size_t len = strlen(j->env[i].name) + strlen(j->env[i].value) + 2;
+
+		v[i] = drv_malloc(len);
+		snprintf(v[i], len, "%s=%s", j->env[i].name, j->env[i].value);
+	}
+	return v;
+}
+
+/* Each rank's node address, rank order; NULL when the gang is unknown. */
+static const char **task_rank_addrs(const struct drv_proto_task *j)
+{
+	const char **v;
+
+	if (!j->npeers || j->world_size <= 0 || j->world_size > 65536)
+		return NULL;
+	v = drv_calloc((size_t)j->world_size, sizeof(*v));
+	for (size_t i = 0; i < j->npeers; i++)
+		if (j->peers[i].rank >= 0 && j->peers[i].rank < j->world_size)
+			v[j->peers[i].rank] = j->peers[i].address;
+	return v;
+}
+
+/* The launch spec's placement and gang fields from j. */
+static void task_spec(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+		      struct drv_task_spec *s)
+{
+	s->job_id = t->job_id;
+	s->task_id = t->id;
+	s->script = j->script;
+	s->workdir = j->workdir;
+	s->log_dir = t->dir;
+	s->node_name = a->name;
+	s->image = j->image;
+	s->rank = (int)j->rank;
+	s->world_size = (int)j->world_size;
+	s->local_rank = (int)j->local_rank;
+	s->local_world_size = (int)j->local_world_size;
+	s->node_rank = (int)j->node_rank;
+	s->nnodes = (int)j->nnodes;
+	s->master_addr = j->master_addr ? j->master_addr : a->address;
+	s->master_port = (int)j->master_port;
+	s->nccl_ib_hca = a->ib_list;
+	s->nccl_socket_ifname = a->ifname;
+	s->mem_limit_mib = j->mem_mib;
+	s->cpu_milli = j->cpu_milli;
+}
+
+/* The task started: its limits, its GPUs busy. Caller holds a->mu. */
+static void task_started(struct drv_agent *a, struct task *t, const struct drv_proto_task *j)
+{
+	t->state = T_RUNNING;
+	t->rep_running = true;
+	t->grace_ms = j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000;
+	t->deadline_ms = j->time_limit_s > 0 ? t->proc.started_ms + j->time_limit_s * 1000 : 0;
+	t->starttime = agent_proc_starttime(t->proc.pid);
+	mark_gpus(a, t, true);
+	a->running_dirty = true;
+	drv_log(&a->log, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
+	      (int)t->proc.pid, t->ngpus);
+}
+
+/* Starts the task the controller describes in j. Caller holds a->mu. */
+static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
+{
+	struct drv_task_spec s;
+	struct task *t = task_add(a, j);
+	struct run_as ra;
+	char **argv = task_argv(j), **envv = NULL;
+	const char **rank_addrs = NULL;
+
+	memset(&s, 0, sizeof(s));
+	if (task_gpus(a, t, j, &s) < 0 || task_dir_and_command(a, t, j) < 0 ||
+	    task_user(a, t, j->user, &ra, &s) < 0)
+		goto out;
+	envv = task_env(j);
+	rank_addrs = task_rank_addrs(j);
+	task_spec(a, t, j, &s);
+	s.argv = j->nargv ? argv : NULL;
+	s.env = envv;
+	s.rank_addrs = rank_addrs;
+	if (drv_proc_start(&t->proc, &s, &a->cg, drv_mono_ms()) < 0) {
+		fail_task(t, "%s", t->proc.error);
+		goto out;
+	}
+	task_started(a, t, j);
+out:
+	if (t->state == T_FAILED)
+		drv_log(&a->log, "task %s (epoch %lld) failed to start: %s", t->id, (long long)t->epoch,
+		      t->reason);
+	drv_free(argv);
+	strv_free(envv);
+	drv_free(rank_addrs);
+}
+
+void agent_stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, const char *why)
+{
+	if (t->state != T_RUNNING || t->proc.terminating)
+		return;
+	snprintf(t->reason, sizeof(t->reason), "%s", why);
+	drv_log(&a->log, "task %s (epoch %lld): stopping (%s), grace %lld ms", t->id, (long long)t->epoch,
+	      why, (long long)grace_ms);
+	drv_proc_terminate(&t->proc, grace_ms, drv_mono_ms());
+}
+
+/* One task of the controller's list: stop it, start it, or leave it be. */
+static void apply_one(struct drv_agent *a, const struct drv_proto_task *j)
+{
+	struct task *t;
+
+	if (!agent_valid_task_id(j->task_id)) {
+		drv_log(&a->log, "ignoring an assignment with a bad task_id");
+		return;
+	}
+	t = agent_find_task(a, j->task_id, j->epoch);
+	if (t)
+		t->listed = true;
+	if (j->stop) {
+		if (t)
+			agent_stop_task(a, t, j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000,
+				  j->stop_reason ? j->stop_reason : "stopped by the controller");
+		return;
+	}
+	if (!t) {
+		/* a task of the same id with an older epoch must go first */
+		struct task *old = agent_find_task(a, j->task_id, -1);
+
+		if (old && old->state == T_RUNNING)
+			agent_stop_task(a, old, 0, "superseded by a newer epoch");
+		start_task(a, j);
+	}
+}
+
+/* Applies the latest desired list. Caller holds a->mu. */
+void agent_apply_desired(struct drv_agent *a)
+{
+	size_t k;
+
+	if (!a->have_desired)
+		return;
+	for (k = 0; k < a->ntasks; k++)
+		a->tasks[k]->listed = false;
+	for (k = 0; k < a->desired.ntasks; k++)
+		apply_one(a, &a->desired.tasks[k]);
+	/* fencing: what the controller does not list must not run */
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		if (!t->listed && t->state == T_RUNNING)
+			agent_stop_task(a, t, 0, "not assigned to this node (fenced)");
+	}
+	/* forget finished tasks the controller no longer lists and that owe nothing */
+	for (k = 0; k < a->ntasks;) {
+		struct task *t = a->tasks[k];
+		if (!t->listed && t->state != T_RUNNING && !t->rep_running && !t->rep_end) {
+			drv_free(t);
+			a->tasks[k] = a->tasks[--a->ntasks];
+			continue;
+		}
+		k++;
+	}
+}
+
+/* Reaps and enforces limits. Caller holds a->mu. Returns running count. */
+int agent_reap(struct drv_agent *a)
+{
+	int64_t now = drv_mono_ms();
+	int running = 0;
+	size_t k;
+
+	for (k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+		char sn[16];
+		if (t->state != T_RUNNING)
+			continue;
+		if (t->deadline_ms && now >= t->deadline_ms && !t->proc.terminating)
+			agent_stop_task(a, t, t->grace_ms > 0 ? t->grace_ms : a->grace_ms, "time limit");
+		if (!drv_proc_poll(&t->proc, now)) {
+			running++;
+			continue;
+		}
+		t->state = T_EXITED;
+		t->rep_end = true;
+		mark_gpus(a, t, false);
+		a->running_dirty = true;
+		drv_proc_cleanup(&t->proc);
+		if (t->proc.signal)
+			drv_log(&a->log, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
+			      drv_signal_name(t->proc.signal, sn, sizeof(sn)),
+			      t->proc.oom_killed ? " (out of memory)" : "");
+		else
+			drv_log(&a->log, "task %s (epoch %lld) exited with code %d", t->id,
+			      (long long)t->epoch, t->proc.exit_code);
+	}
+	return running;
+}
+
+
