@@ -152,30 +152,34 @@ static int free_port(void)
 	return port;
 }
 
-int drv_bench_agent(int argc, char **argv)
-{
-	const char *server = NULL, *token = "bench-token", *gpus = "8xH100";
-	struct drv_http_server *ctl = NULL;
-	struct drv_http_client cl;
-	char ctl_url[128], listen[64], state[] = "/tmp/drover-bench-agent-XXXXXX", self[4096];
-	char err[256], agent_url[128];
-	double seconds = 30, t0, t1, next;
+/* One run: what was asked, the processes, what was measured. */
+struct run {
+	const char *server, *token, *gpus;
+	double seconds;
+	struct drv_http_server *ctl;        /* the stand-in controller, or NULL */
+	char ctl_url[128], listen[64], agent_url[128];
+	char state[64];
+	pid_t pid;                          /* the agent */
+	struct drv_http_client cl;          /* to the agent's routes */
+	/* measured */
+	double t0, t1;
 	long long c0, c1;
-	long rss_anon = -1, vm_rss = -1, hwm = -1, max_anon = 0;
-	int scrapes = 0, failed = 0, rc = DRV_EXIT_FAIL, i, port, st;
-	size_t bytes = 0;
-	ssize_t n;
-	pid_t pid = -1;
+	long rss_anon, vm_rss, hwm, max_anon;
+	int scrapes, failed;
+	size_t bytes;
+};
 
+static int parse(int argc, char **argv, struct run *R)
+{
 	bool json = true;
 	const struct drv_option table[] = {
 		DRV_OPT_FLAG(0, "json", &json, "print JSON (always)"),
-		DRV_OPT_DOUBLE(0, "seconds", &seconds, -1e9, 1e9, "N",
+		DRV_OPT_DOUBLE(0, "seconds", &R->seconds, -1e9, 1e9, "N",
 			       "how long to watch the idle agent (default 30, at least 1)"),
-		DRV_OPT_STRING(0, "gpus", &gpus, "SPEC", "the agent's fake GPUs (default 8xH100)"),
-		DRV_OPT_STRING(0, "server", &server, "URL",
+		DRV_OPT_STRING(0, "gpus", &R->gpus, "SPEC", "the agent's fake GPUs (default 8xH100)"),
+		DRV_OPT_STRING(0, "server", &R->server, "URL",
 			       "a real controller instead of the bench's own stand-in"),
-		DRV_OPT_STRING(0, "token", &token, "TOKEN", "its cluster token"),
+		DRV_OPT_STRING(0, "token", &R->token, "TOKEN", "its cluster token"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts usage = {
@@ -185,135 +189,184 @@ int drv_bench_agent(int argc, char **argv)
 		.about = "An idle agent's memory (RssAnon) and CPU while it is scraped.",
 		.options = table,
 	};
+	int i = drv_opts_parse(&usage, argc, argv);
 
-	i = drv_opts_parse(&usage, argc, argv);
-	if (i < 0)
-		return drv_opts_exit(i);
-	if (seconds < 1)
-		seconds = 1;
-	if (!mkdtemp(state)) {
-		fprintf(stderr, "drover bench agent: mkdtemp: %s\n", strerror(errno));
-		return DRV_EXIT_FAIL;
+	if (R->seconds < 1)
+		R->seconds = 1;
+	return i;
+}
+
+/* The stand-in controller, unless --server names a real one. */
+static int start_controller(struct run *R)
+{
+	char err[256];
+
+	if (R->server)
+		return 0;
+	if (drv_http_server_start("127.0.0.1:0", ctl_routes, NULL, NULL, &R->ctl, err,
+				  sizeof(err)) < 0) {
+		fprintf(stderr, "drover bench agent: %s\n", err);
+		return DRV_EIO;
 	}
-	if (!server) {
-		if (drv_http_server_start("127.0.0.1:0", ctl_routes, NULL, NULL, &ctl, err,
-					  sizeof(err)) < 0) {
-			fprintf(stderr, "drover bench agent: %s\n", err);
-			return DRV_EXIT_FAIL;
-		}
-		snprintf(ctl_url, sizeof(ctl_url), "http://127.0.0.1:%d", drv_http_server_port(ctl));
-		server = ctl_url;
-	}
-	port = free_port();
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-	snprintf(agent_url, sizeof(agent_url), "http://127.0.0.1:%d", port);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	snprintf(R->ctl_url, sizeof(R->ctl_url), "http://127.0.0.1:%d", drv_http_server_port(R->ctl));
+	R->server = R->ctl_url;
+	return 0;
+}
+
+/* `drover agent` (this binary) with fake GPUs, its output to /dev/null. */
+static int spawn_agent(struct run *R)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int port = free_port();
+
 	if (n <= 0) {
 		fprintf(stderr, "drover bench agent: cannot find this binary\n");
-		goto out;
+		return DRV_EIO;
 	}
 	self[n] = '\0';
-
-	pid = fork();
-	if (pid == 0) {
+	snprintf(R->listen, sizeof(R->listen), "127.0.0.1:%d", port);
+	snprintf(R->agent_url, sizeof(R->agent_url), "http://127.0.0.1:%d", port);
+	R->pid = fork();
+	if (R->pid == 0) {
 		int fd = open("/dev/null", O_RDWR);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(self, self, "agent", "--server", server, "--token", token, "--name",
-		      "bench-node", "--fake-gpus", gpus, "--listen", listen, "--state", state,
-		      "--run-as-self", (char *)NULL);
+		execl(self, self, "agent", "--server", R->server, "--token", R->token, "--name",
+		      "bench-node", "--fake-gpus", R->gpus, "--listen", R->listen, "--state",
+		      R->state, "--run-as-self", (char *)NULL);
 		_exit(127);
 	}
-	if (pid < 0) {
+	if (R->pid < 0) {
 		fprintf(stderr, "drover bench agent: fork: %s\n", strerror(errno));
-		goto out;
+		return DRV_EIO;
 	}
+	return 0;
+}
 
-	drv_http_client_init(&cl, agent_url, NULL);
-	cl.timeout_ms = 2000;
-	for (i = 0; i < 100; i++) {
+/* Until the agent answers /healthz and (stand-in) has registered. */
+static int wait_agent_up(struct run *R)
+{
+	for (int i = 0; i < 100; i++) {
 		struct drv_http_reply r;
+		bool up;
+
 		drv_http_reply_init(&r);
-		if (drv_http_request(&cl, "GET", "/healthz", NULL, NULL, 0, -1, &r) == 0 &&
-		    r.status == 200 && (!ctl || ctl_registered)) {
-			drv_http_reply_release(&r);
-			break;
-		}
+		up = drv_http_request(&R->cl, "GET", "/healthz", NULL, NULL, 0, -1, &r) == 0 &&
+		     r.status == 200 && (!R->ctl || ctl_registered);
 		drv_http_reply_release(&r);
+		if (up)
+			return 0;
 		usleep(100000);
 	}
-	if (i == 100) {
-		fprintf(stderr, "drover bench agent: the agent did not come up at %s\n", agent_url);
-		goto out_client;
-	}
-	sleep(2); /* settle: first heartbeat, first long-poll */
+	fprintf(stderr, "drover bench agent: the agent did not come up at %s\n", R->agent_url);
+	return DRV_ETIMEDOUT;
+}
 
-	c0 = cpu_ticks(pid);
-	t0 = drv_mono_s();
-	next = t0;
-	while (drv_mono_s() - t0 < seconds) {
+/* Scrapes /metrics once a second for R->seconds; CPU and memory from /proc. */
+static int measure(struct run *R)
+{
+	double next;
+
+	R->c0 = cpu_ticks(R->pid);
+	R->t0 = next = drv_mono_s();
+	while (drv_mono_s() - R->t0 < R->seconds) {
 		struct drv_http_reply r;
-		long a;
+
 		drv_http_reply_init(&r);
-		if (drv_http_request(&cl, "GET", "/metrics", NULL, NULL, 0, -1, &r) == 0 &&
+		if (drv_http_request(&R->cl, "GET", "/metrics", NULL, NULL, 0, -1, &r) == 0 &&
 		    r.status == 200) {
-			scrapes++;
-			bytes = r.len;
+			R->scrapes++;
+			R->bytes = r.len;
 		} else {
-			failed++;
+			R->failed++;
 		}
 		drv_http_reply_release(&r);
-		a = status_kb(pid, "RssAnon");
-		if (a > max_anon)
-			max_anon = a;
+		R->max_anon = DRV_MAX(R->max_anon, status_kb(R->pid, "RssAnon"));
 		next += 1.0;
-		while (drv_mono_s() < next && drv_mono_s() - t0 < seconds)
+		while (drv_mono_s() < next && drv_mono_s() - R->t0 < R->seconds)
 			usleep(20000);
 	}
-	t1 = drv_mono_s();
-	c1 = cpu_ticks(pid);
-	rss_anon = status_kb(pid, "RssAnon");
-	vm_rss = status_kb(pid, "VmRSS");
-	hwm = status_kb(pid, "VmHWM");
-	if (rss_anon > max_anon)
-		max_anon = rss_anon;
-	if (c0 < 0 || c1 < 0 || rss_anon < 0) {
+	R->t1 = drv_mono_s();
+	R->c1 = cpu_ticks(R->pid);
+	R->rss_anon = status_kb(R->pid, "RssAnon");
+	R->vm_rss = status_kb(R->pid, "VmRSS");
+	R->hwm = status_kb(R->pid, "VmHWM");
+	R->max_anon = DRV_MAX(R->max_anon, R->rss_anon);
+	if (R->c0 < 0 || R->c1 < 0 || R->rss_anon < 0) {
 		fprintf(stderr, "drover bench agent: the agent died during the run\n");
-		goto out_client;
+		return DRV_EIO;
 	}
-	{
-		double cpu = (double)(c1 - c0) / (double)sysconf(_SC_CLK_TCK) / (t1 - t0) * 100.0;
-		int pass = rss_anon <= 4096 && max_anon <= 4096 && cpu <= 0.5 && !failed;
-		printf("{\"bench\":\"agent\",\"gpus\":\"%s\",\"controller\":\"%s\","
-		       "\"scrape_interval_s\":1,\"seconds\":%.1f,\"scrapes\":%d,\"scrape_failures\":%d,"
-		       "\"metrics_bytes\":%zu,\"rss_anon_kb\":%ld,\"rss_anon_max_kb\":%ld,"
-		       "\"vm_rss_kb\":%ld,\"vm_hwm_kb\":%ld,\"cpu_percent\":%.3f,"
-		       "\"targets\":{\"rss_anon_kb\":4096,\"cpu_percent\":0.5},\"pass\":%s}\n",
-		       gpus, ctl ? "builtin" : server, t1 - t0, scrapes, failed, bytes, rss_anon,
-		       max_anon, vm_rss, hwm, cpu, pass ? "true" : "false");
-	}
-	rc = DRV_EXIT_OK;
-out_client:
-	drv_http_client_release(&cl);
-out:
-	if (pid > 0) {
-		kill(pid, SIGTERM);
-		for (i = 0; i < 50 && waitpid(pid, &st, WNOHANG) == 0; i++)
+	return 0;
+}
+
+static void print_result(const struct run *R)
+{
+	double cpu = (double)(R->c1 - R->c0) / (double)sysconf(_SC_CLK_TCK) / (R->t1 - R->t0) *
+		     100.0;
+	int pass = R->rss_anon <= 4096 && R->max_anon <= 4096 && cpu <= 0.5 && !R->failed;
+
+	printf("{\"bench\":\"agent\",\"gpus\":\"%s\",\"controller\":\"%s\","
+	       "\"scrape_interval_s\":1,\"seconds\":%.1f,\"scrapes\":%d,\"scrape_failures\":%d,"
+	       "\"metrics_bytes\":%zu,\"rss_anon_kb\":%ld,\"rss_anon_max_kb\":%ld,"
+	       "\"vm_rss_kb\":%ld,\"vm_hwm_kb\":%ld,\"cpu_percent\":%.3f,"
+	       "\"targets\":{\"rss_anon_kb\":4096,\"cpu_percent\":0.5},\"pass\":%s}\n",
+	       R->gpus, R->ctl ? "builtin" : R->server, R->t1 - R->t0, R->scrapes, R->failed,
+	       R->bytes, R->rss_anon, R->max_anon, R->vm_rss, R->hwm, cpu,
+	       pass ? "true" : "false");
+}
+
+/* Stops the agent (SIGTERM, then SIGKILL after 5 s), the stand-in, the state. */
+static void finish(struct run *R)
+{
+	char cmd[128];
+	int i, st;
+
+	if (R->pid > 0) {
+		kill(R->pid, SIGTERM);
+		for (i = 0; i < 50 && waitpid(R->pid, &st, WNOHANG) == 0; i++)
 			usleep(100000);
 		if (i == 50) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
+			kill(R->pid, SIGKILL);
+			waitpid(R->pid, &st, 0);
 		}
 	}
 	ctl_stop = 1;
-	drv_http_server_stop(ctl);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
-		if (system(cmd) != 0)
-			fprintf(stderr, "drover bench agent: could not remove %s\n", state);
+	drv_http_server_stop(R->ctl);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", R->state);
+	if (system(cmd) != 0)
+		fprintf(stderr, "drover bench agent: could not remove %s\n", R->state);
+}
+
+int drv_bench_agent(int argc, char **argv)
+{
+	struct run R = { .token = "bench-token", .gpus = "8xH100", .seconds = 30,
+			 .state = "/tmp/drover-bench-agent-XXXXXX" };
+	int i = parse(argc, argv, &R), rc = DRV_EXIT_FAIL;
+
+	if (i < 0)
+		return drv_opts_exit(i);
+	if (!mkdtemp(R.state)) {
+		fprintf(stderr, "drover bench agent: mkdtemp: %s\n", strerror(errno));
+		return DRV_EXIT_FAIL;
 	}
+	drv_http_client_init(&R.cl, "http://127.0.0.1", NULL);
+	if (start_controller(&R) < 0 || spawn_agent(&R) < 0)
+		goto out;
+	drv_http_client_release(&R.cl);
+	drv_http_client_init(&R.cl, R.agent_url, NULL);
+	R.cl.timeout_ms = 2000;
+	if (wait_agent_up(&R) < 0)
+		goto out;
+	sleep(2); /* settle: registered, first sync */
+	if (measure(&R) < 0)
+		goto out;
+	print_result(&R);
+	rc = DRV_EXIT_OK;
+out:
+	drv_http_client_release(&R.cl);
+	finish(&R);
 	return rc;
 }
