@@ -181,7 +181,8 @@ static void take_woken(struct drv_http_server *s, struct woken *w)
 	pthread_mutex_unlock(&s->inmu);
 	w->gen = atomic_load(&s->wake_gen);
 	w->kgen = atomic_load(&s->key_gen);
-	qsort(w->keys, w->n, sizeof(*w->keys), cmp_key);
+	if (w->n > 1)
+		qsort(w->keys, w->n, sizeof(*w->keys), cmp_key);
 }
 
 /*
@@ -196,7 +197,7 @@ static bool woken(const struct drv_http_req *r, const struct woken *w)
 		return r->gen != w->gen;
 	if (r->fresh)
 		return r->kgen != w->kgen;
-	return w->all || bsearch(&r->key, w->keys, w->n, sizeof(*w->keys), cmp_key);
+	return w->all || (w->n && bsearch(&r->key, w->keys, w->n, sizeof(*w->keys), cmp_key));
 }
 
 /* Should r go back to its event thread now? */

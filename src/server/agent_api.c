@@ -609,7 +609,7 @@ static int sync_reply_fn(void *cls, struct drv_http_resp *o, int timed_out)
 	st = c->ticket ? srv_ticket_state(s, c->ticket) : 0;
 	if (!timed_out && (st > 0 || !sync_ready(s, c))) {
 		/* only its commit, or its own node, can make it ready */
-		drv_http_wait_on(st > 0 ? SRV_KEY_COMMIT : SRV_KEY_NODE(srv_node_find(s, c->node)));
+		drv_http_wait_on(st > 0 ? SRV_KEY_COMMIT : SRV_KEY_NODE(c->node));
 		pthread_mutex_unlock(&s->mu);
 		return DRV_HTTP_AGAIN;
 	}
