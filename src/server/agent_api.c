@@ -76,7 +76,9 @@ static int32_t session_node(struct drv_server *s, const char *name, int64_t sess
 
 static void proto_log(void *cls, const char *line)
 {
-	srv_log((struct drv_server *)cls, "%s", line);
+	struct drv_server *s = cls;
+
+	drv_log(&s->log, "%s", line);
 }
 
 /* Reads the request's body as JSON into a message with decode(); 0, or -1
@@ -177,7 +179,7 @@ static int32_t register_node(struct drv_server *s, const struct drv_proto_regist
 			drv_http_resp_error(o, 500, "internal", NULL, "cannot add node %s: %s", m->name,
 					    drv_strerror(i));
 		else
-			srv_log(s, "node %s joined: %d x %s in pool %s", m->name, ngpus,
+			drv_log(&s->log, "node %s joined: %d x %s in pool %s", m->name, ngpus,
 				model_id(model), s->cfg.default_pool);
 	} else if (s->cluster.nodes[i].ngpus != ngpus ||
 		   (ngpus && s->cluster.nodes[i].model != model)) {
@@ -205,9 +207,9 @@ static void open_session(struct drv_server *s, int32_t i, const struct drv_proto
 	s->meta_dirty = true;
 	n->registered = true;
 	n->ever_registered = true;
-	n->last_hb_ms = srv_now_ms();
-	n->last_hb_wall = srv_wall_s();
-	n->version = (uint64_t)srv_wall_s() * 1000 + (n->version % 1000) + 1;
+	n->last_hb_ms = drv_mono_ms();
+	n->last_hb_wall = drv_wall_s();
+	n->version = (uint64_t)drv_wall_s() * 1000 + (n->version % 1000) + 1;
 	json_decref(n->inventory);
 	n->inventory = drv_proto_register_encode(m);
 	json_object_del(n->inventory, "running");
@@ -289,8 +291,8 @@ static void sync_health(struct drv_server *s, int32_t i, const struct drv_proto_
 	struct srv_node *n = &s->nodes[i];
 
 	s->heartbeats++;
-	n->last_hb_ms = srv_now_ms();
-	n->last_hb_wall = srv_wall_s();
+	n->last_hb_ms = drv_mono_ms();
+	n->last_hb_wall = drv_wall_s();
 	if (!m->ngpus)
 		return;
 	json_decref(n->health);
@@ -337,7 +339,7 @@ static void job_maybe_running(struct drv_server *s, struct srv_job *j)
 	for (int32_t k = 0; k < j->ntasks; k++)
 		if (j->tasks[k].state == T_PENDING || j->tasks[k].state == T_STARTING)
 			return;
-	j->start_time = srv_wall_s();
+	j->start_time = drv_wall_s();
 	drv_histogram_observe(&s->wait_hist, (double)(j->start_time - j->submit_time));
 	srv_job_transition(s, j, J_RUNNING, "every task started");
 }
@@ -347,7 +349,7 @@ static void report_running(struct drv_server *s, struct srv_job *j, struct srv_t
 	if (t->state != T_PENDING && t->state != T_STARTING)
 		return;
 	t->state = T_RUNNING;
-	t->start_time = srv_wall_s();
+	t->start_time = drv_wall_s();
 	srv_job_mark(s, j);
 	if (!j->stop_reason)
 		job_maybe_running(s, j);
@@ -362,7 +364,7 @@ static void report_exited(struct drv_server *s, struct srv_job *j, int32_t rank,
 	t->signal = (int)rep->signal;
 	t->oom = rep->oom_killed;
 	if (!t->start_time)
-		t->start_time = srv_wall_s();
+		t->start_time = drv_wall_s();
 	if (j->stop_reason)
 		t->state = T_CANCELLED;
 	else if (t->exit_code == 0 && t->signal == 0 && !t->oom)
@@ -562,7 +564,7 @@ static bool sync_ready(struct drv_server *s, const struct sync_call *c)
 {
 	const struct srv_node *n = &s->nodes[c->node];
 
-	return c->at_once || s->stopping || srv_now_ms() >= c->deadline_ms || !n->registered ||
+	return c->at_once || s->stopping || drv_mono_ms() >= c->deadline_ms || !n->registered ||
 	       n->session != c->m.session || (int64_t)n->version != c->m.version;
 }
 
@@ -667,7 +669,7 @@ int srv_agent_sync(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	wait_ms = DRV_MIN(c->m.wait_s >= 0 ? c->m.wait_s : s->cfg.heartbeat_interval_s,
 			  SYNC_WAIT_MAX_S) * 1000;
-	c->deadline_ms = srv_now_ms() + wait_ms;
+	c->deadline_ms = drv_mono_ms() + wait_ms;
 	pthread_mutex_lock(&s->mu);
 	rc = sync_up(s, c, o);
 	pthread_mutex_unlock(&s->mu);

@@ -293,14 +293,6 @@ struct drv_server {
 
 /* --- util.c --- */
 json_t *srv_json_time(int64_t t);  /* RFC 3339 string, or null for 0 */
-/*
- * NEEDSWORK: the controller's old clock and log names, kept for agent_api.c
- * while the protocol rewrite (issue 11, proto) replaces that file; use
- * drv_mono_ms, drv_wall_s and drv_log(&s->log, ...) (clock.h, log.h).
- */
-#define srv_now_ms drv_mono_ms
-#define srv_wall_s drv_wall_s
-#define srv_log(s, ...) drv_log(&(s)->log, __VA_ARGS__)
 const char *srv_jstate_name(enum jstate st);
 int srv_jstate_parse(const char *name);
 const char *srv_tstate_name(enum tstate st);
