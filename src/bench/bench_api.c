@@ -1089,19 +1089,11 @@ static void measure_slurm(struct run *R)
 		"nodes", R->o.nodes, "gpus_per_node", R->o.gpus));
 }
 
-/* A figure as a double, whether jansson holds it as a real or an integer. */
-static double number(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-
-	return json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
-}
-
 /* drover over Slurm, end to end and per submit process. */
 static json_t *ratios_of(const json_t *wl)
 {
 	const json_t *sl = json_object_get(wl, "slurm");
-	double s_e2e = number(sl, "jobs_per_s"), s_sub = number(sl, "submit_per_s");
+	double s_e2e = drv_json_num(sl, "jobs_per_s", 0), s_sub = drv_json_num(sl, "submit_per_s", 0);
 	double d_e2e = json_real_value(json_object_get(json_object_get(wl, "drover_batch"), "jobs_per_s"));
 	double d_sub = json_real_value(json_object_get(json_object_get(wl, "drover_process_per_job"), "submit_per_s"));
 	json_t *ratios = json_object();
