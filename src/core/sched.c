@@ -124,14 +124,8 @@ void sched__refresh_cluster(struct drv_sched *s)
 		s->pool_speed[p] = m ? m->speed_rank : 0;
 	}
 	for (i = 0; i < s->njobs; i++)
-		if (s->jobs[i].state != SJ_FREE) {
-			bool pend = s->jobs[i].state == DRV_SJ_PENDING;
-			if (pend)
-				sched__demand(s, &s->jobs[i], -1);
+		if (s->jobs[i].state != SJ_FREE)
 			derive(s, &s->jobs[i]);
-			if (pend)
-				sched__demand(s, &s->jobs[i], +1);
-		}
 	sched__pend_compact_rebuild(s);
 }
 

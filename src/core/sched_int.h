@@ -260,11 +260,6 @@ struct drv_sched {
 	int32_t *quota_held_seen; /* slots it found held at quota as they were */
 	size_t quota_held_seen_cap;
 
-	/* pending demand, for stopping a pass early: counts by whole-GPU task
-	 * size (max_task, 1..64) and by fractional task size (1..999) */
-	int32_t cnt_task[DRV_MAX_NODE_GPUS + 1];
-	int32_t cnt_frac[DRV_MILLI];
-	int32_t cnt_gpuless;
 	/* the reason of the jobs a pass stopped before reaching */
 	struct drv_sched_decision tail_why;
 	uint32_t tail_pass;     /* pass that stopped early (0 = none) */
@@ -302,12 +297,11 @@ void sched__id_del(struct drv_sched *s, uint64_t id);
 /* sched_queue.c: the pending list. Keys (effective priority and the
  * policy's key) at now; the list's order; its compact copy (fill one
  * position, rebuild all, refresh a slot's entry); insert and remove keep it
- * sorted and count the demand (d: +1 or -1) that stopping early reads. */
+ * sorted. */
 int32_t sched__las_queue(const struct drv_sched_policy *pol, int64_t attained_milli_s);
 void sched__key(const struct drv_sched *s, struct sched_job *j, int64_t now,
 		const struct drv_sched_policy *pol);
 int sched__cmp_pend(const struct drv_sched *s, int32_t a, int32_t b);
-void sched__demand(struct drv_sched *s, const struct sched_job *j, int d);
 void sched__pend_compact_fill(struct drv_sched *s, int32_t pos);
 void sched__pend_compact_rebuild(struct drv_sched *s);
 void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot);
@@ -483,8 +477,11 @@ void sched__rekey(struct pass *p);
 /* What every job from one fair-merge slot on, in its tenant's queue, asks
  * for at least: enough to tell that none of them can start now. */
 struct queue_rest {
-	int32_t need_w, task_w, full_w;  /* over whole-GPU jobs; INT32_MAX: none */
-	int32_t frac;                    /* over fractional-only jobs; INT32_MAX: none */
+	/* the least of need_whole, max_task and full_tasks over whole-GPU
+	 * jobs (INT32_MAX: none), the least min_frac over fractional-only
+	 * jobs (INT32_MAX: none) */
+	int32_t min_need, min_task, min_full_tasks;
+	int32_t min_frac;
 	int32_t max_prio;
 	int64_t min_dur;                 /* over jobs with a known duration */
 	bool gpuless;
@@ -493,6 +490,9 @@ struct queue_rest {
 
 /* The fair merge's state, over s->scratch_slots2 and s->fair_suffix. */
 struct fair_merge {
+	/* per tenant t: its queue is idx[cnt[t] .. cnt[t + 1]) (positions in
+	 * s->pend, in queue order) and head[t] its next; act[0 .. nact) the
+	 * tenants still merging; suf[i] what the rest of a queue from i needs */
 	int32_t *cnt, *head, *act, *idx;
 	struct queue_rest *suf;
 	int32_t nact;
@@ -509,14 +509,14 @@ void sched__scan_one(struct pass *p, int32_t slot);
 
 /* sched_pass.c: what the tight skip loop compares the compact entries with. */
 struct bounds {
-	int64_t ns, nl;    /* free whole nodes: strict, and counting reserved ones */
-	int64_t ws, wl;    /* free whole GPUs: strict, and counting reserved ones */
-	int32_t ms, ml;    /* most free on one node: the same two ways */
-	int32_t part;      /* most free milli on a partly used GPU */
-	int64_t short_d;   /* a job this short may use reserved GPUs */
-	bool loosen;
-	bool preempt;      /* preemption searches left */
-	int32_t minprio;   /* least priority of a preemptible running job */
+	int64_t nodes, nodes_loose;       /* free whole nodes: strict, and counting reserved ones */
+	int64_t gpus, gpus_loose;         /* free whole GPUs: the same two ways */
+	int32_t node_max, node_max_loose; /* most free on one node: the same two ways */
+	int32_t part_max;                 /* most free milli on a partly used GPU */
+	int64_t short_dur;                /* a job this short may use reserved GPUs */
+	bool any_reserved;                /* some GPUs are blocked for reservations */
+	bool preempt;                     /* preemption searches left */
+	int32_t least_victim_prio;        /* least priority of a preemptible running job */
 };
 
 void sched__bounds_get(const struct pass *p, struct bounds *b);
@@ -527,10 +527,10 @@ void sched__bounds_get(const struct pass *p, struct bounds *b);
 static inline void sched__limits(const struct bounds *b, bool short_job, int64_t *w, int32_t *m,
 				 int64_t *n)
 {
-	bool loose = b->loosen && short_job;
-	*w = loose ? b->wl : b->ws;
-	*m = loose ? b->ml : b->ms;
-	*n = loose ? b->nl : b->ns;
+	bool loose = b->any_reserved && short_job;
+	*w = loose ? b->gpus_loose : b->gpus;
+	*m = loose ? b->node_max_loose : b->node_max;
+	*n = loose ? b->nodes_loose : b->nodes;
 }
 
 /* True when the job surely can neither start (even on reserved GPUs, if it
@@ -543,12 +543,12 @@ static inline bool sched__hopeless(const struct bounds *b, const struct pend_com
 		return true;
 	if (h->gpuless || h->held)
 		return false; /* a preemptor: its held placement frees no root GPU */
-	if (b->preempt && h->prio > b->minprio)
+	if (b->preempt && h->prio > b->least_victim_prio)
 		return false;
-	sched__limits(b, h->dur > 0 && h->dur <= b->short_d, &w, &m, &n);
+	sched__limits(b, h->dur > 0 && h->dur <= b->short_dur, &w, &m, &n);
 	if (h->need_whole > w || h->max_task > m || h->full_tasks > n)
 		return true;
-	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part)
+	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part_max)
 		return true;
 	return false;
 }

@@ -168,11 +168,11 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 				if (h->held)
 					a.held = true;
 				if (h->need_whole > 0) {
-					a.need_w = DRV_MIN(a.need_w, h->need_whole);
-					a.task_w = DRV_MIN(a.task_w, h->max_task);
-					a.full_w = DRV_MIN(a.full_w, h->full_tasks);
+					a.min_need = DRV_MIN(a.min_need, h->need_whole);
+					a.min_task = DRV_MIN(a.min_task, h->max_task);
+					a.min_full_tasks = DRV_MIN(a.min_full_tasks, h->full_tasks);
 				} else if (h->min_frac > 0) {
-					a.frac = DRV_MIN(a.frac, h->min_frac);
+					a.min_frac = DRV_MIN(a.min_frac, h->min_frac);
 				}
 				a.max_prio = DRV_MAX(a.max_prio, h->prio);
 				if (h->dur > 0)
@@ -191,12 +191,13 @@ static bool suf_skip(const struct bounds *b, const struct queue_rest *a)
 {
 	int64_t w, n;
 	int32_t m;
-	if (a->gpuless || a->held || (b->preempt && a->max_prio > b->minprio))
+	if (a->gpuless || a->held || (b->preempt && a->max_prio > b->least_victim_prio))
 		return false;
-	sched__limits(b, a->min_dur <= b->short_d, &w, &m, &n);
-	if (a->need_w != INT32_MAX && a->need_w <= w && a->task_w <= m && a->full_w <= n)
+	sched__limits(b, a->min_dur <= b->short_dur, &w, &m, &n);
+	if (a->min_need != INT32_MAX && a->min_need <= w && a->min_task <= m &&
+	    a->min_full_tasks <= n)
 		return false;
-	if (a->frac != INT32_MAX && (w > 0 || a->frac <= b->part))
+	if (a->min_frac != INT32_MAX && (w > 0 || a->min_frac <= b->part_max))
 		return false;
 	return true;
 }

@@ -120,17 +120,17 @@ static bool skip_allowed(const struct pass *p, const struct stopper *st)
 void sched__bounds_get(const struct pass *p, struct bounds *b)
 {
 	const struct drv_vertex *r = &p->c->vertices[0];
-	b->ws = r->free_gpus;
-	b->ns = r->free_nodes;
-	b->nl = b->ns + p->blocked_gpus;
-	b->ms = r->max_node_free;
-	b->part = r->max_part_free;
-	b->loosen = p->blocked_gpus > 0;
-	b->short_d = p->t_min == T_INF ? T_INF : p->t_min - p->now;
-	b->wl = b->ws + p->blocked_gpus;
-	b->ml = DRV_MIN(b->ms + p->blocked_max, p->s->max_node_gpus);
+	b->gpus = r->free_gpus;
+	b->nodes = r->free_nodes;
+	b->nodes_loose = b->nodes + p->blocked_gpus;
+	b->node_max = r->max_node_free;
+	b->part_max = r->max_part_free;
+	b->any_reserved = p->blocked_gpus > 0;
+	b->short_dur = p->t_min == T_INF ? T_INF : p->t_min - p->now;
+	b->gpus_loose = b->gpus + p->blocked_gpus;
+	b->node_max_loose = DRV_MIN(b->node_max + p->blocked_max, p->s->max_node_gpus);
 	b->preempt = p->pol->preemption && p->tries < p->pol->max_preempt_tries;
-	b->minprio = p->min_prio_victim;
+	b->least_victim_prio = p->min_prio_victim;
 }
 
 static void set_tail(struct pass *p, enum drv_sched_reason why)
@@ -348,8 +348,6 @@ static void drop_started(struct pass *p)
 		if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING) {
 			s->pend_compact[n] = s->pend_compact[i];
 			s->pend[n++] = s->pend[i];
-		} else {
-			sched__demand(s, &s->jobs[s->pend[i]], -1);
 		}
 	}
 	s->npend = n;

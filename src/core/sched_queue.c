@@ -150,16 +150,6 @@ static int32_t pend_lower_bound(const struct drv_sched *s, int32_t slot)
 	return lo;
 }
 
-void sched__demand(struct drv_sched *s, const struct sched_job *j, int d)
-{
-	if (j->gpuless)
-		s->cnt_gpuless += d;
-	if (j->need_whole > 0 && j->max_task > 0 && j->max_task <= DRV_MAX_NODE_GPUS)
-		s->cnt_task[j->max_task] += d;
-	if (j->min_frac > 0 && j->min_frac < DRV_MILLI)
-		s->cnt_frac[j->min_frac] += d;
-}
-
 void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 {
 	const struct sched_job *j = &s->jobs[s->pend[pos]];
@@ -216,7 +206,6 @@ void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot)
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
-	sched__demand(s, &s->jobs[slot], +1);
 	s->jobs[slot].added_pass = s->pass_no;
 	DRV_GROW(s->pend, (size_t)s->npend + 1, s->pcap);
 	if (s->keys_valid) {
@@ -241,7 +230,6 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 	int32_t pos = pend_find(s, slot);
 	if (pos < 0)
 		return;
-	sched__demand(s, &s->jobs[slot], -1);
 	memmove(&s->pend[pos], &s->pend[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend));
 	memmove(&s->pend_compact[pos], &s->pend_compact[pos + 1],
 		(size_t)(s->npend - pos - 1) * sizeof(*s->pend_compact));
