@@ -337,11 +337,104 @@ static int cmp_prow(const void *a, const void *b)
 	return (x->line > y->line) - (x->line < y->line);
 }
 
+static const char *const philly_cols[] = { "timestamp", "duration", "num_gpus", "gpu_time",
+					   "cluster" };
+
+/* The optional header line: the five column names, any case. */
+static bool philly_header(const struct field *fl, int nf)
+{
+	if (nf != 5)
+		return false;
+	for (int c = 0; c < 5; c++)
+		if (fl[c].len != strlen(philly_cols[c]) ||
+		    strncasecmp(fl[c].s, philly_cols[c], fl[c].len))
+			return false;
+	return true;
+}
+
+/* One data row's five fields into *row; false (row reported) when one is bad. */
+static bool philly_row(struct drv_sim_workload *w, struct drv_diags *d, bool strict, int lineno,
+		       const struct field *fl, int nf, struct prow *row)
+{
+	int64_t ts;
+	double dur, ngf, gt;
+	char tenant[DRV_NAME_MAX];
+
+	if (nf != 5) {
+		trace_bad_row(d, strict, w, lineno, 1, NULL,
+			      "expected 5 fields (timestamp,duration,num_gpus,gpu_time,cluster), "
+			      "found %s%d", nf > MAX_FIELDS ? "more than " : "",
+			      nf > MAX_FIELDS ? MAX_FIELDS : nf);
+		return false;
+	}
+	if (!parse_timestamp(fl[0].s, fl[0].len, &ts)) {
+		trace_bad_row(d, strict, w, lineno, fl[0].col, "timestamp",
+			      "expected YYYY-MM-DD HH:MM:SS, found '%.*s'", SHOW(fl[0]));
+		return false;
+	}
+	if (!parse_num(fl[1].s, fl[1].len, &dur) || dur < 0 || dur > 1e10) {
+		trace_bad_row(d, strict, w, lineno, fl[1].col, "duration",
+			      "expected seconds >= 0, found '%.*s'", SHOW(fl[1]));
+		return false;
+	}
+	if (!parse_num(fl[2].s, fl[2].len, &ngf) || ngf < 1 || ngf > 1e6 || ngf != floor(ngf)) {
+		trace_bad_row(d, strict, w, lineno, fl[2].col, "num_gpus",
+			      "expected a whole number of GPUs >= 1, found '%.*s'", SHOW(fl[2]));
+		return false;
+	}
+	if (!parse_num(fl[3].s, fl[3].len, &gt) || gt < 0) {
+		trace_bad_row(d, strict, w, lineno, fl[3].col, "gpu_time",
+			      "expected GPU-seconds >= 0, found '%.*s'", SHOW(fl[3]));
+		return false;
+	}
+	if (!fl[4].len || fl[4].len >= sizeof(tenant) || trace_is_blank(fl[4].s, fl[4].len)) {
+		trace_bad_row(d, strict, w, lineno, fl[4].col, "cluster",
+			      "expected a virtual cluster name of 1 to 63 characters, found '%.*s'",
+			      SHOW(fl[4]));
+		return false;
+	}
+	memcpy(tenant, fl[4].s, fl[4].len);
+	tenant[fl[4].len] = 0;
+	row->ts = ts;
+	row->line = lineno;
+	row->tenant = drv_sim_tenant(w, tenant);
+	row->gpus = (int64_t)ngf;
+	/* whole seconds; a job of a fraction of a second still takes one */
+	row->dur = (int64_t)llround(dur);
+	if (row->dur < 1)
+		row->dur = 1;
+	return true;
+}
+
+/* The rows as jobs, in time order (rows are not: sort the small rows, not
+ * the jobs), gangs split into whole-node tasks. */
+static void philly_jobs(struct drv_sim_workload *w, struct prow *rows, size_t nrows,
+			int node_gpus)
+{
+	size_t k;
+
+	for (k = 1; k < nrows; k++)
+		if (cmp_prow(&rows[k - 1], &rows[k]) > 0)
+			break;
+	if (k < nrows)
+		qsort(rows, nrows, sizeof(*rows), cmp_prow);
+	DRV_GROW(w->jobs, (size_t)w->njobs + nrows, w->cap);
+	for (k = 0; k < nrows; k++) {
+		struct drv_sim_job *sj = trace_new_job(w);
+		sj->line = rows[k].line;
+		sj->tenant = rows[k].tenant;
+		sj->duration = rows[k].dur;
+		sj->job.name = trace_line_name(rows[k].line);
+		set_gang(&sj->job, rows[k].gpus, node_gpus);
+		sj->job.preemptible = true;
+		sj->job.submit_time = rows[k].ts;
+		sj->job.runtime_estimate = sj->duration;
+	}
+}
+
 int drv_sim_read_philly(FILE *f, int node_gpus, bool strict, struct drv_sim_workload *w,
 			struct drv_diags *d)
 {
-	static const char *const names[] = { "timestamp", "duration", "num_gpus", "gpu_time",
-					     "cluster" };
 	char *line = NULL;
 	size_t lcap = 0;
 	ssize_t got;
@@ -351,16 +444,13 @@ int drv_sim_read_philly(FILE *f, int node_gpus, bool strict, struct drv_sim_work
 	int rc = 0;
 	struct field fl[MAX_FIELDS];
 	struct prow *rows = NULL;
-	size_t nrows = 0, rcap = 0, k;
+	size_t nrows = 0, rcap = 0;
 
 	if (node_gpus < 1)
 		return DRV_EINVAL;
 	while ((got = getline(&line, &lcap, f)) >= 0) {
 		size_t len = trace_chomp(line, (size_t)got);
-		int nf, c;
-		int64_t ts, n;
-		double dur, ngf, gt;
-		char tenant[DRV_NAME_MAX];
+		int nf;
 
 		lineno++;
 		if (trace_is_blank(line, len)) {
@@ -368,64 +458,12 @@ int drv_sim_read_philly(FILE *f, int node_gpus, bool strict, struct drv_sim_work
 			continue;
 		}
 		nf = trace_split(line, len, fl);
-		if (lineno == 1 && nf == 5) {
-			bool hdr = true;
-			for (c = 0; c < 5; c++)
-				if (fl[c].len != strlen(names[c]) ||
-				    strncasecmp(fl[c].s, names[c], fl[c].len))
-					hdr = false;
-			if (hdr)
-				continue;
-		}
-		if (nf != 5) {
-			trace_bad_row(d, strict, w, lineno, 1, NULL,
-				      "expected 5 fields (timestamp,duration,num_gpus,gpu_time,cluster), "
-				      "found %s%d", nf > MAX_FIELDS ? "more than " : "",
-				      nf > MAX_FIELDS ? MAX_FIELDS : nf);
+		if (lineno == 1 && philly_header(fl, nf))
 			continue;
-		}
-		if (!parse_timestamp(fl[0].s, fl[0].len, &ts)) {
-			trace_bad_row(d, strict, w, lineno, fl[0].col, "timestamp",
-				      "expected YYYY-MM-DD HH:MM:SS, found '%.*s'", SHOW(fl[0]));
-			continue;
-		}
-		if (!parse_num(fl[1].s, fl[1].len, &dur) || dur < 0 || dur > 1e10) {
-			trace_bad_row(d, strict, w, lineno, fl[1].col, "duration",
-				      "expected seconds >= 0, found '%.*s'", SHOW(fl[1]));
-			continue;
-		}
-		if (!parse_num(fl[2].s, fl[2].len, &ngf) || ngf < 1 || ngf > 1e6 ||
-		    ngf != floor(ngf)) {
-			trace_bad_row(d, strict, w, lineno, fl[2].col, "num_gpus",
-				      "expected a whole number of GPUs >= 1, found '%.*s'", SHOW(fl[2]));
-			continue;
-		}
-		if (!parse_num(fl[3].s, fl[3].len, &gt) || gt < 0) {
-			trace_bad_row(d, strict, w, lineno, fl[3].col, "gpu_time",
-				      "expected GPU-seconds >= 0, found '%.*s'", SHOW(fl[3]));
-			continue;
-		}
-		if (!fl[4].len || fl[4].len >= sizeof(tenant) || trace_is_blank(fl[4].s, fl[4].len)) {
-			trace_bad_row(d, strict, w, lineno, fl[4].col, "cluster",
-				      "expected a virtual cluster name of 1 to 63 characters, found '%.*s'",
-				      SHOW(fl[4]));
-			continue;
-		}
-		n = (int64_t)ngf;
-		memcpy(tenant, fl[4].s, fl[4].len);
-		tenant[fl[4].len] = 0;
-
 		/* a compact row now; jobs are built once the rows are sorted */
 		DRV_GROW(rows, nrows + 1, rcap);
-		rows[nrows].ts = ts;
-		rows[nrows].line = lineno;
-		rows[nrows].tenant = drv_sim_tenant(w, tenant);
-		rows[nrows].gpus = n;
-		/* whole seconds; a job of a fraction of a second still takes one */
-		rows[nrows].dur = (int64_t)llround(dur);
-		if (rows[nrows].dur < 1)
-			rows[nrows].dur = 1;
-		nrows++;
+		if (philly_row(w, d, strict, lineno, fl, nf, &rows[nrows]))
+			nrows++;
 	}
 	if (ferror(f))
 		rc = DRV_EIO;
@@ -433,24 +471,7 @@ int drv_sim_read_philly(FILE *f, int node_gpus, bool strict, struct drv_sim_work
 	if (!rc && strict && w->malformed > malformed0)
 		rc = DRV_EPARSE;
 	if (!rc) {
-		/* rows are not in time order: sort the small rows, not the jobs */
-		for (k = 1; k < nrows; k++)
-			if (cmp_prow(&rows[k - 1], &rows[k]) > 0)
-				break;
-		if (k < nrows)
-			qsort(rows, nrows, sizeof(*rows), cmp_prow);
-		DRV_GROW(w->jobs, (size_t)w->njobs + nrows, w->cap);
-		for (k = 0; k < nrows; k++) {
-			struct drv_sim_job *sj = trace_new_job(w);
-			sj->line = rows[k].line;
-			sj->tenant = rows[k].tenant;
-			sj->duration = rows[k].dur;
-			sj->job.name = trace_line_name(rows[k].line);
-			set_gang(&sj->job, rows[k].gpus, node_gpus);
-			sj->job.preemptible = true;
-			sj->job.submit_time = rows[k].ts;
-			sj->job.runtime_estimate = sj->duration;
-		}
+		philly_jobs(w, rows, nrows, node_gpus);
 		trace_finish_workload(w, first_new);
 	}
 	drv_free(rows);

@@ -361,26 +361,92 @@ struct cf_node_type *cf_find_type(struct cf_loader *L, const char *name)
 static const char *const top_keys[] = { "apiVersion", "kind", "name", "description", "levels",
 					"nvlinkDomain", "nodeTypes", "topology", NULL };
 
-static void read_cluster(struct cf_loader *L, struct fy_node *root)
+/* levels: below the root, the last node; pool and node when absent. The
+ * names (borrowed from the document) into names[]; their count, or -1. */
+static int read_levels(struct cf_loader *L, struct fy_node *v, const char **names)
+{
+	void *it = NULL;
+	struct fy_node *e;
+	bool bad = false;
+	const char *s;
+	int n = 0;
+
+	names[n++] = "cluster";
+	if (!v) {
+		names[n++] = "pool";
+		names[n++] = "node";
+		return n;
+	}
+	if (!fy_node_is_sequence(v)) {
+		drv_yaml_err(L->d, v, "levels", "found %s, expected a list such as [pool, leaf, node]",
+		    cf_kind_of(v));
+		return -1;
+	}
+	while ((e = fy_node_sequence_iterate(v, &it))) {
+		s = drv_yaml_scalar(e);
+		if (s && !strcmp(s, "cluster") && n == 1)
+			continue; /* the root, named anyway */
+		if (!s || !*s) {
+			drv_yaml_err(L->d, e, "levels", "found %s, expected a level name", cf_kind_of(e));
+			bad = true;
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			if (drv_strcaseeq(names[i], s)) {
+				drv_yaml_err(L->d, e, "levels", "level '%s' is listed twice", s);
+				bad = true;
+			}
+		if (drv_strcaseeq(s, "nvlink-domain")) {
+			drv_yaml_err(L->d, e, "levels",
+			    "'nvlink-domain' is not a level name; name the level (rack, node) and set nvlinkDomain");
+			bad = true;
+		}
+		if (n >= DRV_MAX_LEVELS) {
+			drv_yaml_err(L->d, e, "levels", "more than %d levels", DRV_MAX_LEVELS - 1);
+			return -1;
+		}
+		names[n++] = s;
+	}
+	if (bad)
+		return -1;
+	if (n < 2 || strcmp(names[n - 1], "node")) {
+		drv_yaml_err(L->d, v, "levels", "the last level must be 'node', found '%s'",
+		    n >= 2 ? names[n - 1] : "none");
+		return -1;
+	}
+	return n;
+}
+
+/* nvlinkDomain: one of the n levels (the node level means "the node"). */
+static bool read_nvlink(struct cf_loader *L, struct fy_node *v, const char **names, int n)
+{
+	const char *s = drv_yaml_scalar(v);
+	int i = -1;
+
+	if (s)
+		for (i = n - 1; i >= 1; i--)
+			if (drv_strcaseeq(names[i], s))
+				break;
+	if (i < 1) {
+		drv_yaml_err(L->d, v, "nvlinkDomain", "found '%s', expected one of the levels (such as node or rack)",
+		    s ? s : cf_kind_of(v));
+		return false;
+	}
+	L->c->nvl_level = i == n - 1 ? -1 : i;
+	return true;
+}
+
+/* kind: Cluster and the cluster's name. False when it is not a cluster. */
+static bool read_kind_name(struct cf_loader *L, struct fy_node *root)
 {
 	struct drv_cluster *c = L->c;
-	struct fy_node *v, *topo;
-	const char *s;
-	const char *names[DRV_MAX_LEVELS];
-	int n = 0, i;
+	struct fy_node *v = fy_node_mapping_lookup_by_string(root, "kind", -1);
+	const char *s = drv_yaml_scalar(v);
 
-	if (!fy_node_is_mapping(root)) {
-		drv_yaml_err(L->d, root, NULL, "found %s at the top, expected a mapping with kind: Cluster",
-		    cf_kind_of(root));
-		return;
-	}
-	cf_check_keys(L, root, NULL, top_keys);
-	v = fy_node_mapping_lookup_by_string(root, "kind", -1);
-	s = drv_yaml_scalar(v);
 	if (!s || strcmp(s, "Cluster")) {
 		drv_yaml_err(L->d, v ? v : root, "kind", "found %s%s%s, expected Cluster", s ? "'" : "",
 		    s ? s : (v ? cf_kind_of(v) : "no kind"), s ? "'" : "");
-		return;
+		return false;
 	}
 	v = fy_node_mapping_lookup_by_string(root, "name", -1);
 	if (!v)
@@ -391,74 +457,35 @@ static void read_cluster(struct cf_loader *L, struct fy_node *root)
 		drv_free(c->vertices[0].name);
 		c->vertices[0].name = drv_strdup(s);
 	}
-	/* levels: below the root; the last is node */
-	names[n++] = "cluster";
-	v = fy_node_mapping_lookup_by_string(root, "levels", -1);
-	if (v) {
-		void *it = NULL;
-		struct fy_node *e;
-		bool bad = false;
-		if (!fy_node_is_sequence(v)) {
-			drv_yaml_err(L->d, v, "levels", "found %s, expected a list such as [pool, leaf, node]",
-			    cf_kind_of(v));
-			return;
-		}
-		while ((e = fy_node_sequence_iterate(v, &it))) {
-			s = drv_yaml_scalar(e);
-			if (s && !strcmp(s, "cluster") && n == 1)
-				continue; /* the root, named anyway */
-			if (!s || !*s) {
-				drv_yaml_err(L->d, e, "levels", "found %s, expected a level name", cf_kind_of(e));
-				bad = true;
-				continue;
-			}
-			for (i = 0; i < n; i++)
-				if (drv_strcaseeq(names[i], s)) {
-					drv_yaml_err(L->d, e, "levels", "level '%s' is listed twice", s);
-					bad = true;
-				}
-			if (drv_strcaseeq(s, "nvlink-domain")) {
-				drv_yaml_err(L->d, e, "levels",
-				    "'nvlink-domain' is not a level name; name the level (rack, node) and set nvlinkDomain");
-				bad = true;
-			}
-			if (n >= DRV_MAX_LEVELS) {
-				drv_yaml_err(L->d, e, "levels", "more than %d levels", DRV_MAX_LEVELS - 1);
-				return;
-			}
-			names[n++] = s;
-		}
-		if (bad)
-			return;
-		if (n < 2 || strcmp(names[n - 1], "node")) {
-			drv_yaml_err(L->d, v, "levels", "the last level must be 'node', found '%s'",
-			    n >= 2 ? names[n - 1] : "none");
-			return;
-		}
-	} else {
-		names[n++] = "pool";
-		names[n++] = "node";
+	return true;
+}
+
+static void read_cluster(struct cf_loader *L, struct fy_node *root)
+{
+	struct drv_cluster *c = L->c;
+	struct fy_node *v, *topo;
+	const char *names[DRV_MAX_LEVELS];
+	int n;
+
+	if (!fy_node_is_mapping(root)) {
+		drv_yaml_err(L->d, root, NULL, "found %s at the top, expected a mapping with kind: Cluster",
+		    cf_kind_of(root));
+		return;
 	}
+	cf_check_keys(L, root, NULL, top_keys);
+	if (!read_kind_name(L, root))
+		return;
+	n = read_levels(L, fy_node_mapping_lookup_by_string(root, "levels", -1), names);
+	if (n < 0)
+		return;
 	drv_cluster_set_levels(c, names, n);
 	L->pool_level = -1;
-	for (i = 1; i < n; i++)
+	for (int i = 1; i < n; i++)
 		if (!strcmp(names[i], "pool"))
 			L->pool_level = i;
 	v = fy_node_mapping_lookup_by_string(root, "nvlinkDomain", -1);
-	if (v) {
-		s = drv_yaml_scalar(v);
-		i = -1;
-		if (s)
-			for (i = n - 1; i >= 1; i--)
-				if (drv_strcaseeq(names[i], s))
-					break;
-		if (i < 1) {
-			drv_yaml_err(L->d, v, "nvlinkDomain", "found '%s', expected one of the levels (such as node or rack)",
-			    s ? s : cf_kind_of(v));
-			return;
-		}
-		c->nvl_level = i == n - 1 ? -1 : i;
-	}
+	if (v && !read_nvlink(L, v, names, n))
+		return;
 	v = fy_node_mapping_lookup_by_string(root, "nodeTypes", -1);
 	if (v)
 		read_node_types(L, v);
