@@ -201,4 +201,71 @@ struct cf_node_type *cf_find_type(struct cf_loader *L, const char *name);
 /* cluster_topology.c: the list of entries seq under vertex parent. */
 void cf_read_entries(struct cf_loader *L, struct fy_node *seq, int32_t parent, const char *path);
 
+/* ------------------------------------------------------------------------
+ * The Slurm batch script reader (sbatch.c reads the script and builds the
+ * job; sbatch_opts.c knows what each option does), private to them.
+ */
+
+/* What an option does; O_IGNORED ones are kept in spec->ignored. */
+enum sb_opt_id {
+	O_IGNORED = 0, O_JOB_NAME, O_NODES, O_NTASKS, O_NTASKS_PER_NODE, O_GPUS, O_GPUS_PER_NODE,
+	O_GPUS_PER_TASK, O_GRES, O_CPUS_PER_TASK, O_CPUS_PER_GPU, O_MEM, O_MEM_PER_GPU,
+	O_MEM_PER_CPU, O_TIME, O_PARTITION, O_QOS, O_ACCOUNT, O_REQUEUE, O_NO_REQUEUE, O_SIGNAL,
+	O_SWITCHES, O_SEGMENT, O_ARRAY, O_DEPENDENCY, O_EXPORT, O_CHDIR, O_PRIORITY,
+	O_HELP_LIKE,
+};
+
+struct sb_opt {
+	const char *name;
+	char shrt;
+	int arg; /* 0 none, 1 required, 2 optional (only with '=') */
+	enum sb_opt_id id;
+};
+
+/* A GPU request: [type:]count. */
+struct sb_gpureq {
+	int64_t n;   /* -1 = not given */
+	char *type;
+	int line, col;
+};
+
+/* One component's options as written (-1 = not given). */
+struct sb_comp {
+	int64_t nodes, ntasks, tpn, cpt, cpg, mem, mem_per_gpu, mem_per_cpu;
+	struct sb_gpureq gpus, gpn, gpt, gres;
+	int line, col; /* where it starts */
+};
+
+/* One script being read. */
+struct sb_ctx {
+	struct drv_diags *d;
+	struct drv_jobspec *s;
+	struct sb_comp *comps;
+	int ncomps;
+	size_t ccap;
+	/* job-wide */
+	char *name;
+	int64_t time;
+	char *export_raw;
+	int export_line, export_col;
+	char *workdir;
+};
+
+/* sbatch.c: an error at line:col of option opt (line 0: the command line). */
+void sb_err(struct sb_ctx *c, int line, int col, const char *opt, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Forgets a GPU request (n = -1). */
+void sb_gpureq_clear(struct sb_gpureq *g);
+
+/* sbatch_opts.c: the option a long name (or an unambiguous abbreviation of
+ * len bytes) names, else NULL and an error; the option of a short letter,
+ * else NULL. */
+const struct sb_opt *sb_find_long(struct sb_ctx *c, const char *name, size_t len, int line,
+				  int col);
+const struct sb_opt *sb_find_short(char ch);
+/* Acts on one occurrence of option o with value v (NULL: none) in the
+ * current component k or the job. */
+void sb_apply(struct sb_ctx *c, struct sb_comp *k, const struct sb_opt *o, const char *v,
+	      int line, int col);
+
 #endif
