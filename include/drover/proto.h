@@ -160,7 +160,8 @@ struct drv_proto_peer {
 };
 
 /*
- * One task the controller wants on the node (docs/api.md, "assignments").
+ * One task the controller wants on the node: an element of the task set
+ * (docs/api.md, "POST /v1/agent/sync").
  * Required: task_id, job_id, epoch, desired. The rest are optional; the
  * defaults are what the agent assumes when they are absent.
  */
@@ -219,8 +220,8 @@ struct drv_proto_register {
 	int64_t mem_mib;
 	struct drv_proto_gpu *gpus;
 	size_t ngpus;
-	/* topology: gpu_matrix[i][j] as nvidia-smi topo -m prints it, rows of
-	 * ngpus... as sent: row i has matrix_len[i] entries */
+	/* topology: gpu_matrix[i][j] is what nvidia-smi topo -m prints for
+	 * GPUs i and j ("X", "NV18", "PIX", ...); row i has matrix_len[i] cells */
 	const char ***gpu_matrix;
 	size_t *matrix_len;
 	size_t nmatrix;
@@ -246,7 +247,7 @@ struct drv_proto_registered {
 /*
  * POST /v1/agent/sync: everything an agent says, on its one connection.
  * node, session and version required; tasks, reports and gpus default to
- * empty. version is the last assignments version the agent applied (0 at
+ * empty. version is the last task-set version the agent applied (0 at
  * first); the controller answers at once when its version differs, when
  * reports are stale, or else after wait_s seconds (the heartbeat interval).
  */

@@ -10,8 +10,6 @@
 #include <signal.h>
 #include <string.h>
 
-/* --- tasks an earlier agent left running ------------------------------------ */
-
 /* Field 22 of /proc/PID/stat: when the process started (clock ticks since
  * boot); 0 when it is gone. With the pid it names a process for good. */
 unsigned long long agent_proc_starttime(pid_t pid)

@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* --- HTTP endpoints ---------------------------------------------------------- */
-
 static const char *const xid_help = "Value of the last XID error encountered.";
 
 void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)

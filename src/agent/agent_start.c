@@ -25,14 +25,10 @@ void agent_wake(struct drv_agent *a)
 	(void)n;
 }
 
-
 static char *dupe(const char *s)
 {
 	return s ? drv_strdup(s) : NULL;
 }
-
-
-/* --- start and stop --------------------------------------------------------- */
 
 static void agent_free(struct drv_agent *a)
 {

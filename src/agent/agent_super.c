@@ -86,7 +86,6 @@ static bool reports_owed(const struct drv_agent *a)
 	return false;
 }
 
-
 /*
  * The supervisor: applies the controller's task set, reaps, enforces
  * limits, and tells the syncer when there is something to report. It

@@ -10,8 +10,6 @@
 
 #include <string.h>
 
-/* --- talking to the controller: register, and the sync exchange ---------------- */
-
 static void proto_log(void *cls, const char *line)
 {
 	struct drv_agent *a = cls;

@@ -27,9 +27,6 @@ int agent_valid_task_id(const char *id)
 	return 1;
 }
 
-
-/* --- tasks ----------------------------------------------------------------- */
-
 struct task *agent_find_task(struct drv_agent *a, const char *id, int64_t epoch)
 {
 	size_t k;
@@ -380,5 +377,4 @@ int agent_reap(struct drv_agent *a)
 	}
 	return running;
 }
-
 
