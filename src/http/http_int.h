@@ -19,6 +19,7 @@
 
 #include <microhttpd.h>
 
+#include "drover/dynbuf.h"
 #include "drover/http.h"
 
 struct drv_http_server {
@@ -56,9 +57,8 @@ struct drv_http_req {
 	struct MHD_Connection *conn;
 	const char *method;
 	const char *path;
-	char *body;
-	size_t len, cap;
-	bool too_large;
+	struct drv_dynbuf body; /* capped at DRV_HTTP_MAX_BODY */
+	bool too_large;         /* the body passed it: 413 */
 	const struct drv_http_route *route;
 	char *params[DRV_HTTP_MAX_PARAMS];
 	char peer[INET6_ADDRSTRLEN];

@@ -266,8 +266,8 @@ const char *drv_http_req_header(const struct drv_http_req *r, const char *name)
 const char *drv_http_req_body(const struct drv_http_req *r, size_t *len)
 {
 	if (len)
-		*len = r->len;
-	return r->body ? r->body : "";
+		*len = drv_dynbuf_len(&r->body);
+	return drv_dynbuf_str(&r->body);
 }
 
 json_t *drv_http_req_json(const struct drv_http_req *r, struct drv_http_resp *resp)
@@ -275,11 +275,11 @@ json_t *drv_http_req_json(const struct drv_http_req *r, struct drv_http_resp *re
 	json_error_t e;
 	json_t *j;
 
-	if (r->len == 0) {
+	if (r->body.len == 0) {
 		drv_http_resp_error(resp, 400, "invalid", NULL, "request body: empty, expected JSON");
 		return NULL;
 	}
-	j = json_loadb(r->body, r->len, 0, &e);
+	j = json_loadb(r->body.buf, r->body.len, 0, &e);
 	if (!j)
 		drv_http_resp_error(resp, 400, "invalid", NULL, "request body:%d:%d: %s", e.line,
 				    e.column, e.text);
@@ -485,19 +485,8 @@ static void fill_peer(struct drv_http_req *r)
 
 static void take_body(struct drv_http_req *r, const char *data, size_t n)
 {
-	if (r->too_large)
-		return;
-	if (r->len + n > DRV_HTTP_MAX_BODY) {
+	if (!r->too_large && drv_dynbuf_add(&r->body, data, n) < 0)
 		r->too_large = true;
-		return;
-	}
-	if (r->len + n + 1 > r->cap) {
-		r->cap = DRV_MAX(r->cap * 2, r->len + n + 1);
-		r->body = drv_realloc(r->body, r->cap);
-	}
-	memcpy(r->body + r->len, data, n);
-	r->len += n;
-	r->body[r->len] = '\0';
 }
 
 /* Queues r's reply and frees its body (MHD copied it). */
@@ -537,6 +526,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 	(void)version;
 	if (!r) {
 		r = drv_calloc(1, sizeof(*r));
+		drv_dynbuf_init(&r->body, DRV_HTTP_MAX_BODY);
 		r->srv = s;
 		r->conn = conn;
 		r->method = method;
@@ -571,7 +561,7 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (r->dfree && r->dcls)
 		r->dfree(r->dcls);
 	http_resp_release(&r->dresp);
-	drv_free(r->body);
+	drv_dynbuf_release(&r->body);
 	for (int i = 0; i < DRV_HTTP_MAX_PARAMS; i++)
 		drv_free(r->params[i]);
 	drv_free(r);
