@@ -80,34 +80,49 @@ static enum tstate tstate_parse(const char *n)
 	return T_PENDING;
 }
 
-static int load_job(const struct drv_store_job *row, void *cls)
+/* One stored task into k; a task whose node left the cluster is lost. */
+static void load_task(struct drv_server *s, struct srv_task *k, const json_t *t)
 {
-	struct drv_server *s = cls;
-	json_t *doc = json_loads(row->doc, 0, NULL), *tasks, *t;
-	struct srv_job *j;
-	struct drv_diags d;
-	size_t i;
+	const char *nn = drv_json_str(t, "node");
+
+	k->node = nn ? srv_node_find(s, nn) : -1;
+	if (k->node < 0) {
+		/* its node left the cluster file: keep the name, as a node
+		 * without GPUs that is down */
+		k->node = srv_node_add(s, nn ? nn : "unknown", -1, 0, 0, 0, NULL);
+		if (k->node >= 0)
+			srv_node_set_state(s, k->node, DRV_NODE_DOWN, "not in the cluster any more");
+	}
+	k->group = (int16_t)drv_json_int(t, "group", 0);
+	k->gpu_mask = gpus_mask(json_object_get(t, "gpus"));
+	k->gpu_milli = (int32_t)drv_json_int(t, "gpu_milli", 1000);
+	k->cpu_milli = drv_json_int(t, "cpu_milli", 0);
+	k->mem_mib = drv_json_int(t, "mem_mib", 0);
+	k->state = tstate_parse(drv_json_str(t, "state"));
+	k->ended = drv_json_bool(t, "ended", 0);
+	k->exit_code = (int)drv_json_int(t, "exit_code", -1);
+	k->signal = (int)drv_json_int(t, "signal", 0);
+	k->oom = drv_json_bool(t, "oom", 0);
+	srv_set_str(&k->reason, drv_json_str(t, "reason"));
+	k->start_time = drv_json_int(t, "start_time", 0);
+	k->end_time = drv_json_int(t, "end_time", 0);
+	if (k->node < 0 || s->cluster.nodes[k->node].ngpus == 0) {
+		/* its node is gone from the cluster: the task is lost */
+		if (k->node < 0)
+			k->node = 0;
+		if (!k->ended) {
+			k->ended = true;
+			k->state = T_LOST;
+			srv_set_str(&k->reason, "its node is no longer in the cluster");
+		}
+	}
+}
+
+/* The job's own fields from its stored document and row. */
+static void load_job_fields(struct srv_job *j, const json_t *doc, const struct drv_store_job *row)
+{
 	int st;
 
-	if (!doc) {
-		drv_log(&s->log, "job %llu: its stored record is not JSON; skipped",
-			(unsigned long long)row->id);
-		return 0;
-	}
-	j = drv_calloc(1, sizeof(*j));
-	j->id = row->id;
-	drv_jobspec_init(&j->spec);
-	drv_diags_init(&d, "stored job");
-	if (drv_jobspec_from_json(json_object_get(doc, "spec"), &j->spec, &d) < 0) {
-		drv_log(&s->log, "job %llu: its stored spec does not load; skipped",
-			(unsigned long long)row->id);
-		drv_diags_print(&d, s->log.out ? s->log.out : stderr);
-		drv_diags_release(&d);
-		srv_job_free(j);
-		json_decref(doc);
-		return 0;
-	}
-	drv_diags_release(&d);
 	j->canon = json_incref(json_object_get(doc, "spec"));
 	j->spec.job.id = j->id;
 	srv_set_str(&j->spec.job.user, row->user);
@@ -135,46 +150,41 @@ static int load_job(const struct drv_store_job *row, void *cls)
 		json_decref(j->events);
 		j->events = json_array();
 	}
+}
+
+static int load_job(const struct drv_store_job *row, void *cls)
+{
+	struct drv_server *s = cls;
+	json_t *doc = json_loads(row->doc, 0, NULL), *tasks, *t;
+	struct srv_job *j;
+	struct drv_diags d;
+	size_t i;
+
+	if (!doc) {
+		drv_log(&s->log, "job %llu: its stored record is not JSON; skipped",
+			(unsigned long long)row->id);
+		return 0;
+	}
+	j = drv_calloc(1, sizeof(*j));
+	j->id = row->id;
+	drv_jobspec_init(&j->spec);
+	drv_diags_init(&d, "stored job");
+	if (drv_jobspec_from_json(json_object_get(doc, "spec"), &j->spec, &d) < 0) {
+		drv_log(&s->log, "job %llu: its stored spec does not load; skipped",
+			(unsigned long long)row->id);
+		drv_diags_print(&d, s->log.out ? s->log.out : stderr);
+		drv_diags_release(&d);
+		srv_job_free(j);
+		json_decref(doc);
+		return 0;
+	}
+	drv_diags_release(&d);
+	load_job_fields(j, doc, row);
 	tasks = json_object_get(doc, "tasks");
 	if (json_array_size(tasks)) {
 		j->tasks = drv_calloc(json_array_size(tasks), sizeof(*j->tasks));
-		json_array_foreach(tasks, i, t) {
-			struct srv_task *k = &j->tasks[j->ntasks++];
-			const char *nn = drv_json_str(t, "node");
-
-			k->node = nn ? srv_node_find(s, nn) : -1;
-			if (k->node < 0) {
-				/* its node left the cluster file: keep the name, as a node
-				 * without GPUs that is down */
-				k->node = srv_node_add(s, nn ? nn : "unknown", -1, 0, 0, 0, NULL);
-				if (k->node >= 0)
-					srv_node_set_state(s, k->node, DRV_NODE_DOWN,
-							   "not in the cluster any more");
-			}
-			k->group = (int16_t)drv_json_int(t, "group", 0);
-			k->gpu_mask = gpus_mask(json_object_get(t, "gpus"));
-			k->gpu_milli = (int32_t)drv_json_int(t, "gpu_milli", 1000);
-			k->cpu_milli = drv_json_int(t, "cpu_milli", 0);
-			k->mem_mib = drv_json_int(t, "mem_mib", 0);
-			k->state = tstate_parse(drv_json_str(t, "state"));
-			k->ended = drv_json_bool(t, "ended", 0);
-			k->exit_code = (int)drv_json_int(t, "exit_code", -1);
-			k->signal = (int)drv_json_int(t, "signal", 0);
-			k->oom = drv_json_bool(t, "oom", 0);
-			srv_set_str(&k->reason, drv_json_str(t, "reason"));
-			k->start_time = drv_json_int(t, "start_time", 0);
-			k->end_time = drv_json_int(t, "end_time", 0);
-			if (k->node < 0 || s->cluster.nodes[k->node].ngpus == 0) {
-				/* its node is gone from the cluster: the task is lost */
-				if (k->node < 0)
-					k->node = 0;
-				if (!k->ended) {
-					k->ended = true;
-					k->state = T_LOST;
-					srv_set_str(&k->reason, "its node is no longer in the cluster");
-				}
-			}
-		}
+		json_array_foreach(tasks, i, t)
+			load_task(s, &j->tasks[j->ntasks++], t);
 	}
 	json_decref(doc);
 	if (j->id > s->njobs) {
