@@ -12,11 +12,50 @@
 
 #include "drover/clusterfile.h"
 
+/* FNV-1a: the name index's hash. */
+static uint64_t name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
+/* Puts node i into the name index (open addressing, index + 1, 0 empty). */
+static void index_put(struct drv_server *s, int32_t i)
+{
+	size_t mask = s->node_index_cap - 1, k = name_hash(s->nodes[i].name) & mask;
+
+	while (s->node_index[k])
+		k = (k + 1) & mask;
+	s->node_index[k] = i + 1;
+}
+
+/* Keeps the index at most half full: every agent's sync finds its node by
+ * name, so with 12,500 nodes a scan would be most of the server's work. */
+static void index_add(struct drv_server *s, int32_t i)
+{
+	if ((size_t)s->nnodes * 2 > s->node_index_cap) {
+		drv_free(s->node_index);
+		s->node_index_cap = s->node_index_cap ? s->node_index_cap * 2 : 64;
+		s->node_index = drv_calloc(s->node_index_cap, sizeof(*s->node_index));
+		for (int32_t k = 0; k < s->nnodes; k++)
+			index_put(s, k);
+		return;
+	}
+	index_put(s, i);
+}
+
 int32_t srv_node_find(struct drv_server *s, const char *name)
 {
-	for (int32_t i = 0; i < s->nnodes; i++)
-		if (strcmp(s->nodes[i].name, name) == 0)
-			return i;
+	size_t mask = s->node_index_cap - 1, k;
+
+	if (!s->node_index_cap)
+		return -1;
+	for (k = name_hash(name) & mask; s->node_index[k]; k = (k + 1) & mask)
+		if (strcmp(s->nodes[s->node_index[k] - 1].name, name) == 0)
+			return s->node_index[k] - 1;
 	return -1;
 }
 
@@ -55,6 +94,7 @@ static void nodes_sync(struct drv_server *s)
 			json_object_set_new(n->labels, s->cluster.nodes[s->nnodes].labels[k].key,
 					    json_string(s->cluster.nodes[s->nnodes].labels[k].value));
 		s->nnodes++;
+		index_add(s, s->nnodes - 1);
 	}
 }
 

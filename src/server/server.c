@@ -330,6 +330,7 @@ void drv_server_stop(struct drv_server *s)
 		json_decref(n->labels);
 	}
 	drv_free(s->nodes);
+	drv_free(s->node_index);
 	if (s->cluster.nlevels)
 		drv_cluster_release(&s->cluster);
 	drv_store_close(s->store);

@@ -237,6 +237,8 @@ struct drv_server {
 	size_t ndirty, dcap;
 
 	struct srv_node *nodes;      /* parallel to cluster.nodes */
+	int32_t *node_index;       /* nodes by name (nodes.c): index + 1, 0 empty */
+	size_t node_index_cap;     /* a power of two, at least twice nnodes */
 	int32_t nnodes;
 	size_t ncap;
 
