@@ -282,6 +282,9 @@ void drv_http_client_release(struct drv_http_client *c);
  * long-poll be told that it has something new to say.
  */
 void drv_http_client_interrupt(struct drv_http_client *c);
+/* Drops an interrupt owed to the next request (its reason is stale: the
+ * caller's next request carries what it had to say anyway). */
+void drv_http_client_forget_interrupt(struct drv_http_client *c);
 
 void drv_http_reply_init(struct drv_http_reply *r);
 void drv_http_reply_release(struct drv_http_reply *r);

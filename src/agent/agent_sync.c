@@ -310,6 +310,10 @@ void *agent_sync_main(void *arg)
 		rc = reg ? do_register(a) : agent_sync_once(a);
 		pthread_mutex_lock(&a->mu);
 		if (rc == 0 || a->interrupted) {
+			/* a kick that came after this sync ended is owed to the
+			 * next one, which is built now and says it all anyway */
+			if (rc == 0 && a->interrupted)
+				drv_http_client_forget_interrupt(&a->ctl);
 			a->interrupted = false;
 			backoff = 0;
 			said_unreachable = false;

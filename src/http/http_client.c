@@ -243,6 +243,13 @@ void drv_http_client_interrupt(struct drv_http_client *c)
 	pthread_mutex_unlock(&sock_mu);
 }
 
+void drv_http_client_forget_interrupt(struct drv_http_client *c)
+{
+	pthread_mutex_lock(&sock_mu);
+	c->intr = 0;
+	pthread_mutex_unlock(&sock_mu);
+}
+
 /* Starts a request (0), or consumes an interrupt owed (DRV_ECONN). */
 static int request_begin(struct drv_http_client *c)
 {
@@ -259,15 +266,18 @@ static int request_begin(struct drv_http_client *c)
 	return rc;
 }
 
-/* Ends it: an interrupt that came meanwhile is spent on it when it failed. */
+/*
+ * Ends it: an interrupt that came meanwhile was for this request, and is
+ * spent on it even when the reply won the race (else the next request
+ * would fail at once, unasked, and its caller back off as after an error).
+ */
 static void request_end(struct drv_http_client *c, int rc)
 {
 	pthread_mutex_lock(&sock_mu);
 	c->busy = 0;
-	if (rc < 0 && c->intr) {
-		c->intr = 0;
+	if (rc < 0 && c->intr)
 		snprintf(c->err, sizeof(c->err), "interrupted");
-	}
+	c->intr = 0;
 	pthread_mutex_unlock(&sock_mu);
 }
 
