@@ -147,7 +147,7 @@ static void counters(struct drv_server *s, struct drv_prom *w)
 	drv_prom_metric(w, "drover_submits_total", "counter", "Jobs accepted.", NULL,
 			(double)s->submits);
 	cost(s, w);
-	drv_prom_metric(w, "drover_agent_heartbeats_total", "counter", "Agent heartbeats received.",
+	drv_prom_metric(w, "drover_agent_heartbeats_total", "counter", "Agent syncs received (each is a heartbeat).",
 			NULL, (double)s->heartbeats);
 }
 
