@@ -14,52 +14,58 @@
 
 static const char *const xid_help = "Value of the last XID error encountered.";
 
-void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
+/* dcgm-exporter's metric families, in the order render_gpus knows them. */
+static const struct {
+	const char *name, *type, *help;
+} fam[] = {
+	{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)." },
+	{ "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)." },
+	{ "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)." },
+	{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)." },
+	{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)." },
+	{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)." },
+	{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)." },
+	{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+	  "Total energy consumption since boot (in mJ)." },
+	{ "DCGM_FI_DEV_XID_ERRORS", "gauge", NULL },
+};
+
+/* One family's value for GPU sample s; < 0 when the GPU does not say. */
+static double gpu_value(size_t f, const struct drv_gpu_sample *s)
 {
-	static const struct {
-		const char *name, *type, *help;
-	} fam[] = {
-		{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)." },
-		{ "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)." },
-		{ "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)." },
-		{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)." },
-		{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)." },
-		{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)." },
-		{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)." },
-		{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-		  "Total energy consumption since boot (in mJ)." },
-		{ "DCGM_FI_DEV_XID_ERRORS", "gauge", NULL },
-	};
+	switch (f) {
+	case 0: return s->util_pct;
+	case 1: return (double)s->fb_used_mib;
+	case 2: return (double)s->fb_free_mib;
+	case 3: return s->temp_c;
+	case 4: return s->power_w == s->power_w ? s->power_w : -1;
+	case 5: return s->sm_clock_mhz;
+	case 6: return s->mem_clock_mhz;
+	case 7: return (double)s->energy_mj;
+	default: return (double)s->xid_last;
+	}
+}
+
+/* The GPUs' families, with the job each GPU runs; returns the busy GPUs. */
+static int render_gpus(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
+{
 	struct drv_gpu_sample s[DRV_GPU_MAX];
 	bool ok[DRV_GPU_MAX];
-	char idx[DRV_GPU_MAX][8], dev[DRV_GPU_MAX][16], port[8];
-	int g, busy = 0, running = 0, exited = 0, failed = 0;
-	size_t f, k;
+	char idx[DRV_GPU_MAX][8], dev[DRV_GPU_MAX][16];
+	int g, busy = 0;
 
-	pthread_mutex_lock(&a->mu);
 	for (g = 0; g < a->gpus.ngpus; g++) {
 		ok[g] = drv_gpu_sample(&a->gpus, g, now_ms, &s[g]) == 0;
 		busy += a->gpus.use[g].job[0] != '\0';
 		snprintf(idx[g], sizeof(idx[g]), "%d", g);
 		snprintf(dev[g], sizeof(dev[g]), "nvidia%d", g);
 	}
-	for (f = 0; f < DRV_ARRAY_SIZE(fam); f++) {
+	for (size_t f = 0; f < DRV_ARRAY_SIZE(fam); f++) {
 		bool any = false;
+
 		for (g = 0; g < a->gpus.ngpus; g++) {
-			double v;
-			if (!ok[g])
-				continue;
-			switch (f) {
-			case 0: v = s[g].util_pct; break;
-			case 1: v = (double)s[g].fb_used_mib; break;
-			case 2: v = (double)s[g].fb_free_mib; break;
-			case 3: v = s[g].temp_c; break;
-			case 4: v = s[g].power_w == s[g].power_w ? s[g].power_w : -1; break;
-			case 5: v = s[g].sm_clock_mhz; break;
-			case 6: v = s[g].mem_clock_mhz; break;
-			case 7: v = (double)s[g].energy_mj; break;
-			default: v = (double)s[g].xid_last; break;
-			}
+			double v = ok[g] ? gpu_value(f, &s[g]) : -1;
+
 			if (v < 0)
 				continue;
 			if (!any)
@@ -75,22 +81,30 @@ void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t n
 					v);
 		}
 	}
+	return busy;
+}
+
+/* The InfiniBand/RoCE ports: bytes both ways, and whether each is up. */
+static void render_ports(struct drv_agent *a, struct drv_prom *w, int busy)
+{
+	static const char *const names[] = { "drover_ib_port_receive_bytes_total",
+		"drover_ib_port_transmit_bytes_total", "drover_ib_port_active" };
+	static const char *const helps[] = {
+		"Bytes received on an InfiniBand/RoCE port (port_rcv_data x 4).",
+		"Bytes sent on an InfiniBand/RoCE port (port_xmit_data x 4).",
+		"1 when the InfiniBand/RoCE port is ACTIVE." };
+	char port[8];
 
 	drv_hca_refresh(&a->hcas, busy);
-	for (f = 0; f < 3; f++) {
-		static const char *const names[] = { "drover_ib_port_receive_bytes_total",
-			"drover_ib_port_transmit_bytes_total", "drover_ib_port_active" };
-		static const char *const helps[] = {
-			"Bytes received on an InfiniBand/RoCE port (port_rcv_data x 4).",
-			"Bytes sent on an InfiniBand/RoCE port (port_xmit_data x 4).",
-			"1 when the InfiniBand/RoCE port is ACTIVE." };
-		int h, p;
-		for (h = 0; h < a->hcas.nhcas; h++) {
+	for (int f = 0; f < 3; f++) {
+		for (int h = 0; h < a->hcas.nhcas; h++) {
 			const struct drv_hca *hc = &a->hcas.hcas[h];
-			for (p = 0; p < hc->nports; p++) {
+
+			for (int p = 0; p < hc->nports; p++) {
 				const struct drv_hca_port *pp = &hc->ports[p];
 				double v = f == 0 ? (double)pp->rx_bytes : f == 1 ? (double)pp->tx_bytes :
 					   !strcmp(pp->state, "ACTIVE");
+
 				drv_prom_family(w, names[f], f < 2 ? "counter" : "gauge", helps[f]);
 				snprintf(port, sizeof(port), "%d", pp->port);
 				drv_prom_sample(w, names[f],
@@ -101,9 +115,16 @@ void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t n
 			}
 		}
 	}
+}
 
-	for (k = 0; k < a->ntasks; k++) {
+/* Per task its OOM kills; the tasks by state; the agent's own gauges. */
+static void render_tasks(struct drv_agent *a, struct drv_prom *w)
+{
+	int running = 0, exited = 0, failed = 0;
+
+	for (size_t k = 0; k < a->ntasks; k++) {
 		struct task *t = a->tasks[k];
+
 		running += t->state == T_RUNNING;
 		exited += t->state == T_EXITED;
 		failed += t->state == T_FAILED;
@@ -130,6 +151,13 @@ void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t n
 	drv_prom_metric(w, "drover_agent_cgroup_limits", "gauge",
 			"1 when task memory/CPU limits are enforced with cgroup v2.",
 			DRV_PROM_LABELS("Hostname", a->name), a->cg.enabled ? 1 : 0);
+}
+
+void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
+{
+	pthread_mutex_lock(&a->mu);
+	render_ports(a, w, render_gpus(a, w, now_ms));
+	render_tasks(a, w);
 	pthread_mutex_unlock(&a->mu);
 }
 
