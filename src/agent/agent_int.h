@@ -1,18 +1,19 @@
 /*
- * agent_int.h: helpers shared by the files of src/agent/ and nothing else.
+ * agent_int.h: what the files of src/agent/ share and nothing else does:
+ * the agent's state (struct drv_agent, struct task), its threads and their
+ * lock rule, and the functions one file offers another (agent_ prefix).
  */
 #ifndef DROVER_AGENT_INTERNAL_H
 #define DROVER_AGENT_INTERNAL_H
 
-#include <stddef.h>
-#include <stdint.h>
-
+#include <jansson.h>
 #include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
-#include <jansson.h>
 
 #include "drover/agent.h"
 #include "drover/gpu.h"
