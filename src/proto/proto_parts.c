@@ -1,0 +1,302 @@
+/*
+ * proto_parts.c: the parts of the agent protocol's messages: (task_id,
+ * epoch) references, a GPU's health, a task report and a task assignment,
+ * each with its decoder (a reader item) and encoder.
+ */
+#include "proto_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* --- (task_id, epoch) references ---------------------------------------------- */
+
+static const char *const ref_keys[] = { "task_id", "epoch", "pid", "state", "reason", NULL };
+
+void proto_item_ref(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_ref *x = el;
+
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_str(r, o, "task_id", true, &x->task_id);
+	proto_get_int(r, o, "epoch", true, &x->epoch);
+	proto_get_int(r, o, "pid", false, &x->pid);
+	proto_get_str(r, o, "state", false, &x->state);
+	proto_get_str(r, o, "reason", false, &x->reason);
+	proto_unknown_keys(r, o, ref_keys);
+}
+
+json_t *proto_refs_encode(const struct drv_proto_ref *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object();
+
+		proto_put_str(o, "task_id", v[i].task_id);
+		proto_put_int(o, "epoch", v[i].epoch);
+		if (v[i].pid)
+			proto_put_int(o, "pid", v[i].pid);
+		proto_put_opt_str(o, "state", v[i].state);
+		proto_put_opt_str(o, "reason", v[i].reason);
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* --- GPU health ---------------------------------------------------------------- */
+
+static const char *const health_keys[] = { "index", "healthy", "xid", "ecc_uncorrected",
+	"temperature_c", "utilization", "memory_used_mib", "power_w", NULL };
+
+void proto_item_health(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_gpu_health *g = el;
+
+	g->xid = g->ecc_uncorrected = g->temperature_c = g->utilization = -1;
+	g->memory_used_mib = -1;
+	g->power_w = NAN;
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_int(r, o, "index", true, &g->index);
+	proto_get_bool(r, o, "healthy", true, &g->healthy);
+	proto_get_int(r, o, "xid", false, &g->xid);
+	proto_get_int(r, o, "ecc_uncorrected", false, &g->ecc_uncorrected);
+	proto_get_int(r, o, "temperature_c", false, &g->temperature_c);
+	proto_get_int(r, o, "utilization", false, &g->utilization);
+	proto_get_int(r, o, "memory_used_mib", false, &g->memory_used_mib);
+	proto_get_num(r, o, "power_w", &g->power_w);
+	proto_unknown_keys(r, o, health_keys);
+}
+
+json_t *drv_proto_gpu_health_encode(const struct drv_proto_gpu_health *g, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object();
+
+		proto_put_int(o, "index", g[i].index);
+		json_object_set_new(o, "healthy", json_boolean(g[i].healthy));
+		if (g[i].xid >= 0)
+			proto_put_int(o, "xid", g[i].xid);
+		if (g[i].ecc_uncorrected >= 0)
+			proto_put_int(o, "ecc_uncorrected", g[i].ecc_uncorrected);
+		if (g[i].temperature_c >= 0)
+			proto_put_int(o, "temperature_c", g[i].temperature_c);
+		if (g[i].utilization >= 0)
+			proto_put_int(o, "utilization", g[i].utilization);
+		if (g[i].memory_used_mib >= 0)
+			proto_put_int(o, "memory_used_mib", g[i].memory_used_mib);
+		if (!isnan(g[i].power_w))
+			json_object_set_new(o, "power_w", json_real(g[i].power_w));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* --- reports -------------------------------------------------------------------- */
+
+static const char *const state_names[] = { "running", "exited", "failed" };
+
+const char *drv_proto_task_state_name(enum drv_proto_task_state s)
+{
+	return (unsigned)s < DRV_ARRAY_SIZE(state_names) ? state_names[s] : "?";
+}
+
+static const char *const report_keys[] = { "task_id", "epoch", "state", "pid", "time",
+	"exit_code", "signal", "signal_name", "oom_killed", "reason", NULL };
+
+void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_report *x = el;
+	const char *st = NULL;
+	size_t k;
+
+	x->exit_code = -1;
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_str(r, o, "task_id", true, &x->task_id);
+	proto_get_int(r, o, "epoch", true, &x->epoch);
+	proto_get_str(r, o, "state", true, &st);
+	for (k = 0; st && k < DRV_ARRAY_SIZE(state_names) && strcmp(st, state_names[k]); k++)
+		;
+	if (st && k == DRV_ARRAY_SIZE(state_names))
+		proto_fail_at(r, "state", "\"%s\": expected running, exited or failed", st);
+	x->state = (enum drv_proto_task_state)k;
+	proto_get_int(r, o, "pid", false, &x->pid);
+	proto_get_str(r, o, "time", false, &x->time);
+	proto_get_int(r, o, "exit_code", false, &x->exit_code);
+	proto_get_int(r, o, "signal", false, &x->signal);
+	proto_get_str(r, o, "signal_name", false, &x->signal_name);
+	proto_get_bool(r, o, "oom_killed", false, &x->oom_killed);
+	proto_get_str(r, o, "reason", false, &x->reason);
+	proto_unknown_keys(r, o, report_keys);
+}
+
+json_t *proto_report_encode(const struct drv_proto_report *x)
+{
+	json_t *o = json_object();
+
+	proto_put_str(o, "task_id", x->task_id);
+	proto_put_int(o, "epoch", x->epoch);
+	proto_put_str(o, "state", drv_proto_task_state_name(x->state));
+	if (x->pid)
+		proto_put_int(o, "pid", x->pid);
+	proto_put_opt_str(o, "time", x->time);
+	if (x->state == DRV_PROTO_EXITED) {
+		if (x->signal) {
+			proto_put_int(o, "signal", x->signal);
+			proto_put_opt_str(o, "signal_name", x->signal_name);
+		} else {
+			proto_put_int(o, "exit_code", x->exit_code);
+		}
+		json_object_set_new(o, "oom_killed", json_boolean(x->oom_killed));
+	}
+	proto_put_opt_str(o, "reason", x->reason);
+	return o;
+}
+
+/* --- task assignments ----------------------------------------------------------- */
+
+void drv_proto_task_init(struct drv_proto_task *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->runtime = "host";
+	t->gpu_milli = 1000;
+	t->world_size = 1;
+	t->local_world_size = 1;
+	t->nnodes = 1;
+	t->master_port = 29500;
+	t->grace_s = -1;
+}
+
+static const char *const peer_keys[] = { "rank", "node", "address", NULL };
+
+static void one_peer(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_peer *p = el;
+
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_int(r, o, "rank", true, &p->rank);
+	proto_get_str(r, o, "node", false, &p->node);
+	proto_get_str(r, o, "address", false, &p->address);
+	proto_unknown_keys(r, o, peer_keys);
+}
+
+static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch", "desired",
+	"stop_reason", "user", "runtime", "image", "container", "argv", "script", "workdir", "env",
+	"gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
+	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
+	"time_limit_s", "grace_s", NULL };
+
+/* The identity and what to run. */
+static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task *t)
+{
+	const char *desired = NULL;
+
+	proto_get_str(r, o, "task_id", true, &t->task_id);
+	proto_get_int(r, o, "job_id", true, &t->job_id);
+	proto_get_str(r, o, "job_name", false, &t->job_name);
+	proto_get_int(r, o, "epoch", true, &t->epoch);
+	proto_get_str(r, o, "desired", true, &desired);
+	if (desired && strcmp(desired, "run") && strcmp(desired, "stop"))
+		proto_fail_at(r, "desired", "\"%s\": expected run or stop", desired);
+	t->stop = desired && !strcmp(desired, "stop");
+	proto_get_str(r, o, "stop_reason", false, &t->stop_reason);
+	proto_get_str(r, o, "user", false, &t->user);
+	proto_get_str(r, o, "runtime", false, &t->runtime);
+	proto_get_str(r, o, "image", false, &t->image);
+	proto_get_str(r, o, "container", false, &t->container);
+	proto_get_list(r, o, "argv", false, sizeof(*t->argv), proto_item_str, &t->argv, &t->nargv);
+	proto_get_str(r, o, "script", false, &t->script);
+	proto_get_str(r, o, "workdir", false, &t->workdir);
+	proto_get_kv(r, o, "env", &t->env, &t->nenv);
+}
+
+/* Where it runs, its share and its gang. */
+static void task_where(struct proto_rd *r, const json_t *o, struct drv_proto_task *t)
+{
+	proto_get_list(r, o, "gpus", false, sizeof(*t->gpus), proto_item_int, &t->gpus, &t->ngpus);
+	proto_get_int(r, o, "gpu_milli", false, &t->gpu_milli);
+	proto_get_int(r, o, "cpu_milli", false, &t->cpu_milli);
+	proto_get_int(r, o, "mem_mib", false, &t->mem_mib);
+	proto_get_int(r, o, "rank", false, &t->rank);
+	proto_get_int(r, o, "world_size", false, &t->world_size);
+	proto_get_int(r, o, "local_rank", false, &t->local_rank);
+	proto_get_int(r, o, "local_world_size", false, &t->local_world_size);
+	proto_get_int(r, o, "node_rank", false, &t->node_rank);
+	proto_get_int(r, o, "nnodes", false, &t->nnodes);
+	proto_get_str(r, o, "master_addr", false, &t->master_addr);
+	proto_get_int(r, o, "master_port", false, &t->master_port);
+	proto_get_list(r, o, "peers", false, sizeof(*t->peers), one_peer, &t->peers, &t->npeers);
+	proto_get_int(r, o, "time_limit_s", false, &t->time_limit_s);
+	proto_get_int(r, o, "grace_s", false, &t->grace_s);
+}
+
+void proto_item_task(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_task *t = el;
+
+	drv_proto_task_init(t);
+	if (!proto_expect_obj(r, o))
+		return;
+	task_what(r, o, t);
+	task_where(r, o, t);
+	proto_unknown_keys(r, o, task_keys);
+}
+
+void proto_task_release(struct drv_proto_task *t)
+{
+	drv_free(t->argv);
+	drv_free(t->env);
+	drv_free(t->gpus);
+	drv_free(t->peers);
+}
+
+json_t *drv_proto_task_encode(const struct drv_proto_task *t)
+{
+	json_t *o = json_object(), *peers = json_array();
+
+	proto_put_str(o, "task_id", t->task_id);
+	proto_put_int(o, "job_id", t->job_id);
+	proto_put_str(o, "job_name", t->job_name);
+	proto_put_int(o, "epoch", t->epoch);
+	proto_put_str(o, "desired", t->stop ? "stop" : "run");
+	proto_put_opt_str(o, "stop_reason", t->stop_reason);
+	proto_put_str(o, "user", t->user);
+	proto_put_str(o, "runtime", t->runtime ? t->runtime : "host");
+	proto_put_str(o, "image", t->image);
+	proto_put_str(o, "container", t->container);
+	json_object_set_new(o, "argv", proto_str_list(t->argv, t->nargv));
+	proto_put_str(o, "script", t->script);
+	proto_put_str(o, "workdir", t->workdir);
+	json_object_set_new(o, "env", drv_proto_kv_encode(t->env, t->nenv));
+	json_object_set_new(o, "gpus", proto_int_list(t->gpus, t->ngpus));
+	proto_put_int(o, "gpu_milli", t->gpu_milli);
+	proto_put_int(o, "cpu_milli", t->cpu_milli);
+	proto_put_int(o, "mem_mib", t->mem_mib);
+	proto_put_int(o, "rank", t->rank);
+	proto_put_int(o, "world_size", t->world_size);
+	proto_put_int(o, "local_rank", t->local_rank);
+	proto_put_int(o, "local_world_size", t->local_world_size);
+	proto_put_int(o, "node_rank", t->node_rank);
+	proto_put_int(o, "nnodes", t->nnodes);
+	proto_put_str(o, "master_addr", t->master_addr);
+	proto_put_int(o, "master_port", t->master_port);
+	for (size_t i = 0; i < t->npeers; i++) {
+		json_t *p = json_object();
+
+		proto_put_int(p, "rank", t->peers[i].rank);
+		proto_put_str(p, "node", t->peers[i].node);
+		proto_put_str(p, "address", t->peers[i].address);
+		json_array_append_new(peers, p);
+	}
+	json_object_set_new(o, "peers", peers);
+	proto_put_int(o, "time_limit_s", t->time_limit_s);
+	if (t->grace_s >= 0)
+		proto_put_int(o, "grace_s", t->grace_s);
+	return o;
+}
+
