@@ -65,6 +65,27 @@ for _ in range(100):
     time.sleep(0.1)
 expect("placed on the one registered 8-GPU node", (j["state"], j["nodelist"]), ("scheduled", name))
 
+# The protocol's types (include/drover/proto.h): a version more than one apart is
+# refused naming both, a missing required key or a wrong type names its path, an
+# unknown key is ignored (and logged once).
+st, b = call("POST", "/v1/agent/register", {"name": "old-box", "protocol": 3})
+expect("protocol 3", (st, b["error"]["message"]),
+       (409, "node old-box: agent speaks protocol 3; this controller speaks 1 (at most one apart)"))
+st, b = call("POST", "/v1/agent/register", {"name": "old-box"})
+expect("no protocol", (st, b["error"]["message"]), (400, "protocol: missing (expected an integer)"))
+st, b = call("POST", "/v1/agent/register", {"name": "old-box", "protocol": 1,
+                                            "gpus": [{"index": "0", "model": "H100"}]})
+expect("wrong type", (st, b["error"]["message"]),
+       (400, "gpus[0].index: expected an integer, found a string"))
+a100 = [{"index": i, "model": "NVIDIA A100-SXM4-80GB"} for i in range(2)]
+st, b = call("POST", "/v1/agent/register", {"name": "lab-box-1", "protocol": 2, "colour": "red",
+                                            "gpus": a100, "labels": {"rack": "r7", "owner": "lab"}})
+expect("protocol 2 with an unknown key", st, 200)
+st, b = call("POST", "/v1/agent/sync", {"node": "lab-box-1", "session": b["session"],
+                                        "version": "x"})
+expect("sync: wrong type", (st, b["error"]["message"]),
+       (400, "version: expected an integer, found a string"))
+
 # GPU health: an unhealthy GPU drains the node (it keeps its job); an admin resumes it.
 st, b = register("lab-box-2", 2, model="NVIDIA A100-SXM4-80GB")
 sess = b["session"]
