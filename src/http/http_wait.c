@@ -51,7 +51,12 @@ void drv_http_wake_key(struct drv_http_server *s, uint64_t key)
 
 	if (!s || !s->waiter_started)
 		return;
-	pthread_mutex_lock(&s->inmu);   /* a leaf lock: never held while calling out */
+	/* inmu is a leaf lock, never held while calling out. The count moves
+	 * with the key, under it: a scan that takes the keys sees the count
+	 * of the same wakes (take_woken), so a request parked meanwhile is
+	 * looked at either by its key or by the count. */
+	pthread_mutex_lock(&s->inmu);
+	atomic_fetch_add(&s->key_gen, 1);
 	if (s->nkeys >= MAX_KEYS) {
 		s->keys_overflow = true;
 	} else if (!s->nkeys || s->keys[s->nkeys - 1] != key) {
@@ -59,7 +64,6 @@ void drv_http_wake_key(struct drv_http_server *s, uint64_t key)
 		s->keys[s->nkeys++] = key;
 	}
 	pthread_mutex_unlock(&s->inmu);
-	atomic_fetch_add(&s->key_gen, 1);
 	if (!atomic_exchange(&s->wake_pending, true))
 		(void)!write(s->evfd, &one, sizeof(one));
 }
@@ -178,9 +182,9 @@ static void take_woken(struct drv_http_server *s, struct woken *w)
 	s->keys = NULL;
 	s->nkeys = s->kcap = 0;
 	s->keys_overflow = false;
+	w->kgen = atomic_load(&s->key_gen);
 	pthread_mutex_unlock(&s->inmu);
 	w->gen = atomic_load(&s->wake_gen);
-	w->kgen = atomic_load(&s->key_gen);
 	if (w->n > 1)
 		qsort(w->keys, w->n, sizeof(*w->keys), cmp_key);
 }
@@ -195,8 +199,8 @@ static bool woken(const struct drv_http_req *r, const struct woken *w)
 {
 	if (r->key == 0)
 		return r->gen != w->gen;
-	if (r->fresh)
-		return r->kgen != w->kgen;
+	if (r->fresh && r->kgen != w->kgen)
+		return true;
 	return w->all || (w->n && bsearch(&r->key, w->keys, w->n, sizeof(*w->keys), cmp_key));
 }
 
