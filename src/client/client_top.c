@@ -43,13 +43,126 @@ static void bar(char *buf, size_t n, long long used, long long total, int width)
 	buf[2 + width] = '\0';
 }
 
+/* The first lines: GPUs, nodes and jobs by state from /v1/cluster. */
+static void print_summary(FILE *f, struct drv_client_reply *rc_, int have_c, const char *err)
+{
+	const json_t *g, *nd, *jb, *x;
+	const char *key;
+	long long total, alloc;
+	size_t k = 0;
+	char gb[64], b[512];
+
+	if (!have_c) {
+		char *m = rc_->body ? drv_client_reply_error(rc_) : drv_strdup(err);
+		fprintf(f, "(cluster summary unavailable: %s)\n", m);
+		drv_free(m);
+		return;
+	}
+	g = json_object_get(rc_->json, "gpus");
+	nd = json_object_get(rc_->json, "nodes");
+	jb = json_object_get(rc_->json, "jobs");
+	total = drv_json_int(g, "total", 0);
+	alloc = drv_json_int(g, "allocated", 0);
+	bar(gb, sizeof(gb), alloc, total, 40);
+	fprintf(f, "GPUs   %s %lld/%lld allocated, %lld free\n", gb, alloc, total,
+		(long long)drv_json_int(g, "free", 0));
+	fprintf(f, "Nodes  %lld up, %lld draining, %lld down\n",
+		(long long)drv_json_int(nd, "up", 0),
+		(long long)drv_json_int(nd, "draining", 0),
+		(long long)drv_json_int(nd, "down", 0));
+	b[0] = '\0';
+	json_object_foreach((json_t *)jb, key, x) if (k + 40 < sizeof(b)) k +=
+		snprintf(b + k, sizeof(b) - k, "%s%s %lld", k ? ", " : "", key,
+			 (long long)drv_json_int(jb, key, 0));
+	fprintf(f, "Jobs   %s\n", b[0] ? b : "none");
+}
+
+/* One node: its GPUs as a bar, mean utilisation, memory used, its jobs. */
+static void print_node_row(FILE *f, const json_t *x)
+{
+	char name[SMALL], state[32], model[SMALL], gb[64], jobs[SMALL] = "";
+	const json_t *h = json_object_get(x, "gpu_health"), *gh, *jl;
+	long long util = 0, mem = 0, n = 0;
+	size_t j, k = 0;
+
+	json_array_foreach(h, j, gh) {
+		util += drv_json_int(gh, "utilization", 0);
+		mem += drv_json_int(gh, "memory_used_mib", 0);
+		n++;
+	}
+	jl = json_object_get(x, "jobs");
+	json_array_foreach(jl, j, gh)
+		if (k + 24 < sizeof(jobs))
+			k += snprintf(jobs + k, sizeof(jobs) - k, k ? ",%lld" : "%lld",
+				      (long long)json_integer_value(gh));
+	bar(gb, sizeof(gb), drv_json_int(x, "gpus_allocated", 0), drv_json_int(x, "gpus", 0), 8);
+	snprintf(gb + strlen(gb), sizeof(gb) - strlen(gb), " %lld/%lld",
+		 (long long)drv_json_int(x, "gpus_allocated", 0),
+		 (long long)drv_json_int(x, "gpus", 0));
+	fprintf(f, "%-16s %-9s %-18s %-12s %4lld%% %7.1f  %s\n",
+		drv_json_text(x, "name", name, sizeof(name)),
+		drv_json_text(x, "state", state, sizeof(state)), gb,
+		drv_json_text(x, "model", model, sizeof(model)), n ? util / n : 0,
+		(double)mem / 1024.0, jobs[0] ? jobs : "-");
+}
+
+static void print_nodes(FILE *f, const json_t *items)
+{
+	const json_t *x;
+	size_t i;
+
+	fprintf(f, "%-16s %-9s %-18s %-12s %5s %7s  %s\n", "NODE", "STATE", "GPUS", "MODEL",
+		"UTIL", "MEM(G)", "JOBS");
+	json_array_foreach(items, i, x)
+		print_node_row(f, x);
+	if (!items)
+		fprintf(f, "(nodes unavailable)\n");
+}
+
+/* One unfinished job, squeue-like: the node list, or the reason it waits. */
+static void print_job_row(FILE *f, const json_t *x, time_t now)
+{
+	char id[32], name[SMALL], user[SMALL], state[32], tm_[32], rn_[512], nodes[SMALL], b[512];
+
+	drv_json_text(x, "state", state, sizeof(state));
+	drv_json_text(x, "nodelist", nodes, sizeof(nodes));
+	if (!strcmp(state, "pending"))
+		snprintf(rn_, sizeof(rn_), "(%s)", drv_json_text(x, "reason", b, sizeof(b)));
+	else
+		snprintf(rn_, sizeof(rn_), "%s", nodes);
+	fprintf(f, "%-8s %-20.20s %-10.10s %-10s %10s %5lld  %s\n",
+		drv_json_text(x, "id", id, sizeof(id)), drv_json_text(x, "name", name, sizeof(name)),
+		drv_json_text(x, "user", user, sizeof(user)), state,
+		drv_fmt_duration(job_elapsed(x, (long long)now), tm_, sizeof(tm_)), job_gpus(x),
+		rn_);
+}
+
+static void print_queue(FILE *f, const json_t *items, int max_jobs, time_t now)
+{
+	const json_t *x;
+	size_t i;
+
+	fprintf(f, "%-8s %-20s %-10s %-10s %10s %5s  %s\n", "ID", "NAME", "USER", "STATE", "TIME",
+		"GPUS", "NODELIST(REASON)");
+	json_array_foreach(items, i, x) {
+		if ((int)i >= max_jobs) {
+			fprintf(f, "... and %zu more\n", json_array_size(items) - i);
+			break;
+		}
+		print_job_row(f, x, now);
+	}
+	if (!items)
+		fprintf(f, "(queue unavailable)\n");
+	else if (!json_array_size(items))
+		fprintf(f, "(no unfinished jobs)\n");
+}
+
+/* One frame: three GETs (cluster, nodes, queue), each shown or said missing. */
 static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 {
 	struct drv_client_reply rc_, rn, rq;
-	char err[512], b[512];
+	char err[512], b[64];
 	int have_c, have_n, have_q;
-	const json_t *items, *x;
-	size_t i;
 	time_t now = time(NULL);
 
 	have_c = !drv_client_call(cli->client, "GET", "/v1/cluster", NULL, NULL, 0, 5000, &rc_,
@@ -69,94 +182,11 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 		fputs("\033[H\033[2J", f);
 	drv_rfc3339((int64_t)now, b, sizeof(b));
 	fprintf(f, "drover top  %s  %s\n", drv_client_server(cli->client), b);
-	if (have_c) {
-		const json_t *g = json_object_get(rc_.json, "gpus");
-		const json_t *nd = json_object_get(rc_.json, "nodes");
-		const json_t *jb = json_object_get(rc_.json, "jobs");
-		const char *key;
-		long long total = drv_json_int(g, "total", 0),
-			  alloc = drv_json_int(g, "allocated", 0);
-		size_t k = 0;
-		char gb[64];
-
-		bar(gb, sizeof(gb), alloc, total, 40);
-		fprintf(f, "GPUs   %s %lld/%lld allocated, %lld free\n", gb, alloc, total,
-			(long long)drv_json_int(g, "free", 0));
-		fprintf(f, "Nodes  %lld up, %lld draining, %lld down\n",
-			(long long)drv_json_int(nd, "up", 0),
-			(long long)drv_json_int(nd, "draining", 0),
-			(long long)drv_json_int(nd, "down", 0));
-		b[0] = '\0';
-		json_object_foreach((json_t *)jb, key, x) if (k + 40 < sizeof(b)) k +=
-			snprintf(b + k, sizeof(b) - k, "%s%s %lld", k ? ", " : "", key,
-				 (long long)drv_json_int(jb, key, 0));
-		fprintf(f, "Jobs   %s\n", b[0] ? b : "none");
-	} else {
-		char *m = rc_.body ? drv_client_reply_error(&rc_) : drv_strdup(err);
-		fprintf(f, "(cluster summary unavailable: %s)\n", m);
-		drv_free(m);
-	}
+	print_summary(f, &rc_, have_c, err);
 	fputc('\n', f);
-	items = have_n ? cli_items(rn.json) : NULL;
-	fprintf(f, "%-16s %-9s %-18s %-12s %5s %7s  %s\n", "NODE", "STATE", "GPUS", "MODEL",
-		"UTIL", "MEM(G)", "JOBS");
-	json_array_foreach(items, i, x) {
-		char name[SMALL], state[32], model[SMALL], gb[64], jobs[SMALL] = "";
-		const json_t *h = json_object_get(x, "gpu_health"), *gh, *jl;
-		long long util = 0, mem = 0, n = 0;
-		size_t j, k = 0;
-
-		json_array_foreach(h, j, gh) {
-			util += drv_json_int(gh, "utilization", 0);
-			mem += drv_json_int(gh, "memory_used_mib", 0);
-			n++;
-		}
-		jl = json_object_get(x, "jobs");
-		json_array_foreach(jl, j, gh)
-			if (k + 24 < sizeof(jobs))
-				k += snprintf(jobs + k, sizeof(jobs) - k, k ? ",%lld" : "%lld",
-					      (long long)json_integer_value(gh));
-		bar(gb, sizeof(gb), drv_json_int(x, "gpus_allocated", 0),
-		    drv_json_int(x, "gpus", 0), 8);
-		snprintf(gb + strlen(gb), sizeof(gb) - strlen(gb), " %lld/%lld",
-			 (long long)drv_json_int(x, "gpus_allocated", 0),
-			 (long long)drv_json_int(x, "gpus", 0));
-		fprintf(f, "%-16s %-9s %-18s %-12s %4lld%% %7.1f  %s\n",
-			drv_json_text(x, "name", name, sizeof(name)),
-			drv_json_text(x, "state", state, sizeof(state)), gb,
-			drv_json_text(x, "model", model, sizeof(model)), n ? util / n : 0,
-			(double)mem / 1024.0, jobs[0] ? jobs : "-");
-	}
-	if (!items)
-		fprintf(f, "(nodes unavailable)\n");
+	print_nodes(f, have_n ? cli_items(rn.json) : NULL);
 	fputc('\n', f);
-	items = have_q ? cli_items(rq.json) : NULL;
-	fprintf(f, "%-8s %-20s %-10s %-10s %10s %5s  %s\n", "ID", "NAME", "USER", "STATE", "TIME",
-		"GPUS", "NODELIST(REASON)");
-	json_array_foreach(items, i, x) {
-		char id[32], name[SMALL], user[SMALL], state[32], tm_[32], rn_[512], nodes[SMALL];
-		if ((int)i >= max_jobs) {
-			fprintf(f, "... and %zu more\n", json_array_size(items) - i);
-			break;
-		}
-		drv_json_text(x, "state", state, sizeof(state));
-		drv_json_text(x, "nodelist", nodes, sizeof(nodes));
-		if (!strcmp(state, "pending"))
-			snprintf(rn_, sizeof(rn_), "(%s)",
-				 drv_json_text(x, "reason", b, sizeof(b)));
-		else
-			snprintf(rn_, sizeof(rn_), "%s", nodes);
-		fprintf(f, "%-8s %-20.20s %-10.10s %-10s %10s %5lld  %s\n",
-			drv_json_text(x, "id", id, sizeof(id)),
-			drv_json_text(x, "name", name, sizeof(name)),
-			drv_json_text(x, "user", user, sizeof(user)), state,
-			drv_fmt_duration(job_elapsed(x, (long long)now), tm_, sizeof(tm_)),
-			job_gpus(x), rn_);
-	}
-	if (!items)
-		fprintf(f, "(queue unavailable)\n");
-	else if (!json_array_size(items))
-		fprintf(f, "(no unfinished jobs)\n");
+	print_queue(f, have_q ? cli_items(rq.json) : NULL, max_jobs, now);
 	if (!tty)
 		fputs("\n", f);
 	fflush(f);
