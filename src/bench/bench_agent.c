@@ -25,6 +25,7 @@
 #include "drover/http.h"
 #include "drover/options.h"
 #include "drover/proto.h"
+#include "bench_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -139,19 +140,6 @@ static long status_kb(pid_t pid, const char *key)
 	return v;
 }
 
-static int free_port(void)
-{
-	struct drv_http_server *s;
-	static const struct drv_http_route none[] = { { NULL, NULL, NULL, 0 } };
-	int port;
-
-	if (drv_http_server_start("127.0.0.1:0", none, NULL, NULL, &s, NULL, 0) < 0)
-		return 0;
-	port = drv_http_server_port(s);
-	drv_http_server_stop(s);
-	return port;
-}
-
 /* One run: what was asked, the processes, what was measured. */
 struct run {
 	const char *server, *token, *gpus;
@@ -218,7 +206,7 @@ static int spawn_agent(struct run *R)
 {
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	int port = free_port();
+	int port = bench_free_port();
 
 	if (n <= 0) {
 		fprintf(stderr, "drover bench agent: cannot find this binary\n");

@@ -27,6 +27,7 @@
 #include "drover/http.h"
 #include "drover/options.h"
 #include "drover/proto.h"
+#include "bench_int.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -304,19 +305,6 @@ static struct tally swarm_run(const struct opts *o, const char *url, int proc, i
 
 /* --- the server and its figures -------------------------------------------------- */
 
-static int free_port(void)
-{
-	struct drv_http_server *s;
-	static const struct drv_http_route none[] = { { NULL, NULL, NULL, 0 } };
-	int port;
-
-	if (drv_http_server_start("127.0.0.1:0", none, NULL, NULL, &s, NULL, 0) < 0)
-		return 0;
-	port = drv_http_server_port(s);
-	drv_http_server_stop(s);
-	return port;
-}
-
 /* Starts `drover server` in dir; its pid, or -1. */
 static pid_t start_server(const char *dir, int port)
 {
@@ -529,7 +517,7 @@ int drv_bench_agents(int argc, char **argv)
 		fprintf(stderr, "drover bench agents: %s\n", strerror(errno));
 		return DRV_EXIT_FAIL;
 	}
-	port = free_port();
+	port = bench_free_port();
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 	server = start_server(dir, port);
 	if (server < 0 || !server_up(url, server)) {

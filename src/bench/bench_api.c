@@ -29,6 +29,7 @@
 #include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/options.h"
+#include "bench_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -152,23 +153,6 @@ static void stop_child(pid_t pid)
 		}
 }
 
-static int free_port(void)
-{
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), port = 0;
-
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(s, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
-	if (s >= 0)
-		close(s);
-	return port;
-}
-
 static int write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -220,7 +204,7 @@ static int start_server(struct server *s, const char *name)
 	int ok = 0;
 
 	memset(s, 0, sizeof(*s));
-	s->port = free_port();
+	s->port = bench_free_port();
 	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
 	snprintf(s->state, sizeof(s->state), "%s/%s", tmpdir, name);
 	mkdir(s->state, 0700);
@@ -273,7 +257,7 @@ static int start_agents(const struct server *s, int n, const char *spec)
 	for (i = 0; i < n; i++) {
 		char name[64], listen[64], log[600], state[600];
 		snprintf(name, sizeof(name), "bench-node-%02d", i + 1);
-		snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+		snprintf(listen, sizeof(listen), "127.0.0.1:%d", bench_free_port());
 		snprintf(log, sizeof(log), "%s/agent-%02d.log", tmpdir, i + 1);
 		snprintf(state, sizeof(state), "%s/agent-%02d", tmpdir, i + 1);
 		{

@@ -1,0 +1,27 @@
+/*
+ * bench_util.c: small helpers the benchmarks share (bench_int.h).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench_int.h"
+
+int bench_free_port(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(s, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	if (s >= 0)
+		close(s);
+	return port;
+}
