@@ -35,7 +35,9 @@ struct drv_server;
  * restores jobs and nodes, starts the scheduling loop and the HTTP server.
  * Returns 0 and *out, or a negative drv_err with a line for a person in
  * err: DRV_EINVAL/DRV_EPARSE for bad files or flags (exit 2), DRV_EIO for
- * what the system refused (exit 1).
+ * what the system refused (exit 1), DRV_ESTATE when another process holds
+ * the state directory's lock (STATE_DIR/lock; err names its pid and
+ * address; exit 1). The lock is held until drv_server_stop().
  */
 int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, char *err,
 		     size_t errsz);

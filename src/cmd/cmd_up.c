@@ -178,7 +178,7 @@ static int start_server(const struct up_args *a, const char *me, struct drv_serv
 	rc = drv_server_start(&so, srv, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover up: %s%s\n", err,
-			strstr(err, "in use") ? " (is another drover running? pick another with --listen)"
+			strstr(err, "already in use") ? " (is another drover running? pick another with --listen)"
 					      : "");
 		return rc == DRV_EINVAL || rc == DRV_EPARSE ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}

@@ -2,7 +2,9 @@
  * server.c: starting and stopping the controller (include/drover/server.h),
  * the route table of docs/api.md and the authentication filter.
  *
- * Start order: config (tokens), the state directory and store (migrated),
+ * Start order: the state directory and its lock (state_lock.c: one
+ * controller per directory, taken before anything in it is written),
+ * config (tokens), the store (migrated),
  * the cluster (file, or an empty default pool), restore of nodes and jobs,
  * the scheduling loop, then the HTTP server last, so no request sees a
  * half-built controller. Stop runs it backwards.
@@ -102,6 +104,7 @@ static struct drv_server *server_new(const struct drv_server_opts *o)
 	pthread_cond_init(&s->commit_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	s->log = (struct drv_log){ o->log, "drover server", DRV_LOG_TIME };
+	s->lock_fd = -1;
 	s->started_ms = drv_mono_ms();
 	s->ring_cap = 65536;
 	s->ring = drv_calloc(s->ring_cap, sizeof(*s->ring));
@@ -112,10 +115,10 @@ static struct drv_server *server_new(const struct drv_server_opts *o)
 	return s;
 }
 
-/* The state directory, the config in it (or --config) and one caller per
- * token. */
-static int load_config(struct drv_server *s, const struct drv_server_opts *o, char *err,
-		       size_t errsz)
+/* The state directory and its lock, the config in it (or --config) and one
+ * caller per token. */
+static int load_config(struct drv_server *s, const struct drv_server_opts *o,
+		       const char *listen, char *err, size_t errsz)
 {
 	char path[1200];
 	int rc;
@@ -126,6 +129,9 @@ static int load_config(struct drv_server *s, const struct drv_server_opts *o, ch
 		return DRV_EIO;
 	}
 	s->state_dir = drv_strdup(o->state_dir);
+	rc = srv_state_lock(s, listen, err, errsz);
+	if (rc < 0)
+		return rc;
 	if (o->config_file)
 		s->config_path = drv_strdup(o->config_file);
 	else {
@@ -217,7 +223,7 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		     size_t errsz)
 {
 	struct drv_server *s = server_new(o);
-	char host[256];
+	char host[256], addr[300];
 	const char *listen = o->listen ? o->listen : "127.0.0.1:8080";
 	int port, rc;
 
@@ -231,7 +237,7 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		rc = DRV_EINVAL;
 		goto fail;
 	}
-	rc = load_config(s, o, err, errsz);
+	rc = load_config(s, o, listen, err, errsz);
 	if (rc < 0)
 		goto fail;
 	rc = open_store(s, err, errsz);
@@ -248,6 +254,9 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		 host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0
 			 ? "127.0.0.1" : host,
 		 drv_http_server_port(s->http));
+	snprintf(addr, sizeof(addr), "%s:%d", host[0] ? host : "0.0.0.0",
+		 drv_http_server_port(s->http));
+	srv_state_lock_listening(s, addr);
 	drv_log(&s->log, "listening on %s (state %s, %llu jobs, %d nodes)", s->url, s->state_dir,
 		(unsigned long long)s->njobs, s->nnodes);
 	*out = s;
@@ -358,6 +367,7 @@ void drv_server_stop(struct drv_server *s)
 	drv_histogram_release(&s->pass_hist);
 	srv_config_release(&s->cfg);
 	drv_free(s->config_path);
+	srv_state_unlock(s); /* last: the store is closed */
 	drv_free(s->state_dir);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);

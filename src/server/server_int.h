@@ -216,6 +216,7 @@ struct drv_server {
 	struct caller *callers;   /* [cfg.ntokens], parallel to cfg.tokens */
 	char *config_path;
 	char *state_dir;
+	int lock_fd;              /* STATE_DIR/lock, flock'ed (state_lock.c); -1: none */
 	char url[300];
 	struct drv_log log;       /* "TIME drover server: ..." to opts.log */
 	int64_t started_ms;
@@ -302,6 +303,15 @@ const char *srv_nstate_name(enum drv_node_state st);
 bool srv_jstate_final(enum jstate st);
 void srv_set_str(char **dst, const char *src);
 char *srv_mask_str(uint64_t mask, char *buf, size_t n);  /* "0-7", "0,2,5" */
+
+/* --- state_lock.c: one controller per state directory ---
+ * srv_state_lock takes STATE_DIR/lock (s->state_dir set) and writes this
+ * pid and listen into it: 0, DRV_ESTATE when another process holds it
+ * (err names its pid and address), DRV_EIO. srv_state_lock_listening
+ * writes the bound address once known; srv_state_unlock lets go (stop). */
+int srv_state_lock(struct drv_server *s, const char *listen, char *err, size_t errsz);
+void srv_state_lock_listening(struct drv_server *s, const char *addr);
+void srv_state_unlock(struct drv_server *s);
 
 /* --- config.c --- */
 int srv_config_load(struct drv_server *s, const char *path, const struct drv_server_opts *o,
