@@ -4,7 +4,8 @@
  * `drover server --config FILE` uses it: each mistake is reported as
  * "file:line:col: error: field.path: found X, expected Y" (all of them,
  * one per line), the result is DRV_EINVAL/DRV_EPARSE (exit 2), and
- * nothing is started: no state.db appears.
+ * nothing is started: no state.db appears. Also the state directory's
+ * lock (src/server/state_lock.c): a second start on a held one is refused.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -209,4 +210,28 @@ Test(server_config, tenants_file_relative_and_errors)
 	fclose(f);
 	cr_assert(eq(int, start("tenants: t.yaml\n", err, sizeof(err)), 0), "%s", err);
 	cr_assert(state_db());
+}
+
+/* One controller per state directory: while one holds STATE/lock, a second
+ * start on it (another open file, even in this process) is refused with
+ * DRV_ESTATE naming the holder's pid and bound address, and starts once
+ * the first has stopped. */
+Test(server_config, state_dir_held)
+{
+	char err[1024], want[256], state[256], cfg[256];
+	struct drv_server_opts o = { .listen = "127.0.0.1:0", .state_dir = state,
+				     .config_file = cfg, .log = stderr };
+	struct drv_server *first = NULL;
+
+	cr_assert(eq(int, start("cluster_token: x\n", err, sizeof(err)), 0), "%s", err);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(cfg, sizeof(cfg), "%s/c.yaml", dir);
+	cr_assert(eq(int, drv_server_start(&o, &first, err, sizeof(err)), 0), "%s", err);
+	cr_assert(eq(int, start("cluster_token: x\n", err, sizeof(err)), DRV_ESTATE));
+	snprintf(want, sizeof(want),
+		 "state directory state is in use by pid %ld (listening on 127.0.0.1:%d)",
+		 (long)getpid(), drv_server_port(first));
+	cr_assert(eq(str, (char *)rel(err), want));
+	drv_server_stop(first);
+	cr_assert(eq(int, start("cluster_token: x\n", err, sizeof(err)), 0), "%s", err);
 }
