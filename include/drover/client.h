@@ -54,7 +54,8 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
 
 /*
  * Resolves server and token, each independently, by precedence: the flag
- * (flag_server/flag_token, NULL when not given), then DROVER_SERVER /
+ * (flag_server, and flag_token as read from --token-file; NULL when not
+ * given), then DROVER_SERVER /
  * DROVER_TOKEN, then the config file, then the default server and no
  * token. A server without a scheme gets "http://". Returns 0, or
  * DRV_EPARSE ("file:line:col: error: ..." in err: bad input, exit 2) or

@@ -41,4 +41,15 @@ int drv_file_read(const char *path, size_t max, char **bufp, size_t *lenp);
 int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
 			  void *arg);
 
+/*
+ * Reads a secret (a token) from path, CONTRACTS.md §6: the file must be a
+ * regular file that neither group nor others may read or write (mode 0600,
+ * 0400 or stricter), else it is refused unread. Trailing whitespace and the
+ * final newline are dropped; at most 4 KiB. Returns 0 with *out (free with
+ * drv_free), DRV_EPERM for a lax mode, DRV_EINVAL for an empty file or one
+ * that is not regular, DRV_ELIMIT, or DRV_EIO (cannot open or read); every
+ * error with one line in err that names path (and the mode, for DRV_EPERM).
+ */
+int drv_secret_file_read(const char *path, char **out, char *err, size_t errsz);
+
 #endif

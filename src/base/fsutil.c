@@ -1,6 +1,7 @@
 /*
  * fsutil.c: layer 0, libc only: mkdir -p, reading a whole file under a
- * cap, writing a file through a temporary name (include/drover/fsutil.h).
+ * cap, writing a file through a temporary name, reading a secret from a
+ * file only its owner may read (include/drover/fsutil.h).
  */
 #include "drover/fsutil.h"
 
@@ -113,4 +114,60 @@ int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void
 out:
 	drv_free(tmp);
 	return rc;
+}
+
+/* The checks on an open secret file: regular, owner-only. */
+static int secret_mode_ok(int fd, const char *path, char *err, size_t errsz)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errsz, "cannot read %s: %s", path, strerror(errno));
+		return DRV_EIO;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errsz, "%s: not a regular file", path);
+		return DRV_EINVAL;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errsz, "%s has mode %04o; a token file must be 0600 or stricter "
+			 "(chmod 600 %s)", path, (unsigned)(st.st_mode & 07777), path);
+		return DRV_EPERM;
+	}
+	return 0;
+}
+
+int drv_secret_file_read(const char *path, char **out, char *err, size_t errsz)
+{
+	char buf[4097];
+	ssize_t n;
+	int fd, rc;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(err, errsz, "cannot read %s: %s", path, strerror(errno));
+		return DRV_EIO;
+	}
+	rc = secret_mode_ok(fd, path, err, errsz);
+	n = rc ? 0 : read(fd, buf, sizeof(buf));
+	close(fd);
+	if (rc)
+		return rc;
+	if (n < 0) {
+		snprintf(err, errsz, "cannot read %s: %s", path, strerror(errno));
+		return DRV_EIO;
+	}
+	if (n == (ssize_t)sizeof(buf)) {
+		snprintf(err, errsz, "%s: longer than 4096 bytes, expected one token", path);
+		return DRV_ELIMIT;
+	}
+	while (n > 0 && strchr(" \t\r\n", buf[n - 1]))
+		n--;
+	if (n == 0 || memchr(buf, '\0', (size_t)n)) {
+		snprintf(err, errsz, "%s: %s, expected one token", path, n ? "has a NUL byte" : "empty");
+		return DRV_EINVAL;
+	}
+	*out = drv_strndup(buf, (size_t)n);
+	return 0;
 }

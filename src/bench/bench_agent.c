@@ -1,7 +1,7 @@
 /*
  * bench_agent.c: 'drover bench agent': the footprint of an idle node agent.
  *
- *   drover bench agent [--json] [--seconds N] [--gpus SPEC] [--server URL --token T]
+ *   drover bench agent [--json] [--seconds N] [--gpus SPEC] [--server URL]
  *
  * Starts a real `drover agent` process (this binary) with 8 simulated
  * H100s, lets it register with a controller, then scrapes its /metrics
@@ -17,7 +17,9 @@
  * The controller is, unless --server is given, a minimal one inside this
  * process that answers the agent protocol of docs/api.md (register, and
  * one sync every 5 s, the server's default heartbeat interval, with an
- * empty task set), so the figure is the agent's alone.
+ * empty task set), so the figure is the agent's alone. With --server, the
+ * real controller's cluster token comes from DROVER_AGENT_TOKEN, which the
+ * agent inherits: no token on a command line (CONTRACTS.md §6).
  */
 #include "drover/bench.h"
 #include "drover/clock.h"
@@ -166,14 +168,14 @@ static int parse(int argc, char **argv, struct run *R)
 			       "how long to watch the idle agent (default 30, at least 1)"),
 		DRV_OPT_STRING(0, "gpus", &R->gpus, "SPEC", "the agent's fake GPUs (default 8xH100)"),
 		DRV_OPT_STRING(0, "server", &R->server, "URL",
-			       "a real controller instead of the bench's own stand-in"),
-		DRV_OPT_STRING(0, "token", &R->token, "TOKEN", "its cluster token"),
+			       "a real controller instead of the bench's own stand-in (its "
+			       "cluster token in DROVER_AGENT_TOKEN)"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts usage = {
 		.name = "drover bench agent",
 		.usage = "drover bench agent [--json] [--seconds N] [--gpus SPEC] "
-			 "[--server URL --token TOKEN]",
+			 "[--server URL]",
 		.about = "An idle agent's memory (RssAnon) and CPU while it is scraped.",
 		.options = table,
 	};
@@ -215,6 +217,7 @@ static int spawn_agent(struct run *R)
 	self[n] = '\0';
 	snprintf(R->listen, sizeof(R->listen), "127.0.0.1:%d", port);
 	snprintf(R->agent_url, sizeof(R->agent_url), "http://127.0.0.1:%d", port);
+	setenv("DROVER_AGENT_TOKEN", R->token, 1); /* inherited: not on argv */
 	R->pid = fork();
 	if (R->pid == 0) {
 		int fd = open("/dev/null", O_RDWR);
@@ -222,9 +225,9 @@ static int spawn_agent(struct run *R)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(self, self, "agent", "--server", R->server, "--token", R->token, "--name",
-		      "bench-node", "--fake-gpus", R->gpus, "--listen", R->listen, "--state",
-		      R->state, "--run-as-self", (char *)NULL);
+		execl(self, self, "agent", "--server", R->server, "--name", "bench-node",
+		      "--fake-gpus", R->gpus, "--listen", R->listen, "--state", R->state,
+		      "--run-as-self", (char *)NULL);
 		_exit(127);
 	}
 	if (R->pid < 0) {
@@ -332,8 +335,11 @@ int drv_bench_agent(int argc, char **argv)
 {
 	struct run R = { .token = "bench-token", .gpus = "8xH100", .seconds = 30,
 			 .state = "/tmp/drover-bench-agent-XXXXXX" };
+	const char *env_token = getenv("DROVER_AGENT_TOKEN");
 	int i = parse(argc, argv, &R), rc = DRV_EXIT_FAIL;
 
+	if (env_token && *env_token)
+		R.token = env_token;
 	if (i < 0)
 		return drv_opts_exit(i);
 	if (!mkdtemp(R.state)) {

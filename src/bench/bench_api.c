@@ -254,6 +254,7 @@ static int start_agents(const struct server *s, int n, const char *spec)
 	double deadline;
 	int i, up = 0;
 
+	setenv("DROVER_AGENT_TOKEN", CLUSTER_TOKEN, 1); /* inherited, never on argv */
 	for (i = 0; i < n; i++) {
 		char name[64], listen[64], log[600], state[600];
 		snprintf(name, sizeof(name), "bench-node-%02d", i + 1);
@@ -261,10 +262,9 @@ static int start_agents(const struct server *s, int n, const char *spec)
 		snprintf(log, sizeof(log), "%s/agent-%02d.log", tmpdir, i + 1);
 		snprintf(state, sizeof(state), "%s/agent-%02d", tmpdir, i + 1);
 		{
-			char *argv[] = { self, "agent", "--server", (char *)s->url, "--token",
-					 CLUSTER_TOKEN, "--name", name, "--listen", listen,
-					 "--fake-gpus", (char *)spec, "--run-as-self",
-					 "--state", state, NULL };
+			char *argv[] = { self, "agent", "--server", (char *)s->url, "--name",
+					 name, "--listen", listen, "--fake-gpus", (char *)spec,
+					 "--run-as-self", "--state", state, NULL };
 			if (spawn(argv, log) < 0)
 				break;
 		}

@@ -6,6 +6,7 @@
 #include "client_int.h"
 
 #include "drover/common.h"
+#include "drover/fsutil.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,10 +52,17 @@ int cli_parse(struct cli *cli, const struct drv_opts *cmd, int argc, char **argv
 
 int cli_connect(struct cli *cli)
 {
-	char err[512];
+	char err[512], *token = NULL;
+	int rc = 0;
 
-	int rc = drv_client_conf_resolve(&cli->conf, cli->server, cli->token, err, sizeof(err));
-
+	if (cli->token_file)
+		rc = drv_secret_file_read(cli->token_file, &token, err, sizeof(err));
+	if (rc < 0) {
+		cli_err(cli, "--token-file: %s", err);
+		return rc == DRV_EIO ? DRV_EXIT_FAIL : DRV_EXIT_USAGE;
+	}
+	rc = drv_client_conf_resolve(&cli->conf, cli->server, token, err, sizeof(err));
+	drv_free(token);
 	if (rc < 0) {
 		cli_err(cli, "%s", err);
 		/* a bad config file is bad input; an unreadable one a failure */
@@ -87,7 +95,7 @@ int cli_call(struct cli *cli, const char *method, const char *path, const char *
 		return 0;
 	msg = drv_client_reply_error(reply);
 	if (reply->status == 401)
-		cli_err(cli, "%s (HTTP 401: check --token, DROVER_TOKEN or the config file)", msg);
+		cli_err(cli, "%s (HTTP 401: check --token-file, DROVER_TOKEN or the config file)", msg);
 	else
 		cli_err(cli, "%s", msg);
 	drv_free(msg);

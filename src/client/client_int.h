@@ -1,6 +1,6 @@
 /*
  * client_int.h: what the client command files (src/client/client_*.c) share and
- * nobody else uses: the common options (--server, --token, -o) as rows of
+ * nobody else uses: the common options (--server, --token-file, -o) as rows of
  * each command's option table (include/drover/options.h), one call
  * that prints the server's error and maps it to an exit code, and the
  * readers for the job and node objects of docs/api.md.
@@ -14,7 +14,7 @@
 
 struct cli {
 	const char *cmd;     /* "drover queue" */
-	const char *server, *token, *output;
+	const char *server, *token_file, *output;
 	enum drv_output out;
 	struct drv_client_conf conf;
 	struct drv_client *client;
@@ -27,14 +27,15 @@ struct cli {
 int cli_output_cb(const struct drv_option *row, const char *arg);
 
 /* The rows every client command's option table ends with (before
- * DRV_OPT_END()): -o/--output FMT, --server URL, --token TOKEN. A command
+ * DRV_OPT_END()): -o/--output FMT, --server URL, --token-file FILE. A command
  * that prints no reply (logs, top) keeps -o as a hidden row. */
 #define CLI_SERVER_OPTS(cli)                                                              \
 	DRV_OPT_STRING(0, "server", &(cli)->server, "URL",                                 \
 		       "the drover server (default: DROVER_SERVER, the config file, "      \
 		       "http://127.0.0.1:8080)"),                                          \
-	DRV_OPT_STRING(0, "token", &(cli)->token, "TOKEN",                                 \
-		       "the API token (default: DROVER_TOKEN, the config file)")
+	DRV_OPT_STRING(0, "token-file", &(cli)->token_file, "FILE",                        \
+		       "read the API token from FILE, mode 0600 (default: DROVER_TOKEN, the " \
+		       "config file)")
 #define CLI_OUTPUT_OPT(cli, FLAGS)                                                        \
 	DRV_OPT_CALLBACK('o', "output", (cli), cli_output_cb, "json|yaml|wide",            \
 			 "print the reply as JSON or YAML, or a wider table (default: a "   \
@@ -51,8 +52,9 @@ int cli_output_cb(const struct drv_option *row, const char *arg);
 int cli_parse(struct cli *cli, const struct drv_opts *cmd, int argc, char **argv,
 	      int *exit_code);
 
-/* Resolves conf and makes the client: 0, or on error prints it and returns
- * the exit code: 2 for a bad config file, 1 for an unreadable one. */
+/* Resolves conf (the token from --token-file first) and makes the client:
+ * 0, or on error prints it and returns the exit code: 2 for a bad config
+ * file or a token file others may read, 1 for an unreadable one. */
 int cli_connect(struct cli *cli);
 void cli_release(struct cli *cli);
 

@@ -214,7 +214,7 @@ int drv_client_cmd_get(int argc, char **argv)
 		.name = "drover get",
 		.usage = "drover get jobs|nodes [ID|NAME...] [--state S] [--user U] [--tenant T] "
 			 "[--name N]\n"
-			 "       [-o json|yaml|wide] [--server URL] [--token TOKEN]",
+			 "       [-o json|yaml|wide] [--server URL] [--token-file FILE]",
 		.about = "Lists jobs (yours; admins see all) or nodes, or some of them by id or "
 			 "name.",
 		.options = table,
@@ -268,7 +268,7 @@ int drv_client_cmd_queue(int argc, char **argv)
 		.name = "drover queue",
 		.usage = "drover queue [--state S[,S...]] [--user U] [--tenant T] [--me] "
 			 "[-o json|yaml|wide]\n"
-			 "       [--server URL] [--token TOKEN]",
+			 "       [--server URL] [--token-file FILE]",
 		.about = "The queue, like squeue: unfinished jobs, pending first in queue order, "
 			 "with their state, GPUs, nodes or pending reason.",
 		.options = table,
@@ -390,7 +390,7 @@ int drv_client_cmd_apply(int argc, char **argv)
 	};
 	const struct drv_opts cmd = {
 		.name = "drover apply",
-		.usage = "drover apply -f FILE [-o json|yaml] [--server URL] [--token TOKEN]",
+		.usage = "drover apply -f FILE [-o json|yaml] [--server URL] [--token-file FILE]",
 		.about = "Creates or updates the job with the file's name, as kubectl apply -f "
 			 "does: created, configured (a pending job's spec replaced, same id) or "
 			 "unchanged.",
@@ -589,7 +589,7 @@ int drv_client_cmd_describe(int argc, char **argv)
 	const struct drv_opts cmd = {
 		.name = "drover describe",
 		.usage = "drover describe job ID | describe node NAME [-o json|yaml] [--server URL] "
-			 "[--token TOKEN]",
+			 "[--token-file FILE]",
 		.about = "One job in full (placement, tasks, env, events, why pending), or one "
 			 "node (GPUs, health, labels, jobs).",
 		.options = table,
@@ -641,7 +641,7 @@ int drv_client_cmd_cancel(int argc, char **argv)
 	const struct drv_opts cmd = {
 		.name = "drover cancel",
 		.usage = "drover cancel ID... [--reason TEXT] [-o json|yaml] [--server URL] "
-			 "[--token TOKEN]",
+			 "[--token-file FILE]",
 		.about = "Cancels jobs; their processes are stopped.",
 		.options = table,
 		.args_max = DRV_OPTS_ANY_ARGS,
@@ -722,7 +722,7 @@ int drv_client_cmd_logs(int argc, char **argv)
 	const struct drv_opts cmd = {
 		.name = "drover logs",
 		.usage = "drover logs ID [--task RANK] [--stderr] [-f|--follow] [--server URL] "
-			 "[--token TOKEN]",
+			 "[--token-file FILE]",
 		.about = "A job's task output.",
 		.options = table,
 		.args_max = DRV_OPTS_ANY_ARGS,

@@ -243,7 +243,7 @@ int drv_client_cmd_nodes(int argc, char **argv)
 		.name = "drover nodes",
 		.usage = "drover nodes [-N|--node-oriented] [--state S] [--pool P] "
 			 "[-o json|yaml|wide]\n"
-			 "       [--server URL] [--token TOKEN]",
+			 "       [--server URL] [--token-file FILE]",
 		.about = "The nodes, like sinfo: a row per pool, state and model (allocated, free "
 			 "and total GPUs), or per node with -N.",
 		.options = table,

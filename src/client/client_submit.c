@@ -10,7 +10,7 @@
  * option or script is reported here as file:line:col, exit 2.
  *
  * Argument rule (sbatch's): options first, then FILE; drover's own options
- * (--server, --token, -o json|yaml|wide, --parsable) may come anywhere.
+ * (--server, --token-file, -o json|yaml|wide, --parsable) may come anywhere.
  * "-o" with any other value is sbatch's --output.
  */
 #include "client_int.h"
@@ -108,7 +108,7 @@ int drv_client_cmd_submit(int argc, char **argv)
 	const struct drv_opts cmd = {
 		.name = "drover submit",
 		.usage = "drover submit [sbatch options] FILE [-o json|yaml] [--parsable] "
-			 "[--server URL] [--token TOKEN]",
+			 "[--server URL] [--token-file FILE]",
 		.about = "A new job, always. FILE: a Kubernetes manifest (YAML), a Slurm batch "
 			 "script, or drover JSON; - for stdin. sbatch options (Slurm scripts "
 			 "only) come before FILE and win over the script's #SBATCH lines; "

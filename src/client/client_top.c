@@ -218,7 +218,7 @@ int drv_client_cmd_top(int argc, char **argv)
 	const struct drv_opts cmd = {
 		.name = "drover top",
 		.usage = "drover top [-d|--delay SECONDS] [-n|--iterations N] [--server URL] "
-			 "[--token TOKEN]",
+			 "[--token-file FILE]",
 		.about = "A live view of GPUs, nodes and the queue, redrawn until Ctrl-C; frames "
 			 "follow one another without escape codes when stdout is not a terminal.",
 		.options = table,

@@ -1,9 +1,10 @@
 /*
  * conf.c: where the client talks to. The server URL and the bearer token
- * are resolved each on its own, first match wins: the --server/--token
- * flags, then DROVER_SERVER/DROVER_TOKEN, then the config file that
- * `drover up` writes ($XDG_CONFIG_HOME/drover/config, a small YAML mapping
- * read with libfyaml), then the default server and no token.
+ * are resolved each on its own, first match wins: the --server flag and
+ * the token read from --token-file (cli.c; never a token on the command
+ * line, CONTRACTS.md §6), then DROVER_SERVER/DROVER_TOKEN, then the config
+ * file that `drover up` writes ($XDG_CONFIG_HOME/drover/config, a small
+ * YAML mapping read with libfyaml), then the default server and no token.
  *
  * A config file that exists but cannot be read or parsed is an error the
  * user sees, not skipped: a silently ignored token turns into a confusing

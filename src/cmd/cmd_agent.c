@@ -1,7 +1,7 @@
 /*
  * cmd_agent.c: 'drover agent', the node agent in the foreground.
  *
- *   drover agent --server URL --token TOKEN --name NODE [--listen ADDR:PORT]
+ *   drover agent --server URL --token-file FILE --name NODE [--listen ADDR:PORT]
  *                [--fake-gpus SPEC] [--labels k=v,...] [--fake-hcas N]
  *                [--state DIR] [--sysfs-root DIR] [--cgroup DIR]
  *                [--advertise ADDR] [--grace SECONDS] [--nvml-lib PATH]
@@ -9,10 +9,15 @@
  * Everything happens in src/agent/agent.c; this file parses the options
  * (one table, include/drover/options.h), starts the agent, waits for
  * SIGINT or SIGTERM and stops it cleanly.
+ *
+ * The cluster token never comes from the command line, where every job on
+ * the node could read it in /proc (CONTRACTS.md §6): --token-file FILE
+ * (owner-only, else refused with exit 2) or DROVER_AGENT_TOKEN.
  */
 #include "drover/agent.h"
 #include "drover/cmd.h"
 #include "drover/common.h"
+#include "drover/fsutil.h"
 #include "drover/gpu.h"
 #include "drover/http.h"
 #include "drover/options.h"
@@ -44,14 +49,16 @@ static int check_labels(const char *l)
 
 /* The options into cfg (the environment's defaults first); 0, or
  * DRV_OPTS_HELP / DRV_OPTS_ERROR (printed). */
-static int parse_args(int argc, char **argv, struct drv_agent_config *cfg)
+static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
+		      const char **token_file)
 {
 	int grace = -1;
 	const struct drv_option table[] = {
 		DRV_OPT_STRING(0, "server", &cfg->server_url, "URL",
 			       "the controller, e.g. http://10.0.0.1:8080 (env DROVER_SERVER)"),
-		DRV_OPT_STRING(0, "token", &cfg->token, "TOKEN",
-			       "the cluster token agents join with (env DROVER_AGENT_TOKEN)"),
+		DRV_OPT_STRING(0, "token-file", token_file, "FILE",
+			       "the cluster token agents join with, from a file of mode 0600 "
+			       "(default: env DROVER_AGENT_TOKEN)"),
 		DRV_OPT_STRING(0, "name", &cfg->name, "NODE",
 			       "this node's name (default: the host name)"),
 		DRV_OPT_STRING(0, "listen", &cfg->listen, "ADDR:PORT",
@@ -81,8 +88,8 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg)
 	};
 	const struct drv_opts cmd = {
 		.name = "drover agent",
-		.usage = "drover agent --server URL --token TOKEN --name NODE [--listen ADDR:PORT]\n"
-			 "                    [--fake-gpus SPEC] [--labels k=v,...] [options]",
+		.usage = "drover agent --server URL --token-file FILE --name NODE\n"
+			 "                    [--listen ADDR:PORT] [--fake-gpus SPEC] [options]",
 		.about = "The node agent in the foreground until SIGINT or SIGTERM: GPUs, "
 			 "launching tasks, node and GPU metrics.",
 		.options = table,
@@ -100,6 +107,35 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg)
 	return 0;
 }
 
+/* The token from --token-file (which wins over DROVER_AGENT_TOKEN) into
+ * cfg->token, a copy in *owned (freed by the caller); 0 or the exit code,
+ * printed: 2 for a lax mode or an empty file, 1 for an unreadable one. */
+static int read_token(struct drv_agent_config *cfg, const char *token_file, char **owned)
+{
+	char err[1024];
+	int rc;
+
+	if (token_file) {
+		rc = drv_secret_file_read(token_file, owned, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "drover agent: --token-file: %s\n", err);
+			return rc == DRV_EIO ? DRV_EXIT_FAIL : DRV_EXIT_USAGE;
+		}
+		cfg->token = *owned;
+	} else if (cfg->token) {
+		/* a copy, and out of the environment every child would inherit */
+		*owned = drv_strdup(cfg->token);
+		cfg->token = *owned;
+	}
+	unsetenv("DROVER_AGENT_TOKEN");
+	if (!cfg->token || !*cfg->token) {
+		fprintf(stderr, "drover agent: the cluster token is required: --token-file FILE or "
+			"DROVER_AGENT_TOKEN (the server's cluster_token)\n");
+		return DRV_EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* What the options must say together; fills the default name into name. */
 static int check_config(struct drv_agent_config *cfg, char *name, size_t namesz)
 {
@@ -108,11 +144,6 @@ static int check_config(struct drv_agent_config *cfg, char *name, size_t namesz)
 
 	if (!cfg->server_url || !*cfg->server_url) {
 		fprintf(stderr, "drover agent: --server URL is required (or DROVER_SERVER)\n");
-		return DRV_EXIT_USAGE;
-	}
-	if (!cfg->token || !*cfg->token) {
-		fprintf(stderr, "drover agent: --token TOKEN is required: the cluster token from the "
-			"server's config (cluster_token)\n");
 		return DRV_EXIT_USAGE;
 	}
 	if (!cfg->name) {
@@ -141,16 +172,21 @@ int cmd_agent(int argc, char **argv)
 {
 	struct drv_agent_config cfg;
 	struct drv_agent *a = NULL;
-	char err[1024], name[256] = "";
+	const char *token_file = NULL;
+	char err[1024], name[256] = "", *token = NULL;
 	sigset_t set;
 	int sig, rc;
 
-	rc = parse_args(argc, argv, &cfg);
+	rc = parse_args(argc, argv, &cfg, &token_file);
 	if (rc < 0)
 		return drv_opts_exit(rc);
 	rc = check_config(&cfg, name, sizeof(name));
-	if (rc)
+	if (rc == 0)
+		rc = read_token(&cfg, token_file, &token);
+	if (rc) {
+		drv_free(token);
 		return rc;
+	}
 
 	/* few threads, little memory: one malloc arena per pair of threads is plenty */
 	mallopt(M_ARENA_MAX, 2);
@@ -162,11 +198,13 @@ int cmd_agent(int argc, char **argv)
 
 	if (drv_agent_start(&cfg, &a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "drover agent: %s\n", err);
+		drv_free(token);
 		return DRV_EXIT_FAIL;
 	}
 	sigwait(&set, &sig);
 	fprintf(stderr, "drover agent: %s: stopping tasks and leaving\n",
 		sig == SIGINT ? "interrupted" : "terminated");
 	drv_agent_stop(a);
+	drv_free(token);
 	return DRV_EXIT_OK;
 }

@@ -35,7 +35,7 @@ TOKEN=t0k
 start_mock_controller "$TOKEN"
 
 PA=$(free_port)
-LD_LIBRARY_PATH="$TEST_TMP/lib" "$DROVER" agent --server "$CTL" --token "$TOKEN" --name gpu-1 \
+LD_LIBRARY_PATH="$TEST_TMP/lib" DROVER_AGENT_TOKEN="$TOKEN" "$DROVER" agent --server "$CTL" --name gpu-1 \
 	--listen "127.0.0.1:$PA" --sysfs-root "$SYS" --state "$TEST_TMP/a" --run-as-self \
 	>"$TEST_TMP/agent.log" 2>&1 &
 track $!
@@ -89,14 +89,14 @@ wait_until 10 done_ || fail "the task did not run"
 expect_eq "task GPUs" "$(curl -fsS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PA/v1/tasks/1.0/logs")" "1,3"
 
 # without the library, or with one whose driver is not loaded: say so, stop, exit 1
-out=$("$DROVER" agent --server "$CTL" --token "$TOKEN" --name nolib --listen none \
+out=$(DROVER_AGENT_TOKEN="$TOKEN" "$DROVER" agent --server "$CTL" --name nolib --listen none \
 	--nvml-lib "$TEST_TMP/none/libnvidia-ml.so.1" --state "$TEST_TMP/n" 2>&1)
 rc=$?
 expect_eq "exit code without NVML" "$rc" 1
 echo "$out" | grep -q "cannot load NVIDIA's .*libnvidia-ml.so.1, so no NVIDIA driver here" || fail "message: $out"
 echo "$out" | grep -q -- "--fake-gpus" || fail "no hint at --fake-gpus: $out"
-out=$(DROVER_NVML_STANDIN_FAIL=1 LD_LIBRARY_PATH="$TEST_TMP/lib" "$DROVER" agent --server "$CTL" \
-	--token "$TOKEN" --name nodrv --listen none --state "$TEST_TMP/n" 2>&1)
+out=$(DROVER_NVML_STANDIN_FAIL=1 LD_LIBRARY_PATH="$TEST_TMP/lib" DROVER_AGENT_TOKEN="$TOKEN" \
+	"$DROVER" agent --server "$CTL" --name nodrv --listen none --state "$TEST_TMP/n" 2>&1)
 rc=$?
 expect_eq "exit code without a driver" "$rc" 1
 echo "$out" | grep -q "NVML could not start: Driver Not Loaded" || fail "message: $out"

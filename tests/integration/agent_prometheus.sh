@@ -13,7 +13,7 @@ command -v promtool >/dev/null || fail "promtool is not installed (scripts/insta
 TOKEN=t0k
 start_mock_controller "$TOKEN"
 PA=$(free_port)
-"$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-p --listen "127.0.0.1:$PA" \
+DROVER_AGENT_TOKEN="$TOKEN" "$DROVER" agent --server "$CTL" --name node-p --listen "127.0.0.1:$PA" \
 	--fake-gpus 8xH100 --fake-hcas 2 --state "$TEST_TMP/a" --run-as-self >"$TEST_TMP/agent.log" 2>&1 &
 track $!
 q() { curl -fsS "$CTL/control/state" | jq -r "$1"; }

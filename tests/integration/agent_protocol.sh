@@ -19,11 +19,11 @@ start_mock_controller "$TOKEN"
 
 PA=$(free_port)
 PB=$(free_port)
-"$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-a --listen "127.0.0.1:$PA" \
+DROVER_AGENT_TOKEN="$TOKEN" "$DROVER" agent --server "$CTL" --name node-a --listen "127.0.0.1:$PA" \
 	--fake-gpus 8xH100 --labels zone=a,rack=r1 --state "$TEST_TMP/a" --grace 2 \
 	--run-as-self >"$TEST_TMP/agent-a.log" 2>&1 &
 track $!
-"$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-b --listen "127.0.0.1:$PB" \
+DROVER_AGENT_TOKEN="$TOKEN" "$DROVER" agent --server "$CTL" --name node-b --listen "127.0.0.1:$PB" \
 	--fake-gpus 8xh100 --fake-hcas 2 --state "$TEST_TMP/b" --grace 2 \
 	--run-as-self >"$TEST_TMP/agent-b.log" 2>&1 &
 PID_B=$!
@@ -171,7 +171,7 @@ tpid=$(q '.nodes["node-b"].reports[] | select(.task_id == "47.0" and .state == "
 kill -KILL "$PID_B"
 sleep 0.3
 kill -0 "$tpid" 2>/dev/null || fail "the task died with its agent (it should outlive a SIGKILL of it)"
-"$DROVER" agent --server "$CTL" --token "$TOKEN" --name node-b --listen none \
+DROVER_AGENT_TOKEN="$TOKEN" "$DROVER" agent --server "$CTL" --name node-b --listen none \
 	--fake-gpus 8xh100 --state "$TEST_TMP/b" --run-as-self >"$TEST_TMP/agent-b2.log" 2>&1 &
 track $!
 gone() { ! kill -0 "$tpid" 2>/dev/null || grep -q '^State:.*zombie' "/proc/$tpid/status" 2>/dev/null; }

@@ -26,7 +26,19 @@ if env -u DROVER_SERVER DROVER_TOKEN=wrong "$DROVER" queue 2>"$TEST_TMP/err"; th
 	fail "a wrong DROVER_TOKEN was not used"
 fi
 grep -q "401" "$TEST_TMP/err" || fail "no 401 hint: $(cat "$TEST_TMP/err")"
-DROVER_TOKEN=wrong "$DROVER" queue --token "$ALICE_TOKEN" >/dev/null || fail "--token did not win"
+ALICE_FILE="$TEST_TMP/alice-token"
+(umask 077 && echo "$ALICE_TOKEN" >"$ALICE_FILE")
+DROVER_TOKEN=wrong "$DROVER" queue --token-file "$ALICE_FILE" >/dev/null || fail "--token-file did not win"
+# tokens never on a command line (CONTRACTS.md §6): --token is gone, a
+# token file others may read is refused unread
+"$DROVER" queue --token "$ALICE_TOKEN" 2>"$TEST_TMP/err"; expect_eq "exit code, --token" "$?" "2"
+expect_eq "--token message" "$(cat "$TEST_TMP/err")" \
+	"drover queue: unknown option '--token' (see drover queue --help)"
+cp "$ALICE_FILE" "$TEST_TMP/lax-token" && chmod 644 "$TEST_TMP/lax-token"
+"$DROVER" queue --token-file "$TEST_TMP/lax-token" 2>"$TEST_TMP/err"
+expect_eq "exit code, token file 0644" "$?" "2"
+grep -q "has mode 0644; a token file must be 0600 or stricter" "$TEST_TMP/err" ||
+	fail "lax token file: $(cat "$TEST_TMP/err")"
 DROVER_SERVER=http://127.0.0.1:1 "$DROVER" queue --server "$SERVER_URL" >/dev/null || fail "--server did not win"
 
 # A bad config file is bad input: exit 2, file:line:col; an unreadable one: exit 1.
@@ -88,7 +100,7 @@ grep -q "submitted by" "$TEST_TMP/describe.txt" || fail "describe shows no event
 grep -q "not found" "$TEST_TMP/err" || fail "no such job: $(cat "$TEST_TMP/err")"
 
 # alice sees only her jobs in get, every job in queue
-ALICE="--token $ALICE_TOKEN"
+ALICE="--token-file $ALICE_FILE"
 expect_eq "alice's jobs" "$("$DROVER" get jobs $ALICE -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')" "0"
 "$DROVER" cancel "$a" $ALICE 2>"$TEST_TMP/err"; expect_eq "exit code, someone else's job" "$?" "1"
 

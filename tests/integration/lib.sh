@@ -33,7 +33,10 @@
 #
 # Tokens: one set, used by every server a test starts (agentsim.py's defaults)
 #   ADMIN_TOKEN=ops-t (user ops, admin)  ALICE_TOKEN=alice-t  BOB_TOKEN=bob-t
-#   CLUSTER_TOKEN=agents-t (agents)
+#   CLUSTER_TOKEN=agents-t (agents), also in CLUSTER_TOKEN_FILE (mode 0600):
+#   tokens never go on a command line (CONTRACTS.md §6), so an agent gets
+#   --token-file "$CLUSTER_TOKEN_FILE" or DROVER_AGENT_TOKEN, a client
+#   --token-file FILE or DROVER_TOKEN
 #
 # A control plane
 #   server_config [LINE...]  write SERVER_CONFIG ($TEST_TMP/server.yaml): the
@@ -51,7 +54,8 @@
 #                            answers the admin token (SERVER_PID)
 #   stop_server [SIG]        signal it (TERM) and wait for it to go
 #   start_agent NAME [SPEC [ARG...]]  `drover agent` on SERVER_URL with simulated
-#                            GPUs SPEC (8xH100), tasks run as this user, state
+#                            GPUs SPEC (8xH100), the cluster token from
+#                            CLUSTER_TOKEN_FILE (mode 0600), tasks run as this user, state
 #                            $TEST_TMP/agent-NAME, log $TEST_TMP/agent-NAME.log;
 #                            returns once the server says node NAME is up
 #                            (AGENT_PID_NAME, AGENT_PORT_NAME: NAME with _ for
@@ -96,8 +100,10 @@ BOB_TOKEN=bob-t
 CLUSTER_TOKEN=agents-t
 
 export XDG_CONFIG_HOME="$TEST_TMP/xdg"
-unset DROVER_SERVER DROVER_TOKEN
+unset DROVER_SERVER DROVER_TOKEN DROVER_AGENT_TOKEN
 mkdir -p "$XDG_CONFIG_HOME"
+CLUSTER_TOKEN_FILE="$TEST_TMP/cluster-token"
+(umask 077 && echo "$CLUSTER_TOKEN" >"$CLUSTER_TOKEN_FILE")
 
 # ---- verdicts
 
@@ -258,7 +264,7 @@ start_agent() {
 	shift
 	[ $# -gt 0 ] && shift
 	_sa_port=$(free_port)
-	"$DROVER" agent --server "$SERVER_URL" --token "$CLUSTER_TOKEN" --name "$_sa_name" \
+	"$DROVER" agent --server "$SERVER_URL" --token-file "$CLUSTER_TOKEN_FILE" --name "$_sa_name" \
 		--listen "127.0.0.1:$_sa_port" --fake-gpus "$_sa_spec" --run-as-self \
 		--state "$TEST_TMP/agent-$_sa_name" "$@" >>"$TEST_TMP/agent-$_sa_name.log" 2>&1 9>&- &
 	track $!

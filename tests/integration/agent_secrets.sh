@@ -1,0 +1,53 @@
+# agent_secrets.sh: the cluster token never on a command line (CONTRACTS.md
+# §6), against a real server. Checked: `drover agent --token` is an unknown
+# option; a token file that group or others may read is refused (exit 2,
+# naming its mode) and the agent never starts; agents start with a 0600
+# token file and with DROVER_AGENT_TOKEN; the agent's command line, as `ps`
+# shows it, holds no token.
+. "$ROOT/tests/integration/lib.sh"
+
+server_config "allow_root_tasks: true" "heartbeat_interval_s: 1" "sched_delay_ms: 10"
+start_server
+
+# --token is gone: the uniform unknown-option error
+"$DROVER" agent --server "$SERVER_URL" --token "$CLUSTER_TOKEN" --name old 2>"$TEST_TMP/err"
+expect_eq "exit code, --token" "$?" 2
+expect_eq "--token message" "$(cat "$TEST_TMP/err")" \
+	"drover agent: unknown option '--token' (see drover agent --help)"
+
+# a token file others may read: refused unread, exit 2, the mode named
+cp "$CLUSTER_TOKEN_FILE" "$TEST_TMP/lax-token" && chmod 644 "$TEST_TMP/lax-token"
+timeout 20 "$DROVER" agent --server "$SERVER_URL" --token-file "$TEST_TMP/lax-token" --name lax \
+	--listen none --fake-gpus 1xH100 --run-as-self --state "$TEST_TMP/agent-lax" 2>"$TEST_TMP/err"
+expect_eq "exit code, token file 0644" "$?" 2
+grep -q "lax-token has mode 0644; a token file must be 0600 or stricter" "$TEST_TMP/err" ||
+	fail "lax token file message: $(cat "$TEST_TMP/err")"
+# no token at all: exit 2, saying where it comes from
+timeout 20 "$DROVER" agent --server "$SERVER_URL" --name none --listen none --fake-gpus 1xH100 \
+	--run-as-self --state "$TEST_TMP/agent-none" 2>"$TEST_TMP/err"
+expect_eq "exit code, no token" "$?" 2
+grep -q -- "--token-file FILE or DROVER_AGENT_TOKEN" "$TEST_TMP/err" ||
+	fail "no token message: $(cat "$TEST_TMP/err")"
+
+# a 0600 file (start_agent) and the environment both work
+expect_eq "token file mode" "$(stat -c %a "$CLUSTER_TOKEN_FILE")" 600
+start_agent file-node 2xH100
+PE=$(free_port)
+DROVER_AGENT_TOKEN="$CLUSTER_TOKEN" "$DROVER" agent --server "$SERVER_URL" --name env-node \
+	--listen "127.0.0.1:$PE" --fake-gpus 2xH100 --run-as-self --state "$TEST_TMP/agent-env-node" \
+	>>"$TEST_TMP/agent-env-node.log" 2>&1 9>&- &
+ENV_PID=$!
+track "$ENV_PID"
+wait_until 20 node_is env-node up || { cat "$TEST_TMP/agent-env-node.log" >&2; fail "env-node did not come up"; }
+
+# what `ps` shows of either agent holds no token
+for pid in "$AGENT_PID_file_node" "$ENV_PID"; do
+	cmdline=$(ps -o args= -p "$pid")
+	case $cmdline in
+	*"drover agent"* | *" agent "*) ;;
+	*) fail "pid $pid is not an agent: $cmdline" ;;
+	esac
+	case $cmdline in *"$CLUSTER_TOKEN"*) fail "token on the command line: $cmdline" ;; esac
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CLUSTER_TOKEN" && fail "token in /proc/$pid/cmdline"
+done
+echo "ok: agent secrets"
