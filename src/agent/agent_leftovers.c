@@ -60,7 +60,7 @@ void agent_save_running(struct drv_agent *a)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/running", a->state_dir);
-	drv_file_write_atomic(path, 0666, put_running, a); /* best effort, as before */
+	drv_file_write_atomic(path, 0600, put_running, a); /* best effort, as before */
 }
 
 void agent_kill_leftovers(struct drv_agent *a)

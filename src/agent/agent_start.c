@@ -96,11 +96,18 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	return a;
 }
 
-/* STATE: --state, else $XDG_STATE_HOME/drover/agent-NAME (or ~/.local/state). */
+/*
+ * STATE: --state, else $XDG_STATE_HOME/drover/agent-NAME (or ~/.local/state),
+ * and STATE/tasks: the agent's alone (0700), since they hold every task's
+ * logs and the list of what runs. A root agent that starts tasks as their
+ * users hands each task its own directory (0700, chowned), so these two
+ * are 0711 there: the users pass through to their own, and list nothing.
+ */
 static int open_state_dir(struct drv_agent *a, const char *dir, char *err, size_t errsz)
 {
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	char d[PATH_MAX];
+	mode_t mode = a->run_as_self || geteuid() != 0 ? 0700 : 0711;
+	char d[PATH_MAX], tasks[PATH_MAX + 8];
 
 	if (dir)
 		snprintf(d, sizeof(d), "%s", dir);
@@ -110,7 +117,8 @@ static int open_state_dir(struct drv_agent *a, const char *dir, char *err, size_
 		snprintf(d, sizeof(d), "%s/.local/state/drover/agent-%s", home ? home : "/tmp",
 			 a->name);
 	a->state_dir = drv_strdup(d);
-	if (drv_mkdir_p(a->state_dir, 0755) < 0) {
+	snprintf(tasks, sizeof(tasks), "%s/tasks", d);
+	if (drv_mkdir_p(a->state_dir, mode) < 0 || drv_mkdir_p(tasks, mode) < 0) {
 		snprintf(err, errsz, "cannot create the agent's state directory %s: %s", a->state_dir,
 			 strerror(errno));
 		return DRV_EIO;

@@ -119,7 +119,7 @@ static int task_dir_and_command(struct drv_agent *a, struct task *t,
 				const struct drv_proto_task *j)
 {
 	snprintf(t->dir, sizeof(t->dir), "%s/tasks/%s", a->state_dir, t->id);
-	if (drv_mkdir_p(t->dir, 0755) < 0) {
+	if (drv_mkdir_p(t->dir, 0700) < 0) { /* its user's when chowned (run_as) */
 		fail_task(t, "cannot create %s: %s", t->dir, strerror(errno));
 		return -1;
 	}

@@ -408,8 +408,9 @@ static int task_open_files(struct drv_proc *p, const struct drv_task_spec *t,
 {
 	char cgerr[512], procs_path[PATH_MAX + 16];
 
-	f->out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	f->err = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* the agent's copies, its alone (0600 from the start, never widened) */
+	f->out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	f->err = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	f->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (f->out < 0 || f->err < 0 || f->devnull < 0) {
 		snprintf(p->error, sizeof(p->error), "cannot open the task's log files in %s: %s",
@@ -494,7 +495,7 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 	p->exit_code = -1;
 	p->pidfd = -1;
 	p->state = DRV_PROC_FAILED;
-	if (drv_mkdir_p(log_dir, 0755) < 0) {
+	if (drv_mkdir_p(log_dir, 0700) < 0) {
 		snprintf(p->error, sizeof(p->error), "cannot create log directory %s: %s", log_dir,
 			 strerror(errno));
 		return DRV_EIO;

@@ -7,12 +7,20 @@
  * per version and open applies, in one transaction, every script above the
  * file's version. A file newer than this binary is refused rather than
  * guessed at. Statements are prepared once and reused.
+ *
+ * The file holds every job's command and environment, so it is the
+ * controller's alone: created 0600 before SQLite opens it (SQLite gives
+ * -wal and -shm the database file's mode), and an older file, or a -wal or
+ * -shm left by a crash, that group or others may read is narrowed to 0600.
  */
 #include "drover/store.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -457,6 +465,30 @@ bad:
 	return rc;
 }
 
+/* path, and its -wal and -shm where they exist, readable by the owner only
+ * (the file is made 0600 when absent). Best effort: SQLite reports what
+ * really fails to open. Not for ":memory:" or "file:" URIs. */
+static void owner_only(const char *path)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	char p[4096];
+	struct stat st;
+
+	if (!*path || !strcmp(path, ":memory:") || !strncmp(path, "file:", 5))
+		return;
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		int fd;
+
+		snprintf(p, sizeof(p), "%s%s", path, sfx[i]);
+		fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (i ? 0 : O_CREAT), 0600);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
+			fchmod(fd, st.st_mode & 0600);
+		close(fd);
+	}
+}
+
 int drv_store_open_sqlite_at(const char *path, int version, struct drv_store **out,
 			     char *errmsg, size_t errsz)
 {
@@ -466,6 +498,7 @@ int drv_store_open_sqlite_at(const char *path, int version, struct drv_store **o
 
 	s->ops = &sqlite_ops;
 	s->impl = q;
+	owner_only(path);
 	if (sqlite3_open_v2(path, &q->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {

@@ -3,11 +3,17 @@
 # option; a token file that group or others may read is refused (exit 2,
 # naming its mode) and the agent never starts; agents start with a 0600
 # token file and with DROVER_AGENT_TOKEN; the agent's command line, as `ps`
-# shows it, holds no token.
+# shows it, holds no token. And the files that hold secrets are their
+# owner's alone: a task's logs (0600, created so), the agent's state (0600
+# files, 0700 directories), the controller's state.db with -wal and -shm
+# (0600) in a 0700 state directory, an old 0644 state.db narrowed at
+# start; and `drover logs` still reaches the logs through the controller.
 . "$ROOT/tests/integration/lib.sh"
+. "$ROOT/tests/integration/cp_common.shlib"
 
-server_config "allow_root_tasks: true" "heartbeat_interval_s: 1" "sched_delay_ms: 10"
+cp_setup
 start_server
+ST=${SERVER_STATE:-$TEST_TMP/state}
 
 # --token is gone: the uniform unknown-option error
 "$DROVER" agent --server "$SERVER_URL" --token "$CLUSTER_TOKEN" --name old 2>"$TEST_TMP/err"
@@ -50,4 +56,30 @@ for pid in "$AGENT_PID_file_node" "$ENV_PID"; do
 	case $cmdline in *"$CLUSTER_TOKEN"*) fail "token on the command line: $cmdline" ;; esac
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CLUSTER_TOKEN" && fail "token in /proc/$pid/cmdline"
 done
+
+# --- modes: a task's logs, the agent's state, the controller's store
+mode() { stat -c %a "$1"; }
+pod_yaml hello 1 "echo hello; echo oops >&2" >"$TEST_TMP/hello.yaml"
+j=$(submit "$TEST_TMP/hello.yaml")
+wait_job "$j" succeeded 30
+expect_eq "drover logs through the controller" "$("$DROVER" logs "$j")" "hello"
+AS="$TEST_TMP/agent-file-node"
+task=$(ls "$AS/tasks" | head -1)
+[ -n "$task" ] || fail "no task directory under $AS/tasks"
+expect_eq "stdout log mode" "$(mode "$AS/tasks/$task/$task.out")" 600
+expect_eq "stderr log mode" "$(mode "$AS/tasks/$task/$task.err")" 600
+expect_eq "task directory mode" "$(mode "$AS/tasks/$task")" 700
+expect_eq "agent tasks/ mode" "$(mode "$AS/tasks")" 700
+expect_eq "agent state directory mode" "$(mode "$AS")" 700
+expect_eq "agent running-list mode" "$(mode "$AS/running")" 600
+expect_eq "state directory mode" "$(mode "$ST")" 700
+for f in state.db state.db-wal state.db-shm; do
+	[ -e "$ST/$f" ] || fail "no $SERVER_STATE/$f"
+	expect_eq "$f mode" "$(mode "$ST/$f")" 600
+done
+# a state.db from before (0644) is narrowed when the controller opens it
+stop_server
+chmod 644 "$ST/state.db"
+start_server
+expect_eq "old state.db narrowed" "$(mode "$ST/state.db")" 600
 echo "ok: agent secrets"
