@@ -1,7 +1,8 @@
 /*
  * agent_routes.c: the agent's own HTTP endpoints over src/http: /metrics
- * (dcgm-exporter's names), /healthz, /v1/inventory and task logs
- * (GET /v1/tasks/ID/logs with the cluster token).
+ * (dcgm-exporter's names) and /healthz, open; /v1/inventory and task logs
+ * (GET /v1/tasks/ID/logs) only with the cluster token as a bearer token,
+ * since they tell what runs where and what every task printed (issue 12).
  */
 #include "drover/clock.h"
 #include "drover/metrics.h"
@@ -186,11 +187,33 @@ static int h_healthz(struct drv_http_req *req, struct drv_http_resp *resp, void 
 	return 0;
 }
 
+/* Whether req carries "Authorization: Bearer <the cluster token>"; else a
+ * 401 with the message why. Compared in time that does not depend on where
+ * the first difference is. */
+static bool cluster_token_ok(const struct drv_agent *a, struct drv_http_req *req,
+			     struct drv_http_resp *resp, const char *why)
+{
+	const char *auth = drv_http_req_header(req, "Authorization");
+	size_t n = strlen(a->token), m;
+	unsigned char diff = 0;
+
+	if (auth && !strncmp(auth, "Bearer ", 7)) {
+		auth += 7;
+		m = strlen(auth);
+		diff = m != n;
+		for (size_t i = 0; i < n; i++)
+			diff |= (unsigned char)a->token[i] ^ (unsigned char)auth[i < m ? i : 0];
+		if (!diff)
+			return true;
+	}
+	drv_http_resp_error(resp, 401, "unauthorized", NULL, "%s", why);
+	return false;
+}
+
 static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
 	struct drv_agent *a = ctx;
 	const char *id = drv_http_req_param(req, 0);
-	const char *auth = drv_http_req_header(req, "Authorization");
 	const char *stream = drv_http_req_query(req, "stream");
 	int64_t offset, limit;
 	char path[PATH_MAX], next[32];
@@ -199,11 +222,8 @@ static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	ssize_t n;
 	int fd;
 
-	if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, a->token)) {
-		drv_http_resp_error(resp, 401, "unauthorized", NULL,
-				    "task logs need the cluster token");
+	if (!cluster_token_ok(a, req, resp, "task logs need the cluster token"))
 		return 0;
-	}
 	if (!stream)
 		stream = "stdout";
 	if (strcmp(stream, "stdout") && strcmp(stream, "stderr")) {
@@ -245,12 +265,15 @@ static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
-/* What the agent tells the controller at register: GPUs, matrix, HCAs. */
+/* What the agent tells the controller at register: GPUs, matrix, HCAs, and
+ * the tasks running now (cluster token). */
 static int h_inventory(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
 	struct drv_agent *a = ctx;
 	json_t *o;
 
+	if (!cluster_token_ok(a, req, resp, "the inventory needs the cluster token"))
+		return 0;
 	pthread_mutex_lock(&a->mu);
 	o = agent_register_body(a);
 	json_object_set_new(o, "cgroup_limits", json_boolean(a->cg.enabled));

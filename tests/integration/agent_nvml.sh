@@ -57,8 +57,9 @@ expect_eq "HCAs" "$(q "$R.topology.nics | map(.name + \":\" + .state + \":\" + (
 expect_eq "nearest GPUs of mlx5_0" "$(q "$R.topology.nics[0].near_gpus | map(tostring) | join(\",\")")" "0"
 expect_eq "nearest GPUs of mlx5_1" "$(q "$R.topology.nics[1].near_gpus | map(tostring) | join(\",\")")" "1"
 
-# the same inventory, open on the agent for people and scripts/gpu-check
-inv=$(curl -fsS "http://127.0.0.1:$PA/v1/inventory") || fail "no /v1/inventory"
+# the same inventory on the agent, with the cluster token, for scripts/gpu-check
+inv=$(curl -fsS -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PA/v1/inventory") ||
+	fail "no /v1/inventory"
 expect_eq "driver version" "$(echo "$inv" | jq -r .driver_version)" "550.54.15-standin"
 expect_eq "inventory matrix" "$(echo "$inv" | jq -r '.topology.gpu_matrix[1] | join(" ")')" "NV4 X SYS NODE"
 

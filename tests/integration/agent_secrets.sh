@@ -8,6 +8,8 @@
 # files, 0700 directories), the controller's state.db with -wal and -shm
 # (0600) in a 0700 state directory, an old 0644 state.db narrowed at
 # start; and `drover logs` still reaches the logs through the controller.
+# The agent's /v1/inventory and task logs need the cluster token (401
+# without it or with another, 200 with it), /metrics and /healthz do not.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 
@@ -56,6 +58,25 @@ for pid in "$AGENT_PID_file_node" "$ENV_PID"; do
 	case $cmdline in *"$CLUSTER_TOKEN"*) fail "token on the command line: $cmdline" ;; esac
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$CLUSTER_TOKEN" && fail "token in /proc/$pid/cmdline"
 done
+
+# --- the agent's routes: inventory and logs need the cluster token
+code() { # URL [TOKEN]
+	if [ $# -gt 1 ]; then
+		curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $2" "$1"
+	else
+		curl -s -o /dev/null -w '%{http_code}' "$1"
+	fi
+}
+AU="http://127.0.0.1:$AGENT_PORT_file_node"
+expect_eq "inventory without a token" "$(code "$AU/v1/inventory")" 401
+expect_eq "inventory with the admin token" "$(code "$AU/v1/inventory" "$ADMIN_TOKEN")" 401
+expect_eq "inventory with a longer token" "$(code "$AU/v1/inventory" "${CLUSTER_TOKEN}x")" 401
+expect_eq "inventory with the cluster token" "$(code "$AU/v1/inventory" "$CLUSTER_TOKEN")" 200
+expect_eq "logs without a token" "$(code "$AU/v1/tasks/1.0/logs")" 401
+expect_eq "metrics open" "$(code "$AU/metrics")" 200
+expect_eq "healthz open" "$(code "$AU/healthz")" 200
+expect_eq "env-node inventory with the cluster token" \
+	"$(code "http://127.0.0.1:$PE/v1/inventory" "$CLUSTER_TOKEN")" 200
 
 # --- modes: a task's logs, the agent's state, the controller's store
 mode() { stat -c %a "$1"; }
