@@ -21,12 +21,20 @@
  * each connection's buffers are capped at DRV_HTTP_CONN_MEMORY (headers
  * and read buffer; a request body is copied into a buffer of its own, up
  * to DRV_HTTP_MAX_BODY): an idle kept-alive connection costs about 17 KiB
- * and one descriptor. An idle connection is closed after
- * DRV_HTTP_IDLE_TIMEOUT_S (a suspended one never times out). Threads: the
- * event threads and one waiter thread, however many requests wait.
+ * and one descriptor. A new connection is closed after
+ * DRV_HTTP_HEADER_TIMEOUT_S without a byte until a request on it is
+ * admitted (below); from then on after DRV_HTTP_IDLE_TIMEOUT_S idle (a
+ * suspended one never times out). Threads: the event threads and one
+ * waiter thread, however many requests wait.
  *
- * A path that matches a pattern with another method gets 405 with Allow; no
- * match gets 404; both in the error shape of docs/api.md.
+ * Admission comes before the body: once a request's headers are in, its
+ * path is matched and the filter runs; a refusal (the filter's 401/403, a
+ * path that matches a pattern with another method: 405 with Allow, no
+ * match: 404, a Content-Length over DRV_HTTP_MAX_BODY: 413) is answered
+ * without reading the body, and a connection that announced a body is
+ * closed after it ("Connection: close"). So an unauthenticated 17 MiB
+ * body gets 401, an authenticated one 413. Errors are in the error shape
+ * of docs/api.md.
  *
  * Client side (src/http/http_client.c): one connection handle over a libcurl
  * easy handle (keep-alive), bearer token, long-poll with a
@@ -59,6 +67,7 @@
 #define DRV_HTTP_MAX_CONNECTIONS 100000 /* when it is huge */
 #define DRV_HTTP_CONN_MEMORY (16u << 10) /* per connection, bodies apart */
 #define DRV_HTTP_IDLE_TIMEOUT_S 600    /* an idle kept-alive connection */
+#define DRV_HTTP_HEADER_TIMEOUT_S 10   /* idle, until a request is admitted */
 #define DRV_HTTP_STREAM_POLL_MS 1000   /* a waiting stream is retried this often */
 #define DRV_HTTP_AGAIN 1               /* a deferred fn: not ready yet */
 
@@ -96,8 +105,10 @@ struct drv_http_route {
 };
 
 /*
- * Called before every matched handler; returning non-zero stops the request
- * with whatever it set in resp (e.g. 401). NULL: no filter.
+ * Called before every matched handler, once the request's headers are in
+ * and before its body is read (drv_http_req_body is empty then); returning
+ * non-zero stops the request with whatever it set in resp (e.g. 401).
+ * NULL: no filter.
  */
 typedef int (*drv_http_filter)(struct drv_http_req *req, const struct drv_http_route *route,
 			       struct drv_http_resp *resp, void *ctx);

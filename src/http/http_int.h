@@ -59,6 +59,7 @@ struct drv_http_req {
 	const char *path;
 	struct drv_dynbuf body; /* capped at DRV_HTTP_MAX_BODY */
 	bool too_large;         /* the body passed it: 413 */
+	bool refused;           /* answered before its body (not admitted) */
 	const struct drv_http_route *route;
 	char *params[DRV_HTTP_MAX_PARAMS];
 	char peer[INET6_ADDRSTRLEN];

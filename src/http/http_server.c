@@ -6,10 +6,12 @@
  * with an epoll set over its share of the connections. A handler runs on
  * one of them, so it must not wait long: a reply that waits (long-poll,
  * commit) is deferred and a stream with nothing to send returns 0; both
- * suspend the connection and wait in http_wait.c. The request
- * body is collected across the access callback's calls (bounded by
- * DRV_HTTP_MAX_BODY), then the path is matched against the table, the
- * caller's filter runs (authentication), and the handler fills a
+ * suspend the connection and wait in http_wait.c. Once a request's
+ * headers are in (the access callback's first call), its path is matched
+ * against the table and the caller's filter runs (authentication): a
+ * refusal is answered then, without reading the body, and the connection
+ * closed after it. An admitted request's body is collected across the
+ * next calls (bounded by DRV_HTTP_MAX_BODY), then its handler fills a
  * struct drv_http_resp that becomes the MHD response.
  *
  * The listening socket is made here (not by MHD) so that a bind failure
@@ -407,18 +409,18 @@ void http_resp_release(struct drv_http_resp *resp)
 	resp->headers = NULL;
 }
 
-static void dispatch(struct drv_http_req *r, struct drv_http_resp *resp)
+/*
+ * Matches r's path against the table and runs the caller's filter, before
+ * any of the body is read. Returns true when the request may go on to its
+ * handler (r->route set); false with resp holding the refusal: the
+ * filter's (401, 403), 405 with Allow, or 404.
+ */
+static bool admit(struct drv_http_req *r, struct drv_http_resp *resp)
 {
 	struct drv_http_server *s = r->srv;
 	char allow[128] = "";
 	bool path_matched = false;
-	int rc;
 
-	if (r->too_large) {
-		drv_http_resp_error(resp, 413, "too_large", NULL,
-				    "request body over %u bytes", DRV_HTTP_MAX_BODY);
-		return;
-	}
 	for (const struct drv_http_route *rt = s->routes; rt->method; rt++) {
 		char *params[DRV_HTTP_MAX_PARAMS] = { 0 };
 
@@ -438,25 +440,37 @@ static void dispatch(struct drv_http_req *r, struct drv_http_resp *resp)
 		if (s->filter && s->filter(r, rt, resp, s->ctx) != 0) {
 			if (resp->status < 400)
 				drv_http_resp_error(resp, 403, "forbidden", NULL, "forbidden");
-			return;
+			return false;
 		}
-		rc = rt->fn(r, resp, s->ctx);
-		if (rc < 0 && (resp->status < 400 || !resp->body))
-			drv_http_resp_error(resp, 500, "internal", NULL, "%s %s: %s", r->method,
-					    r->path, drv_strerror(rc));
-		return;
+		return true;
 	}
 	if (path_matched) {
 		drv_http_resp_error(resp, 405, "method_not_allowed", NULL,
 				    "%s %s: method not allowed (allowed: %s)", r->method, r->path,
 				    allow);
 		drv_http_resp_header(resp, "Allow", allow);
-		return;
+		return false;
 	}
 	drv_http_resp_error(resp, 404, "not_found", NULL, "%s %s: no such route", r->method,
 			    r->path);
+	return false;
 }
 
+/* The admitted request's handler, once its whole body is in (or 413). */
+static void dispatch(struct drv_http_req *r, struct drv_http_resp *resp)
+{
+	int rc;
+
+	if (r->too_large) {
+		drv_http_resp_error(resp, 413, "too_large", NULL,
+				    "request body over %u bytes", DRV_HTTP_MAX_BODY);
+		return;
+	}
+	rc = r->route->fn(r, resp, r->srv->ctx);
+	if (rc < 0 && (resp->status < 400 || !resp->body))
+		drv_http_resp_error(resp, 500, "internal", NULL, "%s %s: %s", r->method, r->path,
+				    drv_strerror(rc));
+}
 
 void drv_http_defer(struct drv_http_req *req, drv_http_defer_fn fn, void *cls,
 		    void (*free_fn)(void *), int64_t timeout_ms)
@@ -516,6 +530,47 @@ static enum MHD_Result deferred(struct drv_http_req *r)
 	return answer(r);
 }
 
+/* A body was announced (Content-Length not 0, or chunked). */
+static bool body_announced(const struct drv_http_req *r)
+{
+	const char *cl = drv_http_req_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (cl && strtoull(cl, NULL, 10) != 0) ||
+	       drv_http_req_header(r, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/* A Content-Length over DRV_HTTP_MAX_BODY: 413 before reading any of it. */
+static bool body_announced_too_large(const struct drv_http_req *r)
+{
+	const char *cl = drv_http_req_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return cl && strtoull(cl, NULL, 10) > DRV_HTTP_MAX_BODY;
+}
+
+/*
+ * The request's headers are in, its body not yet: refuse it now (unknown
+ * route, the filter says no, a body announced over the cap) without
+ * reading the body, and close the connection after the reply rather than
+ * drain what the client may still send. An admitted request's connection
+ * gets the full idle timeout (see start_mhd).
+ */
+static enum MHD_Result headers_in(struct drv_http_req *r)
+{
+	r->dresp.status = 200;
+	if (admit(r, &r->dresp)) {
+		MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+					  (unsigned int)DRV_HTTP_IDLE_TIMEOUT_S);
+		if (!body_announced_too_large(r))
+			return MHD_YES;
+		drv_http_resp_error(&r->dresp, 413, "too_large", NULL,
+				    "request body over %u bytes", DRV_HTTP_MAX_BODY);
+	}
+	r->refused = true;
+	if (body_announced(r))
+		drv_http_resp_header(&r->dresp, MHD_HTTP_HEADER_CONNECTION, "close");
+	return answer(r);
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const char *url,
 				 const char *method, const char *version,
 				 const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -534,8 +589,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		r->sock = -1;
 		fill_peer(r);
 		*con_cls = r;
-		return MHD_YES;
+		return headers_in(r);
 	}
+	if (r->refused)   /* answered already; a body still coming is not read */
+		return *upload_data_size ? MHD_NO : MHD_YES;
 	if (*upload_data_size) {
 		take_body(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
@@ -543,7 +600,6 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 	}
 	if (r->deferred)
 		return deferred(r);
-	r->dresp.status = 200;
 	dispatch(r, &r->dresp);
 	return r->deferred ? deferred(r) : answer(r);
 }
@@ -609,7 +665,7 @@ static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 				MHD_OPTION_LISTEN_SOCKET, s->fd,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)DRV_HTTP_THREADS,
 				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DRV_HTTP_IDLE_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DRV_HTTP_HEADER_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, s->conn_limit,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DRV_HTTP_CONN_MEMORY,
 				MHD_OPTION_END);

@@ -169,6 +169,20 @@ static int h_lazy(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
+static atomic_int secret_calls;
+
+/* A private POST: counts the calls and the body bytes it was handed. */
+static int h_secret(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	size_t len;
+
+	(void)ctx;
+	drv_http_req_body(req, &len);
+	atomic_fetch_add(&secret_calls, 1);
+	drv_http_resp_json(resp, 200, json_pack("{s:I}", "len", (json_int_t)len));
+	return 0;
+}
+
 static int filter(struct drv_http_req *req, const struct drv_http_route *rt,
 		  struct drv_http_resp *resp, void *ctx)
 {
@@ -189,6 +203,7 @@ static const struct drv_http_route routes[] = {
 	{ "POST", "/v1/things/{}", h_echo, 0 },
 	{ "GET", "/v1/things/{}", h_echo, 0 },
 	{ "GET", "/v1/private", h_echo, 1 },
+	{ "POST", "/v1/secret", h_secret, 1 },
 	{ "GET", "/v1/fail", h_fail, 0 },
 	{ "GET", "/v1/slow", h_slow, 0 },
 	{ "GET", "/v1/events", h_sse, 0 },
@@ -331,6 +346,129 @@ Test(http, filter_sees_the_token)
 	json_decref(reply);
 	drv_http_client_release(&c);
 	drv_http_client_release(&good);
+}
+
+static int connect_and_ask(int port, const char *req)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	cr_assert(eq(int, connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0));
+	cr_assert(eq(i64, (int64_t)write(fd, req, strlen(req)), (int64_t)strlen(req)));
+	return fd;
+}
+
+static void expect_reply(int fd, const char *want)
+{
+	char buf[4096];
+	size_t got = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (got < sizeof(buf) - 1 && !memmem(buf, got, want, strlen(want))) {
+		ssize_t n;
+
+		cr_assert(eq(int, poll(&p, 1, 5000), 1));
+		n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		cr_assert(gt(i64, (int64_t)n, 0));
+		got += (size_t)n;
+	}
+	cr_assert(ne(ptr, memmem(buf, got, want, strlen(want)), NULL));
+}
+
+/* Headers announcing a body of `len` bytes, none of which is sent. */
+static int ask_headers_only(const char *path, const char *token, size_t len)
+{
+	char req[512];
+
+	snprintf(req, sizeof(req),
+		 "POST %s HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\n\r\n",
+		 path, token ? "Authorization: Bearer " : "", token ? token : "",
+		 token ? "\r\n" : "", len);
+	return connect_and_ask(drv_http_server_port(srv), req);
+}
+
+/* Reads to the end of the stream (the server closed it) within 5 s. */
+static void expect_closed(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[4096];
+	ssize_t n;
+
+	do {
+		cr_assert(eq(int, poll(&p, 1, 5000), 1));
+		n = read(fd, buf, sizeof(buf));
+	} while (n > 0);
+	cr_assert(le(i64, (int64_t)n, 0));
+}
+
+Test(http, a_refused_filter_answers_before_the_body)
+{
+	int fd = ask_headers_only("/v1/secret", "bad", 16u << 20);
+
+	expect_reply(fd, "HTTP/1.1 401");
+	expect_closed(fd);
+	close(fd);
+	fd = ask_headers_only("/v1/secret", NULL, DRV_HTTP_MAX_BODY + 1);
+	expect_reply(fd, "unauthorized");   /* 401 comes before 413 */
+	close(fd);
+	cr_assert(eq(int, atomic_load(&secret_calls), 0));
+	/* a GET announcing a body too: answered, the body never read */
+	fd = connect_and_ask(drv_http_server_port(srv),
+			     "GET /v1/private HTTP/1.1\r\nHost: x\r\nContent-Length: 16777216\r\n\r\n");
+	expect_reply(fd, "HTTP/1.1 401");
+	expect_closed(fd);
+	close(fd);
+}
+
+Test(http, an_unknown_route_answers_before_the_body)
+{
+	int fd = ask_headers_only("/v1/nowhere", "good", 16u << 20);
+
+	expect_reply(fd, "HTTP/1.1 404");
+	expect_closed(fd);
+	close(fd);
+	fd = ask_headers_only("/v1/private", "good", 16u << 20);
+	expect_reply(fd, "HTTP/1.1 405");
+	close(fd);
+}
+
+Test(http, an_admitted_body_over_the_cap_is_413)
+{
+	int fd = ask_headers_only("/v1/secret", "good", DRV_HTTP_MAX_BODY + 1);
+
+	expect_reply(fd, "HTTP/1.1 413");
+	expect_closed(fd);
+	close(fd);
+	cr_assert(eq(int, atomic_load(&secret_calls), 0));
+}
+
+Test(http, a_whole_body_sent_without_a_token_gets_401)
+{
+	struct drv_http_client bad, good;
+	struct drv_http_reply r;
+	size_t n = DRV_HTTP_MAX_BODY + 10;
+	char *big = drv_malloc(n);
+
+	memset(big, ' ', n);
+	drv_http_client_init(&bad, base, "bad");
+	drv_http_client_init(&good, base, "good");
+	drv_http_reply_init(&r);
+	cr_assert(eq(int, drv_http_request(&bad, "POST", "/v1/secret", "application/json", big, n,
+					   -1, &r), 0), "%s", bad.err);
+	cr_assert(eq(long, r.status, 401));
+	cr_assert(eq(int, drv_http_request(&good, "POST", "/v1/secret", "application/json", big,
+					   n, -1, &r), 0), "%s", good.err);
+	cr_assert(eq(long, r.status, 413));
+	cr_assert(eq(int, drv_http_request(&good, "POST", "/v1/secret", "application/json", "{}",
+					   2, -1, &r), 0));
+	cr_assert(eq(long, r.status, 200));
+	cr_assert(eq(int, atomic_load(&secret_calls), 1));
+	drv_http_reply_release(&r);
+	drv_http_client_release(&bad);
+	drv_http_client_release(&good);
+	drv_free(big);
 }
 
 Test(http, per_request_timeout)
@@ -552,34 +690,6 @@ static int count_threads(void)
 		n += e->d_name[0] != '.';
 	closedir(d);
 	return n;
-}
-
-static int connect_and_ask(int port, const char *req)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
-	cr_assert(eq(int, connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0));
-	cr_assert(eq(i64, (int64_t)write(fd, req, strlen(req)), (int64_t)strlen(req)));
-	return fd;
-}
-
-static void expect_reply(int fd, const char *want)
-{
-	char buf[4096];
-	size_t got = 0;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	while (got < sizeof(buf) - 1 && !memmem(buf, got, want, strlen(want))) {
-		ssize_t n;
-
-		cr_assert(eq(int, poll(&p, 1, 5000), 1));
-		n = read(fd, buf + got, sizeof(buf) - 1 - got);
-		cr_assert(gt(i64, (int64_t)n, 0));
-		got += (size_t)n;
-	}
-	cr_assert(ne(ptr, memmem(buf, got, want, strlen(want)), NULL));
 }
 
 Test(http, many_suspended_requests_on_a_bounded_thread_count)
