@@ -114,6 +114,33 @@ Test(fsutil, read_whole_file_under_cap)
 	rmdir(dir);
 }
 
+Test(fsutil, secret_file_owner_only)
+{
+	char path[128], err[256], *tok = (char *)"x";
+
+	mkscratch();
+	snprintf(path, sizeof(path), "%s/token", dir);
+	put(path, "s3cret \n");
+	chmod(path, 0600);
+	cr_assert(eq(int, drv_secret_file_read(path, &tok, err, sizeof(err)), 0));
+	cr_assert(eq(str, tok, "s3cret")); /* trailing whitespace dropped */
+	drv_free(tok);
+	chmod(path, 0400);
+	cr_assert(eq(int, drv_secret_file_read(path, &tok, err, sizeof(err)), 0));
+	drv_free(tok);
+	chmod(path, 0640);
+	cr_assert(eq(int, drv_secret_file_read(path, &tok, err, sizeof(err)), DRV_EPERM));
+	cr_assert(eq(ptr, tok, NULL));
+	cr_assert(not(eq(ptr, strstr(err, "has mode 0640"), NULL)), "%s", err);
+	chmod(path, 0600);
+	put(path, "\n");
+	cr_assert(eq(int, drv_secret_file_read(path, &tok, err, sizeof(err)), DRV_EINVAL));
+	unlink(path);
+	cr_assert(eq(int, drv_secret_file_read(path, &tok, err, sizeof(err)), DRV_EIO));
+	cr_assert(eq(int, drv_secret_file_read(dir, &tok, err, sizeof(err)), DRV_EINVAL));
+	rmdir(dir);
+}
+
 Test(fsutil, read_missing_file)
 {
 	char *buf;
