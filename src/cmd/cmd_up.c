@@ -185,7 +185,8 @@ static int start_server(const struct up_args *a, const char *me, struct drv_serv
 	if (write_client_config(drv_server_url(*srv), drv_server_admin_token(*srv), cfgpath,
 				cfgsz) < 0) {
 		fprintf(stderr, "drover up: warning: cannot write the client config (%s); use "
-				"--server %s --token from %s\n", strerror(errno), drv_server_url(*srv),
+				"--server %s and DROVER_TOKEN or --token-file with the admin token "
+				"from %s\n", strerror(errno), drv_server_url(*srv),
 			drv_server_config_path(*srv));
 		cfgpath[0] = '\0';
 	}
