@@ -324,9 +324,16 @@ static int find_in_path(const char *cmd, const char *path, char *out, size_t out
 	return -1;
 }
 
-static int write_script(const char *path, const char *body, char *err, size_t errsz)
+/*
+ * The script is the task's own: 0700 and, when the task runs as another
+ * user, owned by that user, who must read it (and execute it, for a #!
+ * script) after the switch.
+ */
+static int write_script(const char *path, const struct drv_task_spec *t, char *err,
+			size_t errsz)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	const char *body = t->script;
 	size_t len = strlen(body), off = 0;
 
 	if (fd < 0) {
@@ -334,6 +341,12 @@ static int write_script(const char *path, const char *body, char *err, size_t er
 		return DRV_EIO;
 	}
 	fchmod(fd, 0700);
+	if (t->set_user && fchown(fd, t->uid, t->gid) < 0) {
+		snprintf(err, errsz, "cannot give the job script %s to uid %d: %s", path,
+			 (int)t->uid, strerror(errno));
+		close(fd);
+		return DRV_EIO;
+	}
 	while (off < len) {
 		ssize_t n = write(fd, body + off, len - off);
 		if (n < 0) {
@@ -379,7 +392,7 @@ static int task_command(struct drv_proc *p, const struct drv_task_spec *t, char 
 
 	if (t->script) {
 		snprintf(script_path, PATH_MAX, "%s/%s.script", log_dir, t->task_id);
-		rc = write_script(script_path, t->script, p->error, sizeof(p->error));
+		rc = write_script(script_path, t, p->error, sizeof(p->error));
 		if (rc < 0)
 			return rc;
 		script_argv[0] = !strncmp(t->script, "#!", 2) ? script_path : (char *)"/bin/sh";

@@ -278,6 +278,46 @@ Test(launch, script_runs_under_sh)
 	free(out);
 }
 
+/* A root agent running a script as another user: the user can run it. */
+static void script_as_nobody(const char *script, const char *task_id)
+{
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	gid_t groups[1] = { 65534 };
+	char *out;
+
+	if (geteuid() != 0)
+		cr_skip_test("SKIPPED: switching users needs root");
+	cr_assert(eq(int, chmod(dir, 0711), 0)); /* as the agent's task directories */
+	t.task_id = task_id;
+	t.script = script;
+	t.log_dir = dir;
+	t.workdir = "/";
+	t.set_user = true;
+	t.uid = 65534;
+	t.gid = 65534;
+	t.groups = groups;
+	t.ngroups = 1;
+	t.user = "nobody";
+	t.home = "/nonexistent";
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(p.stdout_path);
+	cr_assert(eq(str, out, "65534\n"), "exit %d signal %d: %s", p.exit_code, p.signal,
+		  p.error);
+	free(out);
+}
+
+Test(launch, shebang_script_runs_as_the_given_user)
+{
+	script_as_nobody("#!/bin/sh\nid -u\n", "u.1");
+}
+
+Test(launch, plain_script_runs_as_the_given_user)
+{
+	script_as_nobody("#SBATCH --gpus=1\nid -u\n", "u.2");
+}
+
 static int alive(pid_t pid)
 {
 	char path[64], buf[512], *rp;
