@@ -287,6 +287,10 @@ void drv_yaml_verr(struct drv_diags *d, struct fy_node *n, const char *path, con
  * NULL when n is missing or a collection. */
 const char *drv_yaml_scalar(struct fy_node *n);
 
+/* What kind of node n is, for messages: "nothing", "a mapping", "a list"
+ * or "a scalar". */
+const char *drv_yaml_kind(struct fy_node *n);
+
 /* "base.key" into out (sz bytes), or "key" when base is NULL or empty; a
  * path too long for out ends in "...". */
 void drv_yaml_join(char *out, size_t sz, const char *base, const char *key);

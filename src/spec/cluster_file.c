@@ -23,19 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- positions and messages ------------------------------------------- */
-
-const char *cf_kind_of(struct fy_node *n)
-{
-	if (!n)
-		return "nothing";
-	if (fy_node_is_mapping(n))
-		return "a mapping";
-	if (fy_node_is_sequence(n))
-		return "a list";
-	return "a scalar";
-}
-
 /* ---- scalar readers ----------------------------------------------------- */
 
 bool cf_read_int(struct cf_loader *L, struct fy_node *n, const char *path, int64_t lo,
@@ -47,7 +34,7 @@ bool cf_read_int(struct cf_loader *L, struct fy_node *n, const char *path, int64
 
 	if (!s || !*s) {
 		drv_yaml_err(L->d, n, path, "found %s, expected an integer from %lld to %lld",
-		    s ? "an empty value" : cf_kind_of(n), (long long)lo, (long long)hi);
+		    s ? "an empty value" : drv_yaml_kind(n), (long long)lo, (long long)hi);
 		return false;
 	}
 	errno = 0;
@@ -73,7 +60,7 @@ bool cf_read_bool(struct cf_loader *L, struct fy_node *n, const char *path, bool
 		*out = false;
 		return true;
 	}
-	drv_yaml_err(L->d, n, path, "found %s%s%s, expected true or false", s ? "'" : "", s ? s : cf_kind_of(n),
+	drv_yaml_err(L->d, n, path, "found %s%s%s, expected true or false", s ? "'" : "", s ? s : drv_yaml_kind(n),
 	    s ? "'" : "");
 	return false;
 }
@@ -82,7 +69,7 @@ bool cf_read_str(struct cf_loader *L, struct fy_node *n, const char *path, const
 {
 	const char *s = drv_yaml_scalar(n);
 	if (!s || !*s) {
-		drv_yaml_err(L->d, n, path, "found %s, expected a non-empty string", s ? "an empty value" : cf_kind_of(n));
+		drv_yaml_err(L->d, n, path, "found %s, expected a non-empty string", s ? "an empty value" : drv_yaml_kind(n));
 		return false;
 	}
 	*out = s;
@@ -110,7 +97,7 @@ static bool read_cpu(struct cf_loader *L, struct fy_node *n, const char *path, i
 			}
 		}
 	}
-	drv_yaml_err(L->d, n, path, "found '%s', expected a CPU count such as 96 or 500m", s ? s : cf_kind_of(n));
+	drv_yaml_err(L->d, n, path, "found '%s', expected a CPU count such as 96 or 500m", s ? s : drv_yaml_kind(n));
 	return false;
 }
 
@@ -144,7 +131,7 @@ static bool read_mem(struct cf_loader *L, struct fy_node *n, const char *path, i
 				}
 	}
 	drv_yaml_err(L->d, n, path, "found '%s', expected a memory size of at least 1Mi such as 2Ti, 512Gi or 1536Mi",
-	    s ? s : cf_kind_of(n));
+	    s ? s : drv_yaml_kind(n));
 	return false;
 }
 
@@ -164,7 +151,7 @@ bool cf_read_price(struct cf_loader *L, struct fy_node *n, const char *path, int
 		}
 	}
 	drv_yaml_err(L->d, n, path, "found '%s', expected a price in dollars per GPU-hour such as 2.49",
-	    s ? s : cf_kind_of(n));
+	    s ? s : drv_yaml_kind(n));
 	return false;
 }
 
@@ -185,7 +172,7 @@ static bool read_model(struct cf_loader *L, struct fy_node *n, const char *path,
 				len += (size_t)k;
 		}
 		drv_yaml_err(L->d, n, path, "found '%s', expected a GPU model (%s, or any of their aliases)",
-		    s ? s : cf_kind_of(n), list);
+		    s ? s : drv_yaml_kind(n), list);
 		return false;
 	}
 	*out = m;
@@ -200,7 +187,7 @@ static bool read_labels(struct cf_loader *L, struct fy_node *n, const char *path
 	bool ok = true;
 
 	if (!fy_node_is_mapping(n)) {
-		drv_yaml_err(L->d, n, path, "found %s, expected a mapping of label keys to values", cf_kind_of(n));
+		drv_yaml_err(L->d, n, path, "found %s, expected a mapping of label keys to values", drv_yaml_kind(n));
 		return false;
 	}
 	while ((p = fy_node_mapping_iterate(n, &it))) {
@@ -320,7 +307,7 @@ static void read_node_types(struct cf_loader *L, struct fy_node *n)
 
 	if (!fy_node_is_mapping(n)) {
 		drv_yaml_err(L->d, n, "nodeTypes", "found %s, expected a mapping of type names to node fields",
-		    cf_kind_of(n));
+		    drv_yaml_kind(n));
 		return;
 	}
 	while ((p = fy_node_mapping_iterate(n, &it))) {
@@ -334,7 +321,7 @@ static void read_node_types(struct cf_loader *L, struct fy_node *n)
 			continue;
 		if (!fy_node_is_mapping(v)) {
 			drv_yaml_err(L->d, v ? v : fy_node_pair_key(p), path,
-			    "found %s, expected a mapping with gpus, gpuModel, cpu, memory", cf_kind_of(v));
+			    "found %s, expected a mapping with gpus, gpuModel, cpu, memory", drv_yaml_kind(v));
 			continue;
 		}
 		cf_check_keys(L, v, path, node_type_keys);
@@ -379,7 +366,7 @@ static int read_levels(struct cf_loader *L, struct fy_node *v, const char **name
 	}
 	if (!fy_node_is_sequence(v)) {
 		drv_yaml_err(L->d, v, "levels", "found %s, expected a list such as [pool, leaf, node]",
-		    cf_kind_of(v));
+		    drv_yaml_kind(v));
 		return -1;
 	}
 	while ((e = fy_node_sequence_iterate(v, &it))) {
@@ -387,7 +374,7 @@ static int read_levels(struct cf_loader *L, struct fy_node *v, const char **name
 		if (s && !strcmp(s, "cluster") && n == 1)
 			continue; /* the root, named anyway */
 		if (!s || !*s) {
-			drv_yaml_err(L->d, e, "levels", "found %s, expected a level name", cf_kind_of(e));
+			drv_yaml_err(L->d, e, "levels", "found %s, expected a level name", drv_yaml_kind(e));
 			bad = true;
 			continue;
 		}
@@ -429,7 +416,7 @@ static bool read_nvlink(struct cf_loader *L, struct fy_node *v, const char **nam
 				break;
 	if (i < 1) {
 		drv_yaml_err(L->d, v, "nvlinkDomain", "found '%s', expected one of the levels (such as node or rack)",
-		    s ? s : cf_kind_of(v));
+		    s ? s : drv_yaml_kind(v));
 		return false;
 	}
 	L->c->nvl_level = i == n - 1 ? -1 : i;
@@ -445,7 +432,7 @@ static bool read_kind_name(struct cf_loader *L, struct fy_node *root)
 
 	if (!s || strcmp(s, "Cluster")) {
 		drv_yaml_err(L->d, v ? v : root, "kind", "found %s%s%s, expected Cluster", s ? "'" : "",
-		    s ? s : (v ? cf_kind_of(v) : "no kind"), s ? "'" : "");
+		    s ? s : (v ? drv_yaml_kind(v) : "no kind"), s ? "'" : "");
 		return false;
 	}
 	v = fy_node_mapping_lookup_by_string(root, "name", -1);
@@ -469,7 +456,7 @@ static void read_cluster(struct cf_loader *L, struct fy_node *root)
 
 	if (!fy_node_is_mapping(root)) {
 		drv_yaml_err(L->d, root, NULL, "found %s at the top, expected a mapping with kind: Cluster",
-		    cf_kind_of(root));
+		    drv_yaml_kind(root));
 		return;
 	}
 	cf_check_keys(L, root, NULL, top_keys);

@@ -146,7 +146,7 @@ static bool entry_level(struct cf_loader *L, struct entry *en, int plevel)
 		drv_yaml_join(p, sizeof(p), en->path, "level");
 		if (lx < 0) {
 			drv_yaml_err(L->d, v, p, "found '%s', expected one of the levels listed in 'levels'",
-			    s ? s : cf_kind_of(v));
+			    s ? s : drv_yaml_kind(v));
 			en->ok = false;
 		} else if (lx <= plevel) {
 			drv_yaml_err(L->d, v, p, "level '%s' is not below its parent's level '%s'", s,
@@ -292,7 +292,7 @@ static void entry_node(struct cf_loader *L, struct entry *en)
 		t = s ? cf_find_type(L, s) : NULL;
 		if (!t) {
 			drv_yaml_err(L->d, v, p, "found '%s', expected a name defined under nodeTypes",
-			    s ? s : cf_kind_of(v));
+			    s ? s : drv_yaml_kind(v));
 			en->ok = false;
 		} else {
 			copy_type(&en->nt, t);
@@ -306,7 +306,7 @@ static void entry_node(struct cf_loader *L, struct entry *en)
 		en->state = s ? drv_node_state_parse(s) : -1;
 		if (en->state < 0) {
 			drv_yaml_err(L->d, v, p, "found '%s', expected up, draining or down",
-			    s ? s : cf_kind_of(v));
+			    s ? s : drv_yaml_kind(v));
 			en->ok = false;
 		}
 	}
@@ -416,7 +416,7 @@ static void read_entry(struct cf_loader *L, struct fy_node *e, int32_t parent, c
 
 	en.nt.model = -1;
 	if (!fy_node_is_mapping(e)) {
-		drv_yaml_err(L->d, e, path, "found %s, expected a mapping with a name", cf_kind_of(e));
+		drv_yaml_err(L->d, e, path, "found %s, expected a mapping with a name", drv_yaml_kind(e));
 		return;
 	}
 	if (!cf_check_keys(L, e, path, entry_keys))
@@ -455,7 +455,7 @@ void cf_read_entries(struct cf_loader *L, struct fy_node *seq, int32_t parent, c
 	int i = 0;
 
 	if (!fy_node_is_sequence(seq)) {
-		drv_yaml_err(L->d, seq, path, "found %s, expected a list of entries", cf_kind_of(seq));
+		drv_yaml_err(L->d, seq, path, "found %s, expected a list of entries", drv_yaml_kind(seq));
 		return;
 	}
 	while ((e = fy_node_sequence_iterate(seq, &it))) {

@@ -85,6 +85,17 @@ const char *drv_yaml_scalar(struct fy_node *n)
 	return fy_node_get_scalar0(n);
 }
 
+const char *drv_yaml_kind(struct fy_node *n)
+{
+	if (!n)
+		return "nothing";
+	if (fy_node_is_mapping(n))
+		return "a mapping";
+	if (fy_node_is_sequence(n))
+		return "a list";
+	return "a scalar";
+}
+
 void drv_yaml_join(char *out, size_t sz, const char *base, const char *key)
 {
 	int n;

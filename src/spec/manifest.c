@@ -42,7 +42,7 @@ static void kind_list(struct mf_ctx *c, const struct mf_object *o, struct mf_pod
 	char fp[64];
 	mf_path(fp, sizeof(fp), o, "items");
 	if (!items || !fy_node_is_sequence(items)) {
-		mf_err(c, items ? items : o->root, fp, "found %s, expected a list of objects", mf_type(items));
+		mf_err(c, items ? items : o->root, fp, "found %s, expected a list of objects", drv_yaml_kind(items));
 		return;
 	}
 	while ((it = fy_node_sequence_iterate(items, &iter))) {
@@ -65,7 +65,7 @@ static void one_object(struct mf_ctx *c, struct fy_node *root, const char *path,
 	o.root = root;
 	if (!fy_node_is_mapping(root)) {
 		mf_err(c, root, path[0] ? path : NULL, "found %s, expected a Kubernetes object",
-		       mf_type(root));
+		       drv_yaml_kind(root));
 		return;
 	}
 	o.api = mf_scalar(mf_field(root, "apiVersion"));

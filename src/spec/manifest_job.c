@@ -90,7 +90,7 @@ void mf_kind_batch_job(struct mf_ctx *c, const struct mf_object *o)
 
 	mf_path(sp, sizeof(sp), o, "spec");
 	if (!spec || !fy_node_is_mapping(spec)) {
-		mf_err(c, spec ? spec : o->root, sp, "found %s, expected a Job spec", mf_type(spec));
+		mf_err(c, spec ? spec : o->root, sp, "found %s, expected a Job spec", drv_yaml_kind(spec));
 		return;
 	}
 	if ((g = mf_add_group(c, s, spec, sp, s->job.name)) < 0)

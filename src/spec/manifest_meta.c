@@ -60,7 +60,7 @@ void mf_read_metadata(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *m
 		return;
 	}
 	if (!fy_node_is_mapping(md)) {
-		mf_err(c, md, path, "found %s, expected a mapping", mf_type(md));
+		mf_err(c, md, path, "found %s, expected a mapping", drv_yaml_kind(md));
 		return;
 	}
 	if ((n = mf_field(md, "name"))) {

@@ -21,17 +21,6 @@ void mf_err(struct mf_ctx *c, struct fy_node *n, const char *path, const char *f
 	va_end(ap);
 }
 
-const char *mf_type(struct fy_node *n)
-{
-	if (!n)
-		return "nothing";
-	if (fy_node_is_mapping(n))
-		return "a mapping";
-	if (fy_node_is_sequence(n))
-		return "a list";
-	return "a scalar";
-}
-
 /* The scalar text of n, or NULL when n is not a scalar. */
 const char *mf_scalar(struct fy_node *n)
 {
@@ -109,7 +98,7 @@ bool mf_int(struct mf_ctx *c, struct fy_node *n, const char *path, int64_t max,
 	int64_t v = 0;
 	if (!t || !*t) {
 		mf_err(c, n, path, "found %s, expected a non-negative integer",
-		       t ? "an empty value" : mf_type(n));
+		       t ? "an empty value" : drv_yaml_kind(n));
 		return false;
 	}
 	for (p = t; *p; p++) {
@@ -131,7 +120,7 @@ char *mf_str(struct mf_ctx *c, struct fy_node *n, const char *path)
 {
 	const char *t = mf_scalar(n);
 	if (!t) {
-		mf_err(c, n, path, "found %s, expected a string", mf_type(n));
+		mf_err(c, n, path, "found %s, expected a string", drv_yaml_kind(n));
 		return NULL;
 	}
 	if (strlen(t) > DRV_SPEC_MAX_STRING) {
@@ -150,7 +139,7 @@ char **mf_strv(struct mf_ctx *c, struct fy_node *n, const char *path, int32_t *c
 	int i = 0;
 	*count = 0;
 	if (!fy_node_is_sequence(n)) {
-		mf_err(c, n, path, "found %s, expected a list of strings", mf_type(n));
+		mf_err(c, n, path, "found %s, expected a list of strings", drv_yaml_kind(n));
 		return NULL;
 	}
 	if (fy_node_sequence_item_count(n) > DRV_SPEC_MAX_ITEMS) {
@@ -177,7 +166,7 @@ struct drv_label *mf_labels(struct mf_ctx *c, struct fy_node *n, const char *pat
 	struct drv_label *v;
 	*count = 0;
 	if (!fy_node_is_mapping(n)) {
-		mf_err(c, n, path, "found %s, expected a mapping of strings", mf_type(n));
+		mf_err(c, n, path, "found %s, expected a mapping of strings", drv_yaml_kind(n));
 		return NULL;
 	}
 	if (fy_node_mapping_item_count(n) > DRV_SPEC_MAX_ITEMS) {

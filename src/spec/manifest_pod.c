@@ -30,7 +30,7 @@ static void read_resources(struct mf_ctx *c, struct drv_jobspec *s, struct fy_no
 	if (!rn)
 		return;
 	if (!fy_node_is_mapping(rn)) {
-		mf_err(c, rn, path, "found %s, expected limits and requests", mf_type(rn));
+		mf_err(c, rn, path, "found %s, expected limits and requests", drv_yaml_kind(rn));
 		return;
 	}
 	mf_keep_unknown(s, rn, path, known);
@@ -43,7 +43,7 @@ static void read_resources(struct mf_ctx *c, struct drv_jobspec *s, struct fy_no
 		if (!m)
 			continue;
 		if (!fy_node_is_mapping(m)) {
-			mf_err(c, m, mp, "found %s, expected a mapping of resource quantities", mf_type(m));
+			mf_err(c, m, mp, "found %s, expected a mapping of resource quantities", drv_yaml_kind(m));
 			continue;
 		}
 		while ((p = fy_node_mapping_iterate(m, &it))) {
@@ -59,7 +59,7 @@ static void read_resources(struct mf_ctx *c, struct drv_jobspec *s, struct fy_no
 				if (!v || drv_quantity_parse(v, 1000, &x) || x % 1000) {
 					mf_err(c, vn, fp, "found %s%.64s%s, expected a whole number of GPUs "
 					       "(for a share of one GPU use the annotation "
-					       ANN_GPU_FRACTION ")", v ? "\"" : "", v ? v : mf_type(vn),
+					       ANN_GPU_FRACTION ")", v ? "\"" : "", v ? v : drv_yaml_kind(vn),
 					       v ? "\"" : "");
 					continue;
 				}
@@ -72,14 +72,14 @@ static void read_resources(struct mf_ctx *c, struct drv_jobspec *s, struct fy_no
 			} else if (strcmp(k, "cpu") == 0) {
 				if (!v || drv_quantity_parse(v, 1000, &x)) {
 					mf_err(c, vn, fp, "found \"%.64s\", expected a CPU quantity such as "
-					       "500m or 2", v ? v : mf_type(vn));
+					       "500m or 2", v ? v : drv_yaml_kind(vn));
 					continue;
 				}
 				cpu[i] = x;
 			} else if (strcmp(k, "memory") == 0) {
 				if (!v || drv_quantity_mib(v, &x)) {
 					mf_err(c, vn, fp, "found \"%.64s\", expected a memory quantity such "
-					       "as 16Gi, 129M or 128974848", v ? v : mf_type(vn));
+					       "as 16Gi, 129M or 128974848", v ? v : drv_yaml_kind(vn));
 					continue;
 				}
 				mem[i] = x;
@@ -108,7 +108,7 @@ static void read_env(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_n
 	struct fy_node *e;
 	int i = 0;
 	if (!fy_node_is_sequence(en)) {
-		mf_err(c, en, path, "found %s, expected a list of {name, value}", mf_type(en));
+		mf_err(c, en, path, "found %s, expected a list of {name, value}", drv_yaml_kind(en));
 		return;
 	}
 	if (fy_node_sequence_item_count(en) > DRV_SPEC_MAX_ITEMS) {
@@ -121,14 +121,14 @@ static void read_env(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_n
 		const char *name, *value;
 		snprintf(ep, sizeof(ep), "%.500s[%d]", path, i++);
 		if (!fy_node_is_mapping(e)) {
-			mf_err(c, e, ep, "found %s, expected {name, value}", mf_type(e));
+			mf_err(c, e, ep, "found %s, expected {name, value}", drv_yaml_kind(e));
 			continue;
 		}
 		mf_join(fp, sizeof(fp), ep, "name");
 		name = mf_scalar(mf_field(e, "name"));
 		if (!name || !*name) {
 			mf_err(c, e, fp, "found %s, expected a variable name",
-			       name ? "an empty name" : mf_type(mf_field(e, "name")));
+			       name ? "an empty name" : drv_yaml_kind(mf_field(e, "name")));
 			continue;
 		}
 		if (mf_field(e, "valueFrom")) {
@@ -143,7 +143,7 @@ static void read_env(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_n
 			value = mf_scalar(mf_field(e, "value"));
 			if (!value) {
 				mf_err(c, mf_field(e, "value"), fp, "found %s, expected a string",
-				       mf_type(mf_field(e, "value")));
+				       drv_yaml_kind(mf_field(e, "value")));
 				continue;
 			}
 		}
@@ -164,7 +164,7 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 	char fp[560];
 
 	if (!fy_node_is_mapping(cn)) {
-		mf_err(c, cn, path, "found %s, expected a container", mf_type(cn));
+		mf_err(c, cn, path, "found %s, expected a container", drv_yaml_kind(cn));
 		return;
 	}
 	mf_join(fp, sizeof(fp), path, "resources");
@@ -251,7 +251,7 @@ static void read_node_selector(struct mf_ctx *c, struct drv_jobspec *s, int g, s
 	struct fy_node_pair *p;
 
 	if (!fy_node_is_mapping(n))
-		mf_err(c, n, sp, "found %s, expected a mapping of labels", mf_type(n));
+		mf_err(c, n, sp, "found %s, expected a mapping of labels", drv_yaml_kind(n));
 	while (fy_node_is_mapping(n) && (p = fy_node_mapping_iterate(n, &it))) {
 		const char *k = mf_scalar(fy_node_pair_key(p));
 		struct fy_node *vn = fy_node_pair_value(p);
@@ -265,7 +265,7 @@ static void read_node_selector(struct mf_ctx *c, struct drv_jobspec *s, int g, s
 			if (m < 0)
 				mf_err(c, vn, kp, "found \"%.64s\", expected a GPU model drover "
 				       "knows (such as NVIDIA-H100-80GB-HBM3 or H100)",
-				       val ? val : mf_type(vn));
+				       val ? val : drv_yaml_kind(vn));
 			else
 				tg->model = (int8_t)m;
 		} else if (strcmp(k, SEL_REGION) == 0 && val) {
@@ -333,14 +333,14 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 	char fp[560];
 
 	if (!ps || !fy_node_is_mapping(ps)) {
-		mf_err(c, ps, path, "found %s, expected a pod spec with containers", mf_type(ps));
+		mf_err(c, ps, path, "found %s, expected a pod spec with containers", drv_yaml_kind(ps));
 		return;
 	}
 	mf_join(fp, sizeof(fp), path, "containers");
 	n = mf_field(ps, "containers");
 	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0)
 		mf_err(c, n ? n : ps, fp, "found %s, expected a list of at least one container",
-		       n && fy_node_is_sequence(n) ? "an empty list" : mf_type(n));
+		       n && fy_node_is_sequence(n) ? "an empty list" : drv_yaml_kind(n));
 	else
 		read_containers(c, s, g, n, fp, md, &sum);
 	tg->gpus = sum.gpus > 0 ? (int32_t)sum.gpus : 0;
@@ -368,7 +368,7 @@ void mf_read_template(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 	char fp[560];
 
 	if (!tn || !fy_node_is_mapping(tn)) {
-		mf_err(c, tn, path, "found %s, expected a pod template {metadata, spec}", mf_type(tn));
+		mf_err(c, tn, path, "found %s, expected a pod template {metadata, spec}", drv_yaml_kind(tn));
 		return;
 	}
 	mf_join(fp, sizeof(fp), path, "spec");

@@ -32,7 +32,7 @@ void mf_kind_priority_class(struct mf_ctx *c, const struct mf_object *o)
 	n = mf_field(o->root, "value");
 	t = mf_scalar(n);
 	if (!t) {
-		mf_err(c, n ? n : o->root, fp, "found %s, expected an integer value", mf_type(n));
+		mf_err(c, n ? n : o->root, fp, "found %s, expected an integer value", drv_yaml_kind(n));
 	} else {
 		char *end;
 		long long x = strtoll(t, &end, 10);
@@ -48,7 +48,7 @@ void mf_kind_priority_class(struct mf_ctx *c, const struct mf_object *o)
 		t = mf_scalar(n);
 		if (!t || (strcmp(t, "PreemptLowerPriority") && strcmp(t, "Never")))
 			mf_err(c, n, fp, "found \"%.64s\", expected PreemptLowerPriority or Never",
-			       t ? t : mf_type(n));
+			       t ? t : drv_yaml_kind(n));
 		else
 			pc->preemption_policy = drv_strdup(t);
 	}

@@ -22,7 +22,7 @@ static bool read_role(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *r
 	size_t k;
 
 	if (!fy_node_is_mapping(r)) {
-		mf_err(c, r, rp, "found %s, expected a replica spec", mf_type(r));
+		mf_err(c, r, rp, "found %s, expected a replica spec", drv_yaml_kind(r));
 		return true;
 	}
 	for (k = 0; role[k] && k < sizeof(lname) - 1; k++)
@@ -55,7 +55,7 @@ static void read_replicas(struct mf_ctx *c, struct drv_jobspec *s, struct fy_nod
 
 	if (!rs || !fy_node_is_mapping(rs)) {
 		mf_err(c, rs ? rs : spec, fp, "found %s, expected Master and Worker replica specs",
-		       mf_type(rs));
+		       drv_yaml_kind(rs));
 		return;
 	}
 	for (size_t i = 0; i < DRV_ARRAY_SIZE(roles); i++) {
@@ -141,7 +141,7 @@ void mf_kind_pytorchjob(struct mf_ctx *c, const struct mf_object *o)
 
 	mf_path(sp, sizeof(sp), o, "spec");
 	if (!spec || !fy_node_is_mapping(spec)) {
-		mf_err(c, spec ? spec : o->root, sp, "found %s, expected a PyTorchJob spec", mf_type(spec));
+		mf_err(c, spec ? spec : o->root, sp, "found %s, expected a PyTorchJob spec", drv_yaml_kind(spec));
 		return;
 	}
 	mf_join(fp, sizeof(fp), sp, "pytorchReplicaSpecs");

@@ -23,13 +23,13 @@ void mf_kind_volcano_job(struct mf_ctx *c, const struct mf_object *o)
 
 	mf_path(sp, sizeof(sp), o, "spec");
 	if (!spec || !fy_node_is_mapping(spec)) {
-		mf_err(c, spec ? spec : o->root, sp, "found %s, expected a Volcano Job spec", mf_type(spec));
+		mf_err(c, spec ? spec : o->root, sp, "found %s, expected a Volcano Job spec", drv_yaml_kind(spec));
 		return;
 	}
 	mf_join(fp, sizeof(fp), sp, "tasks");
 	n = mf_field(spec, "tasks");
 	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0) {
-		mf_err(c, n ? n : spec, fp, "found %s, expected a list of tasks", mf_type(n));
+		mf_err(c, n ? n : spec, fp, "found %s, expected a list of tasks", drv_yaml_kind(n));
 	} else {
 		void *it = NULL;
 		struct fy_node *t;
@@ -41,7 +41,7 @@ void mf_kind_volcano_job(struct mf_ctx *c, const struct mf_object *o)
 			int g;
 			snprintf(tp, sizeof(tp), "%s[%d]", fp, i++);
 			if (!fy_node_is_mapping(t)) {
-				mf_err(c, t, tp, "found %s, expected a task", mf_type(t));
+				mf_err(c, t, tp, "found %s, expected a task", drv_yaml_kind(t));
 				continue;
 			}
 			name = mf_scalar(mf_field(t, "name"));

@@ -87,8 +87,6 @@ struct mf_podgroups {
 /* manifest_node.c: nodes. An error at n's line:col (n may be NULL). */
 void mf_err(struct mf_ctx *c, struct fy_node *n, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* "nothing", "a mapping", "a list" or "a scalar", for messages. */
-const char *mf_type(struct fy_node *n);
 /* The scalar text of n (borrowed), or NULL when n is not a scalar or is an alias. */
 const char *mf_scalar(struct fy_node *n);
 /* The value of key in mapping m, or NULL (m may be NULL or not a mapping). */
@@ -179,8 +177,6 @@ struct cf_loader {
 	bool too_big;
 };
 
-/* cluster_file.c: "nothing", "a mapping", "a list" or "a scalar". */
-const char *cf_kind_of(struct fy_node *n);
 bool cf_read_int(struct cf_loader *L, struct fy_node *n, const char *path, int64_t lo,
 		 int64_t hi, int64_t *out);
 bool cf_read_bool(struct cf_loader *L, struct fy_node *n, const char *path, bool *out);

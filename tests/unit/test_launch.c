@@ -278,12 +278,25 @@ Test(launch, script_runs_under_sh)
 	free(out);
 }
 
+/* Run t as nobody (the agent must be root for that). */
+static void as_nobody(struct drv_task_spec *t)
+{
+	static const gid_t groups[1] = { 65534 };
+
+	t->set_user = true;
+	t->uid = 65534;
+	t->gid = 65534;
+	t->groups = groups;
+	t->ngroups = 1;
+	t->user = "nobody";
+	t->home = "/nonexistent";
+}
+
 /* A root agent running a script as another user: the user can run it. */
 static void script_as_nobody(const char *script, const char *task_id)
 {
 	struct drv_task_spec t = { 0 };
 	struct drv_proc p;
-	gid_t groups[1] = { 65534 };
 	char *out;
 
 	if (geteuid() != 0)
@@ -293,13 +306,7 @@ static void script_as_nobody(const char *script, const char *task_id)
 	t.script = script;
 	t.log_dir = dir;
 	t.workdir = "/";
-	t.set_user = true;
-	t.uid = 65534;
-	t.gid = 65534;
-	t.groups = groups;
-	t.ngroups = 1;
-	t.user = "nobody";
-	t.home = "/nonexistent";
+	as_nobody(&t);
 	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	run(&p);
 	out = slurp(p.stdout_path);
@@ -439,7 +446,6 @@ Test(launch, runs_as_the_given_user)
 	char *argv[] = { "sh", "-c", "id -u; id -g; echo $USER $HOME", NULL };
 	struct drv_task_spec t = { 0 };
 	struct drv_proc p;
-	gid_t groups[1] = { 65534 };
 	char *out;
 
 	if (geteuid() != 0)
@@ -448,13 +454,7 @@ Test(launch, runs_as_the_given_user)
 	t.argv = argv;
 	t.log_dir = dir;
 	t.workdir = "/";
-	t.set_user = true;
-	t.uid = 65534;
-	t.gid = 65534;
-	t.groups = groups;
-	t.ngroups = 1;
-	t.user = "nobody";
-	t.home = "/nonexistent";
+	as_nobody(&t);
 	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
 	/* the child shares the agent's memory until execve, never its identity */
 	cr_assert(eq(int, (int)geteuid(), 0), "the agent itself lost root");
