@@ -108,14 +108,14 @@ static void print_node_rows(const struct cli *cli, const json_t *items)
 /* sinfo's summary: one row per (pool, state, model), nodes listed. */
 struct group {
 	char pool[SMALL], state[32], model[SMALL];
-	long long nodes, gpus, alloc, free_;
+	long long nodes, gpus, alloc, free_, unavail;
 	char *list;
 	size_t len, cap;
 };
 
 static void print_summary(const json_t *items)
 {
-	static const char *const h[] = { "POOL", "STATE", "NODES", "GPUS(A/F/T)", "MODEL",
+	static const char *const h[] = { "POOL", "STATE", "NODES", "GPUS(A/F/U/T)", "MODEL",
 					 "NODELIST" };
 	struct group *g = NULL;
 	size_t ng = 0, cap = 0, i, j;
@@ -146,6 +146,7 @@ static void print_summary(const json_t *items)
 		g[j].gpus += drv_json_int(node, "gpus", 0);
 		g[j].alloc += drv_json_int(node, "gpus_allocated", 0);
 		g[j].free_ += drv_json_int(node, "gpus_free", 0);
+		g[j].unavail += drv_json_int(node, "gpus_unavailable", 0);
 		k = strlen(name);
 		DRV_GROW(g[j].list, g[j].len + k + 2, g[j].cap);
 		if (g[j].len)
@@ -158,7 +159,8 @@ static void print_summary(const json_t *items)
 		char n[32], gp[96];
 		const char *row[6];
 		snprintf(n, sizeof(n), "%lld", g[j].nodes);
-		snprintf(gp, sizeof(gp), "%lld/%lld/%lld", g[j].alloc, g[j].free_, g[j].gpus);
+		snprintf(gp, sizeof(gp), "%lld/%lld/%lld/%lld", g[j].alloc, g[j].free_, g[j].unavail,
+			 g[j].gpus);
 		row[0] = g[j].pool;
 		row[1] = g[j].state;
 		row[2] = n;
@@ -303,10 +305,11 @@ int drv_client_describe_node(struct cli *cli, const char *name)
 	printf("%-12s %s\n", "Reason:", b[0] ? b : "-");
 	printf("%-12s %s\n", "Pool:", drv_json_text(node, "pool", b, sizeof(b)));
 	printf("%-12s %s\n", "Model:", drv_json_text(node, "model", b, sizeof(b)));
-	printf("%-12s %lld total, %lld allocated, %lld free\n",
+	printf("%-12s %lld total, %lld allocated, %lld free, %lld unavailable\n",
 	       "GPUs:", (long long)drv_json_int(node, "gpus", 0),
 	       (long long)drv_json_int(node, "gpus_allocated", 0),
-	       (long long)drv_json_int(node, "gpus_free", 0));
+	       (long long)drv_json_int(node, "gpus_free", 0),
+	       (long long)drv_json_int(node, "gpus_unavailable", 0));
 	drv_json_text(node, "address", b, sizeof(b));
 	printf("%-12s %s\n", "Address:", b[0] ? b : "-");
 	drv_json_text(node, "agent_url", b, sizeof(b));

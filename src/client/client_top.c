@@ -64,8 +64,9 @@ static void print_summary(FILE *f, struct drv_client_reply *rc_, int have_c, con
 	total = drv_json_int(g, "total", 0);
 	alloc = drv_json_int(g, "allocated", 0);
 	bar(gb, sizeof(gb), alloc, total, 40);
-	fprintf(f, "GPUs   %s %lld/%lld allocated, %lld free\n", gb, alloc, total,
-		(long long)drv_json_int(g, "free", 0));
+	fprintf(f, "GPUs   %s %lld/%lld allocated, %lld free, %lld unavailable\n", gb, alloc,
+		total, (long long)drv_json_int(g, "free", 0),
+		(long long)drv_json_int(g, "unavailable", 0));
 	fprintf(f, "Nodes  %lld up, %lld draining, %lld down\n",
 		(long long)drv_json_int(nd, "up", 0),
 		(long long)drv_json_int(nd, "draining", 0),

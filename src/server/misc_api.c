@@ -157,45 +157,44 @@ int srv_api_whoami(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	return 0;
 }
 
+/* One pool's entry of /v1/cluster. */
+static json_t *pool_json(struct drv_server *s, int32_t p)
+{
+	struct srv_gpu_count c = { 0 };
+	const char *model = NULL;
+
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		const struct drv_node *cn = &s->cluster.nodes[i];
+
+		if (cn->pool != p)
+			continue;
+		if (!model && cn->model >= 0)
+			model = drv_gpu_model_at(cn->model)->id;
+		srv_node_gpus(s, i, &c);
+	}
+	return json_pack("{s:s,s:o,s:I,s:I,s:I,s:I,s:f}", "name", s->cluster.pools[p].name,
+			 "model", model ? json_string(model) : json_null(), "total",
+			 (json_int_t)c.total, "allocated", (json_int_t)c.allocated, "free",
+			 (json_int_t)c.free, "unavailable", (json_int_t)c.unavailable,
+			 "price_per_gpu_hour",
+			 (double)s->cluster.pools[p].price_micro_per_gpu_hour / 1e6);
+}
+
 int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
 	json_t *pools = json_array(), *jobs = json_object(), *nodes;
 	int nst[3] = { 0 };
-	int64_t total = 0, alloc = 0;
+	struct srv_gpu_count c = { 0 };
 	int64_t jc[J_NSTATES] = { 0 };
 
 	(void)r;
 	pthread_mutex_lock(&s->mu);
-	for (int32_t p = 0; p < s->cluster.npools; p++) {
-		int64_t pt = 0, pa = 0;
-		const char *model = NULL;
-
-		for (int32_t i = 0; i < s->nnodes; i++) {
-			const struct drv_node *cn = &s->cluster.nodes[i];
-
-			if (cn->pool != p)
-				continue;
-			if (!model && cn->model >= 0)
-				model = drv_gpu_model_at(cn->model)->id;
-			pt += cn->ngpus;
-			for (int g = 0; g < cn->ngpus; g++)
-				pa += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
-		}
-		json_array_append_new(
-			pools, json_pack("{s:s,s:o,s:I,s:I,s:I,s:f}", "name", s->cluster.pools[p].name,
-					 "model", model ? json_string(model) : json_null(), "total",
-					 (json_int_t)pt, "allocated", (json_int_t)pa, "free",
-					 (json_int_t)(pt - pa), "price_per_gpu_hour",
-					 (double)s->cluster.pools[p].price_micro_per_gpu_hour / 1e6));
-	}
+	for (int32_t p = 0; p < s->cluster.npools; p++)
+		json_array_append_new(pools, pool_json(s, p));
 	for (int32_t i = 0; i < s->nnodes; i++) {
-		const struct drv_node *cn = &s->cluster.nodes[i];
-
 		nst[s->nodes[i].state]++;
-		total += cn->ngpus;
-		for (int g = 0; g < cn->ngpus; g++)
-			alloc += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
+		srv_node_gpus(s, i, &c);
 	}
 	for (uint64_t id = 1; id <= s->njobs; id++) {
 		struct srv_job *j = srv_job_get(s, id);
@@ -209,9 +208,11 @@ int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	nodes = json_pack("{s:i,s:i,s:i}", "up", nst[DRV_NODE_UP], "draining",
 			  nst[DRV_NODE_DRAINING], "down", nst[DRV_NODE_DOWN]);
 	drv_http_resp_json(o, 200,
-			   json_pack("{s:o,s:{s:I,s:I,s:I},s:o,s:o}", "nodes", nodes, "gpus", "total",
-				     (json_int_t)total, "allocated", (json_int_t)alloc, "free",
-				     (json_int_t)(total - alloc), "pools", pools, "jobs", jobs));
+			   json_pack("{s:o,s:{s:I,s:I,s:I,s:I},s:o,s:o}", "nodes", nodes, "gpus",
+				     "total", (json_int_t)c.total, "allocated",
+				     (json_int_t)c.allocated, "free", (json_int_t)c.free,
+				     "unavailable", (json_int_t)c.unavailable, "pools", pools,
+				     "jobs", jobs));
 	return 0;
 }
 

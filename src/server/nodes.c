@@ -218,3 +218,18 @@ int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err,
 	}
 	return 0;
 }
+
+void srv_node_gpus(const struct drv_server *s, int32_t i, struct srv_gpu_count *c)
+{
+	const struct drv_node *cn = &s->cluster.nodes[i];
+	int64_t alloc = 0;
+
+	for (int g = 0; g < cn->ngpus; g++)
+		alloc += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
+	c->total += cn->ngpus;
+	c->allocated += alloc;
+	if (s->nodes[i].state == DRV_NODE_UP)
+		c->free += cn->ngpus - alloc;
+	else
+		c->unavailable += cn->ngpus - alloc;
+}

@@ -380,6 +380,14 @@ int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, i
 int32_t srv_node_find(struct drv_server *s, const char *name);
 void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
 			const char *reason);
+/* Node i's whole GPUs: allocated (anything on them), free (nothing on them,
+ * node up) and unavailable (nothing on them, node down or draining), so
+ * that total = allocated + free + unavailable everywhere they are shown.
+ * Adds node i's counts to c (callers sum over nodes). */
+struct srv_gpu_count {
+	int64_t total, allocated, free, unavailable;
+};
+void srv_node_gpus(const struct drv_server *s, int32_t i, struct srv_gpu_count *c);
 
 /* --- restore.c: nodes, then jobs, from the store at start --- */
 int srv_restore(struct drv_server *s, char *err, size_t errsz);

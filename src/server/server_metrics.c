@@ -68,11 +68,12 @@ static void queue_depth(struct drv_server *s, struct drv_prom *w)
 	drv_free(v);
 }
 
-/* Total, allocated and free GPUs of one pool and model; nothing when the
- * pool has no node of that model. */
+/* Total, allocated, free and unavailable GPUs of one pool and model;
+ * nothing when the pool has no node of that model. */
 static void gpus_of(struct drv_server *s, struct drv_prom *w, int32_t p, int m)
 {
-	int64_t tot = 0, used = 0;
+	static const char *const st[] = { "total", "allocated", "free", "unavailable" };
+	struct srv_gpu_count c = { 0 };
 	bool any = false;
 	const char *pn, *mn;
 
@@ -82,20 +83,17 @@ static void gpus_of(struct drv_server *s, struct drv_prom *w, int32_t p, int m)
 		if (cn->pool != p || cn->model != m || m < 0)
 			continue;
 		any = true;
-		tot += cn->ngpus;
-		for (int g = 0; g < cn->ngpus; g++)
-			used += cn->gpu_milli_used && cn->gpu_milli_used[g] > 0;
+		srv_node_gpus(s, i, &c);
 	}
 	if (!any)
 		return;
 	pn = s->cluster.pools[p].name;
 	mn = drv_gpu_model_at(m)->id;
-	drv_prom_sample(w, "drover_gpus", DRV_PROM_LABELS("pool", pn, "model", mn, "status", "total"),
-			(double)tot);
-	drv_prom_sample(w, "drover_gpus",
-			DRV_PROM_LABELS("pool", pn, "model", mn, "status", "allocated"), (double)used);
-	drv_prom_sample(w, "drover_gpus", DRV_PROM_LABELS("pool", pn, "model", mn, "status", "free"),
-			(double)(tot - used));
+	const int64_t v[] = { c.total, c.allocated, c.free, c.unavailable };
+	for (size_t k = 0; k < DRV_ARRAY_SIZE(st); k++)
+		drv_prom_sample(w, "drover_gpus",
+				DRV_PROM_LABELS("pool", pn, "model", mn, "status", st[k]),
+				(double)v[k]);
 }
 
 static void nodes_by_state(struct drv_server *s, struct drv_prom *w)

@@ -174,16 +174,15 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 	const struct drv_node *cn = &s->cluster.nodes[i];
 	const struct drv_gpu_model *m = cn->model >= 0 ? drv_gpu_model_at(cn->model) : NULL;
 	json_t *path = json_array(), *jobs = json_array(), *o;
-	int32_t alloc = 0, v;
+	struct srv_gpu_count c = { 0 };
+	int32_t v;
 	int32_t chain[DRV_MAX_LEVELS + 1], nchain = 0;
 
 	for (v = cn->vertex; v >= 0 && nchain <= DRV_MAX_LEVELS; v = s->cluster.vertices[v].parent)
 		chain[nchain++] = v;
 	while (nchain > 0)
 		json_array_append_new(path, json_string(s->cluster.vertices[chain[--nchain]].name));
-	for (int g = 0; g < cn->ngpus; g++)
-		if (cn->gpu_milli_used && cn->gpu_milli_used[g] > 0)
-			alloc++;
+	srv_node_gpus(s, i, &c);
 	for (size_t k = 0; k < s->nactive; k++) {
 		struct srv_job *j = srv_job_get(s, s->active[k]);
 
@@ -196,13 +195,14 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 			}
 		}
 	}
-	o = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:o,s:i,s:i,s:i,s:I,s:I,s:o,s:o,s:o,s:o,s:b,s:o,s:o}",
+	o = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:o,s:i,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:b,s:o,s:o}",
 		      "name", n->name, "state", srv_nstate_name(n->state), "reason",
 		      n->reason ? n->reason : "", "pool",
 		      cn->pool >= 0 && cn->pool < s->cluster.npools ? s->cluster.pools[cn->pool].name
 								     : NULL,
 		      "path", path, "model", m ? json_string(m->id) : json_null(), "gpus",
-		      cn->ngpus, "gpus_allocated", alloc, "gpus_free", cn->ngpus - alloc,
+		      cn->ngpus, "gpus_allocated", (json_int_t)c.allocated, "gpus_free",
+		      (json_int_t)c.free, "gpus_unavailable", (json_int_t)c.unavailable,
 		      "cpu_milli", (json_int_t)cn->cpu_milli, "mem_mib", (json_int_t)cn->mem_mib,
 		      "labels", n->labels ? json_incref(n->labels) : json_object(), "address",
 		      n->address ? json_string(n->address) : json_null(), "agent_url",

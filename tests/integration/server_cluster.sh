@@ -98,12 +98,33 @@ st, _ = call("POST", "/v1/nodes/lab-box-2/resume", token="ops-t")
 st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
 expect("resumed", n["state"], "up")
 
+# GPUs of down and draining nodes are never free: total = allocated + free + unavailable
+st, _ = call("POST", "/v1/nodes/lab-box-1/drain", token="ops-t")
+st, c = call("GET", "/v1/cluster", token="ops-t")
+expect("cluster GPUs", c["gpus"], {"total": 260, "allocated": 8, "free": 2, "unavailable": 250})
+dc1 = [p for p in c["pools"] if p["name"] == "dc1"][0]
+expect("pool dc1 GPUs", (dc1["total"], dc1["allocated"], dc1["free"], dc1["unavailable"]),
+       (256, 8, 0, 248))
+st, n = call("GET", "/v1/nodes/lab-box-1", token="ops-t")
+expect("drained node", (n["gpus_allocated"], n["gpus_free"], n["gpus_unavailable"]), (0, 0, 2))
+
 text = urllib.request.urlopen(urllib.request.Request(
     URL + "/metrics", headers={"Authorization": "Bearer ops-t"})).read().decode()
 for line in ('drover_gpus{pool="dc1",model="H100-SXM-80GB",status="total"} 256',
              'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 4',
-             'drover_nodes{state="up"} 3', 'drover_nodes{state="down"} 31'):
+             'drover_nodes{state="up"} 2', 'drover_nodes{state="down"} 31',
+             'drover_gpus{pool="dc1",model="H100-SXM-80GB",status="unavailable"} 248',
+             'drover_gpus{pool="dc1",model="H100-SXM-80GB",status="free"} 0',
+             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="free"} 2',
+             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="unavailable"} 2'):
     if line not in text.splitlines():
         fail("metrics lack: " + line)
-print("ok: cluster file nodes, default pool for %s, 409 on a GPU mismatch, placement on %s" % ("lab-box-1", name))
 PY
+# drover nodes: the sinfo summary counts A/F/U/T
+"$DROVER" nodes >"$TEST_TMP/nodes.txt" || fail "drover nodes"
+grep -q 'GPUS(A/F/U/T)' "$TEST_TMP/nodes.txt" || fail "no GPUS(A/F/U/T) column: $(cat "$TEST_TMP/nodes.txt")"
+grep -Eq '^dc1 +down +31 +0/0/248/248 ' "$TEST_TMP/nodes.txt" || fail "down nodes not unavailable: $(cat "$TEST_TMP/nodes.txt")"
+grep -Eq '^default +draining +1 +0/0/2/2 ' "$TEST_TMP/nodes.txt" || fail "draining node not unavailable: $(cat "$TEST_TMP/nodes.txt")"
+"$DROVER" top -n 1 >"$TEST_TMP/top.txt" 2>&1 || fail "drover top -n 1: $(cat "$TEST_TMP/top.txt")"
+grep -q '8/260 allocated, 2 free, 250 unavailable' "$TEST_TMP/top.txt" || fail "drover top: $(head -3 "$TEST_TMP/top.txt")"
+echo "ok: cluster file nodes, default pool, 409 on a GPU mismatch, placement, GPUs of down and draining nodes unavailable"
