@@ -41,12 +41,21 @@
  * per-request timeout, and a Server-Sent Events reader. A handle is used by
  * one thread at a time.
  *
+ * TLS (src/http/http_tls.c): one library, GnuTLS, on both sides:
+ * libmicrohttpd serves https with it (a server started with a certificate
+ * and key), libcurl's GnuTLS flavour calls https:// URLs with it and
+ * verifies the server's certificate against a CA file (or the system's
+ * trust store) and its name. No client certificates: who calls is told by
+ * the bearer token, as over plain HTTP. http_tls.c also makes a small CA
+ * and certificates signed by it (drover up --tls, drover tls).
+ *
  * JSON is jansson's json_t throughout; "consumes" means the function takes
  * the caller's reference.
  */
 #ifndef DROVER_HTTP_H
 #define DROVER_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -125,6 +134,33 @@ struct drv_http_server;
 int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
 			  drv_http_filter filter, void *ctx, struct drv_http_server **out,
 			  char *errmsg, size_t errsz);
+
+/* What a server may be given beyond its address (zeroed: plain HTTP). */
+struct drv_http_server_opts {
+	/* https: both set. The certificate file is PEM, the server's own first
+	 * (then any intermediates); the key file PEM, mode 0600 or stricter
+	 * (else refused, as a token file is). */
+	const char *tls_cert_file;
+	const char *tls_key_file;
+};
+/*
+ * drv_http_server_start with options (o may be NULL). Errors as above;
+ * also DRV_EINVAL with errmsg naming the file for a certificate or key
+ * that cannot be read or used (not PEM, the key does not match, a key
+ * file others may read), DRV_EPERM for the latter.
+ */
+int drv_http_server_start_opts(const char *addr, const struct drv_http_server_opts *o,
+			       const struct drv_http_route *routes, drv_http_filter filter,
+			       void *ctx, struct drv_http_server **out, char *errmsg,
+			       size_t errsz);
+/* Whether it serves https. */
+bool drv_http_server_tls(const struct drv_http_server *s);
+/*
+ * Whether "ADDR:PORT" binds only loopback (127.0.0.0/8, localhost, ::1):
+ * plain HTTP anywhere else carries tokens in clear, which the controller
+ * and the agent say in a warning line.
+ */
+bool drv_http_addr_loopback(const char *addr);
 /*
  * Raises this process's open-file limit (RLIMIT_NOFILE) to its hard limit
  * and returns it (-1 if it cannot be read). For a process that serves
@@ -265,7 +301,9 @@ struct drv_http_client {
 	void *hdrs;            /* internal */
 	int sockfd;            /* internal: the socket in use, -1 none */
 	int busy, intr;        /* internal: a request in flight; an interrupt owed */
-	char err[512];         /* last transport error, for a person */
+	char *ca_file;         /* https: the CA file; NULL: the system's (set_ca) */
+	char curl_err[256];    /* internal: libcurl's own detail (CURL_ERROR_SIZE) */
+	char err[1024];        /* last transport error, for a person */
 };
 
 /*
@@ -285,6 +323,15 @@ struct drv_http_reply {
 /* base is copied (a trailing '/' is dropped); token may be NULL. */
 void drv_http_client_init(struct drv_http_client *c, const char *base, const char *token);
 void drv_http_client_release(struct drv_http_client *c);
+/*
+ * https: verify the server's certificate against the CA certificates in
+ * ca_file (PEM, copied) rather than the system's trust store; NULL goes
+ * back to the system's. Either way the certificate must name the URL's
+ * host (a DNS name or an IP address in its subjectAltName). A failure is
+ * a transport error that says which (untrusted, name mismatch, the CA
+ * file unreadable, not a TLS server).
+ */
+void drv_http_client_set_ca(struct drv_http_client *c, const char *ca_file);
 
 /*
  * From any thread: the request in flight on c fails at once with
@@ -341,5 +388,38 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 
 /* Percent-encodes s for a query value or path segment into a new string. */
 char *drv_http_escape(const char *s);
+
+/* ---------------------------------------------------------------------------
+ * Certificates for a first cluster (GnuTLS's x509 API): ECDSA P-256 keys,
+ * SHA-256 signatures. Certificates are written 0644, keys 0600, each
+ * through a temporary file and a rename. Every function returns 0, or a
+ * negative drv_err with one line in err naming the file: DRV_EIO (cannot
+ * write or read it), DRV_EINVAL (not a usable certificate or key, a bad
+ * name).
+ */
+#define DRV_TLS_CA_DAYS 3650       /* a CA made here is valid 10 years */
+#define DRV_TLS_CERT_DAYS 825      /* a certificate it signs, 825 days */
+
+/* A self-signed CA named cn: cert_path and key_path. */
+int drv_tls_make_ca(const char *cert_path, const char *key_path, const char *cn, char *err,
+		    size_t errsz);
+/*
+ * A server certificate signed by the CA in ca_cert/ca_key, for names:
+ * a comma-separated list of DNS names and IP addresses ("127.0.0.1,
+ * localhost,node1.example"), all in its subjectAltName, the first its
+ * common name. It is good for a TLS server and a TLS client.
+ */
+int drv_tls_make_cert(const char *ca_cert, const char *ca_key, const char *names,
+		      const char *cert_path, const char *key_path, char *err, size_t errsz);
+/*
+ * dir (made 0700 when absent) with ca.pem and ca-key.pem (a CA, kept when
+ * there) and server.pem and server-key.pem for names (kept when there and
+ * signed by that CA). *made (may be NULL) says whether anything was
+ * written. drover up --tls and drover tls init.
+ */
+int drv_tls_init_dir(const char *dir, const char *names, bool *made, char *err, size_t errsz);
+/* The names drover up puts in its certificate: 127.0.0.1, ::1, localhost
+ * and this host's name (short and full), comma-separated, into buf. */
+const char *drv_tls_local_names(char *buf, size_t bufsz);
 
 #endif

@@ -67,7 +67,14 @@ void drv_http_client_release(struct drv_http_client *c)
 		curl_easy_cleanup(c->curl);
 	drv_free(c->base);
 	drv_free(c->token);
+	drv_free(c->ca_file);
 	memset(c, 0, sizeof(*c));
+}
+
+void drv_http_client_set_ca(struct drv_http_client *c, const char *ca_file)
+{
+	drv_free(c->ca_file);
+	c->ca_file = ca_file && *ca_file ? drv_strdup(ca_file) : NULL;
 }
 
 void drv_http_reply_init(struct drv_http_reply *r)
@@ -136,12 +143,55 @@ static void lower_first(char *s)
 		s[0] = (char)tolower((unsigned char)s[0]);
 }
 
+/* Whose CA the server's certificate was checked against, for a message. */
+static const char *trust(const struct drv_http_client *c, char *buf, size_t n)
+{
+	if (c->ca_file)
+		snprintf(buf, n, "the CA in %s", c->ca_file);
+	else
+		snprintf(buf, n, "the system's CAs (give the cluster's CA: --tls-ca FILE)");
+	return buf;
+}
+
+/* The TLS failures, in words; false when cc is not one. */
+static bool tls_why(const struct drv_http_client *c, CURLcode cc, char *why, size_t n)
+{
+	const char *detail = c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc);
+	bool plain = strncmp(c->base, "http://", 7) == 0;
+	char t[256];
+
+	switch (cc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		snprintf(why, n, "the server's TLS certificate is not trusted by %s, or does not "
+			 "name this host (%s)", trust(c, t, sizeof(t)), detail);
+		return true;
+	case CURLE_SSL_CACERT_BADFILE:
+		snprintf(why, n, "cannot use the CA file %s (%s)", c->ca_file ? c->ca_file : "?",
+			 detail);
+		return true;
+	case CURLE_SSL_CONNECT_ERROR:
+		snprintf(why, n, "TLS handshake failed (%s); is it a plain http:// server?", detail);
+		return true;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+		if (!plain)
+			return false;
+		snprintf(why, n, "the server closed the connection without replying (%s); if it "
+			 "serves TLS, use an https:// URL", detail);
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int transport_error(struct drv_http_client *c, CURLcode cc)
 {
 	long oserr = 0;
-	char why[256];
+	char why[640];
 
 	curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &oserr);
+	if (tls_why(c, cc, why, sizeof(why)))
+		goto out;
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
 		snprintf(why, sizeof(why), "%s", oserr ? strerror((int)oserr) : "connection refused");
@@ -162,11 +212,15 @@ static int transport_error(struct drv_http_client *c, CURLcode cc)
 	case CURLE_GOT_NOTHING:
 		snprintf(why, sizeof(why), "the server closed the connection without replying");
 		break;
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		snprintf(why, sizeof(why), "not an http:// or https:// URL");
+		break;
 	default:
 		snprintf(why, sizeof(why), "%s", curl_easy_strerror(cc));
 		lower_first(why);
 		break;
 	}
+out:
 	snprintf(c->err, sizeof(c->err), "cannot reach drover at %s: %s", c->base, why);
 	return cc == CURLE_OPERATION_TIMEDOUT ? DRV_ETIMEDOUT : DRV_ECONN;
 }
@@ -301,6 +355,11 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
 	curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
 	curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, c);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->curl_err);
+	c->curl_err[0] = '\0';
+	if (c->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
 	if (c->abort_cb) {
 		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, xfer_cb);

@@ -22,8 +22,16 @@
 #include "drover/dynbuf.h"
 #include "drover/http.h"
 
+/* A server's certificate and key as PEM text (http_tls.c): libmicrohttpd
+ * is handed the text, which must live as long as the daemon. */
+struct drv_http_tls_pem {
+	const char *cert_file, *key_file; /* the caller's, for messages */
+	char *cert, *key;                 /* owned */
+};
+
 struct drv_http_server {
 	struct MHD_Daemon *mhd;
+	struct drv_http_tls_pem tls;   /* cert NULL: plain HTTP */
 	const struct drv_http_route *routes;
 	drv_http_filter filter;
 	void *ctx;
@@ -98,6 +106,12 @@ void http_wait_stop(struct drv_http_server *s);
 bool http_park(struct drv_http_req *r, enum park_kind kind);
 /* Calls r's deferred fn; true when it answered (r->answered). */
 bool http_defer_try(struct drv_http_req *r, bool timed_out);
+
+/* http_tls.c: reads both files (the key as a secret file), checks them
+ * against each other; 0 or DRV_EINVAL/DRV_EPERM with err naming the file. */
+int http_tls_load(struct drv_http_tls_pem *p, const char *cert_file, const char *key_file,
+		  char *err, size_t errsz);
+void http_tls_release(struct drv_http_tls_pem *p);
 
 /* http_server.c */
 void http_resp_release(struct drv_http_resp *resp);

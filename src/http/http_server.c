@@ -659,29 +659,64 @@ static unsigned connection_limit(void)
 
 static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 {
-	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-				MHD_ALLOW_SUSPEND_RESUME,
-				0, NULL, NULL, access_cb, s,
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls.cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+
+	if (s->tls.cert)
+		flags |= MHD_USE_TLS;
+	return MHD_start_daemon(flags, 0, NULL, NULL, access_cb, s,
 				MHD_OPTION_LISTEN_SOCKET, s->fd,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)DRV_HTTP_THREADS,
 				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DRV_HTTP_HEADER_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, s->conn_limit,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DRV_HTTP_CONN_MEMORY,
+				MHD_OPTION_ARRAY, s->tls.cert ? tls : tls + 2,
 				MHD_OPTION_END);
+}
+
+static void server_free(struct drv_http_server *s)
+{
+	http_tls_release(&s->tls);
+	drv_free(s);
 }
 
 int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
 			  drv_http_filter filter, void *ctx, struct drv_http_server **out,
 			  char *errmsg, size_t errsz)
 {
-	struct drv_http_server *s;
+	return drv_http_server_start_opts(addr, NULL, routes, filter, ctx, out, errmsg, errsz);
+}
+
+int drv_http_server_start_opts(const char *addr, const struct drv_http_server_opts *o,
+			       const struct drv_http_route *routes, drv_http_filter filter,
+			       void *ctx, struct drv_http_server **out, char *errmsg,
+			       size_t errsz)
+{
+	struct drv_http_server *s = drv_calloc(1, sizeof(*s));
+	char dummy[8];
 	int fd, port, rc;
 
+	if (!errmsg) {
+		errmsg = dummy;
+		errsz = sizeof(dummy);
+	}
+	if (o && (o->tls_cert_file || o->tls_key_file)) {
+		rc = http_tls_load(&s->tls, o->tls_cert_file, o->tls_key_file, errmsg, errsz);
+		if (rc < 0) {
+			server_free(s);
+			return rc;
+		}
+	}
 	rc = make_listen_socket(addr, &fd, &port, errmsg, errsz);
-	if (rc < 0)
+	if (rc < 0) {
+		server_free(s);
 		return rc;
-	s = drv_calloc(1, sizeof(*s));
+	}
 	s->routes = routes;
 	s->filter = filter;
 	s->ctx = ctx;
@@ -689,15 +724,20 @@ int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
 	s->fd = fd;
 	s->conn_limit = connection_limit();
 	if (http_wait_start(s) < 0 || !(s->mhd = start_mhd(s))) {
-		if (errmsg)
-			snprintf(errmsg, errsz, "cannot start the HTTP server on %s", addr);
+		snprintf(errmsg, errsz, "cannot start the HTTP%s server on %s",
+			 s->tls.cert ? "S" : "", addr);
 		http_wait_stop(s);
 		close(fd);
-		drv_free(s);
+		server_free(s);
 		return DRV_EIO;
 	}
 	*out = s;
 	return 0;
+}
+
+bool drv_http_server_tls(const struct drv_http_server *s)
+{
+	return s && s->tls.cert;
 }
 
 int drv_http_server_port(const struct drv_http_server *s)
@@ -723,5 +763,5 @@ void drv_http_server_stop(struct drv_http_server *s)
 	MHD_stop_daemon(s->mhd);
 	if (fd >= 0)
 		close(fd);
-	drv_free(s);
+	server_free(s);
 }
