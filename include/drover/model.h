@@ -305,8 +305,54 @@ void drv_placement_copy(struct drv_placement *dst, const struct drv_placement *s
 
 enum drv_place_strategy {
 	DRV_PLACE_BESTFIT = 0,
-	DRV_PLACE_FGD = 1,     /* fragmentation-gradient scoring */
+	DRV_PLACE_FGD = 1,     /* fragmentation-gradient scoring, GPUs only, fixed mix */
+	DRV_PLACE_MULTI = 2,   /* multi-resource stranding score, learned mix (multi.c) */
 };
+
+/* The default wherever placement happens: `drover place`, sim, server, benches. */
+#define DRV_PLACE_DEFAULT DRV_PLACE_BESTFIT
+#define DRV_PLACE_DEFAULT_NAME "bestfit"  /* drv_place_strategy_name(DRV_PLACE_DEFAULT) */
+
+/* "bestfit", "fgd", "multi"; parse also takes "best-fit", case-insensitive,
+ * and returns 0 or DRV_EINVAL. DRV_PLACE_NAMES lists them for messages. */
+#define DRV_PLACE_NAMES "bestfit, fgd or multi"
+const char *drv_place_strategy_name(enum drv_place_strategy s);
+int drv_place_strategy_parse(const char *s, enum drv_place_strategy *out);
+
+/*
+ * The task-size mix the multi scorer expects (multi.c): a decayed histogram
+ * of the task shapes (GPUs or GPU share, CPU, memory, model) seen lately.
+ * Each observed task adds weight 1; older weight halves every half_life
+ * observed tasks. At most DRV_MIX_MAX shapes: a new shape then replaces the
+ * lightest. Plain data: copy it freely; no allocation.
+ */
+#define DRV_MIX_MAX 16
+#define DRV_MIX_HALF_LIFE 500   /* tasks, the default */
+
+struct drv_mix_shape {
+	int32_t milli;        /* GPU milli per task: g * 1000 for g whole GPUs; 0 = CPU-only */
+	int8_t model;         /* -1 = any */
+	int64_t cpu_milli;
+	int64_t mem_mib;
+	double w;             /* weight, in units of the current increment's scale */
+};
+
+struct drv_place_mix {
+	struct drv_mix_shape shape[DRV_MIX_MAX];
+	int32_t n;
+	int32_t half_life;    /* tasks */
+	double inc;           /* weight the next task adds (grows instead of decaying all) */
+	double total;         /* sum of the weights */
+	int64_t seen;         /* tasks observed */
+};
+
+/* Empty mix (the built-in one is used until a task is observed);
+ * half_life <= 0 means DRV_MIX_HALF_LIFE. */
+void drv_place_mix_init(struct drv_place_mix *m, int32_t half_life);
+/* Adds every task of j (count per group) to the histogram. */
+void drv_place_mix_observe(struct drv_place_mix *m, const struct drv_job *j);
+/* Share of shape i in the mix now (0..1). */
+double drv_place_mix_share(const struct drv_place_mix *m, int32_t i);
 
 struct drv_place_opts {
 	enum drv_place_strategy strategy;
@@ -314,6 +360,8 @@ struct drv_place_opts {
 	const int32_t *mix_milli;
 	const double *mix_weight;
 	int32_t nmix;
+	/* The learned mix, for multi; NULL or empty = built-in. */
+	const struct drv_place_mix *mix;
 	/* Pools the job may use (bitmask by pool index; 0 = all allowed). The
 	 * job's own regions restrict further. */
 	uint64_t pool_mask;

@@ -79,6 +79,9 @@ struct drv_sched_policy {
 	bool preemption;            /* may start jobs by preempting others */
 	enum drv_sched_pools pools;
 	enum drv_place_strategy place; /* placement strategy handed to drv_place */
+	/* multi: half-life of the learned task mix, in tasks submitted
+	 * (0 = DRV_MIX_HALF_LIFE) */
+	int32_t mix_half_life;
 
 	/* Aging: every aging_interval_s of waiting adds aging_step to a pending
 	 * job's effective priority, at most aging_max in all. 0 interval = off.
@@ -115,7 +118,7 @@ struct drv_sched_policy {
 	bool report_all_pending;
 };
 
-/* Defaults: fifo, backfill, preemption off, cheapest, best-fit, aging off,
+/* Defaults: fifo, backfill, preemption off, cheapest, DRV_PLACE_DEFAULT, aging off,
  * LAS thresholds 3200 and 25600 GPU-seconds, min_run 0, grace 30 s, EASY,
  * default_runtime 0, 16 preemption searches, elastic off. */
 void drv_sched_policy_default(struct drv_sched_policy *p);

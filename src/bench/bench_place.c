@@ -1,5 +1,5 @@
 /*
- * bench_place.c: 'drover bench place [--json] [--strategy bestfit|fgd] [--ops N]
+ * bench_place.c: 'drover bench place [--json] [--placement NAME] [--ops N]
  * [--seed N] [--compare]': placement latency on HGX clusters of whole
  * leaves (8 GPUs a node, 32 nodes a leaf, 16 leaves a spine) of 1,024,
  * 10,240 and 100,352 GPUs.
@@ -187,6 +187,7 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 	struct drv_cluster c;
 	struct templ t[NTEMPL];
 	struct drv_place_opts opts;
+	struct drv_place_mix mix;
 	struct running *run;
 	int nrun = 0, maxrun = gpus * 2 + 16, i;
 	int64_t used = 0, total = (int64_t)gpus * DRV_MILLI, target = total * 8 / 10;
@@ -202,6 +203,9 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 	make_templates(t);
 	memset(&opts, 0, sizeof(opts));
 	opts.strategy = strat;
+	/* multi learns the stream's mix as a scheduler would, untimed */
+	drv_place_mix_init(&mix, 0);
+	opts.mix = &mix;
 	run = drv_calloc((size_t)maxrun, sizeof(*run));
 	/* buffers sized for the largest gang up front, as a scheduler reusing
 	 * its placements would have them: no allocation while timing */
@@ -215,6 +219,7 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 	/* fill to the target (untimed) */
 	while (used <= target && nrun < maxrun) {
 		const struct drv_job *j = &t[pick(with_large)].job;
+		drv_place_mix_observe(&mix, j);
 		if (drv_place_commit(&c, j, &opts, &run[nrun].p, NULL, 0) == 0) {
 			run[nrun].milli = drv_job_gpu_milli(j);
 			used += run[nrun].milli;
@@ -247,6 +252,7 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 			/* A large gang takes tens of microseconds: start it on a fresh
 			 * time slice, so that other tenants of the shared machine do
 			 * not preempt it half-way and turn the p99 into theirs. */
+			drv_place_mix_observe(&mix, j);
 			if (timed && t[ti].large)
 				sched_yield();
 			t0 = clock_now();
@@ -433,21 +439,20 @@ int drv_bench_place(int argc, char **argv)
 	int trials = 3;
 	long ops = 0;
 	uint64_t seed = 42;
-	enum drv_place_strategy strat = DRV_PLACE_BESTFIT;
+	enum drv_place_strategy strat = DRV_PLACE_DEFAULT;
 	json_t *root, *arr;
 	char *txt;
 	size_t i;
 	int a;
 
 	long long ops_arg = 0, seed_arg = 42;
-	int strategy = DRV_PLACE_BESTFIT;
-	static const struct drv_opt_choice strategies[] = {
-		{ "bestfit", DRV_PLACE_BESTFIT }, { "fgd", DRV_PLACE_FGD }, { NULL, 0 },
-	};
+	int strategy = DRV_PLACE_DEFAULT;
 	const struct drv_option table[] = {
 		DRV_OPT_FLAG(0, "json", &json, "print one JSON object"),
-		DRV_OPT_ENUM(0, "strategy", &strategy, strategies,
-			     "the placement strategy (default bestfit)"),
+		DRV_OPT_ENUM(0, "placement", &strategy, drv_place_choices,
+			     "the placement scorer (default " DRV_PLACE_DEFAULT_NAME ")"),
+		DRV_OPT_ENUM(0, "strategy", &strategy, drv_place_choices,
+			     "the same as --placement (its older name)"),
 		DRV_OPT_LLONG(0, "ops", &ops_arg, 0, 1000000000, "N",
 			      "timed placements per cluster size (default 100000)"),
 		DRV_OPT_INT(0, "trials", &trials, -1000, 1000, "N",
@@ -460,7 +465,7 @@ int drv_bench_place(int argc, char **argv)
 	};
 	const struct drv_opts usage = {
 		.name = "drover bench place",
-		.usage = "drover bench place [--json] [--strategy bestfit|fgd] [--ops N] [--trials N] "
+		.usage = "drover bench place [--json] [--placement NAME] [--ops N] [--trials N] "
 			 "[--seed N] [--compare]",
 		.about = "Placement latency on 1k, 10k and 100k-GPU clusters.",
 		.options = table,

@@ -1,5 +1,6 @@
 /*
- * bench_util.c: small helpers the benchmarks share (bench_int.h).
+ * bench_util.c: small helpers the benchmarks share (bench_int.h), and the
+ * --placement choices every command line shares (bench.h).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -8,6 +9,13 @@
 #include <unistd.h>
 
 #include "bench_int.h"
+#include "drover/bench.h"
+#include "drover/model.h"
+
+const struct drv_opt_choice drv_place_choices[] = {
+	{ "bestfit", DRV_PLACE_BESTFIT }, { "best-fit", DRV_PLACE_BESTFIT },
+	{ "fgd", DRV_PLACE_FGD }, { "multi", DRV_PLACE_MULTI }, { NULL, 0 },
+};
 
 int bench_free_port(void)
 {

@@ -17,6 +17,7 @@ static const struct {
 	const char *help;
 } benches[] = {
 	{ "place", drv_bench_place, "placement latency on 1k, 10k and 100k-GPU clusters" },
+	{ "pack", drv_bench_pack, "GPU allocation per placement scorer at 100-130% offered load" },
 	{ "sched", drv_bench_sched, "one scheduling pass over 50,000 pending jobs" },
 	{ "api", drv_bench_api, "durable submits per second and submit-to-running latency" },
 	{ "agent", drv_bench_agent, "an idle agent's memory and CPU footprint" },

@@ -5,6 +5,7 @@
  * placement engine and prints one line per task, "node:gpu,gpu", or the
  * one-line reason it does not fit (exit 1). Bad input exits 2.
  */
+#include "drover/bench.h"
 #include "drover/clusterfile.h"
 #include "drover/cmd.h"
 #include "drover/common.h"
@@ -62,11 +63,6 @@ struct place_args {
 	bool json;
 };
 
-static const struct drv_opt_choice strategies[] = {
-	{ "bestfit", DRV_PLACE_BESTFIT }, { "best-fit", DRV_PLACE_BESTFIT },
-	{ "fgd", DRV_PLACE_FGD }, { NULL, 0 },
-};
-
 /* The options that go together; 0 or exit code 2. */
 static int check_args(const struct drv_opts *cmd, const struct place_args *a)
 {
@@ -107,8 +103,10 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 			       "all tasks under one LEVEL (nvlink-domain, node, leaf, ...)"),
 		DRV_OPT_STRING(0, "prefer", &a->prefer, "LEVEL", "the same, when possible"),
 		DRV_OPT_LIST(0, "region", &a->region_list, "R", "allowed region (repeatable)"),
-		DRV_OPT_ENUM(0, "strategy", &a->strategy, strategies,
-			     "the placement strategy (default bestfit)"),
+		DRV_OPT_ENUM(0, "placement", &a->strategy, drv_place_choices,
+			     "the placement scorer (default " DRV_PLACE_DEFAULT_NAME ")"),
+		DRV_OPT_ENUM(0, "strategy", &a->strategy, drv_place_choices,
+			     "the same as --placement (its older name)"),
 		DRV_OPT_GROUP("output"),
 		DRV_OPT_FLAG(0, "json", &a->json, "print the placement as JSON"),
 		DRV_OPT_END(),
@@ -127,7 +125,7 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 
 	memset(a, 0, sizeof(*a));
 	a->region_list = (struct drv_opt_list){ a->regions, (int)DRV_ARRAY_SIZE(a->regions), 0 };
-	a->strategy = DRV_PLACE_BESTFIT;
+	a->strategy = DRV_PLACE_DEFAULT;
 	a->tasks = a->gpus = a->cpu = -1;
 	n = drv_opts_parse(&cmd, argc, argv);
 	if (n < 0)
@@ -183,11 +181,16 @@ static int place_and_print(const struct place_args *a, const struct drv_cluster 
 			   const struct drv_job *job)
 {
 	struct drv_place_opts opts = { .strategy = (enum drv_place_strategy)a->strategy };
+	struct drv_place_mix mix;
 	struct drv_placement p;
 	char reason[512], line[1024];
 	int32_t i;
 	int rc;
 
+	/* the workload seen is this job, as a scheduler sees it on submit */
+	drv_place_mix_init(&mix, 0);
+	drv_place_mix_observe(&mix, job);
+	opts.mix = &mix;
 	drv_placement_init(&p);
 	rc = drv_place(c, job, &opts, &p, reason, sizeof(reason));
 	if (rc == DRV_EINVAL) {

@@ -11,6 +11,7 @@
  * Output files are written to a temporary name and renamed, so a failed
  * run never leaves one half-written.
  */
+#include "drover/bench.h"
 #include "drover/clock.h"
 #include "drover/clusterfile.h"
 #include "drover/cmd.h"
@@ -32,7 +33,7 @@
 struct args {
 	const char *cluster, *trace, *write_trace, *jobs_out, *report, *tenants;
 	const char *format; /* "philly", "drover", or NULL: the header decides */
-	int fmt, order, mode, pools, preemption;
+	int fmt, order, mode, pools, preemption, placement, half_life;
 	bool generate, json, strict, every_pass;
 	long long jobs, seed;
 	double load, mtbf, repair, provision_delay, grow_wait;
@@ -85,6 +86,7 @@ static void set_defaults(struct args *a, struct drv_sched_policy *pol)
 	a->mode = (int)pol->mode;
 	a->pools = (int)pol->pools;
 	a->preemption = pol->preemption;
+	a->placement = (int)pol->place;
 }
 
 /* The parsed options into the policy. */
@@ -96,6 +98,8 @@ static void apply_args(struct args *a, struct drv_sched_policy *pol)
 	pol->mode = (enum drv_sched_mode)a->mode;
 	pol->pools = (enum drv_sched_pools)a->pools;
 	pol->preemption = a->preemption;
+	pol->place = (enum drv_place_strategy)a->placement;
+	pol->mix_half_life = a->half_life;
 	if (a->grow_wait > 0) {
 		/* elastic pools grow for jobs waiting this long, shrink after as long idle */
 		pol->grow_wait_s = (int64_t)a->grow_wait;
@@ -157,6 +161,11 @@ static int parse_args(int argc, char **argv, struct args *a, struct drv_sched_po
 			     "may a job start by preempting lower-priority ones (default off)"),
 		DRV_OPT_ENUM(0, "pools", &a->pools, pools,
 			     "which pool a job tries first (default cheapest)"),
+		DRV_OPT_ENUM(0, "placement", &a->placement, drv_place_choices,
+			     "the placement scorer (default " DRV_PLACE_DEFAULT_NAME ")"),
+		DRV_OPT_INT(0, "placement-half-life", &a->half_life, 1, 1000000000, "TASKS",
+			    "multi: the learned task mix forgets half its weight every TASKS tasks "
+			    "submitted (default 500)"),
 		DRV_OPT_GROUP("output"),
 		DRV_OPT_FLAG(0, "json", &a->json, "the summary as one JSON object (default: text)"),
 		DRV_OPT_STRING(0, "jobs-out", &a->jobs_out, "FILE", "one CSV row per run of a job"),
@@ -450,10 +459,11 @@ static int print_json(const struct sim *s)
 {
 	const struct args *a = &s->a;
 	char *config = NULL;
-	json_t *cfg = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s?, s:s?, s:I}", "cluster",
+	json_t *cfg = json_pack("{s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:s?, s:s?, s:I}", "cluster",
 				a->cluster, "policy", drv_sched_order_name(s->pol.order), "mode",
 				drv_sched_mode_name(s->pol.mode), "preemption", s->pol.preemption,
-				"pools", drv_sched_pools_name(s->pol.pools), "workload",
+				"pools", drv_sched_pools_name(s->pol.pools), "placement",
+				drv_place_strategy_name(s->pol.place), "workload",
 				a->trace ? "trace" : "generated", "trace", a->trace, "format",
 				a->format, "seed", (json_int_t)a->seed);
 	int rc;
@@ -479,10 +489,12 @@ static int write_outputs(struct sim *s, struct out_ctx *oc)
 	const struct args *a = &s->a;
 	int ret = DRV_EXIT_OK;
 
-	snprintf(s->title, sizeof(s->title), "drover sim: %s on %s, %s, %s, preemption %s, %s%s%s",
+	snprintf(s->title, sizeof(s->title),
+		 "drover sim: %s on %s, %s, %s, preemption %s, %s, placement %s%s%s",
 		 a->trace ? a->trace : "generated workload", a->cluster,
 		 drv_sched_order_name(s->pol.order), drv_sched_mode_name(s->pol.mode),
 		 s->pol.preemption ? "on" : "off", drv_sched_pools_name(s->pol.pools),
+		 drv_place_strategy_name(s->pol.place),
 		 a->tenants ? ", tenants " : "", a->tenants ? a->tenants : "");
 	if (a->jobs_out && write_atomic(a->jobs_out, wr_jobs, oc))
 		ret = DRV_EXIT_FAIL;

@@ -26,6 +26,7 @@
 #include "drover/model.h"
 #include "core_int.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,7 @@ struct ctx {
 	const int32_t *first;     /* first task index of each group in out */
 	int32_t *sp, *send;       /* scratch stack */
 	bool fgd;                 /* fragmentation-aware node and GPU choice */
+	const struct drv__mix_flat *flat; /* multi-resource choice: its mix; NULL = not */
 	int32_t unmarked;         /* the task placed but not marked in the cluster */
 };
 
@@ -126,6 +128,13 @@ static bool task_fits(const struct ctx *x, const struct drv_vertex *v,
 {
 	if (!vertex_allowed(x, v))
 		return false;
+	if (v->node >= 0 && (g->cpu_milli > 0 || g->mem_mib > 0)) {
+		/* no vertex aggregate knows CPU or memory: ask the node itself,
+		 * before it is scored or descended into */
+		const struct drv_node *n = &x->c->nodes[v->node];
+		if (n->cpu_milli - n->cpu_used < g->cpu_milli || n->mem_mib - n->mem_used < g->mem_mib)
+			return false;
+	}
 	if (g->gpus > 0) {
 		if (v->max_node_free < g->gpus)
 			return false;
@@ -173,6 +182,21 @@ static int32_t fgd_key(const struct ctx *x, int32_t ni, const struct drv_task_gr
 	return (int32_t)(d * 64.0 + (d < 0 ? -0.5 : 0.5));
 }
 
+/* multi's key for a node: the rise in expected stranding (a quarter
+ * milli-GPU per step), then fewer free GPUs (best fit) on ties. */
+static int32_t multi_key(const struct ctx *x, const struct drv_vertex *w,
+			 const struct drv_task_group *g)
+{
+	double d = drv__multi_delta(&x->c->nodes[w->node], g, x->flat, NULL);
+	int64_t q;
+
+	if (d > 1e12)
+		return INT32_MAX;
+	q = (int64_t)llround(d * 4.0);
+	q = DRV_MAX(DRV_MIN(q, (1 << 23) - 1), -(1 << 23));
+	return (int32_t)(q * 128 + DRV_MIN(w->free_gpus, 127));
+}
+
 /*
  * Pushes v's children that pass the test onto the scratch stack with their
  * best-fit keys: ids at base[0..n), keys at base[n..2n). The caller takes
@@ -197,7 +221,9 @@ static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g
 	}
 	for (i = 0; i < n; i++) {
 		const struct drv_vertex *w = &c->vertices[base[i]];
-		if (x->fgd && w->node >= 0)
+		if (x->flat && w->node >= 0)
+			base[n + i] = multi_key(x, w, g ? g : &x->job->groups[x->order[0]]);
+		else if (x->fgd && w->node >= 0)
 			base[n + i] = fgd_key(x, w->node, g ? g : &x->job->groups[x->order[0]]);
 		else
 			base[n + i] = g ? task_key(w, g) : gang_key(x, w);
@@ -257,9 +283,12 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 		tp->gpu_mem_mib = g->gpu_mem_mib;
 	} else if (g->gpu_milli > 0) {
 		int cap = m ? m->mem_mib : 0;
-		if (x->fgd) {
+		if (x->fgd || x->flat) {
 			int k2;
-			drv__fgd_delta(n, g, x->opts, &k2);
+			if (x->flat)
+				drv__multi_delta(n, g, x->flat, &k2);
+			else
+				drv__fgd_delta(n, g, x->opts, &k2);
 			if (k2 >= 0 && (!cap || n->gpu_mem_used[k2] + g->gpu_mem_mib <= cap)) {
 				best = k2;
 				fgd_chose = true;
@@ -691,6 +720,7 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 {
 	struct ctx x;
 	struct view w;
+	struct drv__mix_flat flat;
 	int32_t order_local[MAX_LOCAL_GROUPS], first_local[MAX_LOCAL_GROUPS];
 	int32_t *order = order_local, *first = first_local;
 	int32_t ntasks, i, j;
@@ -750,6 +780,10 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 	x.send = x.c->scratch + x.c->scratch_cap;
 
 	x.unmarked = -1;
+	if (opts && opts->strategy == DRV_PLACE_MULTI) {
+		drv__mix_flatten(opts, &flat);
+		x.flat = &flat;
+	}
 	if (search(&x, 0)) {
 		if (keep)
 			drv__task_apply(x.c, &out->tasks[x.unmarked], +1);

@@ -371,6 +371,7 @@ static int new_job(struct drv_sched *s, const struct drv_job *job, const char *c
 	j->fail_gen = UINT64_MAX;
 	derive(s, j);
 	sched__id_put(s, job->id, slot);
+	drv_place_mix_observe(&s->mix, job);
 	*out = slot;
 	return 0;
 }
@@ -606,6 +607,7 @@ struct drv_sched *drv_sched_new(struct drv_cluster *c)
 	s->last_now = INT64_MIN;
 	s->victim_bounds.dirty = true;
 	s->quota_seq = 1;
+	drv_place_mix_init(&s->mix, 0);
 	sched__id_grow(s);
 	sched__refresh_cluster(s);
 	return s;

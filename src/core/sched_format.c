@@ -20,7 +20,7 @@ void drv_sched_policy_default(struct drv_sched_policy *p)
 	p->mode = DRV_MODE_BACKFILL;
 	p->preemption = false;
 	p->pools = DRV_POOLS_CHEAPEST;
-	p->place = DRV_PLACE_BESTFIT;
+	p->place = DRV_PLACE_DEFAULT;
 	p->aging_step = 1;
 	p->las_threshold[0] = 3200;
 	p->las_threshold[1] = 25600;

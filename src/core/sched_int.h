@@ -271,6 +271,9 @@ struct drv_sched {
 	uint64_t rel_gen;       /* any resources released or capacity added */
 	uint64_t start_gen;     /* any job started */
 	int32_t last_place, last_pools; /* placement settings of the last pass */
+	/* the task shapes seen (every job submitted or added running), for
+	 * the multi placement scorer; its half-life follows the policy */
+	struct drv_place_mix mix;
 	/* the first reservation of the last pass, while nothing could move it */
 	struct resv_cache {
 		bool valid;

@@ -219,6 +219,7 @@ static void pass_begin(struct pass *p, struct drv_sched *s, int64_t now,
 				&nj->nomination, true);
 		p->nresv_made++;
 	}
+	s->mix.half_life = pol->mix_half_life > 0 ? pol->mix_half_life : DRV_MIX_HALF_LIFE;
 	if (s->last_place != (int32_t)pol->place || s->last_pools != (int32_t)pol->pools) {
 		s->last_place = (int32_t)pol->place;
 		s->last_pools = (int32_t)pol->pools;

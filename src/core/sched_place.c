@@ -115,6 +115,7 @@ int sched__try_place(struct pass *p, const struct sched_job *j, struct drv_place
 	*pool = -1;
 	memset(&o, 0, sizeof(o));
 	o.strategy = p->pol->place;
+	o.mix = &s->mix;
 	o.info = &info;
 	n = sched__pool_order(p, j, order);
 	if (n == 0) {

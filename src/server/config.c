@@ -234,6 +234,8 @@ static void read_tokens(struct cload *L, struct fy_node_pair *tp)
 	}
 }
 
+#define SCHEDULER_FIELDS "order, mode, pools, preemption, placement, placement_half_life"
+
 static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 {
 	struct fy_node *v = fy_node_pair_value(sp);
@@ -245,7 +247,7 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 	if (!v || !fy_node_is_mapping(v)) {
 		drv_yaml_found(v, f, sizeof(f));
 		drv_yaml_err(L->d, drv_yaml_pair_at(sp), "scheduler",
-			     "found %s, expected a mapping (order, mode, pools, preemption)", f);
+			     "found %s, expected a mapping (" SCHEDULER_FIELDS ")", f);
 		return;
 	}
 	while ((p = fy_node_mapping_iterate(v, &it))) {
@@ -263,8 +265,15 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 				pol->preemption = pre;
 			continue;
 		}
-		if (strcmp(k, "order") && strcmp(k, "mode") && strcmp(k, "pools")) {
-			unknown(L, fy_node_pair_key(p), path, "field", "order, mode, pools, preemption");
+		if (strcmp(k, "placement_half_life") == 0) {
+			int64_t hl;
+			if (want_int(L, p, path, 1, 1000000000, &hl))
+				pol->mix_half_life = (int32_t)hl;
+			continue;
+		}
+		if (strcmp(k, "order") && strcmp(k, "mode") && strcmp(k, "pools") &&
+		    strcmp(k, "placement")) {
+			unknown(L, fy_node_pair_key(p), path, "field", SCHEDULER_FIELDS);
 			continue;
 		}
 		if (!want_str(L, p, path, &s))
@@ -276,6 +285,9 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 				     s);
 		else if (strcmp(k, "pools") == 0 && (rc = drv_sched_pools_parse(s, &pol->pools)) < 0)
 			drv_yaml_err(L->d, val, path, "found '%s', expected cheapest or fastest", s);
+		else if (strcmp(k, "placement") == 0 &&
+			 (rc = drv_place_strategy_parse(s, &pol->place)) < 0)
+			drv_yaml_err(L->d, val, path, "found '%s', expected " DRV_PLACE_NAMES, s);
 		drv_free(s);
 	}
 }

@@ -174,11 +174,38 @@ Test(server_config, documented_example_starts)
 		       "retry_limit: 3\n"
 		       "sched_delay_ms: 10\n"
 		       "default_pool: default\n"
-		       "default_leaf: default\n",
+		       "default_leaf: default\n"
+		       "scheduler:\n"
+		       "  order: fifo\n"
+		       "  mode: backfill\n"
+		       "  pools: cheapest\n"
+		       "  preemption: false\n"
+		       "  placement: bestfit\n"
+		       "  placement_half_life: 500\n",
 		       err, sizeof(err));
 
 	cr_assert(eq(int, rc, 0), "%s", err);
 	cr_assert(state_db());
+}
+
+Test(server_config, scheduler_placement_names_and_half_life)
+{
+	char err[1024];
+
+	cr_assert(eq(int, start("scheduler: {placement: multi, placement_half_life: 50}\n", err,
+				sizeof(err)),
+		     0), "%s", err);
+	cr_assert(eq(int, start("scheduler:\n  placement: worstfit\n  placement_half_life: 0\n"
+				"  placment: fgd\n",
+				err, sizeof(err)),
+		     DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:2:14: error: scheduler.placement: found 'worstfit', expected bestfit, "
+		     "fgd or multi\n"
+		     "c.yaml:3:24: error: scheduler.placement_half_life: found '0', expected an "
+		     "integer from 1 to 1000000000\n"
+		     "c.yaml:4:3: error: scheduler.placment: found an unknown field, expected one of: "
+		     "order, mode, pools, preemption, placement, placement_half_life"));
 }
 
 /* `tenants:` names a file next to the config; its errors carry its own
