@@ -210,6 +210,14 @@ void drv_cluster_set_node_state(struct drv_cluster *c, int32_t node, enum drv_no
  * equal to the recount, DRV_ESTATE otherwise (tests use this). */
 int drv_cluster_check(struct drv_cluster *c);
 
+/*
+ * What gpu_milli milli-GPUs cost for secs seconds at price_micro_per_gpu_hour
+ * micro-dollars per GPU-hour, in micro-dollars rounded half up (0 when any
+ * of them is 0 or negative). Exact integer arithmetic: 1 GPU at $2.50/h for
+ * 60 s is 41667.
+ */
+int64_t drv_cost_micro(int64_t gpu_milli, int64_t price_micro_per_gpu_hour, int64_t secs);
+
 /* ---------------------------------------------------------------------------
  * Jobs, as the scheduler sees them.
  */

@@ -521,6 +521,11 @@ static void describe_job(struct cli *cli, const json_t *job)
 		print_kv("Run time:", drv_fmt_duration(job_elapsed(job, now), b, sizeof(b)));
 	}
 	print_kv("Exit code:", drv_json_text(job, "exit_code", b, sizeof(b)));
+	if (json_is_number(json_object_get(job, "cost_usd"))) {
+		snprintf(b, sizeof(b), "$%.6f%s", json_number_value(json_object_get(job, "cost_usd")),
+			 !strcmp(state, "running") ? " so far" : "");
+		print_kv("Cost:", b);
+	}
 
 	a = json_object_get(job, "placement");
 	printf("Placement:%s\n", json_array_size(a) ? "" : "   (not placed)");

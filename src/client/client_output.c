@@ -30,7 +30,8 @@ int drv_output_parse(const char *s, enum drv_output *out)
 
 int drv_emit_json(FILE *f, const json_t *v)
 {
-	if (json_dumpf(v, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) < 0)
+	if (json_dumpf(v, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY |
+			       JSON_REAL_PRECISION(16)) < 0)
 		return DRV_EIO;
 	fputc('\n', f);
 	return 0;
@@ -103,7 +104,7 @@ static struct fy_node *to_fy(struct fy_document *d, const json_t *v)
 		n = fy_node_create_scalar_copy(d, num, strlen(num));
 		break;
 	case JSON_REAL:
-		snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+		snprintf(num, sizeof(num), "%.16g", json_real_value(v)); /* as the server */
 		n = fy_node_create_scalar_copy(d, num, strlen(num));
 		break;
 	case JSON_TRUE:

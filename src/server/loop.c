@@ -1,7 +1,7 @@
 /*
  * loop.c: the controller's own thread: the scheduling pass, batched; node
  * liveness (heartbeat timeout -> node down -> gangs requeued whole); and
- * cost accrual (rendered by server_metrics.c).
+ * cost accrual (cost.c; rendered by cost_metrics.c).
  *
  * Batching: a submit, a finished job or a node change only sets
  * sched_dirty; the loop runs one pass sched_delay_ms after the first such
@@ -27,6 +27,7 @@ static void apply_start(struct drv_server *s, const struct drv_sched_decision *d
 		return;
 	for (int32_t i = 0; i < j->ntasks; i++)
 		drv_free(j->tasks[i].reason);
+	srv_cost_fold(s, j, drv_wall_s());
 	drv_free(j->tasks);
 	j->tasks = drv_calloc((size_t)p->ntasks + 1, sizeof(*j->tasks));
 	j->ntasks = p->ntasks;
@@ -175,47 +176,18 @@ static void check_heartbeats(struct drv_server *s)
 	}
 }
 
-static struct cost_cell *cost_cell(struct drv_server *s, const char *tenant, const char *pool)
+/* Once a second: what every job holding GPUs accrued, into the counters. */
+static void cost_tick(struct drv_server *s)
 {
-	struct cost_cell *c;
+	int64_t now = drv_wall_s();
 
-	for (size_t k = 0; k < s->ncosts; k++)
-		if (strcmp(s->costs[k].tenant, tenant) == 0 && strcmp(s->costs[k].pool, pool) == 0)
-			return &s->costs[k];
-	DRV_GROW(s->costs, s->ncosts + 1, s->costcap);
-	c = &s->costs[s->ncosts++];
-	c->tenant = drv_strdup(tenant);
-	c->pool = drv_strdup(pool);
-	c->dollars = 0;
-	return c;
-}
-
-static void accrue_cost(struct drv_server *s)
-{
-	int64_t now = drv_mono_ms();
-	double hours = (double)(now - s->last_cost_ms) / 3.6e6;
-
-	s->last_cost_ms = now;
 	for (size_t k = 0; k < s->nactive; k++) {
 		struct srv_job *j = srv_job_get(s, s->active[k]);
 
-		if (!j || j->state != J_RUNNING)
-			continue;
-		for (int32_t t = 0; t < j->ntasks; t++) {
-			const struct drv_node *cn = &s->cluster.nodes[j->tasks[t].node];
-			const struct drv_pool *p;
-			double gpus = 0;
-
-			if (j->tasks[t].ended || cn->pool < 0)
-				continue;
-			p = &s->cluster.pools[cn->pool];
-			for (int g = 0; g < 64; g++)
-				if (j->tasks[t].gpu_mask & (1ull << g))
-					gpus += j->tasks[t].gpu_milli / 1000.0;
-			cost_cell(s, j->spec.job.tenant, p->name)->dollars +=
-				gpus * hours * (double)p->price_micro_per_gpu_hour / 1e6;
-		}
+		if (j)
+			srv_cost_accrue_job(s, j, now);
 	}
+	srv_month_roll(s, now);
 }
 
 void *srv_loop_main(void *arg)
@@ -240,8 +212,10 @@ void *srv_loop_main(void *arg)
 			s->last_hb_check_ms = now;
 			check_heartbeats(s);
 		}
-		if (now - s->last_cost_ms >= 1000)
-			accrue_cost(s);
+		if (now - s->last_cost_ms >= 1000) {
+			s->last_cost_ms = now;
+			cost_tick(s);
+		}
 		if (srv_flush(s) == 0 && s->nannounce)
 			announce(s);
 		if (s->sched_dirty)

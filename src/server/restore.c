@@ -145,6 +145,8 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	j->requeue_on_stop = drv_json_bool(doc, "requeue_on_stop", 0);
 	j->requeue_quiet = drv_json_bool(doc, "requeue_quiet", 0);
 	j->holding = drv_json_bool(doc, "holding", 0);
+	j->cost_prev_micro = drv_json_int(doc, "cost_prev_micro", 0);
+	j->cost_prev_time = drv_json_int(doc, "cost_prev_time", 0);
 	j->events = json_incref(json_object_get(doc, "events"));
 	if (!json_is_array(j->events)) {
 		json_decref(j->events);

@@ -203,6 +203,7 @@ static int start_scheduling(struct drv_server *s, const struct drv_server_opts *
 	rc = srv_restore(s, err, errsz);
 	if (rc < 0)
 		return rc;
+	srv_cost_restore(s);
 	pthread_mutex_lock(&s->mu);
 	rc = srv_flush(s);
 	pthread_mutex_unlock(&s->mu);
@@ -353,11 +354,7 @@ void drv_server_stop(struct drv_server *s)
 	for (size_t k = 0; k < s->npend; k++)
 		srv_pend_release(&s->pend[k]);
 	drv_free(s->pend);
-	for (size_t k = 0; k < s->ncosts; k++) {
-		drv_free(s->costs[k].tenant);
-		drv_free(s->costs[k].pool);
-	}
-	drv_free(s->costs);
+	srv_cost_release(s);
 	drv_free(s->active);
 	drv_free(s->dirty);
 	drv_free(s->announce);

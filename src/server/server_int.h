@@ -71,6 +71,7 @@ struct srv_task {
 	bool oom;
 	char *reason;
 	int64_t start_time, end_time;
+	int64_t counted_micro;     /* of its cost, what the counters have (cost.c) */
 };
 
 /*
@@ -100,6 +101,8 @@ struct srv_job {
 	bool requeue_on_stop;      /* preempted: back to pending when all stopped */
 	bool requeue_quiet;        /* ... and already recorded as pending (node failure) */
 	json_t *events;            /* [{time, from, to, reason}] */
+	int64_t cost_prev_micro;   /* what its earlier attempts cost (cost.c) */
+	int64_t cost_prev_time;    /* when the last of them was folded in (wall s) */
 	bool dirty;
 };
 
@@ -201,8 +204,15 @@ struct wbatch {
 
 struct cost_cell {
 	char *tenant;
+	char *user;
 	char *pool;
-	double dollars;
+	int64_t micro;
+};
+
+/* A tenant's spend in the calendar month that starts at s->month_start. */
+struct month_cell {
+	char *tenant;
+	int64_t micro;
 };
 
 struct drv_server {
@@ -287,6 +297,9 @@ struct drv_server {
 	struct drv_histogram pass_hist;
 	struct cost_cell *costs;
 	size_t ncosts, costcap;
+	struct month_cell *months;
+	size_t nmonths, monthcap;
+	int64_t month_start;       /* wall s: 00:00 UTC on the 1st of this month */
 	int64_t last_cost_ms;
 
 	pthread_t loop_thread;
@@ -294,8 +307,35 @@ struct drv_server {
 	struct drv_http_server *http;
 };
 
+/* --- cost.c --- */
+/* What t cost from since (wall s; 0 = its start) to its end, or to now. */
+int64_t srv_task_cost_micro(const struct drv_server *s, const struct srv_task *t, int64_t now,
+			    int64_t since);
+/* What j cost: its earlier attempts and its current tasks up to now. */
+int64_t srv_job_cost_micro(const struct drv_server *s, const struct srv_job *j, int64_t now);
+/* The pool name of t's node ("" when none). */
+const char *srv_task_pool(const struct drv_server *s, const struct srv_task *t);
+/* 00:00:00 UTC on the first day of now's calendar month. */
+int64_t srv_month_start(int64_t now);
+struct month_cell *srv_month_cell(struct drv_server *s, const char *tenant);
+/* Adds what j accrued since it was last counted to the counters. */
+void srv_cost_accrue_job(struct drv_server *s, struct srv_job *j, int64_t now);
+/* Before j's tasks are replaced by a new placement: counts them and keeps
+ * their cost in cost_prev_micro. */
+void srv_cost_fold(struct drv_server *s, struct srv_job *j, int64_t now);
+/* A new calendar month (UTC) at now: every tenant's spend back to 0. */
+void srv_month_roll(struct drv_server *s, int64_t now);
+/* After srv_restore: counted marks and this month's spend from the jobs. */
+void srv_cost_restore(struct drv_server *s);
+void srv_cost_release(struct drv_server *s);
+/* --- cost_metrics.c: the cost families of /metrics --- */
+void srv_cost_metrics(struct drv_server *s, struct drv_prom *w);
+
 /* --- util.c --- */
 json_t *srv_json_time(int64_t t);  /* RFC 3339 string, or null for 0 */
+/* Dollars from micro-dollars: a JSON number that prints with at most 6
+ * decimals (replies are written with 16 significant digits). */
+json_t *srv_json_usd(int64_t micro);
 const char *srv_jstate_name(enum jstate st);
 int srv_jstate_parse(const char *name);
 const char *srv_tstate_name(enum tstate st);

@@ -109,19 +109,6 @@ static void nodes_by_state(struct drv_server *s, struct drv_prom *w)
 	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "down"), nst[DRV_NODE_DOWN]);
 }
 
-static void cost(struct drv_server *s, struct drv_prom *w)
-{
-	drv_prom_family(w, "drover_cost_dollars_total", "counter",
-			"GPU cost accrued by running jobs, dollars (GPU-hours x pool price).");
-	if (s->ncosts == 0)
-		drv_prom_sample(w, "drover_cost_dollars_total",
-				DRV_PROM_LABELS("tenant", "default", "pool", "default"), 0);
-	for (size_t k = 0; k < s->ncosts; k++)
-		drv_prom_sample(w, "drover_cost_dollars_total",
-				DRV_PROM_LABELS("tenant", s->costs[k].tenant, "pool", s->costs[k].pool),
-				s->costs[k].dollars);
-}
-
 /* The histograms and counters, in the page's order. */
 static void counters(struct drv_server *s, struct drv_prom *w)
 {
@@ -144,7 +131,7 @@ static void counters(struct drv_server *s, struct drv_prom *w)
 				(double)s->transitions[k]);
 	drv_prom_metric(w, "drover_submits_total", "counter", "Jobs accepted.", NULL,
 			(double)s->submits);
-	cost(s, w);
+	srv_cost_metrics(s, w);   /* cost_metrics.c */
 	drv_prom_metric(w, "drover_agent_heartbeats_total", "counter", "Agent syncs received (each is a heartbeat).",
 			NULL, (double)s->heartbeats);
 }

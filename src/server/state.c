@@ -253,6 +253,7 @@ void srv_job_released(struct drv_server *s, struct srv_job *j)
 		if (!j->tasks[i].ended)
 			return;
 	j->holding = false;
+	srv_cost_accrue_job(s, j, now);   /* its final cost, counted */
 	srv_active_remove(s, j->id);
 	if (j->requeue_on_stop && !srv_jstate_final(j->state)) {
 		char why[256];

@@ -16,6 +16,11 @@ json_t *srv_json_time(int64_t t)
 	return json_string(b);
 }
 
+json_t *srv_json_usd(int64_t micro)
+{
+	return json_real((double)micro / 1e6);
+}
+
 static const char *const jnames[J_NSTATES] = { "pending", "scheduled", "running", "succeeded",
 					       "failed", "cancelled", "preempted" };
 static const char *const tnames[T_NSTATES] = { "pending", "starting", "running", "succeeded",

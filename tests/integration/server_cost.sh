@@ -1,0 +1,97 @@
+# server_cost.sh: what jobs cost (docs/api.md, "The job object", cost_usd;
+# docs/cost.md). `drover up` runs with a cluster file whose one pool sells
+# its GPUs at $3.60 per GPU-hour (a micro-dollar a millisecond per GPU).
+# Two jobs of tenant team-a run: cost_usd is live while one runs and final
+# when it ends, equal to GPUs x seconds run x price / 3600 from the task's
+# own start and end times; the half-GPU job costs half per second; the
+# cost counter per tenant, user and pool and the tenant's month spend on
+# /metrics are the sum of the jobs' costs; `drover describe` shows it.
+. "$ROOT/tests/integration/lib.sh"
+
+cat >"$TEST_TMP/cluster.yaml" <<'YAML'
+kind: Cluster
+name: priced
+levels: [pool, node]
+nodeTypes:
+  box8: {gpus: 8, gpuModel: H100, cpu: 64, memory: 512Gi}
+topology:
+  - name: onprem-a
+    provider: onprem
+    pricePerGpuHour: 3.60
+    children:
+      - name: box
+        type: box8
+YAML
+start_up --cluster "$TEST_TMP/cluster.yaml"
+
+job_json() { "$DROVER" get job "$1" -o json; }
+# expected cost of a job from its task times: GPUs x seconds x 3.60 / 3600
+want_cost() {
+	job_json "$1" | python3 -c '
+import json, sys, datetime
+j = json.load(sys.stdin)
+def t(s): return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").timestamp()
+g = float(sys.argv[1])
+micro = 0
+for ts in j["task_states"]:
+    if ts["start_time"] and ts["end_time"]:
+        micro += round(g * 1000 * 3600000 * (t(ts["end_time"]) - t(ts["start_time"])) / 3600000)
+print("%.6f %.6f" % (micro / 1e6, j["cost_usd"]))' "$2"
+}
+
+printf '#!/bin/sh\n#SBATCH --job-name=two\n#SBATCH --gpus=2\n#SBATCH --account=team-a\nsleep 4\n' >"$TEST_TMP/two.sh"
+id=$("$DROVER" submit --parsable "$TEST_TMP/two.sh") || fail "submit: $id"
+cat >"$TEST_TMP/half.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: half
+  annotations:
+    drover.io/gpu-fraction: "0.5"
+    drover.io/tenant: team-a
+spec:
+  containers:
+  - name: c
+    image: busybox
+    command: ["sleep", "3"]
+YAML
+hid=$("$DROVER" submit --parsable "$TEST_TMP/half.yaml") || fail "submit half: $hid"
+
+# live: it grows while the job runs
+wait_until 20 sh -c "\"$DROVER\" get job $id -o json | grep -q '\"state\": \"running\"'" ||
+	fail "job $id did not start"
+sleep 2
+live=$(job_json "$id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["cost_usd"] if j["state"]=="running" else "ended")')
+case "$live" in
+ended) echo "job $id ended before the live look; skipping it" ;;
+0 | 0.0) fail "job $id runs but costs nothing yet" ;;
+*) echo "job $id running, cost so far \$$live" ;;
+esac
+wait_until 30 sh -c "\"$DROVER\" get job $id -o json | grep -q '\"state\": \"succeeded\"'" ||
+	fail "job $id did not succeed: $(job_json "$id")"
+wait_until 30 sh -c "\"$DROVER\" get job $hid -o json | grep -q '\"state\": \"succeeded\"'" ||
+	fail "job $hid did not succeed: $(job_json "$hid")"
+
+set -- $(want_cost "$id" 2)
+expect_eq "cost_usd of the 2-GPU job" "$2" "$1"
+[ "$1" != "0.000000" ] || fail "the 2-GPU job cost nothing"
+two=$2
+set -- $(want_cost "$hid" 0.5)
+expect_eq "cost_usd of the half-GPU job" "$2" "$1"
+half=$2
+# final: it does not move once the job has ended
+sleep 1.5
+set -- $(want_cost "$id" 2)
+expect_eq "cost_usd after the end" "$2" "$two"
+"$DROVER" describe job "$id" | grep -q "^Cost: *\\\$$two\$" ||
+	fail "describe shows no cost line \$$two: $("$DROVER" describe job "$id" | grep -i cost)"
+
+# the counters are the sum of the jobs' costs (they count once a second and
+# when a job's last task ends)
+metrics=$(curl -fsS -H "Authorization: Bearer $(sed -n 's/^token: //p' "$XDG_CONFIG_HOME/drover/config")" "$SERVER_URL/metrics")
+sum=$(python3 -c "print('%.6f' % ($two + $half))")
+got=$(echo "$metrics" | sed -n 's/^drover_cost_dollars_total{tenant="team-a",user="[^"]*",pool="onprem-a"} //p')
+expect_eq "drover_cost_dollars_total of team-a" "$(python3 -c "print('%.6f' % $got)")" "$sum"
+got=$(echo "$metrics" | sed -n 's/^drover_tenant_month_spend_dollars{tenant="team-a"} //p')
+expect_eq "drover_tenant_month_spend_dollars of team-a" "$(python3 -c "print('%.6f' % $got)")" "$sum"
+echo "ok: 2-GPU job \$$two, half-GPU job \$$half at \$3.60/GPU-h; counters \$$sum"
