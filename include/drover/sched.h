@@ -235,6 +235,25 @@ enum drv_sched_reason {
 	DRV_REASON_PROVISIONING = 7,/* waiting for nodes being provisioned */
 	DRV_REASON_NEVER = 8,       /* can never fit this cluster (size, regions, model) */
 	DRV_REASON_RESERVED = 9,    /* blocked; holds a reservation (see RESERVE) */
+	DRV_REASON_NODE_DOWN = 10,  /* would fit were its down or draining nodes up */
+};
+
+/* NEVER and NODE_DOWN: what never fits (decision field count). */
+enum drv_never_what {
+	DRV_NEVER_POOLS = 1,     /* no pool its regions (and spot rule) allow */
+	DRV_NEVER_MODEL = 2,     /* no GPU of its model; n[2] = models present (bit mask) */
+	DRV_NEVER_TASK_GPUS = 3, /* a task needs n[0] GPUs; the largest node has n[1] */
+	DRV_NEVER_TASK_CPU = 4,  /* a task needs n[0] milli-CPUs; the largest node has n[1] */
+	DRV_NEVER_TASK_MEM = 5,  /* a task needs n[0] MiB; the largest node has n[1] */
+	DRV_NEVER_GPUS = 6,      /* needs n[0] whole GPUs (of model); the cluster has n[1] */
+	DRV_NEVER_LEVEL = 7,     /* needs n[0] GPUs under one vertex of level; largest has n[1] */
+};
+
+/* RESOURCES: what a node lacks (decision field count; 0 = GPUs). */
+enum drv_short_what {
+	DRV_SHORT_GPU = 0,
+	DRV_SHORT_CPU = 1,       /* a task needs n[0] milli-CPUs; at most n[1] free on a node */
+	DRV_SHORT_MEM = 2,       /* a task needs n[0] MiB; at most n[1] free on a node */
 };
 
 /* Decision flags. */
@@ -258,8 +277,10 @@ enum drv_sched_reason {
  *             job = the job that waited longest for it
  *  RELEASE    pool, node
  *  PENDING    job, reason, the numbers behind it:
- *             RESOURCES    n[0] need milli, n[1] free milli usable by it,
- *                          n[2] GPUs per task, n[3] most free GPUs on one node
+ *             RESOURCES    count = enum drv_short_what; GPU: n[0] need milli,
+ *                          n[1] free milli usable by it, n[2] GPUs per task,
+ *                          n[3] most free GPUs on one node; CPU/MEM: n[0] need
+ *                          per task, n[1] most free on one node
  *             TOPOLOGY     n[0] need milli, n[1] free milli, level = required level
  *             QUOTA        model, n[0] need milli, n[1] tenant's use, n[2] nominal,
  *                          n[3] cohort capacity it may still borrow
@@ -267,7 +288,10 @@ enum drv_sched_reason {
  *             PRIORITY     n[0] id of the blocked job ahead of it
  *             PREEMPTING   n[0] victims still stopping, at = grace deadline
  *             PROVISIONING pool, count
- *             NEVER        n[0] need milli, n[1] capacity usable by it
+ *             NEVER        count = enum drv_never_what, model, level, n[0] need,
+ *                          n[1] what the cluster has (see drv_never_what)
+ *             NODE_DOWN    the same numbers over the up nodes, node = a down or
+ *                          draining node, n[3] = how many are down or draining
  *             RESERVED     at = reserved start time
  *             flag DRV_DEC_NO_VICTIMS: preemption is on and no set of victims
  *                          it may preempt makes room (RESOURCES/TOPOLOGY)
@@ -346,5 +370,50 @@ int32_t drv_sched_running_count(const struct drv_sched *s);
  */
 size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sched_decision *d,
 				 char *buf, size_t bufsz);
+
+/* ---------------------------------------------------------------------------
+ * Reasons (src/core/reason.c): the one place a pending reason becomes words,
+ * for drover place, the server and the simulator (CONTRACTS.md section 3).
+ *
+ * drv_sched_reason_code: the one-word code of a PENDING decision's reason
+ *   (Slurm's word where Slurm has one): Resources (GPUs, CPU, memory,
+ *   topology), Priority (strict order, or it would delay another job's
+ *   reservation), Reservation (it holds one and waits for its start), Quota,
+ *   Preempting, Provisioning, BadConstraints (never fits the cluster as
+ *   configured), NodeDown, None. Static string.
+ * drv_sched_reason_text: the sentence with its numbers, no code, times as
+ *   durations from now ("starts in 2h13m"). c names levels, pools and
+ *   nodes (may be NULL). snprintf-like.
+ */
+const char *drv_sched_reason_code(const struct drv_sched_decision *d);
+size_t drv_sched_reason_text(const struct drv_cluster *c, const struct drv_sched_decision *d,
+			     int64_t now, char *buf, size_t bufsz);
+
+/*
+ * What the cluster as configured could ever offer: every node in any state
+ * (down and draining included) and every elastic pool grown to its
+ * maxNodes, shaped like its first node, else like tmpl_gpus[p] GPUs of
+ * model tmpl_model[p] (arrays by pool, may be NULL), else of unknown shape
+ * (then nothing that may use the pool is judged). Build it again after the
+ * cluster changed (O(nodes x levels)).
+ *
+ * drv_capacity_check: 0 when job may run some day; DRV_REASON_NEVER when
+ *   it never can (a task larger than any node in GPUs, CPU or memory, a GPU
+ *   model the cluster lacks, more GPUs than the cluster or a vertex of its
+ *   required level holds, no pool its regions allow); DRV_REASON_NODE_DOWN
+ *   when it can only once down or draining nodes are up again. w is filled
+ *   as a PENDING decision with that reason (job = job->id). A capacity
+ *   built from no node and no elastic pool says 0 to everything
+ *   (drv_capacity_empty). Necessary conditions only: a job it passes may
+ *   still never fit (CPU on one node, GPUs on another).
+ */
+struct drv_capacity;
+struct drv_capacity *drv_capacity_new(void);
+void drv_capacity_free(struct drv_capacity *cap);
+void drv_capacity_build(struct drv_capacity *cap, const struct drv_cluster *c,
+			const int32_t *tmpl_gpus, const int32_t *tmpl_model);
+bool drv_capacity_empty(const struct drv_capacity *cap);
+int drv_capacity_check(const struct drv_capacity *cap, const struct drv_cluster *c,
+		       const struct drv_job *job, struct drv_sched_decision *w);
 
 #endif

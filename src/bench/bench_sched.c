@@ -395,12 +395,12 @@ static int parse_i64(const char *s, int64_t *out)
 	return errno || end == s || *end ? -1 : 0;
 }
 
-/* Job keys: tasks=N gpus=G milli=M model=X prio=P class=C tenant=T
- * preemptible limit=S est=S topo=required:LEVEL regions=a,b submit=T */
+/* Job keys: tasks=N gpus=G milli=M model=X cpu=CORES mem=MIB prio=P class=C
+ * tenant=T preemptible limit=S est=S topo=required:LEVEL regions=a,b submit=T */
 static int parse_job(struct golden *g, char **tok, int ntok, int64_t now, struct drv_job *j,
 		     const char **cls, const char **place, int64_t *start)
 {
-	int64_t tasks = 1, gpus = 0, milli = 0, v;
+	int64_t tasks = 1, gpus = 0, milli = 0, cpu = 0, mem = 0, v;
 	int model = -1, i;
 	const char *val;
 	struct drv_task_group *tg;
@@ -421,6 +421,10 @@ static int parse_job(struct golden *g, char **tok, int ntok, int64_t now, struct
 		if (kv(tok[i], "milli", &val) && !parse_i64(val, &milli))
 			continue;
 		if (kv(tok[i], "model", &val) && (model = model_of(val)) >= 0)
+			continue;
+		if (kv(tok[i], "cpu", &val) && !parse_i64(val, &cpu))
+			continue;
+		if (kv(tok[i], "mem", &val) && !parse_i64(val, &mem))
 			continue;
 		if (kv(tok[i], "prio", &val) && !parse_i64(val, &v)) {
 			j->priority = (int32_t)v;
@@ -475,6 +479,8 @@ static int parse_job(struct golden *g, char **tok, int ntok, int64_t now, struct
 	}
 	tg = drv_job_add_group(j, "main", (int32_t)tasks, (int32_t)gpus, (int32_t)milli);
 	tg->model = (int8_t)model;
+	tg->cpu_milli = cpu * 1000;
+	tg->mem_mib = mem;
 	return 0;
 }
 

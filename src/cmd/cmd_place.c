@@ -12,6 +12,7 @@
 #include "drover/diag.h"
 #include "drover/model.h"
 #include "drover/options.h"
+#include "drover/sched.h"
 #include "drover/spec.h"
 
 #include <errno.h>
@@ -176,6 +177,23 @@ static int check_level(const struct drv_cluster *c, const struct drv_job *job,
 	return DRV_EXIT_USAGE;
 }
 
+/* A job that can never fit the cluster: the reason into buf, in the words
+ * the server and the simulator use (drv_capacity_check); false when none. */
+static bool never_fits(const struct drv_cluster *c, const struct drv_job *job, char *buf,
+		       size_t n)
+{
+	struct drv_capacity *cap = drv_capacity_new();
+	struct drv_sched_decision w;
+	bool never;
+
+	drv_capacity_build(cap, c, NULL, NULL);
+	never = drv_capacity_check(cap, c, job, &w) != 0;
+	if (never)
+		drv_sched_reason_text(c, &w, 0, buf, n);
+	drv_capacity_free(cap);
+	return never;
+}
+
 /* Places job and prints the lines or the JSON; an exit code. */
 static int place_and_print(const struct place_args *a, const struct drv_cluster *c,
 			   const struct drv_job *job)
@@ -192,7 +210,8 @@ static int place_and_print(const struct place_args *a, const struct drv_cluster 
 	drv_place_mix_observe(&mix, job);
 	opts.mix = &mix;
 	drv_placement_init(&p);
-	rc = drv_place(c, job, &opts, &p, reason, sizeof(reason));
+	rc = never_fits(c, job, reason, sizeof(reason)) ? DRV_ENOSPACE :
+		drv_place(c, job, &opts, &p, reason, sizeof(reason));
 	if (rc == DRV_EINVAL) {
 		fprintf(stderr, "drover place: invalid job: %s\n", reason);
 		rc = DRV_EXIT_USAGE;

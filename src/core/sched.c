@@ -113,6 +113,9 @@ void sched__refresh_cluster(struct drv_sched *s)
 	}
 	if (s->only_model == -2)
 		s->only_model = -1;
+	if (!s->cap)
+		s->cap = drv_capacity_new();
+	drv_capacity_build(s->cap, c, s->pool_tmpl_gpus, s->pool_tmpl_model);
 	s->quota_all_changed = ++s->quota_seq; /* jobs' quota models and needs are derived again */
 	s->spot_mask = 0;
 	s->all_pools = 0;
@@ -149,7 +152,6 @@ static void derive(struct drv_sched *s, struct sched_job *j)
 	const struct drv_cluster *c = s->c;
 	int32_t g, p;
 	int model = -2;
-	int64_t cap = 0;
 
 	j->need_milli = 0;
 	j->need_whole = 0;
@@ -207,34 +209,15 @@ static void derive(struct drv_sched *s, struct sched_job *j)
 			j->pools_none = true;
 		j->pool_mask = m == s->all_pools ? 0 : m;
 	}
-	/* Capacity it could ever use: the allowed pools' GPUs (up nodes). */
-	if (c->nvertices > 0) {
-		if (!j->pool_mask) {
-			cap = c->vertices[0].total_gpus;
-		} else {
-			for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++)
-				if (j->pool_mask >> p & 1) {
-					int32_t v = c->pools[p].vertex;
-					if (v >= 0 && v < c->nvertices)
-						cap += c->vertices[v].total_gpus;
-				}
-		}
-	}
-	j->cap_milli = cap * DRV_MILLI;
-	j->never = j->pools_none || (int64_t)j->need_whole > cap || j->max_task > s->max_node_gpus ||
-		   (j->need_milli > 0 && cap == 0);
-	/* An elastic pool may still grow to host it. */
-	if (j->never && !j->pools_none && j->max_task <= s->max_node_gpus) {
-		for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++)
-			if ((!j->pool_mask || j->pool_mask >> p & 1) && c->pools[p].elastic &&
-			    c->pools[p].max_nodes > 0)
-				j->never = false;
-	}
-	if (j->never && !j->pools_none && j->max_task > s->max_node_gpus) {
-		for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++)
-			if ((!j->pool_mask || j->pool_mask >> p & 1) && c->pools[p].elastic &&
-			    c->pools[p].max_nodes > 0 && s->pool_tmpl_gpus[p] >= j->max_task)
-				j->never = false;
+	/* Never, or not until down nodes return: the cluster as configured. */
+	switch (drv_capacity_check(s->cap, c, job, &j->never_why)) {
+	case DRV_REASON_NEVER:
+	case DRV_REASON_NODE_DOWN:
+		j->never = true;
+		break;
+	default:
+		j->never = false;
+		break;
 	}
 }
 
@@ -661,6 +644,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->scratch_slots);
 	drv_free(s->scratch_slots2);
 	drv_free(s->fair_suffix);
+	drv_capacity_free(s->cap);
 	drv_free(s);
 }
 
@@ -679,15 +663,6 @@ void drv_sched_decisions_release(struct drv_sched_decisions *d)
 }
 
 /* ---- queries ------------------------------------------------------------ */
-
-static void why_never(const struct sched_job *j, struct drv_sched_decision *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->reason = DRV_REASON_NEVER;
-	w->pool = w->node = w->model = w->level = -1;
-	w->n[0] = j->need_milli;
-	w->n[1] = j->cap_milli;
-}
 
 int drv_sched_job_get(const struct drv_sched *s, uint64_t id, struct drv_sched_job_info *out)
 {
@@ -709,8 +684,8 @@ int drv_sched_job_get(const struct drv_sched *s, uint64_t id, struct drv_sched_j
 	out->preempted_by = j->preempted_by;
 	out->placement = j->state != DRV_SJ_PENDING ? &j->pl : NULL;
 	out->why = j->why;
-	if (j->state == DRV_SJ_PENDING && j->never && j->why.reason != DRV_REASON_NEVER) {
-		why_never(j, &out->why);
+	if (j->state == DRV_SJ_PENDING && j->never) {
+		out->why = j->never_why;
 	} else if (j->state == DRV_SJ_PENDING && s->tail_pass && s->tail_pass == s->pass_no &&
 	    j->reason_pass != s->pass_no && j->added_pass < s->pass_no) {
 		/* the last pass stopped before it: nothing could fit */

@@ -121,14 +121,6 @@ static void fput(struct fbuf *f, const char *fmt, ...)
 		f->len += (size_t)n;
 }
 
-static void fput_gpus(struct fbuf *f, int64_t milli)
-{
-	if (milli % DRV_MILLI == 0)
-		fput(f, "%" PRId64 " GPU%s", milli / DRV_MILLI, milli == DRV_MILLI ? "" : "s");
-	else
-		fput(f, "%" PRId64 ".%03" PRId64 " GPUs", milli / DRV_MILLI, milli % DRV_MILLI);
-}
-
 static void fput_place(struct fbuf *f, const struct drv_sched *s, const struct drv_placement *p)
 {
 	size_t need;
@@ -144,11 +136,6 @@ static void fput_place(struct fbuf *f, const struct drv_sched *s, const struct d
 static const char *pool_name(const struct drv_sched *s, int32_t p)
 {
 	return p >= 0 && p < s->c->npools ? s->c->pools[p].name : "-";
-}
-
-static const char *level_name(const struct drv_sched *s, int32_t l)
-{
-	return l >= 0 && l < s->c->nlevels ? s->c->levels[l] : "required level";
 }
 
 static void fput_start(struct fbuf *f, const struct drv_sched *s,
@@ -183,96 +170,13 @@ static void fput_preempt(struct fbuf *f, const struct drv_sched *s,
 	fput_place(f, s, d->placement);
 }
 
-/* What preemption could not do, after a resources or topology reason. */
-static void fput_no_preempt(struct fbuf *f, const struct drv_sched_decision *d)
-{
-	if (d->flags & DRV_DEC_NO_VICTIMS)
-		fput(f, "; no preemption frees enough");
-	if (d->flags & DRV_DEC_CLASS_NEVER)
-		fput(f, "; its priority class never preempts");
-}
-
-/* The reasons that come with GPU counts: resources, topology, quota and
- * never fits. */
-static void fput_shortfall(struct fbuf *f, const struct drv_sched *s,
-			   const struct drv_sched_decision *d)
-{
-	const struct drv_gpu_model *gm;
-	switch (d->reason) {
-	case DRV_REASON_RESOURCES:
-		fput(f, "resources: needs ");
-		fput_gpus(f, d->n[0]);
-		if (d->n[2] > 1)
-			fput(f, " (%" PRId64 " per task)", d->n[2]);
-		fput(f, "; ");
-		fput_gpus(f, d->n[1]);
-		fput(f, " free where it may run");
-		if (d->n[2] > 1)
-			fput(f, ", at most %" PRId64 " on one node", d->n[3] < 0 ? 0 : d->n[3]);
-		fput_no_preempt(f, d);
-		break;
-	case DRV_REASON_TOPOLOGY:
-		fput(f, "topology: needs ");
-		fput_gpus(f, d->n[0]);
-		fput(f, " within one %s; ", level_name(s, d->level));
-		fput_gpus(f, d->n[1]);
-		fput(f, " free in all, not together");
-		fput_no_preempt(f, d);
-		break;
-	case DRV_REASON_QUOTA:
-		gm = drv_gpu_model_at(d->model);
-		fput(f, "quota: needs ");
-		fput_gpus(f, d->n[0]);
-		fput(f, " of %s; tenant uses ", gm ? gm->short_name : "GPUs");
-		fput_gpus(f, d->n[1]);
-		fput(f, " of its ");
-		fput_gpus(f, d->n[2]);
-		fput(f, ", may borrow ");
-		fput_gpus(f, d->n[3] < 0 ? 0 : d->n[3]);
-		break;
-	default: /* DRV_REASON_NEVER */
-		fput(f, "never fits: needs ");
-		fput_gpus(f, d->n[0]);
-		fput(f, "; ");
-		fput_gpus(f, d->n[1]);
-		fput(f, " in the pools, regions and models it may use");
-		break;
-	}
-}
-
+/* "pending 7: Resources: needs 8 GPUs ...": the code, then the sentence. */
 static void fput_pending(struct fbuf *f, const struct drv_sched *s,
 			 const struct drv_sched_decision *d)
 {
-	fput(f, "pending %" PRIu64 ": ", d->job);
-	switch (d->reason) {
-	case DRV_REASON_RESOURCES:
-	case DRV_REASON_TOPOLOGY:
-	case DRV_REASON_QUOTA:
-	case DRV_REASON_NEVER:
-		fput_shortfall(f, s, d);
-		break;
-	case DRV_REASON_RESERVATION:
-		fput(f, "reservation: would delay %" PRIu64 " reserved from %" PRId64,
-		     (uint64_t)d->n[0], d->at);
-		break;
-	case DRV_REASON_PRIORITY:
-		fput(f, "priority: strict order, behind blocked %" PRIu64, (uint64_t)d->n[0]);
-		break;
-	case DRV_REASON_PREEMPTING:
-		fput(f, "preempting: %" PRId64 " victim%s still stopping, grace until %" PRId64,
-		     d->n[0], d->n[0] == 1 ? "" : "s", d->at);
-		break;
-	case DRV_REASON_PROVISIONING:
-		fput(f, "provisioning: %d node%s coming in pool %s", d->count,
-		     d->count == 1 ? "" : "s", pool_name(s, d->pool));
-		break;
-	case DRV_REASON_RESERVED:
-		fput(f, "reserved: holds a reservation from %" PRId64, d->at);
-		break;
-	default:
-		fput(f, "not considered yet");
-		break;
-	}
+	fput(f, "pending %" PRIu64 ": %s: ", d->job, drv_sched_reason_code(d));
+	f->len += drv_sched_reason_text(s->c, d, s->last_now, f->len < f->sz ? f->buf + f->len : NULL,
+					f->len < f->sz ? f->sz - f->len : 0);
 }
 
 size_t drv_sched_decision_format(const struct drv_sched *s, const struct drv_sched_decision *d,

@@ -74,8 +74,8 @@ struct sched_job {
 	int32_t level;          /* required topology level, -1 = none */
 	uint64_t pool_mask;     /* pools it may use (0 with pools_none) */
 	bool pools_none;        /* no pool allowed at all */
-	bool never;             /* can never fit the cluster as it is */
-	int64_t cap_milli;      /* GPU capacity it may ever use (up nodes, its pools) */
+	bool never;             /* can never fit the cluster, or not while nodes are down */
+	struct drv_sched_decision never_why; /* then: why (NEVER or NODE_DOWN) */
 	int64_t dur;            /* own runtime for backfill: estimate, else limit; 0 = unknown */
 	int64_t submit;
 	int64_t attained;       /* milli-GPU-seconds before the current run */
@@ -288,6 +288,7 @@ struct drv_sched {
 	uint32_t pass_no;
 	int64_t last_now;
 	int32_t max_node_gpus;
+	struct drv_capacity *cap; /* the cluster as configured (reason.c) */
 	int32_t only_model;     /* the cluster's one GPU model, -1 when mixed or none */
 };
 

@@ -41,12 +41,49 @@ static bool fits_unblocked(struct pass *p, const struct sched_job *j)
 	return rc == 0;
 }
 
+/* Enough free GPUs, but a task's CPU or memory is free on no node of
+ * its pools: say which, with the most free on one up node (an O(nodes)
+ * scan, only for jobs that ask for CPU or memory and whose GPUs fit). */
+static bool cpu_mem_why(const struct drv_sched *s, const struct sched_job *j,
+			struct drv_sched_decision *w)
+{
+	const struct drv_cluster *c = s->c;
+	int64_t cpu = 0, mem = 0, free_cpu = 0, free_mem = 0;
+	int32_t g, i;
+
+	for (g = 0; g < j->job->ngroups; g++) {
+		cpu = DRV_MAX(cpu, j->job->groups[g].cpu_milli);
+		mem = DRV_MAX(mem, j->job->groups[g].mem_mib);
+	}
+	if (!cpu && !mem)
+		return false;
+	for (i = 0; i < c->nnodes; i++) {
+		const struct drv_node *n = &c->nodes[i];
+		if (n->state != DRV_NODE_UP ||
+		    (j->pool_mask && (n->pool < 0 || !(j->pool_mask >> n->pool & 1))))
+			continue;
+		free_cpu = DRV_MAX(free_cpu, n->cpu_milli - n->cpu_used);
+		free_mem = DRV_MAX(free_mem, n->mem_mib - n->mem_used);
+	}
+	if (cpu <= free_cpu && mem <= free_mem)
+		return false;
+	sched__why_init(w, DRV_REASON_RESOURCES);
+	w->count = cpu > free_cpu ? DRV_SHORT_CPU : DRV_SHORT_MEM;
+	w->n[0] = cpu > free_cpu ? cpu : mem;
+	w->n[1] = cpu > free_cpu ? free_cpu : free_mem;
+	return true;
+}
+
 static void resources_why(struct pass *p, const struct sched_job *j, const struct place_fail *f,
 			  struct drv_sched_decision *w)
 {
 	struct avail a;
 	sched__job_avail(p->s, j, j->pool_mask, &a);
-	sched__why_init(w, f->topology ? DRV_REASON_TOPOLOGY : DRV_REASON_RESOURCES);
+	if (sched__avail_fits(j, &a) && cpu_mem_why(p->s, j, w))
+		return;
+	/* "not together" is topology only for a job that asked for a level */
+	sched__why_init(w, f->topology && j->level >= 0 ? DRV_REASON_TOPOLOGY :
+							  DRV_REASON_RESOURCES);
 	w->n[0] = j->need_milli;
 	w->n[1] = j->need_whole > 0 ? DRV_MIN(a.whole * DRV_MILLI, a.milli) : a.milli;
 	w->n[2] = j->max_task;
@@ -76,11 +113,7 @@ static void why_preempting(struct pass *p, struct sched_job *j)
 
 static void why_never(struct pass *p, struct sched_job *j)
 {
-	struct drv_sched_decision w;
-	sched__why_init(&w, DRV_REASON_NEVER);
-	w.n[0] = j->need_milli;
-	w.n[1] = j->cap_milli;
-	sched__set_why(p, j, &w);
+	sched__set_why(p, j, &j->never_why);
 }
 
 /* A preemptor whose victims are gone: the held placement is its own to
@@ -251,10 +284,9 @@ void sched__scan_one(struct pass *p, int32_t slot)
 	}
 	if (start_if_fits(p, slot, own_nom, &qrc, &w, &f))
 		return;
-	if (f.never) {
-		j->never = true;
-		why_never(p, j);
-		return;
-	}
+	/* f.never (the up nodes could not hold it even empty) with j->never
+	 * unset: an elastic pool may grow for it, or the capacity's necessary
+	 * conditions missed a mix (CPU on one node, GPUs on another); it
+	 * waits with the reason resources */
 	wait_or_preempt(p, slot, qrc, &f);
 }

@@ -201,6 +201,42 @@ static uint64_t add_jobs(struct drv_server *s, struct srv_job **js, size_t n, co
 	return srv_commit_new_jobs(s, js, n);
 }
 
+/*
+ * A job that can never run on the cluster as configured is refused: 400
+ * with the reason as message. Under s->mu; true when refused.
+ */
+static bool refuse_never(struct drv_server *s, const struct drv_job *job, struct drv_http_resp *o)
+{
+	char why[256];
+
+	srv_capacity_refresh(s);
+	if (!srv_job_never(s, job, why, sizeof(why)))
+		return false;
+	drv_http_resp_error(o, 400, "invalid", NULL, "%s", why);
+	return true;
+}
+
+/* The same for a batch: each such job named in the details. */
+static bool refuse_never_batch(struct drv_server *s, struct srv_job **js, size_t n,
+			       struct drv_http_resp *o)
+{
+	json_t *details = json_array();
+	char why[256];
+
+	srv_capacity_refresh(s);
+	for (size_t i = 0; i < n; i++)
+		if (srv_job_never(s, &js[i]->spec.job, why, sizeof(why)))
+			json_array_append_new(details, json_sprintf("items[%zu]: %s", i, why));
+	if (!json_array_size(details)) {
+		json_decref(details);
+		return false;
+	}
+	drv_http_resp_error(o, 400, "invalid", details,
+			    "batch: %zu job%s can never run on this cluster, none accepted",
+			    json_array_size(details), json_array_size(details) == 1 ? "" : "s");
+	return true;
+}
+
 int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
@@ -222,6 +258,11 @@ int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	}
 	j = job_from_spec(&spec);
 	pthread_mutex_lock(&s->mu);
+	if (refuse_never(s, &j->spec.job, o)) {
+		pthread_mutex_unlock(&s->mu);
+		srv_job_free(j);
+		return 0;
+	}
 	ticket = add_jobs(s, &j, 1, c->user);
 	/* the reply as it will be once the job is on disk (it is not in memory
 	 * yet, so nothing else changes it meanwhile) */
@@ -295,6 +336,10 @@ int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		goto done;
 	}
 	pthread_mutex_lock(&s->mu);
+	if (refuse_never_batch(s, js, n, o)) {
+		pthread_mutex_unlock(&s->mu);
+		goto done;
+	}
 	ticket = n ? add_jobs(s, js, n, c->user) : 0;   /* 0: nothing to wait for */
 	out = json_array();
 	for (i = 0; i < n; i++)
@@ -349,6 +394,8 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		return 0;
 	}
 	pthread_mutex_lock(&s->mu);
+	if (refuse_never(s, &spec.job, o))
+		goto out;
 	for (uint64_t id = 1; id <= s->njobs; id++) {
 		struct srv_job *x = srv_job_get(s, id);
 

@@ -234,6 +234,7 @@ struct drv_server {
 	struct drv_store *store;
 	struct drv_cluster cluster;
 	struct drv_sched *sched;
+	struct drv_capacity *capacity; /* submit-time refusal (srv_capacity_refresh) */
 	struct drv_sched_decisions dec;
 	int32_t default_leaf_vertex;
 	int32_t default_pool_index;
@@ -389,13 +390,22 @@ const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *
 /* Something the scheduler reads changed: the loop runs a pass
  * sched_delay_ms after the first such kick. */
 void srv_sched_kick(struct drv_server *s);
-/* A pending decision as a user reads it: "pending 9: resources: needs ..."
- * -> "resources: needs ...". Returns a pointer into buf. */
+/* A pending decision as a user reads it ("needs 8 GPUs; ..."), times from
+ * now. Returns buf. */
 const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decision *d, char *buf,
 			     size_t n);
 /* Why pending job j waits, as shown to users: the scheduler's current reason,
  * else the stored one. May return buf. */
 const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n);
+/* Its one-word code (CONTRACTS.md section 3): the scheduler's, "None" for a
+ * pending job it has not judged yet, NULL when j is not pending. Static. */
+const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j);
+/* True, with the reason in buf, when job can never run on the cluster as
+ * configured (every node that registered or the cluster file names, any
+ * state; drv_capacity_check) as of the last srv_capacity_refresh (call it
+ * once per request). A server with no node refuses nothing. Under s->mu. */
+void srv_capacity_refresh(struct drv_server *s);
+bool srv_job_never(struct drv_server *s, const struct drv_job *job, char *buf, size_t n);
 /* All tasks of j have ended: releases resources, requeues or finishes. */
 void srv_job_released(struct drv_server *s, struct srv_job *j);
 /* Stops the job's running tasks; reason for the agents. */

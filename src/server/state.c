@@ -218,15 +218,12 @@ void srv_sched_kick(struct drv_server *s)
 const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decision *d, char *buf,
 			     size_t n)
 {
-	const char *colon;
-
-	drv_sched_decision_format(s->sched, d, buf, n);
-	if (strncmp(buf, "pending ", 8) == 0 && (colon = strstr(buf, ": ")))
-		return colon + 2;
+	drv_sched_reason_text(&s->cluster, d, drv_wall_s(), buf, n);
 	return buf;
 }
 
-const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n)
+/* The scheduler's current reason for pending job j; false when it has none. */
+static bool sched_why(struct drv_server *s, const struct srv_job *j, struct drv_sched_decision *w)
 {
 	struct drv_sched_job_info info;
 
@@ -236,9 +233,46 @@ const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *
 	 * scheduler always knows the current one. */
 	if (j->state == J_PENDING && !j->holding &&
 	    drv_sched_job_get(s->sched, j->id, &info) == 0 &&
-	    info.state == DRV_SJ_PENDING && info.why.reason != DRV_REASON_NONE)
-		return srv_pending_text(s, &info.why, buf, n);
+	    info.state == DRV_SJ_PENDING && info.why.reason != DRV_REASON_NONE) {
+		*w = info.why;
+		return true;
+	}
+	return false;
+}
+
+const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n)
+{
+	struct drv_sched_decision w;
+
+	if (sched_why(s, j, &w))
+		return srv_pending_text(s, &w, buf, n);
 	return j->reason ? j->reason : "";
+}
+
+const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
+{
+	struct drv_sched_decision w;
+
+	if (j->state != J_PENDING)
+		return NULL;
+	return sched_why(s, j, &w) ? drv_sched_reason_code(&w) : "None";
+}
+
+void srv_capacity_refresh(struct drv_server *s)
+{
+	if (!s->capacity)
+		s->capacity = drv_capacity_new();
+	drv_capacity_build(s->capacity, &s->cluster, NULL, NULL);
+}
+
+bool srv_job_never(struct drv_server *s, const struct drv_job *job, char *buf, size_t n)
+{
+	struct drv_sched_decision w;
+
+	if (drv_capacity_check(s->capacity, &s->cluster, job, &w) != DRV_REASON_NEVER)
+		return false;
+	drv_sched_reason_text(&s->cluster, &w, 0, buf, n);
+	return true;
 }
 
 /* --- lifecycle ---------------------------------------------------------- */

@@ -106,6 +106,11 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 		      jb->preemptible, "runtime", "host", "image",
 		      job_image(j) ? json_string(job_image(j)) : json_null(), "attempt",
 		      j->attempt);
+	{
+		const char *code = srv_job_reason_code(s, j);
+
+		json_object_set_new(o, "reason_code", code ? json_string(code) : json_null());
+	}
 	/* whole GPU counts print as integers */
 	if (srv_job_gpus(j) == (double)(int64_t)srv_job_gpus(j))
 		json_object_set_new(o, "gpus", json_integer((json_int_t)srv_job_gpus(j)));

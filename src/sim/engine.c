@@ -288,7 +288,7 @@ static void reject(struct engine *e, const struct drv_sched_decision *d)
 	if (j < 0 || j >= e->w->njobs || e->js[j].st != ST_PENDING)
 		return;
 	sj = &e->w->jobs[j];
-	drv_sched_decision_format(e->s, d, e->why, sizeof(e->why));
+	drv_sched_reason_text(e->c, d, e->now, e->why, sizeof(e->why));
 	drv_free(sj->reject);
 	sj->reject = drv_strdup(e->why);
 	drv_sched_finish(e->s, d->job, e->now);
@@ -693,24 +693,27 @@ static void engine_release(struct engine *e)
 }
 
 /*
- * Jobs that can never run: the cluster as loaded (every node up, no
- * elastic growth) cannot hold them even empty. Checked here, once,
- * because the scheduler judges against the nodes that are up, and
- * says "never" for size, model and regions but not for a gang larger
- * than any vertex of its required level. With elastic growth allowed
- * the cluster may grow, so the scheduler alone judges.
+ * Jobs that can never run on the cluster as loaded (every node, elastic
+ * pools at their maxNodes: drv_capacity_check, the server's submit-time
+ * test) are rejected on arrival with that reason, in the words of drover
+ * place and the server.
  */
 static void reject_static(struct engine *e)
 {
 	struct drv_sim_workload *w = e->w;
+	struct drv_capacity *cap = drv_capacity_new();
+	struct drv_sched_decision why;
 
+	drv_capacity_build(cap, e->c, NULL, NULL);
 	for (int32_t i = 0; i < w->njobs; i++) {
-		char why[256];
-		if (drv_place_check_static(e->c, &w->jobs[i].job, NULL, why, sizeof(why))) {
-			drv_free(w->jobs[i].reject);
-			w->jobs[i].reject = drv_strdup(why);
-		}
+		char text[256];
+		if (drv_capacity_check(cap, e->c, &w->jobs[i].job, &why) != DRV_REASON_NEVER)
+			continue;
+		drv_sched_reason_text(e->c, &why, 0, text, sizeof(text));
+		drv_free(w->jobs[i].reject);
+		w->jobs[i].reject = drv_strdup(text);
 	}
+	drv_capacity_free(cap);
 }
 
 /*
@@ -909,8 +912,7 @@ int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w, const struct 
 	if (w->njobs)
 		e.now = w->jobs[0].job.submit_time;
 	grow = o->policy->grow_wait_s > 0 && has_elastic(c);
-	if (!grow)
-		reject_static(&e);
+	reject_static(&e);
 	rc = run_events(&e, grow, may_skip_passes(&e));
 	if (rc)
 		goto out;

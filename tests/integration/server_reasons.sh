@@ -23,9 +23,11 @@ for id in "$b" "$d"; do
 	expect_eq "state of job $id" "$(field "$id" state)" pending
 	r=$(field "$id" reason)
 	case "$r" in
-	"resources: needs 8 GPUs"*"0 GPUs free"*) ;;
-	*) fail "job $id: reason '$r', want the current 'resources: needs 8 GPUs ... 0 GPUs free ...'" ;;
+	"needs 8 GPUs"*"0 GPUs free"*) ;;
+	*) fail "job $id: reason '$r', want the current 'needs 8 GPUs ... 0 GPUs free ...'" ;;
 	esac
+	expect_eq "reason_code of job $id" "$(field "$id" reason_code)" Resources
 done
-"$DROVER" queue | grep -q "^$d .*(resources: needs 8 GPUs" || fail "drover queue: $("$DROVER" queue)"
+expect_eq "reason_code of running job $a" "$(field "$a" reason_code)" None
+"$DROVER" queue | grep -q "^$d .*(needs 8 GPUs" || fail "drover queue: $("$DROVER" queue)"
 echo "ok: pending jobs show the scheduler's current reason, also those a pass did not reach"

@@ -547,8 +547,8 @@ Test(sched_api, errors_and_queries)
 	cr_assert(eq(i32, drv_sched_pending_count(s), 1));
 	cr_assert(eq(int, drv_sched_job_get(s, 2, &info), 0));
 	drv_sched_decision_format(s, &info.why, buf, sizeof(buf));
-	cr_assert(eq(str, buf, "pending 2: never fits: needs 16 GPUs; 16 GPUs in the pools, "
-			       "regions and models it may use"));
+	cr_assert(eq(str, buf, "pending 2: BadConstraints: a task needs 16 GPUs on one node; "
+			       "the largest node has 8"));
 	/* the attained service counts up while it runs */
 	cr_assert(eq(int, drv_sched_requeue(s, 1, 110), 0));
 	cr_assert(eq(int, drv_sched_job_get(s, 1, &info), 0));
