@@ -556,7 +556,7 @@ static void fput_quota(struct fbuf *f, const struct drv_sched_decision *d)
 	fput_gpus(f, d->n[0]);
 	fput(f, " of %s; tenant uses ", gm ? gm->short_name : "GPUs");
 	fput_gpus(f, d->n[1]);
-	fput(f, " of its ");
+	fput(f, " of its quota of ");
 	fput_gpus(f, d->n[2]);
 	fput(f, ", may borrow ");
 	fput_gpus(f, d->n[3] < 0 ? 0 : d->n[3]);

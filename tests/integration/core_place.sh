@@ -56,7 +56,7 @@ set +e
 rc=$?
 set -e
 expect_eq "too big for a leaf: exit" "$rc" 1
-grep -qx 'does not fit: needs 136 GPUs under one leaf; the emptiest leaf has 128 free' p.txt ||
+grep -qx 'does not fit: needs 136 GPUs under one leaf; the largest leaf has 128' p.txt ||
 	fail "reason: $(cat p.txt)"
 "$DROVER" place --cluster "$C/gb200-nvl72.yaml" --gpus 4 --tasks 18 --require nvlink-domain >p.txt
 expect_eq "NVL72 rack" "$(sed 's/-t.*//' p.txt | sort -u)" "nvl72-r1"

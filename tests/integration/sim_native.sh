@@ -23,7 +23,7 @@ assert rows["chat-us"]["gpu_milli"] == "250" and rows["chat-us"]["tasks"] == "4"
 assert all(t.startswith("a3-") for t in rows["chat-eu"]["placement"].split(";")), rows["chat-eu"]
 # impossible jobs are rejected, with the reason a person can read
 for j, why in (("pretrain", "leaf"), ("ft-llama", "node"), ("too-big", "1600"),
-               ("eu-only-big", "allowed pools")):
+               ("eu-only-big", "64 GPUs under one node; the largest node has 8")):
     assert rows[j]["outcome"] == "rejected" and why in rows[j]["reason"], rows[j]
     assert rows[j]["start_s"] == "", rows[j]
 # killed at its time limit
