@@ -46,6 +46,8 @@ struct drv_tenant_conf {
 	int64_t borrow_limit_milli[DRV_MAX_MODELS]; /* -1 = no limit */
 	char *priority_class;        /* the class of its jobs that give no priority;
 				      * NULL = none. Always one of the file's classes. */
+	int64_t budget_micro;        /* budget.monthlyUsd in micro-dollars; -1 = none */
+	bool budget_hold;            /* budget.hold: hold new jobs once it is spent */
 	int line, col;               /* where its name is, 1-based */
 };
 

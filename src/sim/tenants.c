@@ -5,7 +5,7 @@
  * that gives no priority gets its tenant's default class, and tenants of
  * the file that no job belongs to are pointed out (a misspelt tenant name
  * would otherwise limit nothing, silently), as are quotas on GPU models the
- * cluster lacks. The quotas, weights and cohorts themselves go to the
+ * cluster lacks, and budgets, which only the controller acts on. The quotas, weights and cohorts themselves go to the
  * scheduler in drv_sim_run.
  */
 #include "drover/sim.h"
@@ -122,6 +122,15 @@ int32_t drv_sim_bind_tenants(struct drv_sim_workload *w, const struct drv_tenant
 	}
 	if (c)
 		check_models(t, c, d);
+	for (i = 0; i < t->ntenants; i++) {
+		char path[96];
+		if (t->tenants[i].budget_micro < 0)
+			continue;
+		snprintf(path, sizeof(path), "tenants.%s.budget", t->tenants[i].name);
+		drv_diag_warn(d, t->tenants[i].line, t->tenants[i].col, path,
+			      "the simulator does not act on budgets (the controller does); "
+			      "the run's cost is in the summary");
+	}
 	drv_free(used);
 	drv_free(def);
 	return n;

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <libfyaml.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,46 @@ static void read_class(struct loader *L, struct fy_node_pair *pr)
 	L->t->classes[L->t->nclasses++] = c;
 }
 
+/* budget: {monthlyUsd: 5000, hold: true}, a month being a calendar month
+ * (UTC); the controller acts on it, the simulator does not. */
+static void read_budget(struct loader *L, struct fy_node_pair *pr, const char *path,
+			struct drv_tenant_conf *tc)
+{
+	static const char *const known[] = { "monthlyUsd", "hold", NULL };
+	struct fy_node *v = fy_node_pair_value(pr), *x;
+	char sub[PATH_LEN], f[80], *end;
+	const char *s;
+	double usd;
+
+	if (!v || !fy_node_is_mapping(v) || !(x = fy_node_mapping_lookup_by_string(v, "monthlyUsd", -1))) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(pr), path,
+		    "found %s, expected a mapping with monthlyUsd such as {monthlyUsd: 5000, hold: true}", f);
+		return;
+	}
+	check_keys(L, v, path, known, "monthlyUsd, hold");
+	drv_yaml_join(sub, sizeof(sub), path, "monthlyUsd");
+	s = drv_yaml_scalar(x);
+	errno = 0;
+	usd = s && *s ? strtod(s, &end) : -1;
+	if (!s || !*s || errno || *end || !isfinite(usd) || usd < 0 || usd > 1e12) {
+		drv_yaml_found(x, f, sizeof(f));
+		drv_yaml_err(L->d, x, sub, "found %s, expected dollars per calendar month from 0 to 1e12 such as 5000", f);
+	} else {
+		tc->budget_micro = (int64_t)llround(usd * 1e6);
+	}
+	if ((x = fy_node_mapping_lookup_by_string(v, "hold", -1))) {
+		drv_yaml_join(sub, sizeof(sub), path, "hold");
+		s = drv_yaml_scalar(x);
+		if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
+			tc->budget_hold = !strcmp(s, "true");
+		} else {
+			drv_yaml_found(x, f, sizeof(f));
+			drv_yaml_err(L->d, x, sub, "found %s, expected true or false", f);
+		}
+	}
+}
+
 static void free_tenant(struct drv_tenant_conf *tc)
 {
 	drv_free(tc->name);
@@ -266,7 +307,7 @@ static void free_tenant(struct drv_tenant_conf *tc)
 static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 {
 	static const char *const known[] = { "weight", "cohort", "quota", "borrowingLimit",
-					     "priorityClass", NULL };
+					     "priorityClass", "budget", NULL };
 	struct fy_node *key = fy_node_pair_key(pr), *v = fy_node_pair_value(pr), *x;
 	const char *name = drv_yaml_scalar(key);
 	struct drv_tenant_conf tc;
@@ -278,6 +319,7 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 
 	memset(&tc, 0, sizeof(tc));
 	tc.weight = 1;
+	tc.budget_micro = -1;
 	for (m = 0; m < DRV_MAX_MODELS; m++)
 		tc.quota_milli[m] = tc.borrow_limit_milli[m] = -1;
 	drv_yaml_join(path, sizeof(path), "tenants", name ? name : "?");
@@ -292,7 +334,7 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 		    f);
 		return;
 	}
-	check_keys(L, v, path, known, "weight, cohort, quota, borrowingLimit, priorityClass");
+	check_keys(L, v, path, known, "weight, cohort, quota, borrowingLimit, priorityClass, budget");
 	while ((p = fy_node_mapping_iterate(v, &it))) {
 		const char *k = drv_yaml_scalar(fy_node_pair_key(p));
 		x = fy_node_pair_value(p);
@@ -315,6 +357,8 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 			read_model_gpus(L, p, sub, tc.quota_milli);
 		} else if (!strcmp(k, "borrowingLimit")) {
 			read_model_gpus(L, p, sub, tc.borrow_limit_milli);
+		} else if (!strcmp(k, "budget")) {
+			read_budget(L, p, sub, &tc);
 		} else if (!strcmp(k, "priorityClass")) {
 			const char *s = drv_yaml_scalar(x);
 			if (s && *s && drv_tenants_class(L->t, s)) {

@@ -209,7 +209,7 @@ Test(tenants_file, each_error_at_its_position)
 		  "2:3: tenants.a b: found 'a b', expected a tenant name");
 	one_error("tenants:\n  a:\n    quota: {H100: 8}\n    wieght: 2\n", DRV_EINVAL,
 		  "4:5: tenants.a.wieght: found the unknown field 'wieght', expected one of: weight, "
-		  "cohort, quota, borrowingLimit, priorityClass");
+		  "cohort, quota, borrowingLimit, priorityClass, budget");
 	one_error("tenants:\n  a:\n    quota: {H100: eight}\n", DRV_EINVAL,
 		  "3:19: tenants.a.quota.H100: found 'eight', expected a number of GPUs >= 0");
 	one_error("tenants:\n  a:\n    quota: {H100: 1.2345}\n", DRV_EINVAL,
@@ -270,6 +270,34 @@ Test(tenants_file, each_error_at_its_position)
 		  "3:14: tenants.a.cohort: found 'x y', expected a cohort name");
 	one_error("kind: Tenants\n", DRV_EINVAL,
 		  "1:1: : found neither, expected tenants: or priorityClasses:");
+}
+
+Test(tenants_file, budget_in_micro_dollars)
+{
+	struct drv_tenants t;
+	struct drv_diags d;
+
+	drv_tenants_init(&t);
+	cr_assert(eq(int, load("tenants:\n  a: {budget: {monthlyUsd: 5000.25, hold: true}}\n"
+			       "  b: {budget: {monthlyUsd: 0}}\n  c: {}\n", &t, &d), 0));
+	cr_assert(eq(i64, drv_tenants_tenant(&t, "a")->budget_micro, 5000250000));
+	cr_assert(drv_tenants_tenant(&t, "a")->budget_hold);
+	cr_assert(eq(i64, drv_tenants_tenant(&t, "b")->budget_micro, 0));
+	cr_assert(not(drv_tenants_tenant(&t, "b")->budget_hold));
+	cr_assert(eq(i64, drv_tenants_tenant(&t, "c")->budget_micro, -1));
+	drv_tenants_release(&t);
+	drv_diags_release(&d);
+	one_error("tenants:\n  a: {budget: 5000}\n", DRV_EINVAL,
+		  "2:15: tenants.a.budget: found '5000', expected a mapping with monthlyUsd");
+	one_error("tenants:\n  a:\n    budget: {monthlyUsd: lots}\n", DRV_EINVAL,
+		  "3:26: tenants.a.budget.monthlyUsd: found 'lots', expected dollars per calendar month");
+	one_error("tenants:\n  a:\n    budget: {monthlyUsd: -5}\n", DRV_EINVAL,
+		  "3:26: tenants.a.budget.monthlyUsd: found '-5', expected dollars");
+	one_error("tenants:\n  a:\n    budget: {monthlyUsd: 5, hold: maybe}\n", DRV_EINVAL,
+		  "3:35: tenants.a.budget.hold: found 'maybe', expected true or false");
+	one_error("tenants:\n  a:\n    budget: {monthlyUsd: 5, hodl: true}\n", DRV_EINVAL,
+		  "3:29: tenants.a.budget.hodl: found the unknown field 'hodl', expected one of: "
+		  "monthlyUsd, hold");
 }
 
 Test(tenants_file, duplicates_are_errors)
