@@ -169,6 +169,10 @@ struct drv_agent_config {
 	const char *cgroup_parent; /* NULL = the agent's own cgroup */
 	const char *advertise;     /* address peers reach this node on; NULL = found */
 	const char *nvml_lib;      /* NULL = "libnvidia-ml.so.1" */
+	const char *tls_cert;      /* the listener serves https with these (PEM; the */
+	const char *tls_key;       /* key 0600); NULL: plain HTTP */
+	const char *tls_ca;        /* the CA the server's https is checked against;
+				    * NULL: the system's */
 	int64_t grace_ms;          /* default SIGTERM→SIGKILL grace; 0 = 10000 */
 	bool run_as_self;          /* every task runs as the agent's own user, whatever the
 				    * assignment's user (drover up: a single-user setup) */

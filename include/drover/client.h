@@ -31,6 +31,8 @@
 struct drv_client_conf {
 	char *server;      /* base URL, no trailing '/'; never NULL once resolved */
 	char *token;       /* bearer token, or NULL for none */
+	char *ca_file;     /* https: the CA to check the server against; NULL: the
+	                      system's trust store */
 	char *source;      /* where server came from: "--server", "DROVER_SERVER",
 	                      the config file's path, or "default" */
 };
@@ -43,27 +45,29 @@ struct drv_client_conf {
 char *drv_client_config_path(void);
 
 /*
- * Parses the config file's text: a YAML mapping with the keys `server` and
- * `token` (both optional; other keys are ignored, for later use).
- * On success *server and *token are set (malloc'd, or NULL when absent).
- * Returns 0, or DRV_EPARSE with "line:col: error: message" in err (the
- * caller puts "file:" before it).
+ * Parses the config file's text: a YAML mapping with the keys `server`,
+ * `token` and `ca_file` (all optional; other keys are ignored, for later
+ * use) into out's fields of those names (malloc'd, or NULL when absent;
+ * source is left NULL). Returns 0, or DRV_EPARSE with "line:col: error:
+ * message" in err (the caller puts "file:" before it).
  */
-int drv_client_conf_parse(const char *text, size_t len, char **server, char **token,
+int drv_client_conf_parse(const char *text, size_t len, struct drv_client_conf *out,
 			  char *err, size_t errsz);
 
 /*
- * Resolves server and token, each independently, by precedence: the flag
- * (flag_server, and flag_token as read from --token-file; NULL when not
- * given), then DROVER_SERVER /
- * DROVER_TOKEN, then the config file, then the default server and no
- * token. A server without a scheme gets "http://". Returns 0, or
- * DRV_EPARSE ("file:line:col: error: ..." in err: bad input, exit 2) or
- * DRV_EIO (unreadable file, exit 1): an unreadable or invalid config file
- * is an error, not silently skipped. Release with _release.
+ * Resolves server, token and CA file, each independently, by precedence:
+ * the flag (flag_server, flag_token as read from --token-file, flag_ca
+ * from --tls-ca; NULL when not given), then DROVER_SERVER / DROVER_TOKEN
+ * / DROVER_CA_FILE, then the config file (a relative ca_file there is
+ * relative to the file's folder; the file is not read at all when server
+ * and token both come from flags or the environment), then the default server, no token and
+ * the system's CAs. A server without a scheme gets "http://". Returns 0,
+ * or DRV_EPARSE ("file:line:col: error: ..." in err: bad input, exit 2)
+ * or DRV_EIO (unreadable file, exit 1): an unreadable or invalid config
+ * file is an error, not silently skipped. Release with _release.
  */
 int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_server,
-			    const char *flag_token, char *err, size_t errsz);
+			    const char *flag_token, const char *flag_ca, char *err, size_t errsz);
 void drv_client_conf_release(struct drv_client_conf *conf);
 
 /* ---- one HTTP call ---------------------------------------------------- */

@@ -32,5 +32,6 @@ int cmd_sim(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_place(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tls(int argc, char **argv);
 
 #endif

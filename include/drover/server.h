@@ -22,6 +22,9 @@ struct drv_server_opts {
 	const char *state_dir;     /* required; created when absent */
 	const char *cluster_file;  /* NULL: none (agents make the cluster) */
 	const char *config_file;   /* NULL: STATE_DIR/config.yaml, created when absent */
+	/* TLS (--tls-cert, --tls-key, --tls-ca); each, when set, wins over the
+	 * config's tls.cert_file, tls.key_file, tls.ca_file */
+	const char *tls_cert, *tls_key, *tls_ca;
 	/* Used only when the config file is created now: */
 	const char *admin_user;    /* the admin token's user; NULL = "admin" */
 	bool allow_root_tasks;     /* allow_root_tasks written into it */
@@ -43,7 +46,7 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		     size_t errsz);
 /* The port it listens on. */
 int drv_server_port(const struct drv_server *s);
-/* "http://HOST:PORT" as a client on this machine reaches it. */
+/* "http://HOST:PORT" (https with TLS) as a client on this machine reaches it. */
 const char *drv_server_url(const struct drv_server *s);
 /* The first admin token of the config, and the cluster token (borrowed). */
 const char *drv_server_admin_token(const struct drv_server *s);

@@ -82,6 +82,7 @@ struct task {
 struct drv_agent {
 	/* configuration (owned copies) */
 	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
+	char *tls_cert, *tls_key;      /* the listener's https (copies of the config's) */
 	char *sysfs_root, *cgroup_parent, *fake_gpus;
 	int fake_hcas;
 	bool fake_fallback, run_as_self;

@@ -58,6 +58,8 @@ static void agent_free(struct drv_agent *a)
 	drv_free(a->sysfs_root);
 	drv_free(a->cgroup_parent);
 	drv_free(a->fake_gpus);
+	drv_free(a->tls_cert);
+	drv_free(a->tls_key);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cv);
 	if (a->wakefd >= 0)
@@ -74,6 +76,9 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	pthread_cond_init(&a->cv, NULL);
 	a->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	drv_http_client_init(&a->ctl, cfg->server_url, cfg->token);
+	drv_http_client_set_ca(&a->ctl, cfg->tls_ca);
+	a->tls_cert = dupe(cfg->tls_cert);
+	a->tls_key = dupe(cfg->tls_key);
 	a->seen = drv_proto_seen_new();
 	a->server = dupe(cfg->server_url);
 	a->token = dupe(cfg->token);
@@ -178,11 +183,20 @@ static int start_listener(struct drv_agent *a, char *err, size_t errsz)
 	char host[256];
 	int port, rc;
 
+	struct drv_http_server_opts ho = { a->tls_cert, a->tls_key };
+	const char *scheme;
+
 	if (!strcmp(a->listen, "none"))
 		return 0;
-	rc = drv_http_server_start(a->listen, agent_http_routes, NULL, a, &a->http, err, errsz);
+	rc = drv_http_server_start_opts(a->listen, &ho, agent_http_routes, NULL, a, &a->http, err,
+					errsz);
 	if (rc < 0)
 		return rc;
+	scheme = drv_http_server_tls(a->http) ? "https" : "http";
+	if (!drv_http_server_tls(a->http) && !drv_http_addr_loopback(a->listen))
+		drv_log(&a->log, "warning: plain HTTP on %s, which is not loopback: task logs and "
+			"the cluster token cross the network unencrypted; give --tls-cert and "
+			"--tls-key", a->listen);
 	/* peers and the controller reach us on the listen host, or on our
 	 * address when listening on every interface */
 	if (drv_http_parse_addr(a->listen, host, sizeof(host), &port) < 0 || !host[0] ||
@@ -190,9 +204,9 @@ static int start_listener(struct drv_agent *a, char *err, size_t errsz)
 		snprintf(host, sizeof(host), "%s", a->address);
 	port = drv_http_server_port(a->http);
 	if (strchr(host, ':'))
-		snprintf(a->agent_url, sizeof(a->agent_url), "http://[%s]:%d", host, port);
+		snprintf(a->agent_url, sizeof(a->agent_url), "%s://[%s]:%d", scheme, host, port);
 	else
-		snprintf(a->agent_url, sizeof(a->agent_url), "http://%s:%d", host, port);
+		snprintf(a->agent_url, sizeof(a->agent_url), "%s://%s:%d", scheme, host, port);
 	return 0;
 }
 

@@ -61,7 +61,8 @@ int cli_connect(struct cli *cli)
 		cli_err(cli, "--token-file: %s", err);
 		return rc == DRV_EIO ? DRV_EXIT_FAIL : DRV_EXIT_USAGE;
 	}
-	rc = drv_client_conf_resolve(&cli->conf, cli->server, token, err, sizeof(err));
+	rc = drv_client_conf_resolve(&cli->conf, cli->server, token, cli->tls_ca, err,
+				     sizeof(err));
 	drv_free(token);
 	if (rc < 0) {
 		cli_err(cli, "%s", err);

@@ -14,7 +14,7 @@
 
 struct cli {
 	const char *cmd;     /* "drover queue" */
-	const char *server, *token_file, *output;
+	const char *server, *token_file, *tls_ca, *output;
 	enum drv_output out;
 	struct drv_client_conf conf;
 	struct drv_client *client;
@@ -27,7 +27,7 @@ struct cli {
 int cli_output_cb(const struct drv_option *row, const char *arg);
 
 /* The rows every client command's option table ends with (before
- * DRV_OPT_END()): -o/--output FMT, --server URL, --token-file FILE. A command
+ * DRV_OPT_END()): -o/--output FMT, --server URL, --token-file FILE, --tls-ca FILE. A command
  * that prints no reply (logs, top) keeps -o as a hidden row. */
 #define CLI_SERVER_OPTS(cli)                                                              \
 	DRV_OPT_STRING(0, "server", &(cli)->server, "URL",                                 \
@@ -35,7 +35,10 @@ int cli_output_cb(const struct drv_option *row, const char *arg);
 		       "http://127.0.0.1:8080)"),                                          \
 	DRV_OPT_STRING(0, "token-file", &(cli)->token_file, "FILE",                        \
 		       "read the API token from FILE, mode 0600 (default: DROVER_TOKEN, the " \
-		       "config file)")
+		       "config file)"),                                                     \
+	DRV_OPT_STRING(0, "tls-ca", &(cli)->tls_ca, "FILE",                                \
+		       "https: check the server against this CA (default: DROVER_CA_FILE, " \
+		       "the config file's ca_file, the system's CAs)")
 #define CLI_OUTPUT_OPT(cli, FLAGS)                                                        \
 	DRV_OPT_CALLBACK('o', "output", (cli), cli_output_cb, "json|yaml|wide",            \
 			 "print the reply as JSON or YAML, or a wider table (default: a "   \

@@ -1,8 +1,9 @@
 /*
- * conf.c: where the client talks to. The server URL and the bearer token
- * are resolved each on its own, first match wins: the --server flag and
- * the token read from --token-file (cli.c; never a token on the command
- * line, CONTRACTS.md §6), then DROVER_SERVER/DROVER_TOKEN, then the config
+ * conf.c: where the client talks to. The server URL, the bearer token and
+ * the CA file (https) are resolved each on its own, first match wins: the
+ * --server flag, the token read from --token-file (cli.c; never a token on
+ * the command line, CONTRACTS.md §6) and --tls-ca, then DROVER_SERVER/
+ * DROVER_TOKEN/DROVER_CA_FILE, then the config
  * file that `drover up` writes ($XDG_CONFIG_HOME/drover/config, a small
  * YAML mapping read with libfyaml), then the default server and no token.
  *
@@ -73,7 +74,7 @@ static int scalar_value(struct fy_node *map, const char *key, char **out, char *
 	return 0;
 }
 
-int drv_client_conf_parse(const char *text, size_t len, char **server, char **token,
+int drv_client_conf_parse(const char *text, size_t len, struct drv_client_conf *out,
 			  char *err, size_t errsz)
 {
 	struct fy_document *d = NULL;
@@ -81,8 +82,7 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
 	struct drv_diags dg;
 	int rc = 0;
 
-	*server = NULL;
-	*token = NULL;
+	memset(out, 0, sizeof(*out));
 	/* An empty file is an empty configuration. */
 	if (strspn(text, " \t\r\n") == len)
 		return 0;
@@ -114,14 +114,13 @@ int drv_client_conf_parse(const char *text, size_t len, char **server, char **to
 		rc = DRV_EPARSE;
 		goto out;
 	}
-	rc = scalar_value(root, "server", server, err, errsz);
+	rc = scalar_value(root, "server", &out->server, err, errsz);
 	if (rc == 0)
-		rc = scalar_value(root, "token", token, err, errsz);
-	if (rc) {
-		drv_free(*server);
-		drv_free(*token);
-		*server = *token = NULL;
-	}
+		rc = scalar_value(root, "token", &out->token, err, errsz);
+	if (rc == 0)
+		rc = scalar_value(root, "ca_file", &out->ca_file, err, errsz);
+	if (rc)
+		drv_client_conf_release(out);
 out:
 	if (d)
 		fy_document_destroy(d);
@@ -142,54 +141,81 @@ static char *normalize_server(const char *s)
 	return u;
 }
 
-int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_server,
-			    const char *flag_token, char *err, size_t errsz)
+/* A relative path in the config file is relative to the file's folder. */
+static char *beside(const char *path, const char *file)
 {
-	const char *env_server = getenv("DROVER_SERVER");
-	const char *env_token = getenv("DROVER_TOKEN");
-	char *path = NULL, *text = NULL, *file_server = NULL, *file_token = NULL;
-	const char *server = NULL, *token = NULL, *source = NULL;
+	const char *slash = strrchr(file, '/');
+	size_t n;
+	char *p;
+
+	if (path[0] == '/' || !slash)
+		return drv_strdup(path);
+	n = (size_t)(slash - file) + 1 + strlen(path) + 1;
+	p = drv_malloc(n);
+	snprintf(p, n, "%.*s/%s", (int)(slash - file), file, path);
+	return p;
+}
+
+/* The first non-empty of a flag and an environment variable, or NULL. */
+static const char *flag_or_env(const char *flag, const char *var)
+{
+	const char *e = getenv(var);
+
+	if (flag && *flag)
+		return flag;
+	return e && *e ? e : NULL;
+}
+
+/* The config file's values into *file (nothing when there is none). */
+static int read_file(const char *path, struct drv_client_conf *file, char *err, size_t errsz)
+{
+	char *text = NULL, msg[256];
 	size_t len = 0;
-	int rc = 0, eno = 0;
+	int rc, eno = 0;
+
+	memset(file, 0, sizeof(*file));
+	/* a config file is a few lines */
+	if (path && drv_file_read(path, 1u << 20, &text, &len) < 0)
+		eno = errno;
+	if (path && !text && eno != ENOENT && eno != ENOTDIR) {
+		snprintf(err, errsz, "cannot read %s: %s", path, strerror(eno));
+		return DRV_EIO;
+	}
+	if (!text)
+		return 0;
+	rc = drv_client_conf_parse(text, len, file, msg, sizeof(msg));
+	if (rc)
+		snprintf(err, errsz, "%s:%s", path, msg); /* file:line:col: */
+	drv_free(text);
+	return rc;
+}
+
+int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_server,
+			    const char *flag_token, const char *flag_ca, char *err, size_t errsz)
+{
+	const char *server = flag_or_env(flag_server, "DROVER_SERVER");
+	const char *token = flag_or_env(flag_token, "DROVER_TOKEN");
+	const char *ca = flag_or_env(flag_ca, "DROVER_CA_FILE");
+	const char *source = !server ? NULL : flag_server && *flag_server ? "--server"
+									  : "DROVER_SERVER";
+	struct drv_client_conf file = { 0 };
+	char *path = NULL;
+	int rc = 0;
 
 	memset(conf, 0, sizeof(*conf));
-	if (flag_server && *flag_server) {
-		server = flag_server;
-		source = "--server";
-	} else if (env_server && *env_server) {
-		server = env_server;
-		source = "DROVER_SERVER";
-	}
-	if (flag_token && *flag_token)
-		token = flag_token;
-	else if (env_token && *env_token)
-		token = env_token;
-
+	/* server and token both given: the file (whose CA is for its own
+	 * server) is not read */
 	if (!server || !token) {
 		path = drv_client_config_path();
-		/* a config file is a few lines */
-		if (path && drv_file_read(path, 1u << 20, &text, &len) < 0)
-			eno = errno;
-		if (path && !text && eno != ENOENT && eno != ENOTDIR) {
-			snprintf(err, errsz, "cannot read %s: %s", path, strerror(eno));
-			rc = DRV_EIO;
+		rc = read_file(path, &file, err, errsz);
+		if (rc)
 			goto out;
-		}
-		if (text) {
-			char msg[256];
-			rc = drv_client_conf_parse(text, len, &file_server, &file_token, msg,
-						   sizeof(msg));
-			if (rc) {
-				snprintf(err, errsz, "%s:%s", path, msg); /* file:line:col: */
-				goto out;
-			}
-		}
-		if (!server && file_server && *file_server) {
-			server = file_server;
+		if (!server && file.server && *file.server) {
+			server = file.server;
 			source = path;
 		}
-		if (!token && file_token && *file_token)
-			token = file_token;
+		if (!token && file.token && *file.token)
+			token = file.token;
 	}
 	if (!server) {
 		server = DRV_CLIENT_DEFAULT_SERVER;
@@ -198,11 +224,13 @@ int drv_client_conf_resolve(struct drv_client_conf *conf, const char *flag_serve
 	conf->server = normalize_server(server);
 	conf->token = drv_strdup(token);
 	conf->source = drv_strdup(source);
+	if (ca)
+		conf->ca_file = drv_strdup(ca);
+	else if (file.ca_file && *file.ca_file)
+		conf->ca_file = beside(file.ca_file, path);
 out:
 	drv_free(path);
-	drv_free(text);
-	drv_free(file_server);
-	drv_free(file_token);
+	drv_client_conf_release(&file);
 	return rc;
 }
 
@@ -210,6 +238,7 @@ void drv_client_conf_release(struct drv_client_conf *conf)
 {
 	drv_free(conf->server);
 	drv_free(conf->token);
+	drv_free(conf->ca_file);
 	drv_free(conf->source);
 	memset(conf, 0, sizeof(*conf));
 }

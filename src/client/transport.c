@@ -33,7 +33,9 @@ struct drv_client *drv_client_new(const struct drv_client_conf *conf)
 	c->conf.server = drv_strdup(conf->server ? conf->server : DRV_CLIENT_DEFAULT_SERVER);
 	c->conf.token = drv_strdup(conf->token);
 	c->conf.source = drv_strdup(conf->source);
+	c->conf.ca_file = drv_strdup(conf->ca_file);
 	drv_http_client_init(&c->http, c->conf.server, c->conf.token);
+	drv_http_client_set_ca(&c->http, c->conf.ca_file);
 	return c;
 }
 

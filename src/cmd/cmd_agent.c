@@ -5,6 +5,7 @@
  *                [--fake-gpus SPEC] [--labels k=v,...] [--fake-hcas N]
  *                [--state DIR] [--sysfs-root DIR] [--cgroup DIR]
  *                [--advertise ADDR] [--grace SECONDS] [--nvml-lib PATH]
+ *                [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]
  *
  * Everything happens in src/agent/agent.c; this file parses the options
  * (one table, include/drover/options.h), starts the agent, waits for
@@ -22,6 +23,7 @@
 #include "drover/http.h"
 #include "drover/options.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -81,6 +83,13 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 			       "the cgroup v2 directory to make task cgroups under"),
 		DRV_OPT_STRING(0, "nvml-lib", &cfg->nvml_lib, "PATH",
 			       "the NVML library to load (default libnvidia-ml.so.1)"),
+		DRV_OPT_STRING(0, "tls-cert", &cfg->tls_cert, "FILE",
+			       "serve --listen over https with this PEM certificate"),
+		DRV_OPT_STRING(0, "tls-key", &cfg->tls_key, "FILE",
+			       "its PEM private key, mode 0600"),
+		DRV_OPT_STRING(0, "tls-ca", &cfg->tls_ca, "FILE",
+			       "check the server's https certificate against this CA (default: "
+			       "the system's; env DROVER_CA_FILE)"),
 		DRV_OPT_FLAG(0, "run-as-self", &cfg->run_as_self,
 			     "run every task as this agent's user, not the job's user (single-user "
 			     "and test setups)"),
@@ -99,6 +108,7 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->server_url = getenv("DROVER_SERVER");
 	cfg->token = getenv("DROVER_AGENT_TOKEN");
+	cfg->tls_ca = getenv("DROVER_CA_FILE");
 	rc = drv_opts_parse(&cmd, argc, argv);
 	if (rc < 0)
 		return rc;
@@ -136,6 +146,23 @@ static int read_token(struct drv_agent_config *cfg, const char *token_file, char
 	return 0;
 }
 
+/* --tls-cert and --tls-key go together; the CA file must be readable. The
+ * pair itself is checked when the listener starts. */
+static int check_tls(const struct drv_agent_config *cfg)
+{
+	if (!cfg->tls_cert != !cfg->tls_key) {
+		fprintf(stderr, "drover agent: %s needs %s too\n",
+			cfg->tls_cert ? "--tls-cert" : "--tls-key",
+			cfg->tls_cert ? "--tls-key" : "--tls-cert");
+		return DRV_EXIT_USAGE;
+	}
+	if (cfg->tls_ca && access(cfg->tls_ca, R_OK) != 0) {
+		fprintf(stderr, "drover agent: --tls-ca %s: %s\n", cfg->tls_ca, strerror(errno));
+		return DRV_EXIT_USAGE;
+	}
+	return 0;
+}
+
 /* What the options must say together; fills the default name into name. */
 static int check_config(struct drv_agent_config *cfg, char *name, size_t namesz)
 {
@@ -165,7 +192,7 @@ static int check_config(struct drv_agent_config *cfg, char *name, size_t namesz)
 	}
 	if (cfg->labels && check_labels(cfg->labels) < 0)
 		return DRV_EXIT_USAGE;
-	return 0;
+	return check_tls(cfg);
 }
 
 int cmd_agent(int argc, char **argv)
@@ -196,10 +223,12 @@ int cmd_agent(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-	if (drv_agent_start(&cfg, &a, err, sizeof(err)) < 0) {
+	rc = drv_agent_start(&cfg, &a, err, sizeof(err));
+	if (rc < 0) {
 		fprintf(stderr, "drover agent: %s\n", err);
 		drv_free(token);
-		return DRV_EXIT_FAIL;
+		/* a TLS file that is not usable (a lax key, not PEM) is bad input */
+		return rc == DRV_EPERM ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
 	sigwait(&set, &sig);
 	fprintf(stderr, "drover agent: %s: stopping tasks and leaving\n",

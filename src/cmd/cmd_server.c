@@ -27,12 +27,21 @@ int cmd_server(int argc, char **argv)
 		DRV_OPT_STRING(0, "config", &o.config_file, "FILE",
 			       "tokens and settings (docs/api.md); default DIR/config.yaml, written "
 			       "with fresh tokens on first start"),
+		DRV_OPT_STRING(0, "tls-cert", &o.tls_cert, "FILE",
+			       "serve https with this PEM certificate (default: the config's "
+			       "tls.cert_file)"),
+		DRV_OPT_STRING(0, "tls-key", &o.tls_key, "FILE",
+			       "its PEM private key, mode 0600 (default: tls.key_file)"),
+		DRV_OPT_STRING(0, "tls-ca", &o.tls_ca, "FILE",
+			       "the CA that agents' https certificates are checked against "
+			       "(default: tls.ca_file, else the system's)"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts cmd = {
 		.name = "drover server",
 		.usage = "drover server --state DIR [--listen ADDR:PORT] [--cluster FILE] "
-			 "[--config FILE]",
+			 "[--config FILE]\n"
+			 "                     [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]",
 		.about = "The controller in the foreground until SIGINT or SIGTERM, then a clean "
 			 "stop.",
 		.options = table,

@@ -8,7 +8,8 @@
  * and three commands to try.
  *
  * A single-user setup: tasks run as the user who started it, root
- * included, and it says so.
+ * included, and it says so. With --tls both serve https with a CA and a
+ * certificate it makes in STATE/tls (kept for later starts).
  */
 #include "drover/agent.h"
 #include "drover/cmd.h"
@@ -20,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -44,7 +46,7 @@ static void xdg_dir(const char *var, const char *fallback, const char *leaf, cha
 }
 
 struct client_config {
-	const char *url, *token;
+	const char *url, *token, *ca;
 };
 
 static int put_client_config(FILE *f, void *arg)
@@ -53,13 +55,16 @@ static int put_client_config(FILE *f, void *arg)
 
 	fprintf(f, "# written by drover up: the local controller and its admin token\n"
 		   "server: %s\ntoken: %s\n", cc->url, cc->token ? cc->token : "");
+	if (cc->ca)
+		fprintf(f, "ca_file: %s\n", cc->ca);
 	return 0;
 }
 
-/* Writes the client's config file (docs/client.md): server and token. */
-static int write_client_config(const char *url, const char *token, char *path, size_t n)
+/* Writes the client's config file (docs/client.md): server, token, CA. */
+static int write_client_config(const char *url, const char *token, const char *ca, char *path,
+			       size_t n)
 {
-	struct client_config cc = { url, token };
+	struct client_config cc = { url, token, ca };
 	char dir[900];
 
 	xdg_dir("XDG_CONFIG_HOME", ".config", "drover", dir, sizeof(dir));
@@ -70,7 +75,8 @@ static int write_client_config(const char *url, const char *token, char *path, s
 }
 
 /* Waits (up to secs) for the node to be up; prints what it has. */
-static void report_node(const char *url, const char *token, const char *name, int secs)
+static void report_node(const char *url, const char *token, const char *ca, const char *name,
+			int secs)
 {
 	struct drv_http_client c;
 	char path[256];
@@ -79,6 +85,7 @@ static void report_node(const char *url, const char *token, const char *name, in
 	char *esc = drv_http_escape(name);
 
 	drv_http_client_init(&c, url, token);
+	drv_http_client_set_ca(&c, ca);
 	snprintf(path, sizeof(path), "/v1/nodes/%s", esc);
 	drv_free(esc);
 	for (int i = 0; i < secs * 10; i++) {
@@ -108,7 +115,10 @@ static void report_node(const char *url, const char *token, const char *name, in
 /* What the command line says, defaults filled in. */
 struct up_args {
 	const char *state, *listen, *agent_listen, *fake, *cluster, *name;
+	bool tls;
 	char state_buf[900], host[256];
+	/* with --tls: STATE/tls/ (absolute) and its files */
+	char ca[PATH_MAX + 32], cert[PATH_MAX + 32], key[PATH_MAX + 32];
 };
 
 /* 0, or DRV_OPTS_HELP / DRV_OPTS_ERROR (printed). */
@@ -128,12 +138,15 @@ static int parse_args(int argc, char **argv, struct up_args *a)
 			       "a cluster file for the controller (docs/cluster-format.md)"),
 		DRV_OPT_STRING(0, "name", &a->name, "NODE",
 			       "the local node's name (default: the host name)"),
+		DRV_OPT_FLAG(0, "tls", &a->tls,
+			     "https for the API and the agent: a CA and a certificate made in "
+			     "STATE/tls on first use (kept after), named in the client config"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts cmd = {
 		.name = "drover up",
 		.usage = "drover up [--state DIR] [--listen ADDR:PORT] [--agent-listen ADDR:PORT]\n"
-			 "                 [--fake-gpus SPEC] [--cluster FILE] [--name NODE]",
+			 "                 [--fake-gpus SPEC] [--cluster FILE] [--name NODE] [--tls]",
 		.about = "The controller and a local agent in one process, in the foreground "
 			 "until Ctrl-C; writes the client's config so that drover commands here "
 			 "need no flags.",
@@ -175,6 +188,11 @@ static int start_server(const struct up_args *a, const char *me, struct drv_serv
 	so.cluster_file = a->cluster;
 	so.admin_user = me;
 	so.allow_root_tasks = true;
+	if (a->tls) {
+		so.tls_cert = a->cert;
+		so.tls_key = a->key;
+		so.tls_ca = a->ca;
+	}
 	rc = drv_server_start(&so, srv, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover up: %s%s\n", err,
@@ -182,8 +200,8 @@ static int start_server(const struct up_args *a, const char *me, struct drv_serv
 					      : "");
 		return rc == DRV_EINVAL || rc == DRV_EPARSE ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
-	if (write_client_config(drv_server_url(*srv), drv_server_admin_token(*srv), cfgpath,
-				cfgsz) < 0) {
+	if (write_client_config(drv_server_url(*srv), drv_server_admin_token(*srv),
+				a->tls ? a->ca : NULL, cfgpath, cfgsz) < 0) {
 		fprintf(stderr, "drover up: warning: cannot write the client config (%s); use "
 				"--server %s and DROVER_TOKEN or --token-file with the admin token "
 				"from %s\n", strerror(errno), drv_server_url(*srv),
@@ -210,6 +228,11 @@ static int start_agent(const struct up_args *a, struct drv_server *srv, struct d
 	ac.fake_fallback = true;
 	ac.state_dir = agent_state;
 	ac.run_as_self = true;
+	if (a->tls) {
+		ac.tls_cert = a->cert;
+		ac.tls_key = a->key;
+		ac.tls_ca = a->ca;
+	}
 	rc = drv_agent_start(&ac, agent, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover up: the local agent did not start: %s\n", err);
@@ -231,18 +254,45 @@ static void print_banner(const struct up_args *a, struct drv_server *srv, struct
 		printf("client config written to %s: drover commands here need no flags\n", cfgpath);
 	printf("tasks run as %s (uid %d), who started drover up: a single-user setup\n", me,
 	       (int)getuid());
-	report_node(drv_server_url(srv), drv_server_admin_token(srv), a->name, 10);
+	if (a->tls)
+		printf("TLS: the API and the agent serve https; CA %s\n", a->ca);
+	report_node(drv_server_url(srv), drv_server_admin_token(srv), a->tls ? a->ca : NULL,
+		    a->name, 10);
 	if (drv_http_parse_addr(a->agent_listen, ahost, sizeof(ahost), &aport) < 0 || !ahost[0] ||
 	    strcmp(ahost, "0.0.0.0") == 0)
 		snprintf(ahost, sizeof(ahost), "127.0.0.1");
 	if (drv_agent_metrics_port(agent) > 0)
 		aport = drv_agent_metrics_port(agent);
-	printf("agent metrics: http://%s:%d/metrics\n", ahost, aport);
+	printf("agent metrics: %s://%s:%d/metrics\n", a->tls ? "https" : "http", ahost, aport);
 	printf("\nTry:\n"
 	       "  printf '#!/bin/sh\\n#SBATCH --gpus=1\\necho hello from GPU $CUDA_VISIBLE_DEVICES\\n' | drover submit -\n"
 	       "  drover queue\n"
 	       "  drover nodes\n\n");
 	fflush(stdout);
+}
+
+/*
+ * --tls: STATE/tls with a CA and a server certificate for this machine's
+ * names (drv_tls_init_dir: made on first use, kept after), which the
+ * controller and the agent serve with and the client config names.
+ */
+static int make_tls(struct up_args *a)
+{
+	char dir[1000], abs[PATH_MAX], names[600], err[1024] = "";
+	bool made = false;
+
+	snprintf(dir, sizeof(dir), "%s/tls", a->state);
+	if (drv_tls_init_dir(dir, drv_tls_local_names(names, sizeof(names)), &made, err,
+			     sizeof(err)) < 0 || !realpath(dir, abs)) {
+		fprintf(stderr, "drover up: --tls: %s\n", err[0] ? err : strerror(errno));
+		return DRV_EXIT_FAIL;
+	}
+	snprintf(a->ca, sizeof(a->ca), "%s/ca.pem", abs);
+	snprintf(a->cert, sizeof(a->cert), "%s/server.pem", abs);
+	snprintf(a->key, sizeof(a->key), "%s/server-key.pem", abs);
+	if (made)
+		printf("TLS: made a CA and a certificate for %s in %s\n", names, abs);
+	return 0;
 }
 
 int cmd_up(int argc, char **argv)
@@ -264,6 +314,8 @@ int cmd_up(int argc, char **argv)
 			strerror(errno));
 		return DRV_EXIT_FAIL;
 	}
+	if (a.tls && (rc = make_tls(&a)))
+		return rc;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);

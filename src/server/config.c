@@ -292,10 +292,47 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 	}
 }
 
+/* tls: {cert_file, key_file, ca_file}: files; cert and key go together. */
+static void read_tls(struct cload *L, struct fy_node_pair *tp)
+{
+	struct fy_node *v = fy_node_pair_value(tp);
+	struct srv_config *c = L->c;
+	struct fy_node_pair *p;
+	void *it = NULL;
+	char f[80];
+
+	if (!v || !fy_node_is_mapping(v)) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(tp), "tls",
+			     "found %s, expected a mapping (cert_file, key_file, ca_file)", f);
+		return;
+	}
+	while ((p = fy_node_mapping_iterate(v, &it))) {
+		const char *k = key_of(L, p, "tls");
+		char path[64];
+
+		if (!k)
+			continue;
+		snprintf(path, sizeof(path), "tls.%s", k);
+		if (strcmp(k, "cert_file") == 0)
+			want_str(L, p, path, &c->tls_cert_file);
+		else if (strcmp(k, "key_file") == 0)
+			want_str(L, p, path, &c->tls_key_file);
+		else if (strcmp(k, "ca_file") == 0)
+			want_str(L, p, path, &c->tls_ca_file);
+		else
+			unknown(L, fy_node_pair_key(p), path, "field", "cert_file, key_file, ca_file");
+	}
+	if (!c->tls_cert_file != !c->tls_key_file)
+		drv_yaml_err(L->d, drv_yaml_pair_at(tp), c->tls_cert_file ? "tls.key_file"
+									 : "tls.cert_file",
+			     "found nothing, expected a file (cert_file and key_file go together)");
+}
+
 #define KNOWN_SETTINGS                                                                       \
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
 	"heartbeat_timeout_s, retry_limit, sched_delay_ms, default_pool, default_leaf, "     \
-	"scheduler, tenants"
+	"scheduler, tenants, tls"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -344,6 +381,8 @@ static void read_root(struct cload *L, struct fy_node *root)
 			read_scheduler(L, p);
 		} else if (strcmp(k, "tenants") == 0) {
 			want_str(L, p, k, &c->tenants_path);
+		} else if (strcmp(k, "tls") == 0) {
+			read_tls(L, p);
 		} else {
 			unknown(L, fy_node_pair_key(p), k, "setting", KNOWN_SETTINGS);
 		}
@@ -361,22 +400,23 @@ static void read_root(struct cload *L, struct fy_node *root)
 	}
 }
 
-/* A relative `tenants:` path names a file next to the config file. */
-static void resolve_tenants_path(struct srv_config *c, const char *cfg_path)
+/* A relative path in the config (`tenants:`, `tls:`) names a file next to
+ * the config file. */
+static void resolve_path(char **path, const char *cfg_path)
 {
 	const char *slash = strrchr(cfg_path, '/');
 	size_t dl, n;
 	char *p;
 
-	if (!c->tenants_path || c->tenants_path[0] == '/' || !slash)
+	if (!*path || (*path)[0] == '/' || !slash)
 		return;
 	dl = (size_t)(slash - cfg_path) + 1;       /* with the slash */
-	n = dl + strlen(c->tenants_path) + 1;
+	n = dl + strlen(*path) + 1;
 	p = drv_malloc(n);
 	memcpy(p, cfg_path, dl);
-	memcpy(p + dl, c->tenants_path, n - dl);
-	drv_free(c->tenants_path);
-	c->tenants_path = p;
+	memcpy(p + dl, *path, n - dl);
+	drv_free(*path);
+	*path = p;
 }
 
 /* Every diagnostic of d into err, one per line ("file:line:col: error:
@@ -453,7 +493,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	if (c->tenants_path) {
 		struct drv_diags td;
 
-		resolve_tenants_path(c, path);
+		resolve_path(&c->tenants_path, path);
 		drv_diags_init(&td, c->tenants_path);
 		rc = drv_tenants_load_file(c->tenants_path, &c->tenants, &td);
 		if (rc == 0 && td.nerrors)
@@ -469,6 +509,9 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 		drv_log(&s->log, "tenants from %s: %d tenants, %d priority classes", c->tenants_path,
 			(int)c->tenants.ntenants, (int)c->tenants.nclasses);
 	}
+	resolve_path(&c->tls_cert_file, path);
+	resolve_path(&c->tls_key_file, path);
+	resolve_path(&c->tls_ca_file, path);
 	if (!c->default_pool)
 		c->default_pool = drv_strdup("default");
 	if (!c->default_leaf)
@@ -496,6 +539,9 @@ void srv_config_release(struct srv_config *c)
 	drv_free(c->default_pool);
 	drv_free(c->default_leaf);
 	drv_free(c->tenants_path);
+	drv_free(c->tls_cert_file);
+	drv_free(c->tls_key_file);
+	drv_free(c->tls_ca_file);
 	drv_tenants_release(&c->tenants);
 	memset(c, 0, sizeof(*c));
 }

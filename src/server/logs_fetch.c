@@ -36,6 +36,7 @@ static void fetch(const struct srv_logs_req *q, struct drv_http_resp *o)
 	int rc;
 
 	drv_http_client_init(&cl, q->url, q->tok);
+	drv_http_client_set_ca(&cl, q->ca);
 	cl.timeout_ms = 10000;
 	drv_http_reply_init(&rep);
 	rc = drv_http_request(&cl, "GET", q->path, NULL, NULL, 0, -1, &rep);
@@ -116,6 +117,7 @@ void srv_logs_fetch(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 	pthread_t th;
 	bool own_thread;
 
+	q->ca = s->cfg.tls_ca_file;   /* lives as long as the server */
 	pthread_mutex_lock(&s->mu);
 	own_thread = s->nfetches < MAX_FETCHES && !s->stopping;
 	if (own_thread)

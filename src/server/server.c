@@ -220,6 +220,38 @@ static int start_scheduling(struct drv_server *s, const struct drv_server_opts *
 	return 0;
 }
 
+/*
+ * The API listener: https when a certificate and key are given (the flags
+ * win over the config's tls:), else plain HTTP, said in a warning when it
+ * is bound beyond loopback. The CA (flag or config) checks agents' https.
+ */
+static int start_http(struct drv_server *s, const struct drv_server_opts *o, const char *listen,
+		      char *err, size_t errsz)
+{
+	struct drv_http_server_opts ho = {
+		.tls_cert_file = o->tls_cert ? o->tls_cert : s->cfg.tls_cert_file,
+		.tls_key_file = o->tls_key ? o->tls_key : s->cfg.tls_key_file,
+	};
+	int rc;
+
+	if (o->tls_ca)
+		srv_set_str(&s->cfg.tls_ca_file, o->tls_ca);
+	if (s->cfg.tls_ca_file && access(s->cfg.tls_ca_file, R_OK) != 0) {
+		snprintf(err, errsz, "TLS CA file %s: %s", s->cfg.tls_ca_file, strerror(errno));
+		return DRV_EINVAL;
+	}
+	drv_http_raise_nofile();   /* room for every agent's connection */
+	rc = drv_http_server_start_opts(listen, &ho, srv_routes, auth_filter, s, &s->http, err,
+					errsz);
+	if (rc == DRV_EPERM)
+		rc = DRV_EINVAL;   /* a key others may read: bad input, exit 2 */
+	if (rc == 0 && !drv_http_server_tls(s->http) && !drv_http_addr_loopback(listen))
+		drv_log(&s->log, "warning: plain HTTP on %s, which is not loopback: tokens, job "
+			"commands and environments cross the network unencrypted; set tls.cert_file "
+			"and tls.key_file (or --tls-cert/--tls-key)", listen);
+	return rc;
+}
+
 int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, char *err,
 		     size_t errsz)
 {
@@ -247,11 +279,10 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	rc = start_scheduling(s, o, err, errsz);
 	if (rc < 0)
 		goto fail;
-	drv_http_raise_nofile();   /* room for every agent's connection */
-	rc = drv_http_server_start(listen, srv_routes, auth_filter, s, &s->http, err, errsz);
+	rc = start_http(s, o, listen, err, errsz);
 	if (rc < 0)
 		goto fail;
-	snprintf(s->url, sizeof(s->url), "http://%s:%d",
+	snprintf(s->url, sizeof(s->url), "%s://%s:%d", drv_http_server_tls(s->http) ? "https" : "http",
 		 host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0
 			 ? "127.0.0.1" : host,
 		 drv_http_server_port(s->http));

@@ -149,6 +149,9 @@ struct srv_config {
 	struct drv_sched_policy policy;
 	char *tenants_path;          /* `tenants:`, resolved against the config's directory */
 	struct drv_tenants tenants;  /* its quotas, weights, classes (empty without one) */
+	char *tls_cert_file;         /* `tls:`, resolved as tenants_path; NULL: none */
+	char *tls_key_file;
+	char *tls_ca_file;           /* the CA agents' certificates are checked against */
 };
 
 /* The authenticated caller, set by the filter. */
@@ -482,6 +485,7 @@ void srv_reply_when_durable(struct drv_server *s, struct drv_http_req *r, uint64
  * Where a task's logs are, and which bytes. */
 struct srv_logs_req {
 	char *url, *tok;           /* the agent's; owned */
+	const char *ca;            /* the CA its https is checked against (the server's) */
 	char path[256];
 	char nodename[DRV_NAME_MAX * 2];
 	int64_t offset;

@@ -1,7 +1,10 @@
 # deploy_files.sh: the files under deploy/ are valid as the tools that read
 # them see it: promtool accepts the rules and the scrape configuration, the
 # rules name only metrics that drover actually exports, and the dashboard
-# is JSON whose queries name only such metrics too.
+# is JSON whose queries name only such metrics too. The systemd units: every
+# --flag of their ExecStart lines is one the command knows, and
+# systemd-analyze verify accepts them (when installed; no systemd runs
+# here), on copies that point at this build's binary.
 . "$ROOT/tests/integration/lib.sh"
 cd "$ROOT/deploy" || fail "no deploy/"
 
@@ -18,4 +21,18 @@ names=$(grep -ohE '\b(drover_[a-z_]+|DCGM_FI_[A-Z_]+)' prometheus/drover-rules.y
 for n in $names; do
 	grep -q "$n" "$ROOT/docs/api.md" "$ROOT/docs/agent.md" || fail "$n is used in deploy/ but exported by nothing documented"
 done
+for u in systemd/drover-server.service systemd/drover-agent.service; do
+	cmd=$(basename "$u" .service)
+	cmd=${cmd#drover-}
+	flags=$(sed -n '/^ExecStart=/,/[^\\]$/p' "$u" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+	[ -n "$flags" ] || fail "$u: no flags found in ExecStart"
+	for f in $flags; do
+		"$DROVER" "$cmd" --help | grep -qE -- "(^| )$f( |$)" || fail "$u: $f is not a flag of drover $cmd"
+	done
+	if command -v systemd-analyze >/dev/null; then
+		sed "s|/usr/local/bin/drover|$DROVER|g" "$u" >"$TEST_TMP/${u#systemd/}"
+		systemd-analyze verify "$TEST_TMP/${u#systemd/}" || fail "systemd-analyze verify rejects $u"
+	fi
+done
+
 echo "deploy files: ok ($(echo "$names" | wc -w) metric names checked)"

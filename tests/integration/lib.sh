@@ -44,7 +44,10 @@
 #                            'retry_limit: 1'; of two LINEs with one key, the
 #                            later is kept); pick SERVER_PORT and SERVER_URL
 #                            (kept across restarts) and point the client at it
-#                            (DROVER_SERVER, DROVER_TOKEN=$ADMIN_TOKEN)
+#                            (DROVER_SERVER, DROVER_TOKEN=$ADMIN_TOKEN); the URL
+#                            is https when SERVER_SCHEME=https (the test then
+#                            exports DROVER_CA_FILE, which the client, agents
+#                            and the /healthz probe trust)
 #   start_server [NAME=VALUE...] [ARG...]  `drover server` on SERVER_PORT with
 #                            SERVER_CONFIG (server_config first if not yet; a
 #                            test may set it to a file of its own), state
@@ -100,7 +103,7 @@ BOB_TOKEN=bob-t
 CLUSTER_TOKEN=agents-t
 
 export XDG_CONFIG_HOME="$TEST_TMP/xdg"
-unset DROVER_SERVER DROVER_TOKEN DROVER_AGENT_TOKEN
+unset DROVER_SERVER DROVER_TOKEN DROVER_AGENT_TOKEN DROVER_CA_FILE
 mkdir -p "$XDG_CONFIG_HOME"
 CLUSTER_TOKEN_FILE="$TEST_TMP/cluster-token"
 (umask 077 && echo "$CLUSTER_TOKEN" >"$CLUSTER_TOKEN_FILE")
@@ -205,14 +208,15 @@ CONF
 		[ -n "$_sc_later" ] || echo "$_l" >>"$SERVER_CONFIG"
 	done
 	SERVER_PORT=${SERVER_PORT:-$(free_port)}
-	SERVER_URL="http://127.0.0.1:$SERVER_PORT"
+	SERVER_URL="${SERVER_SCHEME:-http}://127.0.0.1:$SERVER_PORT"
 	export DROVER_SERVER="$SERVER_URL" DROVER_TOKEN="$ADMIN_TOKEN"
 }
 
 # healthz: /healthz answers, open or (open_endpoints: false) to the admin token
 healthz() {
-	curl -fsS -m 2 "$SERVER_URL/healthz" >/dev/null ||
-		curl -fsS -m 2 -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL/healthz" >/dev/null
+	curl -fsS -m 2 ${DROVER_CA_FILE:+--cacert "$DROVER_CA_FILE"} "$SERVER_URL/healthz" >/dev/null ||
+		curl -fsS -m 2 ${DROVER_CA_FILE:+--cacert "$DROVER_CA_FILE"} \
+			-H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL/healthz" >/dev/null
 }
 
 # start_server: the leading NAME=VALUE arguments stay in front for env; our
@@ -220,7 +224,7 @@ healthz() {
 start_server() {
 	[ -n "${SERVER_CONFIG:-}" ] || server_config
 	SERVER_PORT=${SERVER_PORT:-$(free_port)}
-	SERVER_URL="http://127.0.0.1:$SERVER_PORT"
+	SERVER_URL="${SERVER_SCHEME:-http}://127.0.0.1:$SERVER_PORT"
 	_ss_n=0
 	for _a; do
 		case $_a in [A-Za-z_]*=*) _ss_n=$((_ss_n + 1)) ;; *) break ;; esac
@@ -282,14 +286,14 @@ stop_agent() {
 
 start_up() {
 	SERVER_PORT=${SERVER_PORT:-$(free_port)}
-	SERVER_URL="http://127.0.0.1:$SERVER_PORT"
+	SERVER_URL="${SERVER_SCHEME:-http}://127.0.0.1:$SERVER_PORT"
 	AGENT_PORT=${AGENT_PORT:-$(free_port)}
 	"$DROVER" up --state "$TEST_TMP/state" --listen "127.0.0.1:$SERVER_PORT" \
 		--agent-listen "127.0.0.1:$AGENT_PORT" --fake-gpus 8xH100 --name box "$@" \
 		>"$TEST_TMP/up.out" 2>&1 9>&- &
 	UP_PID=$!
 	track "$UP_PID"
-	wait_until 30 grep -q '^drover is up: http://127.0.0.1:' "$TEST_TMP/up.out" ||
+	wait_until 30 grep -qE '^drover is up: https?://127.0.0.1:' "$TEST_TMP/up.out" ||
 		{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not come up"; }
 	wait_until 15 grep -q '^node box: 8 x H100-SXM-80GB, up' "$TEST_TMP/up.out" ||
 		{ cat "$TEST_TMP/up.out" >&2; fail "drover up did not report its node"; }

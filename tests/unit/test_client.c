@@ -37,6 +37,7 @@ static void setup(void)
 	setenv("XDG_CONFIG_HOME", dir, 1);
 	unsetenv("DROVER_SERVER");
 	unsetenv("DROVER_TOKEN");
+	unsetenv("DROVER_CA_FILE");
 }
 
 static void teardown(void)
@@ -53,7 +54,7 @@ Test(client, default_server_without_anything)
 {
 	struct drv_client_conf c;
 	char err[256];
-	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), 0));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), 0));
 	cr_assert(eq(str, c.server, "http://127.0.0.1:8080"));
 	cr_assert(eq(ptr, c.token, NULL));
 	cr_assert(eq(str, c.source, "default"));
@@ -66,27 +67,55 @@ Test(client, config_file_then_env_then_flags_win)
 	char err[256];
 
 	write_config("server: http://10.0.0.1:9000/\ntoken: file-token\nextra: ignored\n");
-	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), 0));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), 0));
 	cr_assert(eq(str, c.server, "http://10.0.0.1:9000"));
 	cr_assert(eq(str, c.token, "file-token"));
 	drv_client_conf_release(&c);
 
 	setenv("DROVER_SERVER", "10.0.0.2:9001", 1);
-	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), 0));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), 0));
 	cr_assert(eq(str, c.server, "http://10.0.0.2:9001"));
 	cr_assert(eq(str, c.token, "file-token"), "the token still comes from the file");
 	cr_assert(eq(str, c.source, "DROVER_SERVER"));
 	drv_client_conf_release(&c);
 
 	setenv("DROVER_TOKEN", "env-token", 1);
-	cr_assert(eq(int, drv_client_conf_resolve(&c, "https://x:1", "flag-token", err,
+	cr_assert(eq(int, drv_client_conf_resolve(&c, "https://x:1", "flag-token", NULL, err,
 						  sizeof(err)), 0));
 	cr_assert(eq(str, c.server, "https://x:1"));
 	cr_assert(eq(str, c.token, "flag-token"));
 	drv_client_conf_release(&c);
 
-	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), 0));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), 0));
 	cr_assert(eq(str, c.token, "env-token"));
+	drv_client_conf_release(&c);
+}
+
+Test(client, ca_file_from_flag_env_or_file)
+{
+	struct drv_client_conf c;
+	char err[256], want[512];
+
+	write_config("server: https://10.0.0.1:9000\nca_file: tls/ca.pem\n");
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), 0));
+	snprintf(want, sizeof(want), "%s/drover/tls/ca.pem", dir);
+	cr_assert(eq(str, c.ca_file, want), "relative to the config file's folder");
+	drv_client_conf_release(&c);
+
+	setenv("DROVER_CA_FILE", "/etc/env-ca.pem", 1);
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), 0));
+	cr_assert(eq(str, c.ca_file, "/etc/env-ca.pem"));
+	drv_client_conf_release(&c);
+
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, "/flag-ca.pem", err,
+						  sizeof(err)), 0));
+	cr_assert(eq(str, c.ca_file, "/flag-ca.pem"));
+	drv_client_conf_release(&c);
+	unsetenv("DROVER_CA_FILE");
+
+	write_config("server: http://h:1\n");
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), 0));
+	cr_assert(eq(ptr, c.ca_file, NULL), "none: the system's CAs");
 	drv_client_conf_release(&c);
 }
 
@@ -98,34 +127,36 @@ Test(client, bad_config_file_is_an_error_not_ignored)
 	char want[512];
 
 	write_config("- server\n- token\n");
-	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
 	snprintf(want, sizeof(want), "%s/drover/config:1:3: error: found a list, expected a "
 		 "mapping with 'server' and 'token'", dir);
 	cr_assert(eq(str, err, want), "file:line:col: error: ...");
 
 	write_config("server: http://h:1\ntoken:\n  {a: 1}\n");
-	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
 	snprintf(want, sizeof(want), "%s/drover/config:3:4: error: token: found a mapping, "
 		 "expected a string", dir);
 	cr_assert(eq(str, err, want));
 
 	write_config("server: http://h:1\ntoken: 'x\n");
-	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, NULL, NULL, NULL, err, sizeof(err)), DRV_EPARSE));
 	snprintf(want, sizeof(want), "%s/drover/config:", dir);
 	cr_assert(eq(int, strncmp(err, want, strlen(want)), 0), "%s", err);
 	cr_assert(strstr(err, ": error: YAML syntax: ") != NULL, "%s", err);
 
 	/* flags for both: the file is not read at all */
-	cr_assert(eq(int, drv_client_conf_resolve(&c, "h:1", "t", err, sizeof(err)), 0));
+	cr_assert(eq(int, drv_client_conf_resolve(&c, "h:1", "t", NULL, err, sizeof(err)), 0));
 	drv_client_conf_release(&c);
 }
 
 Test(client, empty_config_file_is_empty)
 {
-	char *s, *t, err[128];
-	cr_assert(eq(int, drv_client_conf_parse("\n  \n", 4, &s, &t, err, sizeof(err)), 0));
-	cr_assert(eq(ptr, s, NULL));
-	cr_assert(eq(ptr, t, NULL));
+	struct drv_client_conf f;
+	char err[128];
+	cr_assert(eq(int, drv_client_conf_parse("\n  \n", 4, &f, err, sizeof(err)), 0));
+	cr_assert(eq(ptr, f.server, NULL));
+	cr_assert(eq(ptr, f.token, NULL));
+	cr_assert(eq(ptr, f.ca_file, NULL));
 }
 
 static char *capture(int (*fn)(FILE *, const json_t *), const json_t *v)

@@ -113,7 +113,35 @@ Test(server_config, unknown_setting_and_token_field)
 		     "c.yaml:4:1: error: heartbeat_timeoutt_s: found an unknown setting, expected one "
 		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
 		     "heartbeat_interval_s, heartbeat_timeout_s, retry_limit, sched_delay_ms, "
-		     "default_pool, default_leaf, scheduler, tenants"));
+		     "default_pool, default_leaf, scheduler, tenants, tls"));
+}
+
+Test(server_config, tls_fields_are_checked)
+{
+	char err[1024];
+	int rc = start("tls:\n"
+		       "  cert_file: server.pem\n"
+		       "  keyfile: server-key.pem\n",
+		       err, sizeof(err));
+
+	cr_assert(eq(int, rc, DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:3:3: error: tls.keyfile: found an unknown field, expected one of: "
+		     "cert_file, key_file, ca_file\n"
+		     "c.yaml:2:3: error: tls.key_file: found nothing, expected a file (cert_file "
+		     "and key_file go together)"));
+}
+
+Test(server_config, tls_files_must_be_usable)
+{
+	char err[1024];
+	int rc = start("tls: {cert_file: server.pem, key_file: server-key.pem}\n", err,
+		       sizeof(err));
+
+	/* relative to the config file's folder, and named when unreadable */
+	cr_assert(eq(int, rc, DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err), "TLS certificate: cannot read server.pem: No such file "
+		     "or directory"), "%s", err);
 }
 
 Test(server_config, integers_strings_and_missing_values)
