@@ -2,11 +2,14 @@
  * store.h: drover's durable state behind one small interface (src/store/).
  * Owned by the server engineer (issue 6).
  *
- * The controller keeps its working state in memory and writes through to a
- * store: every job as one row (a few indexed columns plus the full record
+ * The controller keeps its unfinished jobs in memory and writes through to
+ * a store: every job as one row (a few indexed columns plus the full record
  * as a JSON document), an append-only log of events with a sequence number
- * that only grows, the nodes, and a few named counters (the assignment
- * epoch). On start it loads everything back.
+ * that only grows, the nodes, a few named counters (the assignment epoch)
+ * and one accounting row per ended attempt. On start it loads the nodes and
+ * the unfinished jobs only (load_live_jobs); finished jobs are read from
+ * the store when asked for (get_job, list_jobs), and purged after the
+ * retention time (purge_jobs) while their accounting rows stay.
  *
  * A store is a table of function pointers (SQLite's VFS, Slurm's select
  * plugins): struct drv_store_ops. The SQLite backend (store_sqlite.c) runs
@@ -38,6 +41,35 @@ struct drv_store_job {
 	const char *state;
 	int64_t submit_time;   /* s since the Unix epoch */
 	const char *doc;
+	int64_t end_time;      /* s; 0 while unfinished */
+	bool done;             /* finished and holding nothing: not loaded at start */
+};
+
+/* Which jobs list_jobs returns: ids above after, in id order, at most limit
+ * (0 = all), and only those matching every filter given. */
+struct drv_store_job_query {
+	uint64_t after;
+	int limit;
+	int done;              /* -1 any, 0 unfinished only, 1 finished only */
+	const char *user, *tenant, *name;   /* NULL: any */
+	const char *states;    /* ",succeeded,failed," (commas around each); NULL: any */
+};
+
+/*
+ * One accounting row: one attempt of a job that ended (a requeued attempt
+ * has state "requeued"). Kept after the job's own record is purged; what
+ * accounting, budgets and sacct read. Money in integer micro-dollars,
+ * GPU time in milli-GPU-seconds (1000 = one GPU for one second).
+ */
+struct drv_store_acct {
+	uint64_t job;
+	int32_t attempt;
+	const char *name, *user, *tenant, *pool, *state;
+	int64_t submit_time, start_time, end_time;   /* s; start 0 = never started */
+	bool has_exit;
+	int exit_code;
+	int64_t gpu_milli_s;
+	int64_t cost_micro;
 };
 
 /* One event. seq is assigned by add_event (> every earlier seq, also across
@@ -86,6 +118,25 @@ struct drv_store_ops {
 	int (*put_meta)(struct drv_store *s, const char *key, int64_t val);
 	/* Largest job id and event seq stored (0 when none). */
 	int (*max_ids)(struct drv_store *s, uint64_t *job, int64_t *seq);
+	/* Jobs with done false, by id (what a restart loads). */
+	int (*load_live_jobs)(struct drv_store *s,
+			      int (*fn)(const struct drv_store_job *j, void *cls), void *cls);
+	/* One job; DRV_ENOENT when absent (never stored, or purged). */
+	int (*get_job)(struct drv_store *s, uint64_t id,
+		       int (*fn)(const struct drv_store_job *j, void *cls), void *cls);
+	int (*list_jobs)(struct drv_store *s, const struct drv_store_job_query *q,
+			 int (*fn)(const struct drv_store_job *j, void *cls), void *cls);
+	/* Jobs with done true counted by state: fn once per state present. */
+	int (*count_done)(struct drv_store *s,
+			  int (*fn)(const char *state, int64_t n, void *cls), void *cls);
+	/* Deletes at most limit done jobs that ended before `before` (s), with
+	 * their events; *n gets how many. Their accounting rows stay. Call
+	 * inside begin/commit. */
+	int (*purge_jobs)(struct drv_store *s, int64_t before, int limit, int64_t *n);
+	int (*put_acct)(struct drv_store *s, const struct drv_store_acct *a);  /* insert or replace */
+	/* Accounting rows with since <= end_time < until, by end_time. */
+	int (*load_acct)(struct drv_store *s, int64_t since, int64_t until,
+			 int (*fn)(const struct drv_store_acct *a, void *cls), void *cls);
 	void (*close)(struct drv_store *s);
 };
 
@@ -109,6 +160,8 @@ static inline int drv_store_get_meta(struct drv_store *s, const char *k, int64_t
 { return s->ops->get_meta(s, k, v); }
 static inline int drv_store_put_meta(struct drv_store *s, const char *k, int64_t v)
 { return s->ops->put_meta(s, k, v); }
+static inline int drv_store_put_acct(struct drv_store *s, const struct drv_store_acct *a)
+{ return s->ops->put_acct(s, a); }
 /* Closes and frees; NULL is a no-op. */
 void drv_store_close(struct drv_store *s);
 
@@ -138,5 +191,8 @@ int drv_store_fault_wrap(struct drv_store *inner, struct drv_store **out);
 void drv_store_fault_arm(struct drv_store *s, const char *op, int after, int err);
 /* Calls of op that failed so far. */
 int drv_store_fault_hits(const struct drv_store *s);
+/* Makes op ("load_live_jobs") sleep ms before each call: a slow disk, so
+ * tests can watch a restart that is still loading. */
+void drv_store_fault_slow(struct drv_store *s, const char *op, int ms);
 
 #endif

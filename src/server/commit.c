@@ -45,6 +45,9 @@ static void batch_free(struct wbatch *b)
 		free(b->nodes[i].doc);
 	}
 	drv_free(b->nodes);
+	for (size_t i = 0; i < b->naccts; i++)
+		srv_wacct_release(&b->accts[i]);
+	drv_free(b->accts);
 	for (size_t i = 0; i < b->nevents; i++)
 		srv_pend_release(&b->events[i]);
 	drv_free(b->events);
@@ -66,6 +69,8 @@ static void batch_add_job(struct drv_server *s, struct wbatch *b, struct srv_job
 	w->tenant = drv_strdup(j->spec.job.tenant ? j->spec.job.tenant : "default");
 	w->state = srv_jstate_name(j->state);
 	w->submit_time = j->submit_time;
+	w->end_time = srv_jstate_final(j->state) ? j->end_time : 0;
+	w->done = srv_jstate_final(j->state) && !j->holding;
 	w->doc = json_dumps(doc, JSON_COMPACT);
 	json_decref(doc);
 }
@@ -89,7 +94,7 @@ uint64_t srv_enqueue(struct drv_server *s)
 
 	for (int32_t n = 0; n < s->nnodes; n++)
 		nodes_dirty |= s->nodes[n].dirty;
-	if (s->ndirty == 0 && s->npend == 0 && !s->meta_dirty && !nodes_dirty)
+	if (s->ndirty == 0 && s->npend == 0 && !s->meta_dirty && !nodes_dirty && !s->nacct)
 		return s->next_ticket;   /* wait for what is in flight, if anything */
 	b = batch_new();
 	for (size_t i = 0; i < s->ndirty; i++) {
@@ -120,6 +125,11 @@ uint64_t srv_enqueue(struct drv_server *s)
 	b->ecap = s->pcap;
 	s->pend = NULL;
 	s->npend = s->pcap = 0;
+	b->accts = s->acct_pend;
+	b->naccts = s->nacct;
+	b->acap = s->acctcap;
+	s->acct_pend = NULL;
+	s->nacct = s->acctcap = 0;
 	if (s->meta_dirty) {
 		b->meta = true;
 		b->epoch = s->epoch;
@@ -189,10 +199,13 @@ static int write_group(struct drv_server *s, struct wbatch *g)
 			struct wjob *w = &b->jobs[i];
 			struct drv_store_job row = { .id = w->id, .name = w->name, .user = w->user,
 						     .tenant = w->tenant, .state = w->state,
-						     .submit_time = w->submit_time, .doc = w->doc };
+						     .submit_time = w->submit_time, .doc = w->doc,
+						     .end_time = w->end_time, .done = w->done };
 
 			rc = drv_store_put_job(st, &row);
 		}
+		for (size_t i = 0; i < b->naccts && rc == 0; i++)
+			rc = drv_store_put_acct(st, &b->accts[i].a);
 		for (size_t i = 0; i < b->nnodes && rc == 0; i++) {
 			struct drv_store_node row = { .name = b->nodes[i].name, .doc = b->nodes[i].doc };
 
@@ -243,6 +256,11 @@ static void requeue_failed(struct drv_server *s, struct wbatch *g)
 		}
 		if (b->meta)
 			s->meta_dirty = true;
+		for (size_t i = 0; i < b->naccts; i++) {
+			DRV_GROW(s->acct_pend, s->nacct + 1, s->acctcap);
+			s->acct_pend[s->nacct++] = b->accts[i];
+		}
+		b->naccts = 0;
 		for (size_t i = 0; i < b->nevents; i++) {
 			struct pend_event *p = &b->events[i];
 
@@ -301,6 +319,8 @@ void *srv_commit_main(void *arg)
 
 					if (j && j->epoch == b->jobs[i].epoch)
 						j->durable_epoch = j->epoch;
+					if (j && b->jobs[i].done)
+						srv_job_evict(s, j);
 				}
 				for (size_t i = 0; i < b->nevents; i++) {
 					struct pend_event *p = &b->events[i];

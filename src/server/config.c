@@ -332,7 +332,7 @@ static void read_tls(struct cload *L, struct fy_node_pair *tp)
 #define KNOWN_SETTINGS                                                                       \
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
 	"heartbeat_timeout_s, retry_limit, sched_delay_ms, default_pool, default_leaf, "     \
-	"scheduler, tenants, tls"
+	"scheduler, tenants, tls, job_retention_s"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -371,6 +371,8 @@ static void read_root(struct cload *L, struct fy_node *root)
 		} else if (strcmp(k, "retry_limit") == 0) {
 			if (want_int(L, p, k, 0, 1000, &n))
 				c->retry_limit = (int32_t)n;
+		} else if (strcmp(k, "job_retention_s") == 0) {
+			want_int(L, p, k, 1, INT64_C(100) * 365 * 86400, &c->job_retention_s);
 		} else if (strcmp(k, "sched_delay_ms") == 0) {
 			want_int(L, p, k, 0, 10000, &c->sched_delay_ms);
 		} else if (strcmp(k, "default_pool") == 0) {
@@ -453,6 +455,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	memset(c, 0, sizeof(*c));
 	c->open_endpoints = true;
 	c->heartbeat_interval_s = 5;
+	c->job_retention_s = 35 * 86400;   /* a month of accounting at hand, and then some */
 	c->heartbeat_timeout_s = 30;
 	c->retry_limit = 3;
 	c->sched_delay_ms = 10;

@@ -491,46 +491,57 @@ static bool may_see(struct caller *c, struct srv_job *j)
 	return c->admin || strcmp(c->user, j->spec.job.user) == 0;
 }
 
+struct list_filter {
+	struct caller *c;
+	unsigned states;
+	const char *user, *tenant, *name;
+};
+
+static bool list_match(struct srv_job *j, void *cls)
+{
+	const struct list_filter *f = cls;
+
+	return may_see(f->c, j) && (!f->states || (f->states & (1u << j->state))) &&
+	       (!f->user || strcmp(f->user, j->spec.job.user) == 0) &&
+	       (!f->tenant || strcmp(f->tenant, j->spec.job.tenant) == 0) &&
+	       (!f->name || strcmp(f->name, j->spec.job.name) == 0);
+}
+
+/* ",succeeded,failed," for the store's filter; "" when no state is asked. */
+static void states_list(unsigned states, char *buf, size_t n)
+{
+	size_t l = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < J_NSTATES && states; k++)
+		if (states & (1u << k))
+			l += (size_t)snprintf(buf + l, n > l ? n - l : 0, "%s%s,", l ? "" : ",",
+					      srv_jstate_name((enum jstate)k));
+}
+
 int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
-	struct caller *c = caller_of(r);
-	const char *user = drv_http_req_query(r, "user");
-	const char *tenant = drv_http_req_query(r, "tenant");
-	const char *name = drv_http_req_query(r, "name");
-	unsigned states;
+	struct list_filter f = { .c = caller_of(r), .user = drv_http_req_query(r, "user"),
+				 .tenant = drv_http_req_query(r, "tenant"),
+				 .name = drv_http_req_query(r, "name") };
+	struct drv_store_job_query q = { 0 };
+	char sts[160];
 	int64_t limit, after;
-	json_t *items = json_array(), *out;
+	json_t *items, *out;
 	uint64_t last = 0;
 	bool more = false;
 
-	if (parse_states(drv_http_req_query(r, "state"), &states, o) < 0 ||
+	if (parse_states(drv_http_req_query(r, "state"), &f.states, o) < 0 ||
 	    drv_http_req_query_int(r, "limit", 1000, 1, 10000, &limit, o) < 0 ||
-	    drv_http_req_query_int(r, "after", 0, 0, INT64_MAX, &after, o) < 0) {
-		json_decref(items);
+	    drv_http_req_query_int(r, "after", 0, 0, INT64_MAX, &after, o) < 0)
 		return 0;
-	}
+	states_list(f.states, sts, sizeof(sts));
+	q = (struct drv_store_job_query){ .after = (uint64_t)after, .limit = (int)limit,
+		.user = f.c->admin ? f.user : f.c->user, .tenant = f.tenant, .name = f.name,
+		.states = *sts ? sts : NULL };
 	pthread_mutex_lock(&s->mu);
-	for (uint64_t id = (uint64_t)after + 1; id <= s->njobs; id++) {
-		struct srv_job *j = srv_job_get(s, id);
-
-		if (!j || !may_see(c, j))
-			continue;
-		if (states && !(states & (1u << j->state)))
-			continue;
-		if (user && strcmp(user, j->spec.job.user) != 0)
-			continue;
-		if (tenant && strcmp(tenant, j->spec.job.tenant) != 0)
-			continue;
-		if (name && strcmp(name, j->spec.job.name) != 0)
-			continue;
-		if ((int64_t)json_array_size(items) >= limit) {
-			more = true;
-			break;
-		}
-		json_array_append_new(items, srv_job_api_json(s, j, false));
-		last = id;
-	}
+	items = srv_jobs_page(s, &q, list_match, &f, &more, &last);
 	pthread_mutex_unlock(&s->mu);
 	out = json_pack("{s:o}", "items", items);
 	if (more)
@@ -540,14 +551,15 @@ int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 }
 
 /* The job named by the route's first capture, visible to the caller; NULL
- * after setting a 404. Under s->mu. */
+ * after setting a 404. A finished job is read from the store into *tmp,
+ * which the caller frees (srv_job_free). Under s->mu (released meanwhile). */
 static struct srv_job *route_job(struct drv_server *s, struct drv_http_req *r,
-				 struct drv_http_resp *o)
+				 struct drv_http_resp *o, struct srv_job **tmp)
 {
 	const char *v = drv_http_req_param(r, 0);
 	char *end;
 	unsigned long long id = strtoull(v ? v : "", &end, 10);
-	struct srv_job *j = (v && *v && !*end) ? srv_job_get(s, id) : NULL;
+	struct srv_job *j = (v && *v && !*end) ? srv_job_lookup(s, id, tmp) : NULL;
 
 	if (!j || !may_see(caller_of(r), j)) {
 		drv_http_resp_error(o, 404, "not_found", NULL, "job %s not found", v ? v : "");
@@ -559,13 +571,14 @@ static struct srv_job *route_job(struct drv_server *s, struct drv_http_req *r,
 int srv_api_job(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
-	struct srv_job *j;
+	struct srv_job *j, *tmp = NULL;
 
 	pthread_mutex_lock(&s->mu);
-	j = route_job(s, r, o);
+	j = route_job(s, r, o, &tmp);
 	if (j)
 		drv_http_resp_json(o, 200, srv_job_api_json(s, j, true));
 	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
 	return 0;
 }
 
@@ -577,7 +590,7 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	json_t *body = NULL;
 	char why[512];
 	const char *given = NULL;
-	struct srv_job *j;
+	struct srv_job *j, *tmp = NULL;
 
 	drv_http_req_body(r, &len);
 	if (len) {
@@ -591,10 +604,10 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	else
 		snprintf(why, sizeof(why), "cancelled by %s", c->user);
 	pthread_mutex_lock(&s->mu);
-	j = route_job(s, r, o);
+	j = route_job(s, r, o, &tmp);
 	if (!j)
 		goto out;
-	if (srv_jstate_final(j->state)) {
+	if (srv_jstate_final(j->state) || tmp) {
 		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu has already %s",
 				    (unsigned long long)j->id, srv_jstate_name(j->state));
 		goto out;
@@ -613,6 +626,7 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	srv_reply_when_durable(s, r, srv_enqueue(s), "the cancel is not on disk yet: ");
 out:
 	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
 	json_decref(body);
 	return 0;
 }
@@ -620,7 +634,7 @@ out:
 int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
-	struct srv_job *j;
+	struct srv_job *j, *tmp = NULL;
 	int64_t task, offset, limit;
 	const char *stream = drv_http_req_query(r, "stream");
 	struct srv_logs_req q = { 0 };
@@ -637,7 +651,7 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	    drv_http_req_query_int(r, "limit", 1 << 20, 1, 16 << 20, &limit, o) < 0)
 		return 0;
 	pthread_mutex_lock(&s->mu);
-	j = route_job(s, r, o);
+	j = route_job(s, r, o, &tmp);
 	if (j) {
 		if (task >= j->ntasks || j->tasks[task].state == T_PENDING) {
 			drv_http_resp_error(o, 404, "not_found", NULL,
@@ -660,6 +674,7 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
 	if (q.url)
 		srv_logs_fetch(s, r, o, &q);   /* takes q */
 	else
@@ -696,6 +711,15 @@ int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	int64_t now = drv_wall_s();
 
 	if (parse_states(drv_http_req_query(r, "state"), &states, o) < 0) {
+		json_decref(items);
+		return 0;
+	}
+	if (states & ((1u << J_SUCCEEDED) | (1u << J_FAILED) | (1u << J_CANCELLED))) {
+		/* finished jobs live in the store, not in the queue */
+		drv_http_resp_error(o, 400, "invalid", NULL,
+				    "state=%s: the queue holds unfinished jobs (pending, scheduled, "
+				    "running, preempted); GET /v1/jobs?state=... lists finished ones",
+				    drv_http_req_query(r, "state"));
 		json_decref(items);
 		return 0;
 	}

@@ -190,6 +190,12 @@ static void cost_tick(struct drv_server *s)
 	srv_month_roll(s, now);
 }
 
+/* A tenth of the retention time, between a second and ten minutes. */
+static int64_t purge_every_ms(const struct drv_server *s)
+{
+	return DRV_MAX(1000, DRV_MIN(600000, s->cfg.job_retention_s * 100));
+}
+
 void *srv_loop_main(void *arg)
 {
 	struct drv_server *s = arg;
@@ -215,6 +221,10 @@ void *srv_loop_main(void *arg)
 		if (now - s->last_cost_ms >= 1000) {
 			s->last_cost_ms = now;
 			cost_tick(s);
+		}
+		if (now - s->last_purge_ms >= purge_every_ms(s)) {
+			s->last_purge_ms = now;
+			srv_purge_old_jobs(s);
 		}
 		if (srv_flush(s) == 0 && s->nannounce)
 			announce(s);

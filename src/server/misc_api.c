@@ -196,12 +196,7 @@ int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		nst[s->nodes[i].state]++;
 		srv_node_gpus(s, i, &c);
 	}
-	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct srv_job *j = srv_job_get(s, id);
-
-		if (j)
-			jc[j->state]++;
-	}
+	srv_jobs_by_state(s, jc);
 	pthread_mutex_unlock(&s->mu);
 	for (int k = 0; k < J_NSTATES; k++)
 		json_object_set_new(jobs, srv_jstate_name((enum jstate)k), json_integer(jc[k]));
@@ -223,6 +218,11 @@ int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	int rc;
 
 	(void)r;
+	if (__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE)) {
+		drv_http_resp_json(o, 503, json_pack("{s:s,s:s}", "status", "loading", "message",
+						     "the controller is loading its state"));
+		return 0;
+	}
 	pthread_mutex_lock(&s->store_mu);
 	rc = drv_store_get_meta(s->store, "epoch", &v);
 	pthread_mutex_unlock(&s->store_mu);

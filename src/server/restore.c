@@ -1,8 +1,11 @@
 /*
- * restore.c: the controller after a restart: nodes, then jobs, loaded
- * from the store (their store documents, state_json.c), pending jobs back
- * in the queue, jobs holding GPUs re-added running on their placement, and
- * every known node given a fresh heartbeat timeout to come back.
+ * restore.c: the controller after a restart: nodes, then the unfinished
+ * jobs, loaded from the store (their store documents, state_json.c),
+ * pending jobs back in the queue, jobs holding GPUs re-added running on
+ * their placement, and every known node given a fresh heartbeat timeout to
+ * come back. Finished jobs stay in the store (only their counts by state
+ * are read), so a restart's time follows the unfinished jobs; reads of
+ * finished ones build a job from its row the same way (srv_job_from_row).
  */
 #include "server_int.h"
 
@@ -80,12 +83,15 @@ static enum tstate tstate_parse(const char *n)
 	return T_PENDING;
 }
 
-/* One stored task into k; a task whose node left the cluster is lost. */
-static void load_task(struct drv_server *s, struct srv_task *k, const json_t *t)
+/* One stored task into k; a task whose node left the cluster is lost.
+ * false: not restoring, and its node is not known (k is left unset). */
+static bool load_task(struct drv_server *s, struct srv_task *k, const json_t *t, bool restoring)
 {
 	const char *nn = drv_json_str(t, "node");
 
 	k->node = nn ? srv_node_find(s, nn) : -1;
+	if (k->node < 0 && !restoring)
+		return false;
 	if (k->node < 0) {
 		/* its node left the cluster file: keep the name, as a node
 		 * without GPUs that is down */
@@ -116,6 +122,7 @@ static void load_task(struct drv_server *s, struct srv_task *k, const json_t *t)
 			srv_set_str(&k->reason, "its node is no longer in the cluster");
 		}
 	}
+	return true;
 }
 
 /* The job's own fields from its stored document and row. */
@@ -154,9 +161,9 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	}
 }
 
-static int load_job(const struct drv_store_job *row, void *cls)
+struct srv_job *srv_job_from_row(struct drv_server *s, const struct drv_store_job *row,
+				 bool restoring)
 {
-	struct drv_server *s = cls;
 	json_t *doc = json_loads(row->doc, 0, NULL), *tasks, *t;
 	struct srv_job *j;
 	struct drv_diags d;
@@ -165,7 +172,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	if (!doc) {
 		drv_log(&s->log, "job %llu: its stored record is not JSON; skipped",
 			(unsigned long long)row->id);
-		return 0;
+		return NULL;
 	}
 	j = drv_calloc(1, sizeof(*j));
 	j->id = row->id;
@@ -178,7 +185,7 @@ static int load_job(const struct drv_store_job *row, void *cls)
 		drv_diags_release(&d);
 		srv_job_free(j);
 		json_decref(doc);
-		return 0;
+		return NULL;
 	}
 	drv_diags_release(&d);
 	load_job_fields(j, doc, row);
@@ -186,9 +193,20 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	if (json_array_size(tasks)) {
 		j->tasks = drv_calloc(json_array_size(tasks), sizeof(*j->tasks));
 		json_array_foreach(tasks, i, t)
-			load_task(s, &j->tasks[j->ntasks++], t);
+			if (load_task(s, &j->tasks[j->ntasks], t, restoring))
+				j->ntasks++;
 	}
 	json_decref(doc);
+	return j;
+}
+
+static int load_job(const struct drv_store_job *row, void *cls)
+{
+	struct drv_server *s = cls;
+	struct srv_job *j = srv_job_from_row(s, row, true);
+
+	if (!j)
+		return 0;
 	if (j->id > s->njobs) {
 		DRV_GROW(s->jobs, j->id, s->jcap);
 		for (uint64_t k = s->njobs; k < j->id; k++)
@@ -197,6 +215,22 @@ static int load_job(const struct drv_store_job *row, void *cls)
 	}
 	s->jobs[j->id - 1] = j;
 	return 0;
+}
+
+static int add_count(const char *state, int64_t n, void *cls)
+{
+	int64_t *c = cls;
+	int st = srv_jstate_parse(state);
+
+	if (st >= 0)
+		c[st] += n;
+	return 0;
+}
+
+int srv_store_count_done(struct drv_server *s, int64_t *counts)
+{
+	memset(counts, 0, J_NSTATES * sizeof(*counts));
+	return s->store->ops->count_done(s->store, add_count, counts);
 }
 
 /* Hands the restored jobs to the scheduler: pending ones queue, jobs that
@@ -261,12 +295,14 @@ static void restore_sched(struct drv_server *s)
 int srv_restore(struct drv_server *s, char *err, size_t errsz)
 {
 	uint64_t maxjob = 0;
-	int64_t maxseq = 0, v;
+	int64_t maxseq = 0, v, t0 = drv_mono_ms(), nlive = 0, ndone = 0;
 	int rc;
 
 	rc = s->store->ops->load_nodes(s->store, load_node, s);
 	if (rc == 0)
-		rc = s->store->ops->load_jobs(s->store, load_job, s);
+		rc = s->store->ops->load_live_jobs(s->store, load_job, s);
+	if (rc == 0)
+		rc = srv_store_count_done(s, s->done_counts);
 	if (rc == 0)
 		rc = s->store->ops->max_ids(s->store, &maxjob, &maxseq);
 	if (rc < 0) {
@@ -286,5 +322,12 @@ int srv_restore(struct drv_server *s, char *err, size_t errsz)
 		s->njobs = maxjob;
 	}
 	restore_sched(s);
+	for (uint64_t id = 1; id <= s->njobs; id++)
+		nlive += s->jobs[id - 1] != NULL;
+	for (int k = 0; k < J_NSTATES; k++)
+		ndone += s->done_counts[k];
+	drv_log(&s->log, "state loaded in %lld ms: %lld unfinished jobs in memory, %lld finished "
+		"jobs left in the store", (long long)(drv_mono_ms() - t0), (long long)nlive,
+		(long long)ndone);
 	return 0;
 }

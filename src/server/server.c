@@ -4,13 +4,16 @@
  *
  * Start order: the state directory and its lock (state_lock.c: one
  * controller per directory, taken before anything in it is written),
- * config (tokens), the store (migrated),
- * the cluster (file, or an empty default pool), restore of nodes and jobs,
- * the scheduling loop, then the HTTP server last, so no request sees a
- * half-built controller. Stop runs it backwards.
+ * config (tokens), the store (migrated), the cluster (file, or an empty
+ * default pool), the HTTP server, restore of nodes and unfinished jobs,
+ * then the scheduling loop. While the state loads, /healthz answers 503
+ * "loading" and every other route 503 too (no request sees a half-built
+ * controller), so a supervisor can tell a restart in progress from a dead
+ * one. Stop runs it backwards.
  *
  * DROVER_STORE_FAULT=OP:AFTER in the environment wraps the store in the
- * fault backend and arms it (tests break a real server's writes this way).
+ * fault backend and arms it (tests break a real server's writes this way);
+ * DROVER_STORE_SLOW=OP:MS makes OP sleep first (tests watch a slow load).
  */
 #include "server_int.h"
 
@@ -40,6 +43,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "GET", "/v1/whoami", srv_api_whoami, ROUTE_USER },
 	{ "GET", "/v1/cluster", srv_api_cluster, ROUTE_USER },
 	{ "GET", "/v1/watch", srv_api_watch, ROUTE_USER },
+	{ "GET", "/v1/acct", srv_api_acct, ROUTE_USER },
 	{ "POST", "/v1/agent/register", srv_agent_register, ROUTE_AGENT },
 	{ "POST", "/v1/agent/sync", srv_agent_sync, ROUTE_AGENT },
 	{ NULL, NULL, NULL, 0 },
@@ -58,6 +62,11 @@ static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
 
 	if (h && strncasecmp(h, "Bearer ", 7) == 0)
 		tok = h + 7;
+	if (__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE) && rt->fn != srv_api_healthz) {
+		drv_http_resp_error(o, 503, "loading", NULL,
+				    "the controller is loading its state; try again shortly");
+		return 1;
+	}
 	if ((rt->flags & ROUTE_OPEN) && s->cfg.open_endpoints)
 		return 0;
 	if (!tok || !*tok) {
@@ -153,7 +162,7 @@ static int load_config(struct drv_server *s, const struct drv_server_opts *o,
  * and the committer thread that writes it. */
 static int open_store(struct drv_server *s, char *err, size_t errsz)
 {
-	const char *fault = getenv("DROVER_STORE_FAULT");
+	const char *fault = getenv("DROVER_STORE_FAULT"), *slow = getenv("DROVER_STORE_SLOW");
 	char path[1200];
 	int rc;
 
@@ -175,6 +184,20 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 		drv_store_fault_arm(s->store, op, after, DRV_EIO);
 		drv_log(&s->log, "fault injection armed: %s fails after %d more calls", op, after);
 	}
+	if (slow && *slow) {
+		char op[32] = "";
+		int ms = 0;
+		struct drv_store *w;
+
+		if (sscanf(slow, "%31[^:]:%d", op, &ms) != 2) {
+			snprintf(err, errsz, "DROVER_STORE_SLOW=%s: expected OP:MS", slow);
+			return DRV_EINVAL;
+		}
+		drv_store_fault_wrap(s->store, &w);
+		s->store = w;
+		drv_store_fault_slow(s->store, op, ms);
+		drv_log(&s->log, "slow store armed: %s sleeps %d ms first", op, ms);
+	}
 	if (pthread_create(&s->commit_thread, NULL, srv_commit_main, s) != 0) {
 		snprintf(err, errsz, "cannot start the store thread");
 		return DRV_EIO;
@@ -183,10 +206,9 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 	return 0;
 }
 
-/* The cluster, the scheduler with the tenants file, the restored nodes and
- * jobs (written back), then the scheduling loop with a pass due. */
-static int start_scheduling(struct drv_server *s, const struct drv_server_opts *o, char *err,
-			    size_t errsz)
+/* The cluster and the scheduler with the tenants file. */
+static int setup_scheduler(struct drv_server *s, const struct drv_server_opts *o, char *err,
+			   size_t errsz)
 {
 	int rc;
 
@@ -200,7 +222,15 @@ static int start_scheduling(struct drv_server *s, const struct drv_server_opts *
 			 drv_strerror(rc));
 		return DRV_EINVAL;
 	}
-	rc = srv_restore(s, err, errsz);
+	return 0;
+}
+
+/* The restored nodes and unfinished jobs (written back), then the
+ * scheduling loop with a pass due; the routes open when it is done. */
+static int load_state(struct drv_server *s, char *err, size_t errsz)
+{
+	int rc = srv_restore(s, err, errsz);
+
 	if (rc < 0)
 		return rc;
 	srv_cost_restore(s);
@@ -217,6 +247,9 @@ static int start_scheduling(struct drv_server *s, const struct drv_server_opts *
 		return DRV_EIO;
 	}
 	s->loop_started = true;
+	pthread_mutex_lock(&s->mu);
+	__atomic_store_n(&s->loading, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
 
@@ -276,10 +309,14 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	rc = open_store(s, err, errsz);
 	if (rc < 0)
 		goto fail;
-	rc = start_scheduling(s, o, err, errsz);
+	rc = setup_scheduler(s, o, err, errsz);
 	if (rc < 0)
 		goto fail;
+	s->loading = 1;
 	rc = start_http(s, o, listen, err, errsz);
+	if (rc < 0)
+		goto fail;
+	rc = load_state(s, err, errsz);
 	if (rc < 0)
 		goto fail;
 	snprintf(s->url, sizeof(s->url), "%s://%s:%d", drv_http_server_tls(s->http) ? "https" : "http",

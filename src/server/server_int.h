@@ -10,10 +10,12 @@
  * after each drv_http_wake(s->http), which goes with every broadcast of
  * srv->cv.
  *
- * Jobs live in memory, indexed by id (jobs[id - 1]); each change marks the
- * job dirty and queues an event; srv_flush() writes dirty jobs and queued
- * events in one store transaction before anything is acted on. Nodes are
- * parallel to the cluster's nodes: nodes[i] is cluster.nodes[i].
+ * Unfinished jobs live in memory, indexed by id (jobs[id - 1]); each change
+ * marks the job dirty and queues an event; srv_flush() writes dirty jobs
+ * and queued events in one store transaction before anything is acted on.
+ * A finished job leaves memory once its final record is on disk (and is
+ * never loaded at start): reads of it go to the store (jobs_store.c).
+ * Nodes are parallel to the cluster's nodes: nodes[i] is cluster.nodes[i].
  */
 #ifndef DROVER_SERVER_INTERNAL_H
 #define DROVER_SERVER_INTERNAL_H
@@ -147,6 +149,7 @@ struct srv_config {
 	char *default_pool;
 	char *default_leaf;
 	struct drv_sched_policy policy;
+	int64_t job_retention_s;     /* finished jobs' records purged after this */
 	char *tenants_path;          /* `tenants:`, resolved against the config's directory */
 	struct drv_tenants tenants;  /* its quotas, weights, classes (empty without one) */
 	char *tls_cert_file;         /* `tls:`, resolved as tenants_path; NULL: none */
@@ -186,9 +189,15 @@ struct wjob {
 	char *name, *user, *tenant, *doc;
 	const char *state;
 	int64_t submit_time;
+	int64_t end_time;
+	bool done;
 };
 struct wnode {
 	char *name, *doc;
+};
+/* An accounting row to write (strings owned). */
+struct wacct {
+	struct drv_store_acct a;
 };
 struct wbatch {
 	uint64_t ticket;
@@ -198,6 +207,8 @@ struct wbatch {
 	size_t nnodes, ncap;
 	struct pend_event *events;
 	size_t nevents, ecap;
+	struct wacct *accts;
+	size_t naccts, acap;
 	bool meta;
 	int64_t epoch, session;
 	struct srv_job **newjobs;     /* join memory once written (srv_jobs_adopt) */
@@ -250,6 +261,11 @@ struct drv_server {
 	size_t nactive, acap;
 	uint64_t *dirty;          /* ids of jobs to write at the next flush */
 	size_t ndirty, dcap;
+	int64_t done_counts[J_NSTATES];   /* finished jobs in the store only, by state */
+	struct wacct *acct_pend;  /* accounting rows for the next flush */
+	size_t nacct, acctcap;
+	int64_t last_purge_ms;
+	int loading;              /* 1 until the state is loaded (atomic): /healthz says 503 */
 
 	struct srv_node *nodes;      /* parallel to cluster.nodes */
 	int32_t *node_index;       /* nodes by name (nodes.c): index + 1, 0 empty */
@@ -365,6 +381,8 @@ const struct token *srv_config_find_token(const struct srv_config *c, const char
 
 /* --- state.c: jobs in memory and their lifecycle; all under s->mu --- */
 struct srv_job *srv_job_get(struct drv_server *s, uint64_t id);
+/* Every job by state, those in the store only included: counts[J_NSTATES]. */
+void srv_jobs_by_state(struct drv_server *s, int64_t *counts);
 void srv_job_free(struct srv_job *j);
 void srv_job_mark(struct drv_server *s, struct srv_job *j);
 struct pend_event srv_make_event(const char *type, struct srv_job *j, const char *node,
@@ -419,6 +437,17 @@ void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank);
 void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const char *node,
 			       const char *why);
 void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *user, json_t *ev);
+/* A finished job whose final record is on disk leaves memory (the
+ * committer calls it); reads of it then go to the store (jobs_store.c). */
+void srv_job_evict(struct drv_server *s, struct srv_job *j);
+/* Accounting: the row of j's attempt ending now (or, for a running one,
+ * as if it ended at `now`) into a (strings borrowed from j and the cluster). */
+void srv_acct_row(struct drv_server *s, struct srv_job *j, const char *state, int64_t now,
+		  struct drv_store_acct *a);
+/* Queues j's ended attempt's accounting row for the next flush. */
+void srv_acct_attempt_ended(struct drv_server *s, struct srv_job *j, const char *state);
+void srv_wacct_release(struct wacct *w);
+
 
 /* --- state_json.c: the store's documents and the API's forms (new references) --- */
 json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j);
@@ -442,8 +471,34 @@ struct srv_gpu_count {
 };
 void srv_node_gpus(const struct drv_server *s, int32_t i, struct srv_gpu_count *c);
 
-/* --- restore.c: nodes, then jobs, from the store at start --- */
+/* --- restore.c: nodes, then unfinished jobs, from the store at start --- */
 int srv_restore(struct drv_server *s, char *err, size_t errsz);
+/* The store's finished jobs by state into counts[J_NSTATES] (store_mu held
+ * or the store not shared yet). */
+int srv_store_count_done(struct drv_server *s, int64_t *counts);
+/* A job built from its stored row (not joined to memory; caller frees with
+ * srv_job_free), or NULL when its record does not load (logged). restoring:
+ * tasks on nodes not known are kept (the node is added, down); else they
+ * are left out. Under s->mu. */
+struct srv_job *srv_job_from_row(struct drv_server *s, const struct drv_store_job *row,
+				 bool restoring);
+
+/* --- jobs_store.c: finished jobs, read from the store ---
+ * srv_job_lookup: job id in memory (*tmp NULL), else read from the store
+ * into *tmp (the caller frees it), else NULL. Called under s->mu, which it
+ * releases while it reads the store.
+ * srv_jobs_page: the jobs of a listing: those matching q in memory and, for
+ * ids not in memory, in the store, by id, at most q->limit; *more when a
+ * further page exists (then *last is the id to ask after). Each item from
+ * srv_job_api_json. Under s->mu (released while reading the store); match
+ * decides for jobs in memory. */
+struct srv_job *srv_job_lookup(struct drv_server *s, uint64_t id, struct srv_job **tmp);
+json_t *srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
+		      bool (*match)(struct srv_job *j, void *cls), void *cls, bool *more,
+		      uint64_t *last);
+/* Purges finished jobs past the retention time (a batch at a time). Under
+ * s->mu, released meanwhile. */
+void srv_purge_old_jobs(struct drv_server *s);
 
 /* --- commit.c ---
  * srv_enqueue hands everything dirty to the committer and returns the
@@ -516,6 +571,7 @@ int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_metrics(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_acct(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_agent_sync(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 

@@ -16,14 +16,9 @@
 
 static void jobs_by_state(struct drv_server *s, struct drv_prom *w)
 {
-	int64_t jc[J_NSTATES] = { 0 };
+	int64_t jc[J_NSTATES];
 
-	for (uint64_t id = 1; id <= s->njobs; id++) {
-		struct srv_job *j = srv_job_get(s, id);
-
-		if (j)
-			jc[j->state]++;
-	}
+	srv_jobs_by_state(s, jc);
 	drv_prom_family(w, "drover_jobs", "gauge", "Jobs by state.");
 	for (int k = 0; k < J_NSTATES; k++)
 		drv_prom_sample(w, "drover_jobs", DRV_PROM_LABELS("state", srv_jstate_name((enum jstate)k)),

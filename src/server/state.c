@@ -3,7 +3,8 @@
  * queued events, new jobs joining memory once written, the scheduler's side
  * of a job (its priority class, the loop's wake-up, why it waits), the
  * lifecycle (transitions, stopping tasks, release, requeue after a node
- * failure) and the ring of committed events. Its siblings: state_json.c
+ * failure), a finished job leaving memory once on disk with the accounting
+ * row of each ended attempt, and the ring of committed events. Its siblings: state_json.c
  * (the JSON forms), nodes.c (nodes and the cluster), restore.c (the
  * restart).
  *
@@ -28,6 +29,17 @@ struct srv_job *srv_job_get(struct drv_server *s, uint64_t id)
 	if (id == 0 || id > s->njobs)
 		return NULL;
 	return s->jobs[id - 1];
+}
+
+void srv_jobs_by_state(struct drv_server *s, int64_t *counts)
+{
+	memcpy(counts, s->done_counts, sizeof(s->done_counts));
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct srv_job *j = srv_job_get(s, id);
+
+		if (j)
+			counts[j->state]++;
+	}
 }
 
 void srv_job_free(struct srv_job *j)
@@ -117,6 +129,8 @@ void srv_job_transition(struct drv_server *s, struct srv_job *j, enum jstate to,
 					srv_jstate_name(to), "reason", reason ? reason : ""));
 	if (srv_jstate_final(to) && !j->end_time)
 		j->end_time = drv_wall_s();
+	if (srv_jstate_final(to) && !srv_jstate_final(from) && !j->holding)
+		srv_acct_attempt_ended(s, j, srv_jstate_name(to));   /* nothing runs: it ends now */
 	s->transitions[to]++;
 	srv_queue_event(s, "job", j, NULL, fresh ? NULL : srv_jstate_name(from), srv_jstate_name(to), reason);
 	srv_job_mark(s, j);
@@ -289,6 +303,8 @@ void srv_job_released(struct drv_server *s, struct srv_job *j)
 	j->holding = false;
 	srv_cost_accrue_job(s, j, now);   /* its final cost, counted */
 	srv_active_remove(s, j->id);
+	srv_acct_attempt_ended(s, j, j->requeue_on_stop && !srv_jstate_final(j->state)
+					     ? "requeued" : srv_jstate_name(j->state));
 	if (j->requeue_on_stop && !srv_jstate_final(j->state)) {
 		char why[256];
 
@@ -418,6 +434,85 @@ void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const ch
 	srv_set_str(&j->stop_reason, NULL);
 	srv_job_stop_tasks(s, j, "gang requeued after a node failure");
 	srv_sched_kick(s);
+}
+
+/* --- leaving memory, accounting rows ------------------------------------- */
+
+void srv_job_evict(struct drv_server *s, struct srv_job *j)
+{
+	if (!srv_jstate_final(j->state) || j->holding || j->dirty || j->in_sched ||
+	    srv_job_get(s, j->id) != j)
+		return;
+	s->jobs[j->id - 1] = NULL;
+	s->done_counts[j->state]++;
+	srv_job_free(j);
+}
+
+/* --- accounting rows ----------------------------------------------------- */
+
+static int popcount64(uint64_t m)
+{
+	return __builtin_popcountll(m);
+}
+
+void srv_acct_row(struct drv_server *s, struct srv_job *j, const char *state, int64_t now,
+		  struct drv_store_acct *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->job = j->id;
+	a->attempt = j->attempt;
+	a->name = j->spec.job.name;
+	a->user = j->spec.job.user;
+	a->tenant = j->spec.job.tenant;
+	a->pool = "";
+	a->state = state;
+	a->submit_time = j->submit_time;
+	a->start_time = j->start_time;
+	a->end_time = now;
+	a->has_exit = j->has_exit;
+	a->exit_code = j->exit_code;
+	for (int32_t i = 0; i < j->ntasks; i++) {
+		const struct srv_task *t = &j->tasks[i];
+		const struct drv_node *cn = &s->cluster.nodes[t->node];
+		int64_t end = t->ended && t->end_time ? t->end_time : now, ms;
+		__int128 micro;
+
+		if (cn->pool >= 0 && !*a->pool)
+			a->pool = s->cluster.pools[cn->pool].name;
+		if (!t->start_time || end <= t->start_time)
+			continue;
+		ms = (int64_t)popcount64(t->gpu_mask) * t->gpu_milli * (end - t->start_time);
+		a->gpu_milli_s += ms;
+		if (cn->pool < 0)
+			continue;
+		/* milli-GPU-s x micro-$ per GPU-hour / (1000 x 3600), rounded */
+		micro = (__int128)ms * s->cluster.pools[cn->pool].price_micro_per_gpu_hour;
+		a->cost_micro += (int64_t)((micro + 1800000) / 3600000);
+	}
+}
+
+void srv_wacct_release(struct wacct *w)
+{
+	drv_free((char *)w->a.name);
+	drv_free((char *)w->a.user);
+	drv_free((char *)w->a.tenant);
+	drv_free((char *)w->a.pool);
+	drv_free((char *)w->a.state);
+	memset(w, 0, sizeof(*w));
+}
+
+void srv_acct_attempt_ended(struct drv_server *s, struct srv_job *j, const char *state)
+{
+	struct wacct *w;
+
+	DRV_GROW(s->acct_pend, s->nacct + 1, s->acctcap);
+	w = &s->acct_pend[s->nacct++];
+	srv_acct_row(s, j, state, drv_wall_s(), &w->a);
+	w->a.name = drv_strdup(w->a.name ? w->a.name : "");
+	w->a.user = drv_strdup(w->a.user ? w->a.user : "");
+	w->a.tenant = drv_strdup(w->a.tenant ? w->a.tenant : "default");
+	w->a.pool = drv_strdup(w->a.pool);
+	w->a.state = drv_strdup(state);
 }
 
 /* --- events ring -------------------------------------------------------- */

@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 struct fault {
 	struct drv_store *inner;
@@ -20,7 +21,20 @@ struct fault {
 	int after;        /* successful calls left before failing; < 0 = disarmed */
 	int err;
 	int hits;
+	char slow_op[32]; /* an operation that first sleeps slow_ms (a slow disk) */
+	int slow_ms;
 };
+
+static void maybe_slow(struct drv_store *s, const char *op)
+{
+	struct fault *f = s->impl;
+
+	if (f->slow_ms > 0 && strcmp(f->slow_op, op) == 0) {
+		struct timespec ts = { f->slow_ms / 1000, (long)(f->slow_ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+}
 
 static bool should_fail(struct drv_store *s, const char *op, bool is_write)
 {
@@ -135,6 +149,58 @@ static int f_max_ids(struct drv_store *s, uint64_t *job, int64_t *seq)
 	return copy_err(s, INNER(s)->ops->max_ids(INNER(s), job, seq));
 }
 
+static int f_load_live_jobs(struct drv_store *s,
+			    int (*fn)(const struct drv_store_job *, void *), void *cls)
+{
+	maybe_slow(s, "load_live_jobs");
+	if (should_fail(s, "load_live_jobs", false))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->load_live_jobs(INNER(s), fn, cls));
+}
+
+static int f_get_job(struct drv_store *s, uint64_t id,
+		     int (*fn)(const struct drv_store_job *, void *), void *cls)
+{
+	if (should_fail(s, "get_job", false))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->get_job(INNER(s), id, fn, cls));
+}
+
+static int f_list_jobs(struct drv_store *s, const struct drv_store_job_query *q,
+		       int (*fn)(const struct drv_store_job *, void *), void *cls)
+{
+	if (should_fail(s, "list_jobs", false))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->list_jobs(INNER(s), q, fn, cls));
+}
+
+static int f_count_done(struct drv_store *s, int (*fn)(const char *, int64_t, void *), void *cls)
+{
+	return copy_err(s, INNER(s)->ops->count_done(INNER(s), fn, cls));
+}
+
+static int f_purge_jobs(struct drv_store *s, int64_t before, int limit, int64_t *n)
+{
+	if (should_fail(s, "purge_jobs", true))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->purge_jobs(INNER(s), before, limit, n));
+}
+
+static int f_put_acct(struct drv_store *s, const struct drv_store_acct *a)
+{
+	if (should_fail(s, "put_acct", true))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->put_acct(INNER(s), a));
+}
+
+static int f_load_acct(struct drv_store *s, int64_t since, int64_t until,
+		       int (*fn)(const struct drv_store_acct *, void *), void *cls)
+{
+	if (should_fail(s, "load_acct", false))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->load_acct(INNER(s), since, until, fn, cls));
+}
+
 static void f_close(struct drv_store *s)
 {
 	struct fault *f = s->impl;
@@ -160,6 +226,13 @@ static const struct drv_store_ops fault_ops = {
 	.get_meta = f_get_meta,
 	.put_meta = f_put_meta,
 	.max_ids = f_max_ids,
+	.load_live_jobs = f_load_live_jobs,
+	.get_job = f_get_job,
+	.list_jobs = f_list_jobs,
+	.count_done = f_count_done,
+	.purge_jobs = f_purge_jobs,
+	.put_acct = f_put_acct,
+	.load_acct = f_load_acct,
 	.close = f_close,
 };
 
@@ -191,4 +264,14 @@ void drv_store_fault_arm(struct drv_store *s, const char *op, int after, int err
 int drv_store_fault_hits(const struct drv_store *s)
 {
 	return s->ops == &fault_ops ? ((struct fault *)s->impl)->hits : 0;
+}
+
+void drv_store_fault_slow(struct drv_store *s, const char *op, int ms)
+{
+	struct fault *f = s->impl;
+
+	if (s->ops != &fault_ops)
+		return;
+	snprintf(f->slow_op, sizeof(f->slow_op), "%s", op ? op : "");
+	f->slow_ms = ms;
 }

@@ -51,6 +51,32 @@ static const char *const migrations[] = {
 	"CREATE TABLE nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
 	"CREATE INDEX events_by_job ON events(job, seq);"
 	"CREATE INDEX jobs_by_state ON jobs(state);",
+	/* 2 -> 3: finished jobs stay in the store only (done), are purged by
+	 * end time, and leave one accounting row per attempt */
+	"ALTER TABLE jobs ADD COLUMN end_time INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN done INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE jobs SET end_time = COALESCE(json_extract(doc, '$.end_time'), 0),"
+	"  done = (state IN ('succeeded', 'failed', 'cancelled')"
+	"          AND COALESCE(json_extract(doc, '$.holding'), 0) = 0);"
+	"CREATE INDEX jobs_live ON jobs(id) WHERE done = 0;"
+	"CREATE INDEX jobs_done ON jobs(done, state);"
+	"CREATE INDEX jobs_done_end ON jobs(done, end_time);"
+	"CREATE TABLE acct ("
+	"  job INTEGER NOT NULL,"
+	"  attempt INTEGER NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  user TEXT NOT NULL,"
+	"  tenant TEXT NOT NULL,"
+	"  pool TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  submit_time INTEGER NOT NULL,"
+	"  start_time INTEGER NOT NULL,"
+	"  end_time INTEGER NOT NULL,"
+	"  exit_code INTEGER,"
+	"  gpu_milli_s INTEGER NOT NULL,"
+	"  cost_micro INTEGER NOT NULL,"
+	"  PRIMARY KEY (job, attempt));"
+	"CREATE INDEX acct_by_end ON acct(end_time);",
 };
 
 enum {
@@ -64,13 +90,23 @@ enum {
 	ST_GET_META,
 	ST_PUT_META,
 	ST_MAX_IDS,
+	ST_LOAD_LIVE,
+	ST_GET_JOB,
+	ST_LIST_JOBS,
+	ST_COUNT_DONE,
+	ST_PURGE_EVENTS,
+	ST_PURGE_JOBS,
+	ST_PUT_ACCT,
+	ST_LOAD_ACCT,
 	ST_N
 };
 
+#define JOB_COLS "id,name,user,tenant,state,submit_time,doc,end_time,done"
+
 static const char *const stmt_sql[ST_N] = {
-	[ST_PUT_JOB] = "INSERT OR REPLACE INTO jobs(id,name,user,tenant,state,submit_time,doc)"
-		       " VALUES(?,?,?,?,?,?,?)",
-	[ST_LOAD_JOBS] = "SELECT id,name,user,tenant,state,submit_time,doc FROM jobs ORDER BY id",
+	[ST_PUT_JOB] = "INSERT OR REPLACE INTO jobs(id,name,user,tenant,state,submit_time,doc,"
+		       "end_time,done) VALUES(?,?,?,?,?,?,?,?,?)",
+	[ST_LOAD_JOBS] = "SELECT " JOB_COLS " FROM jobs ORDER BY id",
 	[ST_ADD_EVENT] = "INSERT INTO events(time,type,job,node,from_state,to_state,reason,doc)"
 			 " VALUES(?,?,?,?,?,?,?,?)",
 	[ST_LOAD_EVENTS] = "SELECT seq,time,type,job,node,from_state,to_state,reason,doc"
@@ -83,6 +119,24 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_PUT_META] = "INSERT OR REPLACE INTO meta(key,val) VALUES(?,?)",
 	[ST_MAX_IDS] = "SELECT (SELECT COALESCE(MAX(id),0) FROM jobs),"
 		       " (SELECT COALESCE(MAX(seq),0) FROM events)",
+	[ST_LOAD_LIVE] = "SELECT " JOB_COLS " FROM jobs WHERE done = 0 ORDER BY id",
+	[ST_GET_JOB] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?",
+	[ST_LIST_JOBS] = "SELECT " JOB_COLS " FROM jobs WHERE id > ?1"
+			 " AND (?2 < 0 OR done = ?2) AND (?3 IS NULL OR user = ?3)"
+			 " AND (?4 IS NULL OR tenant = ?4) AND (?5 IS NULL OR name = ?5)"
+			 " AND (?6 IS NULL OR instr(?6, ',' || state || ',') > 0)"
+			 " ORDER BY id LIMIT ?7",
+	[ST_COUNT_DONE] = "SELECT state, COUNT(*) FROM jobs WHERE done = 1 GROUP BY state",
+	[ST_PURGE_EVENTS] = "DELETE FROM events WHERE job IN (SELECT id FROM jobs"
+			    " WHERE done = 1 AND end_time < ?1 ORDER BY end_time LIMIT ?2)",
+	[ST_PURGE_JOBS] = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs"
+			  " WHERE done = 1 AND end_time < ?1 ORDER BY end_time LIMIT ?2)",
+	[ST_PUT_ACCT] = "INSERT OR REPLACE INTO acct(job,attempt,name,user,tenant,pool,state,"
+			"submit_time,start_time,end_time,exit_code,gpu_milli_s,cost_micro)"
+			" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_LOAD_ACCT] = "SELECT job,attempt,name,user,tenant,pool,state,submit_time,start_time,"
+			 "end_time,exit_code,gpu_milli_s,cost_micro FROM acct"
+			 " WHERE end_time >= ? AND end_time < ? ORDER BY end_time, job, attempt",
 };
 
 struct sq {
@@ -192,6 +246,8 @@ static int sq_put_job(struct drv_store *s, const struct drv_store_job *j)
 	bind_text(st, 5, j->state);
 	sqlite3_bind_int64(st, 6, j->submit_time);
 	bind_text(st, 7, j->doc ? j->doc : "{}");
+	sqlite3_bind_int64(st, 8, j->end_time);
+	sqlite3_bind_int(st, 9, j->done);
 	return step_done(s, st, "put_job");
 }
 
@@ -200,10 +256,11 @@ static const char *col(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i);
 }
 
-static int sq_load_jobs(struct drv_store *s, int (*fn)(const struct drv_store_job *, void *),
-			void *cls)
+/* Calls fn for each row st yields (JOB_COLS), then resets st; *n (if
+ * given) counts the rows. fn's non-zero value stops it and is returned. */
+static int each_job(struct drv_store *s, sqlite3_stmt *st, const char *what,
+		    int (*fn)(const struct drv_store_job *, void *), void *cls, int *n)
 {
-	sqlite3_stmt *st = stmt(s, ST_LOAD_JOBS);
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -215,21 +272,159 @@ static int sq_load_jobs(struct drv_store *s, int (*fn)(const struct drv_store_jo
 			.state = col(st, 4),
 			.submit_time = sqlite3_column_int64(st, 5),
 			.doc = col(st, 6),
+			.end_time = sqlite3_column_int64(st, 7),
+			.done = sqlite3_column_int(st, 8) != 0,
 		};
 		int r = fn(&j, cls);
 
+		if (n)
+			(*n)++;
 		if (r) {
 			sqlite3_reset(st);
 			return r;
 		}
 	}
 	if (rc != SQLITE_DONE) {
-		rc = fail(s, "load_jobs");
+		rc = fail(s, what);
 		sqlite3_reset(st);
 		return rc;
 	}
 	sqlite3_reset(st);
 	return 0;
+}
+
+static int sq_load_jobs(struct drv_store *s, int (*fn)(const struct drv_store_job *, void *),
+			void *cls)
+{
+	return each_job(s, stmt(s, ST_LOAD_JOBS), "load_jobs", fn, cls, NULL);
+}
+
+static int sq_load_live_jobs(struct drv_store *s,
+			     int (*fn)(const struct drv_store_job *, void *), void *cls)
+{
+	return each_job(s, stmt(s, ST_LOAD_LIVE), "load_live_jobs", fn, cls, NULL);
+}
+
+static int sq_get_job(struct drv_store *s, uint64_t id,
+		      int (*fn)(const struct drv_store_job *, void *), void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_GET_JOB);
+	int rc, n = 0;
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+	rc = each_job(s, st, "get_job", fn, cls, &n);
+	return rc == 0 && n == 0 ? DRV_ENOENT : rc;
+}
+
+static int sq_list_jobs(struct drv_store *s, const struct drv_store_job_query *q,
+			int (*fn)(const struct drv_store_job *, void *), void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_LIST_JOBS);
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)q->after);
+	sqlite3_bind_int(st, 2, q->done);
+	bind_text(st, 3, q->user);
+	bind_text(st, 4, q->tenant);
+	bind_text(st, 5, q->name);
+	bind_text(st, 6, q->states);
+	sqlite3_bind_int64(st, 7, q->limit > 0 ? q->limit : -1);
+	return each_job(s, st, "list_jobs", fn, cls, NULL);
+}
+
+static int sq_count_done(struct drv_store *s, int (*fn)(const char *, int64_t, void *), void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_COUNT_DONE);
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int r = fn(col(st, 0), sqlite3_column_int64(st, 1), cls);
+
+		if (r) {
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(s, "count_done");
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int sq_purge_jobs(struct drv_store *s, int64_t before, int limit, int64_t *n)
+{
+	struct sq *q = s->impl;
+	sqlite3_stmt *st = stmt(s, ST_PURGE_EVENTS);
+	int rc;
+
+	*n = 0;
+	sqlite3_bind_int64(st, 1, before);
+	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	rc = step_done(s, st, "purge_jobs");
+	if (rc < 0)
+		return rc;
+	st = stmt(s, ST_PURGE_JOBS);
+	sqlite3_bind_int64(st, 1, before);
+	sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+	rc = step_done(s, st, "purge_jobs");
+	if (rc == 0)
+		*n = sqlite3_changes(q->db);
+	return rc;
+}
+
+static int sq_put_acct(struct drv_store *s, const struct drv_store_acct *a)
+{
+	sqlite3_stmt *st = stmt(s, ST_PUT_ACCT);
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)a->job);
+	sqlite3_bind_int(st, 2, a->attempt);
+	bind_text(st, 3, a->name ? a->name : "");
+	bind_text(st, 4, a->user ? a->user : "");
+	bind_text(st, 5, a->tenant ? a->tenant : "default");
+	bind_text(st, 6, a->pool ? a->pool : "");
+	bind_text(st, 7, a->state ? a->state : "");
+	sqlite3_bind_int64(st, 8, a->submit_time);
+	sqlite3_bind_int64(st, 9, a->start_time);
+	sqlite3_bind_int64(st, 10, a->end_time);
+	if (a->has_exit)
+		sqlite3_bind_int(st, 11, a->exit_code);
+	else
+		sqlite3_bind_null(st, 11);
+	sqlite3_bind_int64(st, 12, a->gpu_milli_s);
+	sqlite3_bind_int64(st, 13, a->cost_micro);
+	return step_done(s, st, "put_acct");
+}
+
+static int sq_load_acct(struct drv_store *s, int64_t since, int64_t until,
+			int (*fn)(const struct drv_store_acct *, void *), void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_LOAD_ACCT);
+	int rc;
+
+	sqlite3_bind_int64(st, 1, since);
+	sqlite3_bind_int64(st, 2, until);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct drv_store_acct a = {
+			.job = (uint64_t)sqlite3_column_int64(st, 0),
+			.attempt = sqlite3_column_int(st, 1),
+			.name = col(st, 2), .user = col(st, 3), .tenant = col(st, 4),
+			.pool = col(st, 5), .state = col(st, 6),
+			.submit_time = sqlite3_column_int64(st, 7),
+			.start_time = sqlite3_column_int64(st, 8),
+			.end_time = sqlite3_column_int64(st, 9),
+			.has_exit = sqlite3_column_type(st, 10) != SQLITE_NULL,
+			.exit_code = sqlite3_column_int(st, 10),
+			.gpu_milli_s = sqlite3_column_int64(st, 11),
+			.cost_micro = sqlite3_column_int64(st, 12),
+		};
+		int r = fn(&a, cls);
+
+		if (r) {
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(s, "load_acct");
+	sqlite3_reset(st);
+	return rc;
 }
 
 static int sq_add_event(struct drv_store *s, struct drv_store_event *e)
@@ -404,6 +599,13 @@ static const struct drv_store_ops sqlite_ops = {
 	.get_meta = sq_get_meta,
 	.put_meta = sq_put_meta,
 	.max_ids = sq_max_ids,
+	.load_live_jobs = sq_load_live_jobs,
+	.get_job = sq_get_job,
+	.list_jobs = sq_list_jobs,
+	.count_done = sq_count_done,
+	.purge_jobs = sq_purge_jobs,
+	.put_acct = sq_put_acct,
+	.load_acct = sq_load_acct,
 	.close = sq_close,
 };
 

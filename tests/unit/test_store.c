@@ -265,3 +265,129 @@ Test(store, injected_faults_leave_nothing_half_done)
 	cr_assert(eq(u64, seen.ids[1], 5));
 	drv_store_close(s);
 }
+
+/* --- finished jobs: store-only reads, counts, purge, accounting ---------- */
+
+static void put_fin(struct drv_store *s, uint64_t id, const char *state, int64_t end, bool done,
+		    const char *user)
+{
+	struct drv_store_job j = { .id = id, .name = "train", .user = user, .tenant = "research",
+				   .state = state, .submit_time = 100, .doc = "{}",
+				   .end_time = end, .done = done };
+
+	cr_assert(eq(int, drv_store_put_job(s, &j), 0));
+}
+
+static int count_state(const char *state, int64_t n, void *cls)
+{
+	int64_t *c = cls;
+
+	if (strcmp(state, "succeeded") == 0)
+		c[0] += n;
+	else
+		c[1] += n;
+	return 0;
+}
+
+static int sum_acct(const struct drv_store_acct *a, void *cls)
+{
+	int64_t *c = cls;
+
+	c[0]++;
+	c[1] += a->cost_micro;
+	c[2] += a->gpu_milli_s;
+	return 0;
+}
+
+Test(store, only_unfinished_load_and_finished_read_back)
+{
+	struct drv_store *s = open_store();
+	struct seen live = { 0 }, page = { 0 }, one = { 0 };
+	struct drv_store_job_query q = { .after = 1, .limit = 2, .done = 1,
+					 .states = ",succeeded,failed," };
+	int64_t c[2] = { 0, 0 };
+
+	put_fin(s, 1, "succeeded", 50, true, "alice");
+	put_fin(s, 2, "running", 0, false, "alice");
+	put_fin(s, 3, "failed", 60, true, "bob");
+	put_fin(s, 4, "failed", 70, false, "alice");   /* completing: tasks not gone */
+	put_fin(s, 5, "cancelled", 80, true, "alice");
+	put_fin(s, 6, "succeeded", 90, true, "alice");
+	cr_assert(eq(int, s->ops->load_live_jobs(s, collect, &live), 0));
+	cr_assert(eq(int, live.n, 2));
+	cr_assert(eq(u64, live.ids[0], 2));
+	cr_assert(eq(u64, live.ids[1], 4));
+	cr_assert(eq(int, s->ops->list_jobs(s, &q, collect, &page), 0));
+	cr_assert(eq(int, page.n, 2));
+	cr_assert(eq(u64, page.ids[0], 3));
+	cr_assert(eq(u64, page.ids[1], 6));
+	q = (struct drv_store_job_query){ .done = -1, .user = "bob" };
+	page.n = 0;
+	cr_assert(eq(int, s->ops->list_jobs(s, &q, collect, &page), 0));
+	cr_assert(eq(int, page.n, 1));
+	cr_assert(eq(int, s->ops->get_job(s, 5, collect, &one), 0));
+	cr_assert(eq(str, one.states[0], "cancelled"));
+	cr_assert(eq(int, s->ops->get_job(s, 99, collect, &one), DRV_ENOENT));
+	cr_assert(eq(int, s->ops->count_done(s, count_state, c), 0));
+	cr_assert(eq(i64, c[0], 2));
+	cr_assert(eq(i64, c[1], 2));
+	drv_store_close(s);
+}
+
+Test(store, purge_keeps_accounting_rows)
+{
+	struct drv_store *s = open_store();
+	struct drv_store_acct a = { .job = 1, .attempt = 1, .name = "train", .user = "alice",
+				    .tenant = "research", .pool = "gcp", .state = "succeeded",
+				    .start_time = 10, .end_time = 50, .gpu_milli_s = 8000 * 40,
+				    .cost_micro = 1234567 };
+	struct seen left = { 0 };
+	int64_t n = -1, sums[3] = { 0, 0, 0 };
+
+	put_fin(s, 1, "succeeded", 50, true, "alice");
+	put_fin(s, 2, "failed", 500, true, "alice");
+	put_fin(s, 3, "running", 0, false, "alice");
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.job = 2;
+	a.end_time = 500;
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	cr_assert(eq(int, drv_store_begin(s), 0));
+	cr_assert(eq(int, s->ops->purge_jobs(s, 100, 10, &n), 0));
+	cr_assert(eq(int, drv_store_commit(s), 0));
+	cr_assert(eq(i64, n, 1));
+	cr_assert(eq(int, s->ops->load_jobs(s, collect, &left), 0));
+	cr_assert(eq(int, left.n, 2), "the old finished job went, the newer and the live stay");
+	cr_assert(eq(u64, left.ids[0], 2));
+	cr_assert(eq(int, s->ops->load_acct(s, 0, 1000, sum_acct, sums), 0));
+	cr_assert(eq(i64, sums[0], 2));
+	cr_assert(eq(i64, sums[1], 2 * 1234567));
+	cr_assert(eq(i64, sums[2], 2 * 320000));
+	sums[0] = 0;
+	cr_assert(eq(int, s->ops->load_acct(s, 100, 1000, sum_acct, sums), 0));
+	cr_assert(eq(i64, sums[0], 1), "until and since bound the end time");
+	drv_store_close(s);
+}
+
+Test(store, v2_jobs_get_done_and_end_time_on_migration)
+{
+	struct drv_store *s = NULL;
+	struct seen live = { 0 };
+	char err[256];
+	sqlite3 *db;
+
+	cr_assert(eq(int, drv_store_open_sqlite_at(path, 2, &s, err, sizeof(err)), 0), "%s", err);
+	drv_store_close(s);
+	cr_assert(eq(int, sqlite3_open(path, &db), SQLITE_OK));
+	cr_assert(eq(int, sqlite3_exec(db,
+		"INSERT INTO jobs(id,name,user,tenant,state,submit_time,doc) VALUES"
+		" (1,'a','u','t','succeeded',5,'{\"end_time\":9,\"holding\":false}'),"
+		" (2,'a','u','t','failed',5,'{\"end_time\":9,\"holding\":true}'),"
+		" (3,'a','u','t','pending',5,'{}')", NULL, NULL, NULL), SQLITE_OK));
+	sqlite3_close(db);
+	s = open_store();
+	cr_assert(eq(int, s->ops->load_live_jobs(s, collect, &live), 0));
+	cr_assert(eq(int, live.n, 2));
+	cr_assert(eq(u64, live.ids[0], 2), "a finished job still holding GPUs loads");
+	cr_assert(eq(u64, live.ids[1], 3));
+	drv_store_close(s);
+}
