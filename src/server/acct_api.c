@@ -190,18 +190,6 @@ static int time_param(struct drv_http_req *r, const char *key, int64_t dflt, int
 	return -1;
 }
 
-/* The first second of the current calendar month, UTC. */
-static int64_t month_start(int64_t now)
-{
-	time_t t = (time_t)now;
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	tm.tm_mday = 1;
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	return (int64_t)timegm(&tm);
-}
-
 static int parse_by(const char *v, enum by *by, struct drv_http_resp *o)
 {
 	*by = BY_TENANT;
@@ -228,7 +216,7 @@ int srv_api_acct(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	char a[DRV_RFC3339_LEN], b[DRV_RFC3339_LEN];
 
 	if (parse_by(drv_http_req_query(r, "by"), &col.by, o) < 0 ||
-	    time_param(r, "since", month_start(now), &since, o) < 0 ||
+	    time_param(r, "since", srv_month_start(now), &since, o) < 0 ||
 	    time_param(r, "until", now + 1, &until, o) < 0)
 		return 0;
 	col.only_user = c->admin ? NULL : c->user;

@@ -226,3 +226,21 @@ void srv_purge_old_jobs(struct drv_server *s)
 		drv_log(&s->log, "purged %lld finished jobs that ended over %lld s ago (their "
 			"accounting rows stay)", (long long)total, (long long)s->cfg.job_retention_s);
 }
+
+/* --- the month's spend after a restart ------------------------------------ */
+
+static int month_row(const struct drv_store_acct *a, void *cls)
+{
+	struct drv_server *s = cls;
+
+	/* jobs in memory counted their own attempts (srv_cost_restore) */
+	if (a->cost_micro > 0 && !srv_job_get(s, a->job))
+		srv_month_cell(s, a->tenant && *a->tenant ? a->tenant : "default")->micro +=
+			a->cost_micro;
+	return 0;
+}
+
+int srv_acct_month_restore(struct drv_server *s)
+{
+	return s->store->ops->load_acct(s->store, s->month_start, INT64_MAX, month_row, s);
+}

@@ -234,6 +234,11 @@ static int load_state(struct drv_server *s, char *err, size_t errsz)
 	if (rc < 0)
 		return rc;
 	srv_cost_restore(s);
+	rc = srv_acct_month_restore(s);
+	if (rc < 0) {
+		snprintf(err, errsz, "cannot read the accounting rows: %s", s->store->err);
+		return rc;
+	}
 	pthread_mutex_lock(&s->mu);
 	rc = srv_flush(s);
 	pthread_mutex_unlock(&s->mu);

@@ -499,6 +499,9 @@ json_t *srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
 /* Purges finished jobs past the retention time (a batch at a time). Under
  * s->mu, released meanwhile. */
 void srv_purge_old_jobs(struct drv_server *s);
+/* After srv_cost_restore at start: adds this month's cost of the jobs not
+ * in memory (their accounting rows) to each tenant's month spend. */
+int srv_acct_month_restore(struct drv_server *s);
 
 /* --- commit.c ---
  * srv_enqueue hands everything dirty to the committer and returns the

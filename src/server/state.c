@@ -473,21 +473,14 @@ void srv_acct_row(struct drv_server *s, struct srv_job *j, const char *state, in
 	a->exit_code = j->exit_code;
 	for (int32_t i = 0; i < j->ntasks; i++) {
 		const struct srv_task *t = &j->tasks[i];
-		const struct drv_node *cn = &s->cluster.nodes[t->node];
-		int64_t end = t->ended && t->end_time ? t->end_time : now, ms;
-		__int128 micro;
+		int64_t end = t->end_time ? t->end_time : now;
 
-		if (cn->pool >= 0 && !*a->pool)
-			a->pool = s->cluster.pools[cn->pool].name;
-		if (!t->start_time || end <= t->start_time)
-			continue;
-		ms = (int64_t)popcount64(t->gpu_mask) * t->gpu_milli * (end - t->start_time);
-		a->gpu_milli_s += ms;
-		if (cn->pool < 0)
-			continue;
-		/* milli-GPU-s x micro-$ per GPU-hour / (1000 x 3600), rounded */
-		micro = (__int128)ms * s->cluster.pools[cn->pool].price_micro_per_gpu_hour;
-		a->cost_micro += (int64_t)((micro + 1800000) / 3600000);
+		if (!*a->pool)
+			a->pool = srv_task_pool(s, t);
+		if (t->start_time && end > t->start_time)
+			a->gpu_milli_s += (int64_t)popcount64(t->gpu_mask) * t->gpu_milli *
+					  (end - t->start_time);
+		a->cost_micro += srv_task_cost_micro(s, t, now, 0);   /* as the job's cost_usd */
 	}
 }
 
