@@ -159,7 +159,17 @@ struct drv_agent_config {
 	const char *server_url;    /* "http://127.0.0.1:8080" */
 	const char *token;         /* the cluster's agent token */
 	const char *name;          /* node name */
-	const char *listen;        /* /metrics "ADDR:PORT"; NULL = "0.0.0.0:9400"; "none" = off */
+	const char *listen;        /* task logs, inventory, /healthz and (without
+				    * metrics_listen) /metrics: "ADDR:PORT";
+				    * NULL = "0.0.0.0:9400"; "none" = off */
+	const char *metrics_listen;/* /metrics (and /healthz) on a listener of their
+				    * own, "ADDR:PORT"; "none": no /metrics at all;
+				    * NULL: /metrics on listen */
+	bool no_gpu_metrics;       /* leave dcgm-exporter's DCGM_FI_* series out
+				    * (a site's own dcgm-exporter exports them) */
+	const char *hpc_job_mapping_dir; /* write dcgm-exporter's HPC job mapping files
+				    * there (one per GPU index: the job ids on it);
+				    * NULL: none */
 	const char *fake_gpus;     /* "8xH100": the fake backend; NULL = nvml */
 	bool fake_fallback;        /* nvml missing: use 8xH100 fake and say so (drover up) */
 	int fake_hcas;             /* with fake GPUs: this many fake HCAs (default 0) */
@@ -182,10 +192,12 @@ struct drv_agent_config {
 struct drv_agent;
 
 /*
- * Opens the GPUs, HCAs and cgroups, starts the /metrics listener and the
- * protocol loop on threads of its own, and returns. On failure (no NVML
- * and no fake, bad --listen, ...) returns a negative drv_err with a
- * sentence in err and *out is NULL. cfg's strings are copied.
+ * Opens the GPUs, HCAs and cgroups, starts the listeners and the protocol
+ * loop on threads of its own, and returns. On failure (no NVML and no
+ * fake, bad --listen, ...) returns a negative drv_err with a sentence in
+ * err and *out is NULL: DRV_EEXIST when a listener's port is taken (a
+ * setting that cannot work here: drover agent exits 2). cfg's strings are
+ * copied.
  */
 int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, char *err,
 		    size_t errsz);

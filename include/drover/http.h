@@ -128,8 +128,9 @@ struct drv_http_server;
  * Starts listening on addr ("127.0.0.1:8080", "0.0.0.0:8080", ":8080",
  * port 0 picks a free one) and serving routes (an array ending with a row
  * whose method is NULL; it must outlive the server). ctx is passed to every
- * handler. Returns 0 and *out, or DRV_EINVAL (bad address), DRV_EIO (cannot
- * bind: errmsg says why, errmsg may be NULL).
+ * handler. Returns 0 and *out, or DRV_EINVAL (bad address), DRV_EEXIST (the
+ * port is taken: EADDRINUSE), DRV_EIO (cannot bind otherwise); errmsg says
+ * why (errmsg may be NULL).
  */
 int drv_http_server_start(const char *addr, const struct drv_http_route *routes,
 			  drv_http_filter filter, void *ctx, struct drv_http_server **out,

@@ -212,6 +212,9 @@ struct drv_proto_register {
 	const char *hostname;
 	const char *address;         /* NULL: the controller uses the peer address */
 	const char *agent_url;       /* NULL: no metrics or logs */
+	const char *metrics_url;     /* where /metrics is when not at agent_url
+				      * (--metrics-listen); NULL: at agent_url, if any */
+	bool no_metrics;             /* --metrics-listen none: no /metrics anywhere */
 	const char *version;         /* the agent's release, "0.1.0" */
 	const char *backend;         /* "nvml", "fake" */
 	struct drv_proto_kv *labels;

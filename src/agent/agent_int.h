@@ -84,6 +84,11 @@ struct drv_agent {
 	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
 	char *tls_cert, *tls_key;      /* the listener's https (copies of the config's) */
 	char *sysfs_root, *cgroup_parent, *fake_gpus;
+	char *metrics_listen;    /* "" (on listen), "none" or ADDR:PORT */
+	char *hpc_dir;           /* --hpc-job-mapping-dir; NULL none */
+	bool gpu_metrics;        /* DCGM_FI_* series on /metrics */
+	char *jobmap[DRV_GPU_MAX]; /* what each GPU's mapping file says (agent_jobmap.c) */
+	bool jobmap_warned;
 	int fake_hcas;
 	bool fake_fallback, run_as_self;
 	struct drv_log log;      /* "drover agent: ..."; quiet drops it */
@@ -98,6 +103,7 @@ struct drv_agent {
 	char address[128];
 	char ifname[IF_NAMESIZE + 1];
 	char agent_url[256];
+	char metrics_url[256];  /* "" unless /metrics has a listener of its own */
 	char hostname[256];
 
 	/* shared state */
@@ -120,7 +126,7 @@ struct drv_agent {
 	bool interrupted;       /* ... and was cut short (agent_kick_sync) */
 	struct drv_proto_seen *seen;
 
-	struct drv_http_server *http;
+	struct drv_http_server *http, *mhttp; /* --listen, --metrics-listen */
 	pthread_t syncer, super;
 	bool syncer_on, super_on;
 };
@@ -154,7 +160,15 @@ void *agent_sync_main(void *arg);
 int agent_sync_once(struct drv_agent *a);                 /* mu not held */
 void agent_kick_sync(struct drv_agent *a);                /* mu held */
 
-/* agent_routes.c */
+/* agent_jobmap.c: dcgm-exporter's HPC job mapping files (--hpc-job-mapping-dir) */
+int agent_open_job_map(struct drv_agent *a, char *err, size_t errsz);
+void agent_write_job_map(struct drv_agent *a);            /* mu held */
+void agent_close_job_map(struct drv_agent *a);
+
+/* agent_routes.c: every route (--listen without --metrics-listen); the
+ * private ones (--listen with it); /metrics and /healthz (--metrics-listen) */
 extern const struct drv_http_route agent_http_routes[];
+extern const struct drv_http_route agent_private_routes[];
+extern const struct drv_http_route agent_metrics_routes[];
 
 #endif

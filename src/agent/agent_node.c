@@ -183,6 +183,8 @@ static void reg_msg(struct drv_agent *a, struct reg_msg *r)
 	r->m.hostname = a->hostname;
 	r->m.address = a->address;
 	r->m.agent_url = a->agent_url[0] ? a->agent_url : NULL;
+	r->m.metrics_url = a->metrics_url[0] ? a->metrics_url : NULL;
+	r->m.no_metrics = !strcmp(a->metrics_listen, "none");
 	r->m.version = DRV_AGENT_VERSION;
 	r->m.backend = a->backend;
 	r->m.cpu_milli = sysconf(_SC_NPROCESSORS_ONLN) * 1000;

@@ -61,7 +61,7 @@ static int render_gpus(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
 		snprintf(idx[g], sizeof(idx[g]), "%d", g);
 		snprintf(dev[g], sizeof(dev[g]), "nvidia%d", g);
 	}
-	for (size_t f = 0; f < DRV_ARRAY_SIZE(fam); f++) {
+	for (size_t f = 0; a->gpu_metrics && f < DRV_ARRAY_SIZE(fam); f++) {
 		bool any = false;
 
 		for (g = 0; g < a->gpus.ngpus; g++) {
@@ -290,6 +290,19 @@ const struct drv_http_route agent_http_routes[] = {
 	{ "GET", "/v1/inventory", h_inventory, 0 },
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
+const struct drv_http_route agent_private_routes[] = {
+	{ "GET", "/v1/inventory", h_inventory, 0 },
+	{ "GET", "/healthz", h_healthz, 0 },
+	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
+const struct drv_http_route agent_metrics_routes[] = {
+	{ "GET", "/metrics", h_metrics, 0 },
+	{ "GET", "/healthz", h_healthz, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

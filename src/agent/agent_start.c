@@ -37,6 +37,8 @@ static void agent_free(struct drv_agent *a)
 	if (!a)
 		return;
 	drv_http_server_stop(a->http);
+	drv_http_server_stop(a->mhttp);
+	agent_close_job_map(a);
 	drv_gpu_close(&a->gpus);
 	for (k = 0; k < a->ntasks; k++) {
 		if (a->tasks[k]->proc.pidfd >= 0)
@@ -60,6 +62,8 @@ static void agent_free(struct drv_agent *a)
 	drv_free(a->fake_gpus);
 	drv_free(a->tls_cert);
 	drv_free(a->tls_key);
+	drv_free(a->metrics_listen);
+	drv_free(a->hpc_dir);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cv);
 	if (a->wakefd >= 0)
@@ -90,6 +94,9 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	a->sysfs_root = dupe(cfg->sysfs_root);
 	a->cgroup_parent = dupe(cfg->cgroup_parent);
 	a->fake_gpus = dupe(cfg->fake_gpus);
+	a->metrics_listen = dupe(cfg->metrics_listen ? cfg->metrics_listen : "");
+	a->hpc_dir = dupe(cfg->hpc_job_mapping_dir);
+	a->gpu_metrics = !cfg->no_gpu_metrics;
 	a->fake_hcas = cfg->fake_hcas;
 	a->fake_fallback = cfg->fake_fallback;
 	a->log = (struct drv_log){ NULL, "drover agent", cfg->quiet ? DRV_LOG_QUIET : 0 };
@@ -177,37 +184,60 @@ static void open_node(struct drv_agent *a)
 			(int)geteuid());
 }
 
-/* The agent's own routes, and agent_url: how the controller reaches them. */
-static int start_listener(struct drv_agent *a, char *err, size_t errsz)
+/*
+ * One listener on addr (the flag that set it, for messages) serving
+ * routes; its URL as peers reach it into url: the listen host, or our
+ * address when listening on every interface. A taken port is a setting
+ * that cannot work on this node: DRV_EEXIST with a sentence that says so.
+ */
+static int listen_on(struct drv_agent *a, const char *flag, const char *addr,
+		     const struct drv_http_route *routes, struct drv_http_server **out,
+		     char *url, size_t urlsz, char *err, size_t errsz)
 {
 	char host[256];
 	int port, rc;
-
 	struct drv_http_server_opts ho = { a->tls_cert, a->tls_key };
 	const char *scheme;
 
-	if (!strcmp(a->listen, "none"))
-		return 0;
-	rc = drv_http_server_start_opts(a->listen, &ho, agent_http_routes, NULL, a, &a->http, err,
-					errsz);
+	rc = drv_http_server_start_opts(addr, &ho, routes, NULL, a, out, err, errsz);
+	if (rc == DRV_EEXIST)
+		snprintf(err, errsz, "%s %s: the port is taken by another process (dcgm-exporter "
+			 "uses 9400 by default); give %s another port, or run beside dcgm-exporter "
+			 "with --metrics-listen none or --gpu-metrics off", flag, addr, flag);
 	if (rc < 0)
 		return rc;
-	scheme = drv_http_server_tls(a->http) ? "https" : "http";
-	if (!drv_http_server_tls(a->http) && !drv_http_addr_loopback(a->listen))
+	scheme = drv_http_server_tls(*out) ? "https" : "http";
+	if (!drv_http_server_tls(*out) && !drv_http_addr_loopback(addr) &&
+	    routes != agent_metrics_routes)
 		drv_log(&a->log, "warning: plain HTTP on %s, which is not loopback: task logs and "
 			"the cluster token cross the network unencrypted; give --tls-cert and "
-			"--tls-key", a->listen);
-	/* peers and the controller reach us on the listen host, or on our
-	 * address when listening on every interface */
-	if (drv_http_parse_addr(a->listen, host, sizeof(host), &port) < 0 || !host[0] ||
+			"--tls-key", addr);
+	if (drv_http_parse_addr(addr, host, sizeof(host), &port) < 0 || !host[0] ||
 	    !strcmp(host, "0.0.0.0") || !strcmp(host, "::"))
 		snprintf(host, sizeof(host), "%s", a->address);
-	port = drv_http_server_port(a->http);
+	port = drv_http_server_port(*out);
 	if (strchr(host, ':'))
-		snprintf(a->agent_url, sizeof(a->agent_url), "%s://[%s]:%d", scheme, host, port);
+		snprintf(url, urlsz, "%s://[%s]:%d", scheme, host, port);
 	else
-		snprintf(a->agent_url, sizeof(a->agent_url), "%s://%s:%d", scheme, host, port);
+		snprintf(url, urlsz, "%s://%s:%d", scheme, host, port);
 	return 0;
+}
+
+/* The agent's own routes: --listen (agent_url: how the controller reaches
+ * them), and /metrics apart when --metrics-listen says so. */
+static int start_listener(struct drv_agent *a, char *err, size_t errsz)
+{
+	bool apart = a->metrics_listen[0] != '\0';
+	int rc = 0;
+
+	if (strcmp(a->listen, "none"))
+		rc = listen_on(a, "--listen", a->listen,
+			       apart ? agent_private_routes : agent_http_routes, &a->http,
+			       a->agent_url, sizeof(a->agent_url), err, errsz);
+	if (rc == 0 && apart && strcmp(a->metrics_listen, "none"))
+		rc = listen_on(a, "--metrics-listen", a->metrics_listen, agent_metrics_routes,
+			       &a->mhttp, a->metrics_url, sizeof(a->metrics_url), err, errsz);
+	return rc;
 }
 
 static int start_threads(struct drv_agent *a, char *err, size_t errsz)
@@ -242,14 +272,17 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	if (rc < 0)
 		goto fail;
 	open_node(a);
-	rc = start_listener(a, err, errsz);
+	rc = agent_open_job_map(a, err, errsz);
+	if (rc == 0)
+		rc = start_listener(a, err, errsz);
 	if (rc < 0)
 		goto fail;
-	drv_log(&a->log, "node %s: %d GPUs (%s%s%s), %d HCAs%s%s, address %s%s%s", a->name,
+	drv_log(&a->log, "node %s: %d GPUs (%s%s%s), %d HCAs%s%s, address %s%s%s%s%s", a->name,
 		a->gpus.ngpus, a->backend, a->gpus.ngpus ? ", " : "",
 		a->gpus.ngpus ? a->gpus.gpus[0].name : "", a->hcas.nhcas,
 		a->ib_list[0] ? " active: " : "", a->ib_list, a->address,
-		a->agent_url[0] ? ", metrics and logs at " : "", a->agent_url);
+		!a->agent_url[0] ? "" : a->metrics_listen[0] ? ", logs at " : ", metrics and logs at ",
+		a->agent_url, a->metrics_url[0] ? ", metrics at " : "", a->metrics_url);
 	rc = start_threads(a, err, errsz);
 	if (rc < 0)
 		goto fail;
@@ -274,7 +307,8 @@ void drv_agent_stop(struct drv_agent *a)
 	if (a->super_on)
 		pthread_join(a->super, NULL);
 	drv_http_server_stop(a->http);
-	a->http = NULL;
+	drv_http_server_stop(a->mhttp);
+	a->http = a->mhttp = NULL;
 	/* the last reports: what the supervisor stopped (an interrupt the
 	 * syncer left unspent fails the first try) */
 	if (a->session && !a->need_register && a->syncer_on && agent_sync_once(a) == DRV_ECONN)
@@ -284,6 +318,8 @@ void drv_agent_stop(struct drv_agent *a)
 
 int drv_agent_metrics_port(const struct drv_agent *a)
 {
-	return a && a->http ? drv_http_server_port(a->http) : 0;
+	if (a && a->mhttp)
+		return drv_http_server_port(a->mhttp);
+	return a && a->http && !a->metrics_listen[0] ? drv_http_server_port(a->http) : 0;
 }
 

@@ -108,6 +108,7 @@ void *agent_super_main(void *arg)
 		if (a->running_dirty) {
 			a->running_dirty = false;
 			agent_save_running(a);
+			agent_write_job_map(a);
 		}
 		if (reports_owed(a))
 			agent_kick_sync(a);

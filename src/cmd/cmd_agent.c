@@ -2,6 +2,8 @@
  * cmd_agent.c: 'drover agent', the node agent in the foreground.
  *
  *   drover agent --server URL --token-file FILE --name NODE [--listen ADDR:PORT]
+ *                [--metrics-listen ADDR:PORT|none] [--gpu-metrics on|off]
+ *                [--hpc-job-mapping-dir DIR]
  *                [--fake-gpus SPEC] [--labels k=v,...] [--fake-hcas N]
  *                [--state DIR] [--sysfs-root DIR] [--cgroup DIR]
  *                [--advertise ADDR] [--grace SECONDS] [--nvml-lib PATH]
@@ -49,12 +51,14 @@ static int check_labels(const char *l)
 	return 0;
 }
 
+static const struct drv_opt_choice on_off[] = { { "on", 1 }, { "off", 0 }, { NULL, 0 } };
+
 /* The options into cfg (the environment's defaults first); 0, or
  * DRV_OPTS_HELP / DRV_OPTS_ERROR (printed). */
 static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		      const char **token_file)
 {
-	int grace = -1;
+	int grace = -1, gpu_metrics = 1;
 	const struct drv_option table[] = {
 		DRV_OPT_STRING(0, "server", &cfg->server_url, "URL",
 			       "the controller, e.g. http://10.0.0.1:8080 (env DROVER_SERVER)"),
@@ -64,7 +68,17 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		DRV_OPT_STRING(0, "name", &cfg->name, "NODE",
 			       "this node's name (default: the host name)"),
 		DRV_OPT_STRING(0, "listen", &cfg->listen, "ADDR:PORT",
-			       "/metrics and task logs (default 0.0.0.0:9400; 'none': off)"),
+			       "task logs, inventory and (without --metrics-listen) /metrics "
+			       "(default 0.0.0.0:9400; 'none': off)"),
+		DRV_OPT_STRING(0, "metrics-listen", &cfg->metrics_listen, "ADDR:PORT|none",
+			       "/metrics on a listener of its own, apart from task logs; 'none': "
+			       "no /metrics (default: on --listen)"),
+		DRV_OPT_ENUM(0, "gpu-metrics", &gpu_metrics, on_off,
+			     "dcgm-exporter's GPU series on /metrics (default on; off beside a "
+			     "site's own dcgm-exporter)"),
+		DRV_OPT_STRING(0, "hpc-job-mapping-dir", &cfg->hpc_job_mapping_dir, "DIR",
+			       "write dcgm-exporter's HPC job mapping files there (a file per GPU "
+			       "index listing the jobs on it)"),
 		DRV_OPT_STRING(0, "fake-gpus", &cfg->fake_gpus, "SPEC",
 			       "simulate GPUs instead of NVML: 8xH100, 4xA100-40GB, ..."),
 		DRV_OPT_INT(0, "fake-hcas", &cfg->fake_hcas, 0, 1024, "N",
@@ -114,6 +128,7 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		return rc;
 	if (grace >= 0)
 		cfg->grace_ms = grace * 1000LL;
+	cfg->no_gpu_metrics = !gpu_metrics;
 	return 0;
 }
 
@@ -190,6 +205,16 @@ static int check_config(struct drv_agent_config *cfg, char *name, size_t namesz)
 			"0.0.0.0:9400\n", cfg->listen);
 		return DRV_EXIT_USAGE;
 	}
+	if (cfg->metrics_listen && strcmp(cfg->metrics_listen, "none") &&
+	    drv_http_parse_addr(cfg->metrics_listen, host, sizeof(host), &port) < 0) {
+		fprintf(stderr, "drover agent: --metrics-listen: '%s', expected ADDR:PORT such as "
+			"0.0.0.0:9401, or none\n", cfg->metrics_listen);
+		return DRV_EXIT_USAGE;
+	}
+	if (cfg->hpc_job_mapping_dir && !*cfg->hpc_job_mapping_dir) {
+		fprintf(stderr, "drover agent: --hpc-job-mapping-dir: empty, expected a directory\n");
+		return DRV_EXIT_USAGE;
+	}
 	if (cfg->labels && check_labels(cfg->labels) < 0)
 		return DRV_EXIT_USAGE;
 	return check_tls(cfg);
@@ -227,8 +252,12 @@ int cmd_agent(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "drover agent: %s\n", err);
 		drv_free(token);
-		/* a TLS file that is not usable (a lax key, not PEM) is bad input */
-		return rc == DRV_EPERM ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
+		/* a TLS file that is not usable (a lax key, not PEM), a taken port
+		 * or an unusable directory is a setting that cannot work here, as
+		 * a bad flag is: systemd's RestartPreventExitStatus=2 stops the
+		 * restarts */
+		return rc == DRV_EPERM || rc == DRV_EEXIST || rc == DRV_EINVAL ? DRV_EXIT_USAGE
+									: DRV_EXIT_FAIL;
 	}
 	sigwait(&set, &sig);
 	fprintf(stderr, "drover agent: %s: stopping tasks and leaving\n",

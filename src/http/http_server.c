@@ -112,7 +112,7 @@ fail:
 		snprintf(errmsg, errsz, "cannot listen on %s: %s", addr, strerror(rc));
 	if (fd >= 0)
 		close(fd);
-	return DRV_EIO;
+	return rc == EADDRINUSE ? DRV_EEXIST : DRV_EIO;
 }
 
 /* --- route matching ----------------------------------------------------- */

@@ -101,7 +101,7 @@ static void g_topology(struct proto_rd *r, const json_t *o, struct drv_proto_reg
 }
 
 static const char *const register_keys[] = { "protocol", "name", "hostname", "address",
-	"agent_url", "version", "backend", "labels", "cpu_milli", "mem_mib", "gpus", "topology",
+	"agent_url", "metrics_url", "no_metrics", "version", "backend", "labels", "cpu_milli", "mem_mib", "gpus", "topology",
 	"running", NULL };
 
 void drv_proto_register_init(struct drv_proto_register *m)
@@ -127,6 +127,8 @@ int drv_proto_register_decode(json_t *j, struct drv_proto_register *m, struct dr
 		proto_get_str(&r, j, "hostname", false, &m->hostname);
 		proto_get_str(&r, j, "address", false, &m->address);
 		proto_get_str(&r, j, "agent_url", false, &m->agent_url);
+		proto_get_str(&r, j, "metrics_url", false, &m->metrics_url);
+		proto_get_bool(&r, j, "no_metrics", false, &m->no_metrics);
 		proto_get_str(&r, j, "version", false, &m->version);
 		proto_get_str(&r, j, "backend", false, &m->backend);
 		proto_get_kv(&r, j, "labels", &m->labels, &m->nlabels);
@@ -172,6 +174,9 @@ json_t *drv_proto_register_encode(const struct drv_proto_register *m)
 	proto_put_opt_str(o, "hostname", m->hostname);
 	proto_put_opt_str(o, "address", m->address);
 	proto_put_opt_str(o, "agent_url", m->agent_url);
+	proto_put_opt_str(o, "metrics_url", m->metrics_url);
+	if (m->no_metrics)
+		json_object_set_new(o, "no_metrics", json_true());
 	proto_put_opt_str(o, "version", m->version);
 	json_object_set_new(o, "labels", drv_proto_kv_encode(m->labels, m->nlabels));
 	proto_put_int(o, "cpu_milli", m->cpu_milli);

@@ -543,7 +543,7 @@ Test(http, busy_port_is_reported)
 
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", drv_http_server_port(srv));
 	cr_assert(eq(int, drv_http_server_start(addr, routes, NULL, NULL, &s2, err, sizeof(err)),
-		     DRV_EIO));
+		     DRV_EEXIST));
 	cr_assert(ne(ptr, strstr(err, "in use"), NULL), "%s", err);
 	cr_assert(eq(int, drv_http_server_start("nonsense", routes, NULL, NULL, &s2, err,
 						sizeof(err)), DRV_EINVAL));

@@ -148,6 +148,7 @@ Test(proto, register_and_registered_round_trip)
 	const char *text =
 		"{\"protocol\": 1, \"name\": \"node-a\", \"hostname\": \"gpu-17\","
 		" \"address\": \"10.0.0.5\", \"agent_url\": \"http://10.0.0.5:9400\","
+		" \"metrics_url\": \"http://10.0.0.5:9401\", \"no_metrics\": true,"
 		" \"version\": \"0.1.0\", \"labels\": {\"zone\": \"a\"}, \"cpu_milli\": 128000,"
 		" \"mem_mib\": 2097152, \"backend\": \"fake\","
 		" \"gpus\": [{\"index\": 0, \"uuid\": \"GPU-1\", \"model\": \"NVIDIA H100 80GB HBM3\","
