@@ -1,7 +1,7 @@
 /*
  * bench_agent.c: 'drover bench agent': the footprint of an idle node agent.
  *
- *   drover bench agent [--json] [--seconds N] [--gpus SPEC] [--server URL]
+ *   drover bench agent [--json] [--seconds N] [--gpus SPEC] [--server URL] [--tls]
  *
  * Starts a real `drover agent` process (this binary) with 8 simulated
  * H100s, lets it register with a controller, then scrapes its /metrics
@@ -20,6 +20,12 @@
  * empty task set), so the figure is the agent's alone. With --server, the
  * real controller's cluster token comes from DROVER_AGENT_TOKEN, which the
  * agent inherits: no token on a command line (CONTRACTS.md §6).
+ *
+ * --tls: the same over https: a CA and a certificate made in the agent's
+ * state directory (drv_tls_init_dir), the stand-in controller and the
+ * agent's listener serving with it, the agent checking the controller and
+ * the scraper checking the agent against the CA (with --server, the
+ * agent's CA comes from DROVER_CA_FILE, which it inherits).
  */
 #include "drover/bench.h"
 #include "drover/clock.h"
@@ -149,6 +155,8 @@ struct run {
 	struct drv_http_server *ctl;        /* the stand-in controller, or NULL */
 	char ctl_url[128], listen[64], agent_url[128];
 	char state[64];
+	bool tls;                           /* --tls */
+	char ca[128], cert[128], key[128];  /* with --tls: in state/tls */
 	pid_t pid;                          /* the agent */
 	struct drv_http_client cl;          /* to the agent's routes */
 	/* measured */
@@ -170,12 +178,14 @@ static int parse(int argc, char **argv, struct run *R)
 		DRV_OPT_STRING(0, "server", &R->server, "URL",
 			       "a real controller instead of the bench's own stand-in (its "
 			       "cluster token in DROVER_AGENT_TOKEN)"),
+		DRV_OPT_FLAG(0, "tls", &R->tls,
+			     "https everywhere: the controller, the agent's listener, the scrapes"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts usage = {
 		.name = "drover bench agent",
 		.usage = "drover bench agent [--json] [--seconds N] [--gpus SPEC] "
-			 "[--server URL]",
+			 "[--server URL] [--tls]",
 		.about = "An idle agent's memory (RssAnon) and CPU while it is scraped.",
 		.options = table,
 	};
@@ -191,14 +201,29 @@ static int start_controller(struct run *R)
 {
 	char err[256];
 
+	struct drv_http_server_opts o = { 0 };
+	char dir[96];
+
+	if (R->tls) {
+		snprintf(dir, sizeof(dir), "%s/tls", R->state);
+		snprintf(R->ca, sizeof(R->ca), "%s/ca.pem", dir);
+		snprintf(R->cert, sizeof(R->cert), "%s/server.pem", dir);
+		snprintf(R->key, sizeof(R->key), "%s/server-key.pem", dir);
+		o = (struct drv_http_server_opts){ R->cert, R->key };
+		if (drv_tls_init_dir(dir, "localhost,127.0.0.1", NULL, err, sizeof(err)) < 0) {
+			fprintf(stderr, "drover bench agent: %s\n", err);
+			return DRV_EIO;
+		}
+	}
 	if (R->server)
 		return 0;
-	if (drv_http_server_start("127.0.0.1:0", ctl_routes, NULL, NULL, &R->ctl, err,
-				  sizeof(err)) < 0) {
+	if (drv_http_server_start_opts("127.0.0.1:0", &o, ctl_routes, NULL, NULL, &R->ctl, err,
+				       sizeof(err)) < 0) {
 		fprintf(stderr, "drover bench agent: %s\n", err);
 		return DRV_EIO;
 	}
-	snprintf(R->ctl_url, sizeof(R->ctl_url), "http://127.0.0.1:%d", drv_http_server_port(R->ctl));
+	snprintf(R->ctl_url, sizeof(R->ctl_url), "%s://127.0.0.1:%d", R->tls ? "https" : "http",
+		 drv_http_server_port(R->ctl));
 	R->server = R->ctl_url;
 	return 0;
 }
@@ -216,7 +241,8 @@ static int spawn_agent(struct run *R)
 	}
 	self[n] = '\0';
 	snprintf(R->listen, sizeof(R->listen), "127.0.0.1:%d", port);
-	snprintf(R->agent_url, sizeof(R->agent_url), "http://127.0.0.1:%d", port);
+	snprintf(R->agent_url, sizeof(R->agent_url), "%s://127.0.0.1:%d",
+		 R->tls ? "https" : "http", port);
 	setenv("DROVER_AGENT_TOKEN", R->token, 1); /* inherited: not on argv */
 	R->pid = fork();
 	if (R->pid == 0) {
@@ -225,9 +251,17 @@ static int spawn_agent(struct run *R)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(self, self, "agent", "--server", R->server, "--name", "bench-node",
-		      "--fake-gpus", R->gpus, "--listen", R->listen, "--state", R->state,
-		      "--run-as-self", (char *)NULL);
+		if (R->tls && R->ctl)
+			setenv("DROVER_CA_FILE", R->ca, 1);
+		if (R->tls)
+			execl(self, self, "agent", "--server", R->server, "--name", "bench-node",
+			      "--fake-gpus", R->gpus, "--listen", R->listen, "--state", R->state,
+			      "--run-as-self", "--tls-cert", R->cert, "--tls-key", R->key,
+			      (char *)NULL);
+		else
+			execl(self, self, "agent", "--server", R->server, "--name", "bench-node",
+			      "--fake-gpus", R->gpus, "--listen", R->listen, "--state", R->state,
+			      "--run-as-self", (char *)NULL);
 		_exit(127);
 	}
 	if (R->pid < 0) {
@@ -299,12 +333,12 @@ static void print_result(const struct run *R)
 		     100.0;
 	int pass = R->rss_anon <= 4096 && R->max_anon <= 4096 && cpu <= 0.5 && !R->failed;
 
-	printf("{\"bench\":\"agent\",\"gpus\":\"%s\",\"controller\":\"%s\","
+	printf("{\"bench\":\"agent\",\"gpus\":\"%s\",\"controller\":\"%s\",\"tls\":%s,"
 	       "\"scrape_interval_s\":1,\"seconds\":%.1f,\"scrapes\":%d,\"scrape_failures\":%d,"
 	       "\"metrics_bytes\":%zu,\"rss_anon_kb\":%ld,\"rss_anon_max_kb\":%ld,"
 	       "\"vm_rss_kb\":%ld,\"vm_hwm_kb\":%ld,\"cpu_percent\":%.3f,"
 	       "\"targets\":{\"rss_anon_kb\":4096,\"cpu_percent\":0.5},\"pass\":%s}\n",
-	       R->gpus, R->ctl ? "builtin" : R->server, R->t1 - R->t0, R->scrapes, R->failed,
+	       R->gpus, R->ctl ? "builtin" : R->server, R->tls ? "true" : "false", R->t1 - R->t0, R->scrapes, R->failed,
 	       R->bytes, R->rss_anon, R->max_anon, R->vm_rss, R->hwm, cpu,
 	       pass ? "true" : "false");
 }
@@ -351,6 +385,7 @@ int drv_bench_agent(int argc, char **argv)
 		goto out;
 	drv_http_client_release(&R.cl);
 	drv_http_client_init(&R.cl, R.agent_url, NULL);
+	drv_http_client_set_ca(&R.cl, R.tls ? R.ca : NULL);
 	R.cl.timeout_ms = 2000;
 	if (wait_agent_up(&R) < 0)
 		goto out;

@@ -358,8 +358,12 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->curl_err);
 	c->curl_err[0] = '\0';
-	if (c->ca_file)
+	if (c->ca_file) {
+		/* that CA alone: not also the system's folder (/etc/ssl/certs), which
+		 * GnuTLS would parse into every handshake's trust list (MBs) */
 		curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+		curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+	}
 	if (c->abort_cb) {
 		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
 		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, xfer_cb);
