@@ -144,6 +144,9 @@ struct drv_http_server_opts {
 	const char *tls_cert_file;
 	const char *tls_key_file;
 };
+/* What a TLS server offers (GnuTLS priority string): TLS 1.3 and 1.2 only.
+ * A client asks for 1.2 at least. */
+#define DRV_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 /*
  * drv_http_server_start with options (o may be NULL). Errors as above;
  * also DRV_EINVAL with errmsg naming the file for a certificate or key

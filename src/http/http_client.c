@@ -356,6 +356,7 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 	curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
 	curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, c);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->curl_err);
 	c->curl_err[0] = '\0';
 	if (c->ca_file) {

@@ -665,6 +665,7 @@ static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 	struct MHD_OptionItem tls[] = {
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls.cert },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key },
+		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)DRV_TLS_PRIORITIES },
 		{ MHD_OPTION_END, 0, NULL },
 	};
 
@@ -677,7 +678,7 @@ static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DRV_HTTP_HEADER_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, s->conn_limit,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DRV_HTTP_CONN_MEMORY,
-				MHD_OPTION_ARRAY, s->tls.cert ? tls : tls + 2,
+				MHD_OPTION_ARRAY, s->tls.cert ? tls : tls + 3,
 				MHD_OPTION_END);
 }
 

@@ -245,6 +245,27 @@ Test(tls, plain_http_to_the_tls_port_fails_cleanly)
 	drv_http_server_stop(s);
 }
 
+Test(tls, only_tls_1_2_and_1_3_are_offered)
+{
+	char url[96], cmd[512];
+	struct drv_http_server *s = serve(url, sizeof(url));
+	int port = drv_http_server_port(s);
+
+	if (access("/usr/bin/gnutls-cli", X_OK) != 0) {
+		drv_http_server_stop(s);
+		cr_skip_test("gnutls-cli not installed (gnutls-bin)");
+	}
+	snprintf(cmd, sizeof(cmd), "gnutls-cli --x509cafile %s/ca.pem --priority "
+		 "NORMAL:-VERS-ALL:+VERS-TLS1.1 -p %d 127.0.0.1 </dev/null >/dev/null 2>&1",
+		 dir, port);
+	cr_assert(ne(int, system(cmd), 0), "TLS 1.1 was accepted");
+	snprintf(cmd, sizeof(cmd), "gnutls-cli --x509cafile %s/ca.pem --priority "
+		 "NORMAL:-VERS-ALL:+VERS-TLS1.2 -p %d 127.0.0.1 </dev/null >/dev/null 2>&1",
+		 dir, port);
+	cr_assert(eq(int, system(cmd), 0), "TLS 1.2 was refused");
+	drv_http_server_stop(s);
+}
+
 Test(tls, https_to_a_plain_server_fails_cleanly)
 {
 	struct drv_http_server *s = NULL;
