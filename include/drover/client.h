@@ -170,5 +170,6 @@ int drv_client_cmd_describe(int argc, char **argv);
 int drv_client_cmd_cancel(int argc, char **argv);
 int drv_client_cmd_logs(int argc, char **argv);
 int drv_client_cmd_top(int argc, char **argv);
+int drv_client_cmd_acct(int argc, char **argv);
 
 #endif

@@ -28,6 +28,7 @@ int cmd_describe(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_acct(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_place(int argc, char **argv);

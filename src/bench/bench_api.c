@@ -56,6 +56,7 @@
 struct opts {
 	int nodes, gpus;
 	int serial, clients, concurrent, batch, batch_size, procs, latency, workload;
+	int restart_jobs;
 	bool slurm;
 	const char *slurm_local;
 	bool keep;
@@ -796,6 +797,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			    "jobs timed from submit to running (default 300)"),
 		DRV_OPT_INT(0, "workload", &o->workload, 1, INT32_MAX, "N",
 			    "jobs of the shared workload, at most 520 (default 520)"),
+		DRV_OPT_INT(0, "restart-jobs", &o->restart_jobs, 0, INT32_MAX, "N",
+			    "jobs in the state of the restart figure, 0 skips it (default 1000000)"),
 		DRV_OPT_GROUP("Slurm beside it"),
 		DRV_OPT_FLAG(0, "no-slurm", &no_slurm, "skip the Slurm half"),
 		DRV_OPT_STRING(0, "slurm-local", &o->slurm_local, "PATH",
@@ -808,8 +811,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		.name = "drover bench api",
 		.usage = "drover bench api [--json] [--nodes N] [--gpus-per-node G] [--serial N]\n"
 			 "       [--clients C] [--concurrent N] [--batch N] [--batch-size N] [--procs N]\n"
-			 "       [--latency N] [--workload N (at most 520)] [--no-slurm] "
-			 "[--slurm-local PATH]\n"
+			 "       [--latency N] [--workload N (at most 520)] [--restart-jobs N] "
+			 "[--no-slurm] [--slurm-local PATH]\n"
 			 "       [--keep]",
 		.about = "Durable submits per second and submit-to-running latency, against a "
 			 "server and fake-GPU agents this binary starts, and Slurm beside it.",
@@ -819,7 +822,7 @@ static int parse(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .nodes = 16, .gpus = 8, .serial = 1000, .clients = 32,
 			    .concurrent = 3200, .batch = 10000, .batch_size = 1000, .procs = 200,
-			    .latency = 300, .workload = 520, .slurm = true,
+			    .latency = 300, .workload = 520, .slurm = true, .restart_jobs = 1000000,
 			    .slurm_local = "../shared/bench/slurm/slurm-local" };
 	if (getenv("DROVER_SLURM_LOCAL"))
 		o->slurm_local = getenv("DROVER_SLURM_LOCAL");
@@ -1073,6 +1076,19 @@ static void measure_slurm(struct run *R)
 		"nodes", R->o.nodes, "gpus_per_node", R->o.gpus));
 }
 
+/* 4. From SIGKILL to answering again with a million jobs in the state. */
+static void measure_restart(struct run *R)
+{
+	json_t *r;
+
+	if (!R->o.restart_jobs)
+		return;
+	r = bench_restart(self, tmpdir, R->o.restart_jobs);
+	json_object_set_new(R->out, "restart_1m_jobs_s", json_is_number(json_object_get(r, "seconds"))
+				    ? json_incref(json_object_get(r, "seconds")) : json_null());
+	json_object_set_new(R->out, "restart_1m_jobs", r);
+}
+
 /* drover over Slurm, end to end and per submit process. */
 static json_t *ratios_of(const json_t *wl)
 {
@@ -1155,6 +1171,7 @@ int drv_bench_api(int argc, char **argv)
 	rc = DRV_EXIT_FAIL;
 	if (write_workload(&R) == 0 && measure_submits(&R) == 0 && measure_cluster(&R) == 0) {
 		measure_slurm(&R);
+		measure_restart(&R);
 		print_result(&R);
 		rc = 0;
 	}

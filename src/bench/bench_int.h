@@ -12,4 +12,13 @@
  */
 int bench_free_port(void);
 
+/*
+ * restart_1m_jobs_s (bench_restart.c): a state of njobs (1% pending) written
+ * under tmp, then the seconds from SIGKILL of the server on it until
+ * /healthz is 200 and the newest job reads back. A new object:
+ * {"seconds", ...} or {"error"}.
+ */
+#include <jansson.h>
+json_t *bench_restart(const char *self, const char *tmp, int njobs);
+
 #endif

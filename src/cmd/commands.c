@@ -20,6 +20,7 @@ const struct drv_command drv_commands[] = {
 	{ "cancel", cmd_cancel, "cancel a job" },
 	{ "logs", cmd_logs, "a job's task output" },
 	{ "top", cmd_top, "a live terminal view of GPUs and jobs" },
+	{ "acct", cmd_acct, "accounting: jobs, GPU-hours and cost by tenant, user, pool or job" },
 	{ "sim", cmd_sim, "replay a trace through the scheduler on a virtual clock" },
 	{ "validate", cmd_validate, "check a cluster or job file; print a summary or (--json) the canonical form" },
 	{ "place", cmd_place, "place a job on a cluster file and print the placement or the reason it cannot" },

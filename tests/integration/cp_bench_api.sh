@@ -1,10 +1,11 @@
 # cp_bench_api.sh: 'drover bench api' runs end to end at a small size (3
 # simulated nodes, a short workload, no Slurm) and reports what it
 # measured: every submit answered, every latency job seen running, the
-# workload drained, figures that are numbers.
+# workload drained, a restart from SIGKILL timed, figures that are numbers.
 . "$ROOT/tests/integration/lib.sh"
 "$DROVER" bench api --json --nodes 3 --serial 20 --clients 4 --concurrent 40 --batch 200 \
-	--batch-size 100 --procs 5 --latency 10 --workload 26 --no-slurm >"$TEST_TMP/bench.json" ||
+	--batch-size 100 --procs 5 --latency 10 --workload 26 --no-slurm --restart-jobs 2000 \
+	>"$TEST_TMP/bench.json" ||
 	fail "drover bench api failed"
 cat "$TEST_TMP/bench.json"
 python3 - "$TEST_TMP/bench.json" <<'PY' || fail "bench api's figures are not what they should be"
@@ -24,5 +25,8 @@ for k in ("drover_batch", "drover_process_per_job"):
     assert w[k]["jobs"] == 26 and w[k]["failed"] == 0, (k, w[k])
     assert w[k]["all_done_s"] >= w[k]["submit_s"] > 0, (k, w[k])
 assert "error" in w["slurm"]
+r = b["restart_1m_jobs"]
+assert r["finished_jobs"] == 1980 and r["unfinished_jobs"] == 20, r
+assert 0 < b["restart_1m_jobs_s"] == r["seconds"] < 30, r
 PY
 echo "ok: bench api ran"

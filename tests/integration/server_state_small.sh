@@ -88,6 +88,15 @@ expect_eq "acct by job" "$(acct 'by=job' '[(i["group"], i["state"]) for i in a["
 	"[('$h1', 'succeeded'), ('$h2', 'succeeded'), ('$bad', 'failed'), ('$run', 'cancelled'), ('$cx', 'cancelled'), ('$h3', 'succeeded')]"
 acct 'by=job' 'a["items"][0]["gpu_hours"] > 0' | grep -q True || fail "a 1-GPU job of a second or more has GPU time"
 expect_eq "bad by" "$(code_of '/v1/acct?by=node')" 400
+"$DROVER" acct --by user --since 1h | tee "$TEST_TMP/acct.txt"
+grep -q '^GROUP  *JOBS  *GPU_HOURS  *COST_USD$' "$TEST_TMP/acct.txt" || fail "drover acct's header"
+grep -q '^ops  *6 ' "$TEST_TMP/acct.txt" || fail "drover acct --by user"
+expect_eq "drover acct -o json" "$("$DROVER" acct --by job -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')" 6
+"$DROVER" acct --by node >/dev/null 2>&1
+expect_eq "drover acct --by node exits" $? 2
+"$DROVER" acct --since yesterday >/dev/null 2>&1
+expect_eq "drover acct --since yesterday exits" $? 2
+expect_eq "an empty window" "$("$DROVER" acct --until 2000-01-01 -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["jobs"])')" 0
 
 # Retention: the finished records go, the accounting stays.
 stop_server
