@@ -27,24 +27,32 @@
 #include "drover/gpu.h"
 
 /* ---------------------------------------------------------------------------
- * cgroup v2
+ * cgroups: v2, or the v1 memory controller (hybrid hosts, RHEL 8, Ubuntu 20.04)
  */
 struct drv_cgroup {
 	bool enabled;           /* limits are applied */
-	bool has_cpu;           /* the cpu controller is there too */
+	int version;            /* 2, or 1: the v1 memory controller (no CPU limits) */
+	bool has_cpu;           /* the cpu controller is there too (v2 only) */
 	char base[PATH_MAX];    /* task cgroups are made as <base>/task-<id> */
 	char why[512];          /* when !enabled: a sentence saying why */
 };
 
 /*
- * Finds a cgroup v2 tree this process may write to and that offers the
- * memory controller: parent if given (a cgroup directory), else the
- * agent's own cgroup. Enables memory (and cpu) for a "drover-tasks" child,
- * moving the agent into a "drover-agent" leaf first when cgroup v2's
- * no-internal-process rule asks for it. Never fails: when limits cannot be
- * applied, cg->enabled is false and cg->why says why.
+ * Finds a cgroup tree this process may write to that offers the memory
+ * controller: parent if given (a cgroup v2 directory, or one of the v1
+ * memory hierarchy), else the agent's own cgroup. With cgroup v2 it
+ * enables memory (and cpu) for a "drover-tasks" child, moving the agent
+ * into a "drover-agent" leaf first when cgroup v2's no-internal-process
+ * rule asks for it. Where v2 has no memory controller (hybrid hosts) it
+ * uses the v1 memory hierarchy: "drover-tasks-PID" below the agent's own v1
+ * memory cgroup, memory.limit_in_bytes per task, OOM kills from
+ * memory.oom_control (no CPU limits there). Never fails: when limits
+ * cannot be applied, cg->enabled is false and cg->why says why.
  */
 void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent);
+/* Removes what setup made for this agent alone (v1: its drover-tasks-PID,
+ * once empty). */
+void drv_cgroup_release(struct drv_cgroup *cg);
 
 /* ---------------------------------------------------------------------------
  * Launching one task.

@@ -79,6 +79,17 @@ struct task {
 	char dir[PATH_MAX];
 };
 
+/* A task that ended, remembered for its metrics (agent_metrics.c). */
+struct agent_ended {
+	char id[64];
+	char job[32];
+	int64_t epoch;
+	bool oom;
+	int64_t ended_ms;
+};
+#define DRV_AGENT_KEEP_ENDED_MS (5 * 60 * 1000)
+#define DRV_AGENT_MAX_ENDED 256
+
 struct drv_agent {
 	/* configuration (owned copies) */
 	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
@@ -125,6 +136,9 @@ struct drv_agent {
 	bool sync_waiting;      /* the sync in flight waits at the controller */
 	bool interrupted;       /* ... and was cut short (agent_kick_sync) */
 	struct drv_proto_seen *seen;
+	struct agent_ended ended[DRV_AGENT_MAX_ENDED]; /* the last 5 minutes' */
+	size_t nended;
+	int64_t oom_kills;      /* since the agent started */
 
 	struct drv_http_server *http, *mhttp; /* --listen, --metrics-listen */
 	pthread_t syncer, super;
@@ -164,6 +178,11 @@ void agent_kick_sync(struct drv_agent *a);                /* mu held */
 int agent_open_job_map(struct drv_agent *a, char *err, size_t errsz);
 void agent_write_job_map(struct drv_agent *a);            /* mu held */
 void agent_close_job_map(struct drv_agent *a);
+
+/* agent_metrics.c: remembers the tasks that ended since the last call
+ * (their OOM kills counted) and forgets those past DRV_AGENT_KEEP_ENDED_MS.
+ * mu held. */
+void agent_note_ended(struct drv_agent *a, int64_t now_ms);
 
 /* agent_routes.c: every route (--listen without --metrics-listen); the
  * private ones (--listen with it); /metrics and /healthz (--metrics-listen) */

@@ -39,6 +39,7 @@ static void agent_free(struct drv_agent *a)
 	drv_http_server_stop(a->http);
 	drv_http_server_stop(a->mhttp);
 	agent_close_job_map(a);
+	drv_cgroup_release(&a->cg);
 	drv_gpu_close(&a->gpus);
 	for (k = 0; k < a->ntasks; k++) {
 		if (a->tasks[k]->proc.pidfd >= 0)
@@ -174,6 +175,9 @@ static void open_node(struct drv_agent *a)
 	drv_cgroup_setup(&a->cg, a->cgroup_parent);
 	if (!a->cg.enabled)
 		drv_log(&a->log, "%s", a->cg.why);
+	else if (a->cg.version == 1)
+		drv_log(&a->log, "task memory limits through the cgroup v1 memory controller (%s); "
+			"task CPU limits need cgroup v2 and are not enforced", a->cg.base);
 	agent_find_address(a);
 	agent_kill_leftovers(a);
 	if (a->run_as_self)

@@ -109,6 +109,7 @@ void *agent_super_main(void *arg)
 			a->running_dirty = false;
 			agent_save_running(a);
 			agent_write_job_map(a);
+			agent_note_ended(a, drv_mono_ms());
 		}
 		if (reports_owed(a))
 			agent_kick_sync(a);

@@ -1,6 +1,7 @@
 /*
- * cgroup.c: finds where the agent may put its tasks' cgroups (v2 only)
- * and whether memory and CPU limits can be applied there.
+ * cgroup.c: finds where the agent may put its tasks' cgroups (v2, or the
+ * v1 memory controller) and whether memory and CPU limits can be applied
+ * there.
  *
  * cgroup v2 lets a cgroup hand controllers to its children only when it
  * holds no processes itself, so the agent makes
@@ -10,15 +11,25 @@
  *	<parent>/drover-tasks/task-<id>
  *
  * which is what a systemd unit with Delegate=yes expects of a service that
- * manages its own subtree. Everything here is best effort: on a cgroup v1
- * or hybrid host, without the memory controller, or without write access,
- * the agent runs tasks without limits and says why once at start.
+ * manages its own subtree. On a host whose v2 hierarchy lacks the memory
+ * controller (hybrid hosts; cgroup v1 hosts such as RHEL 8 and Ubuntu
+ * 20.04) the v1 memory hierarchy is used instead:
+ *
+ *	<memory mount><own v1 memory cgroup>/drover-tasks-<agent pid>/task-<id>
+ *
+ * with memory.limit_in_bytes (and memory.memsw.limit_in_bytes, so the
+ * limit is not dodged through swap) and OOM kills counted from
+ * memory.oom_control's oom_kill; v1 has no cgroup.kill, so what is left
+ * in a task's cgroup is killed pid by pid. CPU limits are v2 only.
+ * Everything here is best effort: without a memory controller or write
+ * access the agent runs tasks without limits and says why once at start.
  */
 #include "drover/agent.h"
 #include "drover/common.h"
 #include "agent_int.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,21 +69,29 @@ static int write_text(const char *path, const char *text)
 	return n < 0 ? -e : 0;
 }
 
-static int has_word(const char *list, const char *word)
+/* Whether word is one of list's words, separated by sep (or a newline). */
+static int has_word_in(const char *list, const char *word, char sep)
 {
 	size_t n = strlen(word);
 	const char *p = list;
 
 	while ((p = strstr(p, word))) {
-		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+		if ((p == list || p[-1] == sep) && (p[n] == '\0' || p[n] == sep || p[n] == '\n'))
 			return 1;
 		p += n;
 	}
 	return 0;
 }
 
-/* The cgroup2 mount point, from /proc/self/mountinfo. */
-static int cgroup2_mount(char *out, size_t outsz)
+static int has_word(const char *list, const char *word)
+{
+	return has_word_in(list, word, ' ');
+}
+
+/* The mount point of the cgroup2 hierarchy (v1 NULL), or of the v1
+ * hierarchy whose super options name controller v1, from
+ * /proc/self/mountinfo. */
+static int cgroup_mount(const char *v1, char *out, size_t outsz)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[4096];
@@ -80,29 +99,32 @@ static int cgroup2_mount(char *out, size_t outsz)
 
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
+	while (!found && fgets(line, sizeof(line), f)) {
 		/* id parent maj:min root mountpoint opts ... - fstype source superopts */
 		char *dash = strstr(line, " - ");
-		char *save = NULL, *tok;
-		int field = 0;
-		if (!dash || strncmp(dash + 3, "cgroup2 ", 8))
+		char *save = NULL, *tok, *super;
+
+		if (!dash || strncmp(dash + 3, v1 ? "cgroup " : "cgroup2 ", v1 ? 7 : 8))
 			continue;
-		for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-			if (++field == 5) {
-				snprintf(out, outsz, "%s", tok);
-				found = 1;
-				break;
-			}
+		super = strrchr(dash, ' ');
+		if (v1 && (!super || !has_word_in(super + 1, v1, ',')))
+			continue;
+		tok = strtok_r(line, " ", &save);
+		for (int field = 1; tok && field < 5; field++)
+			tok = strtok_r(NULL, " ", &save);
+		if (tok) {
+			snprintf(out, outsz, "%s", tok);
+			found = 1;
 		}
-		if (found)
-			break;
 	}
 	fclose(f);
 	return found;
 }
 
-/* The agent's own cgroup v2 path ("0::/x/y" in /proc/self/cgroup). */
-static int own_cgroup(char *out, size_t outsz)
+/* The agent's own cgroup path in the v2 hierarchy (v1 NULL: "0::/x/y"),
+ * or in the v1 hierarchy of controller v1 ("4:memory:/x/y") in
+ * /proc/self/cgroup. */
+static int own_cgroup(const char *v1, char *out, size_t outsz)
 {
 	FILE *f = fopen("/proc/self/cgroup", "re");
 	char line[4096];
@@ -110,15 +132,18 @@ static int own_cgroup(char *out, size_t outsz)
 
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "0::", 3)) {
-			size_t n = strlen(line);
-			if (n && line[n - 1] == '\n')
-				line[n - 1] = '\0';
-			snprintf(out, outsz, "%s", line + 3);
-			found = 1;
-			break;
-		}
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':'), *path = c ? strchr(c + 1, ':') : NULL;
+
+		if (!path)
+			continue;
+		*path++ = '\0';
+		line[strcspn(line, ":")] = '\0';
+		if (v1 ? !has_word_in(c + 1, v1, ',') : strcmp(line, "0") != 0)
+			continue;
+		path[strcspn(path, "\n")] = '\0';
+		snprintf(out, outsz, "%s", path);
+		found = 1;
 	}
 	fclose(f);
 	return found;
@@ -132,26 +157,13 @@ static int enable_controllers(const char *dir, int cpu)
 	return write_text(p, cpu ? "+memory +cpu" : "+memory");
 }
 
-void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent)
+/* cgroup v2 at dir: the memory controller, writable, enabled for
+ * drover-tasks (the agent moved into a leaf when it must be). */
+static void setup_v2(struct drv_cgroup *cg, const char *dir)
 {
-	char mnt[PATH_MAX / 2], own[PATH_MAX / 2], dir[PATH_MAX], p[PATH_MAX + 64];
-	char ctl[512];
+	char p[PATH_MAX + 64], ctl[512];
 	int rc;
 
-	memset(cg, 0, sizeof(*cg));
-	if (parent && *parent) {
-		snprintf(dir, sizeof(dir), "%s", parent);
-	} else {
-		if (!cgroup2_mount(mnt, sizeof(mnt))) {
-			snprintf(cg->why, sizeof(cg->why),
-				 "no cgroup v2 hierarchy is mounted (cgroup v1 host): task memory "
-				 "and CPU limits are not enforced");
-			return;
-		}
-		if (!own_cgroup(own, sizeof(own)))
-			own[0] = '\0';
-		snprintf(dir, sizeof(dir), "%s%s", mnt, strcmp(own, "/") ? own : "");
-	}
 	snprintf(p, sizeof(p), "%s/cgroup.controllers", dir);
 	if ((rc = read_text(p, ctl, sizeof(ctl))) < 0) {
 		snprintf(cg->why, sizeof(cg->why),
@@ -161,9 +173,9 @@ void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent)
 	}
 	if (!has_word(ctl, "memory")) {
 		snprintf(cg->why, sizeof(cg->why),
-			 "cgroup v2 at %s has no memory controller (it offers: %s; a hybrid or "
-			 "v1 host keeps memory in v1): task memory and CPU limits are not "
-			 "enforced", dir, ctl[0] ? ctl : "none");
+			 "cgroup v2 at %s has no memory controller (it offers: %s) and no v1 memory "
+			 "hierarchy is usable: task memory and CPU limits are not enforced", dir,
+			 ctl[0] ? ctl : "none");
 		return;
 	}
 	cg->has_cpu = has_word(ctl, "cpu");
@@ -207,7 +219,83 @@ void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent)
 			 "(%s): task limits are not enforced", cg->base, strerror(-rc));
 		return;
 	}
+	cg->version = 2;
 	cg->enabled = true;
+}
+
+/*
+ * The v1 memory hierarchy at dir: drover-tasks-PID below it, writable. v1
+ * hosts often keep every service in one memory cgroup, so each agent takes
+ * a directory of its own: two agents there never share a task's cgroup.
+ */
+static void setup_v1(struct drv_cgroup *cg, const char *dir)
+{
+	char p[PATH_MAX + 64];
+
+	snprintf(cg->base, sizeof(cg->base), "%s/drover-tasks-%d", dir, (int)getpid());
+	snprintf(p, sizeof(p), "%s/memory.limit_in_bytes", cg->base);
+	if ((mkdir(cg->base, 0755) < 0 && errno != EEXIST) || access(p, W_OK) != 0) {
+		snprintf(cg->why, sizeof(cg->why),
+			 "cannot use the cgroup v1 memory hierarchy at %s (%s): task memory and CPU "
+			 "limits are not enforced", cg->base, strerror(errno));
+		cg->base[0] = '\0';
+		return;
+	}
+	cg->version = 1;
+	cg->has_cpu = false;
+	cg->enabled = true;
+}
+
+/* The agent's own cgroup in the v2 hierarchy (v1 NULL) or in the v1
+ * hierarchy of controller v1, as a directory; 0 when there is none. */
+static int own_dir(const char *v1, char *dir, size_t dirsz)
+{
+	char mnt[PATH_MAX / 2], own[PATH_MAX / 2];
+
+	if (!cgroup_mount(v1, mnt, sizeof(mnt)))
+		return 0;
+	if (!own_cgroup(v1, own, sizeof(own)))
+		own[0] = '\0';
+	snprintf(dir, dirsz, "%s%s", mnt, strcmp(own, "/") ? own : "");
+	return 1;
+}
+
+void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 32];
+
+	memset(cg, 0, sizeof(*cg));
+	if (parent && *parent) {
+		snprintf(p, sizeof(p), "%s/memory.limit_in_bytes", parent);
+		if (access(p, F_OK) == 0)
+			setup_v1(cg, parent);
+		else
+			setup_v2(cg, parent);
+		return;
+	}
+	if (own_dir(NULL, dir, sizeof(dir)))
+		setup_v2(cg, dir);
+	if (cg->enabled)
+		return;
+	if (own_dir("memory", dir, sizeof(dir))) {
+		char why2[sizeof(cg->why)];
+
+		snprintf(why2, sizeof(why2), "%s", cg->why);
+		setup_v1(cg, dir);
+		if (!cg->enabled && why2[0])
+			snprintf(cg->why + strlen(cg->why), sizeof(cg->why) - strlen(cg->why),
+				 " (and v2: %s)", why2);
+	} else if (!cg->why[0]) {
+		snprintf(cg->why, sizeof(cg->why), "no cgroup hierarchy with a memory controller "
+			 "is mounted: task memory and CPU limits are not enforced");
+	}
+}
+
+void drv_cgroup_release(struct drv_cgroup *cg)
+{
+	if (cg->enabled && cg->version == 1)
+		rmdir(cg->base);
+	cg->enabled = false;
 }
 
 /* Used by launch.c: makes <base>/task-<id> with the limits. */
@@ -232,15 +320,18 @@ int drv_cgroup_make_task(const struct drv_cgroup *cg, const char *task_id, int64
 		return DRV_EIO;
 	}
 	if (mem_mib > 0) {
-		snprintf(p, sizeof(p), "%s/memory.max", out);
+		snprintf(p, sizeof(p), "%s/%s", out,
+			 cg->version == 1 ? "memory.limit_in_bytes" : "memory.max");
 		snprintf(v, sizeof(v), "%lld", (long long)mem_mib * 1024 * 1024);
 		if ((rc = write_text(p, v)) < 0) {
 			snprintf(err, errsz, "cannot set %s: %s", p, strerror(-rc));
 			return DRV_EIO;
 		}
-		/* over the limit means OOM, not swap */
-		snprintf(p, sizeof(p), "%s/memory.swap.max", out);
-		write_text(p, "0");
+		/* over the limit means OOM, not swap (v1: memory+swap capped at
+		 * the same figure, where swap accounting is on) */
+		snprintf(p, sizeof(p), "%s/%s", out,
+			 cg->version == 1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max");
+		write_text(p, cg->version == 1 ? v : "0");
 	}
 	if (cpu_milli > 0 && cg->has_cpu) {
 		snprintf(p, sizeof(p), "%s/cpu.max", out);
@@ -253,7 +344,8 @@ int drv_cgroup_make_task(const struct drv_cgroup *cg, const char *task_id, int64
 	return 0;
 }
 
-/* oom_kill count from <cgroup>/memory.events; 0 when unknown. */
+/* oom_kill count from <cgroup>/memory.events (v2) or memory.oom_control
+ * (v1); 0 when unknown. */
 long drv_cgroup_oom_kills(const char *cgroup)
 {
 	char p[PATH_MAX + 32], buf[1024];
@@ -262,19 +354,35 @@ long drv_cgroup_oom_kills(const char *cgroup)
 	if (!cgroup || !*cgroup)
 		return 0;
 	snprintf(p, sizeof(p), "%s/memory.events", cgroup);
-	if (read_text(p, buf, sizeof(buf)) < 0)
-		return 0;
+	if (read_text(p, buf, sizeof(buf)) < 0) {
+		snprintf(p, sizeof(p), "%s/memory.oom_control", cgroup);
+		if (read_text(p, buf, sizeof(buf)) < 0)
+			return 0;
+	}
 	k = strstr(buf, "oom_kill ");
 	return k ? strtol(k + 9, NULL, 10) : 0;
 }
 
-/* Kills everything left in the cgroup (cgroup.kill, Linux 5.14+). */
+/* Kills everything left in the cgroup: cgroup.kill (v2, Linux 5.14+), or
+ * SIGKILL to each process cgroup.procs lists (v1, older kernels). */
 void drv_cgroup_kill(const char *cgroup)
 {
-	char p[PATH_MAX + 32];
+	char p[PATH_MAX + 32], buf[4096];
 
 	if (!cgroup || !*cgroup)
 		return;
 	snprintf(p, sizeof(p), "%s/cgroup.kill", cgroup);
-	write_text(p, "1");
+	if (write_text(p, "1") == 0)
+		return;
+	snprintf(p, sizeof(p), "%s/cgroup.procs", cgroup);
+	if (read_text(p, buf, sizeof(buf)) < 0)
+		return;
+	for (char *q = buf, *end; *q; q = end) {
+		long pid = strtol(q, &end, 10);
+
+		if (end == q)
+			break;
+		if (pid > 1)
+			kill((pid_t)pid, SIGKILL);
+	}
 }

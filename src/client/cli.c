@@ -197,7 +197,7 @@ const char *job_state_short(const char *s)
 	static const struct { const char *l, *s; } m[] = {
 		{ "pending", "PD" },   { "scheduled", "S" },  { "running", "R" },
 		{ "succeeded", "CD" }, { "failed", "F" },      { "cancelled", "CA" },
-		{ "preempted", "PR" },
+		{ "preempted", "PR" }, { "out_of_memory", "OOM" },
 	};
 	size_t i;
 

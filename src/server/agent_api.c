@@ -285,6 +285,41 @@ static bool wanted(struct drv_server *s, int32_t i, const char *tid, int64_t epo
 	       !j->tasks[rank].ended;
 }
 
+/* Whether GPU index was healthy in a health array (the last sync's); -1
+ * when it was not there. */
+static int was_healthy(const json_t *health, int64_t index)
+{
+	size_t k;
+	json_t *g;
+
+	json_array_foreach(health, k, g)
+		if (drv_json_int(g, "index", -1) == index)
+			return drv_json_bool(g, "healthy", 1);
+	return -1;
+}
+
+/* An event for each GPU whose health changed since the last sync (one
+ * first seen unhealthy too), so that /v1/watch shows a GPU that fails or
+ * comes back even when the node's state does not change. */
+static void health_events(struct drv_server *s, struct srv_node *n,
+			  const struct drv_proto_sync *m)
+{
+	for (size_t k = 0; k < m->ngpus; k++) {
+		const struct drv_proto_gpu_health *g = &m->gpus[k];
+		int was = n->health ? was_healthy(n->health, g->index) : -1;
+		char why[160];
+
+		if (was == (int)g->healthy || (was < 0 && g->healthy))
+			continue;
+		snprintf(why, sizeof(why), "GPU %lld %s (xid %lld, %lld uncorrectable ECC)",
+			 (long long)g->index, g->healthy ? "healthy again" : "unhealthy",
+			 (long long)DRV_MAX(g->xid, 0), (long long)DRV_MAX(g->ecc_uncorrected, 0));
+		srv_queue_event(s, "gpu_health", NULL, n->name,
+				was < 0 ? "unknown" : was ? "healthy" : "unhealthy",
+				g->healthy ? "healthy" : "unhealthy", why);
+	}
+}
+
 /* Liveness and GPU health; an unhealthy GPU drains the node. */
 static void sync_health(struct drv_server *s, int32_t i, const struct drv_proto_sync *m)
 {
@@ -295,6 +330,7 @@ static void sync_health(struct drv_server *s, int32_t i, const struct drv_proto_
 	n->last_hb_wall = drv_wall_s();
 	if (!m->ngpus)
 		return;
+	health_events(s, n, m);
 	json_decref(n->health);
 	n->health = drv_proto_gpu_health_encode(m->gpus, m->ngpus);
 	for (size_t k = 0; k < m->ngpus; k++) {

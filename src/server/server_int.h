@@ -44,6 +44,7 @@ enum jstate {
 	J_FAILED,
 	J_CANCELLED,
 	J_PREEMPTED,
+	J_OUT_OF_MEMORY,        /* final: the kernel's OOM killer ended a task */
 	J_NSTATES
 };
 

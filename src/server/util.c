@@ -22,7 +22,8 @@ json_t *srv_json_usd(int64_t micro)
 }
 
 static const char *const jnames[J_NSTATES] = { "pending", "scheduled", "running", "succeeded",
-					       "failed", "cancelled", "preempted" };
+					       "failed", "cancelled", "preempted",
+					       "out_of_memory" };
 static const char *const tnames[T_NSTATES] = { "pending", "starting", "running", "succeeded",
 					       "failed", "cancelled", "lost" };
 
@@ -56,7 +57,7 @@ const char *srv_nstate_name(enum drv_node_state st)
 
 bool srv_jstate_final(enum jstate st)
 {
-	return st == J_SUCCEEDED || st == J_FAILED || st == J_CANCELLED;
+	return st == J_SUCCEEDED || st == J_FAILED || st == J_CANCELLED || st == J_OUT_OF_MEMORY;
 }
 
 void srv_set_str(char **dst, const char *src)

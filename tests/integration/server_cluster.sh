@@ -97,6 +97,18 @@ expect("drained by health", (n["state"], n["reason"]), ("draining", "GPU 1 unhea
 st, _ = call("POST", "/v1/nodes/lab-box-2/resume", token="ops-t")
 st, n = call("GET", "/v1/nodes/lab-box-2", token="ops-t")
 expect("resumed", n["state"], "up")
+# ... and each health change is an event on /v1/watch, even one that leaves the node's state alone
+st, hb = sync("lab-box-2", sess, gpus=[{"index": 0, "healthy": True}, {"index": 1, "healthy": True}])
+expect("heartbeat", st, 200)
+for _ in range(50):
+    st, w = call("GET", "/v1/watch?since=0&timeout=1", token="alice-t")
+    gh = [(e["node"], e["from"], e["to"], e["reason"]) for e in w["items"] if e["type"] == "gpu_health"]
+    if len(gh) >= 2:
+        break
+    time.sleep(0.1)
+expect("GPU health events", gh,
+       [("lab-box-2", "unknown", "unhealthy", "GPU 1 unhealthy (xid 79, 0 uncorrectable ECC)"),
+        ("lab-box-2", "unhealthy", "healthy", "GPU 1 healthy again (xid 0, 0 uncorrectable ECC)")])
 
 # GPUs of down and draining nodes are never free: total = allocated + free + unavailable
 st, _ = call("POST", "/v1/nodes/lab-box-1/drain", token="ops-t")

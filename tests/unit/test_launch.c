@@ -426,9 +426,9 @@ Test(launch, over_memory_task_is_reported_oom_killed)
 	drv_cgroup_setup(&cg, getenv("DROVER_TEST_CGROUP"));
 	if (!cg.enabled) {
 		/* said on stderr too: criterion shows skip reasons only with --verbose */
-		fprintf(stderr, "launch::over_memory_task_is_reported_oom_killed: SKIPPED: cgroup v2 "
+		fprintf(stderr, "launch::over_memory_task_is_reported_oom_killed: SKIPPED: cgroup "
 			"memory limits unavailable here: %s\n", cg.why);
-		cr_skip_test("SKIPPED: cgroup v2 memory limits unavailable here: %s", cg.why);
+		cr_skip_test("SKIPPED: cgroup memory limits unavailable here: %s", cg.why);
 	}
 	t.task_id = "oom.0";
 	t.argv = argv;
@@ -439,6 +439,7 @@ Test(launch, over_memory_task_is_reported_oom_killed)
 	cr_assert(eq(int, p.signal, SIGKILL));
 	cr_assert(p.oom_killed, "exit %d signal %d not seen as OOM", p.exit_code, p.signal);
 	drv_proc_cleanup(&p);
+	drv_cgroup_release(&cg);
 }
 
 Test(launch, runs_as_the_given_user)
