@@ -513,25 +513,31 @@ static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 		a->argv[a->nargv++] = run->command[k];
 	for (int32_t k = 0; k < run->nargs; k++)
 		a->argv[a->nargv++] = run->args[k];
-	a->env = drv_calloc((size_t)run->nenv, sizeof(*a->env));
+	a->env = drv_calloc((size_t)run->nenv + 1, sizeof(*a->env)); /* + the job token */
 	for (int32_t k = 0; k < run->nenv; k++)
 		if (run->env[k].value)
 			a->env[a->nenv++] = (struct drv_proto_kv){ run->env[k].name,
 								    run->env[k].value };
 }
 
+/* An assignment's own strings, which it borrows until it is encoded. */
+struct task_strs {
+	char tid[48];
+	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
+};
+
 /* The assignment of task rank of j; strings borrowed from s (hold s->mu
- * until it is encoded), arrays freed by assignment_release. */
+ * until it is encoded) and from ts, arrays freed by assignment_release. */
 static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
-		       struct drv_proto_task *a, char *tid, size_t tidsz)
+		       struct drv_proto_task *a, struct task_strs *ts)
 {
 	struct srv_task *t = &j->tasks[rank];
 	const struct drv_task_run *run = j->spec.run ? &j->spec.run[t->group] : NULL;
 	struct srv_node *m = &s->nodes[j->tasks[0].node];
 
 	drv_proto_task_init(a);
-	snprintf(tid, tidsz, "%llu.%d", (unsigned long long)j->id, rank);
-	a->task_id = tid;
+	snprintf(ts->tid, sizeof(ts->tid), "%llu.%d", (unsigned long long)j->id, rank);
+	a->task_id = ts->tid;
 	a->job_id = (int64_t)j->id;
 	a->job_name = j->spec.job.name;
 	a->epoch = j->epoch;
@@ -539,6 +545,11 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->stop_reason = j->stop_reason;
 	a->user = j->spec.job.user;
 	task_run(run, a);
+	/* last, so that the job's own env cannot replace it */
+	srv_job_token(s, j->id, j->attempt, ts->token, sizeof(ts->token));
+	if (!a->env)
+		a->env = drv_calloc(1, sizeof(*a->env));
+	a->env[a->nenv++] = (struct drv_proto_kv){ "DROVER_JOB_TOKEN", ts->token };
 	a->gpus = drv_calloc(64, sizeof(*a->gpus));
 	for (int g = 0; g < 64; g++)
 		if (t->gpu_mask & (1ull << g))
@@ -566,7 +577,7 @@ static void assignment_release(struct drv_proto_task *a)
 
 /* The tasks node i should run now, into r (ids in tids). */
 static void desired_set(struct drv_server *s, int32_t i, struct drv_proto_sync_reply *r,
-			char (**tids)[48])
+			struct task_strs **tids)
 {
 	size_t cap = 0;
 
@@ -585,8 +596,7 @@ static void desired_set(struct drv_server *s, int32_t i, struct drv_proto_sync_r
 				DRV_GROW(r->tasks, r->ntasks + 1, cap);
 				DRV_GROW(*tids, r->ntasks + 1, c2);
 			}
-			assignment(s, j, t, &r->tasks[r->ntasks], (*tids)[r->ntasks],
-				   sizeof((*tids)[0]));
+			assignment(s, j, t, &r->tasks[r->ntasks], &(*tids)[r->ntasks]);
 			r->ntasks++;
 		}
 	}
@@ -609,7 +619,7 @@ static bool sync_ready(struct drv_server *s, const struct sync_call *c)
 static void sync_answer(struct drv_server *s, const struct sync_call *c, struct drv_http_resp *o)
 {
 	struct drv_proto_sync_reply r;
-	char (*tids)[48] = NULL;
+	struct task_strs *tids = NULL;
 	int32_t i = session_node(s, c->m.node, c->m.session, o);
 
 	if (i < 0)

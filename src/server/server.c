@@ -31,7 +31,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "POST", "/v1/jobs", srv_api_submit, ROUTE_USER },
 	{ "GET", "/v1/jobs", srv_api_jobs, ROUTE_USER },
 	{ "POST", "/v1/jobs/batch", srv_api_batch, ROUTE_USER },
-	{ "GET", "/v1/jobs/{}", srv_api_job, ROUTE_USER },
+	{ "GET", "/v1/jobs/{}", srv_api_job, ROUTE_USER | ROUTE_JOB },
 	{ "POST", "/v1/jobs/{}/cancel", srv_api_cancel, ROUTE_USER },
 	{ "GET", "/v1/jobs/{}/logs", srv_api_logs, ROUTE_USER },
 	{ "POST", "/v1/apply", srv_api_apply, ROUTE_USER },
@@ -50,7 +50,7 @@ const struct drv_http_route srv_routes[] = {
 };
 
 /* Callers are static per token: the filter hands out pointers into these. */
-static struct caller agent_caller = { "agent", false, true };
+static struct caller agent_caller = { .user = "agent", .agent = true };
 
 static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
 		       struct drv_http_resp *o, void *ctx)
@@ -74,6 +74,8 @@ static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
 				    "no token: send Authorization: Bearer TOKEN");
 		return 1;
 	}
+	if (srv_job_token_like(tok))
+		return srv_job_auth(s, r, rt, tok, o);
 	if (rt->flags & ROUTE_AGENT) {
 		if (!s->cfg.cluster_token || strcmp(tok, s->cfg.cluster_token) != 0) {
 			drv_http_resp_error(o, 401, "unauthorized", NULL,
@@ -309,6 +311,8 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		goto fail;
 	}
 	rc = load_config(s, o, listen, err, errsz);
+	if (rc == 0)
+		rc = srv_job_key_load(s, err, errsz);
 	if (rc < 0)
 		goto fail;
 	rc = open_store(s, err, errsz);
@@ -437,6 +441,7 @@ void drv_server_stop(struct drv_server *s)
 	drv_proto_seen_free(s->proto_seen);
 	drv_histogram_release(&s->pass_hist);
 	srv_config_release(&s->cfg);
+	srv_job_callers_free(s);
 	drv_free(s->config_path);
 	srv_state_unlock(s); /* last: the store is closed */
 	drv_free(s->state_dir);

@@ -160,9 +160,11 @@ struct srv_config {
 
 /* The authenticated caller, set by the filter. */
 struct caller {
-	const char *user;   /* borrowed from the config */
+	const char *user;   /* borrowed from the config (job tokens: job_token.c's) */
 	bool admin;
 	bool agent;
+	uint64_t job;       /* a job token's job (ROUTE_JOB routes only); 0: none */
+	int32_t attempt;    /* ... and its attempt */
 };
 
 struct ring_event {
@@ -241,6 +243,8 @@ struct drv_server {
 	struct caller *callers;   /* [cfg.ntokens], parallel to cfg.tokens */
 	char *config_path;
 	char *state_dir;
+	unsigned char job_key[32];     /* job tokens' HMAC key (job_token.c) */
+	struct job_caller *job_callers; /* one per job attempt that used its token (mu) */
 	int lock_fd;              /* STATE_DIR/lock, flock'ed (state_lock.c); -1: none */
 	char url[300];
 	struct drv_log log;       /* "TIME drover server: ..." to opts.log */
@@ -589,5 +593,23 @@ void srv_render_metrics(struct drv_server *s, struct drv_prom *w);
 #define ROUTE_USER 2u
 #define ROUTE_ADMIN 4u
 #define ROUTE_AGENT 8u
+#define ROUTE_JOB 16u   /* a job token of the job in its "{}" is taken too */
+
+/* --- job_token.c: DROVER_JOB_TOKEN, credentials scoped to one job --- */
+#define SRV_JOB_TOKEN_MAX 112
+/* STATE_DIR/job-token.key into s->job_key (made 0600 on first start). */
+int srv_job_key_load(struct drv_server *s, char *err, size_t errsz);
+/* The token of job id's attempt into out (SRV_JOB_TOKEN_MAX). */
+void srv_job_token(const struct drv_server *s, uint64_t id, int32_t attempt, char *out,
+		   size_t n);
+/* Whether tok is shaped as a job token (then srv_job_auth decides). */
+bool srv_job_token_like(const char *tok);
+/* The filter for a job token: 0 with the request's caller set, or 1 with
+ * 401 (not ours, or that attempt is over) or 403 (not its job's route) in
+ * o. Takes s->mu. */
+int srv_job_auth(struct drv_server *s, struct drv_http_req *r, const struct drv_http_route *rt,
+		 const char *tok, struct drv_http_resp *o);
+/* At stop: the callers made for job tokens, and the key. */
+void srv_job_callers_free(struct drv_server *s);
 
 #endif
