@@ -126,7 +126,8 @@ struct drv_store_ops {
 		       int (*fn)(const struct drv_store_job *j, void *cls), void *cls);
 	int (*list_jobs)(struct drv_store *s, const struct drv_store_job_query *q,
 			 int (*fn)(const struct drv_store_job *j, void *cls), void *cls);
-	/* Jobs with done true counted by state: fn once per state present. */
+	/* Jobs with done true counted by state: fn once per state present
+	 * (kept as rows are written: a few rows read, not a scan). */
 	int (*count_done)(struct drv_store *s,
 			  int (*fn)(const char *state, int64_t n, void *cls), void *cls);
 	/* Deletes at most limit done jobs that ended before `before` (s), with
@@ -137,6 +138,11 @@ struct drv_store_ops {
 	/* Accounting rows with since <= end_time < until, by end_time. */
 	int (*load_acct)(struct drv_store *s, int64_t since, int64_t until,
 			 int (*fn)(const struct drv_store_acct *a, void *cls), void *cls);
+	/* The cost (micro-dollars) of the attempts that ended in the calendar
+	 * month (UTC) starting at month, by tenant: fn once per tenant. Kept as
+	 * rows are written, so it reads a few rows, not a month of them. */
+	int (*month_cost)(struct drv_store *s, int64_t month,
+			  int (*fn)(const char *tenant, int64_t micro, void *cls), void *cls);
 	void (*close)(struct drv_store *s);
 };
 

@@ -229,18 +229,27 @@ void srv_purge_old_jobs(struct drv_server *s)
 
 /* --- the month's spend after a restart ------------------------------------ */
 
-static int month_row(const struct drv_store_acct *a, void *cls)
+static int month_tenant(const char *tenant, int64_t micro, void *cls)
 {
 	struct drv_server *s = cls;
 
-	/* jobs in memory counted their own attempts (srv_cost_restore) */
-	if (a->cost_micro > 0 && !srv_job_get(s, a->job))
-		srv_month_cell(s, a->tenant && *a->tenant ? a->tenant : "default")->micro +=
-			a->cost_micro;
+	if (micro)
+		srv_month_cell(s, tenant && *tenant ? tenant : "default")->micro += micro;
 	return 0;
 }
 
 int srv_acct_month_restore(struct drv_server *s)
 {
-	return s->store->ops->load_acct(s->store, s->month_start, INT64_MAX, month_row, s);
+	/* the store's sums hold every attempt that ended this month, the
+	 * earlier attempts of jobs in memory too, which srv_cost_restore
+	 * counted from the jobs (cost_prev): those count once */
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct srv_job *j = s->jobs[id - 1];
+
+		if (j && j->cost_prev_micro && j->cost_prev_time >= s->month_start)
+			srv_month_cell(s, j->spec.job.tenant && *j->spec.job.tenant
+						  ? j->spec.job.tenant : "default")->micro -=
+				j->cost_prev_micro;
+	}
+	return s->store->ops->month_cost(s->store, s->month_start, month_tenant, s);
 }

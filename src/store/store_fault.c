@@ -201,6 +201,12 @@ static int f_load_acct(struct drv_store *s, int64_t since, int64_t until,
 	return copy_err(s, INNER(s)->ops->load_acct(INNER(s), since, until, fn, cls));
 }
 
+static int f_month_cost(struct drv_store *s, int64_t month,
+			int (*fn)(const char *, int64_t, void *), void *cls)
+{
+	return copy_err(s, INNER(s)->ops->month_cost(INNER(s), month, fn, cls));
+}
+
 static void f_close(struct drv_store *s)
 {
 	struct fault *f = s->impl;
@@ -233,6 +239,7 @@ static const struct drv_store_ops fault_ops = {
 	.purge_jobs = f_purge_jobs,
 	.put_acct = f_put_acct,
 	.load_acct = f_load_acct,
+	.month_cost = f_month_cost,
 	.close = f_close,
 };
 

@@ -24,6 +24,9 @@
 
 #include <sqlite3.h>
 
+/* The first second (UTC) of the calendar month of time t, in SQL. */
+#define MONTH_OF(t) "CAST(strftime('%s', " t ", 'unixepoch', 'start of month') AS INTEGER)"
+
 /* migrations[i] takes the schema from version i to i + 1. Never edit a
  * shipped entry; append a new one. */
 static const char *const migrations[] = {
@@ -77,6 +80,27 @@ static const char *const migrations[] = {
 	"  cost_micro INTEGER NOT NULL,"
 	"  PRIMARY KEY (job, attempt));"
 	"CREATE INDEX acct_by_end ON acct(end_time);",
+	/* 3 -> 4: what a restart reads kept small by triggers: finished jobs
+	 * counted by state, and each calendar month's (UTC) cost by tenant.
+	 * (A REPLACE's deletion fires the delete triggers: recursive_triggers
+	 * is on for every connection.) */
+	"CREATE TABLE done_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);"
+	"INSERT INTO done_counts SELECT state, COUNT(*) FROM jobs WHERE done = 1 GROUP BY state;"
+	"CREATE TRIGGER jobs_done_add AFTER INSERT ON jobs WHEN NEW.done = 1 BEGIN"
+	"  INSERT INTO done_counts(state, n) VALUES (NEW.state, 1)"
+	"  ON CONFLICT(state) DO UPDATE SET n = n + 1; END;"
+	"CREATE TRIGGER jobs_done_sub AFTER DELETE ON jobs WHEN OLD.done = 1 BEGIN"
+	"  UPDATE done_counts SET n = n - 1 WHERE state = OLD.state; END;"
+	"CREATE TABLE acct_month (month INTEGER NOT NULL, tenant TEXT NOT NULL,"
+	"  micro INTEGER NOT NULL, PRIMARY KEY (month, tenant));"
+	"INSERT INTO acct_month SELECT " MONTH_OF("end_time") ", tenant, SUM(cost_micro)"
+	"  FROM acct WHERE true GROUP BY 1, 2;"
+	"CREATE TRIGGER acct_month_add AFTER INSERT ON acct BEGIN"
+	"  INSERT INTO acct_month VALUES (" MONTH_OF("NEW.end_time") ", NEW.tenant, NEW.cost_micro)"
+	"  ON CONFLICT(month, tenant) DO UPDATE SET micro = micro + NEW.cost_micro; END;"
+	"CREATE TRIGGER acct_month_sub AFTER DELETE ON acct BEGIN"
+	"  UPDATE acct_month SET micro = micro - OLD.cost_micro"
+	"  WHERE month = " MONTH_OF("OLD.end_time") " AND tenant = OLD.tenant; END;",
 };
 
 enum {
@@ -94,6 +118,7 @@ enum {
 	ST_GET_JOB,
 	ST_LIST_JOBS,
 	ST_COUNT_DONE,
+	ST_MONTH_COST,
 	ST_PURGE_EVENTS,
 	ST_PURGE_JOBS,
 	ST_PUT_ACCT,
@@ -126,7 +151,8 @@ static const char *const stmt_sql[ST_N] = {
 			 " AND (?4 IS NULL OR tenant = ?4) AND (?5 IS NULL OR name = ?5)"
 			 " AND (?6 IS NULL OR instr(?6, ',' || state || ',') > 0)"
 			 " ORDER BY id LIMIT ?7",
-	[ST_COUNT_DONE] = "SELECT state, COUNT(*) FROM jobs WHERE done = 1 GROUP BY state",
+	[ST_COUNT_DONE] = "SELECT state, n FROM done_counts WHERE n > 0",
+	[ST_MONTH_COST] = "SELECT tenant, micro FROM acct_month WHERE month = ?",
 	[ST_PURGE_EVENTS] = "DELETE FROM events WHERE job IN (SELECT id FROM jobs"
 			    " WHERE done = 1 AND end_time < ?1 ORDER BY end_time LIMIT ?2)",
 	[ST_PURGE_JOBS] = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs"
@@ -331,9 +357,10 @@ static int sq_list_jobs(struct drv_store *s, const struct drv_store_job_query *q
 	return each_job(s, st, "list_jobs", fn, cls, NULL);
 }
 
-static int sq_count_done(struct drv_store *s, int (*fn)(const char *, int64_t, void *), void *cls)
+/* fn(text, integer) for each row of st; its non-zero value stops it. */
+static int each_pair(struct drv_store *s, sqlite3_stmt *st, const char *what,
+		     int (*fn)(const char *, int64_t, void *), void *cls)
 {
-	sqlite3_stmt *st = stmt(s, ST_COUNT_DONE);
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -344,9 +371,23 @@ static int sq_count_done(struct drv_store *s, int (*fn)(const char *, int64_t, v
 			return r;
 		}
 	}
-	rc = rc == SQLITE_DONE ? 0 : fail(s, "count_done");
+	rc = rc == SQLITE_DONE ? 0 : fail(s, what);
 	sqlite3_reset(st);
 	return rc;
+}
+
+static int sq_count_done(struct drv_store *s, int (*fn)(const char *, int64_t, void *), void *cls)
+{
+	return each_pair(s, stmt(s, ST_COUNT_DONE), "count_done", fn, cls);
+}
+
+static int sq_month_cost(struct drv_store *s, int64_t month,
+			 int (*fn)(const char *, int64_t, void *), void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_MONTH_COST);
+
+	sqlite3_bind_int64(st, 1, month);
+	return each_pair(s, st, "month_cost", fn, cls);
 }
 
 static int sq_purge_jobs(struct drv_store *s, int64_t before, int limit, int64_t *n)
@@ -606,6 +647,7 @@ static const struct drv_store_ops sqlite_ops = {
 	.purge_jobs = sq_purge_jobs,
 	.put_acct = sq_put_acct,
 	.load_acct = sq_load_acct,
+	.month_cost = sq_month_cost,
 	.close = sq_close,
 };
 
@@ -713,6 +755,8 @@ int drv_store_open_sqlite_at(const char *path, int version, struct drv_store **o
 		rc = exec(s, "PRAGMA synchronous=FULL");
 	if (rc == 0)
 		rc = exec(s, "PRAGMA foreign_keys=ON");
+	if (rc == 0)
+		rc = exec(s, "PRAGMA recursive_triggers=ON");   /* REPLACE fires delete triggers */
 	if (rc < 0)
 		goto bad;
 	rc = migrate(s, version);

@@ -391,3 +391,51 @@ Test(store, v2_jobs_get_done_and_end_time_on_migration)
 	cr_assert(eq(u64, live.ids[1], 3));
 	drv_store_close(s);
 }
+
+static int pair_sum(const char *k, int64_t n, void *cls)
+{
+	int64_t *c = cls;
+
+	c[strcmp(k, "succeeded") == 0 || strcmp(k, "research") == 0 ? 0 : 1] += n;
+	return 0;
+}
+
+Test(store, counts_and_month_sums_follow_replaces_and_purges)
+{
+	struct drv_store *s = open_store();
+	/* 2026-12-01T00:00:00Z and a time in that month */
+	int64_t dec = 1796083200, t = dec + 86400, c[2] = { 0, 0 }, n;
+	struct drv_store_acct a = { .job = 1, .attempt = 1, .user = "alice", .tenant = "research",
+				    .pool = "gcp", .state = "requeued", .end_time = t,
+				    .cost_micro = 100 };
+
+	put_fin(s, 1, "succeeded", 50, true, "alice");
+	put_fin(s, 1, "succeeded", 50, true, "alice");   /* written again: one job */
+	put_fin(s, 2, "failed", 50, true, "alice");
+	put_fin(s, 3, "failed", 0, false, "alice");      /* completing: not counted */
+	cr_assert(eq(int, s->ops->count_done(s, pair_sum, c), 0));
+	cr_assert(eq(i64, c[0], 1));
+	cr_assert(eq(i64, c[1], 1));
+	cr_assert(eq(int, drv_store_begin(s), 0));
+	cr_assert(eq(int, s->ops->purge_jobs(s, 100, 10, &n), 0));
+	cr_assert(eq(int, drv_store_commit(s), 0));
+	c[0] = c[1] = 0;
+	cr_assert(eq(int, s->ops->count_done(s, pair_sum, c), 0));
+	cr_assert(eq(i64, c[0] + c[1], 0), "purged jobs leave the counts");
+
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.state = "cancelled";
+	a.cost_micro = 150;                             /* the same attempt, replaced */
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.job = 2;
+	a.tenant = "vision";
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.job = 3;
+	a.end_time = dec - 1;                           /* November */
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	c[0] = c[1] = 0;
+	cr_assert(eq(int, s->ops->month_cost(s, dec, pair_sum, c), 0));
+	cr_assert(eq(i64, c[0], 150));
+	cr_assert(eq(i64, c[1], 150));
+	drv_store_close(s);
+}
