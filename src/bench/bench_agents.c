@@ -3,7 +3,7 @@
  * controller, each on one kept-alive connection doing sync exchanges.
  *
  *   drover bench agents [--agents N] [--procs P] [--seconds S] [--wait S]
- *                       [--max-threads N]
+ *                       [--max-threads N] [--tls]
  *
  * Starts a real `drover server` (this binary), then P processes that each
  * play N/P agents with libcurl's multi interface (one easy handle, so one
@@ -17,7 +17,11 @@
  *   errors               refused or failed requests
  *   server.threads_max   the server's thread count (/proc/PID/status), at
  *   server.fds_max       most, and open files (/proc/PID/fd), sampled
- *                        every 250 ms, with their values at the end
+ *   server.rss_kb_max    every 250 ms, with their values at the end; its
+ *                        VmRSS likewise
+ * With --tls the server serves https (a CA and certificate made in the
+ * bench's folder) and every agent checks it against that CA, so the
+ * figures include a TLS session per connection.
  * and passes when every agent was served and the server's threads stayed
  * at most --max-threads (default 16): waiting syncs hold no thread.
  */
@@ -48,6 +52,8 @@
 struct opts {
 	int agents, procs, max_threads;
 	double seconds, wait;
+	bool tls;
+	char ca[300];                /* with --tls: the CA the agents trust */
 };
 
 /* What one process of agents did. */
@@ -217,6 +223,10 @@ static void swarm_init(struct swarm *w, const struct opts *o, const char *url, i
 		curl_easy_setopt(a->e, CURLOPT_PRIVATE, a);
 		curl_easy_setopt(a->e, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(a->e, CURLOPT_TCP_NODELAY, 1L);
+		if (w->o->tls) {
+			curl_easy_setopt(a->e, CURLOPT_CAINFO, w->o->ca);
+			curl_easy_setopt(a->e, CURLOPT_CAPATH, NULL);
+		}
 	}
 }
 
@@ -305,8 +315,9 @@ static struct tally swarm_run(const struct opts *o, const char *url, int proc, i
 
 /* --- the server and its figures -------------------------------------------------- */
 
-/* Starts `drover server` in dir; its pid, or -1. */
-static pid_t start_server(const char *dir, int port)
+/* Starts `drover server` in dir (https with a CA made there when tls);
+ * its pid, or -1. */
+static pid_t start_server(const char *dir, int port, bool tls)
 {
 	char cfg[300], log[300], state[300], listen[64], self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -324,6 +335,9 @@ static pid_t start_server(const char *dir, int port)
 	if (!f)
 		return -1;
 	fprintf(f, "cluster_token: \"%s\"\nheartbeat_timeout_s: 120\n", TOKEN);
+	if (tls)
+		fprintf(f, "tls: {cert_file: %s/tls/server.pem, key_file: %s/tls/server-key.pem}\n",
+			dir, dir);
 	fclose(f);
 	pid = fork();
 	if (pid == 0) {
@@ -340,7 +354,7 @@ static pid_t start_server(const char *dir, int port)
 	return pid;
 }
 
-static bool server_up(const char *url, pid_t pid)
+static bool server_up(const char *url, const char *ca, pid_t pid)
 {
 	struct drv_http_client c;
 	struct drv_http_reply r;
@@ -348,6 +362,7 @@ static bool server_up(const char *url, pid_t pid)
 	bool ok = false;
 
 	drv_http_client_init(&c, url, NULL);
+	drv_http_client_set_ca(&c, ca);
 	drv_http_reply_init(&r);
 	while (!ok && drv_mono_ms() < end && waitpid(pid, NULL, WNOHANG) == 0) {
 		ok = drv_http_request(&c, "GET", "/healthz", NULL, NULL, 0, 1000, &r) == 0 &&
@@ -361,28 +376,34 @@ static bool server_up(const char *url, pid_t pid)
 }
 
 /* Threads and open files of pid now; -1 when gone. */
-static void proc_counts(pid_t pid, long *threads, long *fds)
+struct counts {
+	long threads, fds, rss_kb;
+};
+
+static void proc_counts(pid_t pid, struct counts *c)
 {
 	char path[64], line[256];
 	struct dirent *de;
 	FILE *f;
 	DIR *d;
 
-	*threads = *fds = -1;
+	c->threads = c->fds = c->rss_kb = -1;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
 		if (!strncmp(line, "Threads:", 8))
-			*threads = strtol(line + 8, NULL, 10);
+			c->threads = strtol(line + 8, NULL, 10);
+		else if (!strncmp(line, "VmRSS:", 6))
+			c->rss_kb = strtol(line + 6, NULL, 10);
 	if (f)
 		fclose(f);
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 	d = opendir(path);
 	if (!d)
 		return;
-	*fds = 0;
+	c->fds = 0;
 	while ((de = readdir(d)))
-		*fds += de->d_name[0] != '.';
+		c->fds += de->d_name[0] != '.';
 	closedir(d);
 }
 
@@ -411,16 +432,17 @@ static int start_swarms(const struct opts *o, const char *url, pid_t *kids, int 
 }
 
 /* Samples the server every 250 ms until the agent processes are done. */
-static void watch(pid_t server, pid_t *kids, int nkids, long *threads_max, long *fds_max)
+static void watch(pid_t server, pid_t *kids, int nkids, struct counts *max)
 {
 	int done = 0;
 
 	while (done < nkids) {
-		long th, fd;
+		struct counts c;
 
-		proc_counts(server, &th, &fd);
-		*threads_max = DRV_MAX(*threads_max, th);
-		*fds_max = DRV_MAX(*fds_max, fd);
+		proc_counts(server, &c);
+		max->threads = DRV_MAX(max->threads, c.threads);
+		max->fds = DRV_MAX(max->fds, c.fds);
+		max->rss_kb = DRV_MAX(max->rss_kb, c.rss_kb);
 		usleep(250000);
 		for (int p = 0; p < nkids; p++)
 			if (kids[p] > 0 && waitpid(kids[p], NULL, WNOHANG) == kids[p]) {
@@ -453,18 +475,21 @@ static void raise_nofile(void)
 	}
 }
 
-static void print_result(const struct opts *o, const struct tally *t, long th_max, long fd_max,
-			 long th_end, long fd_end)
+static void print_result(const struct opts *o, const struct tally *t, const struct counts *max,
+			 const struct counts *end)
 {
-	bool pass = t->served == o->agents && th_max <= o->max_threads;
+	bool pass = t->served == o->agents && max->threads <= o->max_threads;
 
-	printf("{\"bench\":\"agents\",\"agents\":%d,\"procs\":%d,\"seconds\":%.1f,\"wait_s\":%.0f,"
-	       "\"registered\":%ld,\"register_s\":%.1f,\"served\":%ld,\"exchanges\":%ld,"
-	       "\"exchanges_per_s\":%.1f,\"errors\":%ld,\"server\":{\"threads_max\":%ld,\"fds_max\":%ld,"
-	       "\"threads_end\":%ld,\"fds_end\":%ld},\"max_threads\":%d,\"pass\":%s}\n",
-	       o->agents, o->procs, o->seconds, o->wait, t->registered, t->register_ms / 1000.0,
-	       t->served, t->exchanges, t->exchanges / o->seconds, t->errors, th_max, fd_max,
-	       th_end, fd_end, o->max_threads, pass ? "true" : "false");
+	printf("{\"bench\":\"agents\",\"agents\":%d,\"procs\":%d,\"tls\":%s,\"seconds\":%.1f,"
+	       "\"wait_s\":%.0f,\"registered\":%ld,\"register_s\":%.1f,\"served\":%ld,"
+	       "\"exchanges\":%ld,\"exchanges_per_s\":%.1f,\"errors\":%ld,"
+	       "\"server\":{\"threads_max\":%ld,\"fds_max\":%ld,\"rss_kb_max\":%ld,"
+	       "\"threads_end\":%ld,\"fds_end\":%ld,\"rss_kb_end\":%ld},\"max_threads\":%d,"
+	       "\"pass\":%s}\n",
+	       o->agents, o->procs, o->tls ? "true" : "false", o->seconds, o->wait, t->registered,
+	       t->register_ms / 1000.0, t->served, t->exchanges, t->exchanges / o->seconds,
+	       t->errors, max->threads, max->fds, max->rss_kb, end->threads, end->fds, end->rss_kb,
+	       o->max_threads, pass ? "true" : "false");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -480,12 +505,13 @@ static int parse(int argc, char **argv, struct opts *o)
 			       "how long each sync may wait at the controller (default 1)"),
 		DRV_OPT_INT(0, "max-threads", &o->max_threads, 1, 100000, "N",
 			    "the server's threads at most, to pass (default 16)"),
+		DRV_OPT_FLAG(0, "tls", &o->tls, "https: the server with a CA made here, agents checking it"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts usage = {
 		.name = "drover bench agents",
 		.usage = "drover bench agents [--agents N] [--procs P] [--seconds S] [--wait S] "
-			 "[--max-threads N]",
+			 "[--max-threads N] [--tls]",
 		.about = "Many agents, one connection each, syncing with a real drover server: "
 			 "exchanges/s and the server's threads and open files.",
 		.options = table,
@@ -497,13 +523,27 @@ static int parse(int argc, char **argv, struct opts *o)
 	return i;
 }
 
+/* --tls: a CA and the server's certificate in dir/tls; o->ca names the CA. */
+static int make_tls(const char *dir, struct opts *o)
+{
+	char tdir[200], err[512];
+
+	snprintf(tdir, sizeof(tdir), "%s/tls", dir);
+	snprintf(o->ca, sizeof(o->ca), "%s/ca.pem", tdir);
+	if (drv_tls_init_dir(tdir, "127.0.0.1", NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "drover bench agents: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 int drv_bench_agents(int argc, char **argv)
 {
 	struct opts o = { .agents = 2000, .procs = 4, .seconds = 10, .wait = 1,
 			  .max_threads = 16 };
 	char dir[] = "/tmp/drover-bench-agents-XXXXXX", url[64];
 	struct tally sum = { 0 }, t;
-	long th_max = 0, fd_max = 0, th_end, fd_end;
+	struct counts max = { 0 }, end;
 	int pipefd[2] = { -1, -1 }, port, rc = DRV_EXIT_FAIL, i;
 	pid_t server = -1, kids[64];
 
@@ -518,9 +558,11 @@ int drv_bench_agents(int argc, char **argv)
 		return DRV_EXIT_FAIL;
 	}
 	port = bench_free_port();
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-	server = start_server(dir, port);
-	if (server < 0 || !server_up(url, server)) {
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", o.tls ? "https" : "http", port);
+	if (o.tls && make_tls(dir, &o) < 0)
+		goto out;
+	server = start_server(dir, port, o.tls);
+	if (server < 0 || !server_up(url, o.tls ? o.ca : NULL, server)) {
 		fprintf(stderr, "drover bench agents: the server did not come up (log %s/server.log)\n",
 			dir);
 		goto out;
@@ -530,7 +572,7 @@ int drv_bench_agents(int argc, char **argv)
 		goto out;
 	}
 	close(pipefd[1]);
-	watch(server, kids, o.procs, &th_max, &fd_max);
+	watch(server, kids, o.procs, &max);
 	while (read(pipefd[0], &t, sizeof(t)) == sizeof(t)) {
 		sum.registered += t.registered;
 		sum.served += t.served;
@@ -538,9 +580,9 @@ int drv_bench_agents(int argc, char **argv)
 		sum.errors += t.errors;
 		sum.register_ms = DRV_MAX(sum.register_ms, t.register_ms);
 	}
-	proc_counts(server, &th_end, &fd_end);
-	print_result(&o, &sum, th_max, fd_max, th_end, fd_end);
-	rc = sum.served == o.agents && th_max <= o.max_threads ? DRV_EXIT_OK : DRV_EXIT_FAIL;
+	proc_counts(server, &end);
+	print_result(&o, &sum, &max, &end);
+	rc = sum.served == o.agents && max.threads <= o.max_threads ? DRV_EXIT_OK : DRV_EXIT_FAIL;
 out:
 	if (server > 0) {
 		kill(server, SIGTERM);
