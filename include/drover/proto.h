@@ -89,7 +89,9 @@ struct drv_proto_kv {
  * (task_id, epoch) and what is said about it. task_id and epoch are
  * required; the rest optional and only encoded when set:
  *   pid     register's running list (0: absent)
- *   state   a sync's task states ("running")
+ *   state   a sync's task states ("running"); register's list: "running",
+ *           or "exited" for a task that ended and whose end is not yet
+ *           acknowledged (its report follows in the next sync)
  *   reason  a sync reply's stale list ("stale epoch")
  */
 struct drv_proto_ref {
@@ -241,6 +243,11 @@ struct drv_proto_registered {
 	int64_t session;
 	int64_t heartbeat_interval_s;   /* default 5 */
 	int64_t heartbeat_timeout_s;    /* default 30 */
+	/* The agent's lease (server setting agent_lease_s): an agent that has
+	 * had no successful exchange for this long stops its tasks, and so
+	 * does each task's shim (docs/agent.md, "Leases"). 0 (absent): none,
+	 * as an older controller says. Also in every sync reply. */
+	int64_t agent_lease_s;
 	const char *pool;
 	struct drv_proto_kv *labels;
 	size_t nlabels;
@@ -278,6 +285,7 @@ struct drv_proto_sync {
 struct drv_proto_sync_reply {
 	int64_t version;
 	int64_t heartbeat_interval_s;
+	int64_t agent_lease_s;       /* as in struct drv_proto_registered; 0 absent */
 	bool has_tasks;
 	struct drv_proto_task *tasks;
 	size_t ntasks;

@@ -208,7 +208,9 @@ static void open_session(struct drv_server *s, int32_t i, const struct drv_proto
 	n->registered = true;
 	n->ever_registered = true;
 	n->last_hb_ms = drv_mono_ms();
+	n->last_reply_ms = n->last_hb_ms;
 	n->last_hb_wall = drv_wall_s();
+	n->lease_wait = false;
 	n->version = (uint64_t)drv_wall_s() * 1000 + (n->version % 1000) + 1;
 	json_decref(n->inventory);
 	n->inventory = drv_proto_register_encode(m);
@@ -232,10 +234,65 @@ static json_t *registered_reply(struct drv_server *s, int32_t i)
 	a.session = s->nodes[i].session;
 	a.heartbeat_interval_s = s->cfg.heartbeat_interval_s;
 	a.heartbeat_timeout_s = s->cfg.heartbeat_timeout_s;
+	a.agent_lease_s = s->cfg.agent_lease_s;
 	a.pool = pool >= 0 ? s->cluster.pools[pool].name : NULL;
 	o = drv_proto_registered_encode(&a);
 	json_object_set(o, "labels", s->nodes[i].labels ? s->nodes[i].labels : json_object());
 	return o;
+}
+
+/* The entry of (tid, epoch) in the register's task list, or NULL. */
+static const struct drv_proto_ref *listed(const struct drv_proto_register *m, const char *tid,
+					  int64_t epoch)
+{
+	for (size_t k = 0; k < m->nrunning; k++)
+		if (m->running[k].epoch == epoch && strcmp(m->running[k].task_id, tid) == 0)
+			return &m->running[k];
+	return NULL;
+}
+
+static void report_running(struct drv_server *s, struct srv_job *j, struct srv_task *t);
+
+/*
+ * A registering agent lists every task it knows of (its journal): those
+ * still running, and those that ended and whose end it has yet to report
+ * (that report follows in its next sync). What the controller assigned
+ * to this node is reconciled with the list: a listed running task is
+ * adopted (it runs, whatever the controller heard before); a task the
+ * controller knew started but the agent does not know is lost (the
+ * node's journal is gone), and its gang is requeued; a task never
+ * reported started and not listed is still to start (it stays in the
+ * task set). What the agent lists and the controller no longer wants is
+ * absent from the task set and stale in the next sync: the agent stops
+ * it. Caller holds s->mu.
+ */
+static void reconcile(struct drv_server *s, int32_t i, const struct drv_proto_register *m)
+{
+	size_t nids = s->nactive;
+	uint64_t *ids = drv_calloc(nids + 1, sizeof(*ids));
+
+	memcpy(ids, s->active, nids * sizeof(*ids));
+	for (size_t k = 0; k < nids; k++) {
+		struct srv_job *j = srv_job_get(s, ids[k]);
+		const char *lost = NULL;
+		char tid[48];
+
+		for (int32_t t = 0; j && t < j->ntasks; t++) {
+			const struct drv_proto_ref *x;
+
+			if (j->tasks[t].node != i || j->tasks[t].ended)
+				continue;
+			snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, t);
+			x = listed(m, tid, j->epoch);
+			if (x && (!x->state || !strcmp(x->state, "running")))
+				report_running(s, j, &j->tasks[t]);
+			else if (!x && j->tasks[t].state == T_RUNNING)
+				lost = "restarted without a record of the job's task (its journal is gone)";
+		}
+		if (lost)
+			srv_job_requeue_node_down(s, j, m->name, lost);
+	}
+	drv_free(ids);
 }
 
 int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
@@ -256,6 +313,7 @@ int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ct
 	if (i < 0)
 		goto unlock;
 	open_session(s, i, &m, r);
+	reconcile(s, i, &m);
 	ticket = srv_enqueue(s);
 	drv_http_resp_json(o, 200, registered_reply(s, i));
 	pthread_cond_broadcast(&s->cv);
@@ -326,7 +384,11 @@ static void sync_health(struct drv_server *s, int32_t i, const struct drv_proto_
 	struct srv_node *n = &s->nodes[i];
 
 	s->heartbeats++;
+	/* the agent renews its lease from when it sent this sync, which is
+	 * before now: counting from now, the controller never ends the lease
+	 * early */
 	n->last_hb_ms = drv_mono_ms();
+	n->last_reply_ms = n->last_hb_ms;
 	n->last_hb_wall = drv_wall_s();
 	if (!m->ngpus)
 		return;
@@ -627,6 +689,7 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 	drv_proto_sync_reply_init(&r);
 	r.version = (int64_t)s->nodes[i].version;
 	r.heartbeat_interval_s = s->cfg.heartbeat_interval_s;
+	r.agent_lease_s = s->cfg.agent_lease_s;
 	r.has_tasks = r.version != c->m.version;
 	if (r.has_tasks)
 		desired_set(s, i, &r, &tids);

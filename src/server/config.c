@@ -329,15 +329,31 @@ static void read_tls(struct cload *L, struct fy_node_pair *tp)
 			     "found nothing, expected a file (cert_file and key_file go together)");
 }
 
+/* A lease must outlast the exchanges that renew it: each may wait up to
+ * heartbeat_interval_s at the controller, and the agent counts from when
+ * it sent it. */
+static void check_lease(struct cload *L, struct fy_node *at)
+{
+	const struct srv_config *c = L->c;
+	char f[80];
+
+	if (!at || c->agent_lease_s >= 2 * c->heartbeat_interval_s)
+		return;
+	drv_yaml_found(at, f, sizeof(f));
+	drv_yaml_err(L->d, at, "agent_lease_s",
+		     "found %s, expected at least twice heartbeat_interval_s (%lld)", f,
+		     (long long)c->heartbeat_interval_s);
+}
+
 #define KNOWN_SETTINGS                                                                       \
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
-	"heartbeat_timeout_s, retry_limit, sched_delay_ms, default_pool, default_leaf, "     \
-	"scheduler, tenants, tls, job_retention_s"
+	"heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, "    \
+	"default_leaf, scheduler, tenants, tls, job_retention_s"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
 	struct srv_config *c = L->c;
-	struct fy_node *hb_timeout = NULL, *hb_interval = NULL;
+	struct fy_node *hb_timeout = NULL, *hb_interval = NULL, *lease = NULL;
 	struct fy_node_pair *p;
 	void *it = NULL;
 	char f[80];
@@ -368,6 +384,9 @@ static void read_root(struct cload *L, struct fy_node *root)
 		} else if (strcmp(k, "heartbeat_timeout_s") == 0) {
 			if (want_int(L, p, k, 1, 86400, &c->heartbeat_timeout_s))
 				hb_timeout = v;
+		} else if (strcmp(k, "agent_lease_s") == 0) {
+			if (want_int(L, p, k, 2, 86400, &c->agent_lease_s))
+				lease = v;
 		} else if (strcmp(k, "retry_limit") == 0) {
 			if (want_int(L, p, k, 0, 1000, &n))
 				c->retry_limit = (int32_t)n;
@@ -400,6 +419,10 @@ static void read_root(struct cload *L, struct fy_node *root)
 				     "found %s, expected less than heartbeat_timeout_s (%lld)", f,
 				     (long long)c->heartbeat_timeout_s);
 	}
+	/* unset, the lease follows a long heartbeat interval up */
+	if (!lease && c->agent_lease_s < 2 * c->heartbeat_interval_s)
+		c->agent_lease_s = 2 * c->heartbeat_interval_s;
+	check_lease(L, lease);
 }
 
 /* A relative path in the config (`tenants:`, `tls:`) names a file next to
@@ -457,6 +480,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->heartbeat_interval_s = 5;
 	c->job_retention_s = 35 * 86400;   /* a month of accounting at hand, and then some */
 	c->heartbeat_timeout_s = 30;
+	c->agent_lease_s = 60;
 	c->retry_limit = 3;
 	c->sched_delay_ms = 10;
 	drv_sched_policy_default(&c->policy);

@@ -1,7 +1,7 @@
 /*
  * loop.c: the controller's own thread: the scheduling pass, batched; node
- * liveness (heartbeat timeout -> node down -> gangs requeued whole); and
- * cost accrual (cost.c; rendered by cost_metrics.c).
+ * liveness (nodes.c: heartbeat timeout -> node down; lease over -> gangs
+ * requeued whole); and cost accrual (cost.c; rendered by cost_metrics.c).
  *
  * Batching: a submit, a finished job or a node change only sets
  * sched_dirty; the loop runs one pass sched_delay_ms after the first such
@@ -139,43 +139,6 @@ static void announce(struct drv_server *s)
 	drv_http_wake(s->http);
 }
 
-static void check_heartbeats(struct drv_server *s)
-{
-	int64_t now = drv_mono_ms(), limit = s->cfg.heartbeat_timeout_s * 1000;
-
-	for (int32_t i = 0; i < s->nnodes; i++) {
-		struct srv_node *n = &s->nodes[i];
-		char why[128], reason[96];
-		uint64_t *ids;
-		size_t nids;
-
-		if (!n->registered || now - n->last_hb_ms <= limit)
-			continue;
-		snprintf(reason, sizeof(reason), "no heartbeat for %lld s",
-			 (long long)s->cfg.heartbeat_timeout_s);
-		snprintf(why, sizeof(why), "down (%s)", reason);
-		n->registered = false;   /* its session is gone: the agent must register */
-		drv_http_wake_key(s->http, SRV_KEY_NODE(i));
-		n->dirty = true;
-		srv_node_set_state(s, i, DRV_NODE_DOWN, reason);
-		ids = drv_calloc(s->nactive + 1, sizeof(*ids));
-		nids = s->nactive;
-		memcpy(ids, s->active, nids * sizeof(*ids));
-		for (size_t k = 0; k < nids; k++) {
-			struct srv_job *j = srv_job_get(s, ids[k]);
-			bool here = false;
-
-			if (!j)
-				continue;
-			for (int32_t t = 0; t < j->ntasks; t++)
-				here |= j->tasks[t].node == i && !j->tasks[t].ended;
-			if (here)
-				srv_job_requeue_node_down(s, j, n->name, why);
-		}
-		drv_free(ids);
-	}
-}
-
 /* Once a second: what every job holding GPUs accrued, into the counters. */
 static void cost_tick(struct drv_server *s)
 {
@@ -216,7 +179,7 @@ void *srv_loop_main(void *arg)
 		}
 		if (now - s->last_hb_check_ms >= 500) {
 			s->last_hb_check_ms = now;
-			check_heartbeats(s);
+			srv_nodes_check_liveness(s);
 		}
 		if (now - s->last_cost_ms >= 1000) {
 			s->last_cost_ms = now;

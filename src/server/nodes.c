@@ -233,3 +233,103 @@ void srv_node_gpus(const struct drv_server *s, int32_t i, struct srv_gpu_count *
 	else
 		c->unavailable += cn->ngpus - alloc;
 }
+
+/* --- liveness and leases ------------------------------------------------ */
+
+/* Whether job j has a task on node i that has not ended. */
+static bool job_on_node(const struct srv_job *j, int32_t i)
+{
+	for (int32_t t = 0; t < j->ntasks; t++)
+		if (j->tasks[t].node == i && !j->tasks[t].ended)
+			return true;
+	return false;
+}
+
+/* Calls fn on every active job with a task on node i that has not ended
+ * (fn may requeue it: the active list is copied first). */
+static void each_job_on_node(struct drv_server *s, int32_t i,
+			     void (*fn)(struct drv_server *, struct srv_job *, int32_t, const char *),
+			     const char *why)
+{
+	size_t nids = s->nactive;
+	uint64_t *ids = drv_calloc(nids + 1, sizeof(*ids));
+
+	memcpy(ids, s->active, nids * sizeof(*ids));
+	for (size_t k = 0; k < nids; k++) {
+		struct srv_job *j = srv_job_get(s, ids[k]);
+
+		if (j && job_on_node(j, i))
+			fn(s, j, i, why);
+	}
+	drv_free(ids);
+}
+
+/* A job waits for the lease of node i: it says so, GPUs still held. */
+static void job_holds_for_lease(struct drv_server *s, struct srv_job *j, int32_t i,
+				const char *why)
+{
+	srv_set_str(&j->reason, why);
+	srv_job_mark(s, j);
+}
+
+static void job_lost_node(struct drv_server *s, struct srv_job *j, int32_t i, const char *why)
+{
+	srv_job_requeue_node_down(s, j, s->nodes[i].name, why);
+}
+
+/* The silent node i goes down; its session ends (its agent must register
+ * again, listing what it still runs). Its gangs keep their GPUs until the
+ * lease is over: the agent may only be cut off, its tasks still running. */
+static void node_timed_out(struct drv_server *s, int32_t i, int64_t now)
+{
+	struct srv_node *n = &s->nodes[i];
+	char reason[96], why[400];
+	int64_t left_s;
+
+	/* a node restored after a controller restart was last answered by
+	 * the previous controller, before its restore time */
+	if (!n->last_reply_ms)
+		n->last_reply_ms = n->last_hb_ms;
+
+	left_s = (n->last_reply_ms + s->cfg.agent_lease_s * 1000 + SRV_LEASE_MARGIN_MS - now +
+		  999) / 1000;
+	snprintf(reason, sizeof(reason), "no heartbeat for %lld s",
+		 (long long)s->cfg.heartbeat_timeout_s);
+	n->registered = false;
+	n->lease_wait = true;
+	n->dirty = true;
+	drv_http_wake_key(s->http, SRV_KEY_NODE(i));
+	srv_node_set_state(s, i, DRV_NODE_DOWN, reason);
+	snprintf(why, sizeof(why), "node %s is unreachable (%s); its tasks may still run until "
+		 "its agent's lease ends, so the job's GPUs stay held and it restarts in %lld s "
+		 "unless the node comes back", n->name, reason, (long long)DRV_MAX(left_s, 0));
+	each_job_on_node(s, i, job_holds_for_lease, why);
+}
+
+/* The lease of node i is surely over: whatever ran there has stopped. */
+static void node_lease_over(struct drv_server *s, int32_t i, int64_t now)
+{
+	struct srv_node *n = &s->nodes[i];
+	char why[200];
+
+	n->lease_wait = false;
+	snprintf(why, sizeof(why), "unreachable for %lld s, past its agent's lease "
+		 "(agent_lease_s %lld), so its tasks have stopped",
+		 (long long)((now - n->last_reply_ms) / 1000), (long long)s->cfg.agent_lease_s);
+	each_job_on_node(s, i, job_lost_node, why);
+}
+
+void srv_nodes_check_liveness(struct drv_server *s)
+{
+	int64_t now = drv_mono_ms(), limit = s->cfg.heartbeat_timeout_s * 1000;
+	int64_t lease = s->cfg.agent_lease_s * 1000 + SRV_LEASE_MARGIN_MS;
+
+	for (int32_t i = 0; i < s->nnodes; i++) {
+		struct srv_node *n = &s->nodes[i];
+
+		if (n->registered && now - n->last_hb_ms > limit)
+			node_timed_out(s, i, now);
+		if (!n->registered && n->lease_wait && now - n->last_reply_ms > lease)
+			node_lease_over(s, i, now);
+	}
+}

@@ -122,6 +122,9 @@ struct srv_node {
 	int64_t session;
 	int64_t last_hb_ms;        /* monotonic */
 	int64_t last_hb_wall;      /* s */
+	int64_t last_reply_ms;     /* monotonic: the last register/sync answer sent it */
+	bool lease_wait;           /* down with tasks that may still run: their gangs
+				    * restart once its agent's lease is surely over */
 	uint64_t version;          /* desired-state version for the assignments poll */
 	json_t *inventory;         /* the last register body */
 	json_t *health;            /* the last heartbeat's gpus */
@@ -145,6 +148,10 @@ struct srv_config {
 	bool allow_root_tasks;
 	int64_t heartbeat_interval_s;
 	int64_t heartbeat_timeout_s;
+	/* how long an agent's tasks outlive its last exchange; a gang on an
+	 * unreachable node restarts only agent_lease_s + 5 s after the last
+	 * reply sent there (nodes.c) */
+	int64_t agent_lease_s;
 	int32_t retry_limit;
 	int64_t sched_delay_ms;
 	char *default_pool;
@@ -465,6 +472,13 @@ int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err,
 int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
 		 int64_t mem, json_t *labels);
 int32_t srv_node_find(struct drv_server *s, const char *name);
+/* The heartbeat timeout marks a silent node down; agent_lease_s + 5 s
+ * after the last reply sent to it, its gangs are requeued (their tasks
+ * there have surely stopped: the agent and each task's shim stop them
+ * when the lease ends). Caller holds s->mu; the loop calls it. */
+void srv_nodes_check_liveness(struct drv_server *s);
+/* The lease margin: the controller waits agent_lease_s plus this. */
+#define SRV_LEASE_MARGIN_MS 5000
 void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
 			const char *reason);
 /* Node i's whole GPUs: allocated (anything on them), free (nothing on them,

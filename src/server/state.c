@@ -370,8 +370,10 @@ void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank)
 				snprintf(why, sizeof(why), "task %llu.%d was OOM-killed",
 					 (unsigned long long)j->id, rank);
 			else if (t->signal)
-				snprintf(why, sizeof(why), "task %llu.%d killed by signal %d",
-					 (unsigned long long)j->id, rank, t->signal);
+				snprintf(why, sizeof(why), "task %llu.%d killed by signal %d (%s), "
+					 "not sent by drover", (unsigned long long)j->id, rank,
+					 t->signal, sigabbrev_np(t->signal) ? sigabbrev_np(t->signal)
+									    : "?");
 			else
 				snprintf(why, sizeof(why), "task %llu.%d exited with code %d",
 					 (unsigned long long)j->id, rank, t->exit_code);

@@ -27,7 +27,7 @@ expect_eq "server bad.yaml exit" "$?" 2
 expect_eq "server bad.yaml stderr" "$(cat err.txt)" "drover server: bad.yaml:6:12: error: tokens[1].admin: found 'yes please', expected true or false
 bad.yaml:7:5: error: tokens[1].role: found an unknown field, expected one of: token, user, admin
 bad.yaml:9:22: error: heartbeat_timeout_s: found 'abc', expected an integer from 1 to 86400
-bad.yaml:10:1: error: nope: found an unknown setting, expected one of: tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, heartbeat_timeout_s, retry_limit, sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls"
+bad.yaml:10:1: error: nope: found an unknown setting, expected one of: tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls"
 [ -e "$TEST_TMP/s1/state.db" ] && fail "a refused config still created state.db"
 
 # a YAML syntax error and a tab that crashed libfyaml: positions too
@@ -64,6 +64,7 @@ open_endpoints: true          # /healthz and /metrics without a token (default t
 allow_root_tasks: false       # accept jobs whose user is root (default false)
 heartbeat_interval_s: 5       # told to agents at register (default 5)
 heartbeat_timeout_s: 30       # no heartbeat for this long: node down (default 30)
+agent_lease_s: 60             # an agent's tasks stop this long after its last exchange (default 60)
 retry_limit: 3                # requeues of a gang after node failures before it fails (default 3)
 sched_delay_ms: 10            # batching window of the scheduling loop (default 10)
 default_pool: default         # pool and leaf of agents the cluster file does not name

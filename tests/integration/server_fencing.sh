@@ -1,14 +1,15 @@
 # server_fencing.sh: node liveness and fencing at the protocol level, with
 # a real `drover server` and two agents played by this script over HTTP
 # (so every step is exact): a node that stops heartbeating is declared
-# down, its gang is requeued whole and started elsewhere under a new
+# down, its gang keeps its GPUs (saying why) until the agent's lease is
+# surely over, then is requeued whole and started elsewhere under a new
 # epoch; the dead node's old session is refused; when it comes back, its
 # old task is in the sync reply's stale list (as a running task and as a
 # report) and absent from its task set; past the retry limit the job fails
 # with the reason.
 . "$ROOT/tests/integration/lib.sh"
 
-server_config "heartbeat_interval_s: 1" "heartbeat_timeout_s: 2" "retry_limit: 1" "sched_delay_ms: 5"
+server_config "heartbeat_interval_s: 1" "heartbeat_timeout_s: 2" "agent_lease_s: 2" "retry_limit: 1" "sched_delay_ms: 5"
 start_server
 
 URL="$SERVER_URL" python3 - <<'PY' || { tail -20 "$TEST_TMP/server.log" >&2; exit 1; }
@@ -56,11 +57,18 @@ def down():
     st, n = call("GET", "/v1/nodes/" + first, token="ops-t")
     return n["state"] == "down"
 wait_until(first + " down", down, 10, tick=lambda: heartbeat(other, sess[other]))
+# Down is not gone: until its agent's lease is surely over (agent_lease_s +
+# 5 s after the last reply), the task may still run there; the gang keeps
+# its GPUs and says why.
+b = job(jid)
+expect("still running while the lease may hold", b["state"], "running")
+if "GPUs stay held" not in b["reason"] or "lease" not in b["reason"]:
+    fail("reason while the node is down: " + b["reason"])
 
 def moved():
     b = job(jid)
     return b if b["state"] == "scheduled" and b["placement"][0]["node"] == other else None
-b = wait_until("the gang to restart on " + other, moved, 10, tick=lambda: heartbeat(other, sess[other]))
+b = wait_until("the gang to restart on " + other, moved, 15, tick=lambda: heartbeat(other, sess[other]))
 ev = [e["to"] for e in b["events"]]
 expect("events", ev, ["pending", "scheduled", "running", "pending", "scheduled"])
 if "requeued (retry 1 of 1)" not in b["events"][3]["reason"]:
@@ -88,7 +96,7 @@ expect("the stale exit changed nothing", job(jid)["state"], "scheduled")
 
 # Past the retry limit: the second node dies too, the job fails with the reason.
 report(other, sess[other], [{"task_id": "%d.0" % jid, "epoch": e2, "state": "running"}])
-wait_until("failed", lambda: job(jid)["state"] == "failed", 10, tick=lambda: heartbeat(first, s2))
+wait_until("failed", lambda: job(jid)["state"] == "failed", 20, tick=lambda: heartbeat(first, s2))
 b = job(jid)
 if "retry limit 1 reached" not in b["reason"]:
     fail("reason: " + b["reason"])

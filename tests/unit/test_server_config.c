@@ -112,8 +112,8 @@ Test(server_config, unknown_setting_and_token_field)
 		     "token, user, admin\n"
 		     "c.yaml:4:1: error: heartbeat_timeoutt_s: found an unknown setting, expected one "
 		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
-		     "heartbeat_interval_s, heartbeat_timeout_s, retry_limit, sched_delay_ms, "
-		     "default_pool, default_leaf, scheduler, tenants, tls, job_retention_s"));
+		     "heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, "
+		     "sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s"));
 }
 
 Test(server_config, tls_fields_are_checked)
@@ -142,6 +142,16 @@ Test(server_config, tls_files_must_be_usable)
 	cr_assert(eq(int, rc, DRV_EINVAL));
 	cr_assert(eq(str, (char *)rel(err), "TLS certificate: cannot read server.pem: No such file "
 		     "or directory"), "%s", err);
+}
+
+Test(server_config, agent_lease_outlasts_two_heartbeat_intervals)
+{
+	char err[1024];
+	int rc = start("heartbeat_interval_s: 5\nagent_lease_s: 9\n", err, sizeof(err));
+
+	cr_assert(eq(int, rc, DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err), "c.yaml:2:16: error: agent_lease_s: found '9', expected "
+		     "at least twice heartbeat_interval_s (5)"));
 }
 
 Test(server_config, integers_strings_and_missing_values)
