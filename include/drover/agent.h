@@ -91,6 +91,14 @@ struct drv_task_spec {
 	int ngroups;
 	const char *user;
 	const char *home;
+	/* The shim (drover task-shim, src/agent/shim.c): when shim_exe is set
+	 * ("/proc/self/exe" in drover itself), the task runs under it, so it
+	 * outlives the agent and its end is recorded in its status file.
+	 * NULL: the task is the agent's own child (the unit tests). */
+	const char *shim_exe;
+	int64_t epoch;                 /* names the status and pid files */
+	const char *lease_file;        /* NULL: the shim enforces no lease */
+	int64_t lease_grace_ms;        /* SIGTERM->SIGKILL when the lease runs out */
 };
 
 /*
@@ -124,9 +132,12 @@ struct drv_proc {
 	int64_t kill_at_ms;       /* when SIGKILL follows SIGTERM */
 	int pidfd;                /* readable once it has exited (pidfd_open); -1 when none */
 	char cgroup[PATH_MAX];    /* "" when none */
-	char error[512];          /* why it failed to start */
+	char error[512];          /* why it failed to start; with a shim, why it was stopped */
 	char stdout_path[PATH_MAX];
 	char stderr_path[PATH_MAX];
+	bool shim;                /* pid is the task's shim: status_path says how it ended */
+	bool adopted;             /* not our child: an earlier agent started it */
+	char status_path[PATH_MAX];
 };
 
 /*
@@ -152,6 +163,30 @@ int drv_proc_poll(struct drv_proc *p, int64_t now_ms);
 /* SIGTERM to the whole process group now, SIGKILL after grace_ms (0:
  * SIGKILL at once). Repeated calls keep the earlier deadline. */
 void drv_proc_terminate(struct drv_proc *p, int64_t grace_ms, int64_t now_ms);
+
+/*
+ * Watches a shim an earlier agent started (pid, checked by the caller):
+ * p is set up to be polled and stopped like a child of this process; its
+ * end is read from status_path (drv_shim_paths). Returns 0, or DRV_ENOENT
+ * when the process is gone already.
+ */
+int drv_proc_adopt(struct drv_proc *p, pid_t pid, const char *status_path, const char *cgroup,
+		   int64_t now_ms);
+
+/* --- the task shim (src/agent/shim.c) ---------------------------------- */
+
+/* `drover task-shim ...` (a hidden command): argv[0] is "task-shim". */
+int drv_task_shim_main(int argc, char **argv);
+/* DIR/TASK.EPOCH.status and DIR/TASK.EPOCH.pid */
+void drv_shim_paths(const char *dir, const char *task_id, int64_t epoch, char *status,
+		    char *pidfile, size_t sz);
+/* How a task ended, from its status file into p (exit_code, signal,
+ * oom_killed, error); DRV_ENOENT when there is none yet. */
+int drv_shim_read_status(const char *path, struct drv_proc *p);
+/* CLOCK_BOOTTIME in ms: what lease deadlines are counted in. */
+int64_t drv_boottime_ms(void);
+/* The deadline in a lease file; 0 when there is none. */
+int64_t drv_lease_read(const char *path);
 
 /* Removes the task's cgroup once it is empty; call after it ended. */
 void drv_proc_cleanup(struct drv_proc *p);
@@ -195,6 +230,15 @@ struct drv_agent_config {
 	bool run_as_self;          /* every task runs as the agent's own user, whatever the
 				    * assignment's user (drover up: a single-user setup) */
 	bool quiet;                /* no log lines on stderr */
+	/* Each task runs under `shim_exe task-shim ...` (drover passes
+	 * "/proc/self/exe"), so it outlives the agent and a new agent adopts
+	 * it; NULL: tasks are plain children (tests of the library). Static
+	 * storage: not copied. */
+	const char *shim_exe;
+	/* drv_agent_stop stops the tasks (SIGTERM, grace, SIGKILL) and
+	 * reports them; false: they keep running under their shims, for the
+	 * next agent to adopt (drover agent without --stop-tasks-on-exit). */
+	bool stop_tasks_on_exit;
 };
 
 struct drv_agent;
@@ -210,8 +254,9 @@ struct drv_agent;
 int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, char *err,
 		    size_t errsz);
 
-/* Stops the loop, terminates running tasks (SIGTERM, grace, SIGKILL) and
- * reports them, stops the listener and frees a. NULL is a no-op. */
+/* Stops the loop; with stop_tasks_on_exit terminates running tasks
+ * (SIGTERM, grace, SIGKILL) and reports them, else leaves them to their
+ * shims; stops the listener and frees a. NULL is a no-op. */
 void drv_agent_stop(struct drv_agent *a);
 
 /* The /metrics port actually bound (useful with port 0), or 0. */

@@ -19,6 +19,7 @@ extern const struct drv_command drv_commands[];
 int cmd_up(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_task_shim(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_get(int argc, char **argv);

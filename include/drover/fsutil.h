@@ -41,6 +41,12 @@ int drv_file_read(const char *path, size_t max, char **bufp, size_t *lenp);
 int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
 			  void *arg);
 
+/* drv_file_write_atomic, durably: the file is fsync'd before the rename
+ * and its folder after, so once this returns 0 the content survives a
+ * crash of the machine. */
+int drv_file_write_durable(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
+			   void *arg);
+
 /*
  * Reads a secret (a token) from path, CONTRACTS.md §6: the file must be a
  * regular file that neither group nor others may read or write (mode 0600,

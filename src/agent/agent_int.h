@@ -59,6 +59,10 @@ void drv_cgroup_kill(const char *cgroup);
 
 #define DRV_AGENT_VERSION "0.1.0"
 
+/* When the lease runs out, tasks get SIGTERM and at most this long before
+ * SIGKILL: the controller restarts them elsewhere 5 s after the lease. */
+#define AGENT_LEASE_GRACE_MS 3000
+
 enum tstate { T_RUNNING, T_EXITED, T_FAILED };
 
 struct task {
@@ -77,6 +81,9 @@ struct task {
 	unsigned long long starttime; /* of its main process (/proc/PID/stat), to know it again */
 	char reason[512];       /* why it failed to start, or why it was stopped */
 	char dir[PATH_MAX];
+	int64_t started_ms;     /* monotonic (the machine's clock): when it was journaled */
+	bool journaled;         /* its start is in the journal (agent_journal.c) */
+	bool end_journaled;     /* ... and so is its acknowledged end */
 };
 
 /* A task that ended, remembered for its metrics (agent_metrics.c). */
@@ -101,7 +108,8 @@ struct drv_agent {
 	char *jobmap[DRV_GPU_MAX]; /* what each GPU's mapping file says (agent_jobmap.c) */
 	bool jobmap_warned;
 	int fake_hcas;
-	bool fake_fallback, run_as_self;
+	bool fake_fallback, run_as_self, stop_tasks_on_exit;
+	const char *shim_exe;    /* static storage (config); NULL: no shim */
 	struct drv_log log;      /* "drover agent: ..."; quiet drops it */
 	int64_t grace_ms;
 
@@ -121,7 +129,7 @@ struct drv_agent {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int wakefd;             /* eventfd: wakes the supervisor out of poll() */
-	bool running_dirty;     /* STATE/running is behind the task table */
+	bool running_dirty;     /* the running tasks changed: the job map is behind */
 	bool stopping;
 	struct task **tasks;
 	size_t ntasks, tcap;
@@ -140,6 +148,18 @@ struct drv_agent {
 	size_t nended;
 	int64_t oom_kills;      /* since the agent started */
 
+	/* the journal (agent_journal.c); the syncer and the supervisor
+	 * write it, with mu held */
+	int journal_fd;
+	size_t journal_lines;
+	/* the lease: renewed after each successful exchange (deadline on
+	 * CLOCK_BOOTTIME, ms; 0 none), written to lease_path for the shims */
+	char lease_path[PATH_MAX];
+	int64_t lease_s;
+	int64_t lease_deadline;
+	bool lease_out;          /* its tasks were stopped for it */
+	bool lease_write_failed;
+
 	struct drv_http_server *http, *mhttp; /* --listen, --metrics-listen */
 	pthread_t syncer, super;
 	bool syncer_on, super_on;
@@ -149,10 +169,15 @@ struct drv_agent {
 /* agent_start.c: wakes every thread waiting on a->cv and the supervisor in poll(). */
 void agent_wake(struct drv_agent *a);
 
-/* agent_leftovers.c */
+/* agent_journal.c */
 unsigned long long agent_proc_starttime(pid_t pid);
-void agent_save_running(struct drv_agent *a);             /* mu held */
-void agent_kill_leftovers(struct drv_agent *a);
+int agent_journal_open(struct drv_agent *a);   /* at start: adopts what the journal names */
+int agent_journal_start(struct drv_agent *a, struct task *t);  /* mu held; durable */
+void agent_journal_end(struct drv_agent *a, struct task *t);   /* mu held; its end acknowledged */
+void agent_journal_close(struct drv_agent *a);
+/* After a successful exchange sent at sent_boot_ms (CLOCK_BOOTTIME):
+ * the deadline moves to sent_boot_ms + lease_s. mu held. */
+void agent_lease_renew(struct drv_agent *a, int64_t sent_boot_ms, int64_t lease_s);
 
 /* agent_node.c */
 void agent_find_address(struct drv_agent *a);
@@ -162,6 +187,10 @@ json_t *agent_register_body(struct drv_agent *a);         /* mu held; a new refe
 int agent_valid_task_id(const char *id);
 struct task *agent_find_task(struct drv_agent *a, const char *id, int64_t epoch);
 void agent_stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, const char *why);
+void agent_mark_gpus(struct drv_agent *a, struct task *t, bool busy);
+/* Past the lease: stops every running task (mu held); when it is next due,
+ * on drv_mono_ms's clock (INT64_MAX: not). */
+int64_t agent_enforce_lease(struct drv_agent *a);
 void agent_apply_desired(struct drv_agent *a);
 int agent_reap(struct drv_agent *a);                      /* the tasks still running */
 

@@ -196,9 +196,14 @@ static void reg_msg(struct drv_agent *a, struct reg_msg *r)
 	for (size_t k = 0; k < a->ntasks; k++) {
 		struct task *t = a->tasks[k];
 
+		/* every task it knows of: running, or ended with the end
+		 * still to report (the next sync carries it) */
 		if (t->state == T_RUNNING)
 			r->m.running[r->m.nrunning++] = (struct drv_proto_ref){
 				.task_id = t->id, .epoch = t->epoch, .pid = t->proc.pid };
+		else if (t->rep_end)
+			r->m.running[r->m.nrunning++] = (struct drv_proto_ref){
+				.task_id = t->id, .epoch = t->epoch, .state = "exited" };
 	}
 }
 

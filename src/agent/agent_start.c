@@ -2,7 +2,8 @@
  * agent_start.c: the node agent's entry points: drv_agent_start (the node's
  * GPUs, fabric, cgroups and address, the HTTP listener, then the two
  * threads) and drv_agent_stop (tasks stopped and reported, everything
- * freed). The threads and what they own: agent_int.h.
+ * freed; tasks left to their shims unless stop_tasks_on_exit). The
+ * threads and what they own: agent_int.h.
  */
 #include "drover/fsutil.h"
 #include "agent_int.h"
@@ -47,6 +48,7 @@ static void agent_free(struct drv_agent *a)
 		drv_free(a->tasks[k]);
 	}
 	drv_free(a->tasks);
+	agent_journal_close(a);
 	drv_proto_sync_reply_release(&a->desired);
 	drv_http_client_release(&a->ctl);
 	drv_proto_seen_free(a->seen);
@@ -102,6 +104,9 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	a->fake_fallback = cfg->fake_fallback;
 	a->log = (struct drv_log){ NULL, "drover agent", cfg->quiet ? DRV_LOG_QUIET : 0 };
 	a->run_as_self = cfg->run_as_self;
+	a->shim_exe = cfg->shim_exe;
+	a->stop_tasks_on_exit = cfg->stop_tasks_on_exit;
+	a->journal_fd = -1;
 	a->grace_ms = cfg->grace_ms > 0 ? cfg->grace_ms : 10000;
 	a->heartbeat_s = 5;
 	if (gethostname(a->hostname, sizeof(a->hostname) - 1) < 0)
@@ -130,6 +135,7 @@ static int open_state_dir(struct drv_agent *a, const char *dir, char *err, size_
 		snprintf(d, sizeof(d), "%s/.local/state/drover/agent-%s", home ? home : "/tmp",
 			 a->name);
 	a->state_dir = drv_strdup(d);
+	snprintf(a->lease_path, sizeof(a->lease_path), "%s/lease", d);
 	snprintf(tasks, sizeof(tasks), "%s/tasks", d);
 	if (drv_mkdir_p(a->state_dir, mode) < 0 || drv_mkdir_p(tasks, mode) < 0) {
 		snprintf(err, errsz, "cannot create the agent's state directory %s: %s", a->state_dir,
@@ -179,7 +185,11 @@ static void open_node(struct drv_agent *a)
 		drv_log(&a->log, "task memory limits through the cgroup v1 memory controller (%s); "
 			"task CPU limits need cgroup v2 and are not enforced", a->cg.base);
 	agent_find_address(a);
-	agent_kill_leftovers(a);
+	/* what an earlier agent started: adopted, or its end reported */
+	a->lease_deadline = drv_lease_read(a->lease_path);
+	if (agent_journal_open(a) < 0)
+		drv_log(&a->log, "cannot open the journal in %s: %s; tasks cannot start", a->state_dir,
+			strerror(errno));
 	if (a->run_as_self)
 		drv_log(&a->log, "every task runs as %s (uid %d), whoever submitted it",
 			me ? me->pw_name : "?", (int)geteuid());

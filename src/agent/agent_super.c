@@ -4,6 +4,7 @@
  * sleeping in poll() on the tasks' pidfds and the wake eventfd.
  */
 #include "drover/clock.h"
+#include "drover/agent.h"
 #include "agent_int.h"
 
 #include <poll.h>
@@ -98,6 +99,7 @@ void *agent_super_main(void *arg)
 
 	pthread_mutex_lock(&a->mu);
 	while (!a->stopping) {
+		int64_t lease_due;
 		int running;
 
 		if (a->desired_new) {
@@ -107,10 +109,10 @@ void *agent_super_main(void *arg)
 		running = agent_reap(a);
 		if (a->running_dirty) {
 			a->running_dirty = false;
-			agent_save_running(a);
 			agent_write_job_map(a);
 			agent_note_ended(a, drv_mono_ms());
 		}
+		lease_due = agent_enforce_lease(a);
 		if (reports_owed(a))
 			agent_kick_sync(a);
 		if (a->stopping)
@@ -119,22 +121,49 @@ void *agent_super_main(void *arg)
 		 * limit or a SIGKILL after a grace period is due */
 		if (!a->desired_new) {
 			int64_t now = drv_mono_ms();
-			int64_t due = running ? next_task_due(a, now) : INT64_MAX;
+			int64_t due = running ? DRV_MIN(next_task_due(a, now), lease_due) : INT64_MAX;
 
 			wait_events(a, DRV_MAX(DRV_MIN(due - now, 60000), 1));
 		}
 	}
 
-	/* stopping: terminate what runs, wait for it; drv_agent_stop reports it */
-	for (k = 0; k < a->ntasks; k++)
-		agent_stop_task(a, a->tasks[k], a->grace_ms, "the agent is stopping");
-	{
+	/* stopping: without stop_tasks_on_exit the tasks keep running under
+	 * their shims, for the next agent to adopt; else terminate them and
+	 * wait (drv_agent_stop reports them) */
+	if (a->stop_tasks_on_exit) {
 		int64_t end = drv_mono_ms() + a->grace_ms + 2000;
+
+		for (k = 0; k < a->ntasks; k++)
+			agent_stop_task(a, a->tasks[k], a->grace_ms, "the agent is stopping");
 		while (agent_reap(a) > 0 && drv_mono_ms() < end)
 			agent_wait_ms(a, 50);
-		agent_save_running(a);
 	}
 	pthread_mutex_unlock(&a->mu);
 	return NULL;
+}
+
+int64_t agent_enforce_lease(struct drv_agent *a)
+{
+	int64_t now = drv_boottime_ms(), left = a->lease_deadline - now;
+	char why[256];
+
+	if (!a->lease_deadline)
+		return INT64_MAX;
+	if (left > 0)
+		return drv_mono_ms() + left;
+	snprintf(why, sizeof(why), "the agent's lease ran out (no exchange with the controller for "
+		 "%lld s): stopped so that a restart elsewhere never overlaps it",
+		 (long long)(a->lease_s ? a->lease_s : (now - a->lease_deadline) / 1000));
+	for (size_t k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+
+		if (t->state == T_RUNNING && !t->proc.terminating) {
+			if (!a->lease_out)
+				drv_log(&a->log, "%s", why);
+			a->lease_out = true;
+			agent_stop_task(a, t, DRV_MIN(t->grace_ms, AGENT_LEASE_GRACE_MS), why);
+		}
+	}
+	return INT64_MAX;
 }
 

@@ -47,6 +47,7 @@ static int do_register(struct drv_agent *a)
 	struct drv_proto_dec d;
 	json_t *body, *reply = NULL;
 	long status = 0;
+	int64_t sent = drv_boottime_ms();
 	int rc;
 
 	pthread_mutex_lock(&a->mu);
@@ -67,6 +68,7 @@ static int do_register(struct drv_agent *a)
 	pthread_mutex_lock(&a->mu);
 	a->session = ok.session;
 	a->heartbeat_s = (int)DRV_MAX(ok.heartbeat_interval_s, 1);
+	agent_lease_renew(a, sent, ok.agent_lease_s);
 	a->version = 0;
 	a->need_register = false;
 	agent_wake(a);
@@ -128,6 +130,7 @@ struct sync_out {
 	size_t nsent;
 	char now[32];
 	char (*signames)[16];
+	int64_t sent_boot_ms;   /* when it was built: the lease counts from there */
 };
 
 /* The reports task t owes, into x. */
@@ -162,6 +165,7 @@ static void sync_reports(struct task *t, struct sync_out *x)
 static void sync_build(struct drv_agent *a, struct sync_out *x)
 {
 	memset(x, 0, sizeof(*x));
+	x->sent_boot_ms = drv_boottime_ms();
 	drv_proto_sync_init(&x->m);
 	x->m.node = a->name;
 	x->m.session = a->session;
@@ -206,8 +210,10 @@ static void sync_done(struct drv_agent *a, struct sync_out *x, struct drv_proto_
 			continue;
 		if (x->sent[k].running)
 			a->tasks[i]->rep_running = false;
-		if (x->sent[k].end)
+		if (x->sent[k].end) {
 			a->tasks[i]->rep_end = false;
+			agent_journal_end(a, a->tasks[i]);
+		}
 	}
 	for (size_t k = 0; k < r->nstale; k++) {
 		struct task *t = agent_find_task(a, r->stale[k].task_id, r->stale[k].epoch);
@@ -216,6 +222,7 @@ static void sync_done(struct drv_agent *a, struct sync_out *x, struct drv_proto_
 			agent_stop_task(a, t, 0, r->stale[k].reason ? r->stale[k].reason : "stale epoch");
 	}
 	a->heartbeat_s = (int)DRV_MAX(r->heartbeat_interval_s, 1);
+	agent_lease_renew(a, x->sent_boot_ms, r->agent_lease_s);
 	if (r->has_tasks && a->session == x->m.session) {
 		drv_proto_sync_reply_release(&a->desired);
 		a->desired = *r;

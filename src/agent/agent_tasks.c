@@ -39,7 +39,7 @@ struct task *agent_find_task(struct drv_agent *a, const char *id, int64_t epoch)
 
 /* Marks t's GPUs busy, or frees them; a GPU another running task shares
  * (fractional GPUs) keeps that task's job. Caller holds a->mu. */
-static void mark_gpus(struct drv_agent *a, struct task *t, bool busy)
+void agent_mark_gpus(struct drv_agent *a, struct task *t, bool busy)
 {
 	int64_t now = drv_mono_ms();
 	size_t i;
@@ -211,6 +211,7 @@ static void task_spec(struct drv_agent *a, struct task *t, const struct drv_prot
 {
 	s->job_id = t->job_id;
 	s->task_id = t->id;
+	s->epoch = t->epoch;
 	s->script = j->script;
 	s->workdir = j->workdir;
 	s->log_dir = t->dir;
@@ -235,13 +236,32 @@ static void task_started(struct drv_agent *a, struct task *t, const struct drv_p
 {
 	t->state = T_RUNNING;
 	t->rep_running = true;
-	t->grace_ms = j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000;
-	t->deadline_ms = j->time_limit_s > 0 ? t->proc.started_ms + j->time_limit_s * 1000 : 0;
 	t->starttime = agent_proc_starttime(t->proc.pid);
-	mark_gpus(a, t, true);
+	agent_mark_gpus(a, t, true);
 	a->running_dirty = true;
 	drv_log(&a->log, "task %s (epoch %lld) started: pid %d, GPUs %d", t->id, (long long)t->epoch,
 	      (int)t->proc.pid, t->ngpus);
+}
+
+/* Records the start durably before it happens (agent_journal.c): a task
+ * not in the journal is never started, so a new agent never starts it
+ * twice. The shim's part of the spec too. -1 after failing the task. */
+static int task_journal(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+			struct drv_task_spec *s)
+{
+	int64_t now = drv_mono_ms();
+
+	t->grace_ms = j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000;
+	t->deadline_ms = j->time_limit_s > 0 ? now + j->time_limit_s * 1000 : 0;
+	if (agent_journal_start(a, t) < 0) {
+		fail_task(t, "cannot record the task in the agent's journal: %s", strerror(errno));
+		return -1;
+	}
+	s->shim_exe = a->shim_exe;
+	s->epoch = t->epoch;
+	s->lease_file = a->lease_path;
+	s->lease_grace_ms = DRV_MIN(t->grace_ms, AGENT_LEASE_GRACE_MS);
+	return 0;
 }
 
 /* Starts the task the controller describes in j. Caller holds a->mu. */
@@ -263,6 +283,8 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 	s.argv = j->nargv ? argv : NULL;
 	s.env = envv;
 	s.rank_addrs = rank_addrs;
+	if (task_journal(a, t, j, &s) < 0)
+		goto out;
 	if (drv_proc_start(&t->proc, &s, &a->cg, drv_mono_ms()) < 0) {
 		fail_task(t, "%s", t->proc.error);
 		goto out;
@@ -364,9 +386,11 @@ int agent_reap(struct drv_agent *a)
 		}
 		t->state = T_EXITED;
 		t->rep_end = true;
-		mark_gpus(a, t, false);
+		agent_mark_gpus(a, t, false);
 		a->running_dirty = true;
 		drv_proc_cleanup(&t->proc);
+		if (t->proc.error[0] && !t->reason[0])   /* the shim says why it stopped it */
+			snprintf(t->reason, sizeof(t->reason), "%s", t->proc.error);
 		if (t->proc.signal)
 			drv_log(&a->log, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
 			      drv_signal_name(t->proc.signal, sn, sizeof(sn)),

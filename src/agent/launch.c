@@ -39,6 +39,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sched.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -185,6 +186,8 @@ char **drv_task_env(const struct drv_task_spec *t)
 	}
 	env_set(&e, "DROVER_JOB_ID", t->job_id ? t->job_id : "");
 	env_set(&e, "DROVER_TASK_ID", t->task_id ? t->task_id : "");
+	if (t->epoch > 0)   /* one per start of the job: tells attempts apart */
+		env_setf(&e, "DROVER_EPOCH", "%lld", (long long)t->epoch);
 	if (t->node_name)
 		env_set(&e, "DROVER_NODE", t->node_name);
 	if (t->image && *t->image)
@@ -492,15 +495,43 @@ static pid_t task_clone(struct child_args *ca)
 	return pid;
 }
 
+/* The shim's argv around the task's (docs: src/agent/shim.c); the
+ * numbers live in nums. Free the array only. */
+static char **shim_argv(struct drv_proc *p, const struct drv_task_spec *t, const char *log_dir,
+			const char *exe, char *const *argv, char nums[2][24])
+{
+	size_t n = 0, k;
+	char **v;
+
+	for (k = 0; argv[k]; k++)
+		;
+	v = drv_calloc(k + 11, sizeof(*v));
+	snprintf(nums[0], 24, "%lld", (long long)t->epoch);
+	snprintf(nums[1], 24, "%lld", (long long)t->lease_grace_ms);
+	v[n++] = (char *)"drover";
+	v[n++] = (char *)"task-shim";
+	v[n++] = (char *)t->task_id;
+	v[n++] = nums[0];
+	v[n++] = (char *)log_dir;
+	v[n++] = (char *)(t->lease_file ? t->lease_file : "-");
+	v[n++] = nums[1];
+	v[n++] = p->cgroup[0] ? p->cgroup : (char *)"-";
+	v[n++] = (char *)"--";
+	v[n++] = (char *)exe;
+	for (k = 0; argv[k]; k++)
+		v[n++] = argv[k];
+	return v;
+}
+
 int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 		   const struct drv_cgroup *cg, int64_t now_ms)
 {
-	char exe[PATH_MAX], script_path[PATH_MAX], *script_argv[3];
+	char exe[PATH_MAX], task_exe[PATH_MAX], script_path[PATH_MAX], *script_argv[3];
 	const char *log_dir = t->log_dir ? t->log_dir : ".";
 	struct task_fds f = { -1, -1, -1, -1 };
 	struct child_args ca;
 	char *const *argv = NULL;
-	char **env = NULL;
+	char **env = NULL, **sargv = NULL, nums[2][24];
 	pid_t pid;
 	int rc;
 
@@ -521,6 +552,18 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 		rc = task_open_files(p, t, cg, log_dir, &f);
 	if (rc < 0)
 		goto out;
+	if (t->shim_exe) {
+		char pidfile[PATH_MAX];
+
+		p->shim = true;
+		drv_shim_paths(log_dir, t->task_id, t->epoch, p->status_path, pidfile, PATH_MAX);
+		unlink(p->status_path);
+		unlink(pidfile);
+		snprintf(task_exe, sizeof(task_exe), "%s", exe);
+		sargv = shim_argv(p, t, log_dir, task_exe, argv, nums);
+		argv = sargv;
+		snprintf(exe, sizeof(exe), "%s", t->shim_exe);
+	}
 	ca = (struct child_args){ .exe = exe, .workdir = t->workdir && *t->workdir ? t->workdir
 									       : log_dir,
 				  .argv = argv, .env = env, .out = f.out, .errfd = f.err,
@@ -552,7 +595,27 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 out:
 	task_fds_close(&f);
 	drv_env_free(env);
+	drv_free(sargv);
 	return rc;
+}
+
+int drv_proc_adopt(struct drv_proc *p, pid_t pid, const char *status_path, const char *cgroup,
+		   int64_t now_ms)
+{
+	memset(p, 0, sizeof(*p));
+	p->exit_code = -1;
+	p->pid = pid;
+	p->shim = p->adopted = true;
+	p->state = DRV_PROC_RUNNING;
+	p->started_ms = now_ms;
+	snprintf(p->status_path, sizeof(p->status_path), "%s", status_path);
+	snprintf(p->cgroup, sizeof(p->cgroup), "%s", cgroup ? cgroup : "");
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (p->pidfd >= 0)
+		fcntl(p->pidfd, F_SETFD, FD_CLOEXEC);
+	else if (errno == ESRCH)
+		return DRV_ENOENT;
+	return 0;
 }
 
 /* --- watching and stopping ---------------------------------------------- */
@@ -563,14 +626,59 @@ static void kill_group(struct drv_proc *p, int sig)
 		kill(-p->pid, sig);
 }
 
+/* Whether an adopted shim (not our child: no waitpid) has ended. */
+static bool adopted_ended(const struct drv_proc *p)
+{
+	struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+	if (p->pidfd >= 0)
+		return poll(&pf, 1, 0) > 0;
+	return kill(p->pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Whether the task ended: 1 (with *st from waitpid when have_st), 0 not
+ * yet, -1 when the status is lost (reaped by someone else). */
+static int proc_ended(struct drv_proc *p, int *st, bool *have_st)
+{
+	pid_t r;
+
+	*have_st = false;
+	if (p->adopted)
+		return adopted_ended(p) ? 1 : 0;
+	r = waitpid(p->pid, st, WNOHANG);
+	if (r == 0 || (r < 0 && errno == EINTR))
+		return 0;
+	if (r < 0)
+		return -1;
+	*have_st = true;
+	return 1;
+}
+
+/* How the task ended, from the shim's status file; without one, from
+ * the shim's own end (a SIGKILL to the group ends it with the task). */
+static void read_end(struct drv_proc *p, int st, bool have_st)
+{
+	if (have_st && WIFEXITED(st))
+		p->exit_code = WEXITSTATUS(st);
+	else if (have_st && WIFSIGNALED(st))
+		p->signal = WTERMSIG(st);
+	if (p->shim && drv_shim_read_status(p->status_path, p) == 0)
+		return;
+	if (!have_st)
+		snprintf(p->error, sizeof(p->error), p->adopted
+			 ? "the task's shim ended without recording how the task ended (killed "
+			   "with it?)"
+			 : "the task's exit status was lost");
+}
+
 int drv_proc_poll(struct drv_proc *p, int64_t now_ms)
 {
-	int st = 0;
-	pid_t r;
+	bool have_st;
+	int st = 0, r;
 
 	if (p->state != DRV_PROC_RUNNING)
 		return 1;
-	r = waitpid(p->pid, &st, WNOHANG);
+	r = proc_ended(p, &st, &have_st);
 	if (r == 0) {
 		if (p->terminating && now_ms >= p->kill_at_ms) {
 			kill_group(p, SIGKILL);
@@ -578,27 +686,20 @@ int drv_proc_poll(struct drv_proc *p, int64_t now_ms)
 		}
 		return 0;
 	}
-	if (r < 0 && errno == EINTR)
-		return 0;
 	p->state = DRV_PROC_EXITED;
 	p->ended_ms = now_ms;
 	if (p->pidfd >= 0) {
 		close(p->pidfd);
 		p->pidfd = -1;
 	}
-	if (r < 0) {
-		/* someone else reaped it: we cannot know how it ended */
-		p->exit_code = -1;
-		snprintf(p->error, sizeof(p->error), "the task's exit status was lost: %s",
-			 strerror(errno));
-	} else if (WIFEXITED(st)) {
-		p->exit_code = WEXITSTATUS(st);
-	} else if (WIFSIGNALED(st)) {
-		p->signal = WTERMSIG(st);
-	}
-	p->oom_killed = drv_cgroup_oom_kills(p->cgroup) > 0;
-	/* the task is over: nothing it started outlives it */
-	kill_group(p, SIGKILL);
+	p->exit_code = -1;
+	read_end(p, st, have_st);
+	p->oom_killed |= drv_cgroup_oom_kills(p->cgroup) > 0;
+	/* the task is over: nothing it started outlives it (an adopted shim
+	 * killed its group itself, and its pid, reaped elsewhere, may be
+	 * another's by now) */
+	if (!p->adopted)
+		kill_group(p, SIGKILL);
 	drv_cgroup_kill(p->cgroup);
 	return 1;
 }

@@ -74,15 +74,36 @@ int drv_file_read(const char *path, size_t max, char **bufp, size_t *lenp)
 	return 0;
 }
 
-/* Closes f after fn wrote it; renames tmp over path when all went well. */
-static int finish(FILE *f, int rc, const char *tmp, const char *path)
+/* fsyncs path's folder, so that a rename into it is durable. */
+static int sync_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? drv_strndup(path, slash == path ? 1 : (size_t)(slash - path))
+			  : drv_strdup(".");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	drv_free(dir);
+	if (fd < 0 || fsync(fd) != 0)
+		rc = DRV_EIO;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Closes f after fn wrote it (fsync'd first when durable); renames tmp
+ * over path when all went well. */
+static int finish(FILE *f, int rc, const char *tmp, const char *path, bool durable)
 {
 	int saved;
 
+	if (durable && !rc && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+		rc = DRV_EIO;
 	if (fclose(f) != 0 && !rc)
 		rc = DRV_EIO;
 	if (!rc && rename(tmp, path) != 0)
 		rc = DRV_EIO;
+	if (!rc && durable)
+		rc = sync_dir_of(path);
 	if (rc) {
 		saved = errno;
 		unlink(tmp);
@@ -91,8 +112,8 @@ static int finish(FILE *f, int rc, const char *tmp, const char *path)
 	return rc;
 }
 
-int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
-			  void *arg)
+static int write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg), void *arg,
+			bool durable)
 {
 	size_t n = strlen(path) + 32;
 	char *tmp = drv_malloc(n);
@@ -110,10 +131,22 @@ int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void
 		}
 		goto out;
 	}
-	rc = finish(f, fn(f, arg), tmp, path);
+	rc = finish(f, fn(f, arg), tmp, path, durable);
 out:
 	drv_free(tmp);
 	return rc;
+}
+
+int drv_file_write_atomic(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
+			  void *arg)
+{
+	return write_atomic(path, mode, fn, arg, false);
+}
+
+int drv_file_write_durable(const char *path, mode_t mode, int (*fn)(FILE *f, void *arg),
+			   void *arg)
+{
+	return write_atomic(path, mode, fn, arg, true);
 }
 
 /* The checks on an open secret file: regular, owner-only. */

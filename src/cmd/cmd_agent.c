@@ -89,8 +89,11 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		DRV_OPT_STRING(0, "advertise", &cfg->advertise, "ADDR",
 			       "the address other nodes reach this one on (default: found)"),
 		DRV_OPT_INT(0, "grace", &grace, 0, 86400 * 365, "SECONDS",
-			    "SIGTERM-to-SIGKILL grace when the agent stops (default 10)",
+			    "SIGTERM-to-SIGKILL grace for tasks with none of their own (default 10)",
 			    .expect = "seconds"),
+		DRV_OPT_FLAG(0, "stop-tasks-on-exit", &cfg->stop_tasks_on_exit,
+			     "on SIGINT/SIGTERM stop the tasks and report them (default: leave "
+			     "them running for the next agent to adopt)"),
 		DRV_OPT_STRING(0, "sysfs-root", &cfg->sysfs_root, "DIR",
 			       "read /sys/class/infiniband under DIR (tests)"),
 		DRV_OPT_STRING(0, "cgroup", &cfg->cgroup_parent, "DIR",
@@ -130,6 +133,7 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 	if (grace >= 0)
 		cfg->grace_ms = grace * 1000LL;
 	cfg->no_gpu_metrics = !gpu_metrics;
+	cfg->shim_exe = "/proc/self/exe";   /* each task runs under drover task-shim */
 	return 0;
 }
 
@@ -261,9 +265,17 @@ int cmd_agent(int argc, char **argv)
 									: DRV_EXIT_FAIL;
 	}
 	sigwait(&set, &sig);
-	fprintf(stderr, "drover agent: %s: stopping tasks and leaving\n",
-		sig == SIGINT ? "interrupted" : "terminated");
+	fprintf(stderr, "drover agent: %s: %s\n", sig == SIGINT ? "interrupted" : "terminated",
+		cfg.stop_tasks_on_exit ? "stopping tasks and leaving"
+				       : "leaving; tasks keep running for the next agent to adopt");
 	drv_agent_stop(a);
 	drv_free(token);
 	return DRV_EXIT_OK;
+}
+
+/* The hidden `drover task-shim`: the agent's launcher runs it as each
+ * task's parent (src/agent/shim.c). */
+int cmd_task_shim(int argc, char **argv)
+{
+	return drv_task_shim_main(argc, argv);
 }

@@ -233,6 +233,8 @@ static int start_agent(const struct up_args *a, struct drv_server *srv, struct d
 		ac.tls_key = a->key;
 		ac.tls_ca = a->ca;
 	}
+	ac.shim_exe = "/proc/self/exe";
+	ac.stop_tasks_on_exit = true;   /* Ctrl-C stops drover up's own tasks */
 	rc = drv_agent_start(&ac, agent, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover up: the local agent did not start: %s\n", err);

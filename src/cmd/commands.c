@@ -26,5 +26,7 @@ const struct drv_command drv_commands[] = {
 	{ "place", cmd_place, "place a job on a cluster file and print the placement or the reason it cannot" },
 	{ "tls", cmd_tls, "certificates for https: a CA and certificates it signs" },
 	{ "bench", cmd_bench, "run a benchmark (place, sched, api, agent) and print JSON" },
+	/* internal: the parent of each task, started by the agent (src/agent/shim.c) */
+	{ "task-shim", cmd_task_shim, NULL },
 	{ NULL, NULL, NULL },
 };

@@ -20,7 +20,8 @@ static void usage(FILE *f)
 	const struct drv_command *c;
 	fprintf(f, "usage: drover <command> [options]\n\ncommands:\n");
 	for (c = drv_commands; c->name; c++)
-		fprintf(f, "  %-10s %s\n", c->name, c->help);
+		if (c->help)   /* internal commands have none */
+			fprintf(f, "  %-10s %s\n", c->name, c->help);
 	fprintf(f, "\nRun 'drover <command> --help' or 'drover help <command>' for a command's "
 		   "options.\n");
 }

@@ -11,7 +11,9 @@
 #   - desired "stop" ends a task with SIGTERM, reported exactly;
 #   - a container with no command fails at once with the reason;
 #   - fencing: after a 409 the agent registers again listing what runs, and
-#     kills a task the controller no longer lists.
+#     kills a task the controller no longer lists;
+#   - an agent SIGKILLed while its task runs: the next agent adopts the task
+#     (its shim), never starts it twice, and reports its end once.
 . "$ROOT/tests/integration/lib.sh"
 
 TOKEN=cluster-secret
@@ -162,26 +164,34 @@ expect_eq "fenced by SIGKILL" "$(q '.nodes["node-a"].reports[] | select(.task_id
 [ "$(q '.nodes["node-a"].heartbeats')" -ge 1 ] || fail "no heartbeats"
 expect_eq "heartbeat GPUs" "$(q '.nodes["node-a"].last_heartbeat.gpus | length')" 8
 
-# --- an agent killed with SIGKILL leaves its task running; the next agent on
-# the node stops it (it cannot supervise another agent's children)
+# --- an agent killed with SIGKILL leaves its task running under its shim;
+# the next agent on the node adopts it (listed at register, never started
+# a second time) and reports its end exactly once
 assign b '{"node": "node-b", "tasks": [{"task_id": "47.0", "job_id": 47, "epoch": 12, "desired": "run",
  "argv": ["sleep", "300"], "env": {}, "gpus": [2], "rank": 0, "world_size": 1}]}'
 wait_until 10 running node-b 47.0 || fail "47.0 did not start"
 tpid=$(q '.nodes["node-b"].reports[] | select(.task_id == "47.0" and .state == "running") | .pid')
+nreg=$(q '.nodes["node-b"].registers | length')
 kill -KILL "$PID_B"
 sleep 0.3
 kill -0 "$tpid" 2>/dev/null || fail "the task died with its agent (it should outlive a SIGKILL of it)"
 DROVER_AGENT_TOKEN="$TOKEN" "$DROVER" agent --server "$CTL" --name node-b --listen none \
 	--fake-gpus 8xh100 --state "$TEST_TMP/b" --run-as-self >"$TEST_TMP/agent-b2.log" 2>&1 &
 track $!
-gone() { ! kill -0 "$tpid" 2>/dev/null || grep -q '^State:.*zombie' "/proc/$tpid/status" 2>/dev/null; }
-wait_until 10 gone || fail "the restarted agent left task pid $tpid running"
-grep -q "killed task 47.0 (epoch 12, pid $tpid), left running by an earlier agent" "$TEST_TMP/agent-b2.log" ||
-	fail "the restarted agent did not say what it killed: $(cat "$TEST_TMP/agent-b2.log")"
-# it reports the kill, and does not start that (task_id, epoch) again although still listed
-wait_until 10 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '[.nodes[\"node-b\"].reports[] | select(.task_id == \"47.0\" and .state == \"exited\" and .signal == 9)] | length')\" = 1 ]" ||
-	fail "the restarted agent did not report 47.0 killed"
+wait_until 10 registered node-b $((nreg + 1)) || fail "the restarted agent did not register"
+expect_eq "the restarted agent lists the adopted task" \
+	"$(q ".nodes[\"node-b\"].registers[$nreg].running | map(\"\(.task_id)@\(.epoch) \(.pid)\") | join(\",\")")" "47.0@12 $tpid"
+grep -q "task 47.0 (epoch 12) adopted: its shim (pid $tpid) still runs it" "$TEST_TMP/agent-b2.log" ||
+	fail "the restarted agent did not say it adopted 47.0: $(cat "$TEST_TMP/agent-b2.log")"
 sleep 1
+kill -0 "$tpid" 2>/dev/null || fail "the adopted task was stopped"
 grep -q "task 47.0 (epoch 12) started" "$TEST_TMP/agent-b2.log" && fail "the restarted agent started 47.0@12 a second time"
+# the task ends (SIGTERM to the task itself): reported once, by the new agent
+kill -TERM $(cat "/proc/$tpid/task/$tpid/children") || fail "no task under the shim $tpid"
+wait_until 10 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '[.nodes[\"node-b\"].reports[] | select(.task_id == \"47.0\" and .state == \"exited\" and .signal == 15)] | length')\" = 1 ]" ||
+	fail "the restarted agent did not report 47.0's end (SIGTERM)"
+sleep 1
+expect_eq "47.0's end reported exactly once" \
+	"$(q '[.nodes["node-b"].reports[] | select(.task_id == "47.0" and .state == "exited")] | length')" 1
 
 echo "ok: agent protocol"

@@ -8,7 +8,10 @@
 # (XDG_CONFIG_HOME under TEST_TMP; DROVER_SERVER and DROVER_TOKEN unset) and
 # registers the one cleanup: an EXIT trap that stops every process the test
 # started through this library or named with `track` (SIGTERM, up to 3 s,
-# then SIGKILL), kills the task processes recorded under $TEST_TMP/pids,
+# then SIGKILL), kills the task processes recorded under $TEST_TMP/pids and
+# the task shims (drover task-shim, each with its task's process group) of
+# the agents' state directories under $TEST_TMP (a stopped agent leaves its
+# tasks running: docs/agent.md),
 # removes what `remove_on_exit` named, and releases `need_alone` locks. A
 # test never sets its own EXIT trap; `on_exit CMD` adds a step instead.
 # TEST_TMP itself belongs to the runner, which removes it unless the test
@@ -173,6 +176,13 @@ _lib_cleanup() {
 	# task processes the tests started through agents (they record their pids)
 	for _f in "$TEST_TMP"/pids/*; do
 		[ -f "$_f" ] && kill -KILL "$(cat "$_f")" 2>/dev/null
+	done
+	# tasks the agents left running under their shims, by their pid files
+	for _f in "$TEST_TMP"/*/tasks/*/*.pid "$TEST_TMP"/*/*/tasks/*/*.pid; do
+		[ -f "$_f" ] || continue
+		_p=$(cat "$_f")
+		{ tr '\0' ' ' <"/proc/$_p/cmdline"; } 2>/dev/null | grep -q ' task-shim ' &&
+			kill -KILL -- "-$_p" 2>/dev/null
 	done
 	eval "$_LIB_ON_EXIT"
 	if [ -n "$_LIB_OWN_TMP" ]; then

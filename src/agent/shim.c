@@ -1,0 +1,260 @@
+/*
+ * shim.c: `drover task-shim`, the small parent every task runs under (as
+ * conmon is for podman). The agent's launcher starts it in the task's
+ * session, cgroup and user, with the task's files and environment; the
+ * shim starts the task, waits for it and writes how it ended (exit code,
+ * signal, OOM flag, a reason) to the task's status file with fsync before
+ * it exits. It outlives the agent: a new agent adopts the running shims
+ * its journal names and reads the status files of those that ended, so a
+ * task survives an agent restart and its end is reported exactly once.
+ *
+ * The shim also enforces the agent's lease by itself, so that a dead or
+ * stopped agent still fences: the agent writes a deadline (CLOCK_BOOTTIME,
+ * milliseconds) to its lease file after each successful exchange with the
+ * controller; a shim that finds the deadline passed sends its task
+ * SIGTERM, then SIGKILL after the grace it was given.
+ *
+ * The shim is the session and process-group leader, so the agent's
+ * kill(-pgid) reaches the shim and the task alike: the shim ignores
+ * SIGTERM (the task gets it), and dies with the task on SIGKILL (the
+ * agent then reports the signal itself). Once the task is over the shim
+ * kills what the task left in its group, itself last.
+ *
+ *   drover task-shim TASK_ID EPOCH DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 ARG...
+ */
+#include "drover/agent.h"
+#include "drover/clock.h"
+#include "drover/common.h"
+#include "drover/fsutil.h"
+#include "agent_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+void drv_shim_paths(const char *dir, const char *task_id, int64_t epoch, char *status,
+		    char *pidfile, size_t sz)
+{
+	snprintf(status, sz, "%s/%s.%lld.status", dir, task_id, (long long)epoch);
+	snprintf(pidfile, sz, "%s/%s.%lld.pid", dir, task_id, (long long)epoch);
+}
+
+int64_t drv_boottime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t drv_lease_read(const char *path)
+{
+	char buf[64];
+	long long v = 0;
+	ssize_t n;
+	int fd;
+
+	if (!path || !strcmp(path, "-"))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return sscanf(buf, "%lld", &v) == 1 && v > 0 ? v : 0;
+}
+
+/* "EXIT SIGNAL OOM\nREASON\n", durably: the one record of how the task
+ * ended when no agent is there to see it. */
+static int put_status(FILE *f, void *arg)
+{
+	const struct drv_proc *p = arg;
+
+	fprintf(f, "%d %d %d\n%s\n", p->exit_code, p->signal, p->oom_killed ? 1 : 0, p->error);
+	return 0;
+}
+
+static void write_status(const char *path, const struct drv_proc *p)
+{
+	if (drv_file_write_durable(path, 0600, put_status, (void *)p) < 0)
+		fprintf(stderr, "drover task-shim: cannot write %s: %s\n", path, strerror(errno));
+}
+
+int drv_shim_read_status(const char *path, struct drv_proc *p)
+{
+	char line[600];
+	int ec, sig, oom;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return DRV_ENOENT;
+	if (!fgets(line, sizeof(line), f) || sscanf(line, "%d %d %d", &ec, &sig, &oom) != 3) {
+		fclose(f);
+		return DRV_EINVAL;
+	}
+	p->exit_code = ec;
+	p->signal = sig;
+	p->oom_killed = oom != 0;
+	if (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			snprintf(p->error, sizeof(p->error), "%s", line);
+	}
+	fclose(f);
+	return 0;
+}
+
+struct shim {
+	const char *task_id, *dir, *lease, *cgroup;
+	long long epoch;
+	int64_t grace_ms;
+	char status[PATH_MAX], pidfile[PATH_MAX];
+	pid_t child;
+	bool stopping;
+	int64_t kill_at;
+	struct drv_proc end;   /* how the task ended, as the status file says it */
+};
+
+static int put_pid(FILE *f, void *arg)
+{
+	fprintf(f, "%d\n", (int)getpid());
+	return 0;
+}
+
+/* Starts the task; a pipe tells whether execve worked. -1 after recording why not. */
+static int start_child(struct shim *sh, char **argv)
+{
+	int pfd[2], err = 0;
+	ssize_t n;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	sh->child = fork();
+	if (sh->child == 0) {
+		sigset_t none;
+
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		close(pfd[0]);
+		execve(argv[0], argv + 1, environ);
+		err = errno;
+		n = write(pfd[1], &err, sizeof(err));
+		_exit(127);
+	}
+	close(pfd[1]);
+	n = sh->child < 0 ? 0 : read(pfd[0], &err, sizeof(err));
+	close(pfd[0]);
+	if (sh->child < 0 || n == (ssize_t)sizeof(err)) {
+		sh->end.exit_code = 127;
+		snprintf(sh->end.error, sizeof(sh->end.error), "cannot execute %s: %s", argv[0],
+			 strerror(sh->child < 0 ? errno : err));
+		if (sh->child > 0)
+			waitpid(sh->child, NULL, 0);
+		return -1;
+	}
+	return 0;
+}
+
+/* Past the lease: SIGTERM now, SIGKILL after the grace (the status is
+ * written first: SIGKILL to the group ends the shim too). */
+static void enforce_lease(struct shim *sh, int64_t now)
+{
+	int64_t deadline;
+
+	if (sh->stopping) {
+		if (now < sh->kill_at)
+			return;
+		sh->end.exit_code = -1;
+		sh->end.signal = SIGKILL;
+		write_status(sh->status, &sh->end);
+		kill(0, SIGKILL);
+		return;
+	}
+	deadline = drv_lease_read(sh->lease);
+	if (!deadline || now <= deadline)
+		return;
+	sh->stopping = true;
+	sh->kill_at = now + sh->grace_ms;
+	snprintf(sh->end.error, sizeof(sh->end.error), "the agent's lease ran out %lld ms ago (no "
+		 "exchange with the controller): stopped so that a restart elsewhere never "
+		 "overlaps it", (long long)(now - deadline));
+	kill(0, SIGTERM);
+	kill(0, SIGCONT);
+}
+
+/* Waits for the task, enforcing the lease; fills sh->end. */
+static void wait_child(struct shim *sh)
+{
+	sigset_t chld;
+	int st;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	for (;;) {
+		struct timespec ts = { 1, 0 };
+		pid_t r = waitpid(sh->child, &st, WNOHANG);
+
+		if (r == sh->child || (r < 0 && errno != EINTR))
+			break;
+		enforce_lease(sh, drv_boottime_ms());
+		if (sh->stopping)
+			ts = (struct timespec){ 0, 100 * 1000000 };
+		sigtimedwait(&chld, NULL, &ts);
+	}
+	sh->end.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	sh->end.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	sh->end.oom_killed = drv_cgroup_oom_kills(sh->cgroup) > 0;
+}
+
+static int shim_usage(void)
+{
+	fprintf(stderr, "drover task-shim: internal: run by the agent as\n"
+		"  drover task-shim TASK_ID EPOCH DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 "
+		"[ARG...]\n");
+	return DRV_EXIT_USAGE;
+}
+
+int drv_task_shim_main(int argc, char **argv)
+{
+	struct shim sh;
+	sigset_t chld;
+
+	if (argc < 10 || strcmp(argv[7], "--"))
+		return shim_usage();
+	memset(&sh, 0, sizeof(sh));
+	sh.task_id = argv[1];
+	sh.epoch = atoll(argv[2]);
+	sh.dir = argv[3];
+	sh.lease = argv[4];
+	sh.grace_ms = atoll(argv[5]);
+	sh.cgroup = strcmp(argv[6], "-") ? argv[6] : "";
+	drv_shim_paths(sh.dir, sh.task_id, sh.epoch, sh.status, sh.pidfile, sizeof(sh.status));
+	/* the agent's SIGTERM is for the task; SIGCHLD is waited for */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	drv_file_write_atomic(sh.pidfile, 0600, put_pid, NULL);
+	if (start_child(&sh, argv + 8) == 0)
+		wait_child(&sh);
+	write_status(sh.status, &sh.end);
+	/* nothing the task started outlives it (the shim goes too) */
+	kill(0, SIGKILL);
+	return sh.end.exit_code >= 0 ? sh.end.exit_code : 128 + sh.end.signal;
+}
