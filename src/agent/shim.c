@@ -123,6 +123,7 @@ struct shim {
 	pid_t child;
 	bool stopping;
 	int64_t kill_at;
+	int64_t deadline;      /* the last lease deadline read; 0 none yet */
 	struct drv_proc end;   /* how the task ended, as the status file says it */
 };
 
@@ -184,7 +185,12 @@ static void enforce_lease(struct shim *sh, int64_t now)
 		kill(0, SIGKILL);
 		return;
 	}
+	/* a lease once seen holds even if its file goes (a wiped state
+	 * directory must not make the task immortal) */
 	deadline = drv_lease_read(sh->lease);
+	if (deadline)
+		sh->deadline = deadline;
+	deadline = sh->deadline;
 	if (!deadline || now <= deadline)
 		return;
 	sh->stopping = true;

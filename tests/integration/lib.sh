@@ -182,7 +182,7 @@ _lib_cleanup() {
 		[ -f "$_f" ] || continue
 		_p=$(cat "$_f")
 		{ tr '\0' ' ' <"/proc/$_p/cmdline"; } 2>/dev/null | grep -q ' task-shim ' &&
-			kill -KILL -- "-$_p" 2>/dev/null
+			kill -KILL "-$_p" 2>/dev/null
 	done
 	eval "$_LIB_ON_EXIT"
 	if [ -n "$_LIB_OWN_TMP" ]; then
