@@ -27,7 +27,7 @@ expect_eq "server bad.yaml exit" "$?" 2
 expect_eq "server bad.yaml stderr" "$(cat err.txt)" "drover server: bad.yaml:6:12: error: tokens[1].admin: found 'yes please', expected true or false
 bad.yaml:7:5: error: tokens[1].role: found an unknown field, expected one of: token, user, admin
 bad.yaml:9:22: error: heartbeat_timeout_s: found 'abc', expected an integer from 1 to 86400
-bad.yaml:10:1: error: nope: found an unknown setting, expected one of: tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls"
+bad.yaml:10:1: error: nope: found an unknown setting, expected one of: tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s"
 [ -e "$TEST_TMP/s1/state.db" ] && fail "a refused config still created state.db"
 
 # a YAML syntax error and a tab that crashed libfyaml: positions too
