@@ -23,6 +23,7 @@
 
 #define DRV_GPU_MAX 64
 #define DRV_HCA_MAX 32
+#define DRV_GPU_XIDS 8   /* distinct XIDs counted per GPU (later kinds share the last) */
 
 /* How two GPUs are connected, as `nvidia-smi topo -m` shows it. */
 enum drv_gpu_link {
@@ -50,22 +51,45 @@ struct drv_gpu_info {
 	int numa_node;        /* -1 when unknown */
 };
 
-/* One reading. A field the device does not report is -1 (or NaN for
- * power), and the metric is then left out. */
+/* One reading: what dcgm-exporter's default counters ask of NVML. A field
+ * the device does not report is -1 (or NaN for power), and the metric is
+ * then left out. */
 struct drv_gpu_sample {
 	int util_pct;              /* GPU utilization, % */
+	int mem_copy_util_pct;     /* memory interface utilization, % */
+	int enc_util_pct;          /* encoder utilization, % */
+	int dec_util_pct;          /* decoder utilization, % */
 	int64_t fb_used_mib;
 	int64_t fb_free_mib;
+	int64_t fb_reserved_mib;   /* held by the driver and firmware */
 	int temp_c;
+	int mem_temp_c;            /* memory (HBM) temperature */
 	double power_w;
 	int sm_clock_mhz;
 	int mem_clock_mhz;
 	int64_t energy_mj;         /* since driver load, millijoules */
+	int64_t pcie_replays;      /* PCIe replays since driver load */
+	int64_t pcie_tx_bps;       /* PCIe throughput now, bytes/s (NVML: KB/s over 20 ms) */
+	int64_t pcie_rx_bps;
+	int64_t nvlink_kib;        /* NVLink data sent + received since driver load, KiB */
+	int vgpu_license;          /* vGPU license status; 0 when not a vGPU guest */
+	int64_t remap_corr;        /* rows remapped for correctable errors */
+	int64_t remap_unc;         /* ... for uncorrectable errors */
+	int remap_failure;         /* 1 when row remapping has failed */
 	int64_t ecc_sbe;           /* volatile corrected ECC errors */
 	int64_t ecc_dbe;           /* volatile uncorrected ECC errors */
 	int64_t xid_last;          /* last XID error seen (0 = none) */
 	int64_t xid_count;         /* XID errors seen since the agent started */
+	struct {
+		int xid;
+		int64_t n;
+	} xids[DRV_GPU_XIDS];      /* ... by XID, in the order first seen */
+	int nxids;
 };
+
+/* Counts one more XID error x in s->xids (the last slot takes the rest
+ * when DRV_GPU_XIDS kinds were seen). */
+void drv_gpu_count_xid(struct drv_gpu_sample *s, int x);
 
 struct drv_gpu_set;
 
@@ -130,6 +154,7 @@ int drv_gpu_parse_fake_spec(const char *spec, int *count, int *model, char *err,
 struct drv_hca_port {
 	int port;
 	char state[24];        /* "ACTIVE", "DOWN", ... */
+	int state_id;          /* its number: 4 ACTIVE, 1 DOWN, ... (0 unknown) */
 	int rate_gbps;         /* 400 for "400 Gb/sec (4X NDR)"; 0 unknown */
 	char link_layer[16];   /* "InfiniBand" or "Ethernet" (RoCE) */
 	uint64_t rx_bytes;     /* port_rcv_data * 4 (the counter counts 32-bit words) */
@@ -150,6 +175,7 @@ struct drv_hca_set {
 	struct drv_hca hcas[DRV_HCA_MAX];
 	int nhcas;
 	uint64_t fake_bytes;   /* fake counters' running total */
+	int64_t fake_ms;       /* when the fake counters last grew */
 };
 
 /*
@@ -159,9 +185,9 @@ struct drv_hca_set {
 int drv_hca_scan(struct drv_hca_set *s, const char *root);
 /* nfake HCAs mlx5_0.. with 400 Gb/s InfiniBand ports, ACTIVE. */
 void drv_hca_fake(struct drv_hca_set *s, int nfake);
-/* Re-reads the byte counters (fake ones grow by busy_gpus * a fixed rate
- * per call). */
-void drv_hca_refresh(struct drv_hca_set *s, int busy_gpus);
+/* Re-reads the ports (fake counters grow by 5 GB/s per busy GPU, spread
+ * over the HCAs, from the last call to now_ms, a monotonic clock). */
+void drv_hca_refresh(struct drv_hca_set *s, int busy_gpus, int64_t now_ms);
 /* Comma-separated names of HCAs with an ACTIVE port ("mlx5_0,mlx5_1"),
  * the form NCCL_IB_HCA takes; "" when none. */
 void drv_hca_active_list(const struct drv_hca_set *s, char *buf, size_t bufsz);

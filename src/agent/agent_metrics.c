@@ -1,7 +1,10 @@
 /*
  * agent_metrics.c: what the agent's /metrics says: dcgm-exporter's GPU
- * series, the InfiniBand/RoCE ports, OOM kills per node and per task, and
- * the agent's own gauges; and the bookkeeping behind the OOM counters.
+ * series (every default counter of its release 4.5.3-4.8.2 that NVML can
+ * give, its names, types and labels), XID errors as a counter, the
+ * InfiniBand/RoCE ports under node_exporter's names, OOM kills per node
+ * and per task, and the agent's own gauges; and the bookkeeping behind the
+ * OOM counters.
  *
  * A task's series outlives the task by DRV_AGENT_KEEP_ENDED_MS (5 min), so
  * that a scrape every 15 s or 60 s still sees how it ended (an OOM kill is
@@ -12,39 +15,133 @@
 #include "drover/metrics.h"
 #include "agent_int.h"
 
+#include <stddef.h>
 #include <string.h>
 
-static const char *const xid_help = "Value of the last XID error encountered.";
-
-/* dcgm-exporter's metric families, in the order render_gpus knows them. */
-static const struct {
+/* dcgm-exporter's default counters that NVML can give (the list of its
+ * release 4.5.3-4.8.2: tests/unit/data/dcgm-exporter-default-counters.csv),
+ * its names and types; where each reading sits in a struct drv_gpu_sample
+ * and whether it is an int ('i'), an int64_t ('l') or a double ('d'). */
+struct gpu_family {
 	const char *name, *type, *help;
-} fam[] = {
-	{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)." },
-	{ "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)." },
-	{ "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)." },
-	{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)." },
-	{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)." },
-	{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)." },
-	{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)." },
-	{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-	  "Total energy consumption since boot (in mJ)." },
-	{ "DCGM_FI_DEV_XID_ERRORS", "gauge", NULL },
+	size_t off;
+	char kind;
 };
 
-/* One family's value for GPU sample s; < 0 when the GPU does not say. */
-static double gpu_value(size_t f, const struct drv_gpu_sample *s)
+#define INT_AT(f) offsetof(struct drv_gpu_sample, f), 'i'
+#define I64_AT(f) offsetof(struct drv_gpu_sample, f), 'l'
+#define DBL_AT(f) offsetof(struct drv_gpu_sample, f), 'd'
+
+static const struct gpu_family gpu_families[] = {
+	{ "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", INT_AT(sm_clock_mhz) },
+	{ "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
+	  INT_AT(mem_clock_mhz) },
+	{ "DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", INT_AT(mem_temp_c) },
+	{ "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", INT_AT(temp_c) },
+	{ "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", DBL_AT(power_w) },
+	{ "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+	  "Total energy consumption since boot (in mJ).", I64_AT(energy_mj) },
+	{ "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "PCIe replays (retries) since boot.",
+	  I64_AT(pcie_replays) },
+	{ "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", INT_AT(util_pct) },
+	{ "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory interface utilization (in %).",
+	  INT_AT(mem_copy_util_pct) },
+	{ "DCGM_FI_DEV_ENC_UTIL", "gauge", "Video encoder utilization (in %).",
+	  INT_AT(enc_util_pct) },
+	{ "DCGM_FI_DEV_DEC_UTIL", "gauge", "Video decoder utilization (in %).",
+	  INT_AT(dec_util_pct) },
+	{ "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
+	  I64_AT(xid_last) },
+	{ "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", I64_AT(fb_free_mib) },
+	{ "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", I64_AT(fb_used_mib) },
+	{ "DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved by the driver (in MiB).",
+	  I64_AT(fb_reserved_mib) },
+	{ "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+	  "NVLink data sent and received over all links since boot (in KiB, NVML's counters).",
+	  I64_AT(nvlink_kib) },
+	{ "DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU license status (0: not a vGPU guest).",
+	  INT_AT(vgpu_license) },
+	{ "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Memory rows remapped for uncorrectable errors.", I64_AT(remap_unc) },
+	{ "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Memory rows remapped for correctable errors.", I64_AT(remap_corr) },
+	{ "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "1 when a memory row remapping has failed.",
+	  INT_AT(remap_failure) },
+	{ "DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe bytes sent per second (NVML's sample).",
+	  I64_AT(pcie_tx_bps) },
+	{ "DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe bytes received per second (NVML's sample).",
+	  I64_AT(pcie_rx_bps) },
+};
+
+/* Family f's reading in s; < 0 when the GPU does not say. */
+static double gpu_value(const struct gpu_family *f, const struct drv_gpu_sample *s)
 {
-	switch (f) {
-	case 0: return s->util_pct;
-	case 1: return (double)s->fb_used_mib;
-	case 2: return (double)s->fb_free_mib;
-	case 3: return s->temp_c;
-	case 4: return s->power_w == s->power_w ? s->power_w : -1;
-	case 5: return s->sm_clock_mhz;
-	case 6: return s->mem_clock_mhz;
-	case 7: return (double)s->energy_mj;
-	default: return (double)s->xid_last;
+	const char *p = (const char *)s + f->off;
+	int i;
+	int64_t l;
+	double d;
+
+	switch (f->kind) {
+	case 'i':
+		memcpy(&i, p, sizeof(i));
+		return i;
+	case 'l':
+		memcpy(&l, p, sizeof(l));
+		return (double)l;
+	default:
+		memcpy(&d, p, sizeof(d));
+		return d == d ? d : -1;
+	}
+}
+
+/* One GPU's labels as dcgm-exporter writes them (hpc_job while a job is
+ * on it), or (dcgm false) for drover's own GPU series, which outlive jobs
+ * and keep promtool's snake_case: no hpc_job, modelName or
+ * DCGM_FI_DRIVER_VERSION. With room
+ * for one more pair (name, value) at the end; returns where the list's
+ * NULL is (a pair's value may be NULL: left out). */
+struct gpu_labels {
+	char idx[8], dev[16];
+	const char *l[20];
+};
+
+static size_t gpu_labels(const struct drv_agent *a, int g, bool dcgm, struct gpu_labels *x)
+{
+	const struct drv_gpu_info *gi = &a->gpus.gpus[g];
+	const char *job = dcgm && a->gpus.use[g].job[0] ? a->gpus.use[g].job : NULL;
+	size_t n = 0;
+
+	snprintf(x->idx, sizeof(x->idx), "%d", g);
+	snprintf(x->dev, sizeof(x->dev), "nvidia%d", g);
+	x->l[n++] = "gpu", x->l[n++] = x->idx;
+	x->l[n++] = "UUID", x->l[n++] = gi->uuid;
+	x->l[n++] = "pci_bus_id", x->l[n++] = gi->pci_bus_id[0] ? gi->pci_bus_id : NULL;
+	x->l[n++] = "device", x->l[n++] = x->dev;
+	x->l[n++] = "modelName", x->l[n++] = dcgm ? gi->name : NULL;
+	x->l[n++] = "Hostname", x->l[n++] = a->name;
+	x->l[n++] = "DCGM_FI_DRIVER_VERSION";
+	x->l[n++] = dcgm && a->gpus.driver_version[0] ? a->gpus.driver_version : NULL;
+	x->l[n++] = "hpc_job", x->l[n++] = job;
+	x->l[n] = NULL;
+	return n;
+}
+
+/* The GPU's XID errors by XID, a counter (DCGM_FI_DEV_XID_ERRORS is a
+ * gauge of the last one, which increase() cannot count). */
+static void render_xids(struct drv_agent *a, struct drv_prom *w, int g,
+			const struct drv_gpu_sample *s)
+{
+	struct gpu_labels x;
+	char xid[16];
+	size_t n;
+
+	n = gpu_labels(a, g, false, &x);
+	for (int k = 0; k < s->nxids; k++) {
+		snprintf(xid, sizeof(xid), "%d", s->xids[k].xid);
+		x.l[n] = "xid", x.l[n + 1] = xid, x.l[n + 2] = NULL;
+		drv_prom_family(w, "drover_gpu_xid_errors_total", "counter",
+				"XID errors the driver reported since the agent started, by XID.");
+		drv_prom_sample(w, "drover_gpu_xid_errors_total", x.l, (double)s->xids[k].n);
 	}
 }
 
@@ -53,67 +150,67 @@ static int render_gpus(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
 {
 	struct drv_gpu_sample s[DRV_GPU_MAX];
 	bool ok[DRV_GPU_MAX];
-	char idx[DRV_GPU_MAX][8], dev[DRV_GPU_MAX][16];
+	struct gpu_labels x;
 	int g, busy = 0;
 
 	for (g = 0; g < a->gpus.ngpus; g++) {
 		ok[g] = drv_gpu_sample(&a->gpus, g, now_ms, &s[g]) == 0;
 		busy += a->gpus.use[g].job[0] != '\0';
-		snprintf(idx[g], sizeof(idx[g]), "%d", g);
-		snprintf(dev[g], sizeof(dev[g]), "nvidia%d", g);
 	}
-	for (size_t f = 0; a->gpu_metrics && f < DRV_ARRAY_SIZE(fam); f++) {
-		bool any = false;
+	for (size_t f = 0; a->gpu_metrics && f < DRV_ARRAY_SIZE(gpu_families); f++) {
+		const struct gpu_family *fam = &gpu_families[f];
 
 		for (g = 0; g < a->gpus.ngpus; g++) {
-			double v = ok[g] ? gpu_value(f, &s[g]) : -1;
+			double v = ok[g] ? gpu_value(fam, &s[g]) : -1;
 
 			if (v < 0)
 				continue;
-			if (!any)
-				drv_prom_family(w, fam[f].name, fam[f].type,
-						fam[f].help ? fam[f].help : xid_help);
-			any = true;
-			drv_prom_sample(w, fam[f].name,
-					DRV_PROM_LABELS("gpu", idx[g], "UUID", a->gpus.gpus[g].uuid,
-							"device", dev[g], "modelName",
-							a->gpus.gpus[g].name, "Hostname", a->name,
-							"hpc_job", a->gpus.use[g].job[0] ?
-							a->gpus.use[g].job : NULL),
-					v);
+			drv_prom_family(w, fam->name, fam->type, fam->help);
+			gpu_labels(a, g, true, &x);
+			drv_prom_sample(w, fam->name, x.l, v);
 		}
 	}
+	for (g = 0; g < a->gpus.ngpus; g++)
+		if (ok[g])
+			render_xids(a, w, g, &s[g]);
 	return busy;
 }
 
-/* The InfiniBand/RoCE ports: bytes both ways, and whether each is up. */
-static void render_ports(struct drv_agent *a, struct drv_prom *w, int busy)
+/* The InfiniBand/RoCE ports under node_exporter's infiniband collector's
+ * names and labels (device, port; Hostname as on every agent series), so
+ * its dashboards and rules work: bytes both ways, link rate, state. */
+static void render_ports(struct drv_agent *a, struct drv_prom *w, int busy, int64_t now_ms)
 {
-	static const char *const names[] = { "drover_ib_port_receive_bytes_total",
-		"drover_ib_port_transmit_bytes_total", "drover_ib_port_active" };
-	static const char *const helps[] = {
-		"Bytes received on an InfiniBand/RoCE port (port_rcv_data x 4).",
-		"Bytes sent on an InfiniBand/RoCE port (port_xmit_data x 4).",
-		"1 when the InfiniBand/RoCE port is ACTIVE." };
+	static const struct {
+		const char *name, *type, *help;
+	} f[] = {
+		{ "node_infiniband_port_data_received_bytes_total", "counter",
+		  "Data received on the port, bytes (port_rcv_data x 4)." },
+		{ "node_infiniband_port_data_transmitted_bytes_total", "counter",
+		  "Data sent on the port, bytes (port_xmit_data x 4)." },
+		{ "node_infiniband_rate_bytes_per_second", "gauge",
+		  "The port's link rate, bytes per second." },
+		{ "node_infiniband_state_id", "gauge",
+		  "The port's state as a number (4: ACTIVE, 1: DOWN)." },
+	};
 	char port[8];
 
-	drv_hca_refresh(&a->hcas, busy);
-	for (int f = 0; f < 3; f++) {
+	drv_hca_refresh(&a->hcas, busy, now_ms);
+	for (size_t k = 0; k < DRV_ARRAY_SIZE(f); k++) {
 		for (int h = 0; h < a->hcas.nhcas; h++) {
 			const struct drv_hca *hc = &a->hcas.hcas[h];
 
 			for (int p = 0; p < hc->nports; p++) {
 				const struct drv_hca_port *pp = &hc->ports[p];
-				double v = f == 0 ? (double)pp->rx_bytes : f == 1 ? (double)pp->tx_bytes :
-					   !strcmp(pp->state, "ACTIVE");
+				const double v[] = { (double)pp->rx_bytes, (double)pp->tx_bytes,
+						     pp->rate_gbps * 125000000.0, pp->state_id };
 
-				drv_prom_family(w, names[f], f < 2 ? "counter" : "gauge", helps[f]);
+				drv_prom_family(w, f[k].name, f[k].type, f[k].help);
 				snprintf(port, sizeof(port), "%d", pp->port);
-				drv_prom_sample(w, names[f],
-						DRV_PROM_LABELS("Hostname", a->name, "hca", hc->name,
-								"port", port, "link_layer",
-								pp->link_layer),
-						v);
+				drv_prom_sample(w, f[k].name,
+						DRV_PROM_LABELS("device", hc->name, "port", port,
+								"Hostname", a->name),
+						v[k]);
 			}
 		}
 	}
@@ -214,7 +311,7 @@ static void render_tasks(struct drv_agent *a, struct drv_prom *w)
 void drv_agent_render_metrics(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
 {
 	pthread_mutex_lock(&a->mu);
-	render_ports(a, w, render_gpus(a, w, now_ms));
+	render_ports(a, w, render_gpus(a, w, now_ms), now_ms);
 	render_tasks(a, w);
 	pthread_mutex_unlock(&a->mu);
 }

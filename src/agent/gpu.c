@@ -18,6 +18,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,24 @@ int drv_gpu_sample(struct drv_gpu_set *s, int i, int64_t now_ms, struct drv_gpu_
 	return s->ops->sample(s, i, now_ms, out);
 }
 
+void drv_gpu_count_xid(struct drv_gpu_sample *s, int x)
+{
+	int k;
+
+	for (k = 0; k < s->nxids && s->xids[k].xid != x; k++)
+		;
+	if (k == s->nxids) {
+		if (k == DRV_GPU_XIDS)
+			k--;
+		else
+			s->nxids++;
+		s->xids[k].xid = x;
+	}
+	s->xids[k].n++;
+	s->xid_last = x;
+	s->xid_count++;
+}
+
 void drv_gpu_set_use(struct drv_gpu_set *s, int i, const char *job, int64_t now_ms)
 {
 	if (i < 0 || i >= s->ngpus)
@@ -123,6 +142,7 @@ struct fake {
 	int model;
 	int64_t last_ms[DRV_GPU_MAX];
 	double energy_mj[DRV_GPU_MAX];
+	double nvlink_kib[DRV_GPU_MAX];
 };
 
 static uint64_t mix64(uint64_t x)
@@ -201,41 +221,50 @@ static int fake_mem_clock(const struct drv_gpu_model *m)
 	return 6251; /* GDDR boards */
 }
 
+/* The readings that follow the work on GPU i: busy or idle. */
+static void fake_load(const struct drv_gpu_model *m, int i, bool busy, int wob, uint64_t h,
+		      struct drv_gpu_sample *o)
+{
+	o->util_pct = busy ? 88 + wob : 0;
+	o->mem_copy_util_pct = busy ? 36 + wob : 0;
+	o->power_w = busy ? m->tdp_w * 0.8 + wob * m->tdp_w / 200.0 : m->tdp_w * 0.1 + (double)(h % 3);
+	o->temp_c = busy ? 64 + wob / 2 + i % 3 : 31 + i % 3;
+	o->mem_temp_c = o->temp_c + (busy ? 8 : 3);
+	o->sm_clock_mhz = !busy ? 345 : m->nvlink_gen >= 4 ? 1980 : 1410;
+	o->pcie_tx_bps = busy ? 2000000000LL + wob * 50000000LL : 1000000;
+	o->pcie_rx_bps = busy ? 3000000000LL + wob * 50000000LL : 2000000;
+}
+
 static int fake_sample(struct drv_gpu_set *s, int i, int64_t now_ms, struct drv_gpu_sample *o)
 {
 	struct fake *f = s->priv;
 	const struct drv_gpu_model *m = drv_gpu_model_at(f->model);
-	int busy = s->use[i].job[0] != '\0';
+	bool busy = s->use[i].job[0] != '\0';
 	uint64_t h = mix64((uint64_t)i * 1000003u + (uint64_t)(now_ms / 5000));
 	int wob = (int)(h % 11) - 5;       /* -5..5 */
 	int64_t total = m->mem_mib;
+	double dt = f->last_ms[i] && now_ms > f->last_ms[i] ? (double)(now_ms - f->last_ms[i]) : 0;
 
+	fake_load(m, i, busy, wob, h, o);
+	o->fb_reserved_mib = total * 6 / 1000;
+	o->fb_used_mib = 0;
 	if (busy) {
-		int64_t used = total * 72 / 100 + (int64_t)(h % 7) * total / 1000;
-		if (s->use[i].mem_limit_mib > 0 && used > s->use[i].mem_limit_mib)
-			used = s->use[i].mem_limit_mib;
-		o->util_pct = 88 + wob;
-		o->fb_used_mib = used;
-		o->power_w = m->tdp_w * 0.8 + wob * m->tdp_w / 200.0;
-		o->temp_c = 64 + wob / 2 + i % 3;
-		o->sm_clock_mhz = m->nvlink_gen >= 4 ? 1980 : 1410;
-	} else {
-		o->util_pct = 0;
-		o->fb_used_mib = 0;
-		o->power_w = m->tdp_w * 0.1 + (double)(h % 3);
-		o->temp_c = 31 + i % 3;
-		o->sm_clock_mhz = 345;
+		o->fb_used_mib = total * 72 / 100 + (int64_t)(h % 7) * total / 1000;
+		if (s->use[i].mem_limit_mib > 0 && o->fb_used_mib > s->use[i].mem_limit_mib)
+			o->fb_used_mib = s->use[i].mem_limit_mib;
 	}
-	o->fb_free_mib = total - o->fb_used_mib;
+	o->fb_free_mib = total - o->fb_reserved_mib - o->fb_used_mib;
 	o->mem_clock_mhz = fake_mem_clock(m);
-	if (f->last_ms[i] && now_ms > f->last_ms[i])
-		f->energy_mj[i] += o->power_w * (double)(now_ms - f->last_ms[i]);
+	f->energy_mj[i] += o->power_w * dt;
+	/* busy NVLink GPUs move a tenth of their link bandwidth (GB/s) */
+	if (busy && m->nvlink_gbps > 0)
+		f->nvlink_kib[i] += m->nvlink_gbps / 10.0 * 1e9 / 1024.0 * dt / 1000.0;
 	f->last_ms[i] = now_ms;
 	o->energy_mj = (int64_t)f->energy_mj[i];
-	o->ecc_sbe = 0;
-	o->ecc_dbe = 0;
-	o->xid_last = 0;
-	o->xid_count = 0;
+	o->nvlink_kib = m->nvlink_gbps > 0 ? (int64_t)f->nvlink_kib[i] : -1;
+	o->enc_util_pct = o->dec_util_pct = 0;
+	o->pcie_replays = o->remap_corr = o->remap_unc = 0;
+	o->vgpu_license = o->remap_failure = 0;
 	return 0;
 }
 

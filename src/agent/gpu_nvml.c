@@ -4,10 +4,12 @@
  * runs on machines without NVIDIA software; the few NVML prototypes and
  * structures used are declared here, from NVML's public API reference.
  *
- * Read: device count, name, UUID, PCI bus id, memory, utilization,
- * temperature, power, SM and memory clocks, total energy, volatile ECC
- * counts, XID errors (through an NVML event set, polled without waiting
- * at each sample), and the topology matrix of `nvidia-smi topo -m`: NVLink
+ * Read: device count, name, UUID, PCI bus id, memory (used, free,
+ * reserved), utilization (GPU, memory, encoder, decoder), temperatures
+ * (GPU, memory), power, SM and memory clocks, total energy, PCIe replays
+ * and throughput, NVLink data counters, remapped rows, the vGPU mode,
+ * volatile ECC counts, XID errors by XID (through an NVML event set,
+ * polled without waiting at each sample), and the topology matrix of `nvidia-smi topo -m`: NVLink
  * (direct GPU-GPU links counted per pair; GPUs both wired to NVSwitches are
  * joined by the smaller of their switch link counts) or else the PCIe
  * common ancestor level.
@@ -21,6 +23,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,14 +51,47 @@ typedef struct nvmlEventSet_st *nvmlEventSet_t;
 #define NVML_TOPOLOGY_HOSTBRIDGE 30
 #define NVML_TOPOLOGY_NODE 40
 #define NVML_TOPOLOGY_SYSTEM 50
+#define NVML_PCIE_UTIL_TX_BYTES 0
+#define NVML_PCIE_UTIL_RX_BYTES 1
+#define NVML_FI_DEV_MEMORY_TEMP 82
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+#define NVML_VALUE_TYPE_DOUBLE 0
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
+#define NVML_VALUE_TYPE_UNSIGNED_LONG 2
+#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
+#define NVML_VALUE_TYPE_SIGNED_LONG_LONG 4
+#define NVML_VALUE_TYPE_SIGNED_INT 5
+#define NVML_GPU_VIRTUALIZATION_MODE_VGPU 2
 
 typedef struct {
 	unsigned long long total, free, used;
 } nvmlMemory_t;
 
+/* nvmlMemory_v2_t: version is its size | 2 << 24 (NVML_STRUCT_VERSION) */
+typedef struct {
+	unsigned int version;
+	unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+
 typedef struct {
 	unsigned int gpu, memory;
 } nvmlUtilization_t;
+
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;
+	union {
+		double dVal;
+		unsigned int uiVal;
+		unsigned long ulVal;
+		unsigned long long ullVal;
+		signed long long sllVal;
+		signed int siVal;
+	} value;
+} nvmlFieldValue_t;
 
 typedef struct {
 	char busIdLegacy[16];
@@ -82,6 +118,15 @@ struct nvml_fns {
 	nvmlReturn_t (*DeviceGetUUID)(nvmlDevice_t, char *, unsigned int);
 	nvmlReturn_t (*DeviceGetPciInfo)(nvmlDevice_t, nvmlPciInfo_t *);
 	nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t *);
+	nvmlReturn_t (*DeviceGetMemoryInfo_v2)(nvmlDevice_t, nvmlMemory_v2_t *);
+	nvmlReturn_t (*DeviceGetEncoderUtilization)(nvmlDevice_t, unsigned int *, unsigned int *);
+	nvmlReturn_t (*DeviceGetDecoderUtilization)(nvmlDevice_t, unsigned int *, unsigned int *);
+	nvmlReturn_t (*DeviceGetPcieReplayCounter)(nvmlDevice_t, unsigned int *);
+	nvmlReturn_t (*DeviceGetPcieThroughput)(nvmlDevice_t, int, unsigned int *);
+	nvmlReturn_t (*DeviceGetFieldValues)(nvmlDevice_t, int, nvmlFieldValue_t *);
+	nvmlReturn_t (*DeviceGetRemappedRows)(nvmlDevice_t, unsigned int *, unsigned int *,
+					      unsigned int *, unsigned int *);
+	nvmlReturn_t (*DeviceGetVirtualizationMode)(nvmlDevice_t, int *);
 	nvmlReturn_t (*DeviceGetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t *);
 	nvmlReturn_t (*DeviceGetTemperature)(nvmlDevice_t, int, unsigned int *);
 	nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned int *);
@@ -116,6 +161,14 @@ static const struct {
 	F(DeviceGetUUID, "nvmlDeviceGetUUID", NULL, 1),
 	F(DeviceGetPciInfo, "nvmlDeviceGetPciInfo_v3", NULL, 0),
 	F(DeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", NULL, 1),
+	F(DeviceGetMemoryInfo_v2, "nvmlDeviceGetMemoryInfo_v2", NULL, 0),
+	F(DeviceGetEncoderUtilization, "nvmlDeviceGetEncoderUtilization", NULL, 0),
+	F(DeviceGetDecoderUtilization, "nvmlDeviceGetDecoderUtilization", NULL, 0),
+	F(DeviceGetPcieReplayCounter, "nvmlDeviceGetPcieReplayCounter", NULL, 0),
+	F(DeviceGetPcieThroughput, "nvmlDeviceGetPcieThroughput", NULL, 0),
+	F(DeviceGetFieldValues, "nvmlDeviceGetFieldValues", NULL, 0),
+	F(DeviceGetRemappedRows, "nvmlDeviceGetRemappedRows", NULL, 0),
+	F(DeviceGetVirtualizationMode, "nvmlDeviceGetVirtualizationMode", NULL, 0),
 	F(DeviceGetUtilizationRates, "nvmlDeviceGetUtilizationRates", NULL, 0),
 	F(DeviceGetTemperature, "nvmlDeviceGetTemperature", NULL, 0),
 	F(DeviceGetPowerUsage, "nvmlDeviceGetPowerUsage", NULL, 0),
@@ -139,8 +192,7 @@ struct nvml {
 	int inited;
 	nvmlDevice_t dev[DRV_GPU_MAX];
 	nvmlEventSet_t events;
-	int64_t xid_last[DRV_GPU_MAX];
-	int64_t xid_count[DRV_GPU_MAX];
+	struct drv_gpu_sample xid[DRV_GPU_MAX]; /* only the XID fields are used */
 };
 
 static int nvml_open(struct drv_gpu_set *s, const char *arg, char *err, size_t errsz)
@@ -343,13 +395,104 @@ static void drain_xids(struct nvml *n, int ngpus)
 			break;
 		if (!(ev.eventType & NVML_EVENT_TYPE_XID_CRITICAL))
 			continue;
-		for (i = 0; i < ngpus; i++) {
-			if (n->dev[i] == ev.device) {
-				n->xid_last[i] = (int64_t)ev.eventData;
-				n->xid_count[i]++;
-			}
-		}
+		for (i = 0; i < ngpus; i++)
+			if (n->dev[i] == ev.device)
+				drv_gpu_count_xid(&n->xid[i], (int)ev.eventData);
 	}
+}
+
+/* An unsigned reading through fn, or -1 when the device does not say. */
+#define READ_U(fn, ...) \
+	(n->f.fn && n->f.fn(__VA_ARGS__, &v) == NVML_SUCCESS ? (int64_t)v : -1)
+
+/* A field value as an integer; -1 when the device does not say. */
+static int64_t field_int(const nvmlFieldValue_t *f)
+{
+	if (f->nvmlReturn != NVML_SUCCESS)
+		return -1;
+	switch (f->valueType) {
+	case NVML_VALUE_TYPE_DOUBLE: return (int64_t)f->value.dVal;
+	case NVML_VALUE_TYPE_UNSIGNED_INT: return f->value.uiVal;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG: return (int64_t)f->value.ulVal;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return (int64_t)f->value.ullVal;
+	case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return f->value.sllVal;
+	case NVML_VALUE_TYPE_SIGNED_INT: return f->value.siVal;
+	default: return -1;
+	}
+}
+
+/* Memory: used, free and (NVML 11.5+) reserved; the v1 call otherwise. */
+static void sample_memory(struct nvml *n, nvmlDevice_t d, struct drv_gpu_sample *o)
+{
+	nvmlMemory_v2_t m2 = { .version = (unsigned)sizeof(nvmlMemory_v2_t) | 2u << 24 };
+	nvmlMemory_t mem;
+
+	o->fb_used_mib = o->fb_free_mib = o->fb_reserved_mib = -1;
+	if (n->f.DeviceGetMemoryInfo_v2 && n->f.DeviceGetMemoryInfo_v2(d, &m2) == NVML_SUCCESS) {
+		o->fb_used_mib = (int64_t)(m2.used >> 20);
+		o->fb_free_mib = (int64_t)(m2.free >> 20);
+		o->fb_reserved_mib = (int64_t)(m2.reserved >> 20);
+	} else if (n->f.DeviceGetMemoryInfo(d, &mem) == NVML_SUCCESS) {
+		o->fb_used_mib = (int64_t)(mem.used >> 20);
+		o->fb_free_mib = (int64_t)(mem.free >> 20);
+	}
+}
+
+/* The field-value readings: memory temperature, NVLink data counters. */
+static void sample_fields(struct nvml *n, nvmlDevice_t d, struct drv_gpu_sample *o)
+{
+	nvmlFieldValue_t f[3];
+
+	o->mem_temp_c = -1;
+	o->nvlink_kib = -1;
+	if (!n->f.DeviceGetFieldValues)
+		return;
+	memset(f, 0, sizeof(f));
+	f[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+	f[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+	f[2].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+	f[1].scopeId = f[2].scopeId = UINT32_MAX; /* every link */
+	if (n->f.DeviceGetFieldValues(d, 3, f) != NVML_SUCCESS)
+		return;
+	o->mem_temp_c = (int)field_int(&f[0]);
+	if (field_int(&f[1]) >= 0 && field_int(&f[2]) >= 0)
+		o->nvlink_kib = field_int(&f[1]) + field_int(&f[2]);
+}
+
+/* Utilizations, PCIe, rows, the vGPU mode. */
+static void sample_more(struct nvml *n, nvmlDevice_t d, struct drv_gpu_sample *o)
+{
+	unsigned int v, period, corr, unc, pending, failed;
+	nvmlUtilization_t u;
+	int mode;
+
+	o->mem_copy_util_pct = -1;
+	if (n->f.DeviceGetUtilizationRates && n->f.DeviceGetUtilizationRates(d, &u) == NVML_SUCCESS)
+		o->mem_copy_util_pct = (int)u.memory;
+	o->enc_util_pct = n->f.DeviceGetEncoderUtilization &&
+				  n->f.DeviceGetEncoderUtilization(d, &v, &period) == NVML_SUCCESS ?
+			  (int)v : -1;
+	o->dec_util_pct = n->f.DeviceGetDecoderUtilization &&
+				  n->f.DeviceGetDecoderUtilization(d, &v, &period) == NVML_SUCCESS ?
+			  (int)v : -1;
+	o->pcie_replays = READ_U(DeviceGetPcieReplayCounter, d);
+	o->pcie_tx_bps = READ_U(DeviceGetPcieThroughput, d, NVML_PCIE_UTIL_TX_BYTES);
+	o->pcie_rx_bps = READ_U(DeviceGetPcieThroughput, d, NVML_PCIE_UTIL_RX_BYTES);
+	o->pcie_tx_bps = o->pcie_tx_bps < 0 ? -1 : o->pcie_tx_bps * 1024;
+	o->pcie_rx_bps = o->pcie_rx_bps < 0 ? -1 : o->pcie_rx_bps * 1024;
+	o->remap_corr = o->remap_unc = o->remap_failure = -1;
+	if (n->f.DeviceGetRemappedRows &&
+	    n->f.DeviceGetRemappedRows(d, &corr, &unc, &pending, &failed) == NVML_SUCCESS) {
+		o->remap_corr = corr;
+		o->remap_unc = unc;
+		o->remap_failure = failed ? 1 : 0;
+	}
+	/* a vGPU guest's license is beyond NVML's plain calls: left out there */
+	o->vgpu_license = -1;
+	if (n->f.DeviceGetVirtualizationMode &&
+	    n->f.DeviceGetVirtualizationMode(d, &mode) == NVML_SUCCESS &&
+	    mode != NVML_GPU_VIRTUALIZATION_MODE_VGPU)
+		o->vgpu_license = 0;
 }
 
 static int nvml_sample(struct drv_gpu_set *s, int i, int64_t now_ms, struct drv_gpu_sample *o)
@@ -357,32 +500,23 @@ static int nvml_sample(struct drv_gpu_set *s, int i, int64_t now_ms, struct drv_
 	struct nvml *n = s->priv;
 	nvmlDevice_t d = n->dev[i];
 	nvmlUtilization_t u;
-	nvmlMemory_t mem;
 	unsigned int v;
 	unsigned long long e;
 
+	(void)now_ms;
 	if (i == 0)
 		drain_xids(n, s->ngpus);
 	o->util_pct = n->f.DeviceGetUtilizationRates &&
 			      n->f.DeviceGetUtilizationRates(d, &u) == NVML_SUCCESS ?
 		      (int)u.gpu : -1;
-	if (n->f.DeviceGetMemoryInfo(d, &mem) == NVML_SUCCESS) {
-		o->fb_used_mib = (int64_t)(mem.used >> 20);
-		o->fb_free_mib = (int64_t)(mem.free >> 20);
-	} else {
-		o->fb_used_mib = o->fb_free_mib = -1;
-	}
-	o->temp_c = n->f.DeviceGetTemperature &&
-			    n->f.DeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS ?
-		    (int)v : -1;
+	sample_memory(n, d, o);
+	sample_fields(n, d, o);
+	sample_more(n, d, o);
+	o->temp_c = (int)READ_U(DeviceGetTemperature, d, NVML_TEMPERATURE_GPU);
 	o->power_w = n->f.DeviceGetPowerUsage && n->f.DeviceGetPowerUsage(d, &v) == NVML_SUCCESS ?
 			     v / 1000.0 : NAN;
-	o->sm_clock_mhz = n->f.DeviceGetClockInfo &&
-				  n->f.DeviceGetClockInfo(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS ?
-			  (int)v : -1;
-	o->mem_clock_mhz = n->f.DeviceGetClockInfo &&
-				   n->f.DeviceGetClockInfo(d, NVML_CLOCK_MEM, &v) == NVML_SUCCESS ?
-			   (int)v : -1;
+	o->sm_clock_mhz = (int)READ_U(DeviceGetClockInfo, d, NVML_CLOCK_SM);
+	o->mem_clock_mhz = (int)READ_U(DeviceGetClockInfo, d, NVML_CLOCK_MEM);
 	o->energy_mj = n->f.DeviceGetTotalEnergyConsumption &&
 			       n->f.DeviceGetTotalEnergyConsumption(d, &e) == NVML_SUCCESS ?
 		       (int64_t)e : -1;
@@ -394,8 +528,10 @@ static int nvml_sample(struct drv_gpu_set *s, int i, int64_t now_ms, struct drv_
 			     n->f.DeviceGetTotalEccErrors(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
 							  NVML_VOLATILE_ECC, &e) == NVML_SUCCESS ?
 		     (int64_t)e : -1;
-	o->xid_last = n->xid_last[i];
-	o->xid_count = n->xid_count[i];
+	o->xid_last = n->xid[i].xid_last;
+	o->xid_count = n->xid[i].xid_count;
+	o->nxids = n->xid[i].nxids;
+	memcpy(o->xids, n->xid[i].xids, sizeof(o->xids));
 	return 0;
 }
 

@@ -75,6 +75,7 @@ static void read_port(const struct drv_hca_set *s, const char *hca, struct drv_h
 	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%d/state", r, hca, p->port);
 	read_line(path, b, sizeof(b));
 	/* "4: ACTIVE" */
+	p->state_id = atoi(b);
 	colon = strchr(b, ':');
 	scopy(p->state, sizeof(p->state), colon ? colon + 1 + (colon[1] == ' ') : b);
 	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/%d/rate", r, hca, p->port);
@@ -156,19 +157,23 @@ void drv_hca_fake(struct drv_hca_set *s, int nfake)
 		h->nports = 1;
 		h->ports[0].port = 1;
 		snprintf(h->ports[0].state, sizeof(h->ports[0].state), "ACTIVE");
+		h->ports[0].state_id = 4;
 		h->ports[0].rate_gbps = 400;
 		snprintf(h->ports[0].link_layer, sizeof(h->ports[0].link_layer), "InfiniBand");
 	}
 	s->nhcas = nfake;
 }
 
-void drv_hca_refresh(struct drv_hca_set *s, int busy_gpus)
+void drv_hca_refresh(struct drv_hca_set *s, int busy_gpus, int64_t now_ms)
 {
 	int i, k;
 
 	if (s->fake) {
-		/* ~1 GB per busy GPU per refresh, split evenly over the HCAs */
-		uint64_t add = (uint64_t)busy_gpus * 1000000000ULL / (uint64_t)s->nhcas;
+		/* 5 GB/s per busy GPU, split evenly over the HCAs */
+		int64_t dt = s->fake_ms && now_ms > s->fake_ms ? now_ms - s->fake_ms : 0;
+		uint64_t add = (uint64_t)busy_gpus * 5000000ULL * (uint64_t)dt / (uint64_t)s->nhcas;
+
+		s->fake_ms = now_ms;
 		for (i = 0; i < s->nhcas; i++) {
 			s->hcas[i].ports[0].rx_bytes += add;
 			s->hcas[i].ports[0].tx_bytes += add;

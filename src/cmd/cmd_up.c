@@ -116,6 +116,7 @@ static void report_node(const char *url, const char *token, const char *ca, cons
 struct up_args {
 	const char *state, *listen, *agent_listen, *fake, *cluster, *name;
 	bool tls;
+	int fake_hcas;
 	char state_buf[900], host[256];
 	/* with --tls: STATE/tls/ (absolute) and its files */
 	char ca[PATH_MAX + 32], cert[PATH_MAX + 32], key[PATH_MAX + 32];
@@ -134,6 +135,8 @@ static int parse_args(int argc, char **argv, struct up_args *a)
 			       "the local agent's /metrics and logs (default 127.0.0.1:9400)"),
 		DRV_OPT_STRING(0, "fake-gpus", &a->fake, "SPEC",
 			       "simulated GPUs even when NVIDIA's are present (8xH100, ...)"),
+		DRV_OPT_INT(0, "fake-hcas", &a->fake_hcas, 0, DRV_HCA_MAX, "N",
+			    "N simulated 400 Gb/s InfiniBand HCAs on the local node (default 0)"),
 		DRV_OPT_STRING(0, "cluster", &a->cluster, "FILE",
 			       "a cluster file for the controller (docs/cluster-format.md)"),
 		DRV_OPT_STRING(0, "name", &a->name, "NODE",
@@ -146,7 +149,8 @@ static int parse_args(int argc, char **argv, struct up_args *a)
 	const struct drv_opts cmd = {
 		.name = "drover up",
 		.usage = "drover up [--state DIR] [--listen ADDR:PORT] [--agent-listen ADDR:PORT]\n"
-			 "                 [--fake-gpus SPEC] [--cluster FILE] [--name NODE] [--tls]",
+			 "                 [--fake-gpus SPEC] [--fake-hcas N] [--cluster FILE] [--name NODE]\n"
+			 "                 [--tls]",
 		.about = "The controller and a local agent in one process, in the foreground "
 			 "until Ctrl-C; writes the client's config so that drover commands here "
 			 "need no flags.",
@@ -225,6 +229,7 @@ static int start_agent(const struct up_args *a, struct drv_server *srv, struct d
 	ac.name = a->name;
 	ac.listen = a->agent_listen;
 	ac.fake_gpus = a->fake;
+	ac.fake_hcas = a->fake_hcas;
 	ac.fake_fallback = true;
 	ac.state_dir = agent_state;
 	ac.run_as_self = true;

@@ -67,15 +67,22 @@ curl -fsS "http://127.0.0.1:$PA/metrics" >"$TEST_TMP/metrics.txt" || fail "no /m
 m() { grep -E "^$1\{gpu=\"$2\"" "$TEST_TMP/metrics.txt" | awk '{print $NF}'; }
 expect_eq "util" "$(m DCGM_FI_DEV_GPU_UTIL 0) $(m DCGM_FI_DEV_GPU_UTIL 3)" "10 40"
 expect_eq "fb used" "$(m DCGM_FI_DEV_FB_USED 1)" 2048
-expect_eq "fb free" "$(m DCGM_FI_DEV_FB_FREE 1)" $((81559 - 2048))
+expect_eq "fb free" "$(m DCGM_FI_DEV_FB_FREE 1)" $((81559 - 512 - 2048))
+expect_eq "fb reserved" "$(m DCGM_FI_DEV_FB_RESERVED 1)" 512
+expect_eq "memory temp" "$(m DCGM_FI_DEV_MEMORY_TEMP 3)" 53
+expect_eq "enc dec" "$(m DCGM_FI_DEV_ENC_UTIL 1) $(m DCGM_FI_DEV_DEC_UTIL 1)" "4 8"
+expect_eq "pcie rx" "$(m DCGM_FI_PROF_PCIE_RX_BYTES 2)" $((6000 * 1024))
+expect_eq "remapped rows" "$(m DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS 2) $(m DCGM_FI_DEV_ROW_REMAP_FAILURE 2)" "2 0"
 expect_eq "temp" "$(m DCGM_FI_DEV_GPU_TEMP 2)" 42
 expect_eq "power" "$(m DCGM_FI_DEV_POWER_USAGE 3)" 103
 expect_eq "clocks" "$(m DCGM_FI_DEV_SM_CLOCK 0) $(m DCGM_FI_DEV_MEM_CLOCK 0)" "1980 2619"
 expect_eq "energy" "$(m DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION 1)" 123456790
 expect_eq "xid" "$(m DCGM_FI_DEV_XID_ERRORS 1) $(m DCGM_FI_DEV_XID_ERRORS 0)" "31 0"
-grep -q '^DCGM_FI_DEV_GPU_UTIL{gpu="2",UUID="GPU-5a1d0000-0000-0000-0000-000000000002",device="nvidia2",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-1"} 30$' \
+grep -q '^DCGM_FI_DEV_GPU_UTIL{gpu="2",UUID="GPU-5a1d0000-0000-0000-0000-000000000002",pci_bus_id="00000000:52:00.0",device="nvidia2",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-1",DCGM_FI_DRIVER_VERSION="550.54.15-standin"} 30$' \
 	"$TEST_TMP/metrics.txt" || fail "labels are not dcgm-exporter's: $(grep GPU_UTIL "$TEST_TMP/metrics.txt")"
-expect_eq "IB rx bytes" "$(grep '^drover_ib_port_receive_bytes_total{Hostname="gpu-1",hca="mlx5_1"' "$TEST_TMP/metrics.txt" | awk '{print $NF}')" 4000
+expect_eq "IB rx bytes" "$(grep '^node_infiniband_port_data_received_bytes_total{device="mlx5_1",port="1",Hostname="gpu-1"}' "$TEST_TMP/metrics.txt" | awk '{print $NF}')" 4000
+expect_eq "IB link rate and state" "$(grep '^node_infiniband_rate_bytes_per_second{device="mlx5_0",port="1"' "$TEST_TMP/metrics.txt" | awk '{print $NF}') $(grep '^node_infiniband_state_id{device="mlx5_0",port="1"' "$TEST_TMP/metrics.txt" | awk '{print $NF}')" "50000000000 4"
+expect_eq "XID counter" "$(grep '^drover_gpu_xid_errors_total{gpu="1",' "$TEST_TMP/metrics.txt" | sed 's/.*xid="\([0-9]*\)"} /\1 /')" "31 1"
 # the heartbeat tells the controller the GPUs' health
 wait_until 5 sh -c "[ \"\$(curl -fsS $CTL/control/state | jq '.nodes[\"gpu-1\"].last_heartbeat.gpus | length')\" = 4 ]" ||
 	fail "no GPU health in heartbeats"

@@ -19,6 +19,7 @@ expect_eq "gpu-check exit code" "$rc" 0
 grep -q "PASS  drover up uses the nvml backend" "$TEST_TMP/gpu-check.out" || fail "not on nvml"
 grep -q "PASS  topology matrix matches" "$TEST_TMP/gpu-check.out" || fail "topology not compared"
 grep -q "PASS  the task sees GPU" "$TEST_TMP/gpu-check.out" || fail "the task's GPU not checked"
+grep -q "PASS  DCGM_FI_DEV_FB_RESERVED agrees with nvidia-smi memory.reserved" "$TEST_TMP/gpu-check.out" || fail "the counters were not compared with nvidia-smi"
 grep -q "NOTE  cgroup limits" "$TEST_TMP/gpu-check.out" || grep -q "NOTE  cgroup v2 limits are on" "$TEST_TMP/gpu-check.out" ||
 	fail "no word on cgroups"
 echo "ok: scripts/gpu-check on the stand-in"

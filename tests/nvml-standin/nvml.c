@@ -8,9 +8,14 @@
  *   GPU 0 and 1: 4 direct NVLinks to each other.
  *   GPU 2 and 3: 18 NVLinks each to NVSwitches.
  *   PCIe common ancestors: 0-2 NODE, 0-3 SYS, 1-2 SYS, 1-3 NODE, 2-3 PXB.
- *   GPU i: utilization 10*(i+1) %, memory used 1024*(i+1) MiB,
- *   temperature 40+i C, power 100+i W, SM clock 1980 MHz, memory clock
- *   2619 MHz, energy 123456789+i mJ, corrected ECC i, uncorrected 0.
+ *   GPU i: utilization 10*(i+1) %, memory utilization 5 %, encoder 3+i %,
+ *   decoder 7+i %, memory used 1024*(i+1) MiB, reserved 512 MiB (free:
+ *   the rest of 81559 MiB; the v1 call counts reserved as free),
+ *   temperature 40+i C, memory temperature 50+i C, power 100+i W, SM clock
+ *   1980 MHz, memory clock 2619 MHz, energy 123456789+i mJ, PCIe replays i,
+ *   PCIe TX 1000*(i+1) KB/s and RX 2000*(i+1) KB/s, NVLink data TX
+ *   1000*(i+1) KiB and RX 3000*(i+1) KiB, remapped rows i correctable and
+ *   0 uncorrectable (no failure), no vGPU, corrected ECC i, uncorrected 0.
  *   One XID 31 event (an application's page fault) on GPU 1, delivered once.
  * Environment: DROVER_NVML_STANDIN_FAIL=1 makes nvmlInit fail as a
  * machine without a loaded driver does (NVML_ERROR_DRIVER_NOT_LOADED);
@@ -34,8 +39,23 @@ typedef struct {
 	unsigned long long total, free, used;
 } nvmlMemory_t;
 typedef struct {
+	unsigned int version;
+	unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+typedef struct {
 	unsigned int gpu, memory;
 } nvmlUtilization_t;
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;
+	union {
+		double dVal;
+		unsigned int uiVal;
+		unsigned long long ullVal;
+	} value;
+} nvmlFieldValue_t;
 typedef struct {
 	char busIdLegacy[16];
 	unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
@@ -294,5 +314,93 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t s, nvmlEventData_t *ev, unsigned
 
 nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t s)
 {
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
+{
+	if (!valid(d) || m->version != ((unsigned)sizeof(*m) | 2u << 24))
+		return E_INVALID;
+	m->total = 81559ULL << 20;
+	m->reserved = 512ULL << 20;
+	m->used = (1024ULL * (unsigned)(d->index + 1)) << 20;
+	m->free = m->total - m->reserved - m->used;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t d, unsigned int *u, unsigned int *us)
+{
+	if (!valid(d))
+		return E_INVALID;
+	*u = 3u + (unsigned)d->index;
+	*us = 167000;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t d, unsigned int *u, unsigned int *us)
+{
+	if (!valid(d))
+		return E_INVALID;
+	*u = 7u + (unsigned)d->index;
+	*us = 167000;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int *n)
+{
+	if (!valid(d))
+		return E_INVALID;
+	*n = (unsigned)d->index;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int counter, unsigned int *kbps)
+{
+	if (!valid(d) || counter < 0 || counter > 1)
+		return E_INVALID;
+	*kbps = (counter ? 2000u : 1000u) * (unsigned)(d->index + 1);
+	return OK;
+}
+
+/* 82: memory temperature; 138/139: NVLink data TX/RX, KiB (every link) */
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
+{
+	if (!valid(d) || n < 0)
+		return E_INVALID;
+	for (int k = 0; k < n; k++) {
+		v[k].nvmlReturn = OK;
+		switch (v[k].fieldId) {
+		case 82:
+			v[k].valueType = 1;
+			v[k].value.uiVal = 50u + (unsigned)d->index;
+			break;
+		case 138:
+		case 139:
+			v[k].valueType = 3;
+			v[k].value.ullVal = (v[k].fieldId == 138 ? 1000ULL : 3000ULL) *
+					    (unsigned)(d->index + 1);
+			break;
+		default:
+			v[k].nvmlReturn = E_NOT_SUPPORTED;
+		}
+	}
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsigned int *unc,
+				       unsigned int *pending, unsigned int *failed)
+{
+	if (!valid(d))
+		return E_INVALID;
+	*corr = (unsigned)d->index;
+	*unc = *pending = *failed = 0;
+	return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t d, int *mode)
+{
+	if (!valid(d))
+		return E_INVALID;
+	*mode = 0; /* NVML_GPU_VIRTUALIZATION_MODE_NONE */
 	return OK;
 }

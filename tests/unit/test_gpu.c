@@ -63,7 +63,7 @@ Test(gpu, fake_readings_follow_tasks_and_repeat)
 	cr_assert(ge(int, b.util_pct, 83));
 	cr_assert(le(int, b.util_pct, 93));
 	cr_assert(gt(i64, b.fb_used_mib, 81920 / 2));
-	cr_assert(eq(i64, b.fb_used_mib + b.fb_free_mib, 81920));
+	cr_assert(eq(i64, b.fb_used_mib + b.fb_free_mib + b.fb_reserved_mib, 81920));
 	cr_assert(gt(dbl, b.power_w, a.power_w * 4));
 	cr_assert(gt(i64, b.energy_mj, 0));
 	/* other GPUs stay idle */
@@ -129,7 +129,20 @@ Test(gpu, nvml_standin_known_answers)
 	cr_assert(eq(int, drv_gpu_sample(&s, 0, 0, &o), 0));
 	cr_assert(eq(int, o.util_pct, 10));
 	cr_assert(eq(i64, o.fb_used_mib, 1024));
-	cr_assert(eq(i64, o.fb_free_mib, 81559 - 1024));
+	cr_assert(eq(i64, o.fb_free_mib, 81559 - 512 - 1024));
+	cr_assert(eq(i64, o.fb_reserved_mib, 512));
+	cr_assert(eq(int, o.mem_temp_c, 50));
+	cr_assert(eq(int, o.mem_copy_util_pct, 5));
+	cr_assert(eq(int, o.enc_util_pct, 3));
+	cr_assert(eq(int, o.dec_util_pct, 7));
+	cr_assert(eq(i64, o.pcie_replays, 0));
+	cr_assert(eq(i64, o.pcie_tx_bps, 1000 * 1024));
+	cr_assert(eq(i64, o.pcie_rx_bps, 2000 * 1024));
+	cr_assert(eq(i64, o.nvlink_kib, 4000));
+	cr_assert(eq(i64, o.remap_corr, 0));
+	cr_assert(eq(i64, o.remap_unc, 0));
+	cr_assert(eq(int, o.remap_failure, 0));
+	cr_assert(eq(int, o.vgpu_license, 0));
 	cr_assert(eq(int, o.temp_c, 40));
 	cr_assert(eq(dbl, o.power_w, 100.0));
 	cr_assert(eq(int, o.sm_clock_mhz, 1980));
@@ -138,6 +151,10 @@ Test(gpu, nvml_standin_known_answers)
 	cr_assert(eq(int, drv_gpu_sample(&s, 1, 0, &o), 0));
 	cr_assert(eq(i64, o.xid_last, 31));
 	cr_assert(eq(i64, o.xid_count, 1));
+	cr_assert(eq(int, o.nxids, 1));
+	cr_assert(eq(int, o.xids[0].xid, 31));
+	cr_assert(eq(i64, o.xids[0].n, 1));
+	cr_assert(eq(i64, o.remap_corr, 1));
 	cr_assert(eq(i64, o.ecc_sbe, 1));
 	cr_assert(eq(dbl, o.power_w, 101.0));
 	drv_gpu_close(&s);
@@ -254,7 +271,10 @@ Test(gpu, hca_missing_and_fake)
 	cr_assert(eq(str, list, "mlx5_0,mlx5_1,mlx5_2,mlx5_3"));
 	cr_assert(eq(int, drv_gpu_open(&g, "fake", "8xH100", err, sizeof(err)), 0));
 	cr_assert(eq(int, drv_hca_nearest(&h, &g, 7), 3));
-	drv_hca_refresh(&h, 2);
-	cr_assert(gt(u64, h.hcas[0].ports[0].rx_bytes, 0));
+	drv_hca_refresh(&h, 2, 1000);
+	cr_assert(eq(u64, h.hcas[0].ports[0].rx_bytes, 0), "no time has passed yet");
+	drv_hca_refresh(&h, 2, 2000); /* 2 busy GPUs x 5 GB/s x 1 s over 4 HCAs */
+	cr_assert(eq(u64, h.hcas[0].ports[0].rx_bytes, 2500000000ULL));
+	cr_assert(eq(int, h.hcas[0].ports[0].state_id, 4));
 	drv_gpu_close(&g);
 }
