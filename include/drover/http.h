@@ -422,8 +422,10 @@ int drv_tls_make_cert(const char *ca_cert, const char *ca_key, const char *names
  * written. drover up --tls and drover tls init.
  */
 int drv_tls_init_dir(const char *dir, const char *names, bool *made, char *err, size_t errsz);
-/* The names drover up puts in its certificate: 127.0.0.1, ::1, localhost
- * and this host's name (short and full), comma-separated, into buf. */
+/* The names drover up puts in its certificate: localhost, 127.0.0.1, ::1,
+ * this host's name (short and full) and the addresses of its other
+ * interfaces (IPv4; IPv6 but link-local), comma-separated, into buf (as
+ * many as fit). */
 const char *drv_tls_local_names(char *buf, size_t bufsz);
 
 #endif

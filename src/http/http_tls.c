@@ -14,6 +14,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,19 +464,48 @@ int drv_tls_init_dir(const char *dir, const char *names, bool *made, char *err, 
 	return rc;
 }
 
+/* ",ADDR" for each address of a non-loopback interface (IPv4, and IPv6
+ * but link-local), while buf has room for it. */
+static void add_addresses(char *buf, size_t bufsz)
+{
+	struct ifaddrs *ifs, *i;
+
+	if (getifaddrs(&ifs) < 0)
+		return;
+	for (i = ifs; i; i = i->ifa_next) {
+		const struct sockaddr *sa = i->ifa_addr;
+		char a[INET6_ADDRSTRLEN];
+		size_t n = strlen(buf);
+
+		if (!sa || (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		if (sa->sa_family == AF_INET)
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a, sizeof(a));
+		else if (sa->sa_family == AF_INET6 &&
+			 !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a, sizeof(a));
+		else
+			continue;
+		if (n + strlen(a) + 2 <= bufsz)
+			snprintf(buf + n, bufsz - n, ",%s", a);
+	}
+	freeifaddrs(ifs);
+}
+
 const char *drv_tls_local_names(char *buf, size_t bufsz)
 {
 	char host[256] = "";
 	size_t n;
 
 	snprintf(buf, bufsz, "localhost,127.0.0.1,::1");
-	if (gethostname(host, sizeof(host) - 1) < 0 || !host[0] || strcmp(host, "localhost") == 0)
-		return buf;
-	n = strlen(buf);
-	snprintf(buf + n, bufsz - n, ",%s", host);
-	if (strchr(host, '.')) {
+	if (gethostname(host, sizeof(host) - 1) == 0 && host[0] && strcmp(host, "localhost")) {
 		n = strlen(buf);
-		snprintf(buf + n, bufsz - n, ",%.*s", (int)strcspn(host, "."), host);
+		snprintf(buf + n, bufsz - n, ",%s", host);
+		if (strchr(host, '.')) {
+			n = strlen(buf);
+			snprintf(buf + n, bufsz - n, ",%.*s", (int)strcspn(host, "."), host);
+		}
 	}
+	add_addresses(buf, bufsz);
 	return buf;
 }

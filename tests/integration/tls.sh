@@ -7,7 +7,8 @@
 # trusting another CA, a client trusting only the system's CAs, plain
 # http:// to the TLS port, an agent trusting another CA (it never joins).
 # Plain HTTP bound beyond loopback is said in a warning by the server and
-# the agent. Last, `drover up --tls` makes its own CA and the client config
+# the agent. A real Prometheus with the shipped scrape configuration
+# (deploy/prometheus) scrapes both over https. Last, `drover up --tls` makes its own CA and the client config
 # it writes is enough for `drover` commands over https.
 . "$ROOT/tests/integration/lib.sh"
 
@@ -40,6 +41,25 @@ id=$(printf '#!/bin/sh\necho hello-over-tls\n' | "$DROVER" submit - | sed -n 's/
 wait_until 20 sh -c "\"$DROVER\" get job $id -o json | jq -e '.state == \"succeeded\"'" ||
 	fail "job $id did not succeed: $("$DROVER" get job "$id" -o json)"
 expect_eq "logs over https" "$("$DROVER" logs "$id")" "hello-over-tls"
+
+# the shipped scrape configuration, pointed here: a real Prometheus scrapes
+# the controller and the agent over https, trusting the cluster's CA
+if command -v prometheus >/dev/null; then
+	PP=$(free_port)
+	sed -e "s|/etc/prometheus/drover-ca.pem|$TLS/ca.pem|" -e "s|scrape_interval: 15s|scrape_interval: 1s|" \
+		-e "s|\"controller:8080\"|\"127.0.0.1:$SERVER_PORT\"|" \
+		-e "s|\"gpu-node-01:9400\", \"gpu-node-02:9400\"|\"127.0.0.1:$AGENT_PORT_agent_a\"|" \
+		"$ROOT/deploy/prometheus/prometheus.yml" >"$TEST_TMP/prometheus.yml"
+	cp "$ROOT/deploy/prometheus/drover-rules.yml" "$TEST_TMP/"
+	grep -q "127.0.0.1:$AGENT_PORT_agent_a" "$TEST_TMP/prometheus.yml" || fail "the scrape config changed shape"
+	prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/prom" \
+		--web.listen-address="127.0.0.1:$PP" >"$TEST_TMP/prometheus.log" 2>&1 &
+	track $!
+	up() { [ "$(curl -fsS --get "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=up{job=\"$1\"}" |
+		jq -r '.data.result[0].value[1]')" = 1 ]; }
+	wait_until 60 up drover-server || fail "Prometheus did not scrape the controller over https: $(tail -5 "$TEST_TMP/prometheus.log")"
+	wait_until 10 up drover-agents || fail "Prometheus did not scrape the agent over https"
+fi
 
 # refusals, in words
 out=$(DROVER_CA_FILE="$OTHER/ca.pem" "$DROVER" queue 2>&1) && fail "another CA was accepted"

@@ -311,3 +311,20 @@ Test(tls, loopback_addresses)
 	cr_assert(not(drv_http_addr_loopback(":8080")));
 	cr_assert(not(drv_http_addr_loopback("10.0.0.1:8080")));
 }
+
+Test(tls, local_names_hold_loopback_and_this_host)
+{
+	char names[600], host[256] = "", err[512], *copy, *tok, *save = NULL;
+
+	drv_tls_local_names(names, sizeof(names));
+	cr_assert(eq(int, strncmp(names, "localhost,127.0.0.1,::1", 23), 0), "%s", names);
+	gethostname(host, sizeof(host) - 1);
+	if (host[0] && strcmp(host, "localhost"))
+		cr_assert(ne(ptr, strstr(names, host), NULL), "%s lacks %s", names, host);
+	/* every one of them goes into a certificate that names it */
+	cr_assert(eq(int, drv_tls_init_dir(dir, names, NULL, err, sizeof(err)), 0), "%s", err);
+	copy = strdup(names);
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		cr_assert(eq(u32, verify(at("server.pem"), at("ca.pem"), tok), 0), "%s", tok);
+	free(copy);
+}
