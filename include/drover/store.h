@@ -61,6 +61,15 @@ struct drv_store_job_query {
  * accounting, budgets and sacct read. Money in integer micro-dollars,
  * GPU time in milli-GPU-seconds (1000 = one GPU for one second).
  */
+/* A group of accounting rows (sum_acct). */
+struct drv_store_acct_sum {
+	const char *group;
+	int64_t jobs;          /* distinct jobs */
+	int64_t attempts;      /* rows */
+	int64_t gpu_milli_s;
+	int64_t cost_micro;
+};
+
 struct drv_store_acct {
 	uint64_t job;
 	int32_t attempt;
@@ -138,6 +147,12 @@ struct drv_store_ops {
 	/* Accounting rows with since <= end_time < until, by end_time. */
 	int (*load_acct)(struct drv_store *s, int64_t since, int64_t until,
 			 int (*fn)(const struct drv_store_acct *a, void *cls), void *cls);
+	/* The accounting rows with since <= end_time < until (of user, unless
+	 * NULL) summed per value of column by ("tenant", "user" or "pool"; else
+	 * DRV_EINVAL): fn once per group, in group order. */
+	int (*sum_acct)(struct drv_store *s, int64_t since, int64_t until, const char *by,
+			const char *user,
+			int (*fn)(const struct drv_store_acct_sum *g, void *cls), void *cls);
 	/* The cost (micro-dollars) of the attempts that ended in the calendar
 	 * month (UTC) starting at month, by tenant: fn once per tenant. Kept as
 	 * rows are written, so it reads a few rows, not a month of them. */

@@ -2,10 +2,13 @@
  * acct_api.c: GET /v1/acct, accounting by tenant, user, pool or job
  * (docs/api.md).
  *
- * It sums the accounting rows (one per ended attempt, jobs_store.c) whose
+ * It sums the accounting rows (one per ended attempt, state.c) whose
  * attempt ended in [since, until), and the attempts running now as if they
  * ended now, grouped as asked: jobs (distinct), attempts, GPU-hours and
- * cost. Sums are kept in integer milli-GPU-seconds and micro-dollars and
+ * cost. The store sums by tenant, user or pool itself (a month of a
+ * million attempts is a few groups to carry, not a million rows), on its
+ * read connection, so the committer never waits for it; by job, it hands
+ * the rows. Sums are kept in integer milli-GPU-seconds and micro-dollars and
  * turned into numbers for the reply only. The rows outlive the jobs'
  * purged records, so a month's accounting is whole after the purge.
  */
@@ -18,10 +21,12 @@ enum by { BY_TENANT, BY_USER, BY_POOL, BY_JOB };
 
 static const char *const by_names[] = { "tenant", "user", "pool", "job" };
 
-/* One attempt, reduced to what the grouping needs. */
+/* One attempt (job != 0), or a group the store summed (job 0: jobs and
+ * attempts given), reduced to what the grouping needs. */
 struct arow {
 	char *group;
 	uint64_t job;
+	int64_t jobs, attempts;
 	int64_t milli_s, micro;
 	char *name, *user, *tenant, *state;   /* by job only (else NULL) */
 };
@@ -49,6 +54,7 @@ static void add_row(struct acollect *c, const struct drv_store_acct *a)
 	memset(r, 0, sizeof(*r));
 	r->group = drv_strdup(g ? g : "");
 	r->job = a->job;
+	r->attempts = 1;
 	r->milli_s = a->gpu_milli_s;
 	r->micro = a->cost_micro;
 	if (c->by == BY_JOB) {
@@ -70,13 +76,34 @@ struct aread {
 	struct acollect *c;
 };
 
+static int from_sum(const struct drv_store_acct_sum *g, void *cls)
+{
+	struct acollect *c = cls;
+	struct arow *r;
+
+	DRV_GROW(c->v, c->n + 1, c->cap);
+	r = &c->v[c->n++];
+	memset(r, 0, sizeof(*r));
+	r->group = drv_strdup(g->group ? g->group : "");
+	r->jobs = g->jobs;
+	r->attempts = g->attempts;
+	r->milli_s = g->gpu_milli_s;
+	r->micro = g->cost_micro;
+	return 0;
+}
+
 static int read_rows(struct drv_server *s, struct aread *q)
 {
+	struct drv_store *st = s->rstore;
 	int rc;
 
-	pthread_mutex_lock(&s->store_mu);
-	rc = s->store->ops->load_acct(s->store, q->since, q->until, from_store, q->c);
-	pthread_mutex_unlock(&s->store_mu);
+	pthread_mutex_lock(&s->rstore_mu);
+	if (q->c->by == BY_JOB)
+		rc = st->ops->load_acct(st, q->since, q->until, from_store, q->c);
+	else
+		rc = st->ops->sum_acct(st, q->since, q->until, by_names[q->c->by],
+				       q->c->only_user, from_sum, q->c);
+	pthread_mutex_unlock(&s->rstore_mu);
 	return rc;
 }
 
@@ -128,15 +155,19 @@ static json_t *group_rows(struct acollect *c, json_t **tot)
 	qsort(c->v, c->n, sizeof(*c->v), c->by == BY_JOB ? arow_cmp_job : arow_cmp);
 	while (i < c->n) {
 		size_t k = i;
-		int64_t jobs = 0, ms = 0, micro = 0;
+		int64_t jobs = 0, attempts = 0, ms = 0, micro = 0;
 		json_t *it;
 
 		for (; k < c->n && strcmp(c->v[k].group, c->v[i].group) == 0; k++) {
-			jobs += k == i || c->v[k].job != c->v[k - 1].job;
-			ms += c->v[k].milli_s;
-			micro += c->v[k].micro;
+			const struct arow *r = &c->v[k];
+
+			/* a store's group first (job 0), then attempts by job id */
+			jobs += r->job ? k == i || r->job != c->v[k - 1].job : r->jobs;
+			attempts += r->attempts;
+			ms += r->milli_s;
+			micro += r->micro;
 		}
-		it = sums_json(jobs, (int64_t)(k - i), ms, micro);
+		it = sums_json(jobs, attempts, ms, micro);
 		json_object_set_new(it, "group", json_string(c->v[i].group));
 		if (c->by == BY_JOB)
 			json_object_update_new(it, json_pack("{s:s,s:s,s:s,s:s}", "name",
@@ -144,7 +175,7 @@ static json_t *group_rows(struct acollect *c, json_t **tot)
 				c->v[k - 1].tenant, "state", c->v[k - 1].state));
 		json_array_append_new(items, it);
 		tj += jobs;
-		ta += (int64_t)(k - i);
+		ta += attempts;
 		tm += ms;
 		tu += micro;
 		i = k;
@@ -224,7 +255,7 @@ int srv_api_acct(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	q.until = until;
 	if (read_rows(s, &q) < 0) {
 		drv_http_resp_error(o, 503, "unavailable", NULL,
-				    "the state store cannot be read: %s", s->store->err);
+				    "the state store cannot be read: %s", s->rstore->err);
 		collect_release(&col);
 		return 0;
 	}

@@ -64,21 +64,28 @@ static void rows_release(struct rows *rs)
 	drv_free(rs->v);
 }
 
-/* Runs a store read with s->mu released and store_mu held; rc, and the
- * store's message in err. */
-static int store_read(struct drv_server *s, int (*fn)(struct drv_server *, void *), void *cls,
-		      char *err, size_t errsz)
+/* Runs fn (reading s->rstore, or writing s->store) with s->mu released
+ * and the store's own mutex held; rc, and the store's message in err. */
+static int store_call(struct drv_server *s, bool write, int (*fn)(struct drv_server *, void *),
+		      void *cls, char *err, size_t errsz)
 {
+	pthread_mutex_t *m = write ? &s->store_mu : &s->rstore_mu;
 	int rc;
 
 	pthread_mutex_unlock(&s->mu);
-	pthread_mutex_lock(&s->store_mu);
+	pthread_mutex_lock(m);
 	rc = fn(s, cls);
 	if (rc < 0 && err)
-		snprintf(err, errsz, "%s", s->store->err);
-	pthread_mutex_unlock(&s->store_mu);
+		snprintf(err, errsz, "%s", (write ? s->store : s->rstore)->err);
+	pthread_mutex_unlock(m);
 	pthread_mutex_lock(&s->mu);
 	return rc;
+}
+
+static int store_read(struct drv_server *s, int (*fn)(struct drv_server *, void *), void *cls,
+		      char *err, size_t errsz)
+{
+	return store_call(s, false, fn, cls, err, errsz);
 }
 
 struct get_one {
@@ -90,7 +97,7 @@ static int read_one(struct drv_server *s, void *cls)
 {
 	struct get_one *g = cls;
 
-	return s->store->ops->get_job(s->store, g->id, keep_row, &g->rs);
+	return s->rstore->ops->get_job(s->rstore, g->id, keep_row, &g->rs);
 }
 
 struct srv_job *srv_job_lookup(struct drv_server *s, uint64_t id, struct srv_job **tmp)
@@ -123,7 +130,7 @@ static int read_page(struct drv_server *s, void *cls)
 {
 	struct page_read *p = cls;
 
-	return s->store->ops->list_jobs(s->store, &p->q, keep_row, &p->rs);
+	return s->rstore->ops->list_jobs(s->rstore, &p->q, keep_row, &p->rs);
 }
 
 /* Adds j to items if it matches; false when the page is full (j not added). */
@@ -204,7 +211,7 @@ static int purge_batch(struct drv_server *s, void *cls)
 
 static int recount(struct drv_server *s, void *cls)
 {
-	return srv_store_count_done(s, cls);
+	return srv_store_count_done(s->rstore, cls);
 }
 
 void srv_purge_old_jobs(struct drv_server *s)
@@ -215,7 +222,7 @@ void srv_purge_old_jobs(struct drv_server *s)
 	int rc;
 
 	do {
-		rc = store_read(s, purge_batch, &p, err, sizeof(err));
+		rc = store_call(s, true, purge_batch, &p, err, sizeof(err));
 		total += rc == 0 ? p.n : 0;
 	} while (rc == 0 && p.n == 10000 && !s->stopping);
 	if (rc < 0)

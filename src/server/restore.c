@@ -227,10 +227,10 @@ static int add_count(const char *state, int64_t n, void *cls)
 	return 0;
 }
 
-int srv_store_count_done(struct drv_server *s, int64_t *counts)
+int srv_store_count_done(struct drv_store *st, int64_t *counts)
 {
 	memset(counts, 0, J_NSTATES * sizeof(*counts));
-	return s->store->ops->count_done(s->store, add_count, counts);
+	return st->ops->count_done(st, add_count, counts);
 }
 
 /* Hands the restored jobs to the scheduler: pending ones queue, jobs that
@@ -302,7 +302,7 @@ int srv_restore(struct drv_server *s, char *err, size_t errsz)
 	if (rc == 0)
 		rc = s->store->ops->load_live_jobs(s->store, load_job, s);
 	if (rc == 0)
-		rc = srv_store_count_done(s, s->done_counts);
+		rc = srv_store_count_done(s->store, s->done_counts);
 	if (rc == 0)
 		rc = s->store->ops->max_ids(s->store, &maxjob, &maxseq);
 	if (rc < 0) {

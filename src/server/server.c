@@ -112,6 +112,7 @@ static struct drv_server *server_new(const struct drv_server_opts *o)
 	pthread_cond_init(&s->cv, NULL);
 	pthread_cond_init(&s->loop_cv, NULL);
 	pthread_mutex_init(&s->store_mu, NULL);
+	pthread_mutex_init(&s->rstore_mu, NULL);
 	pthread_cond_init(&s->commit_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	s->log = (struct drv_log){ o->log, "drover server", DRV_LOG_TIME };
@@ -170,6 +171,8 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 
 	snprintf(path, sizeof(path), "%s/state.db", s->state_dir);
 	rc = drv_store_open_sqlite(path, &s->store, err, errsz);
+	if (rc == 0)
+		rc = drv_store_open_sqlite(path, &s->rstore, err, errsz);
 	if (rc < 0)
 		return rc;
 	if (fault && *fault) {
@@ -422,6 +425,7 @@ void drv_server_stop(struct drv_server *s)
 	if (s->cluster.nlevels)
 		drv_cluster_release(&s->cluster);
 	drv_store_close(s->store);
+	drv_store_close(s->rstore);
 	for (size_t k = 0; k < s->ring_n; k++) {
 		struct ring_event *e = &s->ring[(s->ring_start + k) % s->ring_cap];
 
@@ -449,6 +453,7 @@ void drv_server_stop(struct drv_server *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_cond_destroy(&s->loop_cv);
 	pthread_mutex_destroy(&s->store_mu);
+	pthread_mutex_destroy(&s->rstore_mu);
 	pthread_cond_destroy(&s->commit_cv);
 	pthread_cond_destroy(&s->done_cv);
 	drv_free(s);

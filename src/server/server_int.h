@@ -158,6 +158,7 @@ struct srv_config {
 	char *default_leaf;
 	struct drv_sched_policy policy;
 	int64_t job_retention_s;     /* finished jobs' records purged after this */
+	int64_t task_output_max_bytes; /* per task output file, told to agents; 0 none */
 	char *tenants_path;          /* `tenants:`, resolved against the config's directory */
 	struct drv_tenants tenants;  /* its quotas, weights, classes (empty without one) */
 	char *tls_cert_file;         /* `tls:`, resolved as tenants_path; NULL: none */
@@ -258,6 +259,9 @@ struct drv_server {
 	int64_t started_ms;
 
 	struct drv_store *store;
+	struct drv_store *rstore;  /* a second connection, for reads of the store only
+				    * (WAL: they never wait for the committer) */
+	pthread_mutex_t rstore_mu; /* every rstore call; taken after mu, never before */
 	struct drv_cluster cluster;
 	struct drv_sched *sched;
 	struct drv_capacity *capacity; /* submit-time refusal (srv_capacity_refresh) */
@@ -492,9 +496,9 @@ void srv_node_gpus(const struct drv_server *s, int32_t i, struct srv_gpu_count *
 
 /* --- restore.c: nodes, then unfinished jobs, from the store at start --- */
 int srv_restore(struct drv_server *s, char *err, size_t errsz);
-/* The store's finished jobs by state into counts[J_NSTATES] (store_mu held
- * or the store not shared yet). */
-int srv_store_count_done(struct drv_server *s, int64_t *counts);
+/* st's finished jobs by state into counts[J_NSTATES] (its mutex held, or
+ * the store not shared yet). */
+int srv_store_count_done(struct drv_store *st, int64_t *counts);
 /* A job built from its stored row (not joined to memory; caller frees with
  * srv_job_free), or NULL when its record does not load (logged). restoring:
  * tasks on nodes not known are kept (the node is added, down); else they

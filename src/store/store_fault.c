@@ -207,6 +207,13 @@ static int f_month_cost(struct drv_store *s, int64_t month,
 	return copy_err(s, INNER(s)->ops->month_cost(INNER(s), month, fn, cls));
 }
 
+static int f_sum_acct(struct drv_store *s, int64_t since, int64_t until, const char *by,
+		      const char *user, int (*fn)(const struct drv_store_acct_sum *, void *),
+		      void *cls)
+{
+	return copy_err(s, INNER(s)->ops->sum_acct(INNER(s), since, until, by, user, fn, cls));
+}
+
 static void f_close(struct drv_store *s)
 {
 	struct fault *f = s->impl;
@@ -240,6 +247,7 @@ static const struct drv_store_ops fault_ops = {
 	.put_acct = f_put_acct,
 	.load_acct = f_load_acct,
 	.month_cost = f_month_cost,
+	.sum_acct = f_sum_acct,
 	.close = f_close,
 };
 

@@ -381,6 +381,46 @@ static int sq_count_done(struct drv_store *s, int (*fn)(const char *, int64_t, v
 	return each_pair(s, stmt(s, ST_COUNT_DONE), "count_done", fn, cls);
 }
 
+static int sq_sum_acct(struct drv_store *s, int64_t since, int64_t until, const char *by,
+		       const char *user, int (*fn)(const struct drv_store_acct_sum *, void *),
+		       void *cls)
+{
+	struct sq *q = s->impl;
+	sqlite3_stmt *st;
+	char sql[400];
+	int rc;
+
+	if (strcmp(by, "tenant") && strcmp(by, "user") && strcmp(by, "pool"))
+		return DRV_EINVAL;
+	/* by is one of three column names, never the caller's text */
+	snprintf(sql, sizeof(sql),
+		 "SELECT %s, COUNT(DISTINCT job), COUNT(*), SUM(gpu_milli_s), SUM(cost_micro)"
+		 " FROM acct WHERE end_time >= ?1 AND end_time < ?2 AND (?3 IS NULL OR user = ?3)"
+		 " GROUP BY 1 ORDER BY 1", by);
+	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return fail(s, "sum_acct");
+	sqlite3_bind_int64(st, 1, since);
+	sqlite3_bind_int64(st, 2, until);
+	bind_text(st, 3, user);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct drv_store_acct_sum g = {
+			.group = col(st, 0), .jobs = sqlite3_column_int64(st, 1),
+			.attempts = sqlite3_column_int64(st, 2),
+			.gpu_milli_s = sqlite3_column_int64(st, 3),
+			.cost_micro = sqlite3_column_int64(st, 4),
+		};
+		int r = fn(&g, cls);
+
+		if (r) {
+			sqlite3_finalize(st);
+			return r;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(s, "sum_acct");
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int sq_month_cost(struct drv_store *s, int64_t month,
 			 int (*fn)(const char *, int64_t, void *), void *cls)
 {
@@ -648,6 +688,7 @@ static const struct drv_store_ops sqlite_ops = {
 	.put_acct = sq_put_acct,
 	.load_acct = sq_load_acct,
 	.month_cost = sq_month_cost,
+	.sum_acct = sq_sum_acct,
 	.close = sq_close,
 };
 

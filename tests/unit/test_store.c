@@ -439,3 +439,47 @@ Test(store, counts_and_month_sums_follow_replaces_and_purges)
 	cr_assert(eq(i64, c[1], 150));
 	drv_store_close(s);
 }
+
+static int keep_sum(const struct drv_store_acct_sum *g, void *cls)
+{
+	struct drv_store_acct_sum *v = cls;
+
+	while (v->group)
+		v++;
+	*v = *g;
+	v->group = strcmp(g->group, "research") == 0 ? "research" : "other";
+	return 0;
+}
+
+Test(store, accounting_sums_by_column)
+{
+	struct drv_store *s = open_store();
+	struct drv_store_acct a = { .job = 1, .attempt = 1, .user = "alice", .tenant = "research",
+				    .pool = "gcp", .state = "requeued", .end_time = 100,
+				    .gpu_milli_s = 1000, .cost_micro = 10 };
+	struct drv_store_acct_sum g[4] = { { 0 } };
+
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.attempt = 2;                  /* the same job again: one job, two attempts */
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.job = 2;
+	a.user = "bob";
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.job = 3;
+	a.tenant = "vision";
+	a.end_time = 500;               /* outside the window */
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	cr_assert(eq(int, s->ops->sum_acct(s, 0, 200, "tenant", NULL, keep_sum, g), 0));
+	cr_assert(eq(str, (char *)g[0].group, "research"));
+	cr_assert(eq(i64, g[0].jobs, 2));
+	cr_assert(eq(i64, g[0].attempts, 3));
+	cr_assert(eq(i64, g[0].gpu_milli_s, 3000));
+	cr_assert(eq(i64, g[0].cost_micro, 30));
+	cr_assert(eq(ptr, (void *)g[1].group, NULL));
+	memset(g, 0, sizeof(g));
+	cr_assert(eq(int, s->ops->sum_acct(s, 0, 1000, "user", "bob", keep_sum, g), 0));
+	cr_assert(eq(i64, g[0].attempts, 2), "bob's two jobs");
+	cr_assert(eq(int, s->ops->sum_acct(s, 0, 1000, "name; DROP TABLE acct", NULL, keep_sum, g),
+		     DRV_EINVAL));
+	drv_store_close(s);
+}
