@@ -201,6 +201,7 @@ struct drv_proto_task {
 	size_t npeers;
 	int64_t time_limit_s;        /* 0: none */
 	int64_t grace_s;             /* -1 (absent): the agent's --grace */
+	int64_t output_max_bytes;    /* per output file (stdout, stderr); 0 (absent): no cap */
 };
 
 /* ---------------------------------------------------------------------------

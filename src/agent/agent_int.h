@@ -78,6 +78,8 @@ struct task {
 	bool listed;            /* named by the latest assignment list */
 	int64_t deadline_ms;    /* time limit; 0 none */
 	int64_t grace_ms;       /* the job's SIGTERM-to-SIGKILL grace (grace_s) */
+	int64_t output_max;     /* bytes per output file (output_max_bytes); 0 none */
+	bool capped[2];         /* stdout, stderr reached it (the marker is written) */
 	unsigned long long starttime; /* of its main process (/proc/PID/stat), to know it again */
 	char reason[512];       /* why it failed to start, or why it was stopped */
 	char dir[PATH_MAX];

@@ -72,6 +72,8 @@ static int64_t next_task_due(const struct drv_agent *a, int64_t now)
 			due = DRV_MIN(due, DRV_MAX(t->proc.kill_at_ms, now + 100));
 		else if (t->deadline_ms)
 			due = DRV_MIN(due, t->deadline_ms);
+		if (t->output_max > 0)   /* its output is looked at every second */
+			due = DRV_MIN(due, now + 1000);
 	}
 	return due;
 }

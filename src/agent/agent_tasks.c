@@ -9,9 +9,11 @@
 #include "agent_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int agent_valid_task_id(const char *id)
@@ -253,6 +255,7 @@ static int task_journal(struct drv_agent *a, struct task *t, const struct drv_pr
 
 	t->grace_ms = j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000;
 	t->deadline_ms = j->time_limit_s > 0 ? now + j->time_limit_s * 1000 : 0;
+	t->output_max = j->output_max_bytes > 0 ? j->output_max_bytes : 0;
 	if (agent_journal_start(a, t) < 0) {
 		fail_task(t, "cannot record the task in the agent's journal: %s", strerror(errno));
 		return -1;
@@ -366,6 +369,49 @@ void agent_apply_desired(struct drv_agent *a)
 	}
 }
 
+/*
+ * The output cap: a task's stdout or stderr past output_max bytes is cut
+ * back to them and a line saying so follows (once); what the task writes
+ * later is cut again at the next look (every second while it runs, and
+ * when it ends). The task's files are opened O_APPEND, so after a cut its
+ * writes land at the new end, not past a hole.
+ */
+static void cap_file(struct drv_agent *a, struct task *t, int which, const char *path)
+{
+	char mark[160];
+	struct stat st;
+	int n, fd;
+
+	n = snprintf(mark, sizeof(mark), "\n[drover: output capped at %lld bytes "
+		     "(task_output_max_bytes); later output is dropped]\n", (long long)t->output_max);
+	if (stat(path, &st) < 0 || st.st_size <= t->output_max + (t->capped[which] ? n : 0))
+		return;
+	if (t->capped[which]) {
+		if (truncate(path, t->output_max + n) < 0)
+			drv_log(&a->log, "task %s: cannot cap %s: %s", t->id, path, strerror(errno));
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, t->output_max) < 0 ||
+	    pwrite(fd, mark, (size_t)n, t->output_max) != n) {
+		drv_log(&a->log, "task %s: cannot cap %s: %s", t->id, path, strerror(errno));
+	} else {
+		t->capped[which] = true;
+		drv_log(&a->log, "task %s: %s capped at %lld bytes (task_output_max_bytes)", t->id,
+			which ? "stderr" : "stdout", (long long)t->output_max);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static void cap_output(struct drv_agent *a, struct task *t)
+{
+	if (t->output_max <= 0)
+		return;
+	cap_file(a, t, 0, t->proc.stdout_path);
+	cap_file(a, t, 1, t->proc.stderr_path);
+}
+
 /* Reaps and enforces limits. Caller holds a->mu. Returns running count. */
 int agent_reap(struct drv_agent *a)
 {
@@ -382,8 +428,10 @@ int agent_reap(struct drv_agent *a)
 			agent_stop_task(a, t, t->grace_ms > 0 ? t->grace_ms : a->grace_ms, "time limit");
 		if (!drv_proc_poll(&t->proc, now)) {
 			running++;
+			cap_output(a, t);
 			continue;
 		}
+		cap_output(a, t);   /* its last words too */
 		t->state = T_EXITED;
 		t->rep_end = true;
 		agent_mark_gpus(a, t, false);

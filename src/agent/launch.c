@@ -424,9 +424,10 @@ static int task_open_files(struct drv_proc *p, const struct drv_task_spec *t,
 {
 	char cgerr[512], procs_path[PATH_MAX + 16];
 
-	/* the agent's copies, its alone (0600 from the start, never widened) */
-	f->out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	f->err = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* the agent's copies, its alone (0600 from the start, never widened);
+	 * O_APPEND: after the output cap cuts a file, writes go on at its end */
+	f->out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	f->err = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	f->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (f->out < 0 || f->err < 0 || f->devnull < 0) {
 		snprintf(p->error, sizeof(p->error), "cannot open the task's log files in %s: %s",

@@ -189,7 +189,7 @@ static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch
 	"stop_reason", "user", "runtime", "image", "container", "argv", "script", "workdir", "env",
 	"gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
-	"time_limit_s", "grace_s", NULL };
+	"time_limit_s", "grace_s", "output_max_bytes", NULL };
 
 /* The identity and what to run. */
 static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task *t)
@@ -233,6 +233,7 @@ static void task_where(struct proto_rd *r, const json_t *o, struct drv_proto_tas
 	proto_get_list(r, o, "peers", false, sizeof(*t->peers), one_peer, &t->peers, &t->npeers);
 	proto_get_int(r, o, "time_limit_s", false, &t->time_limit_s);
 	proto_get_int(r, o, "grace_s", false, &t->grace_s);
+	proto_get_int(r, o, "output_max_bytes", false, &t->output_max_bytes);
 }
 
 void proto_item_task(struct proto_rd *r, const json_t *o, void *el)
@@ -297,6 +298,8 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 	proto_put_int(o, "time_limit_s", t->time_limit_s);
 	if (t->grace_s >= 0)
 		proto_put_int(o, "grace_s", t->grace_s);
+	if (t->output_max_bytes > 0)
+		proto_put_int(o, "output_max_bytes", t->output_max_bytes);
 	return o;
 }
 

@@ -625,6 +625,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->master_addr = m->address ? m->address : m->name;
 	a->master_port = 29500 + j->epoch % 10000;
 	a->time_limit_s = j->spec.job.time_limit;
+	a->output_max_bytes = s->cfg.task_output_max_bytes;
 	a->grace_s = j->requeue_quiet ? 0
 		     : run && run->termination_grace_s >= 0 ? run->termination_grace_s : 30;
 }

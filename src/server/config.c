@@ -348,7 +348,8 @@ static void check_lease(struct cload *L, struct fy_node *at)
 #define KNOWN_SETTINGS                                                                       \
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
 	"heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, "    \
-	"default_leaf, scheduler, tenants, tls, job_retention_s"
+	"default_leaf, scheduler, tenants, tls, job_retention_s, "    \
+	"task_output_max_bytes"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -390,6 +391,8 @@ static void read_root(struct cload *L, struct fy_node *root)
 		} else if (strcmp(k, "retry_limit") == 0) {
 			if (want_int(L, p, k, 0, 1000, &n))
 				c->retry_limit = (int32_t)n;
+		} else if (strcmp(k, "task_output_max_bytes") == 0) {
+			want_int(L, p, k, 0, INT64_C(1) << 50, &c->task_output_max_bytes);
 		} else if (strcmp(k, "job_retention_s") == 0) {
 			want_int(L, p, k, 1, INT64_C(100) * 365 * 86400, &c->job_retention_s);
 		} else if (strcmp(k, "sched_delay_ms") == 0) {
@@ -479,6 +482,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->open_endpoints = true;
 	c->heartbeat_interval_s = 5;
 	c->job_retention_s = 35 * 86400;   /* a month of accounting at hand, and then some */
+	c->task_output_max_bytes = INT64_C(1) << 30;   /* a runaway print loop fills no disk */
 	c->heartbeat_timeout_s = 30;
 	c->agent_lease_s = 60;
 	c->retry_limit = 3;

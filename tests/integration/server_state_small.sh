@@ -3,10 +3,11 @@
 # of a finished job still works from the store (get, list with after=,
 # describe, logs, /metrics counts); /healthz says 503 "loading" until the
 # state is loaded; after job_retention_s the finished jobs' records are
-# purged (404) while their accounting rows stay and /v1/acct sums them.
+# purged (404) while their accounting rows stay and /v1/acct sums them; a
+# task's output past task_output_max_bytes is cut, and the log says so.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
-cp_setup
+cp_setup "task_output_max_bytes: 4096"
 start_server
 start_agent node-a
 
@@ -98,6 +99,18 @@ expect_eq "drover acct --by node exits" $? 2
 expect_eq "drover acct --since yesterday exits" $? 2
 expect_eq "an empty window" "$("$DROVER" acct --until 2000-01-01 -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["jobs"])')" 0
 
+# The output cap: 100,000 bytes written, 4,096 kept and a line that says so.
+pod_yaml loud 1 "head -c 100000 /dev/zero | tr '\\0' x; echo done >&2" >"$TEST_TMP/loud.yaml"
+loud=$(submit "$TEST_TMP/loud.yaml")
+wait_job "$loud" succeeded 60
+"$DROVER" logs "$loud" >"$TEST_TMP/loud.out" || fail "logs of $loud"
+head -c 4096 "$TEST_TMP/loud.out" | tr -d x | wc -c | grep -qx 0 || fail "the first 4096 bytes are the task's"
+grep -q 'drover: output capped at 4096 bytes (task_output_max_bytes)' "$TEST_TMP/loud.out" ||
+	fail "the capped log does not say so"
+size=$(wc -c <"$TEST_TMP/loud.out")
+[ "$size" -lt 4300 ] || fail "the log of $loud is $size bytes, over the cap"
+expect_eq "stderr under the cap is whole" "$("$DROVER" logs "$loud" --stderr)" "done"
+
 # Retention: the finished records go, the accounting stays.
 stop_server
 server_config "job_retention_s: 2"
@@ -107,5 +120,5 @@ wait_until 20 sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorizati
 grep -q 'purged [0-9]* finished jobs' "$TEST_TMP/server.log" || fail "the purge is not logged"
 no_jobs() { [ "$("$DROVER" get jobs -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')" = 0 ]; }
 wait_until 20 no_jobs || fail "finished jobs are left after job_retention_s"
-expect_eq "acct after the purge" "$(acct 'by=tenant' 'a["total"]["jobs"], a["total"]["attempts"]')" "6 6"
+expect_eq "acct after the purge" "$(acct 'by=tenant' 'a["total"]["jobs"], a["total"]["attempts"]')" "7 7"
 echo "ok"

@@ -52,7 +52,7 @@ static const char *full_task =
 	" \"master_addr\": \"10.0.0.5\", \"master_port\": 29507,"
 	" \"peers\": [{\"rank\": 0, \"node\": \"a\", \"address\": \"10.0.0.5\"},"
 	"             {\"rank\": 1, \"node\": \"b\", \"address\": \"10.0.0.6\"}],"
-	" \"time_limit_s\": 3600, \"grace_s\": 30}";
+	" \"time_limit_s\": 3600, \"grace_s\": 30, \"output_max_bytes\": 1048576}";
 
 Test(proto, sync_reply_round_trip_with_every_assignment_field)
 {
@@ -79,6 +79,7 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(str, (char *)r.tasks[0].peers[1].address, "10.0.0.6"));
 	cr_assert(eq(ptr, (void *)r.tasks[0].script, NULL));
 	cr_assert(eq(str, (char *)r.stale[0].reason, "stale epoch"));
+	cr_assert(eq(i64, r.tasks[0].output_max_bytes, 1048576));
 	a = dump(drv_proto_sync_reply_encode(&r));
 	b = dump(json_incref(j));
 	cr_assert(eq(str, a, b));
@@ -295,6 +296,7 @@ Test(proto, optional_keys_take_their_defaults)
 	cr_assert(eq(i64, t->gpu_milli, 1000));
 	cr_assert(eq(i64, t->master_port, 29500));
 	cr_assert(eq(i64, t->grace_s, -1));
+	cr_assert(eq(i64, t->output_max_bytes, 0), "no key: no cap");
 	cr_assert(eq(sz, t->nargv, 0));
 	drv_proto_sync_reply_release(&r);
 	json_decref(j);

@@ -113,7 +113,8 @@ Test(server_config, unknown_setting_and_token_field)
 		     "c.yaml:4:1: error: heartbeat_timeoutt_s: found an unknown setting, expected one "
 		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
 		     "heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, "
-		     "sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s"));
+		     "sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s, "
+		     "task_output_max_bytes"));
 }
 
 Test(server_config, tls_fields_are_checked)
