@@ -96,7 +96,8 @@ struct drv_task_spec {
 	 * outlives the agent and its end is recorded in its status file.
 	 * NULL: the task is the agent's own child (the unit tests). */
 	const char *shim_exe;
-	int64_t epoch;                 /* names the status and pid files */
+	int64_t epoch;                 /* DROVER_EPOCH */
+	const char *launch_key;        /* names the status and pid files: "EPOCH-LAUNCH" */
 	const char *lease_file;        /* NULL: the shim enforces no lease */
 	int64_t lease_grace_ms;        /* SIGTERM->SIGKILL when the lease runs out */
 };
@@ -177,8 +178,8 @@ int drv_proc_adopt(struct drv_proc *p, pid_t pid, const char *status_path, const
 
 /* `drover task-shim ...` (a hidden command): argv[0] is "task-shim". */
 int drv_task_shim_main(int argc, char **argv);
-/* DIR/TASK.EPOCH.status and DIR/TASK.EPOCH.pid */
-void drv_shim_paths(const char *dir, const char *task_id, int64_t epoch, char *status,
+/* DIR/TASK.KEY.status and DIR/TASK.KEY.pid (KEY: the launch key) */
+void drv_shim_paths(const char *dir, const char *task_id, const char *key, char *status,
 		    char *pidfile, size_t sz);
 /* How a task ended, from its status file into p (exit_code, signal,
  * oom_killed, error); DRV_ENOENT when there is none yet. */

@@ -84,6 +84,8 @@ struct task {
 	char reason[512];       /* why it failed to start, or why it was stopped */
 	char dir[PATH_MAX];
 	int64_t started_ms;     /* monotonic (the machine's clock): when it was journaled */
+	int64_t launch;         /* unique to this launch of (id, epoch) */
+	char key[48];           /* "EPOCH-LAUNCH": names the shim's pid and status files */
 	bool journaled;         /* its start is in the journal (agent_journal.c) */
 	bool end_journaled;     /* ... and so is its acknowledged end */
 };

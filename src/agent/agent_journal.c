@@ -4,11 +4,12 @@
  * reported exactly once across agent crashes and restarts.
  *
  * STATE/journal (mode 0600) holds one line per event:
- *   start TASK_ID EPOCH JOB_ID GRACE_MS DEADLINE_MS STARTED_MS GPUS
+ *   start TASK_ID EPOCH LAUNCH JOB_ID GRACE_MS DEADLINE_MS STARTED_MS GPUS
  *     written and fdatasync'd before the task's shim is started
  *     (DEADLINE_MS: the time limit on CLOCK_MONOTONIC, 0 none; STARTED_MS
  *     the same clock, which is the machine's, not the process's; GPUS
- *     "0,1" or "-");
+ *     "0,1" or "-"; LAUNCH unique to this launch: the shim's files are
+ *     named by "EPOCH-LAUNCH");
  *   end TASK_ID EPOCH
  *     once the controller has acknowledged the task's end (not synced:
  *     lost, it costs one more report, which the controller ignores).
@@ -19,8 +20,12 @@
  *   - a live shim (the pid file's process, its command line naming the
  *     task and epoch): adopted, watched through a pidfd like a child;
  *   - a pid file and no shim: it was killed with its task (signal 9);
- *   - neither: the agent died between the record and the start; the task
- *     never ran, and is reported failed, never started again.
+ *   - neither: the agent died between the record and the start (or the
+ *     shim is about to write it). The new agent creates the pid file
+ *     itself, exclusively, saying "void"; a shim that comes later finds it
+ *     and runs nothing. So the task certainly never ran under this launch:
+ *     the record is dropped, and the task starts afresh (a new launch) if
+ *     the controller still lists it.
  * The journal is rewritten with only the live starts at load, and again
  * when ends outnumber them.
  */
@@ -34,10 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* How long a start record may lack its shim's pid file: the shim writes
- * it first thing, but a loaded machine can delay that. */
-#define PIDFILE_WAIT_MS 2000
 
 /* Field 22 of /proc/PID/stat: when the process started (clock ticks since
  * boot); 0 when it is gone. With the pid it names a process for good. */
@@ -80,8 +81,8 @@ static void start_line(const struct task *t, char *line, size_t n)
 	char gpus[DRV_GPU_MAX * 4 + 2];
 
 	gpus_text(t, gpus, sizeof(gpus));
-	snprintf(line, n, "start %s %lld %s %lld %lld %lld %s\n", t->id, (long long)t->epoch,
-		 t->job_id, (long long)t->grace_ms, (long long)t->deadline_ms,
+	snprintf(line, n, "start %s %lld %lld %s %lld %lld %lld %s\n", t->id, (long long)t->epoch,
+		 (long long)t->launch, t->job_id, (long long)t->grace_ms, (long long)t->deadline_ms,
 		 (long long)t->started_ms, gpus);
 }
 
@@ -105,6 +106,8 @@ int agent_journal_start(struct drv_agent *a, struct task *t)
 	int rc;
 
 	t->started_ms = drv_mono_ms();
+	t->launch = drv_mono_us();
+	snprintf(t->key, sizeof(t->key), "%lld-%lld", (long long)t->epoch, (long long)t->launch);
 	start_line(t, line, sizeof(line));
 	rc = append(a, line, true);
 	if (rc == 0)
@@ -176,12 +179,12 @@ void agent_journal_end(struct drv_agent *a, struct task *t)
 static struct task *parse_start(struct drv_agent *a, const char *line)
 {
 	char id[64], job[32], gpus[DRV_GPU_MAX * 4 + 2];
-	long long epoch, grace, deadline, started;
+	long long epoch, launch, grace, deadline, started;
 	struct task *t;
 	char *p, *end;
 
-	if (sscanf(line, "start %63s %lld %31s %lld %lld %lld %260s", id, &epoch, job, &grace,
-		   &deadline, &started, gpus) != 7 || !agent_valid_task_id(id))
+	if (sscanf(line, "start %63s %lld %lld %31s %lld %lld %lld %260s", id, &epoch, &launch, job,
+		   &grace, &deadline, &started, gpus) != 8 || !agent_valid_task_id(id))
 		return NULL;
 	t = drv_calloc(1, sizeof(*t));
 	t->proc.pidfd = -1;
@@ -190,6 +193,8 @@ static struct task *parse_start(struct drv_agent *a, const char *line)
 	snprintf(t->job_id, sizeof(t->job_id), "%s", job);
 	snprintf(t->dir, sizeof(t->dir), "%s/tasks/%s", a->state_dir, id);
 	t->epoch = epoch;
+	t->launch = launch;
+	snprintf(t->key, sizeof(t->key), "%lld-%lld", epoch, launch);
 	t->grace_ms = grace;
 	t->deadline_ms = deadline;
 	t->started_ms = started;
@@ -204,24 +209,50 @@ static struct task *parse_start(struct drv_agent *a, const char *line)
 	return t;
 }
 
-/* The pid in a shim's pid file; 0 when there is none. */
+/* The pid in a shim's pid file: 0 when there is none, -1 when it says
+ * "void", -2 when it says nothing a shim writes. The shim writes its pid
+ * just after creating the file: an empty one is read again for a while. */
 static pid_t read_pidfile(const char *path)
 {
-	char *buf = NULL;
-	size_t len;
-	long v = 0;
+	for (int tries = 0; tries < 50; tries++) {
+		char *buf = NULL;
+		size_t len = 0;
+		long v = 0;
+		int rc = drv_file_read(path, 64, &buf, &len);
 
-	if (drv_file_read(path, 64, &buf, &len) == 0)
-		v = strtol(buf, NULL, 10);
-	drv_free(buf);
-	return v > 1 ? (pid_t)v : 0;
+		if (rc < 0 && errno == ENOENT)
+			return 0;
+		if (rc == 0 && len)
+			v = !strncmp(buf, "void", 4) ? -1 : strtol(buf, NULL, 10);
+		drv_free(buf);
+		if (rc == 0 && len)
+			return v == -1 || v > 1 ? (pid_t)v : -2;
+		usleep(20000);
+	}
+	return -2;
+}
+
+/* Claims a launch whose shim never wrote its pid file: "void", created
+ * exclusively, so that a late shim runs nothing. Then the pid file's
+ * pid: -1 (void), or a shim's that won the race. */
+static pid_t void_launch(const char *pidfile)
+{
+	int fd = open(pidfile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ssize_t n;
+
+	if (fd < 0)
+		return errno == EEXIST ? read_pidfile(pidfile) : -2;
+	n = write(fd, "void\n", 5);
+	close(fd);
+	(void)n;
+	return -1;
 }
 
 /* Whether pid is the shim of (t, epoch): its command line says so. The
  * cgroup it was given goes to cgroup. */
 static bool is_shim_of(pid_t pid, const struct task *t, char *cgroup, size_t n)
 {
-	char path[64], *buf = NULL, *arg[8] = { 0 }, ep[24];
+	char path[64], *buf = NULL, *arg[8] = { 0 };
 	size_t len, k = 0;
 	bool ok;
 
@@ -230,9 +261,8 @@ static bool is_shim_of(pid_t pid, const struct task *t, char *cgroup, size_t n)
 		return false;
 	for (size_t off = 0; off < len && k < 8; off += strlen(buf + off) + 1)
 		arg[k++] = buf + off;
-	snprintf(ep, sizeof(ep), "%lld", (long long)t->epoch);
 	ok = k == 8 && !strcmp(arg[1], "task-shim") && !strcmp(arg[2], t->id) &&
-	     !strcmp(arg[3], ep);
+	     !strcmp(arg[3], t->key);
 	if (ok)
 		snprintf(cgroup, n, "%s", strcmp(arg[7], "-") ? arg[7] : "");
 	drv_free(buf);
@@ -251,39 +281,37 @@ static void ended_meanwhile(struct drv_agent *a, struct task *t)
 		t->reason[0] ? ": " : "", t->reason);
 }
 
-/* Neither running nor recorded as ended. */
-static void lost(struct drv_agent *a, struct task *t, bool had_shim)
+/* Neither running nor recorded as ended: killed with its task. */
+static void lost(struct drv_agent *a, struct task *t)
 {
 	t->rep_end = true;
-	if (had_shim) {
-		t->state = T_EXITED;
-		t->proc.state = DRV_PROC_EXITED;
-		t->proc.signal = SIGKILL;
-		snprintf(t->reason, sizeof(t->reason), "the task and its shim were killed while the "
-			 "agent was away (no exit status recorded)");
-	} else {
-		t->state = T_FAILED;
-		snprintf(t->reason, sizeof(t->reason), "the agent stopped while starting this task; "
-			 "it never ran");
-	}
+	t->state = T_EXITED;
+	t->proc.state = DRV_PROC_EXITED;
+	t->proc.signal = SIGKILL;
+	snprintf(t->reason, sizeof(t->reason), "the task and its shim were killed while the agent "
+		 "was away (no exit status recorded)");
 	drv_log(&a->log, "task %s (epoch %lld): %s", t->id, (long long)t->epoch, t->reason);
 }
 
-/* What became of the task a journal start names; t goes into the table. */
+/* What became of the task a journal start names; t goes into the table,
+ * or is dropped when it certainly never ran. */
 static void resolve(struct drv_agent *a, struct task *t)
 {
 	char status[PATH_MAX], pidfile[PATH_MAX], cgroup[PATH_MAX];
-	int64_t young = t->started_ms + PIDFILE_WAIT_MS - drv_mono_ms();
 	pid_t pid;
 
-	drv_shim_paths(t->dir, t->id, t->epoch, status, pidfile, sizeof(status));
+	drv_shim_paths(t->dir, t->id, t->key, status, pidfile, sizeof(status));
 	snprintf(t->proc.status_path, sizeof(t->proc.status_path), "%s", status);
 	pid = read_pidfile(pidfile);
-	if (!pid && young > 0 && drv_shim_read_status(status, &t->proc) != 0) {
-		usleep((useconds_t)DRV_MIN(young, PIDFILE_WAIT_MS) * 1000);
-		pid = read_pidfile(pidfile);
+	if (pid == 0)
+		pid = void_launch(pidfile);
+	if (pid == -1) {
+		drv_log(&a->log, "task %s (epoch %lld): its start was recorded but never happened; "
+			"it starts afresh if still assigned", t->id, (long long)t->epoch);
+		drv_free(t);
+		return;
 	}
-	if (pid && is_shim_of(pid, t, cgroup, sizeof(cgroup)) &&
+	if (pid > 0 && is_shim_of(pid, t, cgroup, sizeof(cgroup)) &&
 	    drv_proc_adopt(&t->proc, pid, status, cgroup, drv_mono_ms()) == 0) {
 		t->state = T_RUNNING;
 		t->rep_running = true;
@@ -295,7 +323,7 @@ static void resolve(struct drv_agent *a, struct task *t)
 	} else if (drv_shim_read_status(status, &t->proc) == 0) {
 		ended_meanwhile(a, t);
 	} else {
-		lost(a, t, pid != 0);
+		lost(a, t);
 	}
 	DRV_GROW(a->tasks, a->ntasks + 1, a->tcap);
 	a->tasks[a->ntasks++] = t;

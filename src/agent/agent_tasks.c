@@ -262,6 +262,7 @@ static int task_journal(struct drv_agent *a, struct task *t, const struct drv_pr
 	}
 	s->shim_exe = a->shim_exe;
 	s->epoch = t->epoch;
+	s->launch_key = t->key;
 	s->lease_file = a->lease_path;
 	s->lease_grace_ms = DRV_MIN(t->grace_ms, AGENT_LEASE_GRACE_MS);
 	return 0;

@@ -499,7 +499,7 @@ static pid_t task_clone(struct child_args *ca)
 /* The shim's argv around the task's (docs: src/agent/shim.c); the
  * numbers live in nums. Free the array only. */
 static char **shim_argv(struct drv_proc *p, const struct drv_task_spec *t, const char *log_dir,
-			const char *exe, char *const *argv, char nums[2][24])
+			const char *exe, char *const *argv, char nums[2][48])
 {
 	size_t n = 0, k;
 	char **v;
@@ -507,8 +507,8 @@ static char **shim_argv(struct drv_proc *p, const struct drv_task_spec *t, const
 	for (k = 0; argv[k]; k++)
 		;
 	v = drv_calloc(k + 11, sizeof(*v));
-	snprintf(nums[0], 24, "%lld", (long long)t->epoch);
-	snprintf(nums[1], 24, "%lld", (long long)t->lease_grace_ms);
+	snprintf(nums[0], 48, "%s", t->launch_key ? t->launch_key : "0");
+	snprintf(nums[1], 48, "%lld", (long long)t->lease_grace_ms);
 	v[n++] = (char *)"drover";
 	v[n++] = (char *)"task-shim";
 	v[n++] = (char *)t->task_id;
@@ -532,7 +532,7 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 	struct task_fds f = { -1, -1, -1, -1 };
 	struct child_args ca;
 	char *const *argv = NULL;
-	char **env = NULL, **sargv = NULL, nums[2][24];
+	char **env = NULL, **sargv = NULL, nums[2][48];
 	pid_t pid;
 	int rc;
 
@@ -557,9 +557,8 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 		char pidfile[PATH_MAX];
 
 		p->shim = true;
-		drv_shim_paths(log_dir, t->task_id, t->epoch, p->status_path, pidfile, PATH_MAX);
-		unlink(p->status_path);
-		unlink(pidfile);
+		drv_shim_paths(log_dir, t->task_id, t->launch_key ? t->launch_key : "0",
+			       p->status_path, pidfile, PATH_MAX);
 		snprintf(task_exe, sizeof(task_exe), "%s", exe);
 		sargv = shim_argv(p, t, log_dir, task_exe, argv, nums);
 		argv = sargv;

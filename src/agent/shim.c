@@ -20,7 +20,10 @@
  * agent then reports the signal itself). Once the task is over the shim
  * kills what the task left in its group, itself last.
  *
- *   drover task-shim TASK_ID EPOCH DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 ARG...
+ *   drover task-shim TASK_ID KEY DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 ARG...
+ *
+ * KEY is "EPOCH-LAUNCH", LAUNCH unique to this launch (agent_journal.c):
+ * its files are DIR/TASK_ID.KEY.pid and DIR/TASK_ID.KEY.status.
  */
 #include "drover/agent.h"
 #include "drover/clock.h"
@@ -40,11 +43,11 @@
 
 extern char **environ;
 
-void drv_shim_paths(const char *dir, const char *task_id, int64_t epoch, char *status,
+void drv_shim_paths(const char *dir, const char *task_id, const char *key, char *status,
 		    char *pidfile, size_t sz)
 {
-	snprintf(status, sz, "%s/%s.%lld.status", dir, task_id, (long long)epoch);
-	snprintf(pidfile, sz, "%s/%s.%lld.pid", dir, task_id, (long long)epoch);
+	snprintf(status, sz, "%s/%s.%s.status", dir, task_id, key);
+	snprintf(pidfile, sz, "%s/%s.%s.pid", dir, task_id, key);
 }
 
 int64_t drv_boottime_ms(void)
@@ -116,8 +119,7 @@ int drv_shim_read_status(const char *path, struct drv_proc *p)
 }
 
 struct shim {
-	const char *task_id, *dir, *lease, *cgroup;
-	long long epoch;
+	const char *task_id, *key, *dir, *lease, *cgroup;
 	int64_t grace_ms;
 	char status[PATH_MAX], pidfile[PATH_MAX];
 	pid_t child;
@@ -127,10 +129,24 @@ struct shim {
 	struct drv_proc end;   /* how the task ended, as the status file says it */
 };
 
-static int put_pid(FILE *f, void *arg)
+/*
+ * Claims this launch: the pid file is created exclusively. A new agent
+ * that found a journaled start with no pid file claims it the same way
+ * ("void") to know for sure the task never ran; a shim that comes after
+ * that (its start was delayed past the agent's death) must not run it.
+ */
+static int claim(const struct shim *sh)
 {
-	fprintf(f, "%d\n", (int)getpid());
-	return 0;
+	char buf[24];
+	int fd = open(sh->pidfile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	bool ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, buf, (size_t)n) == n;
+	close(fd);
+	return ok ? 0 : -1;
 }
 
 /* Starts the task; a pipe tells whether execve worked. -1 after recording why not. */
@@ -229,7 +245,7 @@ static void wait_child(struct shim *sh)
 static int shim_usage(void)
 {
 	fprintf(stderr, "drover task-shim: internal: run by the agent as\n"
-		"  drover task-shim TASK_ID EPOCH DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 "
+		"  drover task-shim TASK_ID KEY DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 "
 		"[ARG...]\n");
 	return DRV_EXIT_USAGE;
 }
@@ -243,12 +259,12 @@ int drv_task_shim_main(int argc, char **argv)
 		return shim_usage();
 	memset(&sh, 0, sizeof(sh));
 	sh.task_id = argv[1];
-	sh.epoch = atoll(argv[2]);
+	sh.key = argv[2];
 	sh.dir = argv[3];
 	sh.lease = argv[4];
 	sh.grace_ms = atoll(argv[5]);
 	sh.cgroup = strcmp(argv[6], "-") ? argv[6] : "";
-	drv_shim_paths(sh.dir, sh.task_id, sh.epoch, sh.status, sh.pidfile, sizeof(sh.status));
+	drv_shim_paths(sh.dir, sh.task_id, sh.key, sh.status, sh.pidfile, sizeof(sh.status));
 	/* the agent's SIGTERM is for the task; SIGCHLD is waited for */
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
@@ -256,7 +272,11 @@ int drv_task_shim_main(int argc, char **argv)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
-	drv_file_write_atomic(sh.pidfile, 0600, put_pid, NULL);
+	if (claim(&sh) < 0) {
+		fprintf(stderr, "drover task-shim: %s: %s; not starting task %s\n", sh.pidfile,
+			errno == EEXIST ? "voided by a newer agent" : strerror(errno), sh.task_id);
+		return DRV_EXIT_FAIL;
+	}
 	if (start_child(&sh, argv + 8) == 0)
 		wait_child(&sh);
 	write_status(sh.status, &sh.end);

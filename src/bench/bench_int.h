@@ -12,6 +12,11 @@
  */
 int bench_free_port(void);
 
+/* Starts argv (argv[0] a path) in a process group of its own, stdin from
+ * /dev/null, stdout and stderr appended to log; the pid, or -1. */
+#include <sys/types.h>
+pid_t bench_spawn(char *const argv[], const char *log);
+
 /*
  * restart_1m_jobs_s (bench_restart.c): a state of njobs (1% pending) written
  * under tmp, then the seconds from SIGKILL of the server on it until

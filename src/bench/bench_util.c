@@ -3,6 +3,7 @@
  * --placement choices every command line shares (bench.h).
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -32,4 +33,25 @@ int bench_free_port(void)
 	if (s >= 0)
 		close(s);
 	return port;
+}
+
+pid_t bench_spawn(char *const argv[], const char *log)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		setpgid(0, 0);
+		if (fd >= 0)
+			dup2(fd, 1), dup2(fd, 2);
+		if (null >= 0)
+			dup2(null, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		setpgid(pid, pid);
+	return pid;
 }

@@ -37,7 +37,7 @@ expect_eq "task ends" "$(lines gang-ends)" 2
 echo "gang $id: survived the SIGKILL of $victim's agent, adopted, succeeded in attempt 1"
 
 # --- an end the agent did not live to report is reported by the next one
-pod_yaml quick 8 "$(task_cmd quick 2)" >"$TEST_TMP/quick.yaml"
+pod_yaml quick 8 "$(task_cmd quick 5)" >"$TEST_TMP/quick.yaml"
 qid=$(submit "$TEST_TMP/quick.yaml")
 wait_job "$qid" running 60
 node=$(jf "$qid" 'j["placement"][0]["node"]')
