@@ -438,7 +438,7 @@ static void job_maybe_running(struct drv_server *s, struct srv_job *j)
 		if (j->tasks[k].state == T_PENDING || j->tasks[k].state == T_STARTING)
 			return;
 	j->start_time = drv_wall_s();
-	drv_histogram_observe(&s->wait_hist, (double)(j->start_time - j->submit_time));
+	srv_wait_observe(s, j->spec.job.tenant, (double)(j->start_time - j->submit_time));
 	srv_job_transition(s, j, J_RUNNING, "every task started");
 }
 

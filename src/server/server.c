@@ -42,6 +42,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "POST", "/v1/nodes/{}/resume", srv_api_resume, ROUTE_ADMIN },
 	{ "GET", "/v1/whoami", srv_api_whoami, ROUTE_USER },
 	{ "GET", "/v1/cluster", srv_api_cluster, ROUTE_USER },
+	{ "GET", "/v1/prometheus/targets", srv_api_prometheus_targets, ROUTE_USER },
 	{ "GET", "/v1/watch", srv_api_watch, ROUTE_USER },
 	{ "GET", "/v1/acct", srv_api_acct, ROUTE_USER },
 	{ "POST", "/v1/agent/register", srv_agent_register, ROUTE_AGENT },
@@ -100,10 +101,6 @@ static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
 	return 0;
 }
 
-/* Queue waits run from under a second to days. */
-static const double wait_buckets[] = { 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600,
-				       7200, 21600, 86400 };
-
 static struct drv_server *server_new(const struct drv_server_opts *o)
 {
 	struct drv_server *s = drv_calloc(1, sizeof(*s));
@@ -122,7 +119,6 @@ static struct drv_server *server_new(const struct drv_server_opts *o)
 	s->ring = drv_calloc(s->ring_cap, sizeof(*s->ring));
 	s->proto_seen = drv_proto_seen_new();
 	drv_sched_decisions_init(&s->dec);
-	drv_histogram_init(&s->wait_hist, wait_buckets, (int)DRV_ARRAY_SIZE(wait_buckets));
 	drv_histogram_init(&s->pass_hist, drv_prom_latency_buckets, drv_prom_latency_nbuckets);
 	return s;
 }
@@ -441,7 +437,7 @@ void drv_server_stop(struct drv_server *s)
 	drv_free(s->dirty);
 	drv_free(s->announce);
 	drv_free(s->callers);
-	drv_histogram_release(&s->wait_hist);
+	srv_waits_release(s);
 	drv_proto_seen_free(s->proto_seen);
 	drv_histogram_release(&s->pass_hist);
 	srv_config_release(&s->cfg);

@@ -240,6 +240,12 @@ struct month_cell {
 	int64_t micro;
 };
 
+/* One tenant's histogram of waits from submit to running. */
+struct srv_wait {
+	char *tenant;
+	struct drv_histogram h;
+};
+
 struct drv_server {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;        /* events, versions, stop */
@@ -329,7 +335,8 @@ struct drv_server {
 	uint64_t heartbeats;       /* agent syncs received */
 	struct drv_proto_seen *proto_seen;  /* unknown protocol keys already logged */
 	uint64_t transitions[J_NSTATES];
-	struct drv_histogram wait_hist;
+	struct srv_wait *waits;      /* submit-to-running histograms per tenant (server_metrics.c) */
+	size_t nwaits, waits_cap;
 	struct drv_histogram pass_hist;
 	struct cost_cell *costs;
 	size_t ncosts, costcap;
@@ -594,6 +601,11 @@ int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_resume(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_whoami(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+/* server_metrics.c: a job of tenant waited secs from submit to running;
+ * every histogram freed (at stop). s->mu held. */
+void srv_wait_observe(struct drv_server *s, const char *tenant, double secs);
+void srv_waits_release(struct drv_server *s);
+int srv_api_prometheus_targets(struct drv_http_req *r, struct drv_http_resp *o, void *ctx); /* prom_sd.c */
 int srv_api_watch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_metrics(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);

@@ -63,6 +63,46 @@ static void queue_depth(struct drv_server *s, struct drv_prom *w)
 	drv_free(v);
 }
 
+/* Pending jobs counted by tenant and reason code (CONTRACTS.md §3: the
+ * scheduler's current reason, as GET /v1/jobs/ID says it), first-seen
+ * order; one zero sample when nothing pends, so the family is there. */
+static void pending_reasons(struct drv_server *s, struct drv_prom *w)
+{
+	struct pr {
+		const char *tenant, *code;
+		int64_t n;
+	} *v = NULL;
+	size_t nv = 0, cap = 0, k;
+
+	drv_prom_family(w, "drover_pending_jobs", "gauge",
+			"Pending jobs by tenant and the reason code they wait for.");
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct srv_job *j = srv_job_get(s, id);
+		const char *code;
+
+		if (!j || j->state != J_PENDING)
+			continue;
+		code = srv_job_reason_code(s, j);
+		code = code ? code : "None";
+		for (k = 0; k < nv; k++)
+			if (!strcmp(v[k].code, code) && !strcmp(v[k].tenant, j->spec.job.tenant))
+				break;
+		if (k == nv) {
+			DRV_GROW(v, nv + 1, cap);
+			v[nv++] = (struct pr){ j->spec.job.tenant, code, 0 };
+		}
+		v[k].n++;
+	}
+	if (nv == 0)
+		drv_prom_sample(w, "drover_pending_jobs",
+				DRV_PROM_LABELS("tenant", "default", "reason_code", "None"), 0);
+	for (k = 0; k < nv; k++)
+		drv_prom_sample(w, "drover_pending_jobs",
+				DRV_PROM_LABELS("tenant", v[k].tenant, "reason_code", v[k].code),
+				(double)v[k].n);
+	drv_free(v);
+}
+
 /* Total, allocated, free and unavailable GPUs of one pool and model;
  * nothing when the pool has no node of that model. */
 static void gpus_of(struct drv_server *s, struct drv_prom *w, int32_t p, int m)
@@ -104,12 +144,62 @@ static void nodes_by_state(struct drv_server *s, struct drv_prom *w)
 	drv_prom_sample(w, "drover_nodes", DRV_PROM_LABELS("state", "down"), nst[DRV_NODE_DOWN]);
 }
 
+/* Queue waits run from under a second to days, and past a day on a busy
+ * cluster: the last buckets are two days and a week. */
+static const double wait_buckets[] = { 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600,
+				       7200, 21600, 86400, 172800, 604800 };
+
+void srv_wait_observe(struct drv_server *s, const char *tenant, double secs)
+{
+	size_t k;
+
+	if (!tenant || !*tenant)
+		tenant = "default";
+	for (k = 0; k < s->nwaits && strcmp(s->waits[k].tenant, tenant); k++)
+		;
+	if (k == s->nwaits) {
+		DRV_GROW(s->waits, s->nwaits + 1, s->waits_cap);
+		s->waits[k].tenant = drv_strdup(tenant);
+		drv_histogram_init(&s->waits[k].h, wait_buckets, (int)DRV_ARRAY_SIZE(wait_buckets));
+		s->nwaits++;
+	}
+	drv_histogram_observe(&s->waits[k].h, secs);
+}
+
+void srv_waits_release(struct drv_server *s)
+{
+	for (size_t k = 0; k < s->nwaits; k++) {
+		drv_free(s->waits[k].tenant);
+		drv_histogram_release(&s->waits[k].h);
+	}
+	drv_free(s->waits);
+	s->waits = NULL;
+	s->nwaits = s->waits_cap = 0;
+}
+
+/* The waits from submit to running, per tenant; an empty "default" one
+ * before any job started, so that the family is never missing. */
+static void waits(struct drv_server *s, struct drv_prom *w)
+{
+	drv_prom_family(w, "drover_job_wait_seconds", "histogram",
+			"Time from submit to running, seconds, by tenant.");
+	if (s->nwaits == 0) {
+		struct drv_histogram none;
+
+		drv_histogram_init(&none, wait_buckets, (int)DRV_ARRAY_SIZE(wait_buckets));
+		drv_prom_histogram(w, "drover_job_wait_seconds", DRV_PROM_LABELS("tenant", "default"),
+				   &none);
+		drv_histogram_release(&none);
+	}
+	for (size_t k = 0; k < s->nwaits; k++)
+		drv_prom_histogram(w, "drover_job_wait_seconds",
+				   DRV_PROM_LABELS("tenant", s->waits[k].tenant), &s->waits[k].h);
+}
+
 /* The histograms and counters, in the page's order. */
 static void counters(struct drv_server *s, struct drv_prom *w)
 {
-	drv_prom_family(w, "drover_job_wait_seconds", "histogram",
-			"Time from submit to running, seconds.");
-	drv_prom_histogram(w, "drover_job_wait_seconds", NULL, &s->wait_hist);
+	waits(s, w);
 	drv_prom_family(w, "drover_sched_pass_seconds", "histogram",
 			"Duration of one scheduling pass, seconds.");
 	drv_prom_histogram(w, "drover_sched_pass_seconds", NULL, &s->pass_hist);
@@ -135,6 +225,7 @@ void srv_render_metrics(struct drv_server *s, struct drv_prom *w)
 {
 	jobs_by_state(s, w);
 	queue_depth(s, w);
+	pending_reasons(s, w);
 	drv_prom_family(w, "drover_gpus", "gauge", "GPUs by pool, model and status.");
 	for (int32_t p = 0; p < s->cluster.npools; p++)
 		for (int m = -1; m < drv_gpu_model_count(); m++)

@@ -12,11 +12,12 @@ promtool check rules prometheus/drover-rules.yml || fail "promtool rejects drove
 cp prometheus/prometheus.yml prometheus/drover-rules.yml "$TEST_TMP/"
 promtool check config "$TEST_TMP/prometheus.yml" || fail "promtool rejects prometheus.yml"
 
-python3 -c 'import json,sys; json.load(open(sys.argv[1]))' grafana/drover-overview.json ||
-	fail "dashboard is not JSON"
+for d in grafana/*.json; do
+	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$d" || fail "dashboard $d is not JSON"
+done
 
 # Every metric a rule or panel names must be documented as exported.
-names=$(grep -ohE '\b(drover_[a-z_]+|DCGM_FI_[A-Z_]+)' prometheus/drover-rules.yml grafana/drover-overview.json |
+names=$(grep -ohE '\b(drover_[a-z_]+|DCGM_FI_[A-Z_]+|node_infiniband_[a-z_]+)' prometheus/drover-rules.yml grafana/*.json |
 	sed -E 's/_(bucket|sum|count)$//' | sort -u)
 for n in $names; do
 	grep -q "$n" "$ROOT/docs/api.md" "$ROOT/docs/agent.md" || fail "$n is used in deploy/ but exported by nothing documented"

@@ -110,10 +110,33 @@ expect("GPU health events", gh,
        [("lab-box-2", "unknown", "unhealthy", "GPU 1 unhealthy (xid 79, 0 uncorrectable ECC)"),
         ("lab-box-2", "unhealthy", "healthy", "GPU 1 healthy again (xid 0, 0 uncorrectable ECC)")])
 
+# Prometheus service discovery: a bare http_sd array of the agents' /metrics
+# (metrics_url when served apart, none with no_metrics), https when the agent
+# serves TLS, the pool as a label; any user's token opens it
+def reg_sd(name, **kw):
+    body = {"name": name, "protocol": 1, "gpus": [{"index": 0, "model": "NVIDIA A100-SXM4-80GB"}]}
+    body.update(kw)
+    st, b = call("POST", "/v1/agent/register", body)
+    expect("register " + name, st, 200)
+reg_sd("sd-tls", agent_url="https://10.9.8.7:9400")
+reg_sd("sd-apart", agent_url="http://10.9.8.8:9400", metrics_url="http://10.9.8.8:9401")
+reg_sd("sd-none", agent_url="http://10.9.8.9:9400", no_metrics=True)
+st, t = call("GET", "/v1/prometheus/targets", token="alice-t")
+expect("targets status", st, 200)
+if not isinstance(t, list):
+    fail("targets: not a bare array: %r" % t)
+sd = {x["labels"]["__meta_drover_node"]: (x["targets"], x["labels"]["__scheme__"], x["labels"].get("pool"))
+      for x in t}
+expect("https target", sd.get("sd-tls"), (["10.9.8.7:9400"], "https", "default"))
+expect("metrics apart", sd.get("sd-apart"), (["10.9.8.8:9401"], "http", "default"))
+expect("no metrics, no target", "sd-none" in sd, False)
+st, _ = call("GET", "/v1/prometheus/targets")
+expect("targets with the agents' token, not a user's", st, 401)
+
 # GPUs of down and draining nodes are never free: total = allocated + free + unavailable
 st, _ = call("POST", "/v1/nodes/lab-box-1/drain", token="ops-t")
 st, c = call("GET", "/v1/cluster", token="ops-t")
-expect("cluster GPUs", c["gpus"], {"total": 260, "allocated": 8, "free": 2, "unavailable": 250})
+expect("cluster GPUs", c["gpus"], {"total": 263, "allocated": 8, "free": 5, "unavailable": 250})
 dc1 = [p for p in c["pools"] if p["name"] == "dc1"][0]
 expect("pool dc1 GPUs", (dc1["total"], dc1["allocated"], dc1["free"], dc1["unavailable"]),
        (256, 8, 0, 248))
@@ -123,11 +146,11 @@ expect("drained node", (n["gpus_allocated"], n["gpus_free"], n["gpus_unavailable
 text = urllib.request.urlopen(urllib.request.Request(
     URL + "/metrics", headers={"Authorization": "Bearer ops-t"})).read().decode()
 for line in ('drover_gpus{pool="dc1",model="H100-SXM-80GB",status="total"} 256',
-             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 4',
-             'drover_nodes{state="up"} 2', 'drover_nodes{state="down"} 31',
+             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="total"} 7',
+             'drover_nodes{state="up"} 5', 'drover_nodes{state="down"} 31',
              'drover_gpus{pool="dc1",model="H100-SXM-80GB",status="unavailable"} 248',
              'drover_gpus{pool="dc1",model="H100-SXM-80GB",status="free"} 0',
-             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="free"} 2',
+             'drover_gpus{pool="default",model="A100-SXM4-80GB",status="free"} 5',
              'drover_gpus{pool="default",model="A100-SXM4-80GB",status="unavailable"} 2'):
     if line not in text.splitlines():
         fail("metrics lack: " + line)
@@ -138,5 +161,5 @@ grep -q 'GPUS(A/F/U/T)' "$TEST_TMP/nodes.txt" || fail "no GPUS(A/F/U/T) column: 
 grep -Eq '^dc1 +down +31 +0/0/248/248 ' "$TEST_TMP/nodes.txt" || fail "down nodes not unavailable: $(cat "$TEST_TMP/nodes.txt")"
 grep -Eq '^default +draining +1 +0/0/2/2 ' "$TEST_TMP/nodes.txt" || fail "draining node not unavailable: $(cat "$TEST_TMP/nodes.txt")"
 "$DROVER" top -n 1 >"$TEST_TMP/top.txt" 2>&1 || fail "drover top -n 1: $(cat "$TEST_TMP/top.txt")"
-grep -q '8/260 allocated, 2 free, 250 unavailable' "$TEST_TMP/top.txt" || fail "drover top: $(head -3 "$TEST_TMP/top.txt")"
+grep -q '8/263 allocated, 5 free, 250 unavailable' "$TEST_TMP/top.txt" || fail "drover top: $(head -3 "$TEST_TMP/top.txt")"
 echo "ok: cluster file nodes, default pool, 409 on a GPU mismatch, placement, GPUs of down and draining nodes unavailable"
