@@ -19,6 +19,7 @@
 #include "drover/agent.h"
 #include "drover/clock.h"
 #include "drover/common.h"
+#include "drover/fsutil.h"
 
 static char dir[64];
 
@@ -464,4 +465,105 @@ Test(launch, runs_as_the_given_user)
 	out = slurp(p.stdout_path);
 	cr_assert(eq(str, out, "65534\n65534\nnobody /nonexistent\n"));
 	free(out);
+}
+
+/* --- the task shim (drover task-shim), with the drover built beside us --- */
+
+/* The drover binary next to this test binary (build/rel/drover), else skip. */
+static const char *shim_exe(void)
+{
+	static char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 16);
+	char *slash;
+
+	if (n <= 0)
+		cr_skip_test("no /proc/self/exe");
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	snprintf(slash + 1, 16, "drover");
+	if (access(path, X_OK) != 0)
+		cr_skip_test("no drover binary beside the unit tests (%s)", path);
+	return path;
+}
+
+static void shim_spec(struct drv_task_spec *t, char **argv, const char *id, const char *key)
+{
+	memset(t, 0, sizeof(*t));
+	t->task_id = id;
+	t->argv = argv;
+	t->log_dir = dir;
+	t->shim_exe = shim_exe();
+	t->epoch = 7;
+	t->launch_key = key;
+	t->lease_grace_ms = 500;
+}
+
+Test(launch, shim_records_the_end_durably_and_an_adopter_reads_it)
+{
+	char *argv[] = { "sh", "-c", "sleep 0.3; exit 3", NULL };
+	struct drv_task_spec t;
+	struct drv_proc p, q;
+	char *status;
+
+	shim_spec(&t, argv, "5.0", "7-1");
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	cr_assert(p.shim);
+	/* a second watcher, as a new agent would be: not the parent */
+	usleep(100000);
+	cr_assert(eq(int, drv_proc_adopt(&q, p.pid, p.status_path, NULL, drv_mono_ms()), 0));
+	run(&q);
+	cr_assert(eq(int, q.exit_code, 3), "the adopter reads the status file");
+	cr_assert(eq(int, q.signal, 0));
+	run(&p);
+	cr_assert(eq(int, p.exit_code, 3));
+	status = slurp(p.status_path);
+	cr_assert(eq(str, status, "3 0 0\n\n"));
+	free(status);
+}
+
+Test(launch, shim_runs_nothing_on_a_voided_launch)
+{
+	char *argv[] = { "sh", "-c", "echo ran", NULL };
+	char path[256];
+	struct drv_task_spec t;
+	struct drv_proc p;
+	FILE *f;
+	char *out;
+
+	snprintf(path, sizeof(path), "%s/6.0.7-2.pid", dir);
+	f = fopen(path, "w");
+	fputs("void\n", f);
+	fclose(f);
+	shim_spec(&t, argv, "6.0", "7-2");
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(p.stdout_path);
+	cr_assert(eq(str, out, ""), "the task must not run");
+	free(out);
+	cr_assert(eq(int, access(p.status_path, F_OK), -1), "no status: nothing ran");
+}
+
+static int put_past(FILE *f, void *arg)
+{
+	fprintf(f, "%lld\n", (long long)(drv_boottime_ms() - 1000));
+	return 0;
+}
+
+Test(launch, shim_stops_its_task_when_the_lease_has_run_out)
+{
+	char *argv[] = { "sleep", "30", NULL };
+	char lease[256];
+	struct drv_task_spec t;
+	struct drv_proc p;
+	int64_t t0 = drv_mono_ms();
+
+	snprintf(lease, sizeof(lease), "%s/lease", dir);
+	cr_assert(eq(int, drv_file_write_atomic(lease, 0644, put_past, NULL), 0));
+	shim_spec(&t, argv, "7.0", "7-3");
+	t.lease_file = lease;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	run(&p);
+	cr_assert(lt(i64, drv_mono_ms() - t0, 5000), "stopped within the check interval");
+	cr_assert(eq(int, p.signal, SIGTERM), "SIGTERM first (signal %d)", p.signal);
+	cr_assert(not(eq(ptr, strstr(p.error, "lease ran out"), NULL)), "%s", p.error);
 }
