@@ -128,6 +128,7 @@ struct drv_proc {
 	int exit_code;            /* when it exited normally, else -1 */
 	int signal;               /* the signal that ended it, else 0 */
 	bool oom_killed;          /* the kernel's OOM killer ended it (cgroup memory.events) */
+	bool fenced;              /* stopped for the agent's lease (the shim's status says) */
 	bool terminating;         /* SIGTERM was sent */
 	int64_t started_ms, ended_ms;
 	int64_t kill_at_ms;       /* when SIGKILL follows SIGTERM */

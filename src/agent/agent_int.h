@@ -75,6 +75,7 @@ struct task {
 	struct drv_proc proc;
 	bool rep_running;       /* a "running" report is owed */
 	bool rep_end;           /* an "exited"/"failed" report is owed */
+	bool fenced;            /* stopped for the lease: the controller requeues, not fails */
 	bool listed;            /* named by the latest assignment list */
 	int64_t deadline_ms;    /* time limit; 0 none */
 	int64_t grace_ms;       /* the job's SIGTERM-to-SIGKILL grace (grace_s) */

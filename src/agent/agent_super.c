@@ -164,6 +164,7 @@ int64_t agent_enforce_lease(struct drv_agent *a)
 				drv_log(&a->log, "%s", why);
 			a->lease_out = true;
 			agent_stop_task(a, t, DRV_MIN(t->grace_ms, AGENT_LEASE_GRACE_MS), why);
+			t->fenced = true;
 		}
 	}
 	return INT64_MAX;

@@ -78,13 +78,14 @@ int64_t drv_lease_read(const char *path)
 	return sscanf(buf, "%lld", &v) == 1 && v > 0 ? v : 0;
 }
 
-/* "EXIT SIGNAL OOM\nREASON\n", durably: the one record of how the task
- * ended when no agent is there to see it. */
+/* "EXIT SIGNAL OOM FENCED\nREASON\n", durably: the one record of how the
+ * task ended when no agent is there to see it. */
 static int put_status(FILE *f, void *arg)
 {
 	const struct drv_proc *p = arg;
 
-	fprintf(f, "%d %d %d\n%s\n", p->exit_code, p->signal, p->oom_killed ? 1 : 0, p->error);
+	fprintf(f, "%d %d %d %d\n%s\n", p->exit_code, p->signal, p->oom_killed ? 1 : 0,
+		p->fenced ? 1 : 0, p->error);
 	return 0;
 }
 
@@ -97,18 +98,20 @@ static void write_status(const char *path, const struct drv_proc *p)
 int drv_shim_read_status(const char *path, struct drv_proc *p)
 {
 	char line[600];
-	int ec, sig, oom;
+	int ec, sig, oom, fenced = 0;
 	FILE *f = fopen(path, "re");
 
 	if (!f)
 		return DRV_ENOENT;
-	if (!fgets(line, sizeof(line), f) || sscanf(line, "%d %d %d", &ec, &sig, &oom) != 3) {
+	if (!fgets(line, sizeof(line), f) ||
+	    sscanf(line, "%d %d %d %d", &ec, &sig, &oom, &fenced) < 3) {
 		fclose(f);
 		return DRV_EINVAL;
 	}
 	p->exit_code = ec;
 	p->signal = sig;
 	p->oom_killed = oom != 0;
+	p->fenced = fenced != 0;
 	if (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
 		if (line[0])
@@ -210,6 +213,7 @@ static void enforce_lease(struct shim *sh, int64_t now)
 	if (!deadline || now <= deadline)
 		return;
 	sh->stopping = true;
+	sh->end.fenced = true;
 	sh->kill_at = now + sh->grace_ms;
 	snprintf(sh->end.error, sizeof(sh->end.error), "the agent's lease ran out %lld ms ago (no "
 		 "exchange with the controller): stopped so that a restart elsewhere never "

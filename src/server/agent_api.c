@@ -509,6 +509,13 @@ static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto
 		report_running(s, j, t);
 		break;
 	case DRV_PROTO_EXITED:
+		if (rep->fenced && !j->stop_reason && !srv_jstate_final(j->state)) {
+			/* the lease stopped it, not the task: the node was lost */
+			srv_job_requeue_node_down(s, j, s->nodes[i].name,
+						  "stopped the job's task when its agent's lease ran "
+						  "out (no exchange with the controller)");
+			break;
+		}
 		report_exited(s, j, rank, rep);
 		break;
 	case DRV_PROTO_FAILED:

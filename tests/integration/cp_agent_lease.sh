@@ -65,4 +65,23 @@ sleep 2
 n_old=$(ls "$TEST_TMP"/out/ | grep -c -- "-$e1\$")
 expect_eq "copies of the old start" "$n_old" 2
 expect_eq "job after the agent thawed" "$(jf "$id" 'j["state"] + " " + str(j["attempt"])')" "running 2"
-echo "ok: frozen agent fenced by its shims; gang restarted after $waited s with no overlap"
+echo "frozen agent fenced by its shims; gang restarted after $waited s with no overlap"
+
+# --- frozen past its lease but thawed before the controller gave up on it:
+# the task its shim stopped is reported fenced; the job is requeued (the
+# node was lost), not failed as if the task had failed
+pod_yaml solo 8 "$beat" >"$TEST_TMP/solo.yaml"
+sid=$(submit "$TEST_TMP/solo.yaml")
+wait_job "$sid" running 30
+node=$(jf "$sid" 'j["placement"][0]["node"]')
+eval "spid=\$AGENT_PID_$(_lib_agent_var "$node")"
+kill -STOP "$spid"
+on_exit "kill -CONT $spid 2>/dev/null"
+sleep 7.5
+kill -CONT "$spid"
+requeued() { [ "$(jf "$sid" 'str(j["attempt"]) + " " + j["state"]' 2>/dev/null)" = "2 running" ]; }
+wait_until 30 requeued || { "$DROVER" describe job "$sid" >&2; fail "job $sid was not requeued after its node's lease ran out"; }
+why=$(jf "$sid" '[e["reason"] for e in j["events"] if e["to"] == "pending"][-1]')
+echo "job $sid requeued: $why"
+case "$why" in *"lease ran out"* | *"past its agent's lease"*) ;; *) fail "requeue reason: $why" ;; esac
+echo "ok: frozen agents fenced by their shims; no overlap, and no job failed for it"

@@ -517,7 +517,7 @@ Test(launch, shim_records_the_end_durably_and_an_adopter_reads_it)
 	run(&p);
 	cr_assert(eq(int, p.exit_code, 3));
 	status = slurp(p.status_path);
-	cr_assert(eq(str, status, "3 0 0\n\n"));
+	cr_assert(eq(str, status, "3 0 0 0\n\n"));
 	free(status);
 }
 
@@ -566,4 +566,5 @@ Test(launch, shim_stops_its_task_when_the_lease_has_run_out)
 	cr_assert(lt(i64, drv_mono_ms() - t0, 5000), "stopped within the check interval");
 	cr_assert(eq(int, p.signal, SIGTERM), "SIGTERM first (signal %d)", p.signal);
 	cr_assert(not(eq(ptr, strstr(p.error, "lease ran out"), NULL)), "%s", p.error);
+	cr_assert(p.fenced, "the status says the lease stopped it");
 }

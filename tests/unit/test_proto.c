@@ -103,7 +103,8 @@ Test(proto, sync_round_trip)
 		  .time = "2026-12-01T05:00:00Z", .exit_code = -1 },
 		{ .task_id = "43.0", .epoch = 9, .state = DRV_PROTO_EXITED, .signal = 9,
 		  .signal_name = "SIGKILL", .oom_killed = true, .exit_code = -1 },
-		{ .task_id = "44.0", .epoch = 10, .state = DRV_PROTO_EXITED, .exit_code = 3 },
+		{ .task_id = "44.0", .epoch = 10, .state = DRV_PROTO_EXITED, .exit_code = 3,
+		  .fenced = true, .reason = "the agent's lease ran out" },
 		{ .task_id = "45.0", .epoch = 11, .state = DRV_PROTO_FAILED, .exit_code = -1,
 		  .reason = "no command" },
 	};
@@ -134,6 +135,8 @@ Test(proto, sync_round_trip)
 	cr_assert(eq(int, back.reports[1].state, DRV_PROTO_EXITED));
 	cr_assert(back.reports[1].oom_killed);
 	cr_assert(eq(i64, back.reports[2].exit_code, 3));
+	cr_assert(back.reports[2].fenced);
+	cr_assert(not(back.reports[1].fenced), "absent: false");
 	cr_assert(eq(i64, back.reports[1].exit_code, -1), "a signal, no exit code");
 	cr_assert(eq(i64, back.gpus[1].temperature_c, -1), "absent: -1");
 	cr_assert(isnan(back.gpus[1].power_w));
