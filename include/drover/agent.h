@@ -229,6 +229,8 @@ struct drv_agent_config {
 	const char *tls_ca;        /* the CA the server's https is checked against;
 				    * NULL: the system's */
 	int64_t grace_ms;          /* default SIGTERM→SIGKILL grace; 0 = 10000 */
+	int64_t task_retention_s;  /* a forgotten task's directory (its logs) is kept this
+				    * long after its last write; 0 = 7 days */
 	bool run_as_self;          /* every task runs as the agent's own user, whatever the
 				    * assignment's user (drover up: a single-user setup) */
 	bool quiet;                /* no log lines on stderr */

@@ -117,6 +117,8 @@ struct drv_agent {
 	const char *shim_exe;    /* static storage (config); NULL: no shim */
 	struct drv_log log;      /* "drover agent: ..."; quiet drops it */
 	int64_t grace_ms;
+	int64_t task_retention_ms;  /* --task-retention (agent_clean.c) */
+	int64_t next_clean_ms;     /* monotonic */
 
 	/* the node */
 	struct drv_gpu_set gpus;
@@ -217,6 +219,9 @@ void agent_close_job_map(struct drv_agent *a);
  * (their OOM kills counted) and forgets those past DRV_AGENT_KEEP_ENDED_MS.
  * mu held. */
 void agent_note_ended(struct drv_agent *a, int64_t now_ms);
+/* --- agent_clean.c: task directories removed after --task-retention --- */
+void agent_clean_task_dirs(struct drv_agent *a, int64_t now_ms);  /* mu held */
+int64_t agent_clean_every_ms(const struct drv_agent *a);
 
 /* agent_routes.c: every route (--listen without --metrics-listen); the
  * private ones (--listen with it); /metrics and /healthz (--metrics-listen) */

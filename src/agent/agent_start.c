@@ -108,6 +108,7 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	a->stop_tasks_on_exit = cfg->stop_tasks_on_exit;
 	a->journal_fd = -1;
 	a->grace_ms = cfg->grace_ms > 0 ? cfg->grace_ms : 10000;
+	a->task_retention_ms = (cfg->task_retention_s > 0 ? cfg->task_retention_s : 7 * 86400) * 1000;
 	a->heartbeat_s = 5;
 	if (gethostname(a->hostname, sizeof(a->hostname) - 1) < 0)
 		snprintf(a->hostname, sizeof(a->hostname), "%s", a->name);

@@ -115,6 +115,7 @@ void *agent_super_main(void *arg)
 			agent_note_ended(a, drv_mono_ms());
 		}
 		lease_due = agent_enforce_lease(a);
+		agent_clean_task_dirs(a, drv_mono_ms());
 		if (reports_owed(a))
 			agent_kick_sync(a);
 		if (a->stopping)
@@ -124,6 +125,8 @@ void *agent_super_main(void *arg)
 		if (!a->desired_new) {
 			int64_t now = drv_mono_ms();
 			int64_t due = running ? DRV_MIN(next_task_due(a, now), lease_due) : INT64_MAX;
+
+			due = DRV_MIN(due, a->next_clean_ms);
 
 			wait_events(a, DRV_MAX(DRV_MIN(due - now, 60000), 1));
 		}

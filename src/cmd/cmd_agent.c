@@ -58,7 +58,7 @@ static const struct drv_opt_choice on_off[] = { { "on", 1 }, { "off", 0 }, { NUL
 static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		      const char **token_file)
 {
-	int grace = -1, gpu_metrics = 1;
+	int grace = -1, gpu_metrics = 1, retention = 0;
 	const struct drv_option table[] = {
 		DRV_OPT_STRING(0, "server", &cfg->server_url, "URL",
 			       "the controller, e.g. http://10.0.0.1:8080 (env DROVER_SERVER)"),
@@ -91,6 +91,9 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		DRV_OPT_INT(0, "grace", &grace, 0, 86400 * 365, "SECONDS",
 			    "SIGTERM-to-SIGKILL grace for tasks with none of their own (default 10)",
 			    .expect = "seconds"),
+		DRV_OPT_INT(0, "task-retention", &retention, 1, INT32_MAX, "SECONDS",
+			    "keep a finished task's directory (its logs) this long after its last "
+			    "output (default 604800: 7 days)", .expect = "seconds"),
 		DRV_OPT_FLAG(0, "stop-tasks-on-exit", &cfg->stop_tasks_on_exit,
 			     "on SIGINT/SIGTERM stop the tasks and report them (default: leave "
 			     "them running for the next agent to adopt)"),
@@ -132,6 +135,7 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		return rc;
 	if (grace >= 0)
 		cfg->grace_ms = grace * 1000LL;
+	cfg->task_retention_s = retention;
 	cfg->no_gpu_metrics = !gpu_metrics;
 	cfg->shim_exe = "/proc/self/exe";   /* each task runs under drover task-shim */
 	return 0;
