@@ -271,7 +271,8 @@ static void reconcile(struct drv_server *s, int32_t i, const struct drv_proto_re
 	size_t nids = s->nactive;
 	uint64_t *ids = drv_calloc(nids + 1, sizeof(*ids));
 
-	memcpy(ids, s->active, nids * sizeof(*ids));
+	if (nids)   /* s->active may be NULL then: memcpy from NULL is undefined */
+		memcpy(ids, s->active, nids * sizeof(*ids));
 	for (size_t k = 0; k < nids; k++) {
 		struct srv_job *j = srv_job_get(s, ids[k]);
 		const char *lost = NULL;
