@@ -31,6 +31,18 @@
 
 #define PEM_MAX (1u << 20)
 
+/* GnuTLS's message for g without its final period, for our sentences. */
+static const char *gnutls_why(int g, char *buf, size_t n)
+{
+	size_t len;
+
+	snprintf(buf, n, "%s", gnutls_strerror(g));
+	len = strlen(buf);
+	if (len && buf[len - 1] == '.')
+		buf[len - 1] = '\0';
+	return buf;
+}
+
 /* --- a server's certificate and key --------------------------------------- */
 
 /* The key file: owner-only (as a token file), PEM; into *out. */
@@ -51,6 +63,7 @@ static int check_pair(const struct drv_http_tls_pem *p, char *err, size_t errsz)
 	gnutls_certificate_credentials_t cred;
 	gnutls_datum_t c = { (unsigned char *)p->cert, (unsigned)strlen(p->cert) };
 	gnutls_datum_t k = { (unsigned char *)p->key, (unsigned)strlen(p->key) };
+	char why[200];
 	int g;
 
 	if (gnutls_certificate_allocate_credentials(&cred) < 0) {
@@ -62,7 +75,7 @@ static int check_pair(const struct drv_http_tls_pem *p, char *err, size_t errsz)
 	if (g >= 0)
 		return 0;
 	snprintf(err, errsz, "TLS certificate %s with key %s: %s%s", p->cert_file, p->key_file,
-		 gnutls_strerror(g),
+		 gnutls_why(g, why, sizeof(why)),
 		 g == GNUTLS_E_CERTIFICATE_KEY_MISMATCH ? " (the key is not this certificate's)"
 							: "; expected PEM files");
 	return DRV_EINVAL;
@@ -124,8 +137,10 @@ bool drv_http_addr_loopback(const char *addr)
 /* A GnuTLS failure as one line; returns DRV_EINVAL. */
 static int gerr(char *err, size_t errsz, const char *what, const char *path, int g)
 {
+	char why[200];
+
 	snprintf(err, errsz, "%s%s%s: %s", what, path ? " " : "", path ? path : "",
-		 gnutls_strerror(g));
+		 gnutls_why(g, why, sizeof(why)));
 	return DRV_EINVAL;
 }
 

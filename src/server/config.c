@@ -467,6 +467,17 @@ static void diags_to_err(const struct drv_diags *d, char *err, size_t errsz)
 	free(buf); /* open_memstream's buffer: malloc'd by libc */
 }
 
+/* Tokens in a file that group or others may read: said, not refused (a
+ * token file is refused; this one predates that rule in many setups). */
+static void warn_lax_mode(struct drv_server *s, const char *path, const struct srv_config *c)
+{
+	struct stat st;
+
+	if ((c->ntokens || c->cluster_token) && stat(path, &st) == 0 && (st.st_mode & 077))
+		drv_log(&s->log, "warning: %s holds tokens and group or others may read it (mode "
+			"%04o): chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
+}
+
 int srv_config_load(struct drv_server *s, const char *path, const struct drv_server_opts *o,
 		char *err, size_t errsz)
 {
@@ -551,6 +562,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 		drv_log(&s->log, "warning: %s has no cluster_token; no agent can join", path);
 	if (c->ntokens == 0)
 		drv_log(&s->log, "warning: %s has no tokens; no user can call the API", path);
+	warn_lax_mode(s, path, c);
 out:
 	if (fyd)
 		fy_document_destroy(fyd);

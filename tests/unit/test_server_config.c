@@ -301,3 +301,39 @@ Test(server_config, state_dir_held)
 	drv_server_stop(first);
 	cr_assert(eq(int, start("cluster_token: x\n", err, sizeof(err)), 0), "%s", err);
 }
+
+Test(server_config, a_config_others_may_read_is_said)
+{
+	char path[256], state[256], buf[4096] = "";
+	struct drv_server_opts o;
+	struct drv_server *s = NULL;
+	FILE *f, *log;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/lax.yaml", dir);
+	snprintf(state, sizeof(state), "%s/state-lax", dir);
+	f = fopen(path, "w");
+	cr_assert(f != NULL);
+	fputs("cluster_token: x\n", f);
+	fclose(f);
+	for (int mode = 0644; mode; mode = mode == 0644 ? 0600 : 0) {
+		chmod(path, (mode_t)mode);
+		log = tmpfile();
+		memset(&o, 0, sizeof(o));
+		o.listen = "127.0.0.1:0";
+		o.state_dir = state;
+		o.config_file = path;
+		o.log = log;
+		cr_assert(eq(int, drv_server_start(&o, &s, buf, sizeof(buf)), 0), "%s", buf);
+		drv_server_stop(s);
+		rewind(log);
+		n = fread(buf, 1, sizeof(buf) - 1, log);
+		buf[n] = '\0';
+		fclose(log);
+		if (mode == 0644)
+			cr_assert(ne(ptr, strstr(buf, "holds tokens and group or others may read it "
+						     "(mode 0644)"), NULL), "%s", buf);
+		else
+			cr_assert(eq(ptr, strstr(buf, "group or others may read"), NULL), "%s", buf);
+	}
+}
