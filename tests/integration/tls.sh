@@ -8,7 +8,8 @@
 # http:// to the TLS port, an agent trusting another CA (it never joins).
 # Plain HTTP bound beyond loopback is said in a warning by the server and
 # the agent. A real Prometheus with the shipped scrape configuration
-# (deploy/prometheus) scrapes both over https. Last, `drover up --tls` makes its own CA and the client config
+# (deploy/prometheus) scrapes both over https, the agent found through the
+# controller's service discovery. Last, `drover up --tls` makes its own CA and the client config
 # it writes is enough for `drover` commands over https.
 . "$ROOT/tests/integration/lib.sh"
 
@@ -43,22 +44,25 @@ wait_until 20 sh -c "\"$DROVER\" get job $id -o json | jq -e '.state == \"succee
 expect_eq "logs over https" "$("$DROVER" logs "$id")" "hello-over-tls"
 
 # the shipped scrape configuration, pointed here: a real Prometheus scrapes
-# the controller and the agent over https, trusting the cluster's CA
+# the controller over https, and the agent found through the controller's
+# service discovery (https too), trusting the cluster's CA
 if command -v prometheus >/dev/null; then
 	PP=$(free_port)
-	sed -e "s|/etc/prometheus/drover-ca.pem|$TLS/ca.pem|" -e "s|scrape_interval: 15s|scrape_interval: 1s|" \
-		-e "s|\"controller:8080\"|\"127.0.0.1:$SERVER_PORT\"|" \
-		-e "s|\"gpu-node-01:9400\", \"gpu-node-02:9400\"|\"127.0.0.1:$AGENT_PORT_agent_a\"|" \
+	(umask 077 && echo "$ADMIN_TOKEN" >"$TEST_TMP/sd-token")
+	sed -e "s|/etc/prometheus/drover-ca.pem|$TLS/ca.pem|g" \
+		-e "s|/etc/prometheus/drover-sd-token|$TEST_TMP/sd-token|" \
+		-e "s|scrape_interval: 15s|scrape_interval: 1s|" -e "s|refresh_interval: 30s|refresh_interval: 1s|" \
+		-e "s|controller:8080|127.0.0.1:$SERVER_PORT|g" \
 		"$ROOT/deploy/prometheus/prometheus.yml" >"$TEST_TMP/prometheus.yml"
 	cp "$ROOT/deploy/prometheus/drover-rules.yml" "$TEST_TMP/"
-	grep -q "127.0.0.1:$AGENT_PORT_agent_a" "$TEST_TMP/prometheus.yml" || fail "the scrape config changed shape"
+	grep -q "$TLS/ca.pem" "$TEST_TMP/prometheus.yml" || fail "the scrape config changed shape"
 	prometheus --config.file="$TEST_TMP/prometheus.yml" --storage.tsdb.path="$TEST_TMP/prom" \
 		--web.listen-address="127.0.0.1:$PP" >"$TEST_TMP/prometheus.log" 2>&1 &
 	track $!
 	up() { [ "$(curl -fsS --get "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=up{job=\"$1\"}" |
 		jq -r '.data.result[0].value[1]')" = 1 ]; }
 	wait_until 60 up drover-server || fail "Prometheus did not scrape the controller over https: $(tail -5 "$TEST_TMP/prometheus.log")"
-	wait_until 10 up drover-agents || fail "Prometheus did not scrape the agent over https"
+	wait_until 20 up drover-agents || fail "Prometheus did not scrape the agent over https: $(tail -5 "$TEST_TMP/prometheus.log")"
 fi
 
 # refusals, in words
