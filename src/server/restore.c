@@ -154,6 +154,7 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	j->holding = drv_json_bool(doc, "holding", 0);
 	j->cost_prev_micro = drv_json_int(doc, "cost_prev_micro", 0);
 	j->cost_prev_time = drv_json_int(doc, "cost_prev_time", 0);
+	j->budget_held = drv_json_bool(doc, "budget_held", 0);
 	j->events = json_incref(json_object_get(doc, "events"));
 	if (!json_is_array(j->events)) {
 		json_decref(j->events);
@@ -282,6 +283,10 @@ static void restore_sched(struct drv_server *s)
 			if (lost)
 				srv_job_requeue_node_down(s, j, s->nodes[j->tasks[0].node].name,
 						      "left the cluster");
+		} else if (j->budget_held && j->state == J_PENDING) {
+			/* still held; the loop lifts it if the tenant may spend */
+			DRV_GROW(s->held, s->nheld + 1, s->heldcap);
+			s->held[s->nheld++] = j->id;
 		} else if (j->state == J_PENDING || j->state == J_PREEMPTED) {
 			rc = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec));
 			j->in_sched = rc == 0;
@@ -321,6 +326,9 @@ int srv_restore(struct drv_server *s, char *err, size_t errsz)
 			s->jobs[k] = NULL;
 		s->njobs = maxjob;
 	}
+	/* load_node set the states of nodes the cluster file names without
+	 * telling the scheduler (it existed already): it would keep them down */
+	drv_sched_cluster_changed(s->sched, drv_wall_s());
 	restore_sched(s);
 	for (uint64_t id = 1; id <= s->njobs; id++)
 		nlive += s->jobs[id - 1] != NULL;
