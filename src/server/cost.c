@@ -158,6 +158,29 @@ void srv_cost_fold(struct drv_server *s, struct srv_job *j, int64_t now)
 	}
 }
 
+const struct drv_tenant_conf *srv_tenant_conf(const struct drv_server *s, const char *tenant)
+{
+	return drv_tenants_tenant(&s->cfg.tenants, tenant ? tenant : "default");
+}
+
+bool srv_budget_spent(struct drv_server *s, const char *tenant, char *buf, size_t n)
+{
+	const struct drv_tenant_conf *tc = srv_tenant_conf(s, tenant);
+	int64_t spent;
+
+	if (!tc || tc->budget_micro < 0 || !tc->budget_hold)
+		return false;
+	srv_month_roll(s, drv_wall_s());
+	spent = srv_month_cell(s, tc->name)->micro;
+	if (spent < tc->budget_micro)
+		return false;
+	snprintf(buf, n,
+		 "held: tenant %s has spent $%.2f of its $%.2f budget this month (UTC); "
+		 "the hold lifts on the 1st or when the budget is raised",
+		 tc->name, (double)spent / 1e6, (double)tc->budget_micro / 1e6);
+	return true;
+}
+
 void srv_cost_restore(struct drv_server *s)
 {
 	int64_t now = drv_wall_s();
@@ -188,4 +211,5 @@ void srv_cost_release(struct drv_server *s)
 	for (size_t k = 0; k < s->nmonths; k++)
 		drv_free(s->months[k].tenant);
 	drv_free(s->months);
+	drv_free(s->held);
 }

@@ -445,7 +445,8 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	drv_jobspec_init(&spec);
 	json_decref(found->canon);
 	found->canon = canon;
-	found->in_sched = drv_sched_submit(s->sched, &found->spec.job, srv_job_class(s, &found->spec)) == 0;
+	found->in_sched = false;
+	srv_job_queue(s, found);
 	srv_job_transition(s, found, J_PENDING, "spec updated by apply");
 	/* the kick may go before the disk: whatever the pass decides is
 	 * written, and acted on, after this change */

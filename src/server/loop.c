@@ -151,6 +151,7 @@ static void cost_tick(struct drv_server *s)
 			srv_cost_accrue_job(s, j, now);
 	}
 	srv_month_roll(s, now);
+	srv_budget_release(s);
 }
 
 /* A tenth of the retention time, between a second and ten minutes. */

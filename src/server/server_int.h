@@ -106,6 +106,7 @@ struct srv_job {
 	json_t *events;            /* [{time, from, to, reason}] */
 	int64_t cost_prev_micro;   /* what its earlier attempts cost (cost.c) */
 	int64_t cost_prev_time;    /* when the last of them was folded in (wall s) */
+	bool budget_held;          /* pending, held: its tenant's budget is spent (`budget` hold) */
 	bool dirty;
 };
 
@@ -343,6 +344,8 @@ struct drv_server {
 	struct month_cell *months;
 	size_t nmonths, monthcap;
 	int64_t month_start;       /* wall s: 00:00 UTC on the 1st of this month */
+	uint64_t *held;            /* ids of jobs under a budget hold */
+	size_t nheld, heldcap;
 	int64_t last_cost_ms;
 
 	pthread_t loop_thread;
@@ -368,6 +371,11 @@ void srv_cost_accrue_job(struct drv_server *s, struct srv_job *j, int64_t now);
 void srv_cost_fold(struct drv_server *s, struct srv_job *j, int64_t now);
 /* A new calendar month (UTC) at now: every tenant's spend back to 0. */
 void srv_month_roll(struct drv_server *s, int64_t now);
+/* True, with the sentence in buf, when tenant's budget says hold and its
+ * spend this month has reached the budget. */
+bool srv_budget_spent(struct drv_server *s, const char *tenant, char *buf, size_t n);
+/* The tenant's settings in the tenants file, or NULL. */
+const struct drv_tenant_conf *srv_tenant_conf(const struct drv_server *s, const char *tenant);
 /* After srv_restore: counted marks and this month's spend from the jobs. */
 void srv_cost_restore(struct drv_server *s);
 void srv_cost_release(struct drv_server *s);
@@ -450,6 +458,12 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j);
  * once per request). A server with no node refuses nothing. Under s->mu. */
 void srv_capacity_refresh(struct drv_server *s);
 bool srv_job_never(struct drv_server *s, const struct drv_job *job, char *buf, size_t n);
+/* Pending job j goes to the scheduler, or is held when its tenant's budget
+ * is spent (a `budget` hold, lifted by srv_budget_release). */
+void srv_job_queue(struct drv_server *s, struct srv_job *j);
+/* Held jobs whose tenant may spend again (a new month, a raised budget)
+ * go to the scheduler; jobs no longer pending leave the held list. */
+void srv_budget_release(struct drv_server *s);
 /* All tasks of j have ended: releases resources, requeues or finishes. */
 void srv_job_released(struct drv_server *s, struct srv_job *j);
 /* Stops the job's running tasks; reason for the agents. */

@@ -195,8 +195,7 @@ void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n)
 			s->njobs = j->id;
 		}
 		s->jobs[j->id - 1] = j;
-		if (drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec)) == 0)
-			j->in_sched = true;
+		srv_job_queue(s, j);
 	}
 	s->transitions[J_PENDING] += n;
 	s->submits += n;
@@ -204,6 +203,46 @@ void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n)
 }
 
 /* --- the scheduler's side of a job -------------------------------------- */
+
+void srv_job_queue(struct drv_server *s, struct srv_job *j)
+{
+	char why[320];
+
+	if (srv_budget_spent(s, j->spec.job.tenant, why, sizeof(why))) {
+		if (!j->budget_held) {
+			j->budget_held = true;
+			DRV_GROW(s->held, s->nheld + 1, s->heldcap);
+			s->held[s->nheld++] = j->id;
+			srv_job_transition(s, j, J_PENDING, why);
+		}
+		return;
+	}
+	j->budget_held = false;
+	j->in_sched = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec)) == 0;
+}
+
+void srv_budget_release(struct drv_server *s)
+{
+	size_t k = 0;
+	char why[320];
+
+	while (k < s->nheld) {
+		struct srv_job *j = srv_job_get(s, s->held[k]);
+
+		if (j && j->budget_held && j->state == J_PENDING &&
+		    srv_budget_spent(s, j->spec.job.tenant, why, sizeof(why))) {
+			k++;
+			continue;
+		}
+		s->held[k] = s->held[--s->nheld];
+		if (!j || !j->budget_held || j->state != J_PENDING)
+			continue;
+		j->budget_held = false;
+		srv_job_queue(s, j);
+		srv_job_transition(s, j, J_PENDING, "budget hold released: the tenant may spend again");
+		srv_sched_kick(s);
+	}
+}
 
 const char *srv_job_class(const struct drv_server *s, const struct drv_jobspec *spec)
 {
@@ -269,6 +308,8 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 
 	if (j->state != J_PENDING)
 		return NULL;
+	if (j->budget_held)
+		return "Budget";
 	return sched_why(s, j, &w) ? drv_sched_reason_code(&w) : "None";
 }
 

@@ -50,6 +50,7 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 	json_object_set_new(doc, "requeue_quiet", json_boolean(j->requeue_quiet));
 	json_object_set_new(doc, "cost_prev_micro", json_integer((json_int_t)j->cost_prev_micro));
 	json_object_set_new(doc, "cost_prev_time", json_integer((json_int_t)j->cost_prev_time));
+	json_object_set_new(doc, "budget_held", json_boolean(j->budget_held));
 	return doc;
 }
 
@@ -119,6 +120,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 	json_object_set_new(o, "end_time", srv_json_time(j->end_time));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
 	json_object_set_new(o, "cost_usd", srv_json_usd(srv_job_cost_micro(s, j, drv_wall_s())));
+	json_object_set_new(o, "hold", j->budget_held ? json_string("budget") : json_null());
 	json_object_set_new(o, "placement", pl);
 	json_object_set_new(o, "nodelist", json_string(nodelist));
 	if (detail) {

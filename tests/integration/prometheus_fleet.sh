@@ -10,7 +10,8 @@
 # really OOM-killed (the cgroup memory controller, v1 on this host), one
 # that cannot fit (queue depth, pending reasons). Then: promtool on the
 # controller's and the agents' own series, and every panel of every
-# dashboard in deploy/grafana (variables as "All") returns data.
+# dashboard in deploy/grafana (variables as "All") returns data (the cost
+# dashboard's own test, with priced pools and budgets, is deploy_cost.sh).
 . "$ROOT/tests/integration/lib.sh"
 
 command -v prometheus >/dev/null || fail "prometheus is not installed (scripts/install-deps)"
@@ -137,6 +138,8 @@ promtool check rules "$TEST_TMP/drover-rules.yml" >/dev/null || fail "promtool c
 # --- every dashboard panel returns data, variables substituted as "All"
 n=0
 for d in "$ROOT"/deploy/grafana/*.json; do
+	# the cost dashboard needs priced pools and budgets: deploy_cost.sh
+	[ "$(basename "$d")" = drover-cost.json ] && continue
 	jq -r '.panels[] | .title as $t | .targets[]? | "\($t)\t\(.expr)"' "$d" >"$TEST_TMP/exprs.tsv"
 	while IFS="$(printf '\t')" read -r title expr; do
 		e=$(echo "$expr" | sed -e 's/\$__rate_interval/1m/g' -e 's/\$__range/1h/g' -e 's/\$[a-z_]*/.*/g')

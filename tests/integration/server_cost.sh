@@ -6,6 +6,11 @@
 # own start and end times; the half-GPU job costs half per second; the
 # cost counter per tenant, user and pool and the tenant's month spend on
 # /metrics are the sum of the jobs' costs; `drover describe` shows it.
+# Budgets (docs/cost.md): after a restart with a tenants file giving
+# team-a a spent budget with hold: true, its month spend is summed again
+# from the jobs, its new job is held (hold "budget", reason_code Budget)
+# while team-b's runs, the budget gauges and warning are on /metrics, and
+# a restart with a raised budget lets the held job run.
 . "$ROOT/tests/integration/lib.sh"
 
 cat >"$TEST_TMP/cluster.yaml" <<'YAML'
@@ -95,3 +100,56 @@ expect_eq "drover_cost_dollars_total of team-a" "$(python3 -c "print('%.6f' % $g
 got=$(echo "$metrics" | sed -n 's/^drover_tenant_month_spend_dollars{tenant="team-a"} //p')
 expect_eq "drover_tenant_month_spend_dollars of team-a" "$(python3 -c "print('%.6f' % $got)")" "$sum"
 echo "ok: 2-GPU job \$$two, half-GPU job \$$half at \$3.60/GPU-h; counters \$$sum"
+
+# ---- budgets
+tenants() {
+	cat >"$TEST_TMP/tenants.yaml" <<YAML
+tenants:
+  team-a: {budget: {monthlyUsd: $1, hold: true}}
+  team-b: {budget: {monthlyUsd: 1000}}
+YAML
+}
+tenants 0.005
+stop_up
+echo "tenants: $TEST_TMP/tenants.yaml" >>"$TEST_TMP/state/config.yaml"
+start_up --cluster "$TEST_TMP/cluster.yaml"
+metrics() {
+	curl -fsS -H "Authorization: Bearer $(sed -n 's/^token: //p' "$XDG_CONFIG_HOME/drover/config")" "$SERVER_URL/metrics"
+}
+m=$(metrics)
+got=$(echo "$m" | sed -n 's/^drover_tenant_month_spend_dollars{tenant="team-a"} //p')
+expect_eq "team-a month spend after a restart" "$(python3 -c "print('%.6f' % $got)")" "$sum"
+echo "$m" | grep -q '^drover_tenant_budget_dollars{tenant="team-a"} 0.005$' ||
+	fail "no team-a budget gauge: $(echo "$m" | grep budget)"
+echo "$m" | grep -q '^drover_tenant_budget_warning{tenant="team-a"} 1$' ||
+	fail "team-a is past its budget but no warning: $(echo "$m" | grep budget_warning)"
+echo "$m" | grep -q '^drover_tenant_budget_warning{tenant="team-b"} 0$' ||
+	fail "team-b warned: $(echo "$m" | grep budget_warning)"
+
+held=$("$DROVER" submit --parsable "$TEST_TMP/two.sh") || fail "submit: $held"
+sed 's/team-a/team-b/' "$TEST_TMP/two.sh" >"$TEST_TMP/b.sh"
+bid=$("$DROVER" submit --parsable "$TEST_TMP/b.sh") || fail "submit: $bid"
+wait_until 30 sh -c "\"$DROVER\" get job $bid -o json | grep -q '\"state\": \"running\"'" ||
+	fail "team-b's job did not start: $(job_json "$bid")"
+# while it runs, team-b burns 2 x 3.60 $/h
+wait_until 10 sh -c "curl -fsS -H \"Authorization: Bearer \$(sed -n 's/^token: //p' \"$XDG_CONFIG_HOME/drover/config\")\" $SERVER_URL/metrics | grep -q '^drover_tenant_burn_rate_dollars_per_hour{tenant=\"team-b\"} 7.2\$'" ||
+	fail "team-b's burn rate is not 7.2: $(metrics | grep burn_rate)"
+metrics | grep -q "^drover_job_info{hpc_job=\"$bid\",user=\"[^\"]*\",tenant=\"team-b\",pool=\"onprem-a\",name=\"two\",namespace=\"\",pod=\"\",container=\"\"} 1\$" ||
+	fail "no drover_job_info for job $bid: $(metrics | grep job_info)"
+set -- $(job_json "$held" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["state"], j["hold"], j["reason_code"])')
+expect_eq "team-a's new job over budget (state hold code)" "$*" "pending budget Budget"
+job_json "$held" | grep -q 'spent \$0.01 of its \$0.01 budget' ||
+	fail "reason does not name the spend: $(jf_reason "$held")"
+wait_until 30 sh -c "\"$DROVER\" get job $bid -o json | grep -q '\"state\": \"succeeded\"'" ||
+	fail "team-b's job did not end"
+expect_eq "held job after team-b's ended" "$(job_json "$held" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" pending
+
+# a raised budget: the hold lifts and the job runs
+stop_up
+tenants 100
+start_up --cluster "$TEST_TMP/cluster.yaml"
+wait_until 30 sh -c "\"$DROVER\" get job $held -o json | grep -q '\"state\": \"succeeded\"'" ||
+	fail "held job $held did not run after the budget was raised: $(job_json "$held")"
+job_json "$held" | grep -q 'budget hold released' || fail "no release event: $(job_json "$held")"
+stop_up
+echo "ok: budget hold: job $held held at \$$sum of \$0.005, team-b ran; released at \$100"
