@@ -9,7 +9,7 @@
 cd "$ROOT/deploy" || fail "no deploy/"
 
 promtool check rules prometheus/drover-rules.yml || fail "promtool rejects drover-rules.yml"
-cp prometheus/prometheus.yml prometheus/drover-rules.yml "$TEST_TMP/"
+cp prometheus/prometheus.yml prometheus/drover-rules.yml prometheus/drover-cost-rules.yml "$TEST_TMP/"
 promtool check config "$TEST_TMP/prometheus.yml" || fail "promtool rejects prometheus.yml"
 
 for d in grafana/*.json; do
@@ -17,7 +17,7 @@ for d in grafana/*.json; do
 done
 
 # Every metric a rule or panel names must be documented as exported.
-names=$(grep -ohE '\b(drover_[a-z_]+|DCGM_FI_[A-Z_]+|node_infiniband_[a-z_]+)' prometheus/drover-rules.yml grafana/*.json |
+names=$(grep -ohE '\b(drover_[a-z_]+|DCGM_FI_[A-Z_]+|node_infiniband_[a-z_]+)' prometheus/drover-rules.yml prometheus/drover-cost-rules.yml grafana/*.json |
 	sed -E 's/_(bucket|sum|count)$//' | sort -u)
 for n in $names; do
 	grep -q "$n" "$ROOT/docs/api.md" "$ROOT/docs/agent.md" || fail "$n is used in deploy/ but exported by nothing documented"
