@@ -98,6 +98,12 @@ struct drv_sched_policy {
 	int64_t las_threshold[DRV_SCHED_MAX_LAS];
 	int32_t nlas;
 
+	/* LAS starvation: a pending job that has waited las_promote_s since it
+	 * was submitted or last stopped is ordered as if in the first queue
+	 * (Tiresias's promotion), so long jobs preempted by a stream of short
+	 * ones still run. 0 = never. */
+	int64_t las_promote_s;
+
 	int64_t min_run_s;          /* a job runs this long before it can be preempted */
 	int64_t grace_s;            /* victims' grace period (their resources stay held) */
 	int32_t conservative_depth; /* backfill: 0 or 1 = EASY (one reservation);
@@ -119,7 +125,8 @@ struct drv_sched_policy {
 };
 
 /* Defaults: fifo, backfill, preemption off, cheapest, DRV_PLACE_DEFAULT, aging off,
- * LAS thresholds 3200 and 25600 GPU-seconds, min_run 0, grace 30 s, EASY,
+ * LAS thresholds 300, 3000, 30000, 300000 and 3000000 GPU-seconds, no LAS
+ * promotion, min_run 0, grace 30 s, EASY,
  * default_runtime 0, 16 preemption searches, elastic off. */
 void drv_sched_policy_default(struct drv_sched_policy *p);
 

@@ -256,6 +256,9 @@ struct drv_sim_opts {
 	bool progress;             /* progress bar on stderr */
 	bool record_samples;       /* keep the time series (the report needs it) */
 	bool every_pass;           /* never skip a pass (tests: skipping changes nothing) */
+	int64_t preempt_cost_s;    /* work a preempted run loses (since its last
+				    * checkpoint), at most what it ran: counted in
+				    * its JCT and lost_gpu_hours */
 	const struct drv_tenants *tenants; /* quotas, weights, cohorts, classes; NULL =
 				    * none (every tenant unlimited, weight 1).
 				    * Needed when jobs name classes. */

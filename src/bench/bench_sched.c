@@ -526,6 +526,8 @@ static int golden_policy(struct golden *g, char **tok, int ntok)
 			p->grace_s = x;
 		else if (kv(tok[i], "min_run", &v) && !(ok = parse_i64(v, &x)))
 			p->min_run_s = x;
+		else if (kv(tok[i], "promote", &v) && !(ok = parse_i64(v, &x)))
+			p->las_promote_s = x;
 		else if (kv(tok[i], "depth", &v) && !(ok = parse_i64(v, &x)))
 			p->conservative_depth = (int32_t)x;
 		else if (kv(tok[i], "aging_interval", &v) && !(ok = parse_i64(v, &x)))

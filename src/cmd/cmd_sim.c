@@ -30,13 +30,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#define SIM_MIN_RUN 3600
+#define SIM_LAS_MIN_RUN 43200
+#define SIM_LAS_PROMOTE 0
+
 struct args {
 	const char *cluster, *trace, *write_trace, *jobs_out, *report, *tenants;
+	const char *las_queues;
 	const char *format; /* "philly", "drover", or NULL: the header decides */
 	int fmt, order, mode, pools, preemption, placement, half_life;
 	bool generate, json, strict, every_pass;
 	long long jobs, seed;
 	double load, mtbf, repair, provision_delay, grow_wait;
+	long long preempt_cost, min_run, las_promote;
 };
 
 static const struct drv_opt_choice formats[] = { { "philly", 0 }, { "drover", 1 }, { NULL, 0 } };
@@ -58,6 +64,35 @@ static const struct drv_opt_choice pools[] = {
 	"drover sim --cluster FILE (--trace FILE [--format philly|drover] |\n"             \
 	"                  --generate --jobs N --load RHO [--write-trace FILE]) [options]"
 
+/* "3200,25600" into the policy's LAS thresholds; 0 or -1. */
+static int parse_las_queues(const char *s, struct drv_sched_policy *pol)
+{
+	int32_t n = 0;
+	while (*s) {
+		char *end;
+		long long v = strtoll(s, &end, 10);
+		if (end == s || v <= 0 || n == DRV_SCHED_MAX_LAS ||
+		    (n > 0 && v <= pol->las_threshold[n - 1]) || (*end && *end != ','))
+			return -1;
+		pol->las_threshold[n++] = v;
+		s = *end ? end + 1 : end;
+	}
+	if (n == 0)
+		return -1;
+	pol->nlas = n;
+	return 0;
+}
+
+/* Without preemption every waiting job has attained no service: las is
+ * fifo then. Said once on stderr and in the report's title. */
+#define LAS_FIFO_NOTE "las without preemption orders like fifo: no waiting job has attained " \
+		      "service; --preemption on shows LAS"
+
+static bool las_like_fifo(const struct drv_sched_policy *pol)
+{
+	return pol->order == DRV_ORDER_LAS && !pol->preemption;
+}
+
 /* The options that go together, after the parse; 0 or exit code 2. */
 static int check_args(const struct drv_opts *cmd, const struct args *a)
 {
@@ -69,6 +104,13 @@ static int check_args(const struct drv_opts *cmd, const struct args *a)
 		return drv_opts_usage_error(cmd, "--jobs and --load go with --generate");
 	if (a->format && a->generate)
 		return drv_opts_usage_error(cmd, "--format goes with --trace");
+	if (a->las_queues) {
+		struct drv_sched_policy tmp;
+		if (parse_las_queues(a->las_queues, &tmp))
+			return drv_opts_usage_error(cmd, "--las-queues: found '%s', expected up to 8 "
+						    "ascending positive GPU-second counts, e.g. "
+						    "3200,25600", a->las_queues);
+	}
 	return 0;
 }
 
@@ -82,6 +124,9 @@ static void set_defaults(struct args *a, struct drv_sched_policy *pol)
 	a->jobs = -1;
 	a->load = -1;
 	a->fmt = -1;
+	a->preempt_cost = 60;
+	a->min_run = -1;
+	a->las_promote = -1;
 	a->order = (int)pol->order;
 	a->mode = (int)pol->mode;
 	a->pools = (int)pol->pools;
@@ -99,6 +144,15 @@ static void apply_args(struct args *a, struct drv_sched_policy *pol)
 	pol->pools = (enum drv_sched_pools)a->pools;
 	pol->preemption = a->preemption;
 	pol->place = (enum drv_place_strategy)a->placement;
+	if (a->las_queues)
+		parse_las_queues(a->las_queues, pol);
+	/* runs of at least SIM_MIN_RUN (LAS: SIM_LAS_MIN_RUN) before they are
+	 * preempted, so quota reclaim and LAS do not thrash; LAS promotion of
+	 * jobs that waited SIM_LAS_PROMOTE (docs/simulator.md) */
+	pol->min_run_s = a->min_run >= 0 ? a->min_run :
+			 pol->order == DRV_ORDER_LAS ? SIM_LAS_MIN_RUN : SIM_MIN_RUN;
+	pol->las_promote_s = a->las_promote >= 0 ? a->las_promote :
+			     pol->order == DRV_ORDER_LAS ? SIM_LAS_PROMOTE : 0;
 	pol->mix_half_life = a->half_life;
 	if (a->grow_wait > 0) {
 		/* elastic pools grow for jobs waiting this long, shrink after as long idle */
@@ -159,6 +213,17 @@ static int parse_args(int argc, char **argv, struct args *a, struct drv_sched_po
 		DRV_OPT_ENUM(0, "mode", &a->mode, modes, "head-of-line handling (default backfill)"),
 		DRV_OPT_ENUM(0, "preemption", &a->preemption, on_off,
 			     "may a job start by preempting lower-priority ones (default off)"),
+		DRV_OPT_LLONG(0, "preempt-cost", &a->preempt_cost, 0, 1000000000, "S",
+			      "seconds of work a preempted run loses (default 60)"),
+		DRV_OPT_LLONG(0, "min-run", &a->min_run, 0, 1000000000, "S",
+			      "a run is preempted only after S seconds (default 3600; las: "
+			      "43200)"),
+		DRV_OPT_STRING(0, "las-queues", &a->las_queues, "GPU-S,...",
+			       "las: attained GPU-seconds where each queue ends, ascending "
+			       "(default 300,3000,30000,300000,3000000)"),
+		DRV_OPT_LLONG(0, "las-promote", &a->las_promote, 0, 1000000000, "S",
+			      "las: a job waiting S seconds is promoted to the first queue "
+			      "(default 0: never)"),
 		DRV_OPT_ENUM(0, "pools", &a->pools, pools,
 			     "which pool a job tries first (default cheapest)"),
 		DRV_OPT_ENUM(0, "placement", &a->placement, drv_place_choices,
@@ -443,6 +508,7 @@ static int simulate(struct sim *s, double t0)
 	o.progress = isatty(STDERR_FILENO);
 	o.record_samples = s->a.report != NULL;
 	o.every_pass = s->a.every_pass;
+	o.preempt_cost_s = s->a.preempt_cost;
 	o.tenants = s->a.tenants ? &s->tf : NULL;
 	rc = drv_sim_run(&s->c, &s->w, &o, &s->r);
 	if (rc) {
@@ -471,6 +537,12 @@ static int print_json(const struct sim *s)
 	if (cfg) {
 		if (a->tenants)
 			json_object_set_new(cfg, "tenants", json_string(a->tenants));
+		if (las_like_fifo(&s->pol))
+			json_object_set_new(cfg, "note", json_string(LAS_FIFO_NOTE));
+		if (s->pol.preemption) {
+			json_object_set_new(cfg, "preempt_cost_s", json_integer(a->preempt_cost));
+			json_object_set_new(cfg, "min_run_s", json_integer(s->pol.min_run_s));
+		}
 		if (a->mtbf > 0) {
 			json_object_set_new(cfg, "mtbf_hours", json_real(a->mtbf));
 			json_object_set_new(cfg, "repair_hours", json_real(a->repair));
@@ -496,6 +568,10 @@ static int write_outputs(struct sim *s, struct out_ctx *oc)
 		 s->pol.preemption ? "on" : "off", drv_sched_pools_name(s->pol.pools),
 		 drv_place_strategy_name(s->pol.place),
 		 a->tenants ? ", tenants " : "", a->tenants ? a->tenants : "");
+	if (las_like_fifo(&s->pol)) {
+		size_t n = strlen(s->title);
+		snprintf(s->title + n, sizeof(s->title) - n, " (%s)", LAS_FIFO_NOTE);
+	}
 	if (a->jobs_out && write_atomic(a->jobs_out, wr_jobs, oc))
 		ret = DRV_EXIT_FAIL;
 	if (a->report && write_atomic(a->report, wr_report, oc))
@@ -522,6 +598,8 @@ int cmd_sim(int argc, char **argv)
 		drv_free(s);
 		return ret == DRV_OPTS_HELP ? DRV_EXIT_OK : ret;
 	}
+	if (las_like_fifo(&s->pol))
+		fprintf(stderr, "drover sim: note: %s\n", LAS_FIFO_NOTE);
 	t0 = drv_mono_s();
 	drv_sim_workload_init(&s->w);
 	drv_sim_result_init(&s->r);

@@ -349,6 +349,7 @@ static int new_job(struct drv_sched *s, const struct drv_job *job, const char *c
 	j->never_preempts = ci >= 0 && s->classes[ci].policy == DRV_PREEMPT_NEVER;
 	j->tenant = tenant_get(s, job->tenant);
 	j->submit = job->submit_time;
+	j->queued_at = job->submit_time;
 	j->pool = -1;
 	j->end = T_INF;
 	j->fail_gen = UINT64_MAX;
@@ -503,6 +504,7 @@ int drv_sched_requeue(struct drv_sched *s, uint64_t id, int64_t now)
 		return DRV_ESTATE;
 	stop_running(s, slot, now);
 	j->state = DRV_SJ_PENDING;
+	j->queued_at = now;
 	j->end = T_INF;
 	j->grace = 0;
 	j->reason_pass = 0;

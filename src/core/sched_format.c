@@ -22,9 +22,15 @@ void drv_sched_policy_default(struct drv_sched_policy *p)
 	p->pools = DRV_POOLS_CHEAPEST;
 	p->place = DRV_PLACE_DEFAULT;
 	p->aging_step = 1;
-	p->las_threshold[0] = 3200;
-	p->las_threshold[1] = 25600;
-	p->nlas = 2;
+	/* queues ten times apart from 300 GPU-s (5 minutes of one GPU) to
+	 * 3,000,000 (about 35 GPU-days): on the heavy-tailed Philly trace the
+	 * long jobs sink below the short ones (docs/scheduling.md) */
+	p->las_threshold[0] = 300;
+	p->las_threshold[1] = 3000;
+	p->las_threshold[2] = 30000;
+	p->las_threshold[3] = 300000;
+	p->las_threshold[4] = 3000000;
+	p->nlas = 5;
 	p->grace_s = 30;
 	p->max_preempt_tries = 16;
 }

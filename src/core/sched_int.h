@@ -78,6 +78,7 @@ struct sched_job {
 	struct drv_sched_decision never_why; /* then: why (NEVER or NODE_DOWN) */
 	int64_t dur;            /* own runtime for backfill: estimate, else limit; 0 = unknown */
 	int64_t submit;
+	int64_t queued_at;      /* pending: since submit or its last stop (LAS promotion) */
 	int64_t attained;       /* milli-GPU-seconds before the current run */
 
 	/* running / terminating */
@@ -136,6 +137,7 @@ struct pend_compact {
 	uint8_t gpuless;
 	uint8_t held;           /* holds a nominated placement: never skipped */
 	int8_t quota_model;     /* sched_job.quota_model */
+	int8_t las_q;           /* LAS: its queue (key_policy), else 0 */
 	int64_t dur;
 	uint64_t quota_seq;          /* sched_job.quota_seq as of its last visit (0: visit it) */
 };
@@ -377,6 +379,9 @@ struct pass {
 		bool tried;
 	} failed[16];
 	bool las_queues_done;   /* running jobs' LAS queues computed this pass */
+	/* with them, over the possible victims past their minimum run time:
+	 * the least priority, the highest LAS queue among those of it */
+	int32_t las_least_prio, las_most_queue;
 	int32_t nstarted;
 	int32_t prov_add[SCHED_MAX_POOLS];  /* nodes this pass asks each pool for */
 	uint64_t prov_job[SCHED_MAX_POOLS]; /* the job the first request was for */
@@ -468,6 +473,8 @@ int64_t sched__earliest_cached(struct pass *p, const struct sched_job *j,
  * check's answer); true when found and applied (victims terminating, the
  * job nominated, a PREEMPT decision). */
 bool sched__try_preempt(struct pass *p, int32_t slot, int quota_rc);
+/* Running jobs' LAS queues at p->now, and the pass's LAS victim bounds. */
+void sched__las_queues_now(struct pass *p);
 
 /* sched_elastic.c: asks an elastic pool for nodes for j (sets its reason);
  * releases elastic nodes idle long enough. */
@@ -521,6 +528,7 @@ struct bounds {
 	bool any_reserved;                /* some GPUs are blocked for reservations */
 	bool preempt;                     /* preemption searches left */
 	int32_t least_victim_prio;        /* least priority of a preemptible running job */
+	int32_t las_most_queue;           /* LAS: highest queue of a victim of that priority */
 };
 
 void sched__bounds_get(const struct pass *p, struct bounds *b);
@@ -547,7 +555,8 @@ static inline bool sched__hopeless(const struct bounds *b, const struct pend_com
 		return true;
 	if (h->gpuless || h->held)
 		return false; /* a preemptor: its held placement frees no root GPU */
-	if (b->preempt && h->prio > b->least_victim_prio)
+	if (b->preempt && (h->prio > b->least_victim_prio ||
+			   (h->prio == b->least_victim_prio && h->las_q < b->las_most_queue)))
 		return false;
 	sched__limits(b, h->dur > 0 && h->dur <= b->short_dur, &w, &m, &n);
 	if (h->need_whole > w || h->max_task > m || h->full_tasks > n)

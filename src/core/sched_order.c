@@ -58,7 +58,7 @@ void sched__rekey(struct pass *p)
 	bool same = s->keys_valid && kp->order == pol->order &&
 		    kp->aging_interval_s == pol->aging_interval_s &&
 		    kp->aging_step == pol->aging_step && kp->aging_max == pol->aging_max &&
-		    kp->nlas == pol->nlas &&
+		    kp->nlas == pol->nlas && kp->las_promote_s == pol->las_promote_s &&
 		    !memcmp(kp->las_threshold, pol->las_threshold, sizeof(pol->las_threshold));
 	int32_t i, moved = 0;
 	int64_t next = T_INF;

@@ -92,8 +92,17 @@ static void stopper_init(struct pass *p, struct stopper *st)
 				return;
 	p->min_prio_victim = INT32_MAX;
 	if (pol->preemption) {
-		if (pol->order == DRV_ORDER_LAS)
+		if (pol->order == DRV_ORDER_LAS) {
+			/* a job may preempt one of its priority in a higher queue
+			 * past its minimum run time: bounds over those */
+			sched__las_queues_now(p);
+			for (i = 0; i < s->ntenants; i++)
+				if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
+					return;
+			p->min_prio_victim = p->las_least_prio;
+			st->possible = true;
 			return;
+		}
 		for (i = 0; i < s->ntenants; i++)
 			if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
 				return; /* reclaim may preempt whatever the priority */
@@ -131,6 +140,7 @@ void sched__bounds_get(const struct pass *p, struct bounds *b)
 	b->node_max_loose = DRV_MIN(b->node_max + p->blocked_max, p->s->max_node_gpus);
 	b->preempt = p->pol->preemption && p->tries < p->pol->max_preempt_tries;
 	b->least_victim_prio = p->min_prio_victim;
+	b->las_most_queue = p->pol->order == DRV_ORDER_LAS ? p->las_most_queue : INT32_MIN;
 }
 
 static void set_tail(struct pass *p, enum drv_sched_reason why)

@@ -58,15 +58,26 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Running jobs' LAS queues as of now, once a pass. */
-static void las_queues_now(struct pass *p)
+void sched__las_queues_now(struct pass *p)
 {
 	struct drv_sched *s = p->s;
 	int32_t i;
+	p->las_least_prio = INT32_MAX;
+	p->las_most_queue = INT32_MIN;
 	for (i = 0; i < s->nrun; i++) {
 		struct sched_job *v = &s->jobs[s->run[i]];
+		const struct run_compact *h = &s->run_compact[i];
 		v->las_queue =
 			sched__las_queue(p->pol, v->attained + (p->now - v->start) * v->need_milli);
 		s->run_compact[i].las_queue = v->las_queue;
+		if (!h->ok || p->now - h->start < p->pol->min_run_s)
+			continue;
+		if (h->prio < p->las_least_prio) {
+			p->las_least_prio = h->prio;
+			p->las_most_queue = v->las_queue;
+		} else if (h->prio == p->las_least_prio && v->las_queue > p->las_most_queue) {
+			p->las_most_queue = v->las_queue;
+		}
 	}
 	p->las_queues_done = true;
 	s->victim_bounds.dirty = true;
@@ -154,6 +165,14 @@ static bool no_victim_by_bounds(struct pass *p, struct sched_job *j, int quota_r
 	const struct sched_tenant *jt = &s->tenants[j->tenant];
 	if (quota_rc == 0 && jt->cohort >= 0 && sched__reclaim_possible(s, j))
 		return false;
+	if (p->pol->order == DRV_ORDER_LAS) {
+		/* LAS bounds count only jobs past their minimum run time */
+		if (p->las_least_prio < j->prio ||
+		    (p->las_least_prio == j->prio && p->las_most_queue > jq))
+			return false;
+		j->preempt_memo.valid = false;
+		return true;
+	}
 	sched__victim_bounds_refresh(s);
 	if (s->victim_bounds.least_prio < j->prio ||
 	    (s->victim_bounds.least_prio == j->prio && p->pol->order == DRV_ORDER_LAS &&
@@ -360,12 +379,12 @@ bool sched__try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	int32_t nc, taken;
 	int64_t room = 0;
 	struct avail a;
-	int32_t jq = p->pol->order == DRV_ORDER_LAS ? sched__las_queue(p->pol, j->attained) : 0;
+	int32_t jq = p->pol->order == DRV_ORDER_LAS ? (int32_t)j->key_policy : 0;
 
 	if (j->never_preempts || s->nrun == 0)
 		return false;
 	if (p->pol->order == DRV_ORDER_LAS && !p->las_queues_done)
-		las_queues_now(p);
+		sched__las_queues_now(p);
 	if (quota_rc == 0 && shape_failed(p, j, jq))
 		return false;
 	if (memo_says_fails(p, j))

@@ -110,6 +110,13 @@ void sched__key(const struct drv_sched *s, struct sched_job *j, int64_t now,
 		break;
 	case DRV_ORDER_LAS:
 		j->key_policy = sched__las_queue(pol, j->attained);
+		if (j->key_policy > 0 && pol->las_promote_s > 0) {
+			int64_t at = j->queued_at + pol->las_promote_s;
+			if (now >= at)
+				j->key_policy = 0; /* starving: promoted */
+			else if (at < j->next_age)
+				j->next_age = at;
+		}
 		break;
 	default:
 		j->key_policy = 0;
@@ -166,6 +173,8 @@ void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 	h->gpuless = j->gpuless;
 	h->held = j->nomination.ntasks > 0;
 	h->quota_model = (int8_t)j->quota_model;
+	h->las_q = s->keys_valid && s->keyed_pol.order == DRV_ORDER_LAS ?
+			   (int8_t)DRV_MIN(j->key_policy, 127) : 0;
 	h->dur = j->dur;
 	h->quota_seq = j->quota_seq;
 }

@@ -352,8 +352,11 @@ static void on_finish(struct engine *e, int32_t j)
 static void on_grace(struct engine *e, int32_t j)
 {
 	struct jst *s = &e->js[j];
-	/* checkpointed: the work done so far is kept */
-	s->remaining -= e->now - s->run_start;
+	int64_t ran = e->now - s->run_start;
+	int64_t lost = DRV_MIN(ran, e->o->preempt_cost_s);
+	/* checkpointed but for the last preempt_cost_s: that work is redone */
+	s->remaining -= ran - lost;
+	e->lost_gpu_s += (double)s->milli / 1000.0 * (double)lost;
 	if (s->remaining < 0)
 		s->remaining = 0;
 	drv_sched_requeue(e->s, e->w->jobs[j].job.id, e->now);

@@ -71,7 +71,7 @@ P
 sed 's/,big$/,a/; s/,small$/,b/' "$TR" >co.csv
 printf 'tenants:\n  a: {quota: {H100: 128}, cohort: c}\n  b: {quota: {H100: 128}, cohort: c}\n' >co.yaml
 for p in off on; do
-	"$DROVER" sim --cluster "$CL" --trace co.csv --tenants co.yaml --preemption $p --json \
+	"$DROVER" sim --cluster "$CL" --trace co.csv --tenants co.yaml --preemption $p --min-run 0 --json \
 		--jobs-out co-$p.csv >co-$p.json || fail "cohort preemption $p exited $?"
 done
 python3 "$ROOT/tests/integration/sim_check.py" 8 co-on.csv co-on.json >/dev/null || fail "cohort replay"
