@@ -50,8 +50,9 @@ struct drv_cgroup {
  * cannot be applied, cg->enabled is false and cg->why says why.
  */
 void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent);
-/* Removes what setup made for this agent alone (v1: its drover-tasks-PID,
- * once empty). */
+/* Removes what setup made for this agent alone (v1: its drover-tasks-PID
+ * and the task cgroups left in it, those no process holds). Setup itself
+ * sweeps the drover-tasks-PID of agents that are gone the same way. */
 void drv_cgroup_release(struct drv_cgroup *cg);
 
 /* ---------------------------------------------------------------------------

@@ -28,9 +28,10 @@
 #include "drover/common.h"
 #include "agent_int.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,50 @@ static void setup_v2(struct drv_cgroup *cg, const char *dir)
 	cg->enabled = true;
 }
 
+/* Removes dir's empty task-* cgroups, then dir itself when empty: rmdir
+ * of a cgroup that still holds a process fails (EBUSY), so what still runs
+ * keeps its cgroup. */
+static void remove_empty(const char *dir)
+{
+	char p[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, "task-", 5)) {
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			rmdir(p);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* drover-tasks-PID directories under dir of agents that are gone (killed,
+ * or restarted under another pid), once their tasks have ended. */
+static void sweep_v1(const char *dir)
+{
+	char p[PATH_MAX + 300];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, "drover-tasks-", 13))
+			continue;
+		pid = strtol(de->d_name + 13, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid() ||
+		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		remove_empty(p);
+	}
+	if (d)
+		closedir(d);
+}
+
 /*
  * The v1 memory hierarchy at dir: drover-tasks-PID below it, writable. v1
  * hosts often keep every service in one memory cgroup, so each agent takes
@@ -232,6 +277,7 @@ static void setup_v1(struct drv_cgroup *cg, const char *dir)
 {
 	char p[PATH_MAX + 64];
 
+	sweep_v1(dir);
 	snprintf(cg->base, sizeof(cg->base), "%s/drover-tasks-%d", dir, (int)getpid());
 	snprintf(p, sizeof(p), "%s/memory.limit_in_bytes", cg->base);
 	if ((mkdir(cg->base, 0755) < 0 && errno != EEXIST) || access(p, W_OK) != 0) {
@@ -294,7 +340,7 @@ void drv_cgroup_setup(struct drv_cgroup *cg, const char *parent)
 void drv_cgroup_release(struct drv_cgroup *cg)
 {
 	if (cg->enabled && cg->version == 1)
-		rmdir(cg->base);
+		remove_empty(cg->base);
 	cg->enabled = false;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "drover/agent.h"
@@ -441,6 +442,32 @@ Test(launch, over_memory_task_is_reported_oom_killed)
 	cr_assert(p.oom_killed, "exit %d signal %d not seen as OOM", p.exit_code, p.signal);
 	drv_proc_cleanup(&p);
 	drv_cgroup_release(&cg);
+}
+
+Test(launch, v1_setup_sweeps_the_cgroups_of_agents_that_are_gone)
+{
+	struct drv_cgroup cg, again;
+	char parent[PATH_MAX], gone[PATH_MAX + 64], task[PATH_MAX + 80];
+	pid_t pid;
+
+	drv_cgroup_setup(&cg, getenv("DROVER_TEST_CGROUP"));
+	if (!cg.enabled || cg.version != 1)
+		cr_skip_test("SKIPPED: no cgroup v1 memory hierarchy here: %s", cg.why);
+	snprintf(parent, sizeof(parent), "%s", cg.base);
+	*strrchr(parent, '/') = '\0';
+	pid = fork(); /* a pid that is surely gone once reaped */
+	if (pid == 0)
+		_exit(0);
+	cr_assert(eq(int, (int)waitpid(pid, NULL, 0), (int)pid));
+	snprintf(gone, sizeof(gone), "%s/drover-tasks-%d", parent, (int)pid);
+	snprintf(task, sizeof(task), "%s/task-7_0", gone);
+	cr_assert(eq(int, mkdir(gone, 0755), 0), "%s: %s", gone, strerror(errno));
+	cr_assert(eq(int, mkdir(task, 0755), 0), "%s: %s", task, strerror(errno));
+	drv_cgroup_release(&cg); /* a restart: setup again */
+	drv_cgroup_setup(&again, getenv("DROVER_TEST_CGROUP"));
+	cr_assert(again.enabled);
+	cr_assert(not(eq(int, access(gone, F_OK), 0)), "%s of a gone agent is still there", gone);
+	drv_cgroup_release(&again);
 }
 
 Test(launch, runs_as_the_given_user)
