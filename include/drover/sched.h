@@ -104,6 +104,12 @@ struct drv_sched_policy {
 	 * ones still run. 0 = never. */
 	int64_t las_promote_s;
 
+	/* fair: with a half-life, a tenant's share counts its decayed past use
+	 * (its GPU-seconds, each weighing half as much fair_half_life_s
+	 * later, as an average over about a half-life) beside what it holds
+	 * now, as Slurm's fair-share decay does. 0 = what it holds now only. */
+	int64_t fair_half_life_s;
+
 	int64_t min_run_s;          /* a job runs this long before it can be preempted */
 	int64_t grace_s;            /* victims' grace period (their resources stay held) */
 	int32_t conservative_depth; /* backfill: 0 or 1 = EASY (one reservation);

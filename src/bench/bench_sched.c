@@ -528,6 +528,8 @@ static int golden_policy(struct golden *g, char **tok, int ntok)
 			p->min_run_s = x;
 		else if (kv(tok[i], "promote", &v) && !(ok = parse_i64(v, &x)))
 			p->las_promote_s = x;
+		else if (kv(tok[i], "fair_half_life", &v) && !(ok = parse_i64(v, &x)))
+			p->fair_half_life_s = x;
 		else if (kv(tok[i], "depth", &v) && !(ok = parse_i64(v, &x)))
 			p->conservative_depth = (int32_t)x;
 		else if (kv(tok[i], "aging_interval", &v) && !(ok = parse_i64(v, &x)))

@@ -42,7 +42,7 @@ struct args {
 	bool generate, json, strict, every_pass;
 	long long jobs, seed;
 	double load, mtbf, repair, provision_delay, grow_wait;
-	long long preempt_cost, min_run, las_promote;
+	long long preempt_cost, min_run, las_promote, fair_half_life;
 };
 
 static const struct drv_opt_choice formats[] = { { "philly", 0 }, { "drover", 1 }, { NULL, 0 } };
@@ -146,6 +146,7 @@ static void apply_args(struct args *a, struct drv_sched_policy *pol)
 	pol->place = (enum drv_place_strategy)a->placement;
 	if (a->las_queues)
 		parse_las_queues(a->las_queues, pol);
+	pol->fair_half_life_s = a->fair_half_life;
 	/* runs of at least SIM_MIN_RUN (LAS: SIM_LAS_MIN_RUN) before they are
 	 * preempted, so quota reclaim and LAS do not thrash; LAS promotion of
 	 * jobs that waited SIM_LAS_PROMOTE (docs/simulator.md) */
@@ -221,6 +222,9 @@ static int parse_args(int argc, char **argv, struct args *a, struct drv_sched_po
 		DRV_OPT_STRING(0, "las-queues", &a->las_queues, "GPU-S,...",
 			       "las: attained GPU-seconds where each queue ends, ascending "
 			       "(default 300,3000,30000,300000,3000000)"),
+		DRV_OPT_LLONG(0, "fair-half-life", &a->fair_half_life, 0, 1000000000, "S",
+			      "fair: weigh each tenant's past use, halved every S seconds, "
+			      "beside what it holds now (default 0: only what it holds)"),
 		DRV_OPT_LLONG(0, "las-promote", &a->las_promote, 0, 1000000000, "S",
 			      "las: a job waiting S seconds is promoted to the first queue "
 			      "(default 0: never)"),
@@ -539,6 +543,9 @@ static int print_json(const struct sim *s)
 			json_object_set_new(cfg, "tenants", json_string(a->tenants));
 		if (las_like_fifo(&s->pol))
 			json_object_set_new(cfg, "note", json_string(LAS_FIFO_NOTE));
+		if (s->pol.fair_half_life_s)
+			json_object_set_new(cfg, "fair_half_life_s",
+					    json_integer(s->pol.fair_half_life_s));
 		if (s->pol.preemption) {
 			json_object_set_new(cfg, "preempt_cost_s", json_integer(a->preempt_cost));
 			json_object_set_new(cfg, "min_run_s", json_integer(s->pol.min_run_s));

@@ -9,6 +9,7 @@
  */
 #include "sched_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,10 +31,30 @@ int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement
 	return sum;
 }
 
-void sched__usage(struct drv_sched *s, struct sched_job *j, int sign)
+void sched__hist_advance(const struct drv_sched *s, struct sched_tenant *t, int64_t now)
+{
+	double hl = (double)s->fair_half_life, dt = (double)(now - t->hist_at), k;
+	if (hl <= 0 || now <= t->hist_at) {
+		if (hl <= 0)
+			t->hist_at = now;
+		return;
+	}
+	/* the integral of a constant use over dt, decayed to now */
+	k = exp2(-dt / hl);
+	t->hist = t->hist * k + (double)t->usage_all * hl / M_LN2 * (1 - k);
+	t->hist_at = now;
+}
+
+int64_t sched__hist_milli(const struct drv_sched *s, const struct sched_tenant *t)
+{
+	return s->fair_half_life > 0 ? llround(t->hist * M_LN2 / (double)s->fair_half_life) : 0;
+}
+
+void sched__usage(struct drv_sched *s, struct sched_job *j, int sign, int64_t now)
 {
 	struct sched_tenant *t = &s->tenants[j->tenant];
 	int32_t i;
+	sched__hist_advance(s, t, now);
 	for (i = 0; i < j->pl.ntasks; i++) {
 		const struct drv_task_place *tp = &j->pl.tasks[i];
 		int m = node_model(s->c, tp->node);
@@ -424,7 +445,7 @@ void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement 
 	if (j->nomination.ntasks)
 		sched__nomination_drop(s, slot);
 	j->quota_seq = 0;
-	sched__usage(s, j, +1);
+	sched__usage(s, j, +1, now);
 	sched__node_touch(s, &j->pl, now);
 	sched__run_insert(s, slot);
 	s->occ_gen++;
@@ -466,7 +487,7 @@ static void stop_running(struct drv_sched *s, int32_t slot, int64_t now)
 		j->attained += (now - j->start) * j->need_milli;
 	victim_gone(s, j);
 	sched__run_remove(s, slot);
-	sched__usage(s, j, -1);
+	sched__usage(s, j, -1, now);
 	drv_cluster_uncommit(s->c, &j->pl);
 	sched__node_touch(s, &j->pl, now);
 	j->pl.ntasks = 0;

@@ -43,6 +43,8 @@ struct sched_tenant {
 	 * answers for m may have changed since; see sched_job.quota_seq) */
 	uint64_t quota_changed[DRV_MAX_MODELS];
 	int64_t fair_use;       /* fair: virtual use while a pass merges */
+	double hist;            /* fair: decayed milli-GPU-seconds up to hist_at */
+	int64_t hist_at;
 };
 
 struct sched_job {
@@ -287,6 +289,7 @@ struct drv_sched {
 		struct drv_placement pl;
 	} resv_cache;
 
+	int64_t fair_half_life; /* the last pass's fair_half_life_s */
 	uint32_t pass_no;
 	int64_t last_now;
 	int32_t max_node_gpus;
@@ -325,7 +328,11 @@ void sched__victim_bounds_refresh(struct drv_sched *s);
 /* sched.c: a job's quota use (sign +1 or -1), node idleness, the cluster
  * view after nodes changed, a job started on p, a preemptor's nomination
  * given up, and the milli-GPUs of model a placement holds. */
-void sched__usage(struct drv_sched *s, struct sched_job *j, int sign);
+void sched__usage(struct drv_sched *s, struct sched_job *j, int sign, int64_t now);
+/* fair: a tenant's decayed past use brought up to now (before its use
+ * changes), and that use as an average of milli-GPUs. */
+void sched__hist_advance(const struct drv_sched *s, struct sched_tenant *t, int64_t now);
+int64_t sched__hist_milli(const struct drv_sched *s, const struct sched_tenant *t);
 void sched__node_touch(struct drv_sched *s, const struct drv_placement *p, int64_t now);
 void sched__refresh_cluster(struct drv_sched *s);
 void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now);

@@ -153,7 +153,8 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 		fm->cnt[i + 1] += fm->cnt[i];
 	for (i = 0; i < nt; i++) {
 		fm->head[i] = fm->cnt[i];
-		s->tenants[i].fair_use = s->tenants[i].usage_all;
+		sched__hist_advance(s, &s->tenants[i], p->now);
+		s->tenants[i].fair_use = s->tenants[i].usage_all + sched__hist_milli(s, &s->tenants[i]);
 	}
 	for (i = 0; i < s->npend; i++)
 		fm->idx[fm->head[s->pend_compact[i].tenant]++] = i;

@@ -164,7 +164,7 @@ static int check_policy(const struct drv_sched_policy *pol)
 	int32_t i;
 	if ((unsigned)pol->order > DRV_ORDER_FAIR || (unsigned)pol->mode > DRV_MODE_GREEDY ||
 	    (unsigned)pol->pools > DRV_POOLS_FASTEST || pol->nlas < 0 ||
-	    pol->nlas > DRV_SCHED_MAX_LAS || pol->grace_s < 0 || pol->min_run_s < 0 ||
+	    pol->nlas > DRV_SCHED_MAX_LAS || pol->grace_s < 0 || pol->min_run_s < 0 || pol->las_promote_s < 0 || pol->fair_half_life_s < 0 ||
 	    pol->aging_interval_s < 0 || pol->conservative_depth < 0 || pol->max_preempt_tries < 0)
 		return DRV_EINVAL;
 	for (i = 1; i < pol->nlas; i++)
@@ -206,6 +206,7 @@ static void pass_begin(struct pass *p, struct drv_sched *s, int64_t now,
 	p->exact_left = 4;
 	s->pass_no++;
 	s->last_now = now;
+	s->fair_half_life = pol->fair_half_life_s;
 	if (s->c->nnodes != s->nnodes_seen)
 		sched__refresh_cluster(s);
 	if (s->idle_unknown) {
