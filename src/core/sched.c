@@ -667,6 +667,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->scratch_slots);
 	drv_free(s->scratch_slots2);
 	drv_free(s->fair_suffix);
+	drv_free(s->el_tenant);
 	drv_capacity_free(s->cap);
 	drv_free(s);
 }

@@ -259,6 +259,8 @@ struct drv_sched {
 	size_t scratch_slots2_cap;
 	struct queue_rest *fair_suffix; /* fair merge: what the rest of a tenant's queue needs */
 	size_t fair_suffix_cap;
+	uint8_t *el_tenant;     /* per tenant: has a victim past its minimum run (pass) */
+	size_t el_tenant_cap;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
 	int32_t *quota_held_seen; /* slots it found held at quota as they were */
@@ -389,6 +391,11 @@ struct pass {
 	/* with them, over the possible victims past their minimum run time:
 	 * the least priority, the highest LAS queue among those of it */
 	int32_t las_least_prio, las_most_queue;
+	/* with a minimum run time: the possible victims past it, once a pass
+	 * (starts this pass are not; stops only remove): their least priority,
+	 * and s->el_tenant[t] set for the tenants that have one */
+	bool el_done;
+	int32_t el_least_prio;
 	int32_t nstarted;
 	int32_t prov_add[SCHED_MAX_POOLS];  /* nodes this pass asks each pool for */
 	uint64_t prov_job[SCHED_MAX_POOLS]; /* the job the first request was for */
@@ -462,7 +469,8 @@ int sched__quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 		       struct drv_sched_decision *w);
 int sched__quota_check_placement(const struct drv_sched *s, const struct sched_job *j,
 				 const struct drv_placement *pl, struct drv_sched_decision *w);
-bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *j);
+bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *j,
+			     const uint8_t *only);
 
 /* sched_reserve.c: lifting and restoring the reservations' blocks; adding
  * and dropping a reservation (a nomination when nominated); the earliest

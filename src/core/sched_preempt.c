@@ -155,6 +155,25 @@ static bool memo_says_fails(struct pass *p, struct sched_job *j)
 	return false;
 }
 
+/* The possible victims past the minimum run time, once a pass. */
+static void eligible_now(struct pass *p)
+{
+	struct drv_sched *s = p->s;
+	int32_t i;
+	DRV_GROW(s->el_tenant, (size_t)s->ntenants + 1, s->el_tenant_cap);
+	memset(s->el_tenant, 0, (size_t)s->ntenants);
+	p->el_least_prio = INT32_MAX;
+	for (i = 0; i < s->nrun; i++) {
+		const struct run_compact *h = &s->run_compact[i];
+		if (!h->ok || p->now - h->start < p->pol->min_run_s)
+			continue;
+		s->el_tenant[h->tenant] = 1;
+		if (h->prio < p->el_least_prio)
+			p->el_least_prio = h->prio;
+	}
+	p->el_done = true;
+}
+
 /* Without reclaim a victim must be of lower priority, or (LAS) of the same
  * priority in a higher queue: true when the bounds over running jobs say
  * none is, so the scan would find none (most searches under LAS with a
@@ -163,8 +182,18 @@ static bool no_victim_by_bounds(struct pass *p, struct sched_job *j, int quota_r
 {
 	struct drv_sched *s = p->s;
 	const struct sched_tenant *jt = &s->tenants[j->tenant];
-	if (quota_rc == 0 && jt->cohort >= 0 && sched__reclaim_possible(s, j))
+	bool aged = p->pol->min_run_s > 0;
+	if (aged && !p->el_done)
+		eligible_now(p);
+	if (quota_rc == 0 && jt->cohort >= 0 &&
+	    sched__reclaim_possible(s, j, aged ? s->el_tenant : NULL))
 		return false;
+	if (aged && (p->el_least_prio > j->prio ||
+		     (p->el_least_prio == j->prio && p->pol->order != DRV_ORDER_LAS))) {
+		/* no victim past its minimum run of a priority <= its */
+		j->preempt_memo.valid = false;
+		return true;
+	}
 	if (p->pol->order == DRV_ORDER_LAS) {
 		/* LAS bounds count only jobs past their minimum run time */
 		if (p->las_least_prio < j->prio ||

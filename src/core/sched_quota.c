@@ -87,14 +87,15 @@ int sched__quota_check_placement(const struct drv_sched *s, const struct sched_j
 /* May any running job be a reclaim victim for j (a job within its nominal
  * quota, of a tenant with a cohort)? Only if a cohort peer uses more than
  * its nominal quota of a model j's tenant has a quota of. */
-bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *j)
+bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *j,
+			     const uint8_t *only)
 {
 	const struct sched_tenant *jt = &s->tenants[j->tenant];
 	int32_t i;
 	for (i = 0; i < s->ntenants; i++) {
 		const struct sched_tenant *o = &s->tenants[i];
 		uint32_t both = o->quota_models & jt->quota_models;
-		if (i == j->tenant || o->cohort != jt->cohort)
+		if (i == j->tenant || o->cohort != jt->cohort || (only && !only[i]))
 			continue;
 		while (both) {
 			int m = __builtin_ctz(both);
