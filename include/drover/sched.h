@@ -188,6 +188,24 @@ void drv_sched_tenant_default(struct drv_sched_tenant *t, const char *name);
 int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t);
 
 /*
+ * Per-user limits (Slurm's MaxJobsPerUser, MaxTRESPerUser=gres/gpu,
+ * MaxSubmitJobsPerUser): a job's user (struct drv_job.user) is matched by
+ * name when the job is submitted; set users before their jobs. -1 = no
+ * limit. max_running: jobs running at once; max_milli: GPUs held at once
+ * (milli-GPUs); max_submitted: jobs pending or running at once, in submit
+ * order: later ones wait, not considered, until earlier ones leave. Each
+ * holds a job with its own reason (USER_JOBS, USER_GPUS, USER_SUBMIT).
+ */
+struct drv_sched_user {
+	const char *name;
+	int32_t max_running;
+	int64_t max_milli;
+	int32_t max_submitted;
+};
+/* Adds or replaces a user's limits (name copied); index or DRV_EINVAL. */
+int drv_sched_set_user(struct drv_sched *s, const struct drv_sched_user *u);
+
+/*
  * Jobs. Every job the scheduler knows is pending, running or terminating.
  *
  * drv_sched_submit: a new pending job. job is borrowed (keep it alive and
@@ -249,6 +267,9 @@ enum drv_sched_reason {
 	DRV_REASON_NEVER = 8,       /* can never fit this cluster (size, regions, model) */
 	DRV_REASON_RESERVED = 9,    /* blocked; holds a reservation (see RESERVE) */
 	DRV_REASON_NODE_DOWN = 10,  /* would fit were its down or draining nodes up */
+	DRV_REASON_USER_JOBS = 11,  /* its user runs max_running jobs: n[0] running, n[1] limit */
+	DRV_REASON_USER_GPUS = 12,  /* its user's GPUs: n[0] need, n[1] held, n[2] limit (milli) */
+	DRV_REASON_USER_SUBMIT = 13,/* its user has max_submitted jobs ahead: n[0] limit */
 };
 
 /* NEVER and NODE_DOWN: what never fits (decision field count). */

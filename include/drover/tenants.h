@@ -51,11 +51,23 @@ struct drv_tenant_conf {
 	int line, col;               /* where its name is, 1-based */
 };
 
+/* A user's limits (users: NAME: {maxRunningJobs, maxGpus, maxSubmittedJobs});
+ * the fields mean what struct drv_sched_user's do, -1 = none. */
+struct drv_user_conf {
+	char *name;
+	int32_t max_running;
+	int64_t max_milli;
+	int32_t max_submitted;
+	int line, col;
+};
+
 struct drv_tenants {
 	struct drv_tenant_class *classes; /* in file order */
 	int32_t nclasses;
 	struct drv_tenant_conf *tenants;  /* in file order */
 	int32_t ntenants;
+	struct drv_user_conf *users;      /* in file order */
+	int32_t nusers;
 };
 
 void drv_tenants_init(struct drv_tenants *t);
@@ -80,7 +92,7 @@ const struct drv_tenant_conf *drv_tenants_tenant(const struct drv_tenants *t, co
 
 /*
  * Gives s the file's priority classes (drv_sched_add_class), then its
- * tenants (drv_sched_set_tenant). Returns 0 or the scheduler's negative
+ * tenants (drv_sched_set_tenant) and users (drv_sched_set_user). Returns 0 or the scheduler's negative
  * drv_err (DRV_EEXIST: s already has a class of that name).
  */
 int drv_tenants_apply(const struct drv_tenants *t, struct drv_sched *s);

@@ -439,6 +439,11 @@ static int parse_job(struct golden *g, char **tok, int ntok, int64_t now, struct
 			j->tenant = drv_strdup(val);
 			continue;
 		}
+		if (kv(tok[i], "user", &val)) {
+			drv_free(j->user);
+			j->user = drv_strdup(val);
+			continue;
+		}
 		if (!strcmp(tok[i], "preemptible")) {
 			j->preemptible = true;
 			continue;
@@ -699,6 +704,28 @@ static int gcmd_tenant(struct golden *g, char **tok, int ntok)
 	return drv_sched_set_tenant(g->s, &t) < 0 ? 2 : 0;
 }
 
+/* user NAME [running=N] [gpus=G] [submitted=S] */
+static int gcmd_user(struct golden *g, char **tok, int ntok)
+{
+	struct drv_sched_user u = { tok[1], -1, -1, -1 };
+	const char *val;
+	int64_t v;
+	int i;
+	for (i = 2; i < ntok; i++) {
+		if (kv(tok[i], "running", &val) && !parse_i64(val, &v))
+			u.max_running = (int32_t)v;
+		else if (kv(tok[i], "gpus", &val) && !parse_i64(val, &v))
+			u.max_milli = v * DRV_MILLI;
+		else if (kv(tok[i], "submitted", &val) && !parse_i64(val, &v))
+			u.max_submitted = (int32_t)v;
+		else {
+			gerr(g, "bad user key", tok[i]);
+			return 2;
+		}
+	}
+	return drv_sched_set_user(g->s, &u) < 0 ? 2 : 0;
+}
+
 static int gcmd_submit(struct golden *g, char **tok, int ntok)
 {
 	struct drv_job *j = golden_job(g);
@@ -843,6 +870,7 @@ static const struct gcmd {
 } gcmds[] = {
 	{ "policy", 1, -1, gcmd_policy },   { "class", 4, 4, gcmd_class },
 	{ "tenant", 2, -1, gcmd_tenant },   { "submit", 1, -1, gcmd_submit },
+	{ "user", 2, -1, gcmd_user },
 	{ "running", 1, -1, gcmd_running }, { "pass", 2, 2, gcmd_pass },
 	{ "expect", 1, 1, gcmd_expect },    { "finish", 3, 3, gcmd_finish },
 	{ "requeue", 3, 3, gcmd_finish },   { "grow", 3, -1, gcmd_grow },

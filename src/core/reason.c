@@ -342,6 +342,9 @@ static const char *const codes[] = {
 	[DRV_REASON_NEVER] = "BadConstraints",
 	[DRV_REASON_RESERVED] = "Reservation",
 	[DRV_REASON_NODE_DOWN] = "NodeDown",
+	[DRV_REASON_USER_JOBS] = "QOSMaxJobsPerUserLimit",
+	[DRV_REASON_USER_GPUS] = "QOSMaxGRESPerUser",
+	[DRV_REASON_USER_SUBMIT] = "QOSMaxSubmitJobPerUserLimit",
 };
 
 const char *drv_sched_reason_code(const struct drv_sched_decision *d)
@@ -601,6 +604,22 @@ static void fput_reason(struct fbuf *f, const struct drv_cluster *c,
 	case DRV_REASON_PROVISIONING:
 		fput(f, "%d node%s coming in pool %s", d->count, d->count == 1 ? "" : "s",
 		     c && d->pool >= 0 && d->pool < c->npools ? c->pools[d->pool].name : "-");
+		break;
+	case DRV_REASON_USER_JOBS:
+		fput(f, "its user runs %" PRId64 " job%s; the limit per user is %" PRId64, d->n[0],
+		     d->n[0] == 1 ? "" : "s", d->n[1]);
+		break;
+	case DRV_REASON_USER_GPUS:
+		fput(f, "needs ");
+		fput_gpus(f, d->n[0]);
+		fput(f, "; its user holds ");
+		fput_gpus(f, d->n[1]);
+		fput(f, " of a limit per user of ");
+		fput_gpus(f, d->n[2]);
+		break;
+	case DRV_REASON_USER_SUBMIT:
+		fput(f, "its user has %" PRId64 " earlier job%s queued or running, the limit per user",
+		     d->n[0], d->n[0] == 1 ? "" : "s");
 		break;
 	case DRV_REASON_RESERVED:
 		fput(f, "holds a reservation; starts ");

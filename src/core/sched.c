@@ -67,7 +67,11 @@ void sched__usage(struct drv_sched *s, struct sched_job *j, int sign, int64_t no
 				s->cohort_changed[t->cohort].m[m] = s->quota_seq;
 		}
 		t->usage_all += sign * milli;
+		if (j->user >= 0)
+			s->users[j->user].milli += sign * milli;
 	}
+	if (j->user >= 0)
+		s->users[j->user].running += sign;
 }
 
 static bool node_empty(const struct drv_cluster *c, int32_t node)
@@ -321,6 +325,45 @@ int drv_sched_set_tenant(struct drv_sched *s, const struct drv_sched_tenant *t)
 	return i;
 }
 
+int drv_sched_set_user(struct drv_sched *s, const struct drv_sched_user *u)
+{
+	struct sched_user *x;
+	int32_t i;
+	if (!u || !u->name || !u->name[0])
+		return DRV_EINVAL;
+	for (i = 0; i < s->nusers; i++)
+		if (!strcmp(s->users[i].name, u->name))
+			break;
+	if (i == s->nusers) {
+		DRV_GROW(s->users, (size_t)s->nusers + 1, s->ucap);
+		memset(&s->users[i], 0, sizeof(s->users[i]));
+		s->users[i].name = drv_strdup(u->name);
+		s->nusers++;
+	}
+	x = &s->users[i];
+	x->max_running = u->max_running;
+	x->max_milli = u->max_milli;
+	x->max_submitted = u->max_submitted;
+	return i;
+}
+
+/* The user's index, and whether the job counts within max_submitted. */
+static void user_admit(struct drv_sched *s, struct sched_job *j, const char *name)
+{
+	int32_t i;
+	j->user = -1;
+	j->admitted = true;
+	for (i = 0; name && i < s->nusers; i++)
+		if (!strcmp(s->users[i].name, name))
+			j->user = i;
+	if (j->user < 0)
+		return;
+	j->admitted = s->users[j->user].max_submitted < 0 ||
+		      s->users[j->user].admitted < s->users[j->user].max_submitted;
+	if (j->admitted)
+		s->users[j->user].admitted++;
+}
+
 int drv_sched_add_class(struct drv_sched *s, const char *name, int32_t value,
 			enum drv_preempt_policy policy)
 {
@@ -369,6 +412,7 @@ static int new_job(struct drv_sched *s, const struct drv_job *job, const char *c
 	j->prio = ci >= 0 ? s->classes[ci].value : job->priority;
 	j->never_preempts = ci >= 0 && s->classes[ci].policy == DRV_PREEMPT_NEVER;
 	j->tenant = tenant_get(s, job->tenant);
+	user_admit(s, j, job->user);
 	j->submit = job->submit_time;
 	j->queued_at = job->submit_time;
 	j->pool = -1;
@@ -384,6 +428,8 @@ static int new_job(struct drv_sched *s, const struct drv_job *job, const char *c
 static void free_job(struct drv_sched *s, int32_t slot)
 {
 	struct sched_job *j = &s->jobs[slot];
+	if (j->user >= 0 && j->admitted)
+		s->users[j->user].admitted--;
 	sched__id_del(s, j->id);
 	drv_placement_release(&j->pl);
 	drv_placement_release(&j->nomination);
@@ -668,6 +714,9 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->scratch_slots2);
 	drv_free(s->fair_suffix);
 	drv_free(s->el_tenant);
+	for (int32_t u = 0; u < s->nusers; u++)
+		drv_free(s->users[u].name);
+	drv_free(s->users);
 	drv_capacity_free(s->cap);
 	drv_free(s);
 }

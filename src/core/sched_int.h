@@ -47,6 +47,15 @@ struct sched_tenant {
 	int64_t hist_at;
 };
 
+struct sched_user {
+	char *name;
+	int32_t max_running, max_submitted;
+	int64_t max_milli;
+	int32_t running;        /* its jobs running or terminating */
+	int64_t milli;          /* GPUs they hold */
+	int32_t admitted;       /* its jobs counted against max_submitted */
+};
+
 struct sched_job {
 	const struct drv_job *job;
 	uint64_t id;
@@ -65,6 +74,8 @@ struct sched_job {
 	bool quota_any_model;   /* job's model is -1: quota checked after placement */
 	int32_t prio;
 	int32_t tenant;
+	int32_t user;           /* index into s->users, -1 = no limits */
+	bool admitted;          /* counted against its user's max_submitted */
 	int32_t model;          /* the one model all GPU groups ask for, or -1 */
 	int32_t quota_model;    /* model its quota is charged to before placement, or -1 */
 	int64_t need_milli;     /* GPU milli over all tasks */
@@ -208,6 +219,9 @@ struct drv_sched {
 	struct sched_class *classes;
 	int32_t nclasses;
 	size_t ccap;
+	struct sched_user *users;
+	int32_t nusers;
+	size_t ucap;
 	struct sched_tenant *tenants;
 	int32_t ntenants;
 	size_t tcap;

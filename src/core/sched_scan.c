@@ -244,6 +244,38 @@ static void wait_or_preempt(struct pass *p, int32_t slot, int qrc, const struct 
 		sched__consider_provision(p, j);
 }
 
+/* Its user's limits: true when one holds it (its reason set). A job past
+ * max_submitted is admitted once earlier ones left, in queue order. */
+static bool user_held(struct pass *p, struct sched_job *j)
+{
+	struct sched_user *u;
+	struct drv_sched_decision w;
+	if (j->user < 0)
+		return false;
+	u = &p->s->users[j->user];
+	if (!j->admitted && u->admitted < u->max_submitted) {
+		j->admitted = true;
+		u->admitted++;
+	}
+	if (!j->admitted) {
+		sched__why_init(&w, DRV_REASON_USER_SUBMIT);
+		w.n[0] = u->max_submitted;
+	} else if (u->max_running >= 0 && u->running >= u->max_running) {
+		sched__why_init(&w, DRV_REASON_USER_JOBS);
+		w.n[0] = u->running;
+		w.n[1] = u->max_running;
+	} else if (u->max_milli >= 0 && u->milli + j->need_milli > u->max_milli) {
+		sched__why_init(&w, DRV_REASON_USER_GPUS);
+		w.n[0] = j->need_milli;
+		w.n[1] = u->milli;
+		w.n[2] = u->max_milli;
+	} else {
+		return false;
+	}
+	sched__set_why(p, j, &w);
+	return true;
+}
+
 void sched__scan_one(struct pass *p, int32_t slot)
 {
 	struct drv_sched *s = p->s;
@@ -274,6 +306,8 @@ void sched__scan_one(struct pass *p, int32_t slot)
 		sched__set_why(p, j, &w);
 		return;
 	}
+	if (user_held(p, j))
+		return;
 	if (s->tenants[j->tenant].has_quota && !j->quota_any_model) {
 		qrc = sched__quota_check(s, j->tenant, j->quota_model, j->need_milli, &w);
 		if (qrc < 0) {

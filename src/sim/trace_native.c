@@ -19,13 +19,13 @@
 enum col {
 	C_NAME, C_SUBMIT, C_DURATION, C_LIMIT, C_ESTIMATE, C_TASKS, C_GPUS, C_MILLI, C_GPUMEM,
 	C_MODEL, C_CPU, C_MEM, C_PRIO, C_PREEMPT, C_TENANT, C_TOPO, C_REGIONS, C_GANGMIN,
-	C_NCOLS
+	C_USER, C_NCOLS
 };
 
 static const char *const col_names[C_NCOLS] = {
 	"name", "submit_s", "duration_s", "time_limit_s", "estimate_s", "tasks", "gpus",
 	"gpu_milli", "gpu_mem_mib", "gpu_model", "cpu_milli", "mem_mib", "priority",
-	"preemptible", "tenant", "topology", "regions", "gang_min",
+	"preemptible", "tenant", "topology", "regions", "gang_min", "user",
 };
 
 /* Columns of a task group; the rest are the job's. */
@@ -119,6 +119,7 @@ static const char *const col_expect[C_NCOLS] = {
 	[C_TOPO] = "required:LEVEL or preferred:LEVEL, or empty",
 	[C_REGIONS] = "region names separated by '|', or empty",
 	[C_GANGMIN] = "tasks that must start together, 0 = all, or empty",
+	[C_USER] = "a user name of letters, digits and -_.:/@ (per-user limits), or empty",
 };
 
 /* What column c expects; for priority, the class names w knows. */
@@ -199,6 +200,13 @@ static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv
 	} else {
 		sj->tenant = drv_sim_tenant(w, "default");
 	}
+	fd = &r->v[C_USER];
+	if (fd->len) {
+		if (!drv_spec_name_ok(fd->s, fd->len))
+			return C_USER;
+		drv_free(j->user);
+		j->user = drv_strndup(fd->s, fd->len);
+	}
 	fd = &r->v[C_TOPO];
 	if (fd->len) {
 		const char *colon = memchr(fd->s, ':', fd->len);
@@ -272,7 +280,7 @@ static int read_header(struct native *nr, struct field *fl, int nf)
 				     "from: name,submit_s,duration_s,time_limit_s,"
 				     "estimate_s,tasks,gpus,gpu_milli,gpu_mem_mib,"
 				     "gpu_model,cpu_milli,mem_mib,priority,preemptible,"
-				     "tenant,topology,regions,gang_min",
+				     "tenant,topology,regions,gang_min,user",
 				     c == C_NCOLS ? "unknown" : "repeated",
 				     (int)(fl[k].len > 40 ? 40 : fl[k].len), fl[k].s);
 			rc = DRV_EPARSE;
@@ -472,7 +480,7 @@ int drv_sim_write_native(FILE *f, const struct drv_sim_workload *w)
 	int32_t i, g;
 	fprintf(f, "name,submit_s,duration_s,time_limit_s,estimate_s,tasks,gpus,gpu_milli,"
 		   "gpu_mem_mib,gpu_model,cpu_milli,mem_mib,priority,preemptible,tenant,topology,"
-		   "regions,gang_min\n");
+		   "regions,gang_min,user\n");
 	for (i = 0; i < w->njobs; i++) {
 		const struct drv_sim_job *sj = &w->jobs[i];
 		const struct drv_job *j = &sj->job;
@@ -528,8 +536,9 @@ int drv_sim_write_native(FILE *f, const struct drv_sim_workload *w)
 				fprintf(f, ",");
 				if (j->gang_min)
 					fprintf(f, "%d", j->gang_min);
+				fprintf(f, ",%s", j->user ? j->user : "");
 			} else {
-				fprintf(f, ",,,,,");
+				fprintf(f, ",,,,,,");
 			}
 			fprintf(f, "\n");
 		}

@@ -29,7 +29,7 @@
 struct loader {
 	struct drv_tenants *t;
 	struct drv_diags *d;
-	size_t ccap, tcap;
+	size_t ccap, tcap, ucap;
 };
 
 /* Class names start with a letter, so a trace's priority column can hold a
@@ -407,9 +407,59 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 	L->t->tenants[L->t->ntenants++] = tc;
 }
 
+/* users: NAME: {maxRunningJobs: N, maxGpus: G, maxSubmittedJobs: N} */
+static void read_user(struct loader *L, struct fy_node_pair *pr)
+{
+	static const char *const known[] = { "maxRunningJobs", "maxGpus", "maxSubmittedJobs", NULL };
+	struct fy_node *key = fy_node_pair_key(pr), *v = fy_node_pair_value(pr), *x;
+	const char *name = drv_yaml_scalar(key);
+	struct drv_user_conf uc = { NULL, -1, -1, -1, 0, 0 };
+	char path[PATH_LEN], sub[PATH_LEN], f[80];
+	int before = L->d->nerrors;
+	int64_t val;
+
+	drv_yaml_join(path, sizeof(path), "users", name ? name : "?");
+	if (!name || !drv_spec_name_ok(name, strlen(name))) {
+		drv_yaml_found(key, f, sizeof(f));
+		drv_yaml_err(L->d, key, path, "found %s, expected a user name", f);
+	}
+	if (!v || !fy_node_is_mapping(v)) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(pr), path,
+		    "found %s, expected a mapping such as {maxRunningJobs: 4, maxGpus: 16}", f);
+		return;
+	}
+	check_keys(L, v, path, known, "maxRunningJobs, maxGpus, maxSubmittedJobs");
+	if ((x = fy_node_mapping_lookup_by_string(v, "maxRunningJobs", -1))) {
+		drv_yaml_join(sub, sizeof(sub), path, "maxRunningJobs");
+		if (read_int(L, x, x, sub, 0, 1000000000, &val))
+			uc.max_running = (int32_t)val;
+	}
+	if ((x = fy_node_mapping_lookup_by_string(v, "maxGpus", -1))) {
+		drv_yaml_join(sub, sizeof(sub), path, "maxGpus");
+		read_gpus(L, x, x, sub, &uc.max_milli);
+	}
+	if ((x = fy_node_mapping_lookup_by_string(v, "maxSubmittedJobs", -1))) {
+		drv_yaml_join(sub, sizeof(sub), path, "maxSubmittedJobs");
+		if (read_int(L, x, x, sub, 1, 1000000000, &val))
+			uc.max_submitted = (int32_t)val;
+	}
+	for (int32_t i = 0; name && i < L->t->nusers; i++)
+		if (!strcmp(L->t->users[i].name, name))
+			drv_yaml_err(L->d, key, path,
+			    "found user %s again, expected each user once (first at line %d)", name,
+			    L->t->users[i].line);
+	if (L->d->nerrors > before)
+		return;
+	uc.name = drv_strdup(name);
+	drv_spec_node_mark(key, &uc.line, &uc.col);
+	DRV_GROW(L->t->users, (size_t)L->t->nusers + 1, L->ucap);
+	L->t->users[L->t->nusers++] = uc;
+}
+
 static void read_root(struct loader *L, struct fy_node *root)
 {
-	static const char *const known[] = { "kind", "priorityClasses", "tenants", NULL };
+	static const char *const known[] = { "kind", "priorityClasses", "tenants", "users", NULL };
 	struct fy_node *v;
 	struct fy_node_pair *p;
 	void *it;
@@ -422,7 +472,7 @@ static void read_root(struct loader *L, struct fy_node *root)
 		    f);
 		return;
 	}
-	check_keys(L, root, NULL, known, "kind, priorityClasses, tenants");
+	check_keys(L, root, NULL, known, "kind, priorityClasses, tenants, users");
 	if ((v = fy_node_mapping_lookup_by_string(root, "kind", -1)) &&
 	    !(drv_yaml_scalar(v) && !strcmp(drv_yaml_scalar(v), "Tenants"))) {
 		drv_yaml_found(v, f, sizeof(f));
@@ -449,9 +499,21 @@ static void read_root(struct loader *L, struct fy_node *root)
 		while ((p = fy_node_mapping_iterate(v, &it)))
 			read_tenant(L, p);
 	}
+	v = fy_node_mapping_lookup_by_string(root, "users", -1);
+	if (v && !fy_node_is_mapping(v)) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, v, "users",
+		    "found %s, expected a mapping of user name to {maxRunningJobs, maxGpus, "
+		    "maxSubmittedJobs}", f);
+	} else if (v) {
+		it = NULL;
+		while ((p = fy_node_mapping_iterate(v, &it)))
+			read_user(L, p);
+	}
 	/* (a misspelt key is error enough) */
 	if (L->d->nerrors == before && !fy_node_mapping_lookup_by_string(root, "tenants", -1) &&
-	    !fy_node_mapping_lookup_by_string(root, "priorityClasses", -1))
+	    !fy_node_mapping_lookup_by_string(root, "priorityClasses", -1) &&
+	    !fy_node_mapping_lookup_by_string(root, "users", -1))
 		drv_yaml_err(L->d, root, NULL, "found neither, expected tenants: or priorityClasses:");
 }
 
@@ -468,6 +530,9 @@ void drv_tenants_release(struct drv_tenants *t)
 	drv_free(t->classes);
 	for (i = 0; i < t->ntenants; i++)
 		free_tenant(&t->tenants[i]);
+	for (i = 0; i < t->nusers; i++)
+		drv_free(t->users[i].name);
+	drv_free(t->users);
 	drv_free(t->tenants);
 	memset(t, 0, sizeof(*t));
 }
@@ -565,6 +630,14 @@ int drv_tenants_apply(const struct drv_tenants *t, struct drv_sched *s)
 		memcpy(st.quota_milli, tc->quota_milli, sizeof(st.quota_milli));
 		memcpy(st.borrow_limit_milli, tc->borrow_limit_milli, sizeof(st.borrow_limit_milli));
 		rc = drv_sched_set_tenant(s, &st);
+		if (rc < 0)
+			return rc;
+	}
+	for (i = 0; i < t->nusers; i++) {
+		const struct drv_user_conf *uc = &t->users[i];
+		struct drv_sched_user su = { uc->name, uc->max_running, uc->max_milli,
+					     uc->max_submitted };
+		rc = drv_sched_set_user(s, &su);
 		if (rc < 0)
 			return rc;
 	}

@@ -4,7 +4,8 @@
 # scheduler its quotas. Tenant team-a has a quota of 8 GPUs: of three
 # 8-GPU jobs of team-a exactly one runs and the other two wait with a
 # reason naming the quota, while an 8-GPU job of team-b starts on the
-# other node. A bad tenants file stops `drover server` with exit 2 and the
+# other node. A user limited to no running job waits with
+# QOSMaxJobsPerUserLimit. A bad tenants file stops `drover server` with exit 2 and the
 # parser's file:line:col message, before anything listens.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
@@ -17,6 +18,8 @@ tenants:
     quota: 8
   team-b:
     weight: 2
+users:
+  alice: {maxRunningJobs: 0}
 YAML
 
 start_server
@@ -69,6 +72,12 @@ for id in $pending; do
 	expect_eq "job $id still pending after team-b started" "$(jf "$id" 'j["state"]')" "pending"
 done
 echo "ok: team-a quota 8 GPUs: 1 running, 2 pending on the quota; team-b's job started"
+
+# the file's per-user limits hold the jobs of that user, with their own code
+c1=$(submit_8gpu c1 team-b '{"user": "alice"}')
+wait_until 10 sh -c "\"$DROVER\" get job $c1 -o json | grep -q '\"reason_code\": *\"QOSMaxJobsPerUserLimit\"'" ||
+	fail "alice's job: $(jf "$c1" 'j["reason_code"], j["reason"]')"
+expect_eq "alice's reason" "$(jf "$c1" 'j["reason"]')" "its user runs 0 jobs; the limit per user is 0"
 
 # A bad tenants file: exit 2, the parser's file:line:col message, nothing started.
 cat >"$TEST_TMP/bad-tenants.yaml" <<'YAML'
