@@ -696,9 +696,9 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->free_slots);
 	drv_free(s->id_keys);
 	drv_free(s->id_slots);
-	drv_free(s->pend);
+	drv_free(s->pend_buf);
 	drv_free(s->preemptors);
-	drv_free(s->pend_compact);
+	drv_free(s->pend_compact_buf);
 	drv_free(s->visited);
 	drv_free(s->run);
 	drv_free(s->run_compact);

@@ -191,6 +191,9 @@ struct drv_sched {
 	int32_t *pend;
 	struct pend_compact *pend_compact; /* parallel to pend */
 	bool pend_compact_stale;        /* pend was re-sorted: rebuild pend_compact */
+	int32_t *pend_buf;              /* pend = pend_buf + pend_off (sched_queue.c) */
+	struct pend_compact *pend_compact_buf; /* pend_compact = ... + pend_off */
+	int32_t pend_off;
 	int32_t npend;
 	size_t pcap;
 	size_t pend_compact_cap;

@@ -179,10 +179,42 @@ void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 	h->quota_seq = j->quota_seq;
 }
 
+/*
+ * The pending list and its compact copy live at s->pend_off in their
+ * buffers (s->pend = s->pend_buf + s->pend_off): a job inserted or removed
+ * in the first half moves the entries before it, one in the second half
+ * those after, so taking the head of a long queue (the usual start)
+ * moves little. Room for n entries after the offset, moving the lists
+ * back to the buffers' start when the offset is larger than they are.
+ */
+static void pend_room(struct drv_sched *s, int32_t n)
+{
+	size_t need = (size_t)s->pend_off + (size_t)n, cap;
+	if (need <= s->pcap)
+		return;
+	if (s->pend_off > s->npend) {
+		memmove(s->pend_buf, s->pend, (size_t)s->npend * sizeof(*s->pend));
+		memmove(s->pend_compact_buf, s->pend_compact,
+			(size_t)s->npend * sizeof(*s->pend_compact));
+		s->pend_off = 0;
+		s->pend = s->pend_buf;
+		s->pend_compact = s->pend_compact_buf;
+		if ((size_t)n <= s->pcap)
+			return;
+		need = (size_t)n;
+	}
+	cap = DRV_MAX(need * 2, (size_t)64);
+	s->pend_buf = drv_realloc(s->pend_buf, cap * sizeof(*s->pend_buf));
+	s->pend_compact_buf = drv_realloc(s->pend_compact_buf, cap * sizeof(*s->pend_compact_buf));
+	s->pcap = cap;
+	s->pend = s->pend_buf + s->pend_off;
+	s->pend_compact = s->pend_compact_buf + s->pend_off;
+}
+
 void sched__pend_compact_rebuild(struct drv_sched *s)
 {
 	int32_t i;
-	DRV_GROW(s->pend_compact, (size_t)s->npend + 1, s->pend_compact_cap);
+	pend_room(s, s->npend + 1);
 	for (i = 0; i < s->npend; i++)
 		sched__pend_compact_fill(s, i);
 }
@@ -216,7 +248,6 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
 	s->jobs[slot].added_pass = s->pass_no;
-	DRV_GROW(s->pend, (size_t)s->npend + 1, s->pcap);
 	if (s->keys_valid) {
 		sched__key(s, &s->jobs[slot], s->keys_at, &s->keyed_pol);
 		if (s->jobs[slot].next_age < s->next_age)
@@ -225,10 +256,21 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 	} else {
 		pos = s->npend;
 	}
-	DRV_GROW(s->pend_compact, (size_t)s->npend + 1, s->pend_compact_cap);
-	memmove(&s->pend[pos + 1], &s->pend[pos], (size_t)(s->npend - pos) * sizeof(*s->pend));
-	memmove(&s->pend_compact[pos + 1], &s->pend_compact[pos],
-		(size_t)(s->npend - pos) * sizeof(*s->pend_compact));
+	if (pos < s->npend / 2 && s->pend_off > 0) {
+		/* the entries before it move one down */
+		s->pend_off--;
+		s->pend--;
+		s->pend_compact--;
+		memmove(&s->pend[0], &s->pend[1], (size_t)pos * sizeof(*s->pend));
+		memmove(&s->pend_compact[0], &s->pend_compact[1],
+			(size_t)pos * sizeof(*s->pend_compact));
+	} else {
+		pend_room(s, s->npend + 1);
+		memmove(&s->pend[pos + 1], &s->pend[pos],
+			(size_t)(s->npend - pos) * sizeof(*s->pend));
+		memmove(&s->pend_compact[pos + 1], &s->pend_compact[pos],
+			(size_t)(s->npend - pos) * sizeof(*s->pend_compact));
+	}
 	s->pend[pos] = slot;
 	s->npend++;
 	sched__pend_compact_fill(s, pos);
@@ -239,9 +281,20 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 	int32_t pos = pend_find(s, slot);
 	if (pos < 0)
 		return;
-	memmove(&s->pend[pos], &s->pend[pos + 1], (size_t)(s->npend - pos - 1) * sizeof(*s->pend));
-	memmove(&s->pend_compact[pos], &s->pend_compact[pos + 1],
-		(size_t)(s->npend - pos - 1) * sizeof(*s->pend_compact));
+	if (pos < s->npend / 2) {
+		/* the entries before it move one up */
+		memmove(&s->pend[1], &s->pend[0], (size_t)pos * sizeof(*s->pend));
+		memmove(&s->pend_compact[1], &s->pend_compact[0],
+			(size_t)pos * sizeof(*s->pend_compact));
+		s->pend_off++;
+		s->pend++;
+		s->pend_compact++;
+	} else {
+		memmove(&s->pend[pos], &s->pend[pos + 1],
+			(size_t)(s->npend - pos - 1) * sizeof(*s->pend));
+		memmove(&s->pend_compact[pos], &s->pend_compact[pos + 1],
+			(size_t)(s->npend - pos - 1) * sizeof(*s->pend_compact));
+	}
 	s->npend--;
 }
 
