@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SIM_MIN_RUN 3600
+#define SIM_MIN_RUN 0
 #define SIM_LAS_MIN_RUN 43200
 #define SIM_LAS_PROMOTE 0
 
@@ -147,8 +147,8 @@ static void apply_args(struct args *a, struct drv_sched_policy *pol)
 	if (a->las_queues)
 		parse_las_queues(a->las_queues, pol);
 	pol->fair_half_life_s = a->fair_half_life;
-	/* runs of at least SIM_MIN_RUN (LAS: SIM_LAS_MIN_RUN) before they are
-	 * preempted, so quota reclaim and LAS do not thrash; LAS promotion of
+	/* LAS: runs of at least SIM_LAS_MIN_RUN before they are preempted, so
+	 * LAS does not thrash (other orders: SIM_MIN_RUN); LAS promotion of
 	 * jobs that waited SIM_LAS_PROMOTE (docs/simulator.md) */
 	pol->min_run_s = a->min_run >= 0 ? a->min_run :
 			 pol->order == DRV_ORDER_LAS ? SIM_LAS_MIN_RUN : SIM_MIN_RUN;
@@ -217,7 +217,7 @@ static int parse_args(int argc, char **argv, struct args *a, struct drv_sched_po
 		DRV_OPT_LLONG(0, "preempt-cost", &a->preempt_cost, 0, 1000000000, "S",
 			      "seconds of work a preempted run loses (default 60)"),
 		DRV_OPT_LLONG(0, "min-run", &a->min_run, 0, 1000000000, "S",
-			      "a run is preempted only after S seconds (default 3600; las: "
+			      "a run is preempted only after S seconds (default 0; las: "
 			      "43200)"),
 		DRV_OPT_STRING(0, "las-queues", &a->las_queues, "GPU-S,...",
 			       "las: attained GPU-seconds where each queue ends, ascending "
