@@ -21,10 +21,21 @@
  * each connection's buffers are capped at DRV_HTTP_CONN_MEMORY (headers
  * and read buffer; a request body is copied into a buffer of its own, up
  * to DRV_HTTP_MAX_BODY): an idle kept-alive connection costs about 17 KiB
- * and one descriptor. A new connection is closed after
- * DRV_HTTP_HEADER_TIMEOUT_S without a byte until a request on it is
- * admitted (below); from then on after DRV_HTTP_IDLE_TIMEOUT_S idle (a
- * suspended one never times out). Threads: the event threads and one
+ * and one descriptor. Deadlines are totals, not idle times, so a byte
+ * trickled now and then keeps nothing open: a request's headers must be in
+ * within DRV_HTTP_HEADER_TIMEOUT_S of the connection's start (or, on a
+ * connection that has not authenticated, of the end of its last request),
+ * an admitted request's body within DRV_HTTP_BODY_TIMEOUT_S of its
+ * headers; past it the connection is closed. An authenticated connection
+ * (a request on it passed the filter with a user set; any, without a
+ * filter) then waits for its
+ * next request up to DRV_HTTP_IDLE_TIMEOUT_S idle (a suspended one never
+ * times out). Before that, a source address may hold at most
+ * DRV_HTTP_UNAUTH_PER_CLIENT unauthenticated connections
+ * (drv_http_server_set_client_limit): one more is closed as it is
+ * accepted, before a byte is read. Authenticated connections leave that
+ * count and are bounded only by the server's connection limit, so 12,500
+ * agents behind one address fit. Threads: the event threads and one
  * waiter thread, however many requests wait.
  *
  * Admission comes before the body: once a request's headers are in, its
@@ -76,7 +87,9 @@
 #define DRV_HTTP_MAX_CONNECTIONS 100000 /* when it is huge */
 #define DRV_HTTP_CONN_MEMORY (16u << 10) /* per connection, bodies apart */
 #define DRV_HTTP_IDLE_TIMEOUT_S 600    /* an idle kept-alive connection */
-#define DRV_HTTP_HEADER_TIMEOUT_S 10   /* idle, until a request is admitted */
+#define DRV_HTTP_HEADER_TIMEOUT_S 10   /* a request's headers, in all */
+#define DRV_HTTP_BODY_TIMEOUT_S 120    /* an admitted request's body, in all */
+#define DRV_HTTP_UNAUTH_PER_CLIENT 64  /* unauthenticated connections per address */
 #define DRV_HTTP_STREAM_POLL_MS 1000   /* a waiting stream is retried this often */
 #define DRV_HTTP_AGAIN 1               /* a deferred fn: not ready yet */
 
@@ -177,6 +190,13 @@ long drv_http_raise_nofile(void);
 int drv_http_server_port(const struct drv_http_server *s);
 /* How many connections it accepts at once (see Limits above). */
 unsigned drv_http_server_connection_limit(const struct drv_http_server *s);
+/* How many unauthenticated connections one source address may hold (see
+ * Limits above; default DRV_HTTP_UNAUTH_PER_CLIENT; 0 is taken as 1). */
+void drv_http_server_set_client_limit(struct drv_http_server *s, unsigned n);
+/* Connections closed so far by the policy: refused at accept (over the
+ * per-address cap) and expired (past a header or body deadline). */
+void drv_http_server_conn_stats(struct drv_http_server *s, uint64_t *refused,
+				uint64_t *expired);
 /*
  * Stops accepting, answers every deferred reply (its fn is called with
  * timed_out set) and ends every waiting stream, waits for handlers to

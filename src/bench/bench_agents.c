@@ -315,9 +315,9 @@ static struct tally swarm_run(const struct opts *o, const char *url, int proc, i
 
 /* --- the server and its figures -------------------------------------------------- */
 
-/* Starts `drover server` in dir (https with a CA made there when tls);
- * its pid, or -1. */
-static pid_t start_server(const char *dir, int port, bool tls)
+/* Starts `drover server` in dir for that many agents (https with a CA
+ * made there when tls); its pid, or -1. */
+static pid_t start_server(const char *dir, int port, bool tls, int agents)
 {
 	char cfg[300], log[300], state[300], listen[64], self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -334,7 +334,10 @@ static pid_t start_server(const char *dir, int port, bool tls)
 	f = fopen(cfg, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "cluster_token: \"%s\"\nheartbeat_timeout_s: 120\n", TOKEN);
+	/* every agent of the bench connects at once from one address, as no
+	 * real cluster does (NAT apart): none is turned away unauthenticated */
+	fprintf(f, "cluster_token: \"%s\"\nheartbeat_timeout_s: 120\n"
+		"max_unauthenticated_per_client: %d\n", TOKEN, agents + 64);
 	if (tls)
 		fprintf(f, "tls: {cert_file: %s/tls/server.pem, key_file: %s/tls/server-key.pem}\n",
 			dir, dir);
@@ -561,7 +564,7 @@ int drv_bench_agents(int argc, char **argv)
 	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", o.tls ? "https" : "http", port);
 	if (o.tls && make_tls(dir, &o) < 0)
 		goto out;
-	server = start_server(dir, port, o.tls);
+	server = start_server(dir, port, o.tls, o.agents);
 	if (server < 0 || !server_up(url, o.tls ? o.ca : NULL, server)) {
 		fprintf(stderr, "drover bench agents: the server did not come up (log %s/server.log)\n",
 			dir);

@@ -56,6 +56,15 @@ struct drv_http_server {
 	bool keys_overflow;            /* too many: wake every keyed request */
 	struct drv_http_req *parked;   /* the waiter thread's own list */
 	size_t nparked;
+
+	/* the connection policy (http_conns.c) */
+	pthread_mutex_t cmu;           /* guards what follows but the atomics */
+	struct client **clients;       /* addresses with unauthenticated conns */
+	struct conn *timed;            /* connections with a deadline */
+	atomic_int ntimed;
+	atomic_uint unauth_per_client;
+	uint64_t refused_conns, expired_conns;
+	int64_t next_expire_ms;        /* the waiter thread's own */
 };
 
 enum park_kind { PARK_DEFER = 1, PARK_STREAM };
@@ -72,6 +81,7 @@ struct drv_http_req {
 	char *params[DRV_HTTP_MAX_PARAMS];
 	char peer[INET6_ADDRSTRLEN];
 	void *user;
+	struct conn *conn_policy;      /* its connection's (http_conns.c) */
 
 	/* a deferred reply (drv_http_defer) */
 	drv_http_defer_fn dfn;
@@ -104,6 +114,9 @@ void http_wait_stop(struct drv_http_server *s);
  * Returns false when the server is stopping (nothing was suspended).
  */
 bool http_park(struct drv_http_req *r, enum park_kind kind);
+/* Wakes the waiter thread (to adopt parked requests, or because a
+ * connection now has a deadline). */
+void http_wait_poke(struct drv_http_server *s);
 /* Calls r's deferred fn; true when it answered (r->answered). */
 bool http_defer_try(struct drv_http_req *r, bool timed_out);
 
@@ -112,6 +125,26 @@ bool http_defer_try(struct drv_http_req *r, bool timed_out);
 int http_tls_load(struct drv_http_tls_pem *p, const char *cert_file, const char *key_file,
 		  char *err, size_t errsz);
 void http_tls_release(struct drv_http_tls_pem *p);
+
+/* http_conns.c: libmicrohttpd's accept policy and connection notification */
+void http_conns_init(struct drv_http_server *s);
+void http_conns_release(struct drv_http_server *s);
+enum MHD_Result http_conns_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+void http_conns_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+		       enum MHD_ConnectionNotificationCode toe);
+struct conn *http_conns_of(struct MHD_Connection *mc);
+/* A request's headers passed admission; authenticated: the filter set a
+ * user; body: one is announced (it must be in by DRV_HTTP_BODY_TIMEOUT_S). */
+void http_conns_admitted(struct drv_http_server *s, struct conn *c, bool authenticated,
+			 bool body);
+void http_conns_body_in(struct drv_http_server *s, struct conn *c);
+/* A request is over: an unauthenticated connection's next headers are due
+ * within DRV_HTTP_HEADER_TIMEOUT_S. */
+void http_conns_request_done(struct drv_http_server *s, struct conn *c);
+/* Any connection with a deadline? (the waiter thread then wakes often) */
+bool http_conns_timed(struct drv_http_server *s);
+/* Shuts down overdue connections (looks at most twice a second). */
+void http_conns_expire(struct drv_http_server *s, int64_t now);
 
 /* http_server.c */
 void http_resp_release(struct drv_http_resp *resp);

@@ -560,6 +560,8 @@ static enum MHD_Result headers_in(struct drv_http_req *r)
 {
 	r->dresp.status = 200;
 	if (admit(r, &r->dresp)) {
+		http_conns_admitted(r->srv, r->conn_policy, !r->srv->filter || r->user,
+				    body_announced(r));
 		MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT,
 					  (unsigned int)DRV_HTTP_IDLE_TIMEOUT_S);
 		if (!body_announced_too_large(r))
@@ -589,6 +591,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 		r->method = method;
 		r->path = url;
 		r->sock = -1;
+		r->conn_policy = http_conns_of(conn);
 		fill_peer(r);
 		*con_cls = r;
 		return headers_in(r);
@@ -602,6 +605,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *conn, const c
 	}
 	if (r->deferred)
 		return deferred(r);
+	http_conns_body_in(s, r->conn_policy);
 	dispatch(r, &r->dresp);
 	return r->deferred ? deferred(r) : answer(r);
 }
@@ -616,6 +620,8 @@ static void completed_cb(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (!r)
 		return;
+	if (!r->refused)
+		http_conns_request_done(r->srv, r->conn_policy);
 	if (r->dfree && r->dcls)
 		r->dfree(r->dcls);
 	http_resp_release(&r->dresp);
@@ -671,7 +677,8 @@ static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 
 	if (s->tls.cert)
 		flags |= MHD_USE_TLS;
-	return MHD_start_daemon(flags, 0, NULL, NULL, access_cb, s,
+	return MHD_start_daemon(flags, 0, http_conns_accept, s, access_cb, s,
+				MHD_OPTION_NOTIFY_CONNECTION, http_conns_notify, s,
 				MHD_OPTION_LISTEN_SOCKET, s->fd,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)DRV_HTTP_THREADS,
 				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
@@ -726,10 +733,12 @@ int drv_http_server_start_opts(const char *addr, const struct drv_http_server_op
 	s->port = port;
 	s->fd = fd;
 	s->conn_limit = connection_limit();
+	http_conns_init(s);
 	if (http_wait_start(s) < 0 || !(s->mhd = start_mhd(s))) {
 		snprintf(errmsg, errsz, "cannot start the HTTP%s server on %s",
 			 s->tls.cert ? "S" : "", addr);
 		http_wait_stop(s);
+		http_conns_release(s);
 		close(fd);
 		server_free(s);
 		return DRV_EIO;
@@ -764,6 +773,7 @@ void drv_http_server_stop(struct drv_http_server *s)
 	fd = MHD_quiesce_daemon(s->mhd);
 	http_wait_stop(s);
 	MHD_stop_daemon(s->mhd);
+	http_conns_release(s);
 	if (fd >= 0)
 		close(fd);
 	server_free(s);

@@ -77,8 +77,9 @@ void drv_http_wait_on(uint64_t key)
 		evaluating->key = key;
 }
 
-/* Pokes the waiter thread without marking a wake: it adopts new parkers. */
-static void poke(struct drv_http_server *s)
+/* Pokes the waiter thread without marking a wake: it adopts new parkers
+ * and looks at its timeouts again. */
+void http_wait_poke(struct drv_http_server *s)
 {
 	uint64_t one = 1;
 
@@ -112,7 +113,7 @@ bool http_park(struct drv_http_req *r, enum park_kind kind)
 	r->fresh = true;
 	pthread_mutex_unlock(&s->inmu);
 	if (poke_now)
-		poke(s);
+		http_wait_poke(s);
 	return true;
 }
 
@@ -253,7 +254,9 @@ static void collect(struct drv_http_server *s, int64_t next)
 {
 	struct epoll_event evs[64];
 	int64_t now = drv_mono_ms();
-	int64_t left = next == INT64_MAX ? 60000 : DRV_MIN(DRV_MAX(0, next - now), 60000);
+	/* connections with a deadline are looked at about once a second */
+	int64_t most = http_conns_timed(s) ? 1000 : 60000;
+	int64_t left = next == INT64_MAX ? most : DRV_MIN(DRV_MAX(0, next - now), most);
 	int n;
 
 	/* under inmu, so a request parked from now on sees when we wake */
@@ -292,6 +295,7 @@ static void *waiter_main(void *arg)
 		pthread_mutex_unlock(&s->inmu);
 		adopt(s);
 		next = scan(s, stopping);
+		http_conns_expire(s, drv_mono_ms());
 		if (stopping)
 			break;
 	}
@@ -327,7 +331,7 @@ void http_wait_stop(struct drv_http_server *s)
 	pthread_mutex_lock(&s->inmu);
 	s->closed = true;
 	pthread_mutex_unlock(&s->inmu);
-	poke(s);
+	http_wait_poke(s);
 	pthread_join(s->waiter, NULL);
 	s->waiter_started = false;
 	drv_free(s->keys);

@@ -284,6 +284,8 @@ static int start_http(struct drv_server *s, const struct drv_server_opts *o, con
 					errsz);
 	if (rc == DRV_EPERM)
 		rc = DRV_EINVAL;   /* a key others may read: bad input, exit 2 */
+	if (rc == 0)
+		drv_http_server_set_client_limit(s->http, (unsigned)s->cfg.max_unauth_per_client);
 	if (rc == 0 && !drv_http_server_tls(s->http) && !drv_http_addr_loopback(listen))
 		drv_log(&s->log, "warning: plain HTTP on %s, which is not loopback: tokens, job "
 			"commands and environments cross the network unencrypted; set tls.cert_file "

@@ -155,6 +155,7 @@ struct srv_config {
 	int64_t agent_lease_s;
 	int32_t retry_limit;
 	int64_t sched_delay_ms;
+	int64_t max_unauth_per_client; /* connections before authenticating, per address */
 	char *default_pool;
 	char *default_leaf;
 	struct drv_sched_policy policy;

@@ -114,7 +114,7 @@ Test(server_config, unknown_setting_and_token_field)
 		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
 		     "heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, "
 		     "sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s, "
-		     "task_output_max_bytes"));
+		     "task_output_max_bytes, max_unauthenticated_per_client"));
 }
 
 Test(server_config, tls_fields_are_checked)
