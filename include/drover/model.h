@@ -318,8 +318,8 @@ enum drv_place_strategy {
 };
 
 /* The default wherever placement happens: `drover place`, sim, server, benches. */
-#define DRV_PLACE_DEFAULT DRV_PLACE_BESTFIT
-#define DRV_PLACE_DEFAULT_NAME "bestfit"  /* drv_place_strategy_name(DRV_PLACE_DEFAULT) */
+#define DRV_PLACE_DEFAULT DRV_PLACE_MULTI
+#define DRV_PLACE_DEFAULT_NAME "multi"  /* drv_place_strategy_name(DRV_PLACE_DEFAULT) */
 
 /* "bestfit", "fgd", "multi"; parse also takes "best-fit", case-insensitive,
  * and returns 0 or DRV_EINVAL. DRV_PLACE_NAMES lists them for messages. */

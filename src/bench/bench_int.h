@@ -26,4 +26,8 @@ pid_t bench_spawn(char *const argv[], const char *log);
 #include <jansson.h>
 json_t *bench_restart(const char *self, const char *tmp, int njobs);
 
+/* CPU time of the calling thread, in seconds: what a step cost, whatever
+ * else runs on the machine. */
+double bench_cpu_s(void);
+
 #endif

@@ -12,7 +12,8 @@
  * (drv_place_mix_observe) as it arrives, before it is placed. After the
  * pods that fit in 100%, 115% and 130% of the GPUs asked for, the row
  * reports `alloc`, the share of the cluster's GPU capacity allocated
- * (milli-GPUs), and `ms`, the wall time spent placing up to there; both
+ * (milli-GPUs), and `ms`, the CPU time spent placing up to there (the
+ * thread's, so other load on the machine does not count); both
  * are means over seeds 1..N (default 5).
  *
  * The workloads (node shapes, then pods):
@@ -31,8 +32,8 @@
  * "ms"}, ...], "default_strategy": NAME}, one row per workload, strategy
  * and offered load.
  */
+#include "bench_int.h"
 #include "drover/bench.h"
-#include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/model.h"
 #include "drover/options.h"
@@ -138,28 +139,35 @@ static void build_hetero(struct drv_cluster *c)
 
 /* ---- pods --------------------------------------------------------------- */
 
-static void set_pod(struct pod *p, int gpus, int milli, int cores_per_gpu, int gib_per_gpu)
+/* One of a table's entries, uniformly. */
+#define PICK(r, t) ((t)[rnd(r, DRV_ARRAY_SIZE(t))])
+
+/* Cores per GPU (or per pod for shares and CPU-only pods) as users ask:
+ * mostly below the nodes' 12 per GPU, a tail of data-loading-heavy pods. */
+static const int cores_per_gpu[] = { 2, 4, 4, 6, 8, 8, 12, 16, 24 };
+
+static void set_pod(struct pod *p, int gpus, int milli, int cores, int gib)
 {
 	int units = gpus > 0 ? gpus : 1;
 	p->gpus = gpus;
 	p->milli = milli;
 	p->model = -1;
-	p->cpu = (int64_t)units * cores_per_gpu * 1000;
-	p->mem = (int64_t)units * gib_per_gpu * GIB;
+	p->cpu = (int64_t)units * cores * 1000;
+	p->mem = (int64_t)units * gib * GIB;
 }
 
 static void shared_pod(uint64_t *r, double progress, struct pod *p)
 {
 	static const int shares[] = { 100, 200, 250, 250, 300, 500, 500, 700 };
-	static const int big[] = { 2, 2, 4, 8 };
+	static const int big[] = { 2, 2, 4, 8 }, share_cores[] = { 1, 2, 2, 4, 8 };
 	uint32_t x = rnd(r, 100);
 	(void)progress;
 	if (x < 70)
-		set_pod(p, 0, shares[rnd(r, DRV_ARRAY_SIZE(shares))], 2, 16);
+		set_pod(p, 0, PICK(r, shares), PICK(r, share_cores), 16);
 	else if (x < 90)
-		set_pod(p, 1, 0, 8, 64);
+		set_pod(p, 1, 0, PICK(r, cores_per_gpu), 64);
 	else
-		set_pod(p, big[rnd(r, DRV_ARRAY_SIZE(big))], 0, 8, 64);
+		set_pod(p, PICK(r, big), 0, PICK(r, cores_per_gpu), 64);
 }
 
 static void whole_pod(uint64_t *r, double progress, struct pod *p)
@@ -169,30 +177,30 @@ static void whole_pod(uint64_t *r, double progress, struct pod *p)
 	if (x < 8)
 		set_pod(p, 0, 500, 4, 32);
 	else if (x < 25)
-		set_pod(p, 1, 0, 10, 96);
+		set_pod(p, 1, 0, PICK(r, cores_per_gpu), 96);
 	else if (x < 45)
-		set_pod(p, 2, 0, 10, 96);
+		set_pod(p, 2, 0, PICK(r, cores_per_gpu), 96);
 	else if (x < 70)
-		set_pod(p, 4, 0, 10, 96);
+		set_pod(p, 4, 0, PICK(r, cores_per_gpu), 96);
 	else
-		set_pod(p, 8, 0, 10, 96);
+		set_pod(p, 8, 0, PICK(r, cores_per_gpu), 96);
 }
 
 static void cpu_pod(uint64_t *r, double progress, struct pod *p)
 {
-	static const int cpu_only[] = { 8, 16, 16, 32 }, per_gpu[] = { 8, 12, 12, 24, 32 };
+	static const int cpu_only[] = { 4, 8, 16, 32 }, heavy[] = { 12, 16, 24, 32 };
 	uint32_t x = rnd(r, 100);
 	(void)progress;
-	if (x < 25)
-		set_pod(p, 0, 0, cpu_only[rnd(r, DRV_ARRAY_SIZE(cpu_only))], 64);
-	else if (x < 40)
-		set_pod(p, 0, rnd(r, 2) ? 250 : 500, 4, 16);
-	else if (x < 75)
-		set_pod(p, 1, 0, per_gpu[rnd(r, DRV_ARRAY_SIZE(per_gpu))], 96);
+	if (x < 20)
+		set_pod(p, 0, 0, PICK(r, cpu_only), 32);
+	else if (x < 35)
+		set_pod(p, 0, rnd(r, 2) ? 250 : 500, PICK(r, cpu_only) / 2, 16);
+	else if (x < 70)
+		set_pod(p, 1, 0, PICK(r, heavy), 96);
 	else if (x < 90)
-		set_pod(p, 2, 0, 12, 96);
+		set_pod(p, 2, 0, PICK(r, cores_per_gpu), 96);
 	else
-		set_pod(p, rnd(r, 2) ? 4 : 8, 0, 12, 96);
+		set_pod(p, rnd(r, 2) ? 4 : 8, 0, PICK(r, cores_per_gpu), 96);
 }
 
 static void hetero_pod(uint64_t *r, double progress, struct pod *p)
@@ -202,19 +210,19 @@ static void hetero_pod(uint64_t *r, double progress, struct pod *p)
 	int m = -1;
 	(void)progress;
 	if (x < 30) {
-		set_pod(p, 0, rnd(r, 2) ? 250 : 500, 2, 16);
+		set_pod(p, 0, rnd(r, 2) ? 250 : 500, PICK(r, cores_per_gpu), 16);
 		m = named ? 2 : -1;
 	} else if (x < 55) {
-		set_pod(p, 1, 0, 8, 64);
+		set_pod(p, 1, 0, PICK(r, cores_per_gpu), 64);
 		m = named ? (int)rnd(r, 3) : -1;
 	} else if (x < 70) {
-		set_pod(p, 2, 0, 8, 64);
+		set_pod(p, 2, 0, PICK(r, cores_per_gpu), 64);
 		m = named ? (int)rnd(r, 2) : -1;
 	} else if (x < 88) {
-		set_pod(p, 4, 0, 10, 96);
+		set_pod(p, 4, 0, PICK(r, cores_per_gpu), 96);
 		m = named ? (int)rnd(r, 2) : -1;
 	} else {
-		set_pod(p, 8, 0, 12, 128);
+		set_pod(p, 8, 0, PICK(r, cores_per_gpu), 128);
 		m = 0;
 	}
 	p->model = m >= 0 ? (int8_t)drv_gpu_model_find(models[m]) : -1;
@@ -249,10 +257,37 @@ static int64_t pod_milli(const struct pod *p)
 	return p->gpus > 0 ? (int64_t)p->gpus * DRV_MILLI : p->milli;
 }
 
-/* Pods until they ask for the last level's share of total milli-GPUs. */
-static void generate(const struct wl *w, uint64_t seed, int64_t total, struct stream *s)
+static int64_t total_milli(const struct drv_cluster *c)
+{
+	return (int64_t)c->vertices[0].total_gpus * DRV_MILLI;
+}
+
+/* Could an empty node of c hold p? */
+static bool possible(const struct drv_cluster *c, const struct pod *p)
+{
+	int32_t i;
+	for (i = 0; i < c->nnodes; i++) {
+		const struct drv_node *n = &c->nodes[i];
+		if (n->cpu_milli < p->cpu || n->mem_mib < p->mem)
+			continue;
+		if ((p->gpus > 0 || p->milli > 0) &&
+		    (n->ngpus < DRV_MAX(p->gpus, 1) || (p->model >= 0 && n->model != p->model)))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Pods until they ask for the last level's share of the milli-GPUs of c.
+ * A pod no node could ever hold is drawn again: a scheduler refuses such a
+ * job at submit, so it is no part of the offered load.
+ */
+static void generate(const struct wl *w, uint64_t seed, const struct drv_cluster *c,
+		     struct stream *s)
 {
 	uint64_t r = seed * 0x9e3779b97f4a7c15ULL + 1;
+	int64_t total = total_milli(c);
 	double top = levels[NLEVELS - 1] * (double)total;
 	int64_t asked = 0;
 	int k;
@@ -261,7 +296,9 @@ static void generate(const struct wl *w, uint64_t seed, int64_t total, struct st
 	memset(s->end, 0, sizeof(s->end));
 	for (;;) {
 		struct pod p;
-		w->pod(&r, (double)asked / top, &p);
+		do
+			w->pod(&r, (double)asked / top, &p);
+		while (!possible(c, &p));
 		for (k = 0; k < NLEVELS; k++)
 			if ((double)(asked + pod_milli(&p)) <= levels[k] * (double)total)
 				s->end[k] = s->n + 1;
@@ -271,11 +308,6 @@ static void generate(const struct wl *w, uint64_t seed, int64_t total, struct st
 		DRV_GROW(s->pods, s->n + 1, s->cap);
 		s->pods[s->n++] = p;
 	}
-}
-
-static int64_t total_milli(const struct drv_cluster *c)
-{
-	return (int64_t)c->vertices[0].total_gpus * DRV_MILLI;
 }
 
 /* One strategy over one stream: alloc and ms at each level, added in. */
@@ -300,12 +332,12 @@ static void run(const struct wl *w, const struct stream *s, enum drv_place_strat
 	drv_placement_init(&pl);
 	drv_job_init(&j);
 	g = drv_job_add_group(&j, "pod", 1, 1, 0);
-	t0 = drv_mono_s();
+	t0 = bench_cpu_s();
 	for (i = 0; i <= s->n; i++) {
 		const struct pod *p = &s->pods[i];
 		for (; k < NLEVELS && s->end[k] == i; k++) {
 			alloc[k] += (double)used / (double)total;
-			ms[k] += (drv_mono_s() - t0) * 1e3;
+			ms[k] += (bench_cpu_s() - t0) * 1e3;
 		}
 		if (i == s->n)
 			break;
@@ -318,6 +350,27 @@ static void run(const struct wl *w, const struct stream *s, enum drv_place_strat
 		drv_place_mix_observe(&mix, &j);
 		if (drv_place_commit(&c, &j, &o, &pl, NULL, 0) == 0)
 			used += pod_milli(p);
+	}
+	if (getenv("DROVER_BENCH_DEBUG")) {
+		/* where the free capacity is left: GPUs by free milli, nodes by free CPU */
+		int64_t hist[6] = { 0 }, cpu0 = 0, strand = 0;
+		int32_t ni, k2;
+		for (ni = 0; ni < c.nnodes; ni++) {
+			const struct drv_node *n = &c.nodes[ni];
+			int64_t nf = 0;
+			for (k2 = 0; k2 < n->ngpus; k2++) {
+				int f = DRV_MILLI - n->gpu_milli_used[k2];
+				hist[f == 0 ? 0 : f < 100 ? 1 : f < 500 ? 2 : f < 1000 ? 3 : 4]++;
+				nf += f;
+			}
+			if (n->cpu_milli - n->cpu_used < 4000)
+				cpu0++, strand += nf;
+		}
+		fprintf(stderr, "  %s/%s: GPUs free 0:%lld <100:%lld <500:%lld <1000:%lld whole:%lld; "
+			"nodes with < 4 cores free: %lld holding %lld free milli\n", w->name,
+			drv_place_strategy_name(strat), (long long)hist[0], (long long)hist[1],
+			(long long)hist[2], (long long)hist[3], (long long)hist[4], (long long)cpu0,
+			(long long)strand);
 	}
 	if (drv_cluster_check(&c))
 		fprintf(stderr, "bench pack: aggregates drifted (%s, %s)\n", w->name,
@@ -412,7 +465,7 @@ int drv_bench_pack(int argc, char **argv)
 			for (seed = 1; seed <= a.seeds; seed++) {
 				struct drv_cluster c;
 				w->build(&c);
-				generate(w, (uint64_t)seed, total_milli(&c), &st);
+				generate(w, (uint64_t)seed, &c, &st);
 				drv_cluster_release(&c);
 				run(w, &st, all[si], a.half_life, alloc, ms);
 			}

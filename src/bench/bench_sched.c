@@ -17,6 +17,7 @@
  * file of submits, events and passes and compares each pass's decisions
  * with the expected lines (format: docs/scheduling.md).
  */
+#include "bench_int.h"
 #include "drover/bench.h"
 #include "drover/clock.h"
 #include "drover/clusterfile.h"
@@ -43,13 +44,6 @@ static uint64_t rng_next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* CPU time of this thread: what the pass cost, whatever else runs. */
-static double cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- the benchmark ------------------------------------------------------ */
 
@@ -247,10 +241,10 @@ static void bench_steady(struct sched_bench *b, const struct drv_sched_policy *p
 		if (victim)
 			drv_sched_finish(b->s, victim, b->now);
 		t0 = drv_mono_s();
-		c0 = cpu_s();
+		c0 = bench_cpu_s();
 		drv_sched_pass(b->s, b->now, pol, d);
 		inc[i] = (drv_mono_s() - t0) * 1e6;
-		inc_cpu[i] = (cpu_s() - c0) * 1e6;
+		inc_cpu[i] = (bench_cpu_s() - c0) * 1e6;
 	}
 	qsort(inc, (size_t)reps, sizeof(*inc), cmp_d);
 	qsort(inc_cpu, (size_t)reps, sizeof(*inc_cpu), cmp_d);
@@ -291,10 +285,10 @@ static int bench_measure(const struct drv_sched_policy *pol, int32_t npending, b
 		return 1;
 
 	t0 = drv_mono_s();
-	c0 = cpu_s();
+	c0 = bench_cpu_s();
 	rc = drv_sched_pass(b->s, b->now, pol, &d);
 	full_ms = (drv_mono_s() - t0) * 1e3;
-	full_cpu_ms = (cpu_s() - c0) * 1e3;
+	full_cpu_ms = (bench_cpu_s() - c0) * 1e3;
 	if (rc < 0) {
 		fprintf(stderr, "bench sched: pass: %s\n", drv_strerror(rc));
 		return 1;

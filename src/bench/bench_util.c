@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_int.h"
@@ -54,4 +55,11 @@ pid_t bench_spawn(char *const argv[], const char *log)
 	if (pid > 0)
 		setpgid(pid, pid);
 	return pid;
+}
+
+double bench_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -32,6 +32,7 @@ struct drv__mix_flat {
 	int32_t n;
 	int32_t milli[DRV_MIX_MAX];
 	int8_t model[DRV_MIX_MAX];
+	int32_t per[DRV_MIX_MAX];   /* GPUs a whole task takes; shares one free GPU holds */
 	int64_t cpu[DRV_MIX_MAX], mem[DRV_MIX_MAX];
 	double w[DRV_MIX_MAX];
 };

@@ -54,7 +54,7 @@ double drv__fgd_delta(const struct drv_node *n, const struct drv_task_group *g,
 	const int32_t *mix = default_mix;
 	const double *w = default_weight;
 	int nmix = (int)DRV_ARRAY_SIZE(default_mix), k, best = -1, taken = 0;
-	int32_t free[DRV_MAX_NODE_GPUS];
+	int32_t free[DRV_MAX_NODE_GPUS], seen[DRV_MAX_NODE_GPUS], nseen = 0;
 	double before, after, bestd = 0;
 
 	if (opts && opts->mix_milli && opts->mix_weight && opts->nmix > 0) {
@@ -81,9 +81,15 @@ double drv__fgd_delta(const struct drv_node *n, const struct drv_task_group *g,
 	if (g->gpu_milli <= 0)
 		return 0;
 	for (k = 0; k < n->ngpus; k++) {
-		int32_t f0 = free[k];
+		int32_t f0 = free[k], i;
 		if (f0 < g->gpu_milli)
 			continue;
+		/* GPUs with as much free score alike: only the first is scored */
+		for (i = 0; i < nseen && seen[i] != f0; i++)
+			;
+		if (i < nseen)
+			continue;
+		seen[nseen++] = f0;
 		free[k] = f0 - g->gpu_milli;
 		after = frag(free, n->ngpus, mix, w, nmix);
 		free[k] = f0;

@@ -1,36 +1,44 @@
 /*
  * multi.c: the multi-resource placement scorer ("multi", src/core) and the
- * learned task-size mix it scores against.
+ * learned mix of task shapes it scores against.
  *
- * FGD (fgd.c) measures how much free GPU capacity a placement leaves that
- * the expected tasks could not use, counting GPUs only. A free GPU on a
- * node whose CPUs or memory are gone is as lost as a sliver of a shared
- * GPU, and a CPU-only task that takes the CPUs an idle GPU needs strands
- * that GPU. So here a node's stranding for one task shape is:
+ * FGD (fgd.c) measures the free GPU capacity that the expected tasks could
+ * not use, counting GPUs only. A free GPU on a node whose CPUs or memory
+ * are gone is as lost as a sliver of a shared GPU, and a CPU-only task
+ * that takes the CPUs an idle GPU needs strands that GPU. So here what a
+ * node strands is what no common task shape (one with at least 2% of the
+ * mix; a shape is GPUs or a GPU share, CPU, memory and model) could use:
  *
- *   - all its free GPU milli when the shape's CPU or memory no longer fits
- *     (the node's free GPUs are unusable to that shape, whatever they are);
- *   - else, for g whole GPUs: all free milli when fewer than g GPUs are
- *     wholly free, else the free milli on partly used GPUs;
- *   - else, for a share of m milli: the free milli on GPUs with less than m
- *     free;
- *   - 0 for CPU-only shapes and for shapes of another GPU model.
+ *   - GPU: the free milli-GPUs left over when the node takes as many tasks
+ *     of a shape as its free GPUs, CPU and memory together allow, for the
+ *     shape that leaves least (a node with 3 free GPUs and 4 free cores
+ *     strands 3 GPUs when every common shape asks 8 cores or more);
+ *   - CPU, at half weight: the free CPU left over likewise (CPU-only shapes
+ *     included), valued at the node's GPUs per CPU: idle CPU beside taken
+ *     GPUs is capacity lost too, if less dear.
  *
- * The expected stranding weighs that over the mix (shape shares). A task
- * goes to the node, and a share to the GPU, that raises it least; ties go
- * to the node with fewer free GPUs (best fit), which keeps CPU-only tasks
- * on nodes whose GPUs are taken. The mix is what the caller has seen: a
- * histogram of recent task shapes with exponential decay (half-life in
- * tasks), kept by drv_place_mix_observe; before anything was seen, a
- * built-in mix of GPU sizes stands in.
+ * A task goes to the node, and a share to the GPU, whose stranding it
+ * raises least; ties go to the node with fewer free GPUs (best fit), which
+ * keeps whole nodes whole and CPU-only tasks on nodes whose GPUs are
+ * taken. Minimum over shapes, not FGD's mean: a GPU that some common task
+ * can still use is not lost, and the mean let the big shapes (for which
+ * every partly used node's GPUs are "lost" anyway) outweigh the CPU that
+ * the small ones need, so it chose as best-fit does.
  *
- * Cost per node scored: O(GPUs + shapes x partly used GPUs), with at most
- * DRV_MIX_MAX shapes; no allocation.
+ * The mix is what the caller has seen: a histogram of recent task shapes
+ * with exponential decay (half-life in tasks), kept by
+ * drv_place_mix_observe; before anything was seen, a built-in mix of GPU
+ * sizes without CPU or memory stands in.
+ *
+ * Cost per node scored: O(GPUs + shapes x partly used GPUs) for each
+ * distinct free amount a share could go to, at most DRV_MIX_MAX shapes; no
+ * allocation.
  */
 #include "drover/model.h"
 #include "core_int.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the learned mix ---------------------------------------------------- */
@@ -85,20 +93,41 @@ static void mix_rescale(struct drv_place_mix *m)
 	m->inc = 1;
 }
 
-static int32_t mix_slot(struct drv_place_mix *m, const struct drv_mix_shape *s)
+/*
+ * The slot of shape s: its own, a new one, or, when the table is full, the
+ * nearest shape of the same GPU ask and model (*merge set: the caller blends
+ * CPU and memory in by weight), else the lightest, replaced.
+ */
+static int32_t mix_slot(struct drv_place_mix *m, const struct drv_mix_shape *s, bool *merge)
 {
-	int32_t i, light = 0;
+	int32_t i, light = 0, near = -1;
+	int64_t neard = INT64_MAX;
 
+	*merge = false;
 	for (i = 0; i < m->n; i++) {
 		const struct drv_mix_shape *t = &m->shape[i];
-		if (t->milli == s->milli && t->model == s->model && t->cpu_milli == s->cpu_milli &&
-		    t->mem_mib == s->mem_mib)
+		int64_t d;
+		if (t->milli != s->milli || t->model != s->model) {
+			if (t->w < m->shape[light].w)
+				light = i;
+			continue;
+		}
+		if (t->cpu_milli == s->cpu_milli && t->mem_mib == s->mem_mib)
 			return i;
+		/* a core weighs as much as 8 GiB */
+		d = llabs(t->cpu_milli - s->cpu_milli) + llabs(t->mem_mib - s->mem_mib) / 8;
+		if (d < neard) {
+			neard = d;
+			near = i;
+		}
 		if (t->w < m->shape[light].w)
 			light = i;
 	}
 	if (m->n < DRV_MIX_MAX) {
 		i = m->n++;
+	} else if (near >= 0) {
+		*merge = true;
+		return near;
 	} else {
 		i = light;
 		m->total -= m->shape[i].w;
@@ -121,9 +150,17 @@ void drv_place_mix_observe(struct drv_place_mix *m, const struct drv_job *j)
 			.cpu_milli = g->cpu_milli,
 			.mem_mib = g->mem_mib,
 		};
-		int32_t k = mix_slot(m, &s);
+		bool merge;
+		int32_t k = mix_slot(m, &s, &merge);
+		struct drv_mix_shape *sh = &m->shape[k];
 		for (t = 0; t < g->count; t++) {
-			m->shape[k].w += m->inc;
+			if (merge) {
+				double a = sh->w / (sh->w + m->inc);
+				sh->cpu_milli = llround(a * (double)sh->cpu_milli +
+							(1 - a) * (double)s.cpu_milli);
+				sh->mem_mib = llround(a * (double)sh->mem_mib + (1 - a) * (double)s.mem_mib);
+			}
+			sh->w += m->inc;
 			m->total += m->inc;
 			m->inc *= step;
 			m->seen++;
@@ -140,6 +177,9 @@ double drv_place_mix_share(const struct drv_place_mix *m, int32_t i)
 	return m->shape[i].w / m->total;
 }
 
+/* Shapes rarer than this in the mix are left out of the score. */
+#define MIX_MIN_SHARE 0.02
+
 /* ---- scoring ------------------------------------------------------------ */
 
 /* The built-in mix (no task seen yet): FGD's sizes, no CPU or memory. */
@@ -152,8 +192,17 @@ struct nfree {
 	int32_t npart;
 	int64_t all;          /* free milli over all GPUs */
 	int64_t cpu, mem;
+	double gpu_per_cpu;   /* the node's milli-GPUs per milli-CPU: what idle CPU is worth */
 	int32_t part[DRV_MAX_NODE_GPUS]; /* free milli of each partly used GPU */
 };
+
+/* GPUs a whole task takes, or shares a free GPU holds. */
+static int32_t per_of(int32_t milli)
+{
+	if (milli >= DRV_MILLI)
+		return milli / DRV_MILLI;
+	return milli > 0 ? DRV_MILLI / milli : 0;
+}
 
 void drv__mix_flatten(const struct drv_place_opts *o, struct drv__mix_flat *f)
 {
@@ -161,14 +210,20 @@ void drv__mix_flatten(const struct drv_place_opts *o, struct drv__mix_flat *f)
 	int32_t i;
 
 	if (m && m->n > 0 && m->total > 0) {
+		f->n = 0;
 		for (i = 0; i < m->n; i++) {
-			f->milli[i] = m->shape[i].milli;
-			f->model[i] = m->shape[i].model;
-			f->cpu[i] = m->shape[i].cpu_milli;
-			f->mem[i] = m->shape[i].mem_mib;
-			f->w[i] = m->shape[i].w / m->total;
+			int32_t k = f->n;
+			/* a rare shape is no reason to keep capacity for it */
+			if (m->shape[i].w < MIX_MIN_SHARE * m->total)
+				continue;
+			f->milli[k] = m->shape[i].milli;
+			f->model[k] = m->shape[i].model;
+			f->cpu[k] = m->shape[i].cpu_milli;
+			f->mem[k] = m->shape[i].mem_mib;
+			f->w[k] = m->shape[i].w / m->total;
+			f->per[k] = per_of(f->milli[k]);
+			f->n++;
 		}
-		f->n = m->n;
 		return;
 	}
 	for (i = 0; i < (int32_t)DRV_ARRAY_SIZE(builtin_milli); i++) {
@@ -176,6 +231,7 @@ void drv__mix_flatten(const struct drv_place_opts *o, struct drv__mix_flat *f)
 		f->model[i] = -1;
 		f->cpu[i] = f->mem[i] = 0;
 		f->w[i] = builtin_share[i];
+		f->per[i] = per_of(f->milli[i]);
 	}
 	f->n = (int32_t)DRV_ARRAY_SIZE(builtin_milli);
 }
@@ -188,6 +244,7 @@ static void nfree_of(const struct drv_node *n, struct nfree *s)
 	s->all = 0;
 	s->cpu = n->cpu_milli - n->cpu_used;
 	s->mem = n->mem_mib - n->mem_used;
+	s->gpu_per_cpu = n->cpu_milli > 0 ? (double)n->ngpus * DRV_MILLI / (double)n->cpu_milli : 0;
 	for (k = 0; k < n->ngpus; k++) {
 		int32_t f = DRV_MILLI - n->gpu_milli_used[k];
 		s->all += f;
@@ -199,28 +256,47 @@ static void nfree_of(const struct drv_node *n, struct nfree *s)
 }
 
 /* Expected stranded GPU milli of a node of GPU model `model`. */
+/*
+ * What of node s no shape of the mix could use: the free GPU milli that
+ * even the shape that fits the node best leaves, plus half the idle CPU
+ * that the best-fitting shape for CPU leaves, valued at the node's milli-GPUs
+ * per milli-CPU (idle CPU beside taken GPUs is capacity lost too, if less
+ * dear). A shape "leaves" what is free beyond the most tasks of it the node
+ * could still take (GPUs, CPU and memory together).
+ */
 static double stranded(const struct nfree *s, int model, const struct drv__mix_flat *f)
 {
-	double sum = 0;
+	int64_t cpu = DRV_MAX(s->cpu, 0), mem = DRV_MAX(s->mem, 0);
+	int64_t gpu_left = INT64_MAX, cpu_left = INT64_MAX;
 	int32_t t, k;
 
-	for (t = 0; t < f->n; t++) {
+	for (t = 0; t < f->n && (gpu_left > 0 || cpu_left > 0); t++) {
 		int32_t m = f->milli[t];
-		int64_t lost = 0;
-		if (m == 0 || (f->model[t] >= 0 && f->model[t] != model))
+		int64_t fit = INT64_MAX;
+		if (m > 0 && f->model[t] >= 0 && f->model[t] != model)
 			continue;
-		if (f->cpu[t] > s->cpu || f->mem[t] > s->mem) {
-			lost = s->all;
-		} else if (m >= DRV_MILLI) {
-			lost = s->whole < m / DRV_MILLI ? s->all : s->all - (int64_t)s->whole * DRV_MILLI;
-		} else {
+		/* how many tasks of this shape the node could still take */
+		if (m >= DRV_MILLI) {
+			fit = s->whole / f->per[t];
+		} else if (m > 0) {
+			fit = (int64_t)s->whole * f->per[t];
 			for (k = 0; k < s->npart; k++)
-				if (s->part[k] < m)
-					lost += s->part[k];
+				if (s->part[k] >= m)
+					fit += s->part[k] / m;
 		}
-		sum += f->w[t] * (double)lost;
+		/* (divide only when CPU or memory is what limits) */
+		if (f->cpu[t] > 0 && (fit == INT64_MAX || cpu < fit * f->cpu[t]))
+			fit = cpu / f->cpu[t];
+		if (f->mem[t] > 0 && (fit == INT64_MAX || mem < fit * f->mem[t]))
+			fit = mem / f->mem[t];
+		if (fit == INT64_MAX)
+			fit = 0; /* a shape that asks for nothing */
+		gpu_left = DRV_MIN(gpu_left, s->all - fit * m);
+		cpu_left = DRV_MIN(cpu_left, cpu - fit * f->cpu[t]);
 	}
-	return sum;
+	if (gpu_left == INT64_MAX)
+		return 0;
+	return (double)gpu_left + 0.5 * (double)cpu_left * s->gpu_per_cpu;
 }
 
 /* The node after a share of milli on one GPU whose free is f0; slot is the
@@ -241,7 +317,7 @@ double drv__multi_delta(const struct drv_node *n, const struct drv_task_group *g
 {
 	struct nfree s, t;
 	double before, after, bestd = 0;
-	int32_t k, best = -1, bestfree = 0;
+	int32_t k, best = -1, bestfree = 0, seen[DRV_MAX_NODE_GPUS], nseen = 0;
 
 	if (gpu)
 		*gpu = -1;
@@ -263,6 +339,12 @@ double drv__multi_delta(const struct drv_node *n, const struct drv_task_group *g
 		int32_t f0 = DRV_MILLI - n->gpu_milli_used[k], slot = -1, i;
 		if (f0 < g->gpu_milli)
 			continue;
+		/* GPUs with as much free score alike: only the first is scored */
+		for (i = 0; i < nseen && seen[i] != f0; i++)
+			;
+		if (i < nseen)
+			continue;
+		seen[nseen++] = f0;
 		if (f0 < DRV_MILLI)
 			for (i = 0; i < s.npart && slot < 0; i++)
 				if (s.part[i] == f0)

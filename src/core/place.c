@@ -43,6 +43,8 @@ struct ctx {
 	int req_level;            /* -1: none */
 	int64_t need_gpus;        /* whole GPUs */
 	int64_t need_milli;       /* all GPU shares, whole ones as 1000 each */
+	int64_t need_cpu, need_mem; /* over all tasks */
+	int32_t ntasks;
 	int32_t max_task_gpus;
 	int32_t min_frac;         /* smallest fractional share; 0 = none */
 	int32_t need_by_model[DRV_MAX_MODELS];
@@ -104,6 +106,12 @@ static bool gang_fits(const struct ctx *x, const struct drv_vertex *v)
 		return false;
 	if (v->free_gpus < x->need_gpus || v->free_milli < x->need_milli)
 		return false;
+	if (v->node >= 0 && (x->need_cpu > 0 || x->need_mem > 0)) {
+		/* the whole gang on one node: its CPU and memory too */
+		const struct drv_node *n = &x->c->nodes[v->node];
+		if (n->cpu_milli - n->cpu_used < x->need_cpu || n->mem_mib - n->mem_used < x->need_mem)
+			return false;
+	}
 	if (x->max_task_gpus > v->max_node_free)
 		return false;
 	for (k = 0; k < x->nmodels; k++)
@@ -197,6 +205,31 @@ static int32_t multi_key(const struct ctx *x, const struct drv_vertex *w,
 	return (int32_t)(q * 128 + DRV_MIN(w->free_gpus, 127));
 }
 
+/* The key of the last empty node scored in one collect(): empty nodes of
+ * one shape score alike, and a leaf being filled has many. */
+struct empty_memo {
+	int32_t key;              /* -1: none yet */
+	int16_t ngpus;
+	int8_t model;
+	int64_t cpu, mem;
+};
+
+static int32_t multi_key_memo(const struct ctx *x, const struct drv_vertex *w,
+			      const struct drv_task_group *g, struct empty_memo *m)
+{
+	const struct drv_node *nd = &x->c->nodes[w->node];
+	bool empty = w->free_nodes == 1 && nd->cpu_used == 0 && nd->mem_used == 0;
+
+	if (empty && m->key >= 0 && m->ngpus == nd->ngpus && m->model == nd->model &&
+	    m->cpu == nd->cpu_milli && m->mem == nd->mem_mib)
+		return m->key;
+	if (!empty)
+		return multi_key(x, w, g);
+	*m = (struct empty_memo){ multi_key(x, w, g), nd->ngpus, nd->model, nd->cpu_milli,
+				  nd->mem_mib };
+	return m->key;
+}
+
 /*
  * Pushes v's children that pass the test onto the scratch stack with their
  * best-fit keys: ids at base[0..n), keys at base[n..2n). The caller takes
@@ -209,6 +242,7 @@ static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g
 	const struct drv_vertex *v = &c->vertices[vi];
 	const int32_t *kid = c->kids + v->kid_first;
 	int32_t *base = x->sp, n = 0, nk = v->nkids, i;
+	struct empty_memo memo = { -1, 0, 0, 0, 0 };
 
 	/* ask for every child's line at once: the misses overlap */
 	for (i = 0; i < nk; i++)
@@ -221,8 +255,10 @@ static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g
 	}
 	for (i = 0; i < n; i++) {
 		const struct drv_vertex *w = &c->vertices[base[i]];
-		if (x->flat && w->node >= 0)
-			base[n + i] = multi_key(x, w, g ? g : &x->job->groups[x->order[0]]);
+		/* multi scores a node for one task: a gang tried whole on one node
+		 * is ordered best-fit (and refused cheaply) */
+		if (x->flat && w->node >= 0 && (g || x->ntasks == 1))
+			base[n + i] = multi_key_memo(x, w, g ? g : &x->job->groups[x->order[0]], &memo);
 		else if (x->fgd && w->node >= 0)
 			base[n + i] = fgd_key(x, w->node, g ? g : &x->job->groups[x->order[0]]);
 		else
@@ -398,7 +434,8 @@ static bool search(struct ctx *x, int32_t vi)
 	x->sp = saved;
 	if (ok)
 		return true;
-	if (x->req_level >= 0 && v->level < x->req_level)
+	/* one task: the children were every way to place it */
+	if (x->ntasks == 1 || (x->req_level >= 0 && v->level < x->req_level))
 		return false;
 	return place_all(x, vi);
 }
@@ -499,6 +536,9 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 		const struct drv_task_group *g = &job->groups[i];
 		x->need_gpus += (int64_t)g->count * g->gpus;
 		x->need_milli += (int64_t)g->count * (g->gpus > 0 ? g->gpus * DRV_MILLI : g->gpu_milli);
+		x->need_cpu += (int64_t)g->count * g->cpu_milli;
+		x->need_mem += (int64_t)g->count * g->mem_mib;
+		x->ntasks += g->count;
 		if (g->gpus > x->max_task_gpus)
 			x->max_task_gpus = g->gpus;
 		if (g->gpus == 0 && g->gpu_milli > 0 && (x->min_frac == 0 || g->gpu_milli < x->min_frac))

@@ -81,11 +81,12 @@ Test(place_multi, gpu_task_goes_where_it_strands_no_gpu)
 	struct drv_job j;
 
 	build(&c, 2, 96);
-	hold(&c, 0, 6, 80); /* n0: 2 GPUs and 16 cores free */
+	hold(&c, 0, 6, 72); /* n0: 2 GPUs and 24 cores free: room for two such tasks */
 	hold(&c, 1, 4, 32); /* n1: 4 GPUs and 64 cores free */
 	learn_gpu_tasks(&m);
 	pod(&j, 1, 16);
-	/* best-fit takes n0 (fewer free GPUs) and leaves its last GPU no CPU */
+	/* best-fit takes n0 (fewer free GPUs) and leaves its last GPU 8 cores,
+	 * too few for the 12 the tasks seen ask */
 	cr_assert(eq(str, (char *)where(&c, &j, DRV_PLACE_BESTFIT, &m), "n0"));
 	cr_assert(eq(str, (char *)where(&c, &j, DRV_PLACE_MULTI, &m), "n1"));
 	drv_job_release(&j);

@@ -219,7 +219,7 @@ Test(server_config, documented_example_starts)
 		       "  mode: backfill\n"
 		       "  pools: cheapest\n"
 		       "  preemption: false\n"
-		       "  placement: bestfit\n"
+		       "  placement: multi\n"
 		       "  placement_half_life: 500\n",
 		       err, sizeof(err));
 
