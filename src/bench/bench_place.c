@@ -21,8 +21,10 @@
  * reading it.
  *
  * --json prints {"results":[{"gpus","p50_us","p99_us","placements_per_s",
- * "small_p99_us","large_p99_us","fail_p99_us"}, ...]} (small: gangs <= 64
- * GPUs; large: 256 and 1024, null where none ran). --compare runs a
+ * "small_p99_us","large_p99_us","fail_p99_us","leaf_kept_share"}, ...],
+ * "nvl72":{...}} (small: gangs <= 64 GPUs; large: 256 and 1024, null where
+ * none ran). leaf_kept_share and "nvl72" measure topology quality, not
+ * time (see topo_leaf_room and nvl72_fill below). --compare runs a
  * fractional-heavy stream under best-fit and FGD on the same jobs and
  * reports how much each could place.
  */
@@ -175,7 +177,42 @@ struct result {
 	int gpus;
 	double p50, p99, per_s, small_p99, large_p99, fail_p99;
 	long placed, failed;
+	long leaf_room, leaf_kept; /* multi-node attempts a leaf had room for; kept in one */
 };
+
+/* The leaf vertices of c (level leaf), in *out; returns how many. */
+static int leaf_list(const struct drv_cluster *c, int32_t **out)
+{
+	int lv = drv_cluster_level(c, "leaf"), n = 0;
+	int32_t v;
+	*out = drv_calloc((size_t)c->nvertices, sizeof(**out));
+	for (v = 0; v < c->nvertices; v++)
+		if (c->vertices[v].level == lv)
+			(*out)[n++] = v;
+	return n;
+}
+
+/* Whether one leaf has ntasks free whole nodes (the bench's gangs over 8
+ * GPUs are tasks of a whole node, without CPU or memory asks). */
+static bool topo_leaf_room(const struct drv_cluster *c, const int32_t *leaves, int nleaves,
+			   int ntasks)
+{
+	int i;
+	for (i = 0; i < nleaves; i++)
+		if (c->vertices[leaves[i]].free_nodes >= ntasks)
+			return true;
+	return false;
+}
+
+/* Whether every task of p sits on a node under one leaf (parent vertex). */
+static bool topo_one_leaf(const struct drv_cluster *c, const struct drv_placement *p)
+{
+	int32_t leaf = c->vertices[c->nodes[p->tasks[0].node].vertex].parent, i;
+	for (i = 1; i < p->ntasks; i++)
+		if (c->vertices[c->nodes[p->tasks[i].node].vertex].parent != leaf)
+			return false;
+	return true;
+}
 
 struct running {
 	struct drv_placement p;
@@ -197,9 +234,12 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 	bool with_large = gpus > 1024;
 	long op;
 	char why[256];
+	int32_t *leaves;
+	int nleaves;
 
 	memset(per, 0, sizeof(per));
 	build_hgx(&c, gpus);
+	nleaves = leaf_list(&c, &leaves);
 	make_templates(t);
 	memset(&opts, 0, sizeof(opts));
 	opts.strategy = strat;
@@ -247,6 +287,9 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 			struct drv_job *j = &t[ti].job;
 			double t0, dt;
 			int rc;
+			/* topology quality (untimed): a multi-node gang a leaf had room for */
+			bool room = timed && t[ti].gpus > NODE_GPUS &&
+				    topo_leaf_room(&c, leaves, nleaves, t[ti].gpus / NODE_GPUS);
 			if (nrun >= maxrun)
 				break;
 			/* A large gang takes tens of microseconds: start it on a fresh
@@ -258,6 +301,8 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 			t0 = clock_now();
 			rc = drv_place_commit(&c, j, &opts, &run[nrun].p, why, sizeof(why));
 			dt = clock_now() - t0 - clock_cost;
+			r->leaf_room += room;
+			r->leaf_kept += room && rc == 0 && topo_one_leaf(&c, &run[nrun].p);
 			if (rc == 0) {
 				run[nrun].milli = drv_job_gpu_milli(j);
 				used += run[nrun].milli;
@@ -299,6 +344,7 @@ static void run_cluster(int gpus, long ops, enum drv_place_strategy strat, struc
 	for (i = 0; i < maxrun; i++)
 		drv_placement_release(&run[i].p);
 	drv_free(run);
+	drv_free(leaves);
 	for (i = 0; i < NTEMPL; i++)
 		drv_job_release(&t[i].job);
 	drv_free(all.v);
@@ -327,6 +373,98 @@ static double median(const struct result *r, int n, size_t off)
 static json_t *num_or_null(double x)
 {
 	return x < 0 ? json_null() : json_real((double)(int64_t)(x * 100 + 0.5) / 100);
+}
+
+/*
+ * The GB200 NVL72 example cluster (examples/clusters/gb200-nvl72.yaml),
+ * built in code so the bench needs no file: 4 racks, each one NVLink
+ * domain of 18 trays of 4 GPUs (144 cores, 960 GiB).
+ */
+#define NVL_RACKS 4
+#define NVL_TRAYS 18
+#define NVL_GPUS 4
+
+static void build_nvl72(struct drv_cluster *c)
+{
+	static const char *const lv[] = { "pool", "rack", "node" };
+	int r, n, gb200 = drv_gpu_model_find("GB200");
+	int32_t rack;
+	char name[64];
+
+	drv_cluster_init(c, "gb200-nvl72");
+	drv_cluster_set_levels(c, lv, 3);
+	c->nvl_level = 1;
+	for (r = 0; r < NVL_RACKS; r++) {
+		snprintf(name, sizeof(name), "nvl72-r%d", r);
+		rack = drv_cluster_add_vertex(c, 0, name);
+		for (n = 0; n < NVL_TRAYS; n++) {
+			snprintf(name, sizeof(name), "nvl72-r%d-t%02d", r, n);
+			drv_cluster_add_node(c, rack, name, gb200, NVL_GPUS, 144000, 960 << 10);
+		}
+	}
+}
+
+/*
+ * One fill of the NVL72 cluster: gangs of whole trays (1, 2, 4, 8, 9, 16
+ * or 18 trays: 4 to 72 GPUs), each requiring one NVLink domain, are offered
+ * in a random order until 125% of the GPUs were asked for; each is placed
+ * or refused once (nothing ends, so a refused gang would be refused again:
+ * it stays pending). Returns the GPUs left free in racks that the smallest
+ * pending gang does not fit (0 when nothing is pending).
+ */
+static int nvl72_fill(enum drv_place_strategy strat)
+{
+	static const int trays[] = { 1, 2, 4, 8, 9, 16, 18 }, w[] = { 1, 1, 2, 2, 2, 2, 4 };
+	struct drv_cluster c;
+	struct drv_place_opts opts;
+	struct drv_place_mix mix;
+	struct drv_placement p;
+	int64_t offered = 0, cap = NVL_RACKS * NVL_TRAYS * NVL_GPUS;
+	int min_pending = NVL_TRAYS + 1, lost = 0, r, k;
+
+	build_nvl72(&c);
+	memset(&opts, 0, sizeof(opts));
+	opts.strategy = strat;
+	drv_place_mix_init(&mix, 0);
+	opts.mix = &mix;
+	drv_placement_init(&p);
+	while (offered < cap * 5 / 4) {
+		struct drv_job j;
+		int x = (int)rnd(14);
+		for (k = 0; x >= w[k]; k++)
+			x -= w[k];
+		drv_job_init(&j);
+		drv_job_add_group(&j, "w", trays[k], NVL_GPUS, 0);
+		drv_job_set_topology(&j, DRV_TOPO_REQUIRED, "nvlink-domain");
+		drv_place_mix_observe(&mix, &j);
+		if (drv_place_commit(&c, &j, &opts, &p, NULL, 0) != 0 && trays[k] < min_pending)
+			min_pending = trays[k];
+		offered += trays[k] * NVL_GPUS;
+		drv_job_release(&j);
+	}
+	for (r = 0; r < c.nvertices; r++) {
+		const struct drv_vertex *v = &c.vertices[r];
+		if (v->level == 1 && v->free_nodes < min_pending && min_pending <= NVL_TRAYS)
+			lost += v->free_gpus;
+	}
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+	return lost;
+}
+
+/* "nvl72": the mean over rounds fills of the share of GPUs lost. */
+static json_t *nvl72_report(enum drv_place_strategy strat, int rounds)
+{
+	json_t *o = json_object();
+	long lost = 0;
+	int i;
+	for (i = 0; i < rounds; i++)
+		lost += nvl72_fill(strat);
+	json_object_set_new(o, "gpus", json_integer(NVL_RACKS * NVL_TRAYS * NVL_GPUS));
+	json_object_set_new(o, "rounds", json_integer(rounds));
+	json_object_set_new(o, "gpus_lost_share",
+			    json_real((double)lost / ((double)rounds * NVL_RACKS * NVL_TRAYS * NVL_GPUS)));
+	return o;
 }
 
 /*
@@ -526,12 +664,18 @@ int drv_bench_place(int argc, char **argv)
 			json_object_set_new(o, "small_p99_us", num_or_null(r.small_p99));
 			json_object_set_new(o, "large_p99_us", num_or_null(r.large_p99));
 			json_object_set_new(o, "fail_p99_us", num_or_null(r.fail_p99));
+			/* the same stream each trial, so the same decisions: trial 0's */
+			json_object_set_new(o, "leaf_kept_share",
+					    r.leaf_room ? json_real((double)r.leaf_kept / (double)r.leaf_room)
+							: json_null());
 			json_array_append_new(arr, o);
 			if (!json)
 				fprintf(stderr, "%d GPUs: %ld place attempts per trial, %ld placed, %ld refused\n",
 					r.gpus, r.placed + r.failed, r.placed, r.failed);
 		}
 		json_object_set_new(root, "results", arr);
+		rng = seed;
+		json_object_set_new(root, "nvl72", nvl72_report(strat, 100));
 	}
 	txt = json_dumps(root, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8) |
 				       (json ? 0 : JSON_INDENT(2)));

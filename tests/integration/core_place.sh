@@ -84,7 +84,14 @@ r = json.load(open("b.json"))["results"]
 assert [x["gpus"] for x in r] == [1024, 10240, 100352], r
 for x in r:
     assert set(x) == {"gpus", "p50_us", "p99_us", "placements_per_s", "small_p99_us",
-                      "large_p99_us", "fail_p99_us"}, x
+                      "large_p99_us", "fail_p99_us", "leaf_kept_share"}, x
+    assert 0 <= x["leaf_kept_share"] <= 1, x
 assert r[0]["large_p99_us"] is None and r[2]["large_p99_us"] is not None
+# the default scorer keeps a gang under one leaf whenever one leaf has room
+# (on one spine; across spines it does not yet: see docs/scheduling.md)
+assert r[0]["leaf_kept_share"] == 1.0, r[0]
+n = json.load(open("b.json"))["nvl72"]
+assert set(n) == {"gpus", "rounds", "gpus_lost_share"} and n["gpus"] == 288, n
+assert 0 <= n["gpus_lost_share"] <= 1, n
 PY
 echo "core_place: ok"
