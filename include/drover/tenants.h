@@ -48,6 +48,16 @@ struct drv_tenant_conf {
 				      * NULL = none. Always one of the file's classes. */
 	int64_t budget_micro;        /* budget.monthlyUsd in micro-dollars; -1 = none */
 	bool budget_hold;            /* budget.hold: hold new jobs once it is spent */
+	/* Who may submit to it (tenant key users: [NAME, ...]; not the file's
+	 * top-level users: map of per-user limits); has_users false: anyone. */
+	char **users;
+	int32_t nusers;
+	bool has_users;
+	/* The classes its users may use (allowedClasses: [CLASS, ...], each one
+	 * of the file's); has_allowed false: any, and any priority. */
+	char **allowed;
+	int32_t nallowed;
+	bool has_allowed;
 	int line, col;               /* where its name is, 1-based */
 };
 
@@ -89,6 +99,13 @@ int drv_tenants_load_file(const char *path, struct drv_tenants *t, struct drv_di
 /* The class or tenant of that name, or NULL. */
 const struct drv_tenant_class *drv_tenants_class(const struct drv_tenants *t, const char *name);
 const struct drv_tenant_conf *drv_tenants_tenant(const struct drv_tenants *t, const char *name);
+/* Whether the tenant's users: list lets user in (true without a list). */
+bool drv_tenant_user_ok(const struct drv_tenant_conf *tc, const char *user);
+/* Whether class is one of the tenant's allowedClasses (true without them). */
+bool drv_tenant_class_ok(const struct drv_tenant_conf *tc, const char *cls);
+/* The highest value of the tenant's allowedClasses in t (INT32_MAX without
+ * them). */
+int32_t drv_tenant_priority_cap(const struct drv_tenants *t, const struct drv_tenant_conf *tc);
 
 /*
  * Gives s the file's priority classes (drv_sched_add_class), then its

@@ -130,6 +130,41 @@ static int parse_job(const char *body, size_t len, const char *ctype, const char
 	return 0;
 }
 
+/*
+ * What the tenants file lets a plain user set (admins set anything): the
+ * tenant (its users: list), the class (its allowedClasses) and the priority
+ * (at most their highest value). 0 or sets resp (403) and returns -1.
+ */
+static int authorize(struct drv_server *s, const char *user, const struct drv_jobspec *spec,
+		     struct drv_http_resp *resp)
+{
+	const struct drv_tenants *t = &s->cfg.tenants;
+	const struct drv_tenant_conf *tc = drv_tenants_tenant(t, spec->job.tenant);
+	const char *cls = spec->priority_class;
+	int32_t cap = drv_tenant_priority_cap(t, tc);
+
+	if (!drv_tenant_user_ok(tc, user)) {
+		drv_http_resp_error(resp, 403, "forbidden", NULL,
+				    "tenant: user %s may not use tenant %s (tenants file: users)", user,
+				    spec->job.tenant);
+		return -1;
+	}
+	if (cls && *cls && drv_tenants_class(t, cls) && !drv_tenant_class_ok(tc, cls)) {
+		drv_http_resp_error(resp, 403, "forbidden", NULL,
+				    "priorityClassName: user %s may not use class %s in tenant %s "
+				    "(tenants file: allowedClasses)", user, cls, spec->job.tenant);
+		return -1;
+	}
+	if (spec->job.priority > cap) {
+		drv_http_resp_error(resp, 403, "forbidden", NULL,
+				    "priority: user %s may set at most %d in tenant %s, found %d "
+				    "(tenants file: allowedClasses)", user, cap, spec->job.tenant,
+				    spec->job.priority);
+		return -1;
+	}
+	return 0;
+}
+
 /* Owner and defaults; 0 or sets resp (403) and returns -1. */
 static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *spec,
 		   struct drv_http_resp *resp)
@@ -154,7 +189,7 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 		srv_set_str(&spec->job.tenant, spec->queue && *spec->queue ? spec->queue : "default");
 	if (!spec->job.name || !*spec->job.name)
 		srv_set_str(&spec->job.name, "job");
-	return 0;
+	return c->admin ? 0 : authorize(s, user, spec, resp);
 }
 
 static void set_reason(struct srv_job *j, const char *why)

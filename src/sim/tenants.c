@@ -5,7 +5,8 @@
  * that gives no priority gets its tenant's default class, and tenants of
  * the file that no job belongs to are pointed out (a misspelt tenant name
  * would otherwise limit nothing, silently), as are quotas on GPU models the
- * cluster lacks, and budgets, which only the controller acts on. The quotas, weights and cohorts themselves go to the
+ * cluster lacks, and budgets, users and allowedClasses, which only the
+ * controller acts on. The quotas, weights and cohorts themselves go to the
  * scheduler in drv_sim_run.
  */
 #include "drover/sim.h"
@@ -124,6 +125,13 @@ int32_t drv_sim_bind_tenants(struct drv_sim_workload *w, const struct drv_tenant
 		check_models(t, c, d);
 	for (i = 0; i < t->ntenants; i++) {
 		char path[96];
+		if (t->tenants[i].has_users || t->tenants[i].has_allowed) {
+			snprintf(path, sizeof(path), "tenants.%s.%s", t->tenants[i].name,
+				 t->tenants[i].has_users ? "users" : "allowedClasses");
+			drv_diag_warn(d, t->tenants[i].line, t->tenants[i].col, path,
+				      "the simulator does not act on who may submit what (users, "
+				      "allowedClasses); the controller refuses it at submit");
+		}
 		if (t->tenants[i].budget_micro < 0)
 			continue;
 		snprintf(path, sizeof(path), "tenants.%s.budget", t->tenants[i].name);

@@ -297,17 +297,64 @@ static void read_budget(struct loader *L, struct fy_node_pair *pr, const char *p
 	}
 }
 
+static void free_names(char **v, int32_t n)
+{
+	for (int32_t i = 0; i < n; i++)
+		drv_free(v[i]);
+	drv_free(v);
+}
+
 static void free_tenant(struct drv_tenant_conf *tc)
 {
+	free_names(tc->users, tc->nusers);
+	free_names(tc->allowed, tc->nallowed);
 	drv_free(tc->name);
 	drv_free(tc->cohort);
 	drv_free(tc->priority_class);
 }
 
+/* A list of names (users: or allowedClasses:) into *out; classes must be
+ * classes of the file. */
+static void read_names(struct loader *L, struct fy_node_pair *pr, const char *path, bool classes,
+		       char ***out, int32_t *n)
+{
+	struct fy_node *v = fy_node_pair_value(pr), *e;
+	char sub[PATH_LEN], f[80];
+	void *it = NULL;
+	size_t cap = 0;
+	int32_t i = 0;
+
+	if (!v || !fy_node_is_sequence(v)) {
+		drv_yaml_found(v, f, sizeof(f));
+		drv_yaml_err(L->d, drv_yaml_pair_at(pr), path, "found %s, expected a list such as [%s]",
+			     f, classes ? "low, high" : "alice, bob");
+		return;
+	}
+	while ((e = fy_node_sequence_iterate(v, &it))) {
+		const char *s = drv_yaml_scalar(e);
+		bool ok = s && drv_spec_name_ok(s, strlen(s));
+
+		snprintf(sub, sizeof(sub), "%s[%d]", path, i++);
+		drv_yaml_found(e, f, sizeof(f));
+		if (ok && classes && !drv_tenants_class(L->t, s)) {
+			drv_yaml_err(L->d, e, sub, "found %s, expected a class of priorityClasses", f);
+			continue;
+		}
+		if (!ok) {
+			drv_yaml_err(L->d, e, sub, "found %s, expected a %s name", f,
+				     classes ? "class" : "user");
+			continue;
+		}
+		DRV_GROW(*out, (size_t)*n + 1, cap);
+		(*out)[(*n)++] = drv_strdup(s);
+	}
+}
+
 static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 {
 	static const char *const known[] = { "weight", "cohort", "quota", "borrowingLimit",
-					     "priorityClass", "budget", NULL };
+					     "priorityClass", "budget", "users",
+					     "allowedClasses", NULL };
 	struct fy_node *key = fy_node_pair_key(pr), *v = fy_node_pair_value(pr), *x;
 	const char *name = drv_yaml_scalar(key);
 	struct drv_tenant_conf tc;
@@ -334,7 +381,9 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 		    f);
 		return;
 	}
-	check_keys(L, v, path, known, "weight, cohort, quota, borrowingLimit, priorityClass, budget");
+	check_keys(L, v, path, known,
+		   "weight, cohort, quota, borrowingLimit, priorityClass, budget, users, "
+		   "allowedClasses");
 	while ((p = fy_node_mapping_iterate(v, &it))) {
 		const char *k = drv_yaml_scalar(fy_node_pair_key(p));
 		x = fy_node_pair_value(p);
@@ -359,6 +408,12 @@ static void read_tenant(struct loader *L, struct fy_node_pair *pr)
 			read_model_gpus(L, p, sub, tc.borrow_limit_milli);
 		} else if (!strcmp(k, "budget")) {
 			read_budget(L, p, sub, &tc);
+		} else if (!strcmp(k, "users")) {
+			tc.has_users = true;
+			read_names(L, p, sub, false, &tc.users, &tc.nusers);
+		} else if (!strcmp(k, "allowedClasses")) {
+			tc.has_allowed = true;
+			read_names(L, p, sub, true, &tc.allowed, &tc.nallowed);
 		} else if (!strcmp(k, "priorityClass")) {
 			const char *s = drv_yaml_scalar(x);
 			if (s && *s && drv_tenants_class(L->t, s)) {
@@ -590,6 +645,38 @@ int drv_tenants_load_file(const char *path, struct drv_tenants *t, struct drv_di
 	rc = drv_tenants_load_buffer(buf, len, t, d);
 	free(buf);
 	return rc;
+}
+
+static bool has_name(char *const *v, int32_t n, const char *name)
+{
+	for (int32_t i = 0; i < n; i++)
+		if (!strcmp(v[i], name))
+			return true;
+	return false;
+}
+
+bool drv_tenant_user_ok(const struct drv_tenant_conf *tc, const char *user)
+{
+	return !tc || !tc->has_users || has_name(tc->users, tc->nusers, user);
+}
+
+bool drv_tenant_class_ok(const struct drv_tenant_conf *tc, const char *cls)
+{
+	return !tc || !tc->has_allowed || has_name(tc->allowed, tc->nallowed, cls);
+}
+
+int32_t drv_tenant_priority_cap(const struct drv_tenants *t, const struct drv_tenant_conf *tc)
+{
+	int32_t cap = INT32_MIN;
+
+	if (!tc || !tc->has_allowed)
+		return INT32_MAX;
+	for (int32_t i = 0; i < tc->nallowed; i++) {
+		const struct drv_tenant_class *c = drv_tenants_class(t, tc->allowed[i]);
+		if (c && c->value > cap)
+			cap = c->value;
+	}
+	return cap == INT32_MIN ? 0 : cap;
 }
 
 const struct drv_tenant_class *drv_tenants_class(const struct drv_tenants *t, const char *name)

@@ -209,7 +209,7 @@ Test(tenants_file, each_error_at_its_position)
 		  "2:3: tenants.a b: found 'a b', expected a tenant name");
 	one_error("tenants:\n  a:\n    quota: {H100: 8}\n    wieght: 2\n", DRV_EINVAL,
 		  "4:5: tenants.a.wieght: found the unknown field 'wieght', expected one of: weight, "
-		  "cohort, quota, borrowingLimit, priorityClass, budget");
+		  "cohort, quota, borrowingLimit, priorityClass, budget, users, allowedClasses");
 	one_error("tenants:\n  a:\n    quota: {H100: eight}\n", DRV_EINVAL,
 		  "3:19: tenants.a.quota.H100: found 'eight', expected a number of GPUs >= 0");
 	one_error("tenants:\n  a:\n    quota: {H100: 1.2345}\n", DRV_EINVAL,
@@ -364,4 +364,45 @@ Test(tenants_file, tab_between_key_and_value_is_valid_yaml)
 	cr_assert(eq(int, t.ntenants, 2));
 	drv_tenants_release(&t);
 	drv_diags_release(&d);
+}
+
+/* Tenant key users: (a list: who may submit to it) is not the top-level
+ * users: map (per-user limits); allowedClasses caps the priority. */
+Test(tenants_file, tenant_users_and_allowed_classes)
+{
+	struct drv_tenants t;
+	struct drv_diags d;
+	const struct drv_tenant_conf *r, *o, *n;
+
+	drv_tenants_init(&t);
+	cr_assert(eq(int, load("priorityClasses:\n  low: {value: 10}\n  high: {value: 100}\n"
+			       "  top: {value: 1000}\n"
+			       "tenants:\n  research: {users: [alice, bob], allowedClasses: [high, low]}\n"
+			       "  open: {}\n  none: {users: [], allowedClasses: []}\n"
+			       "users:\n  alice: {maxRunningJobs: 2}\n", &t, &d), 0));
+	r = drv_tenants_tenant(&t, "research");
+	o = drv_tenants_tenant(&t, "open");
+	n = drv_tenants_tenant(&t, "none");
+	cr_assert(eq(int, r->nusers, 2));
+	cr_assert(drv_tenant_user_ok(r, "bob"));
+	cr_assert(not(drv_tenant_user_ok(r, "carol")));
+	cr_assert(drv_tenant_user_ok(o, "carol"));
+	cr_assert(drv_tenant_user_ok(NULL, "carol"));
+	cr_assert(not(drv_tenant_user_ok(n, "alice")));
+	cr_assert(drv_tenant_class_ok(r, "low"));
+	cr_assert(not(drv_tenant_class_ok(r, "top")));
+	cr_assert(drv_tenant_class_ok(o, "top"));
+	cr_assert(eq(i32, drv_tenant_priority_cap(&t, r), 100));
+	cr_assert(eq(i32, drv_tenant_priority_cap(&t, o), INT32_MAX));
+	cr_assert(eq(i32, drv_tenant_priority_cap(&t, n), 0));
+	cr_assert(eq(int, t.nusers, 1));
+	drv_tenants_release(&t);
+	drv_diags_release(&d);
+	one_error("tenants:\n  a: {users: alice}\n", DRV_EINVAL,
+		  "2:14: tenants.a.users: found 'alice', expected a list such as [alice, bob]");
+	one_error("tenants:\n  a: {users: [alice, 'b b']}\n", DRV_EINVAL,
+		  "2:23: tenants.a.users[1]: found 'b b', expected a user name");
+	one_error("priorityClasses:\n  low: {value: 1}\ntenants:\n  a: {allowedClasses: [low, hi]}\n",
+		  DRV_EINVAL, "4:29: tenants.a.allowedClasses[1]: found 'hi', expected a class of "
+			      "priorityClasses");
 }
