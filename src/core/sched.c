@@ -74,6 +74,26 @@ void sched__usage(struct drv_sched *s, struct sched_job *j, int sign, int64_t no
 		s->users[j->user].running += sign;
 }
 
+/* Adds sign times pl's milli-GPUs per model to j's tenant's promised
+ * (or leaving). */
+void sched__coming(struct drv_sched *s, const struct sched_job *j,
+		   const struct drv_placement *pl, int sign, bool leaving)
+{
+	struct sched_tenant *t = &s->tenants[j->tenant];
+	int32_t i;
+	for (i = 0; i < pl->ntasks; i++) {
+		const struct drv_task_place *tp = &pl->tasks[i];
+		int m = node_model(s->c, tp->node);
+		if (m < 0 || m >= DRV_MAX_MODELS)
+			continue;
+		(leaving ? t->leaving : t->promised)[m] +=
+			sign * (int64_t)tp->gpu_milli * __builtin_popcountll(tp->gpu_mask);
+		t->quota_changed[m] = ++s->quota_seq;
+		if (t->cohort >= 0)
+			s->cohort_changed[t->cohort].m[m] = s->quota_seq;
+	}
+}
+
 static bool node_empty(const struct drv_cluster *c, int32_t node)
 {
 	const struct drv_node *n = &c->nodes[node];
@@ -459,6 +479,8 @@ static int64_t run_end(const struct drv_sched *s, const struct sched_job *j)
 void sched__nomination_drop(struct drv_sched *s, int32_t slot)
 {
 	int32_t i;
+	if (s->jobs[slot].nomination.ntasks)
+		sched__coming(s, &s->jobs[slot], &s->jobs[slot].nomination, -1, false);
 	s->jobs[slot].nomination.ntasks = 0;
 	s->jobs[slot].victims_left = 0;
 	if (s->jobs[slot].state == DRV_SJ_PENDING)
@@ -532,6 +554,8 @@ static void stop_running(struct drv_sched *s, int32_t slot, int64_t now)
 	if (now > j->start)
 		j->attained += (now - j->start) * j->need_milli;
 	victim_gone(s, j);
+	if (j->state == DRV_SJ_TERMINATING)
+		sched__coming(s, j, &j->pl, -1, true);
 	sched__run_remove(s, slot);
 	sched__usage(s, j, -1, now);
 	drv_cluster_uncommit(s->c, &j->pl);

@@ -39,6 +39,15 @@ struct sched_tenant {
 	int64_t limit[DRV_MAX_MODELS];
 	int64_t usage[DRV_MAX_MODELS];  /* milli-GPUs held by running + terminating jobs */
 	int64_t usage_all;              /* over all models */
+	/* milli-GPUs that change hands once pending preemptions end: held
+	 * for its nominated preemptors (promised), held by its terminating
+	 * jobs (leaving, also in usage). Quota checks read usage + promised
+	 * (sched__quota_use), so what a reclaim frees is its reclaimer's and
+	 * cannot be borrowed nor count as unused quota during the victims'
+	 * grace; reclaim reads that less leaving (sched__reclaim_use), so a
+	 * tenant's excess is not reclaimed twice. */
+	int64_t promised[DRV_MAX_MODELS];
+	int64_t leaving[DRV_MAX_MODELS];
 	/* s->quota_seq when usage[m] last changed (sched__quota_check's
 	 * answers for m may have changed since; see sched_job.quota_seq) */
 	uint64_t quota_changed[DRV_MAX_MODELS];
@@ -356,6 +365,16 @@ void sched__node_touch(struct drv_sched *s, const struct drv_placement *p, int64
 void sched__refresh_cluster(struct drv_sched *s);
 void sched__start(struct drv_sched *s, int32_t slot, const struct drv_placement *p, int64_t now);
 void sched__nomination_drop(struct drv_sched *s, int32_t slot);
+void sched__coming(struct drv_sched *s, const struct sched_job *j,
+		   const struct drv_placement *pl, int sign, bool leaving);
+static inline int64_t sched__quota_use(const struct sched_tenant *t, int m)
+{
+	return t->usage[m] + t->promised[m];
+}
+static inline int64_t sched__reclaim_use(const struct sched_tenant *t, int m)
+{
+	return t->usage[m] + t->promised[m] - t->leaving[m];
+}
 int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement *p, int model);
 
 /* A pending job (its compact entry) whose reason is "quota" and that a pass

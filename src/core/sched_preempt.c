@@ -249,7 +249,8 @@ static bool victim_for(struct pass *p, struct sched_job *j, const struct run_com
 	if (quota_rc == 0 && jt->cohort >= 0 && v->tenant != j->tenant &&
 	    s->tenants[v->tenant].cohort == jt->cohort && vm >= 0 && vm < DRV_MAX_MODELS) {
 		const struct sched_tenant *vt = &s->tenants[v->tenant];
-		*reclaim = vt->quota[vm] >= 0 && vt->usage[vm] > vt->quota[vm] && jt->quota[vm] >= 0;
+		*reclaim = vt->quota[vm] >= 0 && sched__reclaim_use(vt, vm) > vt->quota[vm] &&
+			   jt->quota[vm] >= 0;
 	}
 	return *reclaim;
 }
@@ -296,7 +297,7 @@ static bool free_until_fits(struct pass *p, const struct sched_job *j, struct vi
 		struct sched_job *v = &s->jobs[cands[i].slot];
 		if (cands[i].reclaim_only) {
 			int32_t vt = v->tenant, vm = placement_model(s, &v->pl);
-			int64_t over = s->tenants[vt].usage[vm] - s->tenants[vt].quota[vm];
+			int64_t over = sched__reclaim_use(&s->tenants[vt], vm) - s->tenants[vt].quota[vm];
 			if (vt < 64 && over - borrowed[vt] <= 0)
 				continue; /* that tenant is back within its quota */
 			if (vt < 64)
@@ -333,6 +334,7 @@ static void victim_stops(struct pass *p, const struct sched_job *j, int32_t vslo
 	struct drv_sched *s = p->s;
 	struct sched_job *v = &s->jobs[vslot];
 	v->state = DRV_SJ_TERMINATING;
+	sched__coming(s, v, &v->pl, +1, true);
 	v->grace = p->now + p->pol->grace_s;
 	v->preempted_by = j->id;
 	if (v->grace < v->end) {
@@ -385,7 +387,10 @@ static void apply_preemption(struct pass *p, int32_t slot, const struct victim_c
 		DRV_GROW(s->preemptors, (size_t)s->npreemptors + 1, s->preemptors_cap);
 		s->preemptors[s->npreemptors++] = slot;
 	}
+	if (j->nomination.ntasks)
+		sched__coming(s, j, &j->nomination, -1, false);
 	drv_placement_copy(&j->nomination, pl);
+	sched__coming(s, j, &j->nomination, +1, false);
 	d->placement = &j->nomination;
 	j->victims_left = nv;
 	j->nomination_deadline = d->at;

@@ -22,23 +22,23 @@ int sched__quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 
 	if (m < 0 || m >= DRV_MAX_MODELS || t->quota[m] < 0)
 		return 0;
-	if (t->usage[m] + need <= t->quota[m])
+	if (sched__quota_use(t, m) + need <= t->quota[m])
 		return 0;
 	may = 0;
 	if (t->cohort >= 0) {
-		int64_t head = DRV_MAX(0, t->quota[m] - t->usage[m]);
+		int64_t head = DRV_MAX(0, t->quota[m] - sched__quota_use(t, m));
 		for (i = 0; i < s->ntenants; i++) {
 			const struct sched_tenant *o = &s->tenants[i];
 			if (o->cohort != t->cohort || o->quota[m] < 0)
 				continue;
 			cq += o->quota[m];
-			cu += o->usage[m];
+			cu += sched__quota_use(o, m);
 		}
 		/* what it may take beyond its own headroom: the cohort's unused
 		 * quota, within its borrowing limit */
 		may = cq - cu - head;
-		if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - t->usage[m] - head < may)
-			may = t->quota[m] + t->limit[m] - t->usage[m] - head;
+		if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - sched__quota_use(t, m) - head < may)
+			may = t->quota[m] + t->limit[m] - sched__quota_use(t, m) - head;
 		if (may < 0)
 			may = 0;
 		if (need <= head + may)
@@ -48,7 +48,7 @@ int sched__quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 		sched__why_init(w, DRV_REASON_QUOTA);
 		w->model = m;
 		w->n[0] = need;
-		w->n[1] = t->usage[m];
+		w->n[1] = sched__quota_use(t, m);
 		w->n[2] = t->quota[m];
 		w->n[3] = may;
 	}
@@ -100,7 +100,7 @@ bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *
 		while (both) {
 			int m = __builtin_ctz(both);
 			both &= both - 1;
-			if (o->usage[m] > o->quota[m])
+			if (sched__reclaim_use(o, m) > o->quota[m])
 				return true;
 		}
 	}
