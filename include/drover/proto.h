@@ -151,6 +151,7 @@ struct drv_proto_report {
 	int64_t signal;              /* exited: 0 none */
 	const char *signal_name;     /* "SIGKILL" */
 	bool oom_killed;
+	bool timed_out;              /* exited: stopped at the job's time limit */
 	/* exited: stopped by drover's fencing (the agent's lease ran out), not
 	 * by anything the task did: the controller treats it as the loss of
 	 * the node, not as the task's failure. false when absent. */

@@ -75,6 +75,7 @@ struct task {
 	struct drv_proc proc;
 	bool rep_running;       /* a "running" report is owed */
 	bool rep_end;           /* an "exited"/"failed" report is owed */
+	bool timed_out;         /* stopped at its time limit (deadline_ms) */
 	bool fenced;            /* stopped for the lease: the controller requeues, not fails */
 	bool listed;            /* named by the latest assignment list */
 	int64_t deadline_ms;    /* time limit; 0 none */

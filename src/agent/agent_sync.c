@@ -154,6 +154,7 @@ static void sync_reports(struct task *t, struct sync_out *x)
 					 x->signames[x->nsent], sizeof(x->signames[0])) : NULL;
 			r->exit_code = t->proc.signal ? -1 : t->proc.exit_code;
 			r->oom_killed = t->proc.oom_killed;
+			r->timed_out = t->timed_out && !t->proc.oom_killed;
 			r->fenced = t->fenced || t->proc.fenced;
 			r->reason = t->reason[0] ? t->reason : NULL;
 		}

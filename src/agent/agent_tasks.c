@@ -425,8 +425,11 @@ int agent_reap(struct drv_agent *a)
 		char sn[16];
 		if (t->state != T_RUNNING)
 			continue;
-		if (t->deadline_ms && now >= t->deadline_ms && !t->proc.terminating)
-			agent_stop_task(a, t, t->grace_ms > 0 ? t->grace_ms : a->grace_ms, "time limit");
+		if (t->deadline_ms && now >= t->deadline_ms && !t->proc.terminating) {
+			agent_stop_task(a, t, t->grace_ms > 0 ? t->grace_ms : a->grace_ms,
+					"time limit reached");
+			t->timed_out = true;
+		}
 		if (!drv_proc_poll(&t->proc, now)) {
 			running++;
 			cap_output(a, t);

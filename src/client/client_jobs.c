@@ -705,7 +705,8 @@ static int job_finished(struct cli *cli, const char *id)
 		return 0;
 	drv_json_text(r.json, "state", state, sizeof(state));
 	done = !strcmp(state, "succeeded") || !strcmp(state, "failed") ||
-	       !strcmp(state, "cancelled") || !strcmp(state, "out_of_memory");
+	       !strcmp(state, "cancelled") || !strcmp(state, "out_of_memory") ||
+	       !strcmp(state, "timeout");
 	drv_client_reply_release(&r);
 	return done;
 }

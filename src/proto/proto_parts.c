@@ -105,7 +105,7 @@ const char *drv_proto_task_state_name(enum drv_proto_task_state s)
 }
 
 static const char *const report_keys[] = { "task_id", "epoch", "state", "pid", "time",
-	"exit_code", "signal", "signal_name", "oom_killed", "fenced", "reason", NULL };
+	"exit_code", "signal", "signal_name", "oom_killed", "timed_out", "fenced", "reason", NULL };
 
 void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
 {
@@ -130,6 +130,7 @@ void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
 	proto_get_int(r, o, "signal", false, &x->signal);
 	proto_get_str(r, o, "signal_name", false, &x->signal_name);
 	proto_get_bool(r, o, "oom_killed", false, &x->oom_killed);
+	proto_get_bool(r, o, "timed_out", false, &x->timed_out);
 	proto_get_bool(r, o, "fenced", false, &x->fenced);
 	proto_get_str(r, o, "reason", false, &x->reason);
 	proto_unknown_keys(r, o, report_keys);
@@ -153,6 +154,8 @@ json_t *proto_report_encode(const struct drv_proto_report *x)
 			proto_put_int(o, "exit_code", x->exit_code);
 		}
 		json_object_set_new(o, "oom_killed", json_boolean(x->oom_killed));
+		if (x->timed_out)
+			json_object_set_new(o, "timed_out", json_true());
 		if (x->fenced)
 			json_object_set_new(o, "fenced", json_true());
 	}

@@ -470,8 +470,16 @@ static void report_exited(struct drv_server *s, struct srv_job *j, int32_t rank,
 		t->state = T_SUCCEEDED;
 	else
 		t->state = T_FAILED;
+	t->timed_out = rep->timed_out && !t->oom && !j->stop_reason;
 	if (t->oom)
 		srv_set_str(&t->reason, "OOM-killed");
+	if (t->timed_out) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "stopped at the job's time limit (%lld s)",
+			 (long long)j->spec.job.time_limit);
+		srv_set_str(&t->reason, why);
+	}
 	if (!j->stop_reason) {
 		/* it ran: the job was running, however briefly */
 		bool all_started = true;

@@ -751,7 +751,7 @@ int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		return 0;
 	}
 	if (states & ((1u << J_SUCCEEDED) | (1u << J_FAILED) | (1u << J_CANCELLED) |
-		      (1u << J_OUT_OF_MEMORY))) {
+		      (1u << J_OUT_OF_MEMORY) | (1u << J_TIMEOUT))) {
 		/* finished jobs live in the store, not in the queue */
 		drv_http_resp_error(o, 400, "invalid", NULL,
 				    "state=%s: the queue holds unfinished jobs (pending, scheduled, "

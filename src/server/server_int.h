@@ -45,6 +45,7 @@ enum jstate {
 	J_CANCELLED,
 	J_PREEMPTED,
 	J_OUT_OF_MEMORY,        /* final: the kernel's OOM killer ended a task */
+	J_TIMEOUT,              /* final: a task was stopped at the job's time limit */
 	J_NSTATES
 };
 
@@ -72,6 +73,7 @@ struct srv_task {
 	int exit_code;         /* -1 = none */
 	int signal;            /* 0 = none */
 	bool oom;
+	bool timed_out;        /* the agent stopped it at the job's time limit */
 	char *reason;
 	int64_t start_time, end_time;
 	int64_t counted_micro;     /* of its cost, what the counters have (cost.c) */

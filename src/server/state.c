@@ -420,8 +420,10 @@ void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank)
 					 (unsigned long long)j->id, rank, t->exit_code);
 			j->has_exit = t->signal == 0 && t->exit_code >= 0 && !(t->reason && *t->reason);
 			j->exit_code = t->exit_code;
-			/* CONTRACTS.md §1: OUT_OF_MEMORY in sacct, OOMKilled in Kubernetes */
-			srv_job_transition(s, j, t->oom ? J_OUT_OF_MEMORY : J_FAILED, why);
+			/* CONTRACTS.md §1: OUT_OF_MEMORY / TIMEOUT in sacct, OOMKilled /
+			 * DeadlineExceeded in Kubernetes */
+			srv_job_transition(s, j, t->oom ? J_OUT_OF_MEMORY
+						: t->timed_out ? J_TIMEOUT : J_FAILED, why);
 			srv_job_stop_tasks(s, j, "another task of the job failed");
 		} else {
 			for (int32_t i = 0; i < j->ntasks; i++) {
