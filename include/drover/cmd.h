@@ -32,6 +32,7 @@ int cmd_top(int argc, char **argv);
 int cmd_acct(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_cost(int argc, char **argv);
 int cmd_place(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tls(int argc, char **argv);

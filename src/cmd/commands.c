@@ -23,6 +23,7 @@ const struct drv_command drv_commands[] = {
 	{ "acct", cmd_acct, "accounting: jobs, GPU-hours and cost by tenant, user, pool or job" },
 	{ "sim", cmd_sim, "replay a trace through the scheduler on a virtual clock" },
 	{ "validate", cmd_validate, "check a cluster or job file; print a summary or (--json) the canonical form" },
+	{ "cost", cmd_cost, "on-prem versus cloud: monthly costs, break-even month, price per GPU-hour" },
 	{ "place", cmd_place, "place a job on a cluster file and print the placement or the reason it cannot" },
 	{ "tls", cmd_tls, "certificates for https: a CA and certificates it signs" },
 	{ "bench", cmd_bench, "run a benchmark (place, sched, api, agent) and print JSON" },
