@@ -41,6 +41,7 @@ struct ctx {
 	uint64_t pools_ok;
 	bool pool_restricted;
 	int req_level;            /* -1: none */
+	int pref_level;           /* preferred level, -1: none (tried first as if required) */
 	int64_t need_gpus;        /* whole GPUs */
 	int64_t need_milli;       /* all GPU shares, whole ones as 1000 each */
 	int64_t need_cpu, need_mem; /* over all tasks */
@@ -440,6 +441,27 @@ static bool search(struct ctx *x, int32_t vi)
 	return place_all(x, vi);
 }
 
+/*
+ * A gang that prefers a level is first searched as if it required it: the
+ * best-fit descent alone would take the fullest upper vertex that holds the
+ * gang and spread it there, although another one had a vertex of the
+ * preferred level with room. Only then is it searched as it is.
+ */
+static bool search_preferring(struct ctx *x)
+{
+	int req = x->req_level;
+
+	if (x->ntasks > 1 && x->pref_level > req) {
+		x->req_level = x->pref_level;
+		if (search(x, 0)) {
+			x->req_level = req;
+			return true;
+		}
+		x->req_level = req;
+	}
+	return search(x, 0);
+}
+
 /* ---- setup, views and reasons ------------------------------------------- */
 
 struct view {
@@ -526,6 +548,7 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 	x->job = job;
 	x->opts = opts;
 	x->req_level = -1;
+	x->pref_level = -1;
 	x->fgd = opts && opts->strategy == DRV_PLACE_FGD;
 	rc = drv_job_check(job, reason, rsz);
 	if (rc) {
@@ -580,6 +603,9 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 			return DRV_ENOSPACE;
 		}
 	}
+	/* an unknown preferred level is warned about by the callers that read it */
+	if (job->topo_mode == DRV_TOPO_PREFERRED && job->topo_level)
+		x->pref_level = drv_cluster_level(c, job->topo_level);
 	return 0;
 }
 
@@ -824,7 +850,7 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 		drv__mix_flatten(opts, &flat);
 		x.flat = &flat;
 	}
-	if (search(&x, 0)) {
+	if (search_preferring(&x)) {
 		if (keep)
 			drv__task_apply(x.c, &out->tasks[x.unmarked], +1);
 		else
