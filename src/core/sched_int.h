@@ -287,6 +287,11 @@ struct drv_sched {
 	size_t fair_suffix_cap;
 	uint8_t *el_tenant;     /* per tenant: has a victim past its minimum run (pass) */
 	size_t el_tenant_cap;
+	/* per tenant: a cohort peer is over its quota of a model both have a
+	 * quota of (its jobs may reclaim), as of quota_seq == may_reclaim_seq - 1 */
+	uint8_t *may_reclaim;
+	size_t may_reclaim_cap;
+	uint64_t may_reclaim_seq;
 	int32_t *visited;       /* slots the last pass gave a reason */
 	size_t vcap;
 	int32_t *quota_held_seen; /* slots it found held at quota as they were */
@@ -412,6 +417,7 @@ struct pass {
 	int64_t blocked_gpus;   /* GPUs in s->block */
 	int32_t blocked_max;    /* most blocked GPUs on one node */
 	int32_t min_prio_victim;/* least priority of a preemptible running job */
+	bool reclaim_bounds;    /* some tenant has a cohort and a quota */
 	int32_t first_resv;     /* index of the earliest reservation */
 	bool resv_cached;       /* the first reservation is the cached one */
 	int32_t exact_left;     /* exact "would fit but for a reservation" checks left */
@@ -505,6 +511,7 @@ int sched__quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 		       struct drv_sched_decision *w);
 int sched__quota_check_placement(const struct drv_sched *s, const struct sched_job *j,
 				 const struct drv_placement *pl, struct drv_sched_decision *w);
+const uint8_t *sched__may_reclaim(struct drv_sched *s);
 bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *j,
 			     const uint8_t *only);
 
@@ -580,6 +587,7 @@ struct bounds {
 	bool preempt;                     /* preemption searches left */
 	int32_t least_victim_prio;        /* least priority of a preemptible running job */
 	int32_t las_most_queue;           /* LAS: highest queue of a victim of that priority */
+	const uint8_t *may_reclaim;       /* per tenant (NULL: none may) */
 };
 
 void sched__bounds_get(const struct pass *p, struct bounds *b);
@@ -606,6 +614,8 @@ static inline bool sched__hopeless(const struct bounds *b, const struct pend_com
 		return true;
 	if (h->gpuless || h->held)
 		return false; /* a preemptor: its held placement frees no root GPU */
+	if (b->preempt && b->may_reclaim && b->may_reclaim[h->tenant])
+		return false; /* it may reclaim whatever the priority */
 	if (b->preempt && (h->prio > b->least_victim_prio ||
 			   (h->prio == b->least_victim_prio && h->las_q < b->las_most_queue)))
 		return false;

@@ -91,21 +91,20 @@ static void stopper_init(struct pass *p, struct stopper *st)
 			if (p->c->pools[i].elastic)
 				return;
 	p->min_prio_victim = INT32_MAX;
+	/* reclaim may preempt whatever the priority: a job whose tenant may
+	 * reclaim is never skipped (sched__bounds_get) */
+	for (i = 0; i < s->ntenants; i++)
+		if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
+			p->reclaim_bounds = true;
 	if (pol->preemption) {
 		if (pol->order == DRV_ORDER_LAS) {
 			/* a job may preempt one of its priority in a higher queue
 			 * past its minimum run time: bounds over those */
 			sched__las_queues_now(p);
-			for (i = 0; i < s->ntenants; i++)
-				if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
-					return;
 			p->min_prio_victim = p->las_least_prio;
 			st->possible = true;
 			return;
 		}
-		for (i = 0; i < s->ntenants; i++)
-			if (s->tenants[i].cohort >= 0 && s->tenants[i].has_quota)
-				return; /* reclaim may preempt whatever the priority */
 		for (i = 0; i < s->nrun; i++) {
 			const struct sched_job *r = &s->jobs[s->run[i]];
 			if (r->preemptible && r->state == DRV_SJ_RUNNING && r->prio < p->min_prio_victim)
@@ -141,6 +140,7 @@ void sched__bounds_get(const struct pass *p, struct bounds *b)
 	b->preempt = p->pol->preemption && p->tries < p->pol->max_preempt_tries;
 	b->least_victim_prio = p->min_prio_victim;
 	b->las_most_queue = p->pol->order == DRV_ORDER_LAS ? p->las_most_queue : INT32_MIN;
+	b->may_reclaim = p->reclaim_bounds && b->preempt ? sched__may_reclaim(p->s) : NULL;
 }
 
 static void set_tail(struct pass *p, enum drv_sched_reason why)

@@ -106,3 +106,23 @@ bool sched__reclaim_possible(const struct drv_sched *s, const struct sched_job *
 	}
 	return false;
 }
+
+/* Per tenant: may a job of it reclaim (it has a cohort, and a peer is over
+ * its quota of a model both have a quota of)? Recomputed when a quota
+ * check's inputs changed (quota_seq moved). */
+const uint8_t *sched__may_reclaim(struct drv_sched *s)
+{
+	struct sched_job probe;
+	int32_t i;
+	if (s->may_reclaim_seq == s->quota_seq + 1)
+		return s->may_reclaim;
+	DRV_GROW(s->may_reclaim, (size_t)s->ntenants + 1, s->may_reclaim_cap);
+	memset(&probe, 0, sizeof(probe));
+	for (i = 0; i < s->ntenants; i++) {
+		probe.tenant = i;
+		s->may_reclaim[i] = s->tenants[i].cohort >= 0 && s->tenants[i].has_quota &&
+				    sched__reclaim_possible(s, &probe, NULL);
+	}
+	s->may_reclaim_seq = s->quota_seq + 1;
+	return s->may_reclaim;
+}
