@@ -254,6 +254,9 @@ struct drv_proto_registered {
 	 * does each task's shim (docs/agent.md, "Leases"). 0 (absent): none,
 	 * as an older controller says. Also in every sync reply. */
 	int64_t agent_lease_s;
+	/* The server setting: false (or absent) and a task would run as root
+	 * (a root agent with --run-as-self, or user root): the agent fails it. */
+	bool allow_root_tasks;
 	const char *pool;
 	struct drv_proto_kv *labels;
 	size_t nlabels;
@@ -292,6 +295,7 @@ struct drv_proto_sync_reply {
 	int64_t version;
 	int64_t heartbeat_interval_s;
 	int64_t agent_lease_s;       /* as in struct drv_proto_registered; 0 absent */
+	bool allow_root_tasks;       /* as there; sent only when true */
 	bool has_tasks;
 	struct drv_proto_task *tasks;
 	size_t ntasks;

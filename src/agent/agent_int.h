@@ -115,6 +115,7 @@ struct drv_agent {
 	bool jobmap_warned;
 	int fake_hcas;
 	bool fake_fallback, run_as_self, stop_tasks_on_exit;
+	bool allow_root_tasks;  /* the controller's setting, from the register reply (mu) */
 	const char *shim_exe;    /* static storage (config); NULL: no shim */
 	struct drv_log log;      /* "drover agent: ..."; quiet drops it */
 	int64_t grace_ms;

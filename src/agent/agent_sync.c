@@ -69,6 +69,7 @@ static int do_register(struct drv_agent *a)
 	a->session = ok.session;
 	a->heartbeat_s = (int)DRV_MAX(ok.heartbeat_interval_s, 1);
 	agent_lease_renew(a, sent, ok.agent_lease_s);
+	a->allow_root_tasks = ok.allow_root_tasks;
 	a->version = 0;
 	a->need_register = false;
 	agent_wake(a);
@@ -225,6 +226,7 @@ static void sync_done(struct drv_agent *a, struct sync_out *x, struct drv_proto_
 	}
 	a->heartbeat_s = (int)DRV_MAX(r->heartbeat_interval_s, 1);
 	agent_lease_renew(a, x->sent_boot_ms, r->agent_lease_s);
+	a->allow_root_tasks = r->allow_root_tasks;
 	if (r->has_tasks && a->session == x->m.session) {
 		drv_proto_sync_reply_release(&a->desired);
 		a->desired = *r;

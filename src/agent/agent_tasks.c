@@ -142,15 +142,24 @@ struct run_as {
 };
 
 /* The job's user when the agent is root (and not --run-as-self); -1 after
- * failing the task. */
+ * failing the task, also when it would run as root and the controller's
+ * allow_root_tasks is false, whatever the agent's flags. */
 static int task_user(struct drv_agent *a, struct task *t, const char *user, struct run_as *ra,
 		     struct drv_task_spec *s)
 {
 	struct passwd *pwp = NULL;
 	int ng = (int)DRV_ARRAY_SIZE(ra->groups);
 
-	if (a->run_as_self || geteuid() != 0 || !user || !*user || !strcmp(user, "root"))
+	if (geteuid() != 0)
 		return 0;
+	if (a->run_as_self || !user || !*user || !strcmp(user, "root")) {
+		if (a->allow_root_tasks)
+			return 0;
+		fail_task(t, "the task would run as root on node %s (%s) and the controller has "
+			  "allow_root_tasks: false", a->name,
+			  a->run_as_self ? "the agent runs as root with --run-as-self" : "user root");
+		return -1;
+	}
 	if (getpwnam_r(user, &ra->pw, ra->buf, sizeof(ra->buf), &pwp) != 0 || !pwp) {
 		fail_task(t, "user %s does not exist on node %s", user, a->name);
 		return -1;

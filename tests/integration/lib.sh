@@ -43,7 +43,8 @@
 #
 # A control plane
 #   server_config [LINE...]  write SERVER_CONFIG ($TEST_TMP/server.yaml): the
-#                            tokens above, then each LINE (a setting, e.g.
+#                            tokens above, allow_root_tasks: true (agents run
+#                            --run-as-self as root), then each LINE (a setting, e.g.
 #                            'retry_limit: 1'; of two LINEs with one key, the
 #                            later is kept); pick SERVER_PORT and SERVER_URL
 #                            (kept across restarts) and point the client at it
@@ -208,6 +209,9 @@ tokens:
   - {token: $ADMIN_TOKEN, user: ops, admin: true}
 cluster_token: $CLUSTER_TOKEN
 CONF
+	# the tests run as root with agents --run-as-self: every task runs as
+	# root, which the agent refuses unless the server allows it
+	set -- "allow_root_tasks: true" "$@"
 	_sc_i=0
 	for _l; do # a LINE is written unless a later one sets the same key
 		_sc_i=$((_sc_i + 1)) _sc_j=0 _sc_later=""

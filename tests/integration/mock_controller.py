@@ -99,7 +99,9 @@ class H(BaseHTTPRequestHandler):
         kill = []
         if n["seq"] == my:
             kill, n["kill"] = n["kill"], []
-        out = {"version": n["version"], "heartbeat_interval_s": 1, "stale": stale + kill}
+        # as a server with allow_root_tasks: true (the tests run as root)
+        out = {"version": n["version"], "heartbeat_interval_s": 1, "allow_root_tasks": True,
+               "stale": stale + kill}
         if n["version"] != b["version"]:
             out["tasks"] = n["tasks"]
         self.reply(200, out)
@@ -142,7 +144,7 @@ class H(BaseHTTPRequestHandler):
                 lock.notify_all()
                 self.reply(200, {"node": b["name"], "session": n["session"],
                                  "heartbeat_interval_s": 1, "heartbeat_timeout_s": 30,
-                                 "pool": "default", "labels": b.get("labels", {})})
+                                 "allow_root_tasks": True, "pool": "default", "labels": b.get("labels", {})})
                 return
             n = node(b.get("node", ""))
             if not self.session_ok(n, b.get("session", -1)):

@@ -63,13 +63,15 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	json_t *j;
 
 	snprintf(text, sizeof(text),
-		 "{\"version\": 18, \"heartbeat_interval_s\": 5, \"agent_lease_s\": 6, \"tasks\": [%s],"
+		 "{\"version\": 18, \"heartbeat_interval_s\": 5, \"agent_lease_s\": 6,"
+		 " \"allow_root_tasks\": true, \"tasks\": [%s],"
 		 " \"stale\": [{\"task_id\": \"41.0\", \"epoch\": 5, \"reason\": \"stale epoch\"}]}",
 		 full_task);
 	j = parse(text);
 	cr_assert(eq(int, drv_proto_sync_reply_decode(j, &r, &d), 0), "%s", d.err);
 	cr_assert(r.has_tasks);
 	cr_assert(eq(i64, r.agent_lease_s, 6));
+	cr_assert(r.allow_root_tasks);
 	cr_assert(eq(sz, r.ntasks, 1));
 	cr_assert(eq(str, (char *)r.tasks[0].task_id, "42.1"));
 	cr_assert(r.tasks[0].stop);
@@ -165,7 +167,8 @@ Test(proto, register_and_registered_round_trip)
 		"             \"rate_gbps\": 400, \"near_gpus\": [0, 1]}]},"
 		" \"running\": [{\"task_id\": \"42.0\", \"epoch\": 7, \"pid\": 12345}]}";
 	const char *ans = "{\"node\": \"node-a\", \"session\": 31, \"heartbeat_interval_s\": 5,"
-			  " \"heartbeat_timeout_s\": 30, \"agent_lease_s\": 60, \"pool\": \"default\", \"labels\": {\"zone\": \"a\"}}";
+			  " \"heartbeat_timeout_s\": 30, \"agent_lease_s\": 60, \"allow_root_tasks\": true,"
+			  " \"pool\": \"default\", \"labels\": {\"zone\": \"a\"}}";
 	struct drv_proto_register m;
 	struct drv_proto_registered ok;
 	struct drv_proto_dec d = quiet();
@@ -184,6 +187,7 @@ Test(proto, register_and_registered_round_trip)
 	drv_proto_register_release(&m);
 	cr_assert(eq(int, drv_proto_registered_decode(k, &ok, &d), 0), "%s", d.err);
 	cr_assert(eq(i64, ok.agent_lease_s, 60));
+	cr_assert(ok.allow_root_tasks);
 	a = dump(drv_proto_registered_encode(&ok));
 	b = dump(json_incref(k));
 	cr_assert(eq(str, a, b));
