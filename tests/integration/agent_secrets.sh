@@ -92,7 +92,14 @@ expect_eq "stderr log mode" "$(mode "$AS/tasks/$task/$task.err")" 600
 expect_eq "task directory mode" "$(mode "$AS/tasks/$task")" 700
 expect_eq "agent tasks/ mode" "$(mode "$AS/tasks")" 700
 expect_eq "agent state directory mode" "$(mode "$AS")" 700
-expect_eq "agent running-list mode" "$(mode "$AS/running")" 600
+# the exactly-once journal (src/agent/agent_journal.c) and the task
+# shim's pid and status files (src/agent/shim.c)
+expect_eq "agent journal mode" "$(mode "$AS/journal")" 600
+for kind in pid status; do
+	set -- "$AS/tasks/$task/$task".*."$kind"
+	[ -e "$1" ] || fail "no shim $kind file in $AS/tasks/$task"
+	expect_eq "shim $kind file mode" "$(mode "$1")" 600
+done
 expect_eq "state directory mode" "$(mode "$ST")" 700
 for f in state.db state.db-wal state.db-shm; do
 	[ -e "$ST/$f" ] || fail "no $SERVER_STATE/$f"

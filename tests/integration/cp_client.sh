@@ -109,7 +109,11 @@ start_agent node-a
 start_agent node-b
 "$DROVER" nodes >"$TEST_TMP/nodes.txt" || fail "nodes"
 cat "$TEST_TMP/nodes.txt"
-grep -E "^default +up +2 +[0-9]+/[0-9]+/16 +H100" "$TEST_TMP/nodes.txt" >/dev/null || fail "nodes summary"
+head -1 "$TEST_TMP/nodes.txt" | grep -q "^POOL  *STATE  *NODES  *GPUS(A/F/U/T)  *MODEL  *NODELIST$" ||
+	fail "nodes header"
+# two up nodes of 8: allocated + free = 16, none unavailable
+grep -E "^default +up +2 +([0-9]+)/([0-9]+)/0/16 +H100" "$TEST_TMP/nodes.txt" |
+	awk '{ split($4, g, "/"); ok = g[1] + g[2] == 16 } END { exit !ok }' || fail "nodes summary"
 "$DROVER" nodes -N | grep -q "^node-a " || fail "nodes -N"
 "$DROVER" top -n 1 >"$TEST_TMP/top.txt" || fail "top"
 grep -q "^node-a" "$TEST_TMP/top.txt" || fail "top shows no node-a"

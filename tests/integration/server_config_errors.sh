@@ -24,10 +24,19 @@ CONF
 "$DROVER" server --listen "127.0.0.1:$(free_port)" --state "$TEST_TMP/s1" --config bad.yaml \
 	>out.txt 2>err.txt
 expect_eq "server bad.yaml exit" "$?" 2
-expect_eq "server bad.yaml stderr" "$(cat err.txt)" "drover server: bad.yaml:6:12: error: tokens[1].admin: found 'yes please', expected true or false
+expect_eq "server bad.yaml stderr" "$(head -3 err.txt)" "drover server: bad.yaml:6:12: error: tokens[1].admin: found 'yes please', expected true or false
 bad.yaml:7:5: error: tokens[1].role: found an unknown field, expected one of: token, user, admin
-bad.yaml:9:22: error: heartbeat_timeout_s: found 'abc', expected an integer from 1 to 86400
-bad.yaml:10:1: error: nope: found an unknown setting, expected one of: tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s"
+bad.yaml:9:22: error: heartbeat_timeout_s: found 'abc', expected an integer from 1 to 86400"
+expect_eq "server bad.yaml error count" "$(wc -l <err.txt)" 4
+unknown="bad.yaml:10:1: error: nope: found an unknown setting, expected one of: "
+tail -1 err.txt | grep -qF "$unknown" || fail "unknown setting: $(tail -1 err.txt)"
+# the settings it lists are exactly the top-level keys of the documented
+# example in docs/api.md, "Server configuration"
+tail -1 err.txt | sed "s/^.*expected one of: //" | tr -d ' ' | tr , '\n' | sort >listed.txt
+sed -n '/^## Server configuration/,/^```$/p' "$ROOT/docs/api.md" |
+	sed -n 's/^\([a-z_][a-z_]*\):.*/\1/p' | sort -u >documented.txt
+[ "$(wc -l <documented.txt)" -ge 15 ] || fail "found only $(wc -l <documented.txt) settings in docs/api.md"
+diff documented.txt listed.txt || fail "the settings listed differ from docs/api.md's (- docs, + listed)"
 [ -e "$TEST_TMP/s1/state.db" ] && fail "a refused config still created state.db"
 
 # a YAML syntax error and a tab that crashed libfyaml: positions too
