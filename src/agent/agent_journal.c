@@ -183,7 +183,8 @@ static struct task *parse_start(struct drv_agent *a, const char *line)
 	struct task *t;
 	char *p, *end;
 
-	if (sscanf(line, "start %63s %lld %lld %31s %lld %lld %lld %260s", id, &epoch, &launch, job,
+	_Static_assert(sizeof(gpus) == 257 + 1, "the %257s below fills gpus");
+	if (sscanf(line, "start %63s %lld %lld %31s %lld %lld %lld %257s", id, &epoch, &launch, job,
 		   &grace, &deadline, &started, gpus) != 8 || !agent_valid_task_id(id))
 		return NULL;
 	t = drv_calloc(1, sizeof(*t));
