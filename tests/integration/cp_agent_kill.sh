@@ -13,14 +13,17 @@ start_server
 start_agent node-a
 start_agent node-b
 
-# each task says when it starts (job, task, epoch) and when it ends
+# each task says when it starts (job, task, epoch), runs $2, says when it ends
 task_cmd() {
-	echo "echo \"\$DROVER_JOB_ID \$DROVER_TASK_ID \$DROVER_EPOCH\" >>$TEST_TMP/out/$1-starts; sleep $2; echo \$DROVER_TASK_ID >>$TEST_TMP/out/$1-ends"
+	echo "echo \"\$DROVER_JOB_ID \$DROVER_TASK_ID \$DROVER_EPOCH\" >>$TEST_TMP/out/$1-starts; $2; echo \$DROVER_TASK_ID >>$TEST_TMP/out/$1-ends"
 }
+# the gang's tasks run until the test releases them (at most 60 s), so
+# that a slow agent restart (ASan, a loaded machine) still finds them alive
+release_wait="i=0; while [ ! -e $TEST_TMP/out/release ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done"
 lines() { cat "$TEST_TMP/out/$1" 2>/dev/null | wc -l; }
 
 # --- a gang survives its agent's SIGKILL
-gang_yaml gang 8 "$(task_cmd gang 6)" >"$TEST_TMP/gang.yaml"
+gang_yaml gang 8 "$(task_cmd gang "$release_wait")" >"$TEST_TMP/gang.yaml"
 id=$(submit "$TEST_TMP/gang.yaml")
 wait_job "$id" running 60
 wait_until 10 sh -c "[ \$(cat $TEST_TMP/out/gang-starts 2>/dev/null | wc -l) -eq 2 ]" || fail "both tasks did not start"
@@ -30,6 +33,8 @@ sleep 1
 start_agent "$victim"
 grep -q "task $id.0 (epoch [0-9]*) adopted" "$TEST_TMP/agent-$victim.log" ||
 	fail "the restarted agent did not adopt task $id.0: $(tail -5 "$TEST_TMP/agent-$victim.log")"
+expect_eq "gang tasks ended before their release" "$(lines gang-ends)" 0
+touch "$TEST_TMP/out/release"
 wait_job "$id" succeeded 30
 expect_eq "attempt after the agent's restart" "$(jf "$id" 'j["attempt"]')" 1
 expect_eq "task starts (each once)" "$(sort "$TEST_TMP/out/gang-starts" | uniq | wc -l) $(lines gang-starts)" "2 2"
@@ -37,7 +42,7 @@ expect_eq "task ends" "$(lines gang-ends)" 2
 echo "gang $id: survived the SIGKILL of $victim's agent, adopted, succeeded in attempt 1"
 
 # --- an end the agent did not live to report is reported by the next one
-pod_yaml quick 8 "$(task_cmd quick 5)" >"$TEST_TMP/quick.yaml"
+pod_yaml quick 8 "$(task_cmd quick "sleep 5")" >"$TEST_TMP/quick.yaml"
 qid=$(submit "$TEST_TMP/quick.yaml")
 wait_job "$qid" running 60
 node=$(jf "$qid" 'j["placement"][0]["node"]')
