@@ -218,7 +218,11 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, i
 		fm->swept_at = visits;
 		for (a = 0; a < fm->nact;) {
 			int32_t t = fm->act[a];
-			if (suf_skip(&b, &fm->suf[fm->head[t]])) {
+			/* (a tenant that may reclaim, now or once a peer
+			 * borrows later in the pass, stays in) */
+			bool reclaims = p->reclaim_bounds && s->tenants[t].cohort >= 0 &&
+					s->tenants[t].has_quota;
+			if (!reclaims && suf_skip(&b, &fm->suf[fm->head[t]])) {
 				fm->act[a] = fm->act[--fm->nact];
 				*dropped = true;
 			} else {
