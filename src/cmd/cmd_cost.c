@@ -207,6 +207,9 @@ int cmd_cost(int argc, char **argv)
 	rc = drv_cost_load_file(path, &in, &d);
 	drv_diags_print(&d, stderr);
 	drv_diags_release(&d);
+	if (rc == DRV_EIO && n == 0)
+		fprintf(stderr, "drover cost: no FILE given and the default %s is not in the current "
+			"directory: run from the repository or give FILE\n", DEFAULT_FILE);
 	if (rc)
 		return 2;
 	if (sim && (rc = from_sim(sim, &in.utilisation)))

@@ -34,4 +34,6 @@ echo '{"gpu_alloc_ratio": 0.35, "jobs": 3}' >"$TEST_TMP/sim.json"
 echo '{"jobs": 3}' >"$TEST_TMP/nosim.json"
 "$DROVER" cost --from-sim "$TEST_TMP/nosim.json" 2>/dev/null
 [ $? -eq 2 ] || fail "--from-sim without gpu_alloc_ratio did not exit 2"
+(cd "$TEST_TMP" && "$DROVER" cost) 2>"$TEST_TMP/err2" && fail "no default file should exit 2"
+grep -q 'give FILE' "$TEST_TMP/err2" || fail "no hint when the default file is missing"
 exit 0
