@@ -603,6 +603,7 @@ static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 struct task_strs {
 	char tid[48];
 	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
+	char *slurm;                     /* SLURM_* values (slurm_env.c); NULL none */
 };
 
 /* The assignment of task rank of j; strings borrowed from s (hold s->mu
@@ -639,6 +640,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->rank = rank;
 	a->world_size = j->ntasks;
 	gang_position(s, j, rank, a);
+	ts->slurm = j->spec.format == DRV_FMT_SBATCH ? srv_slurm_env(s, j, rank, a) : NULL;
 	a->master_addr = m->address ? m->address : m->name;
 	a->master_port = 29500 + j->epoch % 10000;
 	a->time_limit_s = j->spec.job.time_limit;
@@ -715,8 +717,10 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 	r.stale = c->stale;
 	r.nstale = c->nstale;
 	drv_http_resp_json(o, 200, drv_proto_sync_reply_encode(&r));
-	for (size_t k = 0; k < r.ntasks; k++)
+	for (size_t k = 0; k < r.ntasks; k++) {
 		assignment_release(&r.tasks[k]);
+		drv_free(tids[k].slurm);
+	}
 	drv_free(r.tasks);
 	drv_free(tids);
 }

@@ -495,6 +495,15 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail);
 json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
 json_t *srv_node_api_json(struct drv_server *s, int32_t i);
 
+/* --- slurm_env.c --- */
+
+/* Adds the SLURM_* variables of task rank of j (from an #SBATCH script)
+ * to a's env, before the job's own; returns the buffer their values live
+ * in (the caller frees it after encoding a). Caller holds s->mu; call
+ * after a's node_rank and local_rank are set. */
+char *srv_slurm_env(struct drv_server *s, const struct srv_job *j, int32_t rank,
+		    struct drv_proto_task *a);
+
 /* --- nodes.c: nodes and the cluster --- */
 int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz);
 int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
