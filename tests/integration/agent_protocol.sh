@@ -140,7 +140,7 @@ expect_eq "reason" "$(q '.nodes["node-b"].reports[] | select(.task_id == "44.0")
 assign b '{"node": "node-b", "tasks": [{"task_id": "46.0", "job_id": 46, "epoch": 11, "desired": "run",
  "argv": ["sleep", "60"], "env": {}, "gpus": [1], "rank": 0, "world_size": 1, "time_limit_s": 1}]}'
 wait_until 10 exited node-b 46.0 || fail "46.0 outlived its time limit"
-expect_eq "time limit" "$(q '.nodes["node-b"].reports[] | select(.task_id == "46.0" and .state == "exited") | "\(.signal) \(.reason)"')" "15 time limit"
+expect_eq "time limit" "$(q '.nodes["node-b"].reports[] | select(.task_id == "46.0" and .state == "exited") | "\(.signal) \(.reason)"')" "15 time limit reached"
 
 # --- a heartbeat reply's kill list stops the task at once
 assign b '{"node": "node-b", "tasks": [{"task_id": "48.0", "job_id": 48, "epoch": 13, "desired": "run",
