@@ -353,26 +353,6 @@ const char *drv_sched_reason_code(const struct drv_sched_decision *d)
 	return r < DRV_ARRAY_SIZE(codes) && codes[r] ? codes[r] : "None";
 }
 
-struct fbuf {
-	char *buf;
-	size_t sz;
-	size_t len;
-};
-
-static void fput(struct fbuf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void fput(struct fbuf *f, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-	va_start(ap, fmt);
-	n = vsnprintf(f->len < f->sz ? f->buf + f->len : NULL, f->len < f->sz ? f->sz - f->len : 0,
-		      fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		f->len += (size_t)n;
-}
-
 static void fput_gpus(struct fbuf *f, int64_t milli)
 {
 	if (milli % DRV_MILLI == 0)

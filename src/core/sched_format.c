@@ -107,26 +107,6 @@ int drv_preempt_policy_parse(const char *s, enum drv_preempt_policy *out)
 
 /* ---- formatting --------------------------------------------------------- */
 
-struct fbuf {
-	char *buf;
-	size_t sz;
-	size_t len;
-};
-
-static void fput(struct fbuf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void fput(struct fbuf *f, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-	va_start(ap, fmt);
-	n = vsnprintf(f->len < f->sz ? f->buf + f->len : NULL, f->len < f->sz ? f->sz - f->len : 0,
-		      fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		f->len += (size_t)n;
-}
-
 static void fput_place(struct fbuf *f, const struct drv_sched *s, const struct drv_placement *p)
 {
 	size_t need;

@@ -17,6 +17,8 @@
 
 #include "drover/sched.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SJ_FREE 0xff
@@ -625,6 +627,28 @@ static inline bool sched__hopeless(const struct bounds *b, const struct pend_com
 	if (h->min_frac > 0 && w == 0 && h->min_frac > b->part_max)
 		return true;
 	return false;
+}
+
+/* A bounded text buffer both the decision formatter and the reason
+ * function append to: fput() counts what would not fit, as snprintf does. */
+struct fbuf {
+	char *buf;
+	size_t sz;
+	size_t len;
+};
+
+static inline void fput(struct fbuf *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline void fput(struct fbuf *f, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	va_start(ap, fmt);
+	n = vsnprintf(f->len < f->sz ? f->buf + f->len : NULL, f->len < f->sz ? f->sz - f->len : 0,
+		      fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		f->len += (size_t)n;
 }
 
 #endif
