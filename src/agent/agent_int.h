@@ -160,6 +160,7 @@ struct drv_agent {
 	/* the journal (agent_journal.c); the syncer and the supervisor
 	 * write it, with mu held */
 	int journal_fd;
+	int lock_fd;             /* STATE/lock, flock'd while the agent runs; -1 none */
 	size_t journal_lines;
 	/* the lease: renewed after each successful exchange (deadline on
 	 * CLOCK_BOOTTIME, ms; 0 none), written to lease_path for the shims */

@@ -9,9 +9,12 @@
 #include "agent_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Wakes every thread waiting on a->cv and the supervisor in poll(). */
@@ -49,6 +52,12 @@ static void agent_free(struct drv_agent *a)
 	}
 	drv_free(a->tasks);
 	agent_journal_close(a);
+	if (a->lock_fd >= 0) {
+		/* a clean stop leaves an empty file: nobody is named as running */
+		if (ftruncate(a->lock_fd, 0) != 0)
+			drv_log(&a->log, "cannot empty %s/lock: %s", a->state_dir, strerror(errno));
+		close(a->lock_fd);
+	}
 	drv_proto_sync_reply_release(&a->desired);
 	drv_http_client_release(&a->ctl);
 	drv_proto_seen_free(a->seen);
@@ -107,6 +116,7 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	a->shim_exe = cfg->shim_exe;
 	a->stop_tasks_on_exit = cfg->stop_tasks_on_exit;
 	a->journal_fd = -1;
+	a->lock_fd = -1;
 	a->grace_ms = cfg->grace_ms > 0 ? cfg->grace_ms : 10000;
 	a->task_retention_ms = (cfg->task_retention_s > 0 ? cfg->task_retention_s : 7 * 86400) * 1000;
 	a->heartbeat_s = 5;
@@ -144,6 +154,56 @@ static int open_state_dir(struct drv_agent *a, const char *dir, char *err, size_
 		return DRV_EIO;
 	}
 	return 0;
+}
+
+/*
+ * One agent per state directory: two would both adopt the journal's tasks,
+ * report each end twice and rewrite one journal. The first holds an
+ * exclusive flock(2) on STATE/lock (0600, close-on-exec: no task or shim
+ * inherits it) while it runs, the file saying "pid PID" and "node NAME";
+ * a second refuses, naming the holder (DRV_ESTATE). The lock, not the
+ * file, decides: one killed with SIGKILL leaves the file, not the lock.
+ */
+static int lock_state_dir(struct drv_agent *a, char *err, size_t errsz)
+{
+	char path[PATH_MAX + 8], buf[400], node[300] = "";
+	long pid = 0;
+	ssize_t n = 0;
+	int fd, e;
+
+	snprintf(path, sizeof(path), "%s/lock", a->state_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errsz, "cannot open %s: %s", path, strerror(errno));
+		return DRV_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		n = snprintf(buf, sizeof(buf), "pid %ld\nnode %.300s\n", (long)getpid(), a->name);
+		/* new content first, then the cut: a reader never sees it empty */
+		if (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) != 0)
+			drv_log(&a->log, "cannot write %s: %s", path, strerror(errno));
+		a->lock_fd = fd;
+		return 0;
+	}
+	e = errno;
+	/* the holder may be between its flock and its write: a second's retries */
+	for (int i = 0; e == EWOULDBLOCK && i < 100 && n <= 0; i++) {
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (e != EWOULDBLOCK)
+		snprintf(err, errsz, "cannot lock %s: %s", path, strerror(e));
+	else if (sscanf(buf, "pid %ld node %299s", &pid, node) >= 1 && pid > 0)
+		snprintf(err, errsz, "state directory %s is in use by another agent, pid %ld "
+			 "(node %s); stop it first, or give this one another --state", a->state_dir,
+			 pid, node[0] ? node : "not yet written");
+	else
+		snprintf(err, errsz, "state directory %s is in use by another agent (see %s); "
+			 "stop it first, or give this one another --state", a->state_dir, path);
+	return e == EWOULDBLOCK ? DRV_ESTATE : DRV_EIO;
 }
 
 /* The GPUs: --fake-gpus, else NVML, else (with fake_fallback) 8 fake H100s. */
@@ -282,6 +342,8 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	}
 	a = agent_new(cfg);
 	rc = open_state_dir(a, cfg->state_dir, err, errsz);
+	if (rc == 0)
+		rc = lock_state_dir(a, err, errsz);
 	if (rc == 0)
 		rc = open_gpus(a, err, errsz);
 	if (rc < 0)

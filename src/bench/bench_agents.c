@@ -334,6 +334,7 @@ static pid_t start_server(const char *dir, int port, bool tls, int agents)
 	f = fopen(cfg, "w");
 	if (!f)
 		return -1;
+	fchmod(fileno(f), 0600);   /* it holds the cluster token */
 	/* every agent of the bench connects at once from one address, as no
 	 * real cluster does (NAT apart): none is turned away unauthenticated */
 	fprintf(f, "cluster_token: \"%s\"\nheartbeat_timeout_s: 120\n"

@@ -154,11 +154,13 @@ static void stop_child(pid_t pid)
 		}
 }
 
+/* Written 0600: the server's config holds tokens (a looser one is refused). */
 static int write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return DRV_EIO;
+	fchmod(fileno(f), 0600);
 	fputs(text, f);
 	return fclose(f) ? DRV_EIO : 0;
 }

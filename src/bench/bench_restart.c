@@ -191,6 +191,7 @@ json_t *bench_restart(const char *self, const char *tmp, int njobs)
 	f = fopen(cfg, "w");
 	if (!f)
 		return json_pack("{s:s}", "error", "cannot write the config");
+	fchmod(fileno(f), 0600);   /* it holds a token */
 	fprintf(f, "tokens:\n  - token: \"%s\"\n    user: bench\n    admin: true\n", RTOKEN);
 	fclose(f);
 	fprintf(stderr, "bench api: writing a state of %d jobs\n", njobs);

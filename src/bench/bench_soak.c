@@ -63,12 +63,14 @@ static void sleep_ms(long ms)
 		;
 }
 
+/* Written 0600: the server's config holds tokens (a looser one is refused). */
 static int write_text(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
 
 	if (!f)
 		return DRV_EIO;
+	fchmod(fileno(f), 0600);
 	fputs(text, f);
 	return fclose(f) ? DRV_EIO : 0;
 }

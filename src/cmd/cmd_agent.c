@@ -261,12 +261,12 @@ int cmd_agent(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "drover agent: %s\n", err);
 		drv_free(token);
-		/* a TLS file that is not usable (a lax key, not PEM), a taken port
-		 * or an unusable directory is a setting that cannot work here, as
-		 * a bad flag is: systemd's RestartPreventExitStatus=2 stops the
-		 * restarts */
-		return rc == DRV_EPERM || rc == DRV_EEXIST || rc == DRV_EINVAL ? DRV_EXIT_USAGE
-									: DRV_EXIT_FAIL;
+		/* a TLS file that is not usable (a lax key, not PEM), a taken port,
+		 * an unusable directory or one another agent holds is a setting
+		 * that cannot work here, as a bad flag is: systemd's
+		 * RestartPreventExitStatus=2 stops the restarts */
+		return rc == DRV_EPERM || rc == DRV_EEXIST || rc == DRV_EINVAL || rc == DRV_ESTATE
+			       ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
 	sigwait(&set, &sig);
 	fprintf(stderr, "drover agent: %s: %s\n", sig == SIGINT ? "interrupted" : "terminated",

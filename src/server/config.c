@@ -469,15 +469,19 @@ static void diags_to_err(const struct drv_diags *d, char *err, size_t errsz)
 	free(buf); /* open_memstream's buffer: malloc'd by libc */
 }
 
-/* Tokens in a file that group or others may read: said, not refused (a
- * token file is refused; this one predates that rule in many setups). */
-static void warn_lax_mode(struct drv_server *s, const char *path, const struct srv_config *c)
+/* Tokens in a file that group or others may read are refused, as a token
+ * file is (CONTRACTS.md §6): every local user could call the API as an
+ * admin or join fake agents. DRV_EINVAL (exit 2) with one line naming the
+ * file, its mode and the fix. */
+static int check_mode(const char *path, const struct srv_config *c, char *err, size_t errsz)
 {
 	struct stat st;
 
-	if ((c->ntokens || c->cluster_token) && stat(path, &st) == 0 && (st.st_mode & 077))
-		drv_log(&s->log, "warning: %s holds tokens and group or others may read it (mode "
-			"%04o): chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
+	if (!(c->ntokens || c->cluster_token) || stat(path, &st) != 0 || !(st.st_mode & 077))
+		return 0;
+	snprintf(err, errsz, "%s holds tokens and group or others may read it (mode %04o); "
+		 "refusing to start: chmod 600 %s", path, (unsigned)(st.st_mode & 07777), path);
+	return DRV_EINVAL;
 }
 
 int srv_config_load(struct drv_server *s, const char *path, const struct drv_server_opts *o,
@@ -561,11 +565,15 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 		c->default_pool = drv_strdup("default");
 	if (!c->default_leaf)
 		c->default_leaf = drv_strdup("default");
+	rc = check_mode(path, c, err, errsz);
+	if (rc < 0) {
+		srv_config_release(c);
+		goto out;
+	}
 	if (!c->cluster_token)
 		drv_log(&s->log, "warning: %s has no cluster_token; no agent can join", path);
 	if (c->ntokens == 0)
 		drv_log(&s->log, "warning: %s has no tokens; no user can call the API", path);
-	warn_lax_mode(s, path, c);
 out:
 	if (fyd)
 		fy_document_destroy(fyd);

@@ -221,6 +221,7 @@ CONF
 		done
 		[ -n "$_sc_later" ] || echo "$_l" >>"$SERVER_CONFIG"
 	done
+	chmod 600 "$SERVER_CONFIG"   # it holds tokens: a looser one is refused
 	SERVER_PORT=${SERVER_PORT:-$(free_port)}
 	SERVER_URL="${SERVER_SCHEME:-http}://127.0.0.1:$SERVER_PORT"
 	export DROVER_SERVER="$SERVER_URL" DROVER_TOKEN="$ADMIN_TOKEN"

@@ -80,6 +80,14 @@ default_pool: default         # pool and leaf of agents the cluster file does no
 default_leaf: default
 scheduler: {order: fifo, mode: backfill, preemption: true}
 CONF
+# ... but not while group or others may read its tokens: one line, exit 2
+chmod 644 good.yaml
+"$DROVER" server --listen "127.0.0.1:$(free_port)" --state "$TEST_TMP/s3" --config good.yaml \
+	>out.txt 2>err.txt
+expect_eq "server 0644 good.yaml exit" "$?" 2
+expect_eq "server 0644 good.yaml stderr" "$(cat err.txt)" "drover server: good.yaml holds tokens and group or others may read it (mode 0644); refusing to start: chmod 600 good.yaml"
+[ -e "$TEST_TMP/s3/state.db" ] && fail "a refused config still created state.db"
+chmod 600 good.yaml
 SERVER_CONFIG=good.yaml SERVER_STATE="$TEST_TMP/s3"
 start_server
 CODE=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ops-secret' \

@@ -36,6 +36,7 @@ tokens:
   - {token: alice-t, user: alice}
 cluster_token: agents-t
 CONF
+chmod 600 server.yaml
 SERVER_CONFIG=server.yaml
 start_server
 URL=$SERVER_URL
