@@ -93,14 +93,23 @@ int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
 	struct caller *c = caller_of(r);
-	json_t *body = NULL;
+	json_t *body = NULL, *stop, *ids = json_array(), *node;
 	size_t len;
 	char why[512];
 	int32_t i;
 
 	drv_http_req_body(r, &len);
 	if (len && !(body = drv_http_req_json(r, o)))
-		return 0;
+		goto out;
+	stop = json_object_get(body, "stop_tasks");
+	if (stop && !json_is_boolean(stop)) {
+		char *v = json_dumps(stop, JSON_ENCODE_ANY | JSON_COMPACT);
+
+		drv_http_resp_error(o, 400, "invalid", NULL,
+				    "stop_tasks: found %.60s, expected true or false", v ? v : "?");
+		free(v);   /* jansson's, malloc'd */
+		goto out;
+	}
 	snprintf(why, sizeof(why), "drained by %s%s%s", c->user,
 		 drv_json_str(body, "reason") ? ": " : "",
 		 drv_json_str(body, "reason") ? drv_json_str(body, "reason") : "");
@@ -113,10 +122,17 @@ int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			srv_set_str(&s->nodes[i].reason, s->nodes[i].reason);
 		else
 			srv_node_set_state(s, i, DRV_NODE_DRAINING, why);
-		drv_http_resp_json(o, 200, srv_node_api_json(s, i));
+		/* a down node's tasks are the lease's business (nodes.c) */
+		if ((!stop || json_is_true(stop)) && s->nodes[i].state != DRV_NODE_DOWN)
+			srv_node_stop_jobs(s, i, why, ids);
+		node = srv_node_api_json(s, i);
+		json_object_set(node, "stopping_jobs", ids);
+		drv_http_resp_json(o, 200, node);
 		srv_reply_when_durable(s, r, srv_enqueue(s), "");
 	}
 	pthread_mutex_unlock(&s->mu);
+out:
+	json_decref(ids);
 	json_decref(body);
 	return 0;
 }

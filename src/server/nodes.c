@@ -264,6 +264,38 @@ static void each_job_on_node(struct drv_server *s, int32_t i,
 	drv_free(ids);
 }
 
+/*
+ * An admin drained node i (misc_api.c): every job with a task there that
+ * still runs is stopped whole (its gang too: SIGTERM, the job's grace,
+ * SIGKILL, by the agents) and goes back to the queue once every task is
+ * gone, not counted against retry_limit (the job did nothing wrong). It
+ * stays `running` while it stops, its reason saying why; the requeue is
+ * one event, "...; requeued". Jobs already stopping or final are left
+ * alone. Their ids are appended to ids (a JSON array).
+ */
+void srv_node_stop_jobs(struct drv_server *s, int32_t i, const char *why, json_t *ids)
+{
+	size_t nids = s->nactive;
+	uint64_t *list = drv_calloc(nids + 1, sizeof(*list));
+	char reason[640], now[700];
+
+	memcpy(list, s->active, nids * sizeof(*list));
+	snprintf(reason, sizeof(reason), "stopped because node %s was %s", s->nodes[i].name, why);
+	snprintf(now, sizeof(now), "its tasks are stopping because node %s was %s; it goes back "
+		 "to the queue once they are gone", s->nodes[i].name, why);
+	for (size_t k = 0; k < nids; k++) {
+		struct srv_job *j = srv_job_get(s, list[k]);
+
+		if (!j || !job_on_node(j, i) || j->stop_reason || srv_jstate_final(j->state))
+			continue;
+		json_array_append_new(ids, json_integer((json_int_t)j->id));
+		j->requeue_on_stop = true;
+		srv_set_str(&j->reason, now);
+		srv_job_stop_tasks(s, j, reason);   /* may requeue it at once */
+	}
+	drv_free(list);
+}
+
 /* A job waits for the lease of node i: it says so, GPUs still held. */
 static void job_holds_for_lease(struct drv_server *s, struct srv_job *j, int32_t i,
 				const char *why)

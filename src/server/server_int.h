@@ -514,6 +514,10 @@ int32_t srv_node_find(struct drv_server *s, const char *name);
  * there have surely stopped: the agent and each task's shim stop them
  * when the lease ends). Caller holds s->mu; the loop calls it. */
 void srv_nodes_check_liveness(struct drv_server *s);
+/* Stops every job with a running task on node i (an admin drain), each
+ * requeued once its tasks are gone; why: "drained by USER[: REASON]".
+ * Their ids appended to ids. s->mu held. */
+void srv_node_stop_jobs(struct drv_server *s, int32_t i, const char *why, json_t *ids);
 /* The lease margin: the controller waits agent_lease_s plus this. */
 #define SRV_LEASE_MARGIN_MS 5000
 void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st,
