@@ -99,6 +99,8 @@ int drv_client_call(struct drv_client *c, const char *method, const char *path,
 		    const char *ctype, const char *body, size_t len, long timeout_ms,
 		    struct drv_client_reply *reply, char *err, size_t errsz);
 void drv_client_reply_release(struct drv_client_reply *reply);
+/* One more header line sent with every later call of c (copied; NULL: none). */
+void drv_client_set_header(struct drv_client *c, const char *line);
 
 /*
  * The message a non-2xx reply carries: `{"error":"..."}`,

@@ -326,6 +326,7 @@ struct drv_http_client {
 	int sockfd;            /* internal: the socket in use, -1 none */
 	int busy, intr;        /* internal: a request in flight; an interrupt owed */
 	char *ca_file;         /* https: the CA file; NULL: the system's (set_ca) */
+	char *header;          /* one more request header line, or NULL (set_header) */
 	char curl_err[256];    /* internal: libcurl's own detail (CURL_ERROR_SIZE) */
 	char err[1024];        /* last transport error, for a person */
 };
@@ -356,6 +357,9 @@ void drv_http_client_release(struct drv_http_client *c);
  * file unreadable, not a TLS server).
  */
 void drv_http_client_set_ca(struct drv_http_client *c, const char *ca_file);
+/* One more header line ("Idempotency-Key: K", copied) sent with every
+ * request until changed; NULL sends none. */
+void drv_http_client_set_header(struct drv_http_client *c, const char *line);
 
 /*
  * From any thread: the request in flight on c fails at once with

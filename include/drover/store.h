@@ -101,6 +101,22 @@ struct drv_store_node {
 };
 
 /*
+ * The answer given to a create request that carried an Idempotency-Key
+ * (docs/api.md): kept per (user, key) with a fingerprint of the request,
+ * so a repeat gets the same answer and another request under the same key
+ * is told apart. Written in the transaction of what the request created.
+ */
+struct drv_store_idem {
+	const char *user;
+	const char *key;
+	const char *fingerprint;   /* hex SHA-256 of route, Content-Type, filename, body */
+	int status;
+	const char *body;          /* the reply body as sent */
+	const char *headers;       /* the reply's own header lines ("Name: value\n"), or NULL */
+	int64_t created;           /* s since the Unix epoch */
+};
+
+/*
  * The backend table. Every function returns 0 or a negative drv_err
  * (DRV_EIO when the medium failed, DRV_ENOENT when a key is absent).
  * Writes outside begin/commit are each their own transaction.
@@ -158,6 +174,13 @@ struct drv_store_ops {
 	 * rows are written, so it reads a few rows, not a month of them. */
 	int (*month_cost)(struct drv_store *s, int64_t month,
 			  int (*fn)(const char *tenant, int64_t micro, void *cls), void *cls);
+	/* Idempotency keys: put inserts or replaces (user, key); get calls fn
+	 * once or returns DRV_ENOENT; purge deletes those created before
+	 * `before` (s), *n gets how many. */
+	int (*put_idem)(struct drv_store *s, const struct drv_store_idem *k);
+	int (*get_idem)(struct drv_store *s, const char *user, const char *key,
+			int (*fn)(const struct drv_store_idem *k, void *cls), void *cls);
+	int (*purge_idem)(struct drv_store *s, int64_t before, int64_t *n);
 	void (*close)(struct drv_store *s);
 };
 

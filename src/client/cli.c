@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 void cli_err(const struct cli *cli, const char *fmt, ...)
 {
@@ -84,14 +86,20 @@ int cli_call(struct cli *cli, const char *method, const char *path, const char *
 	     const char *body, size_t len, struct drv_client_reply *reply)
 {
 	char err[512];
-	char *msg;
-	int code;
 
 	if (drv_client_call(cli->client, method, path, ctype, body, len, 0, reply, err,
 			    sizeof(err))) {
 		cli_err(cli, "%s", err);
 		return DRV_EXIT_FAIL;
 	}
+	return cli_reply_check(cli, reply);
+}
+
+int cli_reply_check(struct cli *cli, struct drv_client_reply *reply)
+{
+	char *msg;
+	int code;
+
 	if (reply->status >= 200 && reply->status < 300)
 		return 0;
 	msg = drv_client_reply_error(reply);
@@ -103,6 +111,59 @@ int cli_call(struct cli *cli, const char *method, const char *path, const char *
 	code = drv_client_status_exit(reply->status);
 	drv_client_reply_release(reply);
 	return code;
+}
+
+/* A fresh Idempotency-Key: 128 random bits as hex. */
+static void new_key(char *buf, size_t n)
+{
+	unsigned char r[16];
+	size_t k = 0;
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+
+		/* no entropy source: time and pid still tell this request apart */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(buf, n, "drover-%lld-%09ld-%d", (long long)ts.tv_sec, ts.tv_nsec,
+			 (int)getpid());
+		return;
+	}
+	k = (size_t)snprintf(buf, n, "drover-");
+	for (size_t i = 0; i < sizeof(r) && k + 3 <= n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%02x", r[i]);
+}
+
+int cli_call_create(struct cli *cli, const char *path, const char *ctype, const char *body,
+		    size_t len, struct drv_client_reply *reply)
+{
+	static const long wait_ms[] = { 500, 1000, 2000, 4000 };
+	char key[64], line[96], err[512];
+	size_t tries = 0;
+	int rc;
+
+	new_key(key, sizeof(key));
+	snprintf(line, sizeof(line), "Idempotency-Key: %s", key);
+	drv_client_set_header(cli->client, line);
+	for (;;) {
+		struct timespec ts;
+
+		rc = drv_client_call(cli->client, "POST", path, ctype, body, len, 0, reply, err,
+				     sizeof(err));
+		if ((rc != DRV_ECONN && rc != DRV_ETIMEDOUT) || tries == DRV_ARRAY_SIZE(wait_ms))
+			break;
+		fprintf(stderr, "%s: %s; sending it again in %.1f s (Idempotency-Key %s: a job "
+				"the server already took is not made twice)\n", cli->cmd, err,
+			wait_ms[tries] / 1000.0, key);
+		ts = (struct timespec){ wait_ms[tries] / 1000, (wait_ms[tries] % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+		tries++;
+	}
+	drv_client_set_header(cli->client, NULL);
+	if (rc) {
+		cli_err(cli, "%s", err);
+		return DRV_EXIT_FAIL;
+	}
+	return cli_reply_check(cli, reply);
 }
 
 int cli_print_doc(const struct cli *cli, const json_t *v)

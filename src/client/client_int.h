@@ -69,6 +69,19 @@ void cli_release(struct cli *cli);
 int cli_call(struct cli *cli, const char *method, const char *path, const char *ctype,
 	     const char *body, size_t len, struct drv_client_reply *reply);
 
+/*
+ * A create (POST path: submit, apply) with a fresh Idempotency-Key, sent
+ * again with the same key after a connection error or timeout (up to 4
+ * more times, 0.5 to 4 s apart, each said on stderr): a job the server
+ * took before the reply was lost is answered again, not made twice.
+ * Returns as cli_call.
+ */
+int cli_call_create(struct cli *cli, const char *path, const char *ctype, const char *body,
+		    size_t len, struct drv_client_reply *reply);
+/* cli_call's verdict on a reply that came: 0 on 2xx, else prints and
+ * returns 1 or 2 (the reply released). */
+int cli_reply_check(struct cli *cli, struct drv_client_reply *reply);
+
 /* Prints "drover CMD: " and the message to stderr. */
 void cli_err(const struct cli *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -356,7 +356,7 @@ int drv_client_post_job(struct cli *cli, const char *route, const char *file,
 
 	snprintf(path, sizeof(path), "%s?filename=%s", route, fn);
 	drv_free(fn);
-	rc = cli_call(cli, "POST", path, ctype, body, len, &r);
+	rc = cli_call_create(cli, path, ctype, body, len, &r);
 	if (rc)
 		return rc;
 	job = json_object_get(r.json, "job");

@@ -83,6 +83,11 @@ int drv_client_call(struct drv_client *c, const char *method, const char *path,
 	return 0;
 }
 
+void drv_client_set_header(struct drv_client *c, const char *line)
+{
+	drv_http_client_set_header(&c->http, line);
+}
+
 void drv_client_reply_release(struct drv_client_reply *reply)
 {
 	drv_free(reply->body);

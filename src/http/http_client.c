@@ -68,7 +68,14 @@ void drv_http_client_release(struct drv_http_client *c)
 	drv_free(c->base);
 	drv_free(c->token);
 	drv_free(c->ca_file);
+	drv_free(c->header);
 	memset(c, 0, sizeof(*c));
+}
+
+void drv_http_client_set_header(struct drv_http_client *c, const char *line)
+{
+	drv_free(c->header);
+	c->header = line && *line ? drv_strdup(line) : NULL;
 }
 
 void drv_http_client_set_ca(struct drv_http_client *c, const char *ca_file)
@@ -243,6 +250,8 @@ static struct curl_slist *make_headers(struct drv_http_client *c, const char *ct
 		snprintf(line, sizeof(line), "Accept: %s", accept);
 		h = curl_slist_append(h, line);
 	}
+	if (c->header)
+		h = curl_slist_append(h, c->header);
 	h = curl_slist_append(h, "Expect:");
 	return h;
 }

@@ -31,8 +31,20 @@ static struct wbatch *batch_new(void)
 	return drv_calloc(1, sizeof(struct wbatch));
 }
 
+void srv_widem_release(struct widem *w)
+{
+	drv_free((char *)w->k.user);
+	drv_free((char *)w->k.key);
+	drv_free((char *)w->k.fingerprint);
+	drv_free((char *)w->k.body);
+	drv_free((char *)w->k.headers);
+}
+
 static void batch_free(struct wbatch *b)
 {
+	for (size_t i = 0; i < b->nidems; i++)
+		srv_widem_release(&b->idems[i]);
+	drv_free(b->idems);
 	for (size_t i = 0; i < b->njobs; i++) {
 		drv_free(b->jobs[i].name);
 		drv_free(b->jobs[i].user);
@@ -187,6 +199,18 @@ uint64_t srv_commit_new_jobs(struct drv_server *s, struct srv_job **js, size_t n
 	return enqueue(s, b);
 }
 
+uint64_t srv_commit_idem(struct drv_server *s, uint64_t ticket, struct widem *w)
+{
+	struct wbatch *b = s->cq_tail;
+	bool fresh = !b || !ticket || b->ticket != ticket;
+
+	if (fresh)
+		b = batch_new();
+	DRV_GROW(b->idems, b->nidems + 1, b->icap);
+	b->idems[b->nidems++] = *w;
+	return fresh ? enqueue(s, b) : ticket;
+}
+
 /* Writes the group in one transaction; 0 or a negative drv_err. Runs
  * without srv->mu, under store_mu. */
 static int write_group(struct drv_server *s, struct wbatch *g)
@@ -223,6 +247,8 @@ static int write_group(struct drv_server *s, struct wbatch *g)
 			if (rc == 0)
 				json_object_set_new(p->ev, "seq", json_integer(e.seq));
 		}
+		for (size_t i = 0; i < b->nidems && rc == 0; i++)
+			rc = st->ops->put_idem(st, &b->idems[i].k);
 		if (b->meta && rc == 0) {
 			rc = drv_store_put_meta(st, "epoch", b->epoch);
 			if (rc == 0)

@@ -272,9 +272,9 @@ static bool refuse_never_batch(struct drv_server *s, struct srv_job **js, size_t
 	return true;
 }
 
-int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+static void submit(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+		   struct srv_idem_req *iq)
 {
-	struct drv_server *s = ctx;
 	struct caller *c = caller_of(r);
 	struct drv_jobspec spec;
 	const char *fname = drv_http_req_query(r, "filename");
@@ -289,14 +289,14 @@ int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		      &spec, o) < 0 ||
 	    own_job(s, c, &spec, o) < 0) {
 		drv_jobspec_release(&spec);
-		return 0;
+		return;
 	}
 	j = job_from_spec(&spec);
 	pthread_mutex_lock(&s->mu);
 	if (refuse_never(s, &j->spec.job, o)) {
 		pthread_mutex_unlock(&s->mu);
 		srv_job_free(j);
-		return 0;
+		return;
 	}
 	ticket = add_jobs(s, &j, 1, c->user);
 	/* the reply as it will be once the job is on disk (it is not in memory
@@ -304,14 +304,26 @@ int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	drv_http_resp_json(o, 201, srv_job_api_json(s, j, false));
 	snprintf(loc, sizeof(loc), "/v1/jobs/%llu", (unsigned long long)j->id);
 	drv_http_resp_header(o, "Location", loc);
+	ticket = srv_idem_end(s, iq, o, ticket);
 	srv_reply_when_durable(s, r, ticket, "the job was not accepted: ");
 	pthread_mutex_unlock(&s->mu);
+}
+
+int srv_api_submit(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct srv_idem_req iq;
+
+	if (srv_idem_begin(s, r, o, "POST /v1/jobs", &iq))
+		return 0;
+	submit(s, r, o, &iq);
+	srv_idem_cancel(s, &iq);
 	return 0;
 }
 
-int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+static void batch(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+		  struct srv_idem_req *iq)
 {
-	struct drv_server *s = ctx;
 	struct caller *c = caller_of(r);
 	json_t *body = drv_http_req_json(r, o), *items, *it, *out;
 	struct srv_job **js = NULL;
@@ -382,6 +394,7 @@ int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 						     "name", js[i]->spec.job.name, "state",
 						     srv_jstate_name(js[i]->state)));
 	drv_http_resp_json(o, 201, json_pack("{s:o}", "items", out));
+	ticket = srv_idem_end(s, iq, o, ticket);
 	srv_reply_when_durable(s, r, ticket, "no job was accepted: ");
 	n = 0;  /* owned by the server now */
 	pthread_mutex_unlock(&s->mu);
@@ -391,6 +404,17 @@ done:
 	drv_free(js);
 	json_decref(details);
 	json_decref(body);
+}
+
+int srv_api_batch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct srv_idem_req iq;
+
+	if (srv_idem_begin(s, r, o, "POST /v1/jobs/batch", &iq))
+		return 0;
+	batch(s, r, o, &iq);
+	srv_idem_cancel(s, &iq);
 	return 0;
 }
 
@@ -407,9 +431,9 @@ static char *spec_key(const json_t *canon)
 	return s;
 }
 
-int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+static void apply(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+		  struct srv_idem_req *iq)
 {
-	struct drv_server *s = ctx;
 	struct caller *c = caller_of(r);
 	struct drv_jobspec spec;
 	const char *fname = drv_http_req_query(r, "filename");
@@ -426,7 +450,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		      &spec, o) < 0 ||
 	    own_job(s, c, &spec, o) < 0) {
 		drv_jobspec_release(&spec);
-		return 0;
+		return;
 	}
 	pthread_mutex_lock(&s->mu);
 	if (refuse_never(s, &spec.job, o))
@@ -451,6 +475,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		ticket = add_jobs(s, &j, 1, c->user);
 		drv_http_resp_json(o, 201, json_pack("{s:s,s:o}", "action", "created", "job",
 						     srv_job_api_json(s, j, false)));
+		ticket = srv_idem_end(s, iq, o, ticket);
 		srv_reply_when_durable(s, r, ticket, "the job was not accepted: ");
 		goto out;
 	}
@@ -463,6 +488,9 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		json_decref(canon);
 		drv_http_resp_json(o, 200, json_pack("{s:s,s:o}", "action", "unchanged", "job",
 						     srv_job_api_json(s, found, false)));
+		ticket = srv_idem_end(s, iq, o, 0);
+		if (ticket)
+			srv_reply_when_durable(s, r, ticket, "the answer is not on disk yet: ");
 		goto out;
 	}
 	if (found->state != J_PENDING || found->holding) {
@@ -488,12 +516,24 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	srv_sched_kick(s);
 	drv_http_resp_json(o, 200, json_pack("{s:s,s:o}", "action", "configured", "job",
 					     srv_job_api_json(s, found, false)));
-	srv_reply_when_durable(s, r, srv_enqueue(s), "the change is not on disk yet: ");
+	srv_reply_when_durable(s, r, srv_idem_end(s, iq, o, srv_enqueue(s)),
+			       "the change is not on disk yet: ");
 out:
 	pthread_mutex_unlock(&s->mu);
 	free(k1);
 	free(k2);
 	drv_jobspec_release(&spec);
+}
+
+int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct srv_idem_req iq;
+
+	if (srv_idem_begin(s, r, o, "POST /v1/apply", &iq))
+		return 0;
+	apply(s, r, o, &iq);
+	srv_idem_cancel(s, &iq);
 	return 0;
 }
 

@@ -82,6 +82,12 @@ static int store_call(struct drv_server *s, bool write, int (*fn)(struct drv_ser
 	return rc;
 }
 
+int srv_store_call(struct drv_server *s, bool write, int (*fn)(struct drv_server *, void *),
+		   void *cls, char *err, size_t errsz)
+{
+	return store_call(s, write, fn, cls, err, errsz);
+}
+
 static int store_read(struct drv_server *s, int (*fn)(struct drv_server *, void *), void *cls,
 		      char *err, size_t errsz)
 {

@@ -160,6 +160,12 @@ static int64_t purge_every_ms(const struct drv_server *s)
 	return DRV_MAX(1000, DRV_MIN(600000, s->cfg.job_retention_s * 100));
 }
 
+/* The same for idempotency keys and their time to live. */
+static int64_t idem_purge_every_ms(const struct drv_server *s)
+{
+	return DRV_MAX(1000, DRV_MIN(600000, s->cfg.idempotency_ttl_s * 100));
+}
+
 void *srv_loop_main(void *arg)
 {
 	struct drv_server *s = arg;
@@ -189,6 +195,10 @@ void *srv_loop_main(void *arg)
 		if (now - s->last_purge_ms >= purge_every_ms(s)) {
 			s->last_purge_ms = now;
 			srv_purge_old_jobs(s);
+		}
+		if (now - s->last_idem_purge_ms >= idem_purge_every_ms(s)) {
+			s->last_idem_purge_ms = now;
+			srv_idem_purge(s);
 		}
 		if (srv_flush(s) == 0 && s->nannounce)
 			announce(s);

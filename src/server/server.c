@@ -440,6 +440,7 @@ void drv_server_stop(struct drv_server *s)
 	drv_free(s->announce);
 	drv_free(s->callers);
 	srv_waits_release(s);
+	srv_idem_release(s);
 	drv_proto_seen_free(s->proto_seen);
 	drv_histogram_release(&s->pass_hist);
 	srv_config_release(&s->cfg);

@@ -158,6 +158,7 @@ struct srv_config {
 	int32_t retry_limit;
 	int64_t sched_delay_ms;
 	int64_t max_unauth_per_client; /* connections before authenticating, per address */
+	int64_t idempotency_ttl_s;   /* Idempotency-Key answers kept this long (idem.c) */
 	char *default_pool;
 	char *default_leaf;
 	struct drv_sched_policy policy;
@@ -214,8 +215,14 @@ struct wnode {
 struct wacct {
 	struct drv_store_acct a;
 };
+/* An Idempotency-Key's answer to write (strings owned). */
+struct widem {
+	struct drv_store_idem k;
+};
 struct wbatch {
 	uint64_t ticket;
+	struct widem *idems;
+	size_t nidems, icap;
 	struct wjob *jobs;
 	size_t njobs, jcap;
 	struct wnode *nodes;
@@ -291,6 +298,10 @@ struct drv_server {
 	struct wacct *acct_pend;  /* accounting rows for the next flush */
 	size_t nacct, acctcap;
 	int64_t last_purge_ms;
+	struct srv_idem *idem;    /* Idempotency-Keys in flight (idem.c) */
+	size_t nidem, idemcap;
+	uint64_t idem_gen;        /* +1 whenever an entry on disk leaves idem[] */
+	int64_t last_idem_purge_ms;
 	int loading;              /* 1 until the state is loaded (atomic): /healthz says 503 */
 
 	struct srv_node *nodes;      /* parallel to cluster.nodes */
@@ -556,6 +567,11 @@ struct srv_job *srv_job_lookup(struct drv_server *s, uint64_t id, struct srv_job
 json_t *srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
 		      bool (*match)(struct srv_job *j, void *cls), void *cls, bool *more,
 		      uint64_t *last);
+/* Runs fn with s->mu released and the store's mutex held: the writer
+ * (s->store) when write, else the reader (s->rstore); rc, and the store's
+ * message in err. */
+int srv_store_call(struct drv_server *s, bool write, int (*fn)(struct drv_server *, void *),
+		   void *cls, char *err, size_t errsz);
 /* Purges finished jobs past the retention time (a batch at a time). Under
  * s->mu, released meanwhile. */
 void srv_purge_old_jobs(struct drv_server *s);
@@ -578,6 +594,11 @@ int srv_flush(struct drv_server *s);
  * frees them, so a failed submit leaves nothing.
  */
 uint64_t srv_commit_new_jobs(struct drv_server *s, struct srv_job **js, size_t n);
+/* Adds w (taken) to the batch of ticket while it is still queued (so it is
+ * written in the same transaction), else to a batch of its own; returns
+ * the ticket to wait for. */
+uint64_t srv_commit_idem(struct drv_server *s, uint64_t ticket, struct widem *w);
+void srv_widem_release(struct widem *w);
 /* 1 while ticket is not yet processed, 0 once on disk, DRV_EIO if its group failed. */
 int srv_ticket_state(const struct drv_server *s, uint64_t ticket);
 void *srv_commit_main(void *arg);
@@ -591,6 +612,34 @@ void *srv_commit_main(void *arg);
  */
 #define SRV_KEY_COMMIT 1ull
 #define SRV_KEY_NODE(i) ((2ull << 56) | (uint64_t)(uint32_t)(i))
+
+/* --- idem.c: Idempotency-Key on POST /v1/jobs, /v1/jobs/batch, /v1/apply ---
+ * A create handler calls srv_idem_begin first (not under s->mu): 1 when r
+ * is answered there (400 for a bad key; 409 when the key went with another
+ * request, or its first request is still being handled; else the first
+ * answer again with Idempotent-Replayed: true, deferred until it is on
+ * disk), 0 to go on, with q claiming the key (q->on) when one came. Under
+ * s->mu, once it filled o and has the ticket of what it wrote (0: none),
+ * it calls srv_idem_end: a 2xx answer is kept with the key and written in
+ * the same transaction as that ticket's batch; returns the ticket to
+ * answer after. srv_idem_cancel (not under s->mu) drops a claim that did
+ * not end so (an error answer) and releases q; a no-op after srv_idem_end.
+ */
+struct srv_idem_req {
+	bool on;
+	char *user, *key;
+	char fp[65];
+};
+int srv_idem_begin(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+		   const char *route, struct srv_idem_req *q);
+uint64_t srv_idem_end(struct drv_server *s, struct srv_idem_req *q,
+		      const struct drv_http_resp *o, uint64_t ticket);
+void srv_idem_cancel(struct drv_server *s, struct srv_idem_req *q);
+/* Deletes keys older than idempotency_ttl_s from the store (the loop, under
+ * s->mu, released meanwhile); frees the table at stop. */
+void srv_idem_purge(struct drv_server *s);
+void srv_idem_release(struct drv_server *s);
+#define SRV_IDEM_KEY_MAX 255
 
 /* --- durable.c ---
  * Answers r with the reply the handler left in its resp once ticket is on

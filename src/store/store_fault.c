@@ -214,6 +214,28 @@ static int f_sum_acct(struct drv_store *s, int64_t since, int64_t until, const c
 	return copy_err(s, INNER(s)->ops->sum_acct(INNER(s), since, until, by, user, fn, cls));
 }
 
+static int f_put_idem(struct drv_store *s, const struct drv_store_idem *k)
+{
+	if (should_fail(s, "put_idem", true))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->put_idem(INNER(s), k));
+}
+
+static int f_get_idem(struct drv_store *s, const char *user, const char *key,
+		      int (*fn)(const struct drv_store_idem *, void *), void *cls)
+{
+	if (should_fail(s, "get_idem", false))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->get_idem(INNER(s), user, key, fn, cls));
+}
+
+static int f_purge_idem(struct drv_store *s, int64_t before, int64_t *n)
+{
+	if (should_fail(s, "purge_idem", true))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->purge_idem(INNER(s), before, n));
+}
+
 static void f_close(struct drv_store *s)
 {
 	struct fault *f = s->impl;
@@ -248,6 +270,9 @@ static const struct drv_store_ops fault_ops = {
 	.load_acct = f_load_acct,
 	.month_cost = f_month_cost,
 	.sum_acct = f_sum_acct,
+	.put_idem = f_put_idem,
+	.get_idem = f_get_idem,
+	.purge_idem = f_purge_idem,
 	.close = f_close,
 };
 

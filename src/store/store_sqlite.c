@@ -101,6 +101,18 @@ static const char *const migrations[] = {
 	"CREATE TRIGGER acct_month_sub AFTER DELETE ON acct BEGIN"
 	"  UPDATE acct_month SET micro = micro - OLD.cost_micro"
 	"  WHERE month = " MONTH_OF("OLD.end_time") " AND tenant = OLD.tenant; END;",
+	/* 4 -> 5: the answers to requests that carried an Idempotency-Key,
+	 * per user and key, purged by age */
+	"CREATE TABLE idem ("
+	"  user TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  fingerprint TEXT NOT NULL,"
+	"  status INTEGER NOT NULL,"
+	"  body TEXT NOT NULL,"
+	"  headers TEXT,"
+	"  created INTEGER NOT NULL,"
+	"  PRIMARY KEY (user, key));"
+	"CREATE INDEX idem_by_created ON idem(created);",
 };
 
 enum {
@@ -123,6 +135,9 @@ enum {
 	ST_PURGE_JOBS,
 	ST_PUT_ACCT,
 	ST_LOAD_ACCT,
+	ST_PUT_IDEM,
+	ST_GET_IDEM,
+	ST_PURGE_IDEM,
 	ST_N
 };
 
@@ -163,6 +178,11 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_LOAD_ACCT] = "SELECT job,attempt,name,user,tenant,pool,state,submit_time,start_time,"
 			 "end_time,exit_code,gpu_milli_s,cost_micro FROM acct"
 			 " WHERE end_time >= ? AND end_time < ? ORDER BY end_time, job, attempt",
+	[ST_PUT_IDEM] = "INSERT OR REPLACE INTO idem(user,key,fingerprint,status,body,headers,created)"
+			" VALUES(?,?,?,?,?,?,?)",
+	[ST_GET_IDEM] = "SELECT user,key,fingerprint,status,body,headers,created FROM idem"
+			" WHERE user = ? AND key = ?",
+	[ST_PURGE_IDEM] = "DELETE FROM idem WHERE created < ?",
 };
 
 struct sq {
@@ -651,6 +671,59 @@ static int sq_max_ids(struct drv_store *s, uint64_t *job, int64_t *seq)
 	return 0;
 }
 
+static int sq_put_idem(struct drv_store *s, const struct drv_store_idem *k)
+{
+	sqlite3_stmt *st = stmt(s, ST_PUT_IDEM);
+
+	bind_text(st, 1, k->user);
+	bind_text(st, 2, k->key);
+	bind_text(st, 3, k->fingerprint);
+	sqlite3_bind_int(st, 4, k->status);
+	bind_text(st, 5, k->body ? k->body : "");
+	bind_text(st, 6, k->headers);
+	sqlite3_bind_int64(st, 7, k->created);
+	return step_done(s, st, "put_idem");
+}
+
+static int sq_get_idem(struct drv_store *s, const char *user, const char *key,
+		       int (*fn)(const struct drv_store_idem *, void *), void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_GET_IDEM);
+	int rc;
+
+	bind_text(st, 1, user);
+	bind_text(st, 2, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		struct drv_store_idem k = {
+			.user = col(st, 0), .key = col(st, 1), .fingerprint = col(st, 2),
+			.status = sqlite3_column_int(st, 3), .body = col(st, 4),
+			.headers = col(st, 5), .created = sqlite3_column_int64(st, 6),
+		};
+
+		rc = fn(&k, cls);
+		sqlite3_reset(st);
+		return rc;
+	}
+	rc = rc == SQLITE_DONE ? DRV_ENOENT : fail(s, "get_idem");
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int sq_purge_idem(struct drv_store *s, int64_t before, int64_t *n)
+{
+	struct sq *q = s->impl;
+	sqlite3_stmt *st = stmt(s, ST_PURGE_IDEM);
+	int rc;
+
+	*n = 0;
+	sqlite3_bind_int64(st, 1, before);
+	rc = step_done(s, st, "purge_idem");
+	if (rc == 0)
+		*n = sqlite3_changes(q->db);
+	return rc;
+}
+
 static void sq_close(struct drv_store *s)
 {
 	struct sq *q = s->impl;
@@ -689,6 +762,9 @@ static const struct drv_store_ops sqlite_ops = {
 	.load_acct = sq_load_acct,
 	.month_cost = sq_month_cost,
 	.sum_acct = sq_sum_acct,
+	.put_idem = sq_put_idem,
+	.get_idem = sq_get_idem,
+	.purge_idem = sq_purge_idem,
 	.close = sq_close,
 };
 

@@ -115,7 +115,7 @@ Test(server_config, unknown_setting_and_token_field)
 		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
 		     "heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, "
 		     "sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s, "
-		     "task_output_max_bytes, max_unauthenticated_per_client"));
+		     "task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s"));
 }
 
 Test(server_config, tls_fields_are_checked)
@@ -342,4 +342,14 @@ Test(server_config, a_config_others_may_read_is_refused)
 			drv_server_stop(s);
 		}
 	}
+}
+
+Test(server_config, idempotency_ttl_is_checked)
+{
+	char err[1024];
+	int rc = start("idempotency_ttl_s: 0\n", err, sizeof(err));
+
+	cr_assert(eq(int, rc, DRV_EINVAL));
+	cr_assert(ne(ptr, strstr(err, "c.yaml:1:20: error: idempotency_ttl_s: found '0', expected an integer from 1 to 3153600000"),
+		     NULL), "%s", err);
 }

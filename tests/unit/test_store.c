@@ -483,3 +483,77 @@ Test(store, accounting_sums_by_column)
 		     DRV_EINVAL));
 	drv_store_close(s);
 }
+
+struct idem_seen {
+	int n;
+	int status;
+	char fp[80], body[80], headers[80];
+	int64_t created;
+};
+
+static int keep_idem(const struct drv_store_idem *k, void *cls)
+{
+	struct idem_seen *s = cls;
+
+	s->n++;
+	s->status = k->status;
+	s->created = k->created;
+	snprintf(s->fp, sizeof(s->fp), "%s", k->fingerprint);
+	snprintf(s->body, sizeof(s->body), "%s", k->body);
+	snprintf(s->headers, sizeof(s->headers), "%s", k->headers ? k->headers : "(null)");
+	return 0;
+}
+
+Test(store, idempotency_keys_commit_with_the_transaction_and_are_purged_by_age)
+{
+	struct drv_store *s = NULL;
+	struct idem_seen seen = { 0 };
+	struct drv_store_idem k = { .user = "alice", .key = "k-1", .fingerprint = "aa",
+				    .status = 201, .body = "{\"id\":1}\n",
+				    .headers = "Location: /v1/jobs/1\n", .created = 1000 };
+	char err[256];
+	int64_t n = -1;
+
+	/* a version-4 file (before the idem table) migrates forward with its jobs */
+	cr_assert(eq(int, drv_store_open_sqlite_at(path, 4, &s, err, sizeof(err)), 0), "%s", err);
+	drv_store_close(s);
+	s = open_store();
+	cr_assert(ge(int, drv_store_sqlite_schema_version(), 5));
+	cr_assert(eq(int, s->ops->get_idem(s, "alice", "k-1", keep_idem, &seen), DRV_ENOENT));
+
+	/* rolled back with the job it came with: gone */
+	cr_assert(eq(int, drv_store_begin(s), 0));
+	put(s, 1, "pending");
+	cr_assert(eq(int, s->ops->put_idem(s, &k), 0));
+	cr_assert(eq(int, drv_store_rollback(s), 0));
+	cr_assert(eq(int, s->ops->get_idem(s, "alice", "k-1", keep_idem, &seen), DRV_ENOENT));
+
+	/* committed: read back, scoped to its user, and kept across a reopen */
+	cr_assert(eq(int, drv_store_begin(s), 0));
+	put(s, 1, "pending");
+	cr_assert(eq(int, s->ops->put_idem(s, &k), 0));
+	cr_assert(eq(int, drv_store_commit(s), 0));
+	drv_store_close(s);
+	s = open_store();
+	cr_assert(eq(int, s->ops->get_idem(s, "alice", "k-1", keep_idem, &seen), 0));
+	cr_assert(eq(int, seen.n, 1));
+	cr_assert(eq(int, seen.status, 201));
+	cr_assert(eq(str, seen.fp, "aa"));
+	cr_assert(eq(str, seen.body, "{\"id\":1}\n"));
+	cr_assert(eq(str, seen.headers, "Location: /v1/jobs/1\n"));
+	cr_assert(eq(int, s->ops->get_idem(s, "bob", "k-1", keep_idem, &seen), DRV_ENOENT));
+
+	/* a second key, newer; the purge takes the older one only */
+	k.key = "k-2";
+	k.created = 2000;
+	k.headers = NULL;
+	cr_assert(eq(int, s->ops->put_idem(s, &k), 0));
+	cr_assert(eq(int, s->ops->purge_idem(s, 1500, &n), 0));
+	cr_assert(eq(i64, n, 1));
+	cr_assert(eq(int, s->ops->get_idem(s, "alice", "k-1", keep_idem, &seen), DRV_ENOENT));
+	seen.n = 0;
+	cr_assert(eq(int, s->ops->get_idem(s, "alice", "k-2", keep_idem, &seen), 0));
+	cr_assert(eq(int, seen.n, 1));
+	cr_assert(eq(str, seen.headers, "(null)"));
+	drv_store_close(s);
+}
