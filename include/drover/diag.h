@@ -19,6 +19,7 @@ struct drv_diag {
 	int line, col;   /* 1-based; 0 when not known */
 	char *path;      /* field path such as spec.containers[0].image, or NULL */
 	char *msg;       /* "expected ..., found ..." */
+	int doc;         /* 1-based document of a multi-document YAML stream; 0 = not one */
 };
 
 struct drv_diags {
@@ -40,8 +41,9 @@ void drv_diag_add(struct drv_diags *d, enum drv_severity sev, int line, int col,
 #define drv_diag_warn(d, line, col, path, ...) \
 	drv_diag_add((d), DRV_SEV_WARNING, (line), (col), (path), __VA_ARGS__)
 /*
- * Prints every diagnostic as "file:line:col: error: path: msg" (parts
- * that are unknown are left out), then "and N more" when over the cap.
+ * Prints every diagnostic as "file:line:col: error: document N: path: msg"
+ * (parts that are unknown are left out; "document N" only in streams of
+ * several documents), then "and N more" when over the cap.
  */
 void drv_diags_print(const struct drv_diags *d, FILE *f);
 

@@ -46,6 +46,7 @@ void drv_diag_add(struct drv_diags *d, enum drv_severity sev, int line, int col,
 	DRV_GROW(d->v, (size_t)d->n + 1, d->cap);
 	x = &d->v[d->n++];
 	x->sev = sev;
+	x->doc = 0;
 	x->line = line;
 	x->col = col;
 	x->path = drv_strdup(path);
@@ -64,6 +65,8 @@ void drv_diags_print(const struct drv_diags *d, FILE *f)
 		if (x->line > 0 && x->col > 0)
 			fprintf(f, "%d:", x->col);
 		fprintf(f, " %s: ", x->sev == DRV_SEV_ERROR ? "error" : "warning");
+		if (x->doc > 0)
+			fprintf(f, "document %d: ", x->doc);
 		if (x->path)
 			fprintf(f, "%s: ", x->path);
 		fprintf(f, "%s\n", x->msg);

@@ -125,6 +125,36 @@ static int check_tree(struct fy_node *n, int depth)
 	return 0;
 }
 
+/*
+ * A document with nothing in it: the trailing `---` of a stream, or one of
+ * only comments, as `helm template` emits for a template that renders to
+ * nothing (kubectl skips these too). libfyaml gives them a null root.
+ */
+static bool empty_document(struct fy_node *root)
+{
+	return !root || (fy_node_is_scalar(root) && !fy_node_is_alias(root) &&
+			 fy_node_get_style(root) == FYNS_PLAIN && fy_node_is_null(root));
+}
+
+/*
+ * In a stream of several documents every diagnostic says which document it
+ * is about: those added while document k (1-based) was read get doc = k.
+ * first[k-1] is d->n when document k began, first[n] when the stream ended;
+ * last > n names the document a syntax error stopped in. last 0: one
+ * document, nothing to say.
+ */
+static void name_documents(struct drv_diags *d, const int *first, int n, int last)
+{
+	int k, i;
+	if (last <= 0)
+		return;
+	for (k = 1; k <= n && k <= DRV_SPEC_MAX_DOCS; k++)
+		for (i = first[k - 1]; i < first[k] && i < d->n; i++)
+			d->v[i].doc = k;
+	for (i = first[n < DRV_SPEC_MAX_DOCS ? n : DRV_SPEC_MAX_DOCS]; last > n && i < d->n; i++)
+		d->v[i].doc = last;
+}
+
 int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 			    struct drv_specset *set, struct drv_diags *d)
 {
@@ -136,6 +166,7 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 	struct mf_ctx c = { .d = d, .set = set };
 	struct mf_podgroups pgs = { 0 };
 	int ndocs = 0, rc = 0, i;
+	int doc_first[DRV_SPEC_MAX_DOCS + 1]; /* d->n when each document began */
 
 	/* YAML text is printable Unicode (YAML 1.2, 5.1); checking first also keeps
 	 * what libfyaml 0.7 mishandles (invalid UTF-8 in a directive, some tabs)
@@ -165,6 +196,7 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 	}
 	while ((fyd = fy_parse_load_document(fyp))) {
 		struct fy_node *root = fy_document_root(fyd);
+		doc_first[ndocs < DRV_SPEC_MAX_DOCS ? ndocs : DRV_SPEC_MAX_DOCS] = d->n;
 		if (++ndocs > DRV_SPEC_MAX_DOCS) {
 			drv_diag_err(d, 0, 0, NULL, "found more than %d documents, over the limit",
 				     DRV_SPEC_MAX_DOCS);
@@ -182,11 +214,12 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 			fy_document_destroy(fyd);
 			rc = DRV_ELIMIT;
 			goto out;
-		} else {
+		} else if (!empty_document(root)) {
 			one_object(&c, root, "", &pgs, 0);
 		}
 		fy_document_destroy(fyd);
 	}
+	doc_first[ndocs < DRV_SPEC_MAX_DOCS ? ndocs : DRV_SPEC_MAX_DOCS] = d->n;
 	if (fy_parser_get_stream_error(fyp)) {
 		void *it = NULL;
 		struct fy_diag_error *e;
@@ -199,9 +232,12 @@ int drv_spec_parse_manifest(const char *buf, size_t len, const char *name,
 		}
 		if (!n)
 			drv_diag_err(d, 0, 0, NULL, "found YAML that does not parse");
+		/* the syntax error is in the document after the last one loaded */
+		name_documents(d, doc_first, ndocs, ndocs > 0 ? ndocs + 1 : 0);
 		rc = DRV_EPARSE;
 		goto out;
 	}
+	name_documents(d, doc_first, ndocs, ndocs > 1 ? ndocs : 0);
 	mf_join_podgroups(&c, &pgs);
 	mf_resolve_priorities(&c);
 	if (set->njobs == 0 && set->nclasses == 0 && d->nerrors == 0)
