@@ -132,6 +132,9 @@ struct drv_k8s_extra {
 	int32_t backoff_limit;
 	int64_t active_deadline_s;
 	int32_t min_available;  /* Volcano minAvailable / PodGroup minMember */
+	int32_t indexed;        /* batch/v1 Job completionMode: 1 Indexed, 0 NonIndexed */
+	int32_t suspend;        /* batch/v1 Job spec.suspend: 1 true, 0 false */
+	int64_t ttl_after_finished_s; /* ttlSecondsAfterFinished */
 };
 
 /* The full job. */
@@ -187,6 +190,22 @@ int drv_jobspec_add_group(struct drv_jobspec *s, const char *name);
 void drv_jobspec_add_env(struct drv_jobspec *s, int g, const char *name, const char *value);
 /* Value of env name in group g, or NULL. */
 const char *drv_jobspec_env(const struct drv_jobspec *s, int g, const char *name);
+/*
+ * A batch/v1 Job is a parent with elements (one pod each; CONTRACTS §2 of
+ * the project, docs/job-format.md). Its element count: spec.completions,
+ * else spec.parallelism (at least 1); 0 when s is not a batch/v1 Job. And
+ * how many may run at once: spec.parallelism (default 1; 0: none until
+ * raised), never more than the elements.
+ */
+int32_t drv_jobspec_elements(const struct drv_jobspec *s);
+int32_t drv_jobspec_parallelism(const struct drv_jobspec *s);
+/*
+ * in with its `$(NAME)` references expanded as kubelet does for a
+ * container's command, args and env (src/spec/expand.c): NAME's value
+ * among env[0..nenv) (the last entry of that name), a reference to an
+ * undefined NAME left as written, `$$` as one `$`. Caller frees.
+ */
+char *drv_k8s_expand(const char *in, const struct drv_env *env, int32_t nenv);
 /* Appends a warning line (printf-like) to s->warnings. */
 void drv_jobspec_warn(struct drv_jobspec *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -217,6 +217,17 @@ static void print_job_text(const char *path, const struct drv_jobspec *s)
 		printf("at least %d start together\n", (int)j->gang_min);
 	else
 		printf("all start together\n");
+	if (drv_jobspec_elements(s) > 0) {
+		printf("  pods: %d to succeed (%s), at most %d at once, backoffLimit %d",
+		       (int)drv_jobspec_elements(s), s->k8s.indexed == 1 ? "Indexed" : "NonIndexed",
+		       (int)drv_jobspec_parallelism(s),
+		       s->k8s.backoff_limit >= 0 ? (int)s->k8s.backoff_limit : 6);
+		if (s->k8s.active_deadline_s > 0)
+			printf(", deadline %llds", (long long)s->k8s.active_deadline_s);
+		if (s->k8s.suspend == 1)
+			printf(", suspended");
+		printf("; each pod is an element of its own\n");
+	}
 	for (g = 0; g < j->ngroups; g++) {
 		const struct drv_task_group *tg = &j->groups[g];
 		const struct drv_task_run *r = &s->run[g];

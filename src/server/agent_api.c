@@ -604,7 +604,40 @@ struct task_strs {
 	char tid[48];
 	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
 	char *slurm;                     /* SLURM_* values (slurm_env.c); NULL none */
+	char **own;                      /* $(VAR)-expanded strings (k8s_expand) */
+	size_t nown;
 };
+
+/*
+ * A manifest's command, args and env with $(VAR) expanded as kubelet does
+ * (drv_k8s_expand): each env value sees the entries before it, command and
+ * args see all of them. a's strings are replaced by ones ts owns.
+ */
+static void k8s_expand(const struct drv_task_run *run, struct drv_proto_task *a,
+		       struct task_strs *ts)
+{
+	struct drv_env *env;
+	int32_t n = 0;
+
+	if (!run)
+		return;
+	ts->own = drv_calloc(a->nenv + a->nargv + 1, sizeof(*ts->own));
+	env = drv_calloc(a->nenv + 1, sizeof(*env));
+	for (size_t k = 0; k < a->nenv; k++) {
+		char *v = drv_k8s_expand(a->env[k].value, env, n);
+
+		ts->own[ts->nown++] = v;
+		a->env[k].value = v;
+		env[n++] = (struct drv_env){ (char *)a->env[k].name, v };
+	}
+	for (size_t k = 0; k < a->nargv; k++) {
+		char *v = drv_k8s_expand(a->argv[k], env, n);
+
+		ts->own[ts->nown++] = v;
+		a->argv[k] = v;
+	}
+	drv_free(env);
+}
 
 /* The assignment of task rank of j; strings borrowed from s (hold s->mu
  * until it is encoded) and from ts, arrays freed by assignment_release. */
@@ -616,6 +649,8 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	struct srv_node *m = &s->nodes[j->tasks[0].node];
 
 	drv_proto_task_init(a);
+	ts->own = NULL;
+	ts->nown = 0;
 	snprintf(ts->tid, sizeof(ts->tid), "%llu.%d", (unsigned long long)j->id, rank);
 	a->task_id = ts->tid;
 	a->job_id = (int64_t)j->id;
@@ -625,6 +660,8 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->stop_reason = j->stop_reason;
 	a->user = j->spec.job.user;
 	task_run(run, a);
+	if (j->spec.format == DRV_FMT_MANIFEST)
+		k8s_expand(run, a, ts);
 	/* last, so that the job's own env cannot replace it */
 	srv_job_token(s, j->id, j->attempt, ts->token, sizeof(ts->token));
 	if (!a->env)
@@ -720,6 +757,9 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 	for (size_t k = 0; k < r.ntasks; k++) {
 		assignment_release(&r.tasks[k]);
 		drv_free(tids[k].slurm);
+		for (size_t x = 0; x < tids[k].nown; x++)
+			drv_free(tids[k].own[x]);
+		drv_free(tids[k].own);
 	}
 	drv_free(r.tasks);
 	drv_free(tids);

@@ -229,6 +229,7 @@ static uint64_t add_jobs(struct drv_server *s, struct srv_job **js, size_t n, co
 		j->canon = drv_jobspec_to_json(&j->spec);
 		j->state = J_PENDING;
 		set_reason(j, why);
+		srv_elements_added(s, j);
 		json_array_append_new(j->events,
 				      json_pack("{s:I,s:n,s:s,s:s}", "time", (json_int_t)now, "from",
 						"to", "pending", "reason", why));
@@ -280,9 +281,10 @@ static void submit(struct drv_server *s, struct drv_http_req *r, struct drv_http
 	const char *fname = drv_http_req_query(r, "filename");
 	size_t len;
 	const char *body = drv_http_req_body(r, &len);
-	struct srv_job *j;
+	struct srv_job *j, **js = NULL;
 	char loc[64];
 	uint64_t ticket;
+	size_t n;
 
 	drv_jobspec_init(&spec);
 	if (parse_job(body, len, drv_http_req_header(r, "Content-Type"), fname ? fname : "job",
@@ -291,14 +293,24 @@ static void submit(struct drv_server *s, struct drv_http_req *r, struct drv_http
 		drv_jobspec_release(&spec);
 		return;
 	}
-	j = job_from_spec(&spec);
+	/* a batch/v1 Job: the parent, then its elements (elements.c) */
+	n = srv_elements_expand(s, &spec, &js);
+	if (!n) {
+		js = drv_calloc(1, sizeof(*js));
+		js[0] = job_from_spec(&spec);
+		n = 1;
+	}
+	j = js[0];
 	pthread_mutex_lock(&s->mu);
 	if (refuse_never(s, &j->spec.job, o)) {
 		pthread_mutex_unlock(&s->mu);
-		srv_job_free(j);
+		for (size_t i = 0; i < n; i++)
+			srv_job_free(js[i]);
+		drv_free(js);
 		return;
 	}
-	ticket = add_jobs(s, &j, 1, c->user);
+	ticket = add_jobs(s, js, n, c->user);
+	drv_free(js);
 	/* the reply as it will be once the job is on disk (it is not in memory
 	 * yet, so nothing else changes it meanwhile) */
 	drv_http_resp_json(o, 201, srv_job_api_json(s, j, false));
@@ -373,6 +385,19 @@ static void batch(struct drv_server *s, struct drv_http_req *r, struct drv_http_
 		if (own_job(s, c, &spec, o) < 0) {
 			drv_jobspec_release(&spec);
 			goto done;
+		}
+		{
+			struct srv_job **ev = NULL;
+			size_t ne = srv_elements_expand(s, &spec, &ev);
+
+			if (ne) {   /* the parent and its elements, in their order */
+				js = drv_realloc(js, (json_array_size(items) + n + ne + 1) *
+							     sizeof(*js));
+				memcpy(&js[n], ev, ne * sizeof(*js));
+				n += ne;
+				drv_free(ev);
+				continue;
+			}
 		}
 		js[n++] = job_from_spec(&spec);
 	}
@@ -688,16 +713,7 @@ int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 				    (unsigned long long)j->id, srv_jstate_name(j->state));
 		goto out;
 	}
-	j->requeue_on_stop = false;
-	j->requeue_quiet = false;
-	srv_job_transition(s, j, J_CANCELLED, why);
-	if (j->holding) {
-		srv_job_stop_tasks(s, j, "cancelled");
-	} else if (j->in_sched) {
-		drv_sched_finish(s->sched, j->id, drv_wall_s());
-		j->in_sched = false;
-		srv_sched_kick(s);
-	}
+	srv_job_cancel(s, j, why);
 	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
 	srv_reply_when_durable(s, r, srv_enqueue(s), "the cancel is not on disk yet: ");
 out:

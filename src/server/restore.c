@@ -155,6 +155,24 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	j->cost_prev_micro = drv_json_int(doc, "cost_prev_micro", 0);
 	j->cost_prev_time = drv_json_int(doc, "cost_prev_time", 0);
 	j->budget_held = drv_json_bool(doc, "budget_held", 0);
+	j->parent = (uint64_t)drv_json_int(doc, "parent", 0);
+	j->index = (int32_t)drv_json_int(doc, "index", 0);
+	j->gated = drv_json_bool(doc, "gated", 0);
+	{
+		const json_t *el = json_object_get(doc, "elements");
+
+		if (json_is_object(el)) {
+			j->par = drv_calloc(1, sizeof(*j->par));
+			j->par->first = (uint64_t)drv_json_int(el, "first", 0);
+			j->par->n = (int32_t)drv_json_int(el, "n", 0);
+			j->par->parallelism = (int32_t)drv_json_int(el, "parallelism", 1);
+			j->par->backoff_limit = (int32_t)drv_json_int(el, "backoff_limit", 6);
+			j->par->succeeded = (int32_t)drv_json_int(el, "succeeded", 0);
+			j->par->failed = (int32_t)drv_json_int(el, "failed", 0);
+			j->par->deadline_s = drv_json_int(el, "deadline_s", 0);
+			j->par->indexed = drv_json_bool(el, "indexed", 0);
+		}
+	}
 	j->events = json_incref(json_object_get(doc, "events"));
 	if (!json_is_array(j->events)) {
 		json_decref(j->events);
@@ -247,6 +265,12 @@ static void restore_sched(struct drv_server *s)
 
 		if (!j)
 			continue;
+		if (j->par) {          /* a parent is never scheduled */
+			srv_elements_restored(s, j);
+			continue;
+		}
+		if (j->gated && j->state == J_PENDING)
+			continue;      /* waits for its turn under the parent's parallelism */
 		if (j->holding) {
 			bool lost = false;
 

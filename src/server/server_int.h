@@ -110,6 +110,28 @@ struct srv_job {
 	int64_t cost_prev_time;    /* when the last of them was folded in (wall s) */
 	bool budget_held;          /* pending, held: its tenant's budget is spent (`budget` hold) */
 	bool dirty;
+	/* parents and elements (elements.c); all zero for other jobs */
+	struct srv_parent *par;    /* set: j is a parent */
+	uint64_t parent;           /* an element: its parent's id */
+	int32_t index;             /* an element: its index (completion index), 0-based */
+	bool gated;                /* an element over the parallelism: not yet scheduled */
+	struct srv_job *parent_new; /* while being submitted: the parent, whose id is not set */
+};
+
+/*
+ * What a parent job (CONTRACTS.md section 2: a batch/v1 Job) keeps beside
+ * its elements, ids first .. first + n - 1: they are made with it, in one
+ * transaction, and never change. The parent is never scheduled itself.
+ */
+struct srv_parent {
+	uint64_t first;            /* the first element's id */
+	int32_t n;                 /* elements (completions) */
+	int32_t parallelism;       /* at most this many not gated at once */
+	int32_t backoff_limit;     /* pod failures past this fail the Job */
+	int32_t succeeded;         /* elements that succeeded */
+	int32_t failed;            /* pod failures, every attempt (the backoff count) */
+	int64_t deadline_s;        /* Job activeDeadlineSeconds from submit; 0 = none */
+	bool indexed;              /* completionMode Indexed */
 };
 
 /* A node as the controller holds it: its agent's session, heartbeat and
@@ -360,6 +382,8 @@ struct drv_server {
 	int64_t month_start;       /* wall s: 00:00 UTC on the 1st of this month */
 	uint64_t *held;            /* ids of jobs under a budget hold */
 	size_t nheld, heldcap;
+	uint64_t *parents;         /* ids of unfinished parent jobs (elements.c) */
+	size_t nparents, parentcap;
 	int64_t last_cost_ms;
 
 	pthread_t loop_thread;
@@ -478,6 +502,33 @@ void srv_job_queue(struct drv_server *s, struct srv_job *j);
 /* Held jobs whose tenant may spend again (a new month, a raised budget)
  * go to the scheduler; jobs no longer pending leave the held list. */
 void srv_budget_release(struct drv_server *s);
+/*
+ * Parents and elements (elements.c; CONTRACTS.md section 2). Under s->mu.
+ *
+ * srv_elements_expand: when spec is a batch/v1 Job, *js becomes the parent
+ * followed by its elements (new jobs, not yet added; the spec is taken)
+ * and the count is returned; otherwise 0 and nothing changes.
+ * srv_elements_added: ids are set: links elements to their parent.
+ * srv_elements_transition: j (a parent or an element) went from -> to:
+ * counts, the next elements' turn, the parent's own state.
+ * srv_element_retry: element j's pod failed (why): true when it was
+ * requeued as a new attempt within the parent's backoffLimit.
+ * srv_elements_tick: once a second: Job deadlines.
+ * srv_elements_json: a parent's counts and an element's parent and index
+ * into the API object o.
+ * srv_elements_restored: after a restart: the parents list.
+ */
+size_t srv_elements_expand(struct drv_server *s, struct drv_jobspec *spec, struct srv_job ***js);
+void srv_elements_added(struct drv_server *s, struct srv_job *j);
+void srv_elements_transition(struct drv_server *s, struct srv_job *j, enum jstate from,
+			     enum jstate to);
+bool srv_element_retry(struct drv_server *s, struct srv_job *j, const char *why);
+void srv_elements_tick(struct drv_server *s, int64_t now);
+void srv_elements_json(struct drv_server *s, const struct srv_job *j, json_t *o);
+void srv_elements_restored(struct drv_server *s, struct srv_job *j);
+/* Cancels job j (not final) with reason why: stops its tasks or takes it
+ * from the scheduler (jobs_api.c's cancel, and a parent's end). */
+void srv_job_cancel(struct drv_server *s, struct srv_job *j, const char *why);
 /* All tasks of j have ended: releases resources, requeues or finishes. */
 void srv_job_released(struct drv_server *s, struct srv_job *j);
 /* Stops the job's running tasks; reason for the agents. */

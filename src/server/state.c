@@ -54,6 +54,7 @@ void srv_job_free(struct srv_job *j)
 	drv_free(j->tasks);
 	drv_free(j->stop_reason);
 	json_decref(j->events);
+	drv_free(j->par);
 	drv_free(j);
 }
 
@@ -134,6 +135,8 @@ void srv_job_transition(struct drv_server *s, struct srv_job *j, enum jstate to,
 	s->transitions[to]++;
 	srv_queue_event(s, "job", j, NULL, fresh ? NULL : srv_jstate_name(from), srv_jstate_name(to), reason);
 	srv_job_mark(s, j);
+	if (j->par || j->parent)
+		srv_elements_transition(s, j, from, to);
 }
 
 void srv_active_add(struct drv_server *s, uint64_t id)
@@ -208,6 +211,10 @@ void srv_job_queue(struct drv_server *s, struct srv_job *j)
 {
 	char why[320];
 
+	if (j->par || j->gated) {   /* a parent never runs; a gated element waits its turn */
+		j->in_sched = false;
+		return;
+	}
 	if (srv_budget_spent(s, j->spec.job.tenant, why, sizeof(why))) {
 		if (!j->budget_held) {
 			j->budget_held = true;
@@ -310,6 +317,8 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 		return NULL;
 	if (j->budget_held)
 		return "Budget";
+	if (j->gated)
+		return "JobArrayTaskLimit";
 	return sched_why(s, j, &w) ? drv_sched_reason_code(&w) : "None";
 }
 
@@ -420,6 +429,10 @@ void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank)
 					 (unsigned long long)j->id, rank, t->exit_code);
 			j->has_exit = t->signal == 0 && t->exit_code >= 0 && !(t->reason && *t->reason);
 			j->exit_code = t->exit_code;
+			if (j->parent && srv_element_retry(s, j, why)) {
+				srv_job_released(s, j);
+				return;
+			}
 			/* CONTRACTS.md §1: OUT_OF_MEMORY / TIMEOUT in sacct, OOMKilled /
 			 * DeadlineExceeded in Kubernetes */
 			srv_job_transition(s, j, t->oom ? J_OUT_OF_MEMORY

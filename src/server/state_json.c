@@ -51,6 +51,20 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 	json_object_set_new(doc, "cost_prev_micro", json_integer((json_int_t)j->cost_prev_micro));
 	json_object_set_new(doc, "cost_prev_time", json_integer((json_int_t)j->cost_prev_time));
 	json_object_set_new(doc, "budget_held", json_boolean(j->budget_held));
+	if (j->parent) {
+		json_object_set_new(doc, "parent", json_integer((json_int_t)j->parent));
+		json_object_set_new(doc, "index", json_integer(j->index));
+		json_object_set_new(doc, "gated", json_boolean(j->gated));
+	}
+	if (j->par)
+		json_object_set_new(doc, "elements",
+				    json_pack("{s:I,s:i,s:i,s:i,s:i,s:i,s:I,s:b}", "first",
+					      (json_int_t)j->par->first, "n", j->par->n, "parallelism",
+					      j->par->parallelism, "backoff_limit",
+					      j->par->backoff_limit, "succeeded", j->par->succeeded,
+					      "failed", j->par->failed, "deadline_s",
+					      (json_int_t)j->par->deadline_s, "indexed",
+					      j->par->indexed));
 	return doc;
 }
 
@@ -122,6 +136,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 	json_object_set_new(o, "cost_usd", srv_json_usd(srv_job_cost_micro(s, j, drv_wall_s())));
 	json_object_set_new(o, "hold", j->budget_held ? json_string("budget") : json_null());
 	json_object_set_new(o, "placement", pl);
+	srv_elements_json(s, j, o);
 	json_object_set_new(o, "nodelist", json_string(nodelist));
 	if (detail) {
 		json_t *env = json_object(), *ts = json_array(), *evs = json_array();

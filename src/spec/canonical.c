@@ -163,6 +163,14 @@ static json_t *k8s_json(const struct drv_k8s_extra *e)
 		json_object_set_new(x, "activeDeadlineSeconds", json_integer(e->active_deadline_s));
 	if (e->min_available >= 0)
 		json_object_set_new(x, "minAvailable", json_integer(e->min_available));
+	if (e->indexed >= 0)
+		json_object_set_new(x, "completionMode", json_string(e->indexed ? "Indexed"
+										: "NonIndexed"));
+	if (e->suspend >= 0)
+		json_object_set_new(x, "suspend", json_boolean(e->suspend));
+	if (e->ttl_after_finished_s >= 0)
+		json_object_set_new(x, "ttlSecondsAfterFinished",
+				    json_integer(e->ttl_after_finished_s));
 	return x;
 }
 

@@ -495,7 +495,8 @@ static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 static void read_k8s(struct rd *r, const json_t *o, struct drv_jobspec *s)
 {
 	static const char *const kk[] = { "parallelism", "completions", "backoffLimit",
-		"activeDeadlineSeconds", "minAvailable", NULL };
+		"activeDeadlineSeconds", "minAvailable", "completionMode", "suspend",
+		"ttlSecondsAfterFinished", NULL };
 	const json_t *x = json_object_get(o, "kubernetes");
 	struct drv_k8s_extra *e = &s->k8s;
 	size_t save;
@@ -513,6 +514,22 @@ static void read_k8s(struct rd *r, const json_t *o, struct drv_jobspec *s)
 	e->backoff_limit = (int32_t)get_int(r, x, "backoffLimit", 0, INT32_MAX, -1);
 	e->active_deadline_s = get_int(r, x, "activeDeadlineSeconds", 0, INT64_MAX / 2, -1);
 	e->min_available = (int32_t)get_int(r, x, "minAvailable", 0, INT32_MAX, -1);
+	e->ttl_after_finished_s = get_int(r, x, "ttlSecondsAfterFinished", 0, INT64_MAX / 2, -1);
+	{
+		const json_t *m = json_object_get(x, "completionMode"), *su = json_object_get(x, "suspend");
+
+		if (m && json_is_string(m) && strcmp(json_string_value(m), "Indexed") == 0)
+			e->indexed = 1;
+		else if (m && json_is_string(m) && strcmp(json_string_value(m), "NonIndexed") == 0)
+			e->indexed = 0;
+		else if (m)
+			rd_err(r, "completionMode", "found %s, expected \"Indexed\" or \"NonIndexed\"",
+			       json_is_string(m) ? json_string_value(m) : type_name(m));
+		if (su && json_is_boolean(su))
+			e->suspend = json_is_true(su);
+		else if (su)
+			rd_err(r, "suspend", "found %s, expected true or false", type_name(su));
+	}
 	pop(r, save);
 }
 

@@ -33,6 +33,9 @@ void drv_jobspec_init(struct drv_jobspec *s)
 	s->k8s.backoff_limit = -1;
 	s->k8s.active_deadline_s = -1;
 	s->k8s.min_available = -1;
+	s->k8s.indexed = -1;
+	s->k8s.suspend = -1;
+	s->k8s.ttl_after_finished_s = -1;
 }
 
 static void free_strv(char **v, int32_t n)
@@ -116,6 +119,26 @@ void drv_jobspec_release(struct drv_jobspec *s)
 	s->k8s.backoff_limit = -1;
 	s->k8s.active_deadline_s = -1;
 	s->k8s.min_available = -1;
+	s->k8s.indexed = -1;
+	s->k8s.suspend = -1;
+	s->k8s.ttl_after_finished_s = -1;
+}
+
+int32_t drv_jobspec_elements(const struct drv_jobspec *s)
+{
+	if (s->format != DRV_FMT_MANIFEST || !s->api_version || !s->kind ||
+	    strcmp(s->api_version, "batch/v1") != 0 || strcmp(s->kind, "Job") != 0)
+		return 0;
+	if (s->k8s.completions > 0)
+		return s->k8s.completions;
+	return s->k8s.parallelism > 1 ? s->k8s.parallelism : 1;
+}
+
+int32_t drv_jobspec_parallelism(const struct drv_jobspec *s)
+{
+	int32_t n = drv_jobspec_elements(s), p = s->k8s.parallelism >= 0 ? s->k8s.parallelism : 1;
+
+	return p < n ? p : n;
 }
 
 int drv_jobspec_add_group(struct drv_jobspec *s, const char *name)

@@ -77,11 +77,51 @@ void mf_kind_pod(struct mf_ctx *c, const struct mf_object *o)
 	mf_end_job(c, s, o);
 }
 
+/* spec.completionMode and spec.suspend of a batch/v1 Job. */
+static void job_mode_and_suspend(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *spec,
+				 const char *sp)
+{
+	struct fy_node *n;
+	const char *t;
+	char fp[128];
+
+	if ((n = mf_field(spec, "completionMode"))) {
+		mf_join(fp, sizeof(fp), sp, "completionMode");
+		t = mf_scalar(n);
+		if (t && strcmp(t, "Indexed") == 0)
+			s->k8s.indexed = 1;
+		else if (t && strcmp(t, "NonIndexed") == 0)
+			s->k8s.indexed = 0;
+		else
+			mf_err(c, n, fp, "found %s%.64s%s, expected Indexed or NonIndexed",
+			       t ? "\"" : "", t ? t : drv_yaml_kind(n), t ? "\"" : "");
+	}
+	if ((n = mf_field(spec, "suspend"))) {
+		mf_join(fp, sizeof(fp), sp, "suspend");
+		t = mf_scalar(n);
+		if (t && strcmp(t, "true") == 0)
+			s->k8s.suspend = 1;
+		else if (t && strcmp(t, "false") == 0)
+			s->k8s.suspend = 0;
+		else
+			mf_err(c, n, fp, "found %s, expected true or false", t ? t : drv_yaml_kind(n));
+	}
+}
+
+/*
+ * A batch/v1 Job is a parent with elements (docs/job-format.md): its one
+ * group is what one pod takes (count 1); spec.completions pods must
+ * succeed (default: parallelism, else 1), at most spec.parallelism (default
+ * 1) at once. The server makes the elements; the pod template's own
+ * activeDeadlineSeconds is each pod's time limit, the Job's is the whole
+ * Job's deadline.
+ */
 void mf_kind_batch_job(struct mf_ctx *c, const struct mf_object *o)
 {
 	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
 	static const char *const sknown[] = { "parallelism", "completions", "backoffLimit",
-		"activeDeadlineSeconds", "template", NULL };
+		"activeDeadlineSeconds", "template", "completionMode", "suspend",
+		"ttlSecondsAfterFinished", NULL };
 	struct drv_jobspec *s = mf_begin_job(c, o);
 	struct fy_node *spec = mf_field(o->root, "spec"), *n;
 	char fp[128], sp[128];
@@ -98,6 +138,7 @@ void mf_kind_batch_job(struct mf_ctx *c, const struct mf_object *o)
 	s->job.groups[g].count = 1;
 	mf_join(fp, sizeof(fp), sp, "template");
 	mf_read_template(c, s, g, mf_field(spec, "template"), fp);
+	s->k8s.active_deadline_s = -1;  /* the pod's is its time limit, not the Job's */
 	if ((n = mf_field(spec, "parallelism"))) {
 		mf_join(fp, sizeof(fp), sp, "parallelism");
 		if (mf_int(c, n, fp, DRV_SPEC_MAX_TASKS, &v))
@@ -105,8 +146,12 @@ void mf_kind_batch_job(struct mf_ctx *c, const struct mf_object *o)
 	}
 	if ((n = mf_field(spec, "completions"))) {
 		mf_join(fp, sizeof(fp), sp, "completions");
-		if (mf_int(c, n, fp, INT32_MAX, &v))
+		if (mf_int(c, n, fp, DRV_SPEC_MAX_TASKS, &v)) {
+			if (v == 0)
+				mf_err(c, n, fp, "found 0, expected at least 1 (a Job of no pods "
+				       "has nothing to run)");
 			s->k8s.completions = (int32_t)v;
+		}
 	}
 	if ((n = mf_field(spec, "backoffLimit"))) {
 		mf_join(fp, sizeof(fp), sp, "backoffLimit");
@@ -115,18 +160,26 @@ void mf_kind_batch_job(struct mf_ctx *c, const struct mf_object *o)
 	}
 	if ((n = mf_field(spec, "activeDeadlineSeconds"))) {
 		mf_join(fp, sizeof(fp), sp, "activeDeadlineSeconds");
-		if (mf_int(c, n, fp, INT32_MAX, &v)) {
+		if (mf_int(c, n, fp, INT32_MAX, &v))
 			s->k8s.active_deadline_s = v;
-			s->job.time_limit = v;
-		}
 	}
-	/* pods running at once: parallelism, capped by completions (both default 1) */
-	v = s->k8s.parallelism >= 0 ? s->k8s.parallelism : 1;
-	if (s->k8s.completions >= 0 && s->k8s.completions < v)
-		v = s->k8s.completions;
-	s->job.groups[g].count = (int32_t)v;
-	/* a plain Job's pods start independently; Kueue admits the whole Job at once */
-	s->job.gang_min = s->queue ? 0 : (v > 1 ? 1 : 0);
+	if ((n = mf_field(spec, "ttlSecondsAfterFinished"))) {
+		mf_join(fp, sizeof(fp), sp, "ttlSecondsAfterFinished");
+		if (mf_int(c, n, fp, INT32_MAX, &v))
+			s->k8s.ttl_after_finished_s = v;
+	}
+	job_mode_and_suspend(c, s, spec, sp);
+	if (s->run[g].restart_policy && strcmp(s->run[g].restart_policy, "Always") == 0) {
+		char tp[128];
+		mf_join(tp, sizeof(tp), sp, "template");
+		mf_join(fp, sizeof(fp), tp, "spec");
+		mf_join(tp, sizeof(tp), fp, "restartPolicy");
+		snprintf(fp, sizeof(fp), "%s", tp);
+		mf_err(c, mf_field(mf_field(mf_field(spec, "template"), "spec"), "restartPolicy"), fp,
+		       "found Always, expected OnFailure or Never (a Job's pods must end)");
+	}
+	/* each pod is one element: the elements run independently, as pods do */
+	s->job.gang_min = 0;
 	mf_keep_unknown(s, spec, sp, sknown);
 	mf_keep_unknown(s, o->root, o->path, known);
 	mf_end_job(c, s, o);

@@ -292,6 +292,11 @@ static void read_pod_fields(struct mf_ctx *c, struct drv_jobspec *s, int g, stru
 		mf_join(fp, sizeof(fp), path, "restartPolicy");
 		drv_free(r->restart_policy);
 		r->restart_policy = mf_str(c, n, fp);
+		if (r->restart_policy && strcmp(r->restart_policy, "Always") != 0 &&
+		    strcmp(r->restart_policy, "OnFailure") != 0 &&
+		    strcmp(r->restart_policy, "Never") != 0)
+			mf_err(c, n, fp, "found \"%.64s\", expected Always, OnFailure or Never",
+			       r->restart_policy);
 	}
 	if ((n = mf_field(ps, "terminationGracePeriodSeconds"))) {
 		mf_join(fp, sizeof(fp), path, "terminationGracePeriodSeconds");

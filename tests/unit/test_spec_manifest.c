@@ -117,10 +117,15 @@ Test(spec_manifest, podgroup_gangs_the_pods_that_name_it)
 Test(spec_manifest, batch_job_parallelism_and_quantity_forms)
 {
 	cr_assert(eq(int, drv_spec_load_file("examples/jobs/batch-eval.yaml", &s, &d), 0));
-	cr_assert(eq(int, s.job.groups[0].count, 4));
+	cr_assert(eq(int, s.job.groups[0].count, 1), "one pod per element");
 	cr_assert(eq(int, s.k8s.completions, 8));
+	cr_assert(eq(int, s.k8s.parallelism, 4));
+	cr_assert(eq(int, drv_jobspec_elements(&s), 8));
+	cr_assert(eq(int, drv_jobspec_parallelism(&s), 4));
+	cr_assert(eq(int, s.k8s.indexed, 1));
 	cr_assert(eq(int, s.k8s.backoff_limit, 2));
-	cr_assert(eq(i64, s.job.time_limit, 7200));
+	cr_assert(eq(i64, s.k8s.active_deadline_s, 7200), "the Job's deadline");
+	cr_assert(eq(i64, s.job.time_limit, 0), "not each pod's time limit");
 	cr_assert(eq(int, s.job.groups[0].gpus, 1));
 	cr_assert(eq(i64, s.job.groups[0].cpu_milli, 7500));
 	cr_assert(eq(i64, s.job.groups[0].mem_mib, 124), "129M = 129e6 bytes, rounded up");
@@ -129,6 +134,46 @@ Test(spec_manifest, batch_job_parallelism_and_quantity_forms)
 	cr_assert(eq(str, s.job.regions[0], "us-east-1"));
 	cr_assert(eq(i64, s.run[0].termination_grace_s, 60));
 	cr_assert(eq(str, s.run[0].restart_policy, "Never"));
+}
+
+Test(spec_manifest, k8s_expand_as_kubelet)
+{
+	struct drv_env env[] = { { "A", "x" }, { "B", "$(A)y" }, { "A", "z" } };
+	static const char *const cases[][3] = {
+		{ "$(A)", "z", "the last entry of a name wins" },
+		{ "$$(A)", "$(A)", "$$ escapes" },
+		{ "$$$(A)", "$z", "$$ then a reference" },
+		{ "$(NOPE)-$(A)", "$(NOPE)-z", "undefined stays as written" },
+		{ "a$b$", "a$b$", "a lone $ is itself" },
+		{ "$(A", "$(A", "unclosed stays" },
+		{ "", "", "empty" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = drv_k8s_expand(cases[i][0], env, 3);
+		cr_assert(eq(str, got, (char *)cases[i][1]), "%s", cases[i][2]);
+		free(got);
+	}
+	{
+		char *got = drv_k8s_expand("$(A)", env, 1);
+		cr_assert(eq(str, got, "x"), "only the entries before");
+		free(got);
+	}
+}
+
+Test(spec_manifest, job_fields_and_bad_values)
+{
+	static const char y[] = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n"
+		"  completionMode: Sometimes\n  suspend: maybe\n  completions: 0\n"
+		"  template:\n    spec:\n      restartPolicy: Always\n"
+		"      containers: [{name: c, image: i, command: [\"true\"]}]\n";
+	cr_assert(eq(int, drv_spec_parse_buffer(y, sizeof(y) - 1, "j.yaml", &s, &d), DRV_EPARSE));
+	cr_assert(eq(int, d.nerrors, 4));
+	{
+		const char *want[] = { "spec.completions", "spec.completionMode", "spec.suspend",
+				       "spec.template.spec.restartPolicy" };
+		for (int i = 0; i < 4; i++)
+			cr_assert(eq(str, d.v[i].path, (char *)want[i]));
+	}
 }
 
 Test(spec_manifest, fractional_gpu_annotation)
