@@ -86,13 +86,14 @@ size_t srv_elements_expand(struct drv_server *s, struct drv_jobspec *spec, struc
 							       : K8S_DEFAULT_BACKOFF;
 	p->par->deadline_s = p->spec.k8s.active_deadline_s > 0 ? p->spec.k8s.active_deadline_s : 0;
 	p->par->indexed = p->spec.k8s.indexed == 1;
+	p->par->suspended = p->spec.k8s.suspend == 1;
 	v = drv_calloc((size_t)n + 1, sizeof(*v));
 	v[0] = p;
 	canon = drv_jobspec_to_json(&p->spec);
 	for (int32_t i = 0; i < n; i++) {
 		v[i + 1] = make_element(s, &p->spec, canon, i, p->par->indexed);
 		v[i + 1]->parent_new = p;
-		v[i + 1]->gated = i >= par;
+		v[i + 1]->gated = i >= par || p->par->suspended;
 	}
 	json_decref(canon);
 	*js = v;
@@ -105,13 +106,19 @@ void srv_elements_added(struct drv_server *s, struct srv_job *j)
 
 	if (j->par) {
 		j->par->first = j->id + 1;  /* add_jobs numbers the elements next */
+		j->par->active_since = j->submit_time;
 		DRV_GROW(s->parents, s->nparents + 1, s->parentcap);
 		s->parents[s->nparents++] = j->id;
 	}
 	if (!j->parent_new)
 		return;
 	j->parent = j->parent_new->id;
-	if (j->gated) {
+	if (j->parent_new->par->suspended) {
+		snprintf(why, sizeof(why), "held: Job %llu is suspended (spec.suspend: true); "
+			 "POST /v1/jobs/%llu/release resumes it", (unsigned long long)j->parent,
+			 (unsigned long long)j->parent);
+		srv_set_str(&j->reason, why);
+	} else if (j->gated) {
 		snprintf(why, sizeof(why), "waiting for its turn: at most %d of Job %llu's pods "
 			 "at once (parallelism)", j->parent_new->par->parallelism,
 			 (unsigned long long)j->parent);
@@ -147,6 +154,8 @@ static void fill(struct drv_server *s, struct srv_job *p)
 	int32_t active = 0;
 	char why[160];
 
+	if (p->par->suspended)
+		return;
 	FOR_ELEMENTS(s, p, e)
 		active += !srv_jstate_final(e->state) && !e->gated;
 	FOR_ELEMENTS(s, p, e) {
@@ -274,7 +283,8 @@ void srv_elements_tick(struct drv_server *s, int64_t now)
 			continue;
 		}
 		k++;
-		if (p->par->deadline_s > 0 && now >= p->submit_time + p->par->deadline_s) {
+		if (p->par->deadline_s > 0 && !p->par->suspended &&
+		    now >= p->par->active_since + p->par->deadline_s) {
 			snprintf(why, sizeof(why), "DeadlineExceeded: the Job was active longer than "
 				 "its activeDeadlineSeconds %lld", (long long)p->par->deadline_s);
 			srv_job_transition(s, p, J_FAILED, why);
@@ -309,6 +319,25 @@ void srv_elements_json(struct drv_server *s, const struct srv_job *j, json_t *o)
 				      "active", active, "pending", pending, "succeeded",
 				      j->par->succeeded, "failed", j->par->failed,
 				      "completion_mode", j->par->indexed ? "Indexed" : "NonIndexed"));
+}
+
+bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *why)
+{
+	struct srv_job *e;
+	char r[160];
+
+	if (!j->par || !j->par->suspended || srv_jstate_final(j->state))
+		return false;
+	j->par->suspended = false;
+	j->par->active_since = drv_wall_s();
+	srv_job_transition(s, j, j->state, why);
+	snprintf(r, sizeof(r), "waiting for its turn: at most %d of Job %llu's pods at once "
+		 "(parallelism)", j->par->parallelism, (unsigned long long)j->id);
+	FOR_ELEMENTS(s, j, e)
+		if (e->gated)
+			srv_set_str(&e->reason, r);
+	fill(s, j);
+	return true;
 }
 
 void srv_elements_restored(struct drv_server *s, struct srv_job *j)

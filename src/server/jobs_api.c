@@ -723,6 +723,36 @@ out:
 	return 0;
 }
 
+/*
+ * POST /v1/jobs/ID/release: lifts the hold a user may lift on their own
+ * job (CONTRACTS.md section 4); today the `suspend` hold of a Kubernetes
+ * Job written with spec.suspend: true. 409 when the job holds none.
+ */
+int srv_api_release(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	struct srv_job *j, *tmp = NULL;
+	char why[160];
+
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o, &tmp);
+	if (!j)
+		goto out;
+	snprintf(why, sizeof(why), "resumed by %s: its pods may run", c->user);
+	if (tmp || !srv_elements_resume(s, j, why)) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu holds nothing to release "
+				    "(%s)", (unsigned long long)j->id, srv_jstate_name(j->state));
+		goto out;
+	}
+	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the release is not on disk yet: ");
+out:
+	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
+	return 0;
+}
+
 int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;

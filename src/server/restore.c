@@ -171,6 +171,8 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 			j->par->failed = (int32_t)drv_json_int(el, "failed", 0);
 			j->par->deadline_s = drv_json_int(el, "deadline_s", 0);
 			j->par->indexed = drv_json_bool(el, "indexed", 0);
+			j->par->suspended = drv_json_bool(el, "suspended", 0);
+			j->par->active_since = drv_json_int(el, "active_since", j->submit_time);
 		}
 	}
 	j->events = json_incref(json_object_get(doc, "events"));

@@ -33,6 +33,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "POST", "/v1/jobs/batch", srv_api_batch, ROUTE_USER },
 	{ "GET", "/v1/jobs/{}", srv_api_job, ROUTE_USER | ROUTE_JOB },
 	{ "POST", "/v1/jobs/{}/cancel", srv_api_cancel, ROUTE_USER },
+	{ "POST", "/v1/jobs/{}/release", srv_api_release, ROUTE_USER },
 	{ "GET", "/v1/jobs/{}/logs", srv_api_logs, ROUTE_USER },
 	{ "POST", "/v1/apply", srv_api_apply, ROUTE_USER },
 	{ "GET", "/v1/queue", srv_api_queue, ROUTE_USER },

@@ -130,8 +130,10 @@ struct srv_parent {
 	int32_t backoff_limit;     /* pod failures past this fail the Job */
 	int32_t succeeded;         /* elements that succeeded */
 	int32_t failed;            /* pod failures, every attempt (the backoff count) */
-	int64_t deadline_s;        /* Job activeDeadlineSeconds from submit; 0 = none */
+	int64_t deadline_s;        /* Job activeDeadlineSeconds; 0 = none */
+	int64_t active_since;      /* the deadline counts from here: submit, or the resume */
 	bool indexed;              /* completionMode Indexed */
+	bool suspended;            /* spec.suspend: a `suspend` hold, no element runs */
 };
 
 /* A node as the controller holds it: its agent's session, heartbeat and
@@ -526,6 +528,9 @@ bool srv_element_retry(struct drv_server *s, struct srv_job *j, const char *why)
 void srv_elements_tick(struct drv_server *s, int64_t now);
 void srv_elements_json(struct drv_server *s, const struct srv_job *j, json_t *o);
 void srv_elements_restored(struct drv_server *s, struct srv_job *j);
+/* Resumes suspended parent j (its `suspend` hold): elements take their
+ * turns, the deadline counts from now. False when j is not suspended. */
+bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *why);
 /* Cancels job j (not final) with reason why: stops its tasks or takes it
  * from the scheduler (jobs_api.c's cancel, and a parent's end). */
 void srv_job_cancel(struct drv_server *s, struct srv_job *j, const char *why);
@@ -723,6 +728,7 @@ int srv_api_apply(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_job(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_release(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_nodes(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);

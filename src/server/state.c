@@ -317,8 +317,11 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 		return NULL;
 	if (j->budget_held)
 		return "Budget";
-	if (j->gated)
-		return "JobArrayTaskLimit";
+	if (j->gated) {
+		const struct srv_job *p = srv_job_get(s, j->parent);
+
+		return p && p->par && p->par->suspended ? "JobHeldUser" : "JobArrayTaskLimit";
+	}
 	return sched_why(s, j, &w) ? drv_sched_reason_code(&w) : "None";
 }
 

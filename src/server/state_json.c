@@ -65,6 +65,12 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 					      "failed", j->par->failed, "deadline_s",
 					      (json_int_t)j->par->deadline_s, "indexed",
 					      j->par->indexed));
+	if (j->par) {
+		json_t *el = json_object_get(doc, "elements");
+
+		json_object_set_new(el, "suspended", json_boolean(j->par->suspended));
+		json_object_set_new(el, "active_since", json_integer((json_int_t)j->par->active_since));
+	}
 	return doc;
 }
 
@@ -134,7 +140,9 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 	json_object_set_new(o, "end_time", srv_json_time(j->end_time));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
 	json_object_set_new(o, "cost_usd", srv_json_usd(srv_job_cost_micro(s, j, drv_wall_s())));
-	json_object_set_new(o, "hold", j->budget_held ? json_string("budget") : json_null());
+	json_object_set_new(o, "hold", j->budget_held ? json_string("budget")
+				       : j->par && j->par->suspended ? json_string("suspend")
+				       : json_null());
 	json_object_set_new(o, "placement", pl);
 	srv_elements_json(s, j, o);
 	json_object_set_new(o, "nodelist", json_string(nodelist));

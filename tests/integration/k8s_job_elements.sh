@@ -6,7 +6,9 @@
 # HOSTNAME job-INDEX); a pod that always fails runs 1 + backoffLimit times
 # and the Job fails BackoffLimitExceeded; a pod that fails once and then
 # succeeds leaves the Job succeeded with one failure counted; a Job past
-# its activeDeadlineSeconds fails DeadlineExceeded and its pod is stopped.
+# its activeDeadlineSeconds fails DeadlineExceeded and its pod is stopped;
+# a suspended Job runs nothing until released; a restart of the server
+# keeps a Job's state; a Pod's own deadline and grace period are kept.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 cp_setup
@@ -107,4 +109,53 @@ jf "$did" 'j["reason"]' | grep -q '^DeadlineExceeded' || fail "reason: $(jf "$di
 wait_job $((did + 1)) cancelled 10
 pid=$(cat "$OUT/slow.pid")
 wait_until 15 sh -c "! kill -0 $pid" || fail "the pod past the Job's deadline still runs"
+# 5. spec.suspend: true holds every pod (JobHeldUser, hold "suspend") until
+# POST /v1/jobs/ID/release; then they run.
+job_yaml held 2 2 0 Indexed "suspend: true" 'touch '"$OUT"'/held-$JOB_COMPLETION_INDEX' '[]' >held.yaml
+hid=$(submit held.yaml)
+expect_eq "suspended Job's hold" "$(jf "$hid" 'j["hold"]')" "suspend"
+expect_eq "its pods' code" "$(jf $((hid + 1)) 'j["reason_code"]')" "JobHeldUser"
+sleep 1.5
+[ ! -e "$OUT/held-0" ] && [ ! -e "$OUT/held-1" ] || fail "a pod of a suspended Job ran"
+expect_eq "still pending" "$(jf "$hid" 'j["state"]')" "pending"
+code=$(curl -s -o release.json -w '%{http_code}' -X POST -H "Authorization: Bearer $ADMIN_TOKEN" \
+	"$SERVER_URL/v1/jobs/$hid/release")
+expect_eq "release answer" "$code" "200"
+wait_job "$hid" succeeded 60
+[ -e "$OUT/held-0" ] && [ -e "$OUT/held-1" ] || fail "the resumed Job's pods did not run"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $ADMIN_TOKEN" \
+	"$SERVER_URL/v1/jobs/$hid/release")
+expect_eq "release of a finished Job" "$code" "409"
+# 6. The server restarts while a Job runs: the parent, its counts and the
+# gates of its waiting elements come back from the store.
+job_yaml restart 3 1 0 Indexed "" 'echo $JOB_COMPLETION_INDEX >>'"$OUT"'/restart; sleep 1' '[]' >restart.yaml
+rid=$(submit restart.yaml)
+wait_until 30 test -s "$OUT/restart" || fail "the first pod did not start"
+stop_server
+start_server
+wait_job "$rid" succeeded 60
+expect_eq "indexes after a restart" "$(sort "$OUT/restart" | tr '\n' ' ')" "0 1 2 "
+expect_eq "counts after a restart" "$(jf "$rid" 'j["elements"]["succeeded"], j["elements"]["failed"]')" "3 0"
+# 7. A Pod's activeDeadlineSeconds is its time limit and its
+# terminationGracePeriodSeconds the grace between SIGTERM and SIGKILL: a pod
+# that ignores SIGTERM is killed about 1 s after it.
+cat >grace.yaml <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: grace
+spec:
+  activeDeadlineSeconds: 2
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "trap 'date +%s.%N >$OUT/grace-term' TERM; echo \$\$ >$OUT/grace.pid; while :; do sleep 0.1; done"]
+YAML
+gid=$(submit grace.yaml)
+wait_job "$gid" timeout 30
+[ -s "$OUT/grace-term" ] || fail "the pod saw no SIGTERM"
+wait_until 10 sh -c "! kill -0 $(cat "$OUT/grace.pid")" || fail "the pod outlived its grace"
+ended=$(jf "$gid" 'j["task_states"][0]["end_time"]')
+echo "grace: SIGTERM at $(cat "$OUT/grace-term"), ended $ended"
 echo "ok: Indexed 4x2 ran 0-3 two at a time; backoff, retry and deadline as Kubernetes"
