@@ -496,8 +496,17 @@ static void apply(struct drv_server *s, struct drv_http_req *r, struct drv_http_
 		goto out;
 	}
 	if (!found) {
-		j = job_from_spec(&spec);
-		ticket = add_jobs(s, &j, 1, c->user);
+		struct srv_job **js = NULL;
+		size_t n = srv_elements_expand(s, &spec, &js);  /* a batch/v1 Job: its pods too */
+
+		if (!n) {
+			js = drv_calloc(1, sizeof(*js));
+			js[0] = job_from_spec(&spec);
+			n = 1;
+		}
+		j = js[0];
+		ticket = add_jobs(s, js, n, c->user);
+		drv_free(js);
 		drv_http_resp_json(o, 201, json_pack("{s:s,s:o}", "action", "created", "job",
 						     srv_job_api_json(s, j, false)));
 		ticket = srv_idem_end(s, iq, o, ticket);
@@ -516,6 +525,14 @@ static void apply(struct drv_server *s, struct drv_http_req *r, struct drv_http_
 		ticket = srv_idem_end(s, iq, o, 0);
 		if (ticket)
 			srv_reply_when_durable(s, r, ticket, "the answer is not on disk yet: ");
+		goto out;
+	}
+	if (found->par || found->parent) {
+		json_decref(canon);
+		drv_http_resp_error(o, 409, "conflict", NULL,
+				    "job %llu is a Kubernetes Job's %s; its spec does not change by "
+				    "apply (cancel it; POST /v1/jobs/ID/release resumes a suspended Job)",
+				    (unsigned long long)found->id, found->par ? "parent" : "pod");
 		goto out;
 	}
 	if (found->state != J_PENDING || found->holding) {
