@@ -82,7 +82,10 @@ static void one_object(struct mf_ctx *c, struct fy_node *root, const char *path,
 		mf_kind_batch_job(c, &o);
 	else if (strncmp(o.api, "batch.volcano.sh/", 17) == 0 && strcmp(o.kind, "Job") == 0)
 		mf_kind_volcano_job(c, &o);
-	else if (strncmp(o.api, "scheduling.volcano.sh/", 22) == 0 &&
+	else if ((strncmp(o.api, "scheduling.volcano.sh/", 22) == 0 ||
+		  strncmp(o.api, "scheduling.run.ai/", 18) == 0 ||
+		  strncmp(o.api, "scheduling.x-k8s.io/", 20) == 0 ||
+		  strncmp(o.api, "scheduling.sigs.k8s.io/", 23) == 0) &&
 		 strcmp(o.kind, "PodGroup") == 0)
 		mf_kind_podgroup(c, &o, pgs);
 	else if (strcmp(o.api, "kubeflow.org/v1") == 0 && strcmp(o.kind, "PyTorchJob") == 0)
@@ -94,7 +97,8 @@ static void one_object(struct mf_ctx *c, struct fy_node *root, const char *path,
 		kind_list(c, &o, pgs, depth);
 	else
 		drv_diag_warn(c->d, 0, 0, fp, "%s %s is not a job: skipped (drover runs v1 Pod, "
-			      "batch/v1 Job, Volcano Job/PodGroup, Kubeflow PyTorchJob)",
+			      "batch/v1 Job, Volcano Job, a PodGroup of Volcano, KAI or coscheduling, "
+			      "Kubeflow PyTorchJob)",
 			      o.api, o.kind);
 }
 

@@ -29,7 +29,14 @@ struct drv_jobspec *mf_begin_job(struct mf_ctx *c, const struct mf_object *o)
 	if (!s->job.name)
 		s->job.name = drv_strdup("");
 	{
+		/* the queue as Kueue, KAI (and Run:ai before it) and Volcano name it */
 		const char *q = mf_label_get(s->labels, s->nlabels, LABEL_KUEUE_QUEUE);
+		if (!q)
+			q = mf_label_get(s->labels, s->nlabels, LABEL_KAI_QUEUE);
+		if (!q)
+			q = mf_label_get(s->labels, s->nlabels, LABEL_RUNAI_QUEUE);
+		if (!q)
+			q = mf_label_get(s->annotations, s->nannotations, ANN_VOLCANO_QUEUE);
 		if (q)
 			s->queue = drv_strdup(q);
 	}

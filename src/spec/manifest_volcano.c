@@ -1,8 +1,14 @@
 /*
  * manifest_volcano.c: Volcano's kinds: batch.volcano.sh Job (one group per
- * spec.tasks[], a gang of minAvailable) and scheduling.volcano.sh PodGroup,
- * recorded while the stream is read and then joined with the Pods that
- * name it (scheduling.k8s.io/group-name) into one gang job.
+ * spec.tasks[], a gang of minAvailable), and the PodGroups of the gang
+ * schedulers, recorded while the stream is read and then joined with the
+ * Pods that name them into one gang job of minMember:
+ *
+ *   scheduling.volcano.sh PodGroup   Pods' annotation scheduling.k8s.io/group-name
+ *   scheduling.run.ai PodGroup (KAI) Pods' annotation pod-group-name
+ *   scheduling.x-k8s.io PodGroup     Pods' label scheduling.x-k8s.io/pod-group
+ *     (scheduler-plugins coscheduling; scheduling.sigs.k8s.io and its
+ *     label pod-group.scheduling.sigs.k8s.io before v0.24)
  */
 #include "spec_int.h"
 
@@ -83,9 +89,12 @@ void mf_kind_volcano_job(struct mf_ctx *c, const struct mf_object *o)
 	mf_end_job(c, s, o);
 }
 
-/* Volcano PodGroup: recorded, joined with its Pods after the stream. */
+/* A PodGroup: recorded, joined with its Pods after the stream. */
 struct mf_podgroup {
 	char *name;
+	const char *api;         /* its apiVersion's group, e.g. scheduling.run.ai/v2alpha2 */
+	const char *member_key;  /* the annotation or label of its Pods that names it */
+	bool by_label;           /* member_key is a label (else an annotation) */
 	char *queue;
 	char *priority_class;
 	int64_t min_member;
@@ -112,6 +121,21 @@ void mf_kind_podgroup(struct mf_ctx *c, const struct mf_object *o, struct mf_pod
 		mf_err(c, o->root, fp, "found nothing, expected the PodGroup name");
 	pg->name = drv_strdup(t ? t : "");
 	pg->min_member = -1;
+	if (strncmp(o->api, "scheduling.run.ai/", 18) == 0) {
+		pg->api = "scheduling.run.ai/v2alpha2";
+		pg->member_key = ANN_KAI_GROUP;
+	} else if (strncmp(o->api, "scheduling.x-k8s.io/", 20) == 0) {
+		pg->api = "scheduling.x-k8s.io/v1alpha1";
+		pg->member_key = LABEL_COSCHED_GROUP;
+		pg->by_label = true;
+	} else if (strncmp(o->api, "scheduling.sigs.k8s.io/", 23) == 0) {
+		pg->api = "scheduling.sigs.k8s.io/v1alpha1";
+		pg->member_key = LABEL_COSCHED_GROUP_OLD;
+		pg->by_label = true;
+	} else {
+		pg->api = "scheduling.volcano.sh/v1beta1";
+		pg->member_key = ANN_VOLCANO_GROUP;
+	}
 	if ((n = mf_field(spec, "minMember"))) {
 		mf_path(fp, sizeof(fp), o, "spec.minMember");
 		if (mf_int(c, n, fp, DRV_SPEC_MAX_TASKS, &v))
@@ -167,7 +191,7 @@ static int first_member(struct drv_jobspec *s, const struct mf_podgroup *pg)
 	drv_free(s->kind);
 	s->kind = drv_strdup("PodGroup");
 	drv_free(s->api_version);
-	s->api_version = drv_strdup("scheduling.volcano.sh/v1beta1");
+	s->api_version = drv_strdup(pg->api);
 	drv_free(s->job.name);
 	s->job.name = drv_strdup(pg->name);
 	return s->job.ngroups ? s->job.groups[0].count : 0;
@@ -238,7 +262,9 @@ void mf_join_podgroups(struct mf_ctx *c, struct mf_podgroups *pgs)
 		int members = 0;
 		for (int j = 0; j < c->set->njobs; j++) {
 			struct drv_jobspec *s = &c->set->jobs[j];
-			const char *gname = mf_label_get(s->annotations, s->nannotations, ANN_VOLCANO_GROUP);
+			const char *gname = pg->by_label
+				? mf_label_get(s->labels, s->nlabels, pg->member_key)
+				: mf_label_get(s->annotations, s->nannotations, pg->member_key);
 			if (!gname || strcmp(gname, pg->name) != 0 || s->kind == NULL ||
 			    strcmp(s->kind, "Pod") != 0)
 				continue;

@@ -176,6 +176,25 @@ Test(spec_manifest, job_fields_and_bad_values)
 	}
 }
 
+Test(spec_manifest, queue_from_each_scheduler)
+{
+	static const char *const meta[][2] = {
+		{ "labels: {kueue.x-k8s.io/queue-name: q1, kai.scheduler/queue: q2}", "q1" },
+		{ "labels: {kai.scheduler/queue: q2, runai/queue: q3}", "q2" },
+		{ "labels: {runai/queue: q3}", "q3" },
+		{ "annotations: {scheduling.volcano.sh/queue-name: q4}", "q4" },
+	};
+	for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
+		char y[512];
+		int n = snprintf(y, sizeof(y), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"
+				 "  %s\nspec:\n  containers: [{name: c, image: i}]\n", meta[i][0]);
+		drv_jobspec_release(&s);
+		drv_jobspec_init(&s);
+		cr_assert(eq(int, drv_spec_parse_buffer(y, (size_t)n, "q.yaml", &s, &d), 0), "%s", y);
+		cr_assert(eq(str, s.queue, (char *)meta[i][1]));
+	}
+}
+
 Test(spec_manifest, fractional_gpu_annotation)
 {
 	cr_assert(eq(int, drv_spec_load_file("examples/jobs/fractional-inference.yaml", &s, &d), 0));

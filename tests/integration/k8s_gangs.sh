@@ -1,0 +1,67 @@
+# k8s_gangs.sh: a gang written for the KAI scheduler (a scheduling.run.ai
+# PodGroup of minMember 2 and the two Pods whose annotation pod-group-name
+# names it, 8 GPUs each) starts together or not at all: on two 8-GPU nodes
+# of which one is taken neither Pod runs and the job says why; once the
+# node is free both start, one per node. KAI's queue label sets the job's
+# queue (its tenant).
+. "$ROOT/tests/integration/lib.sh"
+. "$ROOT/tests/integration/cp_common.shlib"
+cp_setup
+start_server
+start_agent node-a 8xH100
+start_agent node-b 8xH100
+OUT=$TEST_TMP/out
+pod_yaml blocker 8 "$(recording_cmd blocker)" >"$TEST_TMP/blocker.yaml"
+blocker=$(submit "$TEST_TMP/blocker.yaml")
+wait_job "$blocker" running 60
+
+pod() {
+	cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: allreduce-$1
+  annotations:
+    pod-group-name: allreduce
+  labels:
+    kai.scheduler/queue: team-a
+spec:
+  schedulerName: kai-scheduler
+  containers:
+  - name: nccl
+    image: busybox:1.36
+    command: ["sh", "-c", "date +%s.%N >$OUT/started-$1; sleep 300"]
+    resources:
+      limits:
+        nvidia.com/gpu: 8
+YAML
+}
+{
+	cat <<YAML
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata:
+  name: allreduce
+spec:
+  minMember: 2
+YAML
+	pod 0
+	pod 1
+} >"$TEST_TMP/kai.yaml"
+id=$(submit "$TEST_TMP/kai.yaml")
+expect_eq "one job of two tasks" "$(jf "$id" 'j["tasks"], j["name"], j["tenant"]')" "2 allreduce team-a"
+
+# not at all: one free node of 8 GPUs cannot hold the gang
+sleep 3
+expect_eq "state with one node" "$(jf "$id" 'j["state"]')" "pending"
+[ -n "$(jf "$id" 'j["reason"]')" ] || fail "the pending gang does not say why"
+[ ! -e "$OUT/started-0" ] && [ ! -e "$OUT/started-1" ] || fail "a Pod of the gang started alone"
+
+# together: the other node is freed, both Pods start, one on each
+"$DROVER" cancel "$blocker" >/dev/null || fail "cancel the blocker"
+wait_job "$id" running 60
+wait_until 10 sh -c "[ -s $OUT/started-0 ] && [ -s $OUT/started-1 ]" || fail "not both Pods started"
+expect_eq "nodes" "$(jf "$id" '",".join(sorted(p["node"] for p in j["placement"]))')" "node-a,node-b"
+"$DROVER" cancel "$id" >/dev/null || fail "cancel"
+echo "ok: the KAI gang waited whole, then both Pods started together"
