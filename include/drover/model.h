@@ -49,6 +49,14 @@ const struct drv_gpu_model *drv_gpu_model_at(int i);
  * case-insensitively; -1 when none does.
  */
 int drv_gpu_model_find(const char *name);
+/*
+ * A share of one GPU asked for by memory (KAI's gpu-memory: a group with
+ * gpu_mem_mib and neither gpus nor gpu_milli) on a GPU of model m: its
+ * milli-GPUs, ceil(1000 x mib / the model's memory), at least 1, at most
+ * 1000; -1 when the model has less memory than asked (it is no candidate)
+ * or m is no model.
+ */
+int32_t drv_gpu_mem_milli(int32_t mib, int m);
 
 /* ---------------------------------------------------------------------------
  * Cluster: a topology tree (src/core/cluster.c).
@@ -238,6 +246,16 @@ struct drv_task_group {
 	int64_t cpu_milli;    /* per task */
 	int64_t mem_mib;      /* per task */
 };
+
+/* A group that asks for a share of one GPU by its memory only. */
+static inline bool drv_group_mem_share(const struct drv_task_group *g)
+{
+	return g->gpus == 0 && g->gpu_milli == 0 && g->gpu_mem_mib > 0;
+}
+/* The least milli-GPUs a task of a fractional group takes: gpu_milli, or
+ * for a share by memory its share of the catalog's largest GPU (at least
+ * 1); 0 for whole-GPU and GPU-less groups. A lower bound for pruning. */
+int32_t drv_group_min_milli(const struct drv_task_group *g);
 
 struct drv_job {
 	uint64_t id;

@@ -281,6 +281,7 @@ enum drv_never_what {
 	DRV_NEVER_TASK_MEM = 5,  /* a task needs n[0] MiB; the largest node has n[1] */
 	DRV_NEVER_GPUS = 6,      /* needs n[0] whole GPUs (of model); the cluster has n[1] */
 	DRV_NEVER_LEVEL = 7,     /* needs n[0] GPUs under one vertex of level; largest has n[1] */
+	DRV_NEVER_GPU_MEM = 8,   /* a task needs n[0] MiB of one GPU; the largest (model) has n[1] */
 };
 
 /* RESOURCES: what a node lacks (decision field count; 0 = GPUs). */

@@ -50,6 +50,31 @@ static const struct drv_gpu_model catalog[] = {
 	  15360, 0, 0, 65, 70, 10 },
 };
 
+int32_t drv_gpu_mem_milli(int32_t mib, int m)
+{
+	const struct drv_gpu_model *x = drv_gpu_model_at(m);
+	int64_t milli;
+
+	if (!x || mib <= 0 || x->mem_mib < mib)
+		return -1;
+	milli = ((int64_t)mib * DRV_MILLI + x->mem_mib - 1) / x->mem_mib;
+	return (int32_t)DRV_MAX(1, DRV_MIN(milli, DRV_MILLI));
+}
+
+int32_t drv_group_min_milli(const struct drv_task_group *g)
+{
+	int32_t best = DRV_MILLI, m;
+
+	if (g->gpus > 0)
+		return 0;
+	if (!drv_group_mem_share(g))
+		return g->gpu_milli;
+	for (int i = 0; i < drv_gpu_model_count(); i++)
+		if ((m = drv_gpu_mem_milli(g->gpu_mem_mib, i)) > 0 && m < best)
+			best = m;
+	return best;
+}
+
 int drv_gpu_model_count(void)
 {
 	return (int)DRV_ARRAY_SIZE(catalog);

@@ -151,8 +151,9 @@ static bool task_fits(const struct ctx *x, const struct drv_vertex *v,
 			return false;
 		return true;
 	}
-	if (g->gpu_milli > 0) {
-		if (v->max_part_free >= g->gpu_milli)
+	if (g->gpu_milli > 0 || drv_group_mem_share(g)) {
+		/* a share by memory takes at least 1 milli on any model */
+		if (v->max_part_free >= drv_group_min_milli(g))
 			return true;
 		if (g->model >= 0)
 			return v->free_gpus_by_model[g->model] >= 1;
@@ -174,8 +175,8 @@ static int32_t task_key(const struct drv_vertex *v, const struct drv_task_group 
 {
 	if (g->gpus > 0)
 		return g->model >= 0 ? v->free_gpus_by_model[g->model] : v->free_gpus;
-	if (g->gpu_milli > 0) {
-		if (v->max_part_free >= g->gpu_milli)
+	if (g->gpu_milli > 0 || drv_group_mem_share(g)) {
+		if (v->max_part_free >= drv_group_min_milli(g))
 			return v->max_part_free;
 		return DRV_MILLI + (g->model >= 0 ? v->free_gpus_by_model[g->model] : v->free_gpus);
 	}
@@ -290,6 +291,7 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 {
 	const struct drv_node *n = &x->c->nodes[ni];
 	const struct drv_task_group *g = &x->job->groups[gi];
+	struct drv_task_group share;
 	const struct drv_gpu_model *m = NULL;
 	uint64_t mask = 0;
 	int k, got = 0, best = -1, bestfree = DRV_MILLI + 1;
@@ -299,6 +301,16 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 		return false;
 	if (n->cpu_milli - n->cpu_used < g->cpu_milli || n->mem_mib - n->mem_used < g->mem_mib)
 		return false;
+	if (drv_group_mem_share(g)) {
+		/* asked by memory: this node's model sets the share (or rules it out) */
+		int32_t milli = n->ngpus > 0 ? drv_gpu_mem_milli(g->gpu_mem_mib, n->model) : -1;
+		if (milli < 0)
+			return false;
+		share = *g;
+		share.gpus = milli >= DRV_MILLI ? 1 : 0;
+		share.gpu_milli = milli >= DRV_MILLI ? 0 : milli;
+		g = &share;
+	}
 	if (g->gpus > 0 || g->gpu_milli > 0) {
 		if (n->ngpus == 0 || (g->model >= 0 && n->model != g->model))
 			return false;
@@ -558,7 +570,8 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 	for (i = 0; i < job->ngroups; i++) {
 		const struct drv_task_group *g = &job->groups[i];
 		x->need_gpus += (int64_t)g->count * g->gpus;
-		x->need_milli += (int64_t)g->count * (g->gpus > 0 ? g->gpus * DRV_MILLI : g->gpu_milli);
+		x->need_milli += (int64_t)g->count * (g->gpus > 0 ? g->gpus * DRV_MILLI
+						       : drv_group_min_milli(g));
 		x->need_cpu += (int64_t)g->count * g->cpu_milli;
 		x->need_mem += (int64_t)g->count * g->mem_mib;
 		x->ntasks += g->count;
@@ -566,6 +579,9 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 			x->max_task_gpus = g->gpus;
 		if (g->gpus == 0 && g->gpu_milli > 0 && (x->min_frac == 0 || g->gpu_milli < x->min_frac))
 			x->min_frac = g->gpu_milli;
+		else if (drv_group_mem_share(g) &&
+			 (x->min_frac == 0 || drv_group_min_milli(g) < x->min_frac))
+			x->min_frac = drv_group_min_milli(g);
 		if (g->model >= 0 && g->gpus > 0) {
 			if (x->need_by_model[g->model] == 0)
 				x->models[x->nmodels++] = g->model;

@@ -219,11 +219,35 @@ static void why_set(struct drv_sched_decision *w, enum drv_never_what what, int 
 	w->n[1] = have;
 }
 
+/* A group asking for gpu_mem_mib of each GPU: true (and why) when no GPU
+ * model present (of its own model, if it names one) has that much. */
+static bool gpu_mem_never(const struct cap_view *w, const bool *ok, const struct drv_task_group *g,
+			  struct drv_sched_decision *out)
+{
+	uint32_t present = models_present(w, ok);
+	int64_t most = 0;
+	int best = -1;
+
+	for (int m = 0; m < DRV_MAX_MODELS; m++) {
+		const struct drv_gpu_model *x = drv_gpu_model_at(m);
+		if (!(present & (1u << m)) || !x || (g->model >= 0 && m != g->model))
+			continue;
+		if (x->mem_mib > most) {
+			most = x->mem_mib;
+			best = m;
+		}
+	}
+	if (best < 0 || most >= g->gpu_mem_mib)
+		return false;
+	why_set(out, DRV_NEVER_GPU_MEM, best, g->gpu_mem_mib, most);
+	return true;
+}
+
 /* One task group against a view; true when it can never fit there. */
 static bool group_never(const struct cap_view *w, const bool *ok, const struct drv_task_group *g,
 			struct drv_sched_decision *out)
 {
-	bool gpus = g->gpus > 0 || g->gpu_milli > 0;
+	bool gpus = g->gpus > 0 || g->gpu_milli > 0 || drv_group_mem_share(g);
 	int m = gpus && g->model >= 0 && g->model < DRV_MAX_MODELS ? g->model : CAP_ANY;
 	int model = m == CAP_ANY ? -1 : m;
 	struct cap_cell x;
@@ -239,7 +263,9 @@ static bool group_never(const struct cap_view *w, const bool *ok, const struct d
 		why_set(out, DRV_NEVER_POOLS, -1, 2, 0);
 		return true;
 	}
-	if (g->gpus > x.max_gpus || (g->gpu_milli > 0 && x.max_gpus == 0)) {
+	if (g->gpu_mem_mib > 0 && gpus && gpu_mem_never(w, ok, g, out))
+		return true;
+	if (g->gpus > x.max_gpus || ((g->gpu_milli > 0 || drv_group_mem_share(g)) && x.max_gpus == 0)) {
 		why_set(out, DRV_NEVER_TASK_GPUS, model, DRV_MAX(g->gpus, 1), x.max_gpus);
 		return true;
 	}
@@ -469,6 +495,13 @@ static void fput_never(struct fbuf *f, const struct drv_cluster *c,
 		fput(f, "needs %" PRId64 " %s%sGPUs; the cluster has %" PRId64 "%s", d->n[0],
 		     d->model >= 0 ? model_name(d->model) : "", d->model >= 0 ? " " : "", d->n[1],
 		     up ? " up" : "");
+		break;
+	case DRV_NEVER_GPU_MEM:
+		fput(f, "a task needs ");
+		fput_mem(f, d->n[0]);
+		fput(f, " of one GPU's memory; the largest GPU%s (%s) has ", up ? " up" : "",
+		     model_name(d->model));
+		fput_mem(f, d->n[1]);
 		break;
 	case DRV_NEVER_LEVEL:
 		fput(f, "needs %" PRId64 " GPUs under one %s; the largest %s%s has %" PRId64,

@@ -209,10 +209,12 @@ static void derive(struct drv_sched *s, struct sched_job *j)
 			j->need_whole += tg->count * tg->gpus;
 			if (tg->gpus > j->max_task)
 				j->max_task = tg->gpus;
-		} else if (tg->gpu_milli > 0) {
-			j->need_milli += (int64_t)tg->count * tg->gpu_milli;
-			if (!j->min_frac || tg->gpu_milli < j->min_frac)
-				j->min_frac = tg->gpu_milli;
+		} else if (tg->gpu_milli > 0 || drv_group_mem_share(tg)) {
+			/* a share by memory: the least it takes on any model */
+			int32_t mm = drv_group_min_milli(tg);
+			j->need_milli += (int64_t)tg->count * mm;
+			if (!j->min_frac || mm < j->min_frac)
+				j->min_frac = mm;
 		} else {
 			continue;
 		}

@@ -177,11 +177,20 @@ void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j)
 double srv_job_gpus(const struct srv_job *j)
 {
 	int64_t milli = 0;
+	bool by_mem = false;
 
 	for (int32_t g = 0; g < j->spec.job.ngroups; g++) {
 		const struct drv_task_group *tg = &j->spec.job.groups[g];
 
+		by_mem |= drv_group_mem_share(tg);
 		milli += (int64_t)tg->count * ((int64_t)tg->gpus * 1000 + tg->gpu_milli);
+	}
+	/* a share by GPU memory has its size once placed: the placement's */
+	if (by_mem && j->ntasks > 0) {
+		milli = 0;
+		for (int32_t i = 0; i < j->ntasks; i++)
+			milli += (int64_t)__builtin_popcountll(j->tasks[i].gpu_mask) *
+				 j->tasks[i].gpu_milli;
 	}
 	return (double)milli / 1000.0;
 }

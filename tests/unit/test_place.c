@@ -390,3 +390,61 @@ Test(place, a_model_the_cluster_lacks_is_refused_forever)
 	drv_placement_release(&p);
 	drv_cluster_release(&c);
 }
+
+/* One A10G node (23028 MiB GPUs) and one H100 node (81920 MiB). */
+static void build_two_models(struct drv_cluster *c)
+{
+	static const char *const lv[] = { "cluster", "node" };
+
+	drv_cluster_init(c, "m");
+	cr_assert(eq(int, drv_cluster_set_levels(c, lv, 2), 0));
+	cr_assert(ge(int, drv_cluster_add_node(c, 0, "a10g", drv_gpu_model_find("A10G"), 1, 64000,
+					       512 * 1024), 0));
+	cr_assert(ge(int, drv_cluster_add_node(c, 0, "h100", drv_gpu_model_find("H100"), 1, 64000,
+					       512 * 1024), 0));
+}
+
+Test(place, gpu_memory_share_is_per_model_and_never_zero)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	char buf[256];
+
+	cr_assert(eq(int, drv_gpu_mem_milli(20000, drv_gpu_model_find("H100")), 245),
+		  "ceil(1000 x 20000 / 81920)");
+	cr_assert(eq(int, drv_gpu_mem_milli(20000, drv_gpu_model_find("A10G")), 869));
+	cr_assert(eq(int, drv_gpu_mem_milli(1, drv_gpu_model_find("H100")), 1), "at least 1");
+	cr_assert(eq(int, drv_gpu_mem_milli(81920, drv_gpu_model_find("H100")), 1000));
+	cr_assert(eq(int, drv_gpu_mem_milli(30000, drv_gpu_model_find("A10G")), -1),
+		  "a smaller GPU is no candidate");
+
+	build_two_models(&c);
+	drv_placement_init(&p);
+	/* 30000 MiB: the A10G is no candidate, the H100 takes it as 367 milli */
+	drv_job_init(&j);
+	drv_job_add_group(&j, "w", 1, 0, 0)->gpu_mem_mib = 30000;
+	cr_assert(eq(int, place_commit(&c, &j, &p, buf, sizeof(buf)), 0), "%s", buf);
+	cr_assert(eq(str, c.nodes[p.tasks[0].node].name, "h100"));
+	cr_assert(eq(int, p.tasks[0].gpu_milli, 367));
+	cr_assert(ne(u64, p.tasks[0].gpu_mask, 0), "a GPU, never none");
+	drv_job_release(&j);
+	/* 20000 MiB fits both; on the A10G it is 869 milli */
+	drv_job_init(&j);
+	drv_job_add_group(&j, "w", 2, 0, 0)->gpu_mem_mib = 20000;
+	cr_assert(eq(int, place_commit(&c, &j, &p, buf, sizeof(buf)), 0), "%s", buf);
+	for (int i = 0; i < 2; i++) {
+		const char *n = c.nodes[p.tasks[i].node].name;
+		cr_assert(eq(int, p.tasks[i].gpu_milli, strcmp(n, "a10g") == 0 ? 869 : 245), "%s", n);
+		cr_assert(eq(int, p.tasks[i].gpu_mem_mib, 20000));
+	}
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&j);
+	/* 90000 MiB: no GPU has it */
+	drv_job_init(&j);
+	drv_job_add_group(&j, "w", 1, 0, 0)->gpu_mem_mib = 90000;
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, buf, sizeof(buf)), DRV_ENOSPACE));
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}

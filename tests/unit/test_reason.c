@@ -65,6 +65,20 @@ Test(reason, never_fits_names_the_resource)
 	cr_assert(eq(str, buf, "needs H200; the cluster has only H100"));
 	drv_job_release(&j);
 
+	/* a share by GPU memory that no GPU of the cluster has: never, 0 GPUs is no answer */
+	drv_job_init(&j);
+	g = drv_job_add_group(&j, "t", 1, 0, 0);
+	g->gpu_mem_mib = 90000;
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), DRV_REASON_NEVER));
+	cr_assert(eq(str, buf, "a task needs 90000 MiB of one GPU's memory; the largest GPU (H100) "
+		     "has 80 GiB"));
+	drv_job_release(&j);
+	drv_job_init(&j);
+	g = drv_job_add_group(&j, "t", 1, 0, 0);
+	g->gpu_mem_mib = 20000;
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), 0), "fits an H100: %s", buf);
+	drv_job_release(&j);
+
 	drv_job_init(&j);
 	g = drv_job_add_group(&j, "t", 1, 1, 0);
 	g->cpu_milli = 400000;

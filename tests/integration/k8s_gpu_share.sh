@@ -1,0 +1,49 @@
+# k8s_gpu_share.sh: a share of one GPU asked for by memory (KAI's
+# gpu-memory annotation) runs on a GPU, never on none: on an 8 x H100 node
+# a 40000 MiB share is placed on one GPU as 489 milli-GPUs
+# (ceil(1000 x 40000 / 81920)) and its task sees that GPU; three such
+# shares do not fit one GPU's memory, so they spread; a share larger than
+# any GPU of the cluster is refused at submit with the reason.
+. "$ROOT/tests/integration/lib.sh"
+. "$ROOT/tests/integration/cp_common.shlib"
+cp_setup
+start_server
+start_agent node-a 8xH100
+OUT=$TEST_TMP/out
+
+share_pod() {
+	cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  annotations:
+    gpu-memory: "$2"
+spec:
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sh", "-c", "echo \$CUDA_VISIBLE_DEVICES >$OUT/$1; sleep 300"]
+YAML
+}
+ids=""
+for n in s1 s2 s3; do
+	share_pod $n 40000 >$TEST_TMP/$n.yaml
+	ids="$ids $(submit $TEST_TMP/$n.yaml)"
+done
+for id in $ids; do
+	wait_job "$id" running 60
+	expect_eq "job $id: one GPU, 489 milli" "$(jf "$id" 'len(j["placement"][0]["gpus"]), j["gpus"]')" "1 0.489"
+done
+wait_until 10 sh -c "[ -s $OUT/s1 ] && [ -s $OUT/s2 ] && [ -s $OUT/s3 ]" || fail "a share saw no GPU"
+# two 40000 MiB shares fit one 81920 MiB GPU, a third does not
+expect_eq "distinct GPUs" "$(sort -u $OUT/s1 $OUT/s2 $OUT/s3 | wc -l)" "2"
+
+share_pod big 100000 >$TEST_TMP/big.yaml
+if "$DROVER" submit $TEST_TMP/big.yaml >$TEST_TMP/big.out 2>&1; then
+	fail "a 100000 MiB share was accepted on 80 GiB GPUs"
+fi
+grep -q "needs 100000 MiB of one GPU's memory; the largest GPU (H100) has 80 GiB" $TEST_TMP/big.out ||
+	fail "refusal lacks the reason: $(cat $TEST_TMP/big.out)"
+for id in $ids; do "$DROVER" cancel "$id" >/dev/null; done
+echo "ok: shares by memory ran on GPUs, 489 milli each, and the too-big one was refused"
