@@ -81,6 +81,9 @@ struct drv_task_run {
 	char *script;           /* batch script body (the whole script); NULL for manifests */
 	char *export_mode;      /* Slurm --export: "ALL", "NONE" or NULL (not given) */
 	char *restart_policy;   /* Kubernetes restartPolicy, NULL when not given */
+	char *gpu_model_name;   /* a GPU model the catalog does not know, as written (the
+				 * group's model is then -1): valid to write, refused at
+				 * submit while no node has it; NULL otherwise */
 };
 
 /* Slurm --dependency entries: afterok:123 -> { "afterok", "123", 0 }. */

@@ -243,6 +243,14 @@ static int load(const char *path, bool cluster, struct drv_cluster *c, struct dr
 	if (rc)
 		drv_diags_print(&d, stderr);
 	drv_diags_release(&d);
+	for (int32_t g = 0; !rc && !cluster && g < spec->job.ngroups; g++) {
+		if (!spec->run[g].gpu_model_name)
+			continue;
+		/* the core knows the catalog's models only: none of its nodes has this one */
+		fprintf(stderr, "%s: error: needs GPU model %s, which is not in drover's catalog; "
+			"no node of a cluster has it\n", path, spec->run[g].gpu_model_name);
+		return DRV_EXIT_USAGE;
+	}
 	return rc ? DRV_EXIT_USAGE : 0;
 }
 

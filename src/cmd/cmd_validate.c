@@ -238,6 +238,8 @@ static void print_job_text(const char *path, const struct drv_jobspec *s)
 			printf("%d GPU%s", (int)tg->gpus, tg->gpus == 1 ? "" : "s");
 		if (tg->model >= 0)
 			printf(" %s", drv_gpu_model_at(tg->model)->id);
+		else if (r->gpu_model_name)
+			printf(" %s (not in the catalog)", r->gpu_model_name);
 		if (tg->cpu_milli)
 			printf(", %lld.%03lld CPU", (long long)(tg->cpu_milli / 1000),
 			       (long long)(tg->cpu_milli % 1000));

@@ -48,6 +48,36 @@ static const struct drv_gpu_model catalog[] = {
 	{ "T4", "T4", "Tesla-T4", "Tesla T4", "t4",
 	  { "T4-16GB", NULL },
 	  15360, 0, 0, 65, 70, 10 },
+	/* Workstation, PCIe data-center and consumer cards that nodes report
+	 * too (appended: the indexes above stay as they were). NVLink here is
+	 * the two-card bridge. */
+	{ "H100-PCIe-80GB", "H100-PCIe", "NVIDIA-H100-PCIe", "NVIDIA H100 PCIe", "h100pcie",
+	  { "H100-PCIE-80GB", NULL },
+	  81559, 4, 600, 756, 350, 65 },
+	{ "L40", "L40", "NVIDIA-L40", "NVIDIA L40", "l40",
+	  { "L40-48GB", NULL },
+	  46068, 0, 0, 181, 300, 45 },
+	{ "A40", "A40", "NVIDIA-A40", "NVIDIA A40", "a40",
+	  { "A40-48GB", NULL },
+	  46068, 3, 112, 150, 300, 42 },
+	{ "RTX-A6000", "A6000", "NVIDIA-RTX-A6000", "NVIDIA RTX A6000", "a6000",
+	  { "RTX A6000", "rtx_a6000", NULL },
+	  49140, 3, 112, 155, 300, 40 },
+	{ "RTX-4090", "RTX4090", "NVIDIA-GeForce-RTX-4090", "NVIDIA GeForce RTX 4090", "rtx4090",
+	  { "4090", "GeForce-RTX-4090", "rtx_4090", NULL },
+	  24564, 0, 0, 165, 450, 38 },
+	{ "A10", "A10", "NVIDIA-A10", "NVIDIA A10", "a10",
+	  { "A10-24GB", NULL },
+	  23028, 0, 0, 125, 150, 36 },
+	{ "RTX-A5000", "A5000", "NVIDIA-RTX-A5000", "NVIDIA RTX A5000", "a5000",
+	  { "RTX A5000", "rtx_a5000", NULL },
+	  24564, 3, 112, 111, 230, 28 },
+	{ "RTX-3090", "RTX3090", "NVIDIA-GeForce-RTX-3090", "NVIDIA GeForce RTX 3090", "rtx3090",
+	  { "3090", "GeForce-RTX-3090", "rtx_3090", NULL },
+	  24576, 3, 112, 71, 350, 22 },
+	{ "RTX-A4000", "A4000", "NVIDIA-RTX-A4000", "NVIDIA RTX A4000", "a4000",
+	  { "RTX A4000", "rtx_a4000", NULL },
+	  16376, 0, 0, 77, 140, 20 },
 };
 
 int32_t drv_gpu_mem_milli(int32_t mib, int m)

@@ -171,6 +171,16 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 {
 	const char *user = c->user;
 
+	for (int32_t g = 0; g < spec->job.ngroups && spec->run; g++) {
+		if (!spec->run[g].gpu_model_name)
+			continue;
+		/* an agent reports only models of the catalog (docs/agent.md) */
+		drv_http_resp_error(resp, 400, "invalid", NULL,
+				    "needs GPU model %s; no node of the cluster has it (it is not "
+				    "in drover's GPU catalog, so no agent registers one)",
+				    spec->run[g].gpu_model_name);
+		return -1;
+	}
 	if (c->admin && spec->job.user && *spec->job.user)
 		user = spec->job.user;  /* admins may submit for someone */
 	if (strcmp(user, "root") == 0 && !s->cfg.allow_root_tasks) {

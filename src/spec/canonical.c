@@ -73,6 +73,8 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 	json_object_set_new(o, "gpuMemMiB", json_integer(g->gpu_mem_mib));
 	if (g->model >= 0 && drv_gpu_model_at(g->model))
 		json_object_set_new(o, "gpuModel", jstr(drv_gpu_model_at(g->model)->id));
+	else if (r && r->gpu_model_name)  /* not in the catalog: as written */
+		json_object_set_new(o, "gpuModel", jstr(r->gpu_model_name));
 	json_object_set_new(o, "cpuMilli", json_integer(g->cpu_milli));
 	json_object_set_new(o, "memMiB", json_integer(g->mem_mib));
 	set_str(o, "container", r->container);

@@ -223,10 +223,17 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	model = get_str(r, go, "gpuModel", false);
 	if (model) {
 		g->model = (int8_t)drv_gpu_model_find(model);
-		if (g->model < 0)
-			rd_err(r, "gpuModel", "found \"%s\", expected a GPU model of the catalog", model);
-		else if (strcmp(drv_gpu_model_at(g->model)->id, model) != 0)
+		if (g->model < 0) {
+			/* not in the catalog: kept as written, with a warning */
+			char p[640];
+			snprintf(p, sizeof(p), "%s%sgpuModel", r->path, r->path[0] ? "." : "");
+			drv_diag_warn(r->d, 0, 0, p, "GPU model \"%s\" is not in drover's catalog: "
+				      "kept; the job runs only where a node has it", model);
+			run->gpu_model_name = model;
+			model = NULL;
+		} else if (strcmp(drv_gpu_model_at(g->model)->id, model) != 0) {
 			rd_err(r, "gpuModel", "found \"%s\", expected the catalog id", model);
+		}
 		drv_free(model);
 	}
 	g->cpu_milli = get_int(r, go, "cpuMilli", 0, INT64_MAX / 2, 0);

@@ -60,6 +60,7 @@ void drv_spec_run_release(struct drv_task_run *r)
 {
 	int32_t i;
 	drv_free(r->container);
+	drv_free(r->gpu_model_name);
 	drv_free(r->image);
 	free_strv(r->command, r->ncommand);
 	free_strv(r->args, r->nargs);

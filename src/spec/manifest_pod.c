@@ -262,12 +262,21 @@ static void read_node_selector(struct mf_ctx *c, struct drv_jobspec *s, int g, s
 		mf_join(kp, sizeof(kp), sp, k);
 		if (strcmp(k, SEL_GPU_PRODUCT) == 0) {
 			int m = val ? drv_gpu_model_find(val) : -1;
-			if (m < 0)
-				mf_err(c, vn, kp, "found \"%.64s\", expected a GPU model drover "
-				       "knows (such as NVIDIA-H100-80GB-HBM3 or H100)",
-				       val ? val : drv_yaml_kind(vn));
-			else
+			if (!val || !*val) {
+				mf_err(c, vn, kp, "found %s, expected a GPU model name",
+				       drv_yaml_kind(vn));
+			} else if (m < 0) {
+				/* a model the catalog lacks may still be on a node */
+				int line, col;
+				drv_spec_node_mark(vn, &line, &col);
+				drv_diag_warn(c->d, line, col, kp, "GPU model \"%.64s\" is not in "
+					      "drover's catalog: kept; the job runs only where a "
+					      "node has it", val);
+				drv_free(s->run[g].gpu_model_name);
+				s->run[g].gpu_model_name = drv_strdup(val);
+			} else {
 				tg->model = (int8_t)m;
+			}
 		} else if (strcmp(k, SEL_REGION) == 0 && val) {
 			s->job.regions = drv_realloc(s->job.regions, sizeof(char *) *
 						     (size_t)(s->job.nregions + 1));

@@ -182,16 +182,26 @@ static void free_words(struct word *w, int n)
 	drv_free(w);
 }
 
-static int model_of(struct sb_ctx *c, struct sb_gpureq *g, const char *opt, int8_t *model)
+static int model_of(struct sb_ctx *c, struct sb_gpureq *g, const char *opt, int8_t *model,
+		    int grp)
 {
 	int m;
 	if (!g->type)
 		return 0;
 	m = drv_gpu_model_find(g->type);
 	if (m < 0) {
-		sb_err(c, g->line, g->col, opt, "found GPU type \"%s\", expected a model drover knows "
-		       "(such as h100, h200, b200, a100)", g->type);
-		return -1;
+		/* a type the catalog lacks may still be on a node: kept, a warning */
+		char *prev = c->s->run[grp].gpu_model_name;
+		if (prev && strcmp(prev, g->type) != 0) {
+			sb_err(c, g->line, g->col, opt, "found GPU type \"%s\" unlike the one asked "
+			       "for before", g->type);
+			return -1;
+		}
+		drv_diag_warn(c->d, g->line, g->col, opt, "GPU type \"%s\" is not in drover's "
+			      "catalog: kept; the job runs only where a node has it", g->type);
+		drv_free(prev);
+		c->s->run[grp].gpu_model_name = drv_strdup(g->type);
+		return 0;
 	}
 	if (*model >= 0 && *model != m) {
 		sb_err(c, g->line, g->col, opt, "found GPU type \"%s\" unlike the one asked for before",
@@ -210,10 +220,10 @@ static void resolve(struct sb_ctx *c, struct sb_comp *k, int g)
 	int64_t count, tpn, gpus = 0, cpus;
 	int8_t model = -1;
 
-	model_of(c, &k->gres, "--gres", &model);
-	model_of(c, &k->gpn, "--gpus-per-node", &model);
-	model_of(c, &k->gpt, "--gpus-per-task", &model);
-	model_of(c, &k->gpus, "--gpus", &model);
+	model_of(c, &k->gres, "--gres", &model, g);
+	model_of(c, &k->gpn, "--gpus-per-node", &model, g);
+	model_of(c, &k->gpt, "--gpus-per-task", &model, g);
+	model_of(c, &k->gpus, "--gpus", &model, g);
 	tg->model = model;
 	if (per_node) {
 		count = k->nodes > 0 ? k->nodes
