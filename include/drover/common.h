@@ -61,6 +61,9 @@ void drv_grow(void *arr, size_t elsz, size_t need, size_t *cap);
 int drv_strcaseeq(const char *a, const char *b);
 
 /* Exit codes of the drover binary. */
+/* drover's version (drover --version; the Kubernetes face's /version). */
+#define DRV_VERSION "0.1.0"
+
 #define DRV_EXIT_OK 0
 #define DRV_EXIT_FAIL 1
 #define DRV_EXIT_USAGE 2

@@ -120,8 +120,8 @@ typedef int (*drv_http_handler)(struct drv_http_req *req, struct drv_http_resp *
 				void *ctx);
 
 struct drv_http_route {
-	const char *method;        /* "GET", "POST", ... */
-	const char *pattern;       /* "/v1/jobs/{}" */
+	const char *method;        /* "GET", "POST", ...; "*": any method */
+	const char *pattern;       /* "/v1/jobs/{}"; "/api/" "**": /api and all below it */
 	drv_http_handler fn;
 	unsigned flags;            /* the caller's, passed to the filter */
 };

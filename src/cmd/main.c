@@ -12,7 +12,7 @@
 #include <string.h>
 
 #ifndef DROVER_VERSION
-#define DROVER_VERSION "0.1.0"
+#define DROVER_VERSION DRV_VERSION
 #endif
 
 static void usage(FILE *f)

@@ -117,13 +117,16 @@ fail:
 
 /* --- route matching ----------------------------------------------------- */
 
-/* Matches path against pattern; fills captures (malloc'd) on success. */
+/* Matches path against pattern; fills captures (malloc'd) on success. A
+ * pattern ending in "/" followed by "**" matches its prefix and any path below it. */
 static bool match(const char *pattern, const char *path, char **params)
 {
 	const char *p = pattern, *u = path;
 	int np = 0;
 
 	while (*p && *u) {
+		if (strcmp(p, "/**") == 0 && *u == '/')
+			return true;
 		if (p[0] == '{' && p[1] == '}') {
 			const char *e = strchr(u, '/');
 			size_t n = e ? (size_t)(e - u) : strlen(u);
@@ -142,6 +145,8 @@ static bool match(const char *pattern, const char *path, char **params)
 	}
 	/* a trailing '/' on the path is tolerated */
 	if (*p == '\0' && (*u == '\0' || (u[0] == '/' && u[1] == '\0')))
+		return true;
+	if (*u == '\0' && strcmp(p, "/**") == 0)
 		return true;
 no:
 	for (int i = 0; i < np; i++) {
@@ -428,7 +433,7 @@ static bool admit(struct drv_http_req *r, struct drv_http_resp *resp)
 
 		if (!match(rt->pattern, r->path, params))
 			continue;
-		if (strcmp(rt->method, r->method) != 0) {
+		if (strcmp(rt->method, "*") != 0 && strcmp(rt->method, r->method) != 0) {
 			size_t n = strlen(allow);
 
 			path_matched = true;

@@ -924,3 +924,21 @@ int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	drv_http_resp_json(o, 200, json_pack("{s:o}", "items", items));
 	return 0;
 }
+
+/* --- for the Kubernetes face (kube_write.c) ---------------------------- */
+
+int srv_job_own(struct drv_server *s, struct caller *c, struct drv_jobspec *spec,
+		struct drv_http_resp *resp)
+{
+	return own_job(s, c, spec, resp);
+}
+
+struct srv_job *srv_job_new(struct drv_jobspec *spec)
+{
+	return job_from_spec(spec);
+}
+
+uint64_t srv_jobs_add(struct drv_server *s, struct srv_job **js, size_t n, const char *by)
+{
+	return add_jobs(s, js, n, by);
+}

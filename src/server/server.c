@@ -16,6 +16,7 @@
  * DROVER_STORE_SLOW=OP:MS makes OP sleep first (tests watch a slow load).
  */
 #include "server_int.h"
+#include "kube_int.h"
 
 #include "drover/fsutil.h"
 
@@ -48,14 +49,46 @@ const struct drv_http_route srv_routes[] = {
 	{ "GET", "/v1/acct", srv_api_acct, ROUTE_USER },
 	{ "POST", "/v1/agent/register", srv_agent_register, ROUTE_AGENT },
 	{ "POST", "/v1/agent/sync", srv_agent_sync, ROUTE_AGENT },
+	/* the Kubernetes-compatible API (kube_*.c, docs/kubernetes.md) */
+	{ "*", "/version/**", srv_kube_version, ROUTE_USER | ROUTE_KUBE },
+	{ "*", "/api/**", srv_kube_api, ROUTE_USER | ROUTE_KUBE },
+	{ "*", "/apis/**", srv_kube_api, ROUTE_USER | ROUTE_KUBE },
+	{ "*", "/openapi/**", srv_kube_openapi, ROUTE_USER | ROUTE_KUBE },
 	{ NULL, NULL, NULL, 0 },
 };
 
 /* Callers are static per token: the filter hands out pointers into these. */
 static struct caller agent_caller = { .user = "agent", .agent = true };
 
+static int auth_filter_drover(struct drv_http_req *r, const struct drv_http_route *rt,
+			      struct drv_http_resp *o, void *ctx);
+
+/* The Kubernetes face's routes answer refusals with Status objects;
+ * /version is open, as the apiserver's is (kubectl asks before its
+ * credentials are checked). */
 static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
 		       struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	int rc;
+
+	if (!(rt->flags & ROUTE_KUBE))
+		return auth_filter_drover(r, rt, o, ctx);
+	if (rt->fn == srv_kube_version && !__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE))
+		return 0;
+	rc = auth_filter_drover(r, rt, o, ctx);
+	if (rc != 0)
+		kube_status_from_error(o);
+	else if (((struct caller *)drv_http_req_user(r))->agent || ((struct caller *)drv_http_req_user(r))->job) {
+		kube_status(o, 403, "Forbidden", NULL,
+			    "the Kubernetes API takes user tokens, not agent or job tokens");
+		return 1;
+	}
+	return rc;
+}
+
+static int auth_filter_drover(struct drv_http_req *r, const struct drv_http_route *rt,
+			      struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
 	const char *h = drv_http_req_header(r, "Authorization");

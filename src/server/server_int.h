@@ -737,6 +737,14 @@ int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_resume(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_whoami(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_cluster(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+/* What a submit does, for the Kubernetes face (kube_write.c): the owner,
+ * defaults and the tenants file's checks of spec (0, or -1 with a 403 in
+ * resp); a job made of spec (moved); and adding jobs (ids assigned, taken,
+ * under s->mu): the ticket to answer after. */
+int srv_job_own(struct drv_server *s, struct caller *c, struct drv_jobspec *spec,
+		struct drv_http_resp *resp);
+struct srv_job *srv_job_new(struct drv_jobspec *spec);
+uint64_t srv_jobs_add(struct drv_server *s, struct srv_job **js, size_t n, const char *by);
 /* server_metrics.c: a job of tenant waited secs from submit to running;
  * every histogram freed (at stop). s->mu held. */
 void srv_wait_observe(struct drv_server *s, const char *tenant, double secs);
@@ -760,6 +768,7 @@ void srv_render_metrics(struct drv_server *s, struct drv_prom *w);
 #define ROUTE_ADMIN 4u
 #define ROUTE_AGENT 8u
 #define ROUTE_JOB 16u   /* a job token of the job in its "{}" is taken too */
+#define ROUTE_KUBE 32u  /* the Kubernetes face: refusals as Status objects */
 
 /* --- job_token.c: DROVER_JOB_TOKEN, credentials scoped to one job --- */
 #define SRV_JOB_TOKEN_MAX 112

@@ -1,0 +1,301 @@
+/*
+ * kube_watch.c: watches (?watch=true) of the Kubernetes face, fed by the
+ * controller's event ring: resourceVersion is the event sequence, so a
+ * watch resumes after any version the ring still holds and answers 410
+ * (Expired) for one older than the ring. Without a version (or "0") it
+ * starts with an ADDED event per current object, as Kubernetes does.
+ * Each ring event names a job or a node; the watch renders that job's (or
+ * node's) objects again and sends ADDED, MODIFIED or DELETED against what
+ * it has sent so far. BOOKMARK events every 5 s when asked
+ * (allowWatchBookmarks), and the stream ends at timeoutSeconds.
+ */
+#include "kube_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kwatch {
+	struct drv_server *s;
+	struct kube_req q;
+	struct kube_sel *sel;
+	int64_t since;        /* ring seq sent up to */
+	json_t *known;        /* "ns/name" -> the object last sent */
+	char *out;            /* bytes waiting to be sent */
+	size_t olen, ooff;
+	bool bookmarks, headers_sent, done;
+	int64_t last_out_ms, deadline_ms;
+};
+
+static void key_of(const json_t *o, char *k, size_t n)
+{
+	const json_t *m = json_object_get(o, "metadata");
+
+	snprintf(k, n, "%s/%s", drv_json_str(m, "namespace") ? drv_json_str(m, "namespace") : "",
+		 drv_json_str(m, "name"));
+}
+
+static void emit(struct kwatch *w, const char *type, json_t *obj)
+{
+	json_t *ev, *x = obj;
+	char *line;
+	size_t l;
+
+	if (w->q.table && strcmp(type, "BOOKMARK") != 0) {
+		json_t *one = json_pack("[O]", obj);
+		const char *rv = drv_json_str(json_object_get(obj, "metadata"), "resourceVersion");
+
+		x = kube_table(w->s, &w->q, one, true, rv ? atoll(rv) : w->since, !w->headers_sent);
+		json_decref(one);
+		w->headers_sent = true;
+	} else {
+		json_incref(x);
+	}
+	ev = json_pack("{s:s,s:o}", "type", type, "object", x);
+	line = json_dumps(ev, JSON_COMPACT);
+	json_decref(ev);
+	l = strlen(line);
+	w->out = drv_realloc(w->out, w->olen + l + 2);
+	memcpy(w->out + w->olen, line, l);
+	w->out[w->olen + l] = '\n';
+	w->olen += l + 1;
+	free(line);
+	w->last_out_ms = drv_mono_ms();
+}
+
+/* What objs (now) say against what was sent for keys in scope. */
+static void diff(struct kwatch *w, json_t *objs, json_t *scope_keys)
+{
+	size_t i;
+	json_t *o;
+	const char *k;
+	json_t *v;
+	void *tmp;
+
+	json_array_foreach(objs, i, o) {
+		char key[600];
+		json_t *prev;
+
+		key_of(o, key, sizeof(key));
+		prev = json_object_get(w->known, key);
+		json_object_set_new(scope_keys, key, json_true());
+		if (prev && json_equal(prev, o))
+			continue;
+		emit(w, prev ? "MODIFIED" : "ADDED", o);
+		json_object_set(w->known, key, o);
+	}
+	/* sent before, in scope, gone now */
+	json_object_foreach_safe(w->known, tmp, k, v) {
+		json_t *in = json_object_get(scope_keys, k);
+
+		if (in && json_is_false(in)) {
+			emit(w, "DELETED", v);
+			json_object_del(w->known, k);
+		}
+	}
+}
+
+/* The keys of known objects of job id (by the label) or node name: in scope, false. */
+static json_t *scope_of(struct kwatch *w, uint64_t job, const char *node)
+{
+	json_t *sc = json_object();
+	const char *k;
+	json_t *v;
+	char idb[32];
+
+	snprintf(idb, sizeof(idb), "%llu", (unsigned long long)job);
+	json_object_foreach(w->known, k, v) {
+		const json_t *md = json_object_get(v, "metadata");
+
+		if (node ? strcmp(drv_json_str(md, "name"), node) == 0
+			 : (drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB) &&
+			    strcmp(drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB), idb) == 0) ||
+				   (drv_json_str(v, "kind") && strcmp(drv_json_str(v, "kind"), "Event") == 0 &&
+				    strstr(drv_json_str(md, "name"), ".") != NULL && job &&
+				    strtoull(strrchr(drv_json_str(md, "name"), '.') + 1, NULL, 16) >> 16 == job))
+			json_object_set_new(sc, k, json_false());
+	}
+	return sc;
+}
+
+static void job_changed(struct kwatch *w, uint64_t id, int64_t seq)
+{
+	struct drv_server *s = w->s;
+	struct srv_job *tmp = NULL, *j;
+	bool deleted;
+	json_t *objs, *sc;
+
+	deleted = kube_job_deleted(s, id);
+	j = srv_job_lookup(s, id, &tmp);
+	sc = scope_of(w, id, NULL);
+	objs = j ? kube_job_objects(s, &w->q, w->sel, j, deleted, seq) : json_array();
+	diff(w, objs, sc);
+	json_decref(objs);
+	json_decref(sc);
+	srv_job_free(tmp);
+}
+
+static void node_changed(struct kwatch *w, const char *name, int64_t seq)
+{
+	struct drv_server *s = w->s;
+	int32_t i = srv_node_find(s, name);
+	json_t *objs = json_array(), *sc = scope_of(w, 0, name);
+
+	if (i >= 0) {
+		json_t *n = kube_node_json(s, i, seq);
+
+		if ((!w->q.name[0] || strcmp(w->q.name, name) == 0) && kube_sel_match(w->sel, n))
+			json_array_append_new(objs, n);
+		else
+			json_decref(n);
+	}
+	diff(w, objs, sc);
+	json_decref(objs);
+	json_decref(sc);
+}
+
+/* Ring events after w->since (under s->mu). */
+static void catch_up(struct kwatch *w)
+{
+	struct drv_server *s = w->s;
+	const char *kind = w->q.res->kind;
+
+	while (1) {
+		struct ring_event *e = NULL;
+		uint64_t job = 0;
+		char node[256] = "";
+		int64_t seq;
+
+		for (size_t k = 0; k < s->ring_n; k++) {
+			struct ring_event *x = &s->ring[(s->ring_start + k) % s->ring_cap];
+
+			if (x->seq > w->since) {
+				e = x;
+				break;
+			}
+		}
+		if (!e)
+			return;
+		seq = e->seq;
+		job = e->job;
+		if (drv_json_str(e->ev, "node"))
+			snprintf(node, sizeof(node), "%s", drv_json_str(e->ev, "node"));
+		w->since = seq;
+		/* the lookups below may release s->mu: e is not used after them */
+		if (job && strcmp(kind, "Node") != 0 && strcmp(kind, "Namespace") != 0)
+			job_changed(w, job, seq);
+		else if (!job && node[0] && strcmp(kind, "Node") == 0)
+			node_changed(w, node, seq);
+	}
+}
+
+static ssize_t watch_read(void *cls, char *buf, size_t max)
+{
+	struct kwatch *w = cls;
+	struct drv_server *s = w->s;
+	size_t n;
+
+	if (w->ooff == w->olen) {
+		w->ooff = w->olen = 0;
+		if (w->done || (w->deadline_ms && drv_mono_ms() >= w->deadline_ms))
+			return -1;
+		pthread_mutex_lock(&s->mu);
+		if (s->stopping) {
+			pthread_mutex_unlock(&s->mu);
+			return -1;
+		}
+		catch_up(w);
+		if (w->olen == 0 && w->bookmarks && drv_mono_ms() - w->last_out_ms >= 5000) {
+			json_t *b = json_pack("{s:s,s:s,s:{s:o}}", "kind", w->q.res->kind,
+					      "apiVersion", *w->q.res->group ? "batch/v1" : "v1",
+					      "metadata", "resourceVersion",
+					      json_sprintf("%lld", (long long)w->since));
+
+			json_object_set_new(json_object_get(b, "metadata"), "annotations",
+					    json_pack("{s:s}", "k8s.io/initial-events-end", "true"));
+			emit(w, "BOOKMARK", b);
+			json_decref(b);
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (w->olen == 0)
+			return 0;
+	}
+	n = w->olen - w->ooff;
+	if (n > max)
+		n = max;
+	memcpy(buf, w->out + w->ooff, n);
+	w->ooff += n;
+	return (ssize_t)n;
+}
+
+static void watch_free(void *cls)
+{
+	struct kwatch *w = cls;
+
+	kube_sel_free(w->sel);
+	json_decref(w->known);
+	drv_free(w->out);
+	drv_free(w);
+}
+
+int kube_watch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+	       struct drv_http_resp *o)
+{
+	const char *rvs = drv_http_req_query(r, "resourceVersion");
+	const char *bm = drv_http_req_query(r, "allowWatchBookmarks");
+	struct kwatch *w;
+	int64_t rv = rvs && *rvs ? strtoll(rvs, NULL, 10) : 0, tmo = 0, oldest, lrv;
+	bool bad;
+	json_t *objs;
+	size_t i;
+	json_t *x;
+
+	if (drv_http_req_query(r, "timeoutSeconds") &&
+	    drv_http_req_query_int(r, "timeoutSeconds", 0, 0, 86400 * 7, &tmo, o) < 0) {
+		kube_status(o, 400, "BadRequest", NULL, "timeoutSeconds: expected seconds");
+		return 0;
+	}
+	w = drv_calloc(1, sizeof(*w));
+	w->s = s;
+	w->q = *q;
+	w->sel = kube_sel_parse(drv_http_req_query(r, "labelSelector"),
+				drv_http_req_query(r, "fieldSelector"), o, &bad);
+	if (bad) {
+		drv_free(w);
+		return 0;
+	}
+	w->known = json_object();
+	w->bookmarks = bm && strcmp(bm, "true") == 0;
+	w->last_out_ms = drv_mono_ms();
+	if (tmo)
+		w->deadline_ms = drv_mono_ms() + tmo * 1000;
+	pthread_mutex_lock(&s->mu);
+	oldest = s->ring_n ? s->ring[s->ring_start].seq : s->last_seq + 1;
+	if (rv > 0 && rv < oldest - 1 && rv < s->last_seq) {
+		pthread_mutex_unlock(&s->mu);
+		kube_status(o, 410, "Expired", NULL,
+			    "too old resource version: %lld (%lld)", (long long)rv,
+			    (long long)(oldest - 1));
+		watch_free(w);
+		return 0;
+	}
+	/* what the client has seen: the objects now (sent as ADDED when it gave
+	 * no version, else taken as known) */
+	objs = kube_collect(s, &w->q, w->sel, &lrv);
+	w->since = lrv;
+	json_array_foreach(objs, i, x) {
+		char key[600];
+		const char *orv = drv_json_str(json_object_get(x, "metadata"), "resourceVersion");
+
+		key_of(x, key, sizeof(key));
+		if (rv <= 0)
+			emit(w, "ADDED", x);
+		else if (orv && strtoll(orv, NULL, 10) > rv)
+			emit(w, "MODIFIED", x);   /* changed since the client's version */
+		json_object_set(w->known, key, x);
+	}
+	json_decref(objs);
+	pthread_mutex_unlock(&s->mu);
+	drv_http_resp_stream(o, 200, "application/json", watch_read, w, watch_free);
+	return 0;
+}
