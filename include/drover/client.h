@@ -171,6 +171,16 @@ int drv_client_cmd_nodes(int argc, char **argv);
 int drv_client_cmd_describe(int argc, char **argv);
 int drv_client_cmd_cancel(int argc, char **argv);
 int drv_client_cmd_logs(int argc, char **argv);
+int drv_client_cmd_kubeconfig(int argc, char **argv);
+
+/*
+ * Writes a kubeconfig (one cluster, user and context named "drover":
+ * server, bearer token, CA file; token and ca_file may be NULL) to path,
+ * mode 0600 through a temporary file, or to stdout when path is NULL.
+ * 0, or DRV_EIO (errno set).
+ */
+int drv_kubeconfig_write(const char *path, const char *server, const char *token,
+			 const char *ca_file);
 int drv_client_cmd_top(int argc, char **argv);
 int drv_client_cmd_acct(int argc, char **argv);
 

@@ -36,5 +36,6 @@ int cmd_cost(int argc, char **argv);
 int cmd_place(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tls(int argc, char **argv);
+int cmd_kubeconfig(int argc, char **argv);
 
 #endif

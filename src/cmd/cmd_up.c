@@ -12,6 +12,7 @@
  * certificate it makes in STATE/tls (kept for later starts).
  */
 #include "drover/agent.h"
+#include "drover/client.h"
 #include "drover/cmd.h"
 #include "drover/common.h"
 #include "drover/fsutil.h"
@@ -211,6 +212,19 @@ static int start_server(const struct up_args *a, const char *me, struct drv_serv
 				"from %s\n", strerror(errno), drv_server_url(*srv),
 			drv_server_config_path(*srv));
 		cfgpath[0] = '\0';
+	} else {
+		/* kubectl's, beside it (docs/kubernetes.md) */
+		char kc[1100];
+		char *slash;
+
+		snprintf(kc, sizeof(kc), "%s", cfgpath);
+		slash = strrchr(kc, '/');
+		if (slash)
+			snprintf(slash + 1, sizeof(kc) - (size_t)(slash + 1 - kc), "kubeconfig");
+		if (drv_kubeconfig_write(kc, drv_server_url(*srv), drv_server_admin_token(*srv),
+					 a->tls ? a->ca : NULL) == 0)
+			printf("kubeconfig written to %s: KUBECONFIG=%s kubectl get nodes%s\n", kc, kc,
+			       a->tls ? "" : " (kubectl sends its token over https only: use --tls)");
 	}
 	return 0;
 }

@@ -25,6 +25,7 @@ const struct drv_command drv_commands[] = {
 	{ "validate", cmd_validate, "check a cluster or job file; print a summary or (--json) the canonical form" },
 	{ "cost", cmd_cost, "on-prem versus cloud: monthly costs, break-even month, price per GPU-hour" },
 	{ "place", cmd_place, "place a job on a cluster file and print the placement or the reason it cannot" },
+	{ "kubeconfig", cmd_kubeconfig, "a kubeconfig for kubectl against this server (docs/kubernetes.md)" },
 	{ "tls", cmd_tls, "certificates for https: a CA and certificates it signs" },
 	{ "bench", cmd_bench, "run a benchmark (place, sched, api, agent) and print JSON" },
 	/* internal: the parent of each task, started by the agent (src/agent/shim.c) */

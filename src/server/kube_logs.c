@@ -68,9 +68,14 @@ static bool read_all(struct klog *l, struct drv_http_client *cl, const char *str
 		snprintf(path, sizeof(path), "/v1/tasks/%llu.%d/logs?stream=%s&offset=%lld&limit=%d",
 			 (unsigned long long)l->job, l->rank, stream, (long long)*off, 1 << 20);
 		drv_http_reply_init(&rep);
-		if (drv_http_request(cl, "GET", path, NULL, NULL, 0, -1, &rep) < 0 || rep.status != 200) {
+		if (drv_http_request(cl, "GET", path, NULL, NULL, 0, -1, &rep) < 0 ||
+		    (rep.status != 200 && rep.status != 404)) {
 			drv_http_reply_release(&rep);
 			return false;
+		}
+		if (rep.status == 404) {   /* no output (yet) */
+			drv_http_reply_release(&rep);
+			return true;
 		}
 		*out = drv_realloc(*out, *olen + rep.len + 1);
 		memcpy(*out + *olen, rep.body, rep.len);

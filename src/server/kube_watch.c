@@ -189,6 +189,32 @@ static void catch_up(struct kwatch *w)
 	}
 }
 
+/* Objects sent as terminating (deleted, tasks still stopping) go when their
+ * tasks have ended, which is no event of the ring: their jobs are looked
+ * at again on each poll. */
+static void recheck_terminating(struct kwatch *w)
+{
+	uint64_t ids[64];
+	size_t n = 0;
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(w->known, k, v) {
+		const json_t *md = json_object_get(v, "metadata");
+		const char *id = drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB);
+		bool seen = false;
+
+		if (!id || !drv_json_str(md, "deletionTimestamp") || n == 64)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			seen |= ids[i] == strtoull(id, NULL, 10);
+		if (!seen)
+			ids[n++] = strtoull(id, NULL, 10);
+	}
+	for (size_t i = 0; i < n; i++)
+		job_changed(w, ids[i], w->since);
+}
+
 static ssize_t watch_read(void *cls, char *buf, size_t max)
 {
 	struct kwatch *w = cls;
@@ -205,6 +231,7 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
 			return -1;
 		}
 		catch_up(w);
+		recheck_terminating(w);
 		if (w->olen == 0 && w->bookmarks && drv_mono_ms() - w->last_out_ms >= 5000) {
 			json_t *b = json_pack("{s:s,s:s,s:{s:o}}", "kind", w->q.res->kind,
 					      "apiVersion", *w->q.res->group ? "batch/v1" : "v1",

@@ -1,0 +1,116 @@
+# kube_conventions.sh: the API conventions of drover's Kubernetes face,
+# over https with the admin token (no kubectl needed): Status objects for
+# 401/404/405/422, discovery in the legacy and aggregated (v2, v2beta1)
+# forms, Tables, resourceVersion monotonic, list paging with
+# limit/continue only when limit is sent, a watch resuming from a
+# resourceVersion with bookmarks, and 410 Expired for a version older than
+# the event log the server holds (after a restart).
+. "$ROOT/tests/integration/lib.sh"
+
+start_up --tls
+SERVER_URL="https://127.0.0.1:$SERVER_PORT"
+CA="$TEST_TMP/state/tls/ca.pem"
+TOKEN=$(sed -n 's/^token: //p' "$XDG_CONFIG_HOME/drover/config")
+[ -n "$TOKEN" ] || fail "no token in the client config"
+export CA TOKEN SERVER_URL
+
+check() {
+	python3 - "$1" <<'PY' || fail "kube conventions, step $1"
+import json, os, ssl, sys, time, urllib.request, urllib.error
+step = sys.argv[1]
+ctx = ssl.create_default_context(cafile=os.environ["CA"])
+base = os.environ["SERVER_URL"]
+def call(method, path, body=None, token=None, accept="application/json", ctype="application/json", timeout=30):
+    req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode())
+    req.add_header("Authorization", "Bearer " + (token or os.environ["TOKEN"]))
+    req.add_header("Accept", accept)
+    if body is not None:
+        req.add_header("Content-Type", ctype)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+def js(b): return json.loads(b)
+def want(cond, what):
+    if not cond:
+        print("FAIL:", what, file=sys.stderr); sys.exit(1)
+def pod(name):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"set": "p"}},
+            "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "30"],
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+if step == "status":
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods", token="wrong")
+    o = js(b); want(st == 401 and o["kind"] == "Status" and o["reason"] == "Unauthorized" and o["code"] == 401, "401: %s" % b)
+    st, h, b = call("GET", "/api/v1/services")
+    o = js(b); want(st == 404 and o["kind"] == "Status" and o["reason"] == "NotFound", "404: %s" % b)
+    st, h, b = call("DELETE", "/api/v1/namespaces/default/pods")
+    o = js(b); want(st == 405 and o["reason"] == "MethodNotAllowed", "405: %s" % b)
+    bad = pod("no-image"); del bad["spec"]["containers"][0]["image"]
+    st, h, b = call("POST", "/api/v1/namespaces/default/pods", bad)
+    o = js(b); want(st == 422 and o["reason"] == "Invalid" and o["details"]["causes"][0]["field"].startswith("spec.containers[0]"), "422: %s" % b)
+    st, h, b = call("GET", "/version", token="wrong")
+    want(st == 200 and js(b)["minor"] == "32" and js(b)["gitVersion"].startswith("v1.32.0+drover-"), "/version: %s" % b)
+elif step == "discovery":
+    v2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+    st, h, b = call("GET", "/apis", accept=v2)
+    want(st == 200 and "v=v2;as=APIGroupDiscoveryList" in h["Content-Type"], "aggregated v2 content type: %s" % h["Content-Type"])
+    o = js(b); want(o["apiVersion"] == "apidiscovery.k8s.io/v2" and any(g["metadata"]["name"] == "batch" for g in o["items"]), "v2 body: %s" % b)
+    st, h, b = call("GET", "/api", accept="application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json")
+    o = js(b); want(o["apiVersion"] == "apidiscovery.k8s.io/v2beta1" and "pods" in [r["resource"] for r in o["items"][0]["versions"][0]["resources"]], "v2beta1: %s" % b)
+    st, h, b = call("GET", "/api")
+    want(js(b)["kind"] == "APIVersions", "legacy /api: %s" % b)
+    st, h, b = call("GET", "/apis/batch/v1")
+    want([r["name"] for r in js(b)["resources"]] == ["jobs", "jobs/status"], "legacy /apis/batch/v1: %s" % b)
+    st, h, b = call("GET", "/api/v1/nodes", accept="application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+    o = js(b); want(o["kind"] == "Table" and [c["name"] for c in o["columnDefinitions"]][:5] == ["Name", "Status", "Roles", "Age", "Version"], "node table: %s" % b)
+elif step == "versions":
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods")
+    rv0 = int(js(b)["metadata"]["resourceVersion"])
+    open(os.environ["TEST_TMP"] + "/rv0", "w").write(str(rv0))
+    for n in ("pa", "pb", "pc"):
+        st, h, b = call("POST", "/api/v1/namespaces/default/pods", pod(n))
+        want(st == 201 and js(b)["metadata"]["name"] == n, "create %s: %s %s" % (n, st, b))
+    time.sleep(1)
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods")
+    o = js(b); rv1 = int(o["metadata"]["resourceVersion"])
+    want(rv1 > rv0, "list resourceVersion did not move: %d -> %d" % (rv0, rv1))
+    want(all(int(i["metadata"]["resourceVersion"]) <= rv1 for i in o["items"]), "an item newer than its list")
+    want("continue" not in o["metadata"] and len(o["items"]) == 3, "a list without limit is whole: %s" % o["metadata"])
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods?limit=2&labelSelector=set%3Dp")
+    o = js(b); want(len(o["items"]) == 2 and o["metadata"].get("continue"), "first page: %s" % o["metadata"])
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods?limit=2&labelSelector=set%3Dp&continue=" + urllib.parse.quote(o["metadata"]["continue"]))
+    o2 = js(b); want([i["metadata"]["name"] for i in o2["items"]] == ["pc"] and "continue" not in o2["metadata"], "second page: %s" % b)
+    # a watch from rv0 resumes: the three pods come, then a bookmark
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=7&resourceVersion=%d" % rv0, timeout=20)
+    evs = [json.loads(l) for l in b.decode().splitlines() if l.strip()]
+    names = {e["object"]["metadata"].get("name") for e in evs if e["type"] in ("ADDED", "MODIFIED")}
+    want({"pa", "pb", "pc"} <= names, "resumed watch: %s" % [e["type"] for e in evs])
+    want(any(e["type"] == "BOOKMARK" for e in evs), "no bookmark in 7 s: %s" % [e["type"] for e in evs])
+    # a live watch sees a new pod ADDED and its deletion DELETED
+    import threading
+    out = {}
+    def w():
+        out["b"] = call("GET", "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=6&fieldSelector=metadata.name%%3Dpd&resourceVersion=%d" % rv1, timeout=20)[2]
+    t = threading.Thread(target=w); t.start(); time.sleep(1)
+    st, h, b = call("POST", "/api/v1/namespaces/default/pods", pod("pd")); want(st == 201, "create pd: %s" % b)
+    time.sleep(1.5)
+    st, h, b = call("DELETE", "/api/v1/namespaces/default/pods/pd", {"gracePeriodSeconds": 0}); want(st == 200, "delete pd: %s" % b)
+    t.join()
+    types = [json.loads(l)["type"] for l in out["b"].decode().splitlines() if l.strip()]
+    want(types[:1] == ["ADDED"] and "DELETED" in types, "live watch: %s" % types)
+elif step == "gone":
+    rv0 = int(open(os.environ["TEST_TMP"] + "/rv0").read())
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods?watch=true&resourceVersion=%d" % rv0)
+    o = js(b); want(st == 410 and o["reason"] == "Expired" and o["code"] == 410, "watch from a version before the restart: %s %s" % (st, b))
+PY
+}
+
+check status
+check discovery
+check versions
+stop_up
+start_up --tls
+SERVER_URL="https://127.0.0.1:$SERVER_PORT"
+check gone
