@@ -269,6 +269,12 @@ struct drv_job {
 	char *topo_level;      /* level name: "nvlink-domain", "node", "leaf", "spine", "pool" */
 	char **regions;        /* allowed regions; none = anywhere */
 	int32_t nregions;
+	/* Node labels a node must carry (Kubernetes nodeSelector and required
+	 * node affinity on the zone label and drover's pool label): for each
+	 * key, the node's value is one of the entries with that key. The key
+	 * drover.io/pool is the node's pool name. None = any node. */
+	struct drv_label *node_selector;
+	int32_t nnode_selector;
 	int32_t priority;
 	bool preemptible;
 	int64_t submit_time;   /* s */
@@ -292,6 +298,12 @@ struct drv_task_group *drv_job_add_group(struct drv_job *j, const char *name, in
 void drv_job_set_topology(struct drv_job *j, enum drv_topo_mode mode, const char *level);
 /* Appends an allowed region (copied). */
 void drv_job_add_region(struct drv_job *j, const char *region);
+/* Appends a node label requirement key=value (copied; see node_selector). */
+void drv_job_add_node_label(struct drv_job *j, const char *key, const char *value);
+/* Whether node n of c meets j's node_selector. */
+bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
+		     const struct drv_node *n);
+#define DRV_LABEL_POOL "drover.io/pool"
 /* Whole GPUs the job holds (fractional tasks count 0). */
 int64_t drv_job_whole_gpus(const struct drv_job *j);
 /* Checks the job is well-formed (counts > 0, gpus <= 64, milli in 1..999

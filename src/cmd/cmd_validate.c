@@ -261,6 +261,13 @@ static void print_job_text(const char *path, const struct drv_jobspec *s)
 			printf(" %s", j->regions[g]);
 		printf("\n");
 	}
+	if (j->nnode_selector) {
+		printf("  nodes with:");
+		for (g = 0; g < j->nnode_selector; g++)
+			printf("%s %s=%s", g ? "," : "", j->node_selector[g].key,
+			       j->node_selector[g].value);
+		printf(" (one value per key)\n");
+	}
 	if (j->time_limit)
 		printf("  time limit: %llds\n", (long long)j->time_limit);
 	for (g = 0; g < s->ndeps; g++)

@@ -22,6 +22,11 @@ void drv_job_release(struct drv_job *j)
 	for (i = 0; i < j->nregions; i++)
 		drv_free(j->regions[i]);
 	drv_free(j->regions);
+	for (i = 0; i < j->nnode_selector; i++) {
+		drv_free(j->node_selector[i].key);
+		drv_free(j->node_selector[i].value);
+	}
+	drv_free(j->node_selector);
 	drv_free(j->name);
 	drv_free(j->tenant);
 	drv_free(j->user);
@@ -52,6 +57,57 @@ void drv_job_copy(struct drv_job *dst, const struct drv_job *src)
 		for (i = 0; i < src->nregions; i++)
 			dst->regions[i] = drv_strdup(src->regions[i]);
 	}
+	dst->node_selector = NULL;
+	if (src->nnode_selector > 0) {
+		dst->node_selector = drv_malloc(sizeof(*dst->node_selector) *
+						(size_t)src->nnode_selector);
+		for (i = 0; i < src->nnode_selector; i++) {
+			dst->node_selector[i].key = drv_strdup(src->node_selector[i].key);
+			dst->node_selector[i].value = drv_strdup(src->node_selector[i].value);
+		}
+	}
+}
+
+void drv_job_add_node_label(struct drv_job *j, const char *key, const char *value)
+{
+	j->node_selector = drv_realloc(j->node_selector, sizeof(*j->node_selector) *
+				       ((size_t)j->nnode_selector + 1));
+	j->node_selector[j->nnode_selector].key = drv_strdup(key);
+	j->node_selector[j->nnode_selector].value = drv_strdup(value);
+	j->nnode_selector++;
+}
+
+/* The value of label key on node n (its pool's name for drover.io/pool). */
+static const char *node_label(const struct drv_cluster *c, const struct drv_node *n,
+			      const char *key)
+{
+	if (strcmp(key, DRV_LABEL_POOL) == 0)
+		return n->pool >= 0 && n->pool < c->npools ? c->pools[n->pool].name : NULL;
+	for (int32_t i = 0; i < n->nlabels; i++)
+		if (n->labels[i].key && strcmp(n->labels[i].key, key) == 0)
+			return n->labels[i].value;
+	return NULL;
+}
+
+bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
+		     const struct drv_node *n)
+{
+	for (int32_t i = 0; i < j->nnode_selector; i++) {
+		const char *key = j->node_selector[i].key, *have;
+		bool ok = false, seen = false;
+
+		for (int32_t k = 0; k < i && !seen; k++)
+			seen = strcmp(j->node_selector[k].key, key) == 0;
+		if (seen)
+			continue;   /* this key was judged at its first entry */
+		have = node_label(c, n, key);
+		for (int32_t k = i; have && !ok && k < j->nnode_selector; k++)
+			ok = strcmp(j->node_selector[k].key, key) == 0 &&
+			     strcmp(j->node_selector[k].value, have) == 0;
+		if (!ok)
+			return false;
+	}
+	return true;
 }
 
 struct drv_task_group *drv_job_add_group(struct drv_job *j, const char *name, int32_t count,

@@ -301,6 +301,8 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 		return false;
 	if (n->cpu_milli - n->cpu_used < g->cpu_milli || n->mem_mib - n->mem_used < g->mem_mib)
 		return false;
+	if (x->job->nnode_selector > 0 && !drv_job_node_ok(x->c, x->job, n))
+		return false;
 	if (drv_group_mem_share(g)) {
 		/* asked by memory: this node's model sets the share (or rules it out) */
 		int32_t milli = n->ngpus > 0 ? drv_gpu_mem_milli(g->gpu_mem_mib, n->model) : -1;
@@ -788,8 +790,9 @@ static void explain(const struct ctx *x, char *reason, size_t rsz)
 			 a, (int)drv_job_tasks(x->job), level_word(x), level_word(x));
 	else
 		snprintf(reason, rsz,
-			 "needs %s as %d tasks; %lld GPUs are free but not on nodes that fit every task (GPUs, GPU memory, CPU or memory per node)",
-			 a, (int)drv_job_tasks(x->job), (long long)w.free_gpus);
+			 "needs %s as %d tasks; %lld GPUs are free but not on nodes that fit every task (GPUs, GPU memory, CPU or memory per node%s)",
+			 a, (int)drv_job_tasks(x->job), (long long)w.free_gpus,
+			 x->job->nnode_selector > 0 ? ", the node labels it asks for" : "");
 	set_info(x, x->req_level >= 0 ? DRV_WHY_TOPOLOGY : DRV_WHY_FRAGMENTED, x->need_gpus,
 		 w.free_gpus, false);
 }
@@ -939,6 +942,8 @@ int drv_place_check_static(const struct drv_cluster *c, const struct drv_job *jo
 		if (n->pool >= 0 && !((x.pools_ok >> n->pool) & 1))
 			continue;
 		if (n->pool < 0 && x.pool_restricted)
+			continue;
+		if (job->nnode_selector > 0 && !drv_job_node_ok(c, job, n))
 			continue;
 		w.free_gpus += n->ngpus;
 		w.free_milli += (int64_t)n->ngpus * DRV_MILLI;

@@ -222,6 +222,14 @@ static void job_fields(json_t *o, const struct drv_jobspec *s)
 	}
 	if (j->nregions)
 		json_object_set_new(o, "regions", strv_json(j->regions, j->nregions));
+	if (j->nnode_selector) {
+		/* [{key, value}]: per key, the node's label is one of its values */
+		json_t *ns = json_array();
+		for (int32_t i = 0; i < j->nnode_selector; i++)
+			json_array_append_new(ns, json_pack("{s:s,s:s}", "key", j->node_selector[i].key,
+							   "value", j->node_selector[i].value));
+		json_object_set_new(o, "nodeSelector", ns);
+	}
 	json_object_set_new(o, "submitTime", json_integer(j->submit_time));
 	json_object_set_new(o, "timeLimit", json_integer(j->time_limit));
 	json_object_set_new(o, "runtimeEstimate", json_integer(j->runtime_estimate));

@@ -369,6 +369,25 @@ static void read_job_fields(struct rd *r, const json_t *o, struct drv_jobspec *s
 	s->job.gang_min = (int32_t)get_int(r, o, "gangMin", 0, DRV_SPEC_MAX_TASKS, 0);
 	read_topology(r, o, s);
 	s->job.regions = get_strv(r, o, "regions", &s->job.nregions);
+	{
+		const json_t *ns = json_object_get(o, "nodeSelector"), *e;
+		size_t i;
+
+		if (ns && (!json_is_array(ns) || json_array_size(ns) > DRV_SPEC_MAX_ITEMS))
+			rd_err(r, "nodeSelector", "found %s, expected an array of {key, value}",
+			       type_name(ns));
+		else if (ns)
+			json_array_foreach(ns, i, e) {
+				const char *k = json_string_value(json_object_get(e, "key"));
+				const char *v = json_string_value(json_object_get(e, "value"));
+				if (!k || !v || json_object_size(e) != 2) {
+					rd_err(r, "nodeSelector", "found %s, expected {key, value} strings",
+					       "an entry of another shape");
+					break;
+				}
+				drv_job_add_node_label(&s->job, k, v);
+			}
+	}
 	s->job.submit_time = get_int(r, o, "submitTime", INT64_MIN / 2, INT64_MAX / 2, 0);
 	s->job.time_limit = get_int(r, o, "timeLimit", 0, INT64_MAX / 2, 0);
 	s->job.runtime_estimate = get_int(r, o, "runtimeEstimate", 0, INT64_MAX / 2, 0);
@@ -600,7 +619,7 @@ int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_dia
 {
 	static const char *const keys[] = { "apiVersion", "kind", "id", "name", "tenant", "user",
 		"namespace", "source", "queue", "priorityClassName", "priority", "preemptible",
-		"gangMin", "topology", "regions", "submitTime", "timeLimit", "runtimeEstimate",
+		"gangMin", "topology", "regions", "nodeSelector", "submitTime", "timeLimit", "runtimeEstimate",
 		"groups", "array", "dependencies", "dependencyAny", "labels", "annotations",
 		"slurm", "kubernetes", "priorityClasses", "ignored", "warnings", NULL };
 	struct rd r = { .d = d };

@@ -242,11 +242,48 @@ static void read_containers(struct mf_ctx *c, struct drv_jobspec *s, int g, stru
 	}
 }
 
-/* nodeSelector at sp: the GPU model and regions act; other labels are kept. */
+/* Is key a label drover acts on: GPU product, region, zone, pool? */
+static bool label_acted(const char *k)
+{
+	return strcmp(k, SEL_GPU_PRODUCT) == 0 || strcmp(k, SEL_REGION) == 0 ||
+	       strcmp(k, SEL_REGION_OLD) == 0 || strcmp(k, SEL_ZONE) == 0 ||
+	       strcmp(k, SEL_ZONE_OLD) == 0 || strcmp(k, DRV_LABEL_POOL) == 0;
+}
+
+/* A node must have label k = val (vn: where val was written, at kp). */
+static void require_label(struct mf_ctx *c, struct drv_jobspec *s, int g, const char *k,
+			  const char *val, struct fy_node *vn, const char *kp)
+{
+	struct drv_task_group *tg = &s->job.groups[g];
+
+	if (!val || !*val) {
+		mf_err(c, vn, kp, "found %s, expected a label value", drv_yaml_kind(vn));
+	} else if (strcmp(k, SEL_GPU_PRODUCT) == 0) {
+		int m = drv_gpu_model_find(val);
+		if (m < 0) {
+			/* a model the catalog lacks may still be on a node */
+			int line, col;
+			drv_spec_node_mark(vn, &line, &col);
+			drv_diag_warn(c->d, line, col, kp, "GPU model \"%.64s\" is not in "
+				      "drover's catalog: kept; the job runs only where a "
+				      "node has it", val);
+			drv_free(s->run[g].gpu_model_name);
+			s->run[g].gpu_model_name = drv_strdup(val);
+		} else {
+			tg->model = (int8_t)m;
+		}
+	} else if (strcmp(k, SEL_REGION) == 0 || strcmp(k, SEL_REGION_OLD) == 0) {
+		drv_job_add_region(&s->job, val);
+	} else {
+		/* zone labels as nodes carry them; the pool label is the pool's name */
+		drv_job_add_node_label(&s->job, strcmp(k, SEL_ZONE_OLD) == 0 ? SEL_ZONE : k, val);
+	}
+}
+
+/* nodeSelector at sp: the GPU model, region, zone and pool act; other labels are kept. */
 static void read_node_selector(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *n,
 			       const char *sp)
 {
-	struct drv_task_group *tg = &s->job.groups[g];
 	void *it = NULL;
 	struct fy_node_pair *p;
 
@@ -260,27 +297,8 @@ static void read_node_selector(struct mf_ctx *c, struct drv_jobspec *s, int g, s
 		if (!k)
 			continue;
 		mf_join(kp, sizeof(kp), sp, k);
-		if (strcmp(k, SEL_GPU_PRODUCT) == 0) {
-			int m = val ? drv_gpu_model_find(val) : -1;
-			if (!val || !*val) {
-				mf_err(c, vn, kp, "found %s, expected a GPU model name",
-				       drv_yaml_kind(vn));
-			} else if (m < 0) {
-				/* a model the catalog lacks may still be on a node */
-				int line, col;
-				drv_spec_node_mark(vn, &line, &col);
-				drv_diag_warn(c->d, line, col, kp, "GPU model \"%.64s\" is not in "
-					      "drover's catalog: kept; the job runs only where a "
-					      "node has it", val);
-				drv_free(s->run[g].gpu_model_name);
-				s->run[g].gpu_model_name = drv_strdup(val);
-			} else {
-				tg->model = (int8_t)m;
-			}
-		} else if (strcmp(k, SEL_REGION) == 0 && val) {
-			s->job.regions = drv_realloc(s->job.regions, sizeof(char *) *
-						     (size_t)(s->job.nregions + 1));
-			s->job.regions[s->job.nregions++] = drv_strdup(val);
+		if (label_acted(k)) {
+			require_label(c, s, g, k, val, vn, kp);
 		} else {
 			drv_spec_keep_ignored(s, kp, drv_yaml_node_json(vn));
 		}
@@ -332,6 +350,66 @@ static void read_pod_fields(struct mf_ctx *c, struct drv_jobspec *s, int g, stru
 }
 
 /*
+ * spec.affinity at path: a required node affinity of one term whose
+ * expressions are `In` on the labels drover acts on becomes requirements
+ * as nodeSelector's; every other part (other operators or keys, several
+ * terms, preferred terms, pod affinity and anti-affinity) is kept, one
+ * warning each.
+ */
+static void read_affinity(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *af,
+			  const char *path)
+{
+	static const char *const aknown[] = { "nodeAffinity", NULL };
+	static const char *const nknown[] = { "requiredDuringSchedulingIgnoredDuringExecution", NULL };
+	struct fy_node *na = mf_field(af, "nodeAffinity"), *req, *terms, *exprs, *e;
+	char np[600], rp[700], tp[760], ep[800];
+	void *it = NULL;
+	int i = 0;
+
+	if (!fy_node_is_mapping(af)) {
+		mf_err(c, af, path, "found %s, expected an affinity mapping", drv_yaml_kind(af));
+		return;
+	}
+	mf_keep_unknown(s, af, path, aknown);
+	if (!na)
+		return;
+	mf_join(np, sizeof(np), path, "nodeAffinity");
+	mf_keep_unknown(s, na, np, nknown);
+	req = mf_field(na, "requiredDuringSchedulingIgnoredDuringExecution");
+	mf_join(rp, sizeof(rp), np, "requiredDuringSchedulingIgnoredDuringExecution");
+	terms = mf_field(req, "nodeSelectorTerms");
+	if (!req)
+		return;
+	if (!terms || !fy_node_is_sequence(terms) || fy_node_sequence_item_count(terms) != 1 ||
+	    !fy_node_is_mapping(fy_node_sequence_get_by_index(terms, 0))) {
+		/* several terms are alternatives drover cannot express: kept whole */
+		drv_spec_keep_ignored(s, rp, drv_yaml_node_json(req));
+		return;
+	}
+	snprintf(tp, sizeof(tp), "%s.nodeSelectorTerms[0]", rp);
+	{
+		static const char *const tknown[] = { "matchExpressions", NULL };
+		mf_keep_unknown(s, fy_node_sequence_get_by_index(terms, 0), tp, tknown);
+	}
+	exprs = mf_field(fy_node_sequence_get_by_index(terms, 0), "matchExpressions");
+	while (exprs && fy_node_is_sequence(exprs) && (e = fy_node_sequence_iterate(exprs, &it))) {
+		const char *k = mf_scalar(mf_field(e, "key")), *op = mf_scalar(mf_field(e, "operator"));
+		struct fy_node *vals = mf_field(e, "values"), *v;
+		void *vit = NULL;
+		int nv = vals && fy_node_is_sequence(vals) ? fy_node_sequence_item_count(vals) : 0;
+
+		snprintf(ep, sizeof(ep), "%s.matchExpressions[%d]", tp, i++);
+		if (!k || !op || strcmp(op, "In") != 0 || !label_acted(k) || nv == 0 ||
+		    (strcmp(k, SEL_GPU_PRODUCT) == 0 && nv != 1)) {
+			drv_spec_keep_ignored(s, ep, drv_yaml_node_json(e));
+			continue;
+		}
+		while ((v = fy_node_sequence_iterate(vals, &vit)))
+			require_label(c, s, g, k, mf_scalar(v), v, ep);
+	}
+}
+
+/*
  * Pod spec at path into group g (already added, count set): containers,
  * nodeSelector, restart policy, grace period, priority.
  */
@@ -340,7 +418,7 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 {
 	static const char *const known[] = { "containers", "nodeSelector", "restartPolicy",
 		"terminationGracePeriodSeconds", "priorityClassName", "priority",
-		"activeDeadlineSeconds", NULL };
+		"activeDeadlineSeconds", "affinity", NULL };
 	struct drv_task_group *tg = &s->job.groups[g];
 	struct fy_node *n;
 	struct res sum = { -1, 0, 0 };
@@ -367,6 +445,11 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 		char sp[560];
 		mf_join(sp, sizeof(sp), path, "nodeSelector");
 		read_node_selector(c, s, g, n, sp);
+	}
+	if ((n = mf_field(ps, "affinity"))) {
+		char ap[560];
+		mf_join(ap, sizeof(ap), path, "affinity");
+		read_affinity(c, s, g, n, ap);
 	}
 	read_pod_fields(c, s, g, ps, path);
 	mf_keep_unknown(s, ps, path, known);

@@ -62,6 +62,9 @@ bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_
 #define LABEL_KUEUE_QUEUE "kueue.x-k8s.io/queue-name"
 #define SEL_GPU_PRODUCT "nvidia.com/gpu.product"
 #define SEL_REGION "topology.kubernetes.io/region"
+#define SEL_REGION_OLD "failure-domain.beta.kubernetes.io/region"
+#define SEL_ZONE "topology.kubernetes.io/zone"
+#define SEL_ZONE_OLD "failure-domain.beta.kubernetes.io/zone"
 #define RES_GPU "nvidia.com/gpu"
 
 struct fy_node;

@@ -3,13 +3,14 @@
 # names it, 8 GPUs each) starts together or not at all: on two 8-GPU nodes
 # of which one is taken neither Pod runs and the job says why; once the
 # node is free both start, one per node. KAI's queue label sets the job's
-# queue (its tenant).
+# queue (its tenant). A nodeSelector on the zone label puts a Pod on the
+# node of that zone.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 cp_setup
 start_server
-start_agent node-a 8xH100
-start_agent node-b 8xH100
+start_agent node-a 8xH100 --labels topology.kubernetes.io/zone=zone-a
+start_agent node-b 8xH100 --labels topology.kubernetes.io/zone=zone-b
 OUT=$TEST_TMP/out
 pod_yaml blocker 8 "$(recording_cmd blocker)" >"$TEST_TMP/blocker.yaml"
 blocker=$(submit "$TEST_TMP/blocker.yaml")
@@ -64,4 +65,29 @@ wait_job "$id" running 60
 wait_until 10 sh -c "[ -s $OUT/started-0 ] && [ -s $OUT/started-1 ]" || fail "not both Pods started"
 expect_eq "nodes" "$(jf "$id" '",".join(sorted(p["node"] for p in j["placement"]))')" "node-a,node-b"
 "$DROVER" cancel "$id" >/dev/null || fail "cancel"
+wait_job "$id" cancelled 30
+
+# A nodeSelector on the zone label the agents registered: each Pod lands in
+# its zone, whichever node is free first.
+for z in b a; do
+	cat >"$TEST_TMP/zone-$z.yaml" <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: in-zone-$z
+spec:
+  nodeSelector:
+    topology.kubernetes.io/zone: zone-$z
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["true"]
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+YAML
+	zid=$(submit "$TEST_TMP/zone-$z.yaml")
+	wait_job "$zid" succeeded 60
+	expect_eq "zone-$z Pod's node" "$(jf "$zid" 'j["placement"][0]["node"]')" "node-$z"
+done
 echo "ok: the KAI gang waited whole, then both Pods started together"

@@ -448,3 +448,69 @@ Test(place, gpu_memory_share_is_per_model_and_never_zero)
 	drv_placement_release(&p);
 	drv_cluster_release(&c);
 }
+
+/* Pools p1 and p2 of one 8-GPU node each, zones z1 and z2 as node labels. */
+static void build_zones(struct drv_cluster *c)
+{
+	static const char *const lv[] = { "cluster", "pool", "node" };
+	int h100 = drv_gpu_model_find("H100");
+
+	drv_cluster_init(c, "z");
+	cr_assert(eq(int, drv_cluster_set_levels(c, lv, 3), 0));
+	for (int i = 1; i <= 2; i++) {
+		char pn[8], nn[8], zn[8];
+		struct drv_pool p = { .name = pn, .region = "r" };
+		int32_t node;
+
+		snprintf(pn, sizeof(pn), "p%d", i);
+		snprintf(nn, sizeof(nn), "n%d", i);
+		snprintf(zn, sizeof(zn), "z%d", i);
+		p.vertex = drv_cluster_add_vertex(c, 0, pn);
+		cr_assert(ge(int, drv_cluster_add_pool(c, &p), 0));
+		node = drv_cluster_add_node(c, p.vertex, nn, h100, 8, 64000, 512 * 1024);
+		cr_assert(ge(int, node, 0));
+		c->nodes[node].labels = drv_calloc(1, sizeof(struct drv_label));
+		c->nodes[node].labels[0].key = drv_strdup("topology.kubernetes.io/zone");
+		c->nodes[node].labels[0].value = drv_strdup(zn);
+		c->nodes[node].nlabels = 1;
+	}
+}
+
+static const char *placed_on(struct drv_cluster *c, const char *const *sel, int nsel)
+{
+	static char name[16];
+	struct drv_job j;
+	struct drv_placement p;
+	char buf[256];
+	int rc;
+
+	drv_job_init(&j);
+	drv_job_add_group(&j, "w", 1, 1, 0);
+	for (int i = 0; i < nsel; i++)
+		drv_job_add_node_label(&j, sel[2 * i], sel[2 * i + 1]);
+	drv_placement_init(&p);
+	rc = drv_place(c, &j, NULL, &p, buf, sizeof(buf));
+	snprintf(name, sizeof(name), "%s", rc == 0 ? c->nodes[p.tasks[0].node].name : "none");
+	drv_placement_release(&p);
+	drv_job_release(&j);
+	return name;
+}
+
+Test(place, node_selector_zone_and_pool)
+{
+	struct drv_cluster c;
+	static const char *const z2[] = { "topology.kubernetes.io/zone", "z2" };
+	static const char *const p1[] = { "drover.io/pool", "p1" };
+	static const char *const z2p1[] = { "topology.kubernetes.io/zone", "z2", "drover.io/pool", "p1" };
+	static const char *const z3z2[] = { "topology.kubernetes.io/zone", "z3",
+					    "topology.kubernetes.io/zone", "z2" };
+	static const char *const other[] = { "kubernetes.io/arch", "amd64" };
+
+	build_zones(&c);
+	cr_assert(eq(str, (char *)placed_on(&c, z2, 1), "n2"));
+	cr_assert(eq(str, (char *)placed_on(&c, p1, 1), "n1"));
+	cr_assert(eq(str, (char *)placed_on(&c, z2p1, 2), "none"), "both keys must hold");
+	cr_assert(eq(str, (char *)placed_on(&c, z3z2, 2), "n2"), "values of one key: any one");
+	cr_assert(eq(str, (char *)placed_on(&c, other, 1), "none"), "a label no node has");
+	drv_cluster_release(&c);
+}
