@@ -42,6 +42,15 @@ static int h_echo(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
+/* A "*" route under a prefix pattern: which method and path came. */
+static int h_tree(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	(void)ctx;
+	drv_http_resp_json(resp, 200, json_pack("{s:s,s:s}", "method", drv_http_req_method(req),
+						"path", drv_http_req_path(req)));
+	return 0;
+}
+
 static int h_fail(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
 	(void)req;
@@ -210,6 +219,7 @@ static const struct drv_http_route routes[] = {
 	{ "GET", "/v1/wait", h_wait, 0 },
 	{ "GET", "/v1/lazy", h_lazy, 0 },
 	{ "GET", "/v1/keyed", h_keyed, 0 },
+	{ "*", "/v1/tree/**", h_tree, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -747,4 +757,29 @@ Test(http, a_keyed_wait_is_woken_by_its_key_only)
 	expect_reply(b, "keyed");
 	close(a);
 	close(b);
+}
+
+/* "/v1/tree/" "**" takes /v1/tree and every path below it, "*" any method;
+ * a path that only starts with the same letters is not below it. */
+Test(http, a_prefix_pattern_takes_any_method_below_it)
+{
+	struct drv_http_client c;
+	const char *paths[] = { "/v1/tree", "/v1/tree/", "/v1/tree/a", "/v1/tree/a/b/c" };
+	const char *methods[] = { "GET", "DELETE", "PATCH", "PUT" };
+	json_t *reply = NULL;
+	long st = 0;
+
+	drv_http_client_init(&c, base, NULL);
+	for (size_t i = 0; i < 4; i++) {
+		cr_assert(eq(int, drv_http_json(&c, methods[i], paths[i], NULL, -1, &st, &reply), 0));
+		cr_assert(eq(long, st, 200), "%s %s", methods[i], paths[i]);
+		cr_assert(eq(str, (char *)drv_json_str(reply, "method"), (char *)methods[i]));
+		cr_assert(eq(str, (char *)drv_json_str(reply, "path"), (char *)paths[i]));
+		json_decref(reply);
+		reply = NULL;
+	}
+	cr_assert(eq(int, drv_http_json(&c, "GET", "/v1/treetop", NULL, -1, &st, &reply), 0));
+	cr_assert(eq(long, st, 404));
+	json_decref(reply);
+	drv_http_client_release(&c);
 }
