@@ -23,12 +23,14 @@ const struct kube_res kube_resources[] = {
 	{ "", "v1", "events", "event", "Event", true, "get,list,watch", "ev", "" },
 	{ "batch", "v1", "jobs", "job", "Job", true,
 	  "create,delete,get,list,patch,update,watch", "", "status" },
+	{ "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false,
+	  "get,list,watch", "pc", "" },
 	{ "authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview",
 	  "SelfSubjectReview", false, "create", "", "" },
 	{ NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL },
 };
 
-static const char *const groups[] = { "batch", "authentication.k8s.io", NULL };
+static const char *const groups[] = { "batch", "scheduling.k8s.io", "authentication.k8s.io", NULL };
 
 const struct kube_res *kube_res_find(const char *group, const char *version, const char *plural)
 {
@@ -393,7 +395,8 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 		kube_status(o, 404, "NotFound", NULL,
 			    "the server could not find the requested resource (%s %s): drover "
 			    "serves %s only (docs/kubernetes.md)", m, drv_http_req_path(r),
-			    "namespaces, pods, nodes, events, batch/v1 jobs");
+			    "namespaces, pods, nodes, events, batch/v1 jobs, "
+			    "scheduling.k8s.io/v1 priorityclasses");
 		return 0;
 	}
 	if (q.ns[0] && !q.res->namespaced) {

@@ -85,6 +85,8 @@ json_t *kube_pod_json(struct drv_server *s, struct srv_job *j, int32_t rank, int
 json_t *kube_batchjob_json(struct drv_server *s, struct srv_job *j, int64_t rv, bool deleted);
 json_t *kube_node_json(struct drv_server *s, int32_t i, int64_t rv);
 json_t *kube_namespace_json(const char *name, int64_t created);
+/* The tenants file's priority class i. */
+json_t *kube_priorityclass_json(struct drv_server *s, int32_t i);
 /* j's events (state changes and, pending, the scheduler's reason) as
  * Events about its pod rank into arr. */
 void kube_job_events(struct drv_server *s, struct srv_job *j, int32_t rank, json_t *arr);

@@ -258,9 +258,10 @@ static bool field_ok(const char *kind, const char *key)
 	static const char *const node[] = { "spec.unschedulable", NULL };
 	static const char *const job[] = { "status.successful", NULL };
 	static const char *const ns[] = { "status.phase", NULL };
+	static const char *const none[] = { NULL };
 	const char *const *l = strcmp(kind, "Pod") == 0 ? pod : strcmp(kind, "Event") == 0 ? ev
 			     : strcmp(kind, "Node") == 0 ? node : strcmp(kind, "Job") == 0 ? job
-			     : ns;
+			     : strcmp(kind, "Namespace") == 0 ? ns : none;
 
 	for (int i = 0; common[i]; i++)
 		if (strcmp(common[i], key) == 0)
@@ -357,7 +358,7 @@ json_t *kube_collect(struct drv_server *s, struct kube_req *q, const struct kube
 	struct kube_rvs rvs;
 	struct kube_jobs js = { 0 };
 
-	if (strcmp(kind, "Node") != 0)
+	if (strcmp(kind, "Node") != 0 && strcmp(kind, "PriorityClass") != 0)
 		kube_jobs_collect(s, &js);
 	kube_rvs_build(s, &rvs);
 	*rv = s->last_seq > 0 ? s->last_seq : 1;
@@ -365,6 +366,9 @@ json_t *kube_collect(struct drv_server *s, struct kube_req *q, const struct kube
 		for (int32_t i = 0; i < s->nnodes; i++)
 			add_if(arr, kube_node_json(s, i, kube_rvs_node(&rvs, s->nodes[i].name)), q,
 			       sel);
+	} else if (strcmp(kind, "PriorityClass") == 0) {
+		for (int32_t i = 0; i < s->cfg.tenants.nclasses; i++)
+			add_if(arr, kube_priorityclass_json(s, i), q, sel);
 	} else if (strcmp(kind, "Namespace") == 0) {
 		json_t *seen = json_object();
 		const char *k;
@@ -470,6 +474,11 @@ static json_t *columns(const char *kind)
 		json_array_append_new(c, col("Completions", "string", "", 0, "Succeeded of desired."));
 		json_array_append_new(c, col("Duration", "string", "", 0, "Run time."));
 		json_array_append_new(c, col("Age", "string", "", 0, "Time since creation."));
+	} else if (strcmp(kind, "PriorityClass") == 0) {
+		json_array_append_new(c, col("Value", "integer", "", 0, "The priority."));
+		json_array_append_new(c, col("Global-Default", "boolean", "", 0, "Never: drover has tenants' default classes."));
+		json_array_append_new(c, col("Age", "string", "", 0, "Time since the server started."));
+		json_array_append_new(c, col("PreemptionPolicy", "string", "", 0, "PreemptLowerPriority or Never."));
 	} else if (strcmp(kind, "Event") == 0) {
 		json_array_insert_new(c, 0, col("Last Seen", "string", "", 0, "When."));
 		json_array_insert_new(c, 1, col("Type", "string", "", 0, "Normal or Warning."));
@@ -618,6 +627,10 @@ json_t *kube_table(struct drv_server *s, const struct kube_req *q, json_t *objs,
 			cells = job_row(o);
 		else if (strcmp(kind, "Event") == 0)
 			cells = event_row(o);
+		else if (strcmp(kind, "PriorityClass") == 0)
+			cells = json_pack("[s,O,b,o,s]", drv_json_str(json_object_get(o, "metadata"), "name"),
+					  json_object_get(o, "value"), false, age_of(o, "creationTimestamp"),
+					  drv_json_str(o, "preemptionPolicy"));
 		else
 			cells = json_pack("[s,s,o]", drv_json_str(json_object_get(o, "metadata"), "name"),
 					  "Active", age_of(o, "creationTimestamp"));

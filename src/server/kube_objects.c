@@ -806,3 +806,20 @@ void kube_job_events(struct drv_server *s, struct srv_job *j, int32_t rank, json
 						     (int64_t)json_array_size(j->events) + 1));
 	}
 }
+
+json_t *kube_priorityclass_json(struct drv_server *s, int32_t i)
+{
+	const struct drv_tenant_class *c = &s->cfg.tenants.classes[i];
+	char uid[64], key[300];
+	int64_t created = s->started_ms ? drv_wall_s() - (drv_mono_ms() - s->started_ms) / 1000 : 0;
+
+	snprintf(key, sizeof(key), "priorityclass/%s", c->name);
+	name_uid(key, uid, sizeof(uid));
+	return json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:o},s:i,s:b,s:s,s:s}", "apiVersion",
+			 "scheduling.k8s.io/v1", "kind", "PriorityClass", "metadata", "name", c->name,
+			 "uid", uid, "resourceVersion", "1", "creationTimestamp",
+			 srv_json_time(created), "value", c->value, "globalDefault", false,
+			 "preemptionPolicy",
+			 c->policy == DRV_PREEMPT_NEVER ? "Never" : "PreemptLowerPriority",
+			 "description", "a class of the server's tenants file");
+}

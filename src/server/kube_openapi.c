@@ -160,6 +160,13 @@ static const struct field fields[] = {
 	{ "Namespace", "metadata", "ObjectMeta", "The namespaces drover's jobs use, and default." },
 	{ "Namespace", "spec", "object", "Finalizers." },
 	{ "Namespace", "status", "object", "Always Active." },
+	{ "PriorityClass", "apiVersion", "string", "scheduling.k8s.io/v1" },
+	{ "PriorityClass", "kind", "string", "PriorityClass" },
+	{ "PriorityClass", "metadata", "ObjectMeta", "Its name: what priorityClassName names." },
+	{ "PriorityClass", "value", "integer", "The priority of the jobs of this class." },
+	{ "PriorityClass", "globalDefault", "boolean", "Always false: the tenants file gives each tenant its default class." },
+	{ "PriorityClass", "preemptionPolicy", "string", "PreemptLowerPriority, or Never: waits, never preempts." },
+	{ "PriorityClass", "description", "string", "Where it comes from." },
 	{ "Event", "apiVersion", "string", "v1" },
 	{ "Event", "kind", "string", "Event" },
 	{ "Event", "metadata", "ObjectMeta", "Standard object metadata." },
@@ -199,6 +206,7 @@ static const struct kind_doc types[] = {
 	{ "Node", "io.k8s.api.core.v1.Node", "A Node is a machine with a drover agent: its GPUs, CPUs and memory." },
 	{ "Namespace", "io.k8s.api.core.v1.Namespace", "A namespace drover's jobs use." },
 	{ "Event", "io.k8s.api.core.v1.Event", "A change of a job's state, or the scheduler's reason it waits." },
+	{ "PriorityClass", "io.k8s.api.scheduling.v1.PriorityClass", "A priority class of the server's tenants file (read only here)." },
 };
 
 static const struct kind_doc *type_doc(const char *t)
@@ -348,6 +356,9 @@ json_t *kube_openapi_v3(const char *gv)
 		json_object_set_new(root, "apis/batch/v1",
 				    json_pack("{s:s}", "serverRelativeURL",
 					      "/openapi/v3/apis/batch/v1?hash=" DRV_VERSION));
+		json_object_set_new(root, "apis/scheduling.k8s.io/v1",
+				    json_pack("{s:s}", "serverRelativeURL",
+					      "/openapi/v3/apis/scheduling.k8s.io/v1?hash=" DRV_VERSION));
 		json_decref(paths);
 		json_decref(schemas);
 		return json_pack("{s:o}", "paths", root);
@@ -356,6 +367,8 @@ json_t *kube_openapi_v3(const char *gv)
 		group = "";
 	else if (strcmp(gv, "apis/batch/v1") == 0)
 		group = "batch";
+	else if (strcmp(gv, "apis/scheduling.k8s.io/v1") == 0)
+		group = "scheduling.k8s.io";
 	else {
 		json_decref(paths);
 		json_decref(schemas);
