@@ -16,21 +16,36 @@
 #include <strings.h>
 
 const struct kube_res kube_resources[] = {
-	{ "", "v1", "namespaces", "namespace", "Namespace", false, "get,list,watch", "ns", "" },
+	{ "", "v1", "namespaces", "namespace", "Namespace", false, "get,list,watch", "ns", "",
+	  "Namespace" },
 	{ "", "v1", "pods", "pod", "Pod", true,
-	  "create,delete,get,list,patch,update,watch", "po", "log,status" },
-	{ "", "v1", "nodes", "node", "Node", false, "get,list,watch", "no", "status" },
-	{ "", "v1", "events", "event", "Event", true, "get,list,watch", "ev", "" },
+	  "create,delete,get,list,patch,update,watch", "po", "log,status", "Pod" },
+	{ "", "v1", "nodes", "node", "Node", false, "get,list,watch", "no", "status", "Node" },
+	{ "", "v1", "events", "event", "Event", true, "get,list,watch", "ev", "", "Event" },
 	{ "batch", "v1", "jobs", "job", "Job", true,
-	  "create,delete,get,list,patch,update,watch", "", "status" },
+	  "create,delete,get,list,patch,update,watch", "", "status", "Job" },
+	{ "kubeflow.org", "v1", "pytorchjobs", "pytorchjob", "PyTorchJob", true,
+	  "create,delete,get,list,patch,update,watch", "", "status", "PyTorchJob" },
+	{ "batch.volcano.sh", "v1alpha1", "jobs", "job", "Job", true,
+	  "create,delete,get,list,patch,update,watch", "vcjob,vj", "status", "VolcanoJob" },
 	{ "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false,
-	  "get,list,watch", "pc", "" },
+	  "get,list,watch", "pc", "", "PriorityClass" },
 	{ "authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview",
-	  "SelfSubjectReview", false, "create", "", "" },
-	{ NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL },
+	  "SelfSubjectReview", false, "create", "", "", "" },
+	{ NULL, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, NULL },
 };
 
-static const char *const groups[] = { "batch", "scheduling.k8s.io", "authentication.k8s.io", NULL };
+static const char *const groups[] = { "batch", "kubeflow.org", "batch.volcano.sh",
+				      "scheduling.k8s.io", "authentication.k8s.io", NULL };
+
+/* The one version drover serves of group g. */
+static const char *group_version(const char *g)
+{
+	for (const struct kube_res *k = kube_resources; k->plural; k++)
+		if (strcmp(k->group, g) == 0)
+			return k->version;
+	return "v1";
+}
 
 const struct kube_res *kube_res_find(const char *group, const char *version, const char *plural)
 {
@@ -171,11 +186,12 @@ static json_t *resource_list(const char *group, const char *version)
 static json_t *api_group(const char *g)
 {
 	char gv[128];
+	const char *v = group_version(g);
 
-	snprintf(gv, sizeof(gv), "%s/v1", g);
+	snprintf(gv, sizeof(gv), "%s/%s", g, v);
 	return json_pack("{s:s,s:s,s:s,s:[{s:s,s:s}],s:{s:s,s:s}}", "kind", "APIGroup",
 			 "apiVersion", "v1", "name", g, "versions", "groupVersion", gv, "version",
-			 "v1", "preferredVersion", "groupVersion", gv, "version", "v1");
+			 v, "preferredVersion", "groupVersion", gv, "version", v);
 }
 
 /* One group of aggregated discovery (its one version, v1). */
@@ -210,7 +226,8 @@ static json_t *agg_group(const char *group)
 		json_array_append_new(rs, e);
 	}
 	return json_pack("{s:{s:s},s:[{s:s,s:o,s:s}]}", "metadata", "name", group, "versions",
-			 "version", "v1", "resources", rs, "freshness", "Current");
+			 "version", *group ? group_version(group) : "v1", "resources", rs,
+			 "freshness", "Current");
 }
 
 /*
@@ -316,8 +333,8 @@ static bool discovery(struct drv_http_req *r, struct drv_http_resp *o, char **se
 			kube_reply(o, 200, api_group(groups[i]));
 			return true;
 		}
-		if (nseg == 2 && strcmp(seg[1], "v1") == 0) {
-			kube_reply(o, 200, resource_list(groups[i], "v1"));
+		if (nseg == 2 && strcmp(seg[1], group_version(groups[i])) == 0) {
+			kube_reply(o, 200, resource_list(groups[i], seg[1]));
 			return true;
 		}
 	}
@@ -396,6 +413,7 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 			    "the server could not find the requested resource (%s %s): drover "
 			    "serves %s only (docs/kubernetes.md)", m, drv_http_req_path(r),
 			    "namespaces, pods, nodes, events, batch/v1 jobs, "
+			    "kubeflow.org/v1 pytorchjobs, batch.volcano.sh/v1alpha1 jobs, "
 			    "scheduling.k8s.io/v1 priorityclasses");
 		return 0;
 	}
@@ -457,7 +475,10 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 		return kube_delete(s, &q, r, o);
 	kube_status(o, 405, "MethodNotAllowed", NULL,
 		    "%s %s: drover serves %s on %s%s", m, drv_http_req_path(r), q.res->verbs,
-		    q.res->plural, q.name[0] ? "" : " (no deletecollection)");
+		    q.res->plural,
+		    strcmp(q.res->type, "PriorityClass") == 0
+			    ? " (they come from the server's tenants file, priorityClasses:)"
+			    : q.name[0] ? "" : " (no deletecollection)");
 	return 0;
 }
 

@@ -47,6 +47,8 @@ struct kube_res {
 	const char *verbs;             /* comma-separated */
 	const char *short_names;       /* comma-separated or "" */
 	const char *subresources;      /* comma-separated or "" */
+	const char *type;              /* its schema in kube_openapi.c ("Pod", "VolcanoJob"),
+					* what the code tells kinds apart by; "" none */
 };
 extern const struct kube_res kube_resources[];
 const struct kube_res *kube_res_find(const char *group, const char *version, const char *plural);
@@ -80,6 +82,12 @@ int32_t kube_job_npods(const struct srv_job *j);
 void kube_job_uid(const struct srv_job *j, char *out, size_t n);
 /* Whether j is a batch/v1 Job on this face. */
 bool kube_job_is_batch(const struct srv_job *j);
+/* Whether j is an object of workload resource k (a Job, PyTorchJob or
+ * Volcano Job: its manifest's apiVersion and kind). */
+bool kube_job_is_res(const struct srv_job *j, const struct kube_res *k);
+/* j as an object of workload resource k. */
+json_t *kube_workload_json(struct drv_server *s, const struct kube_res *k, struct srv_job *j,
+			   int64_t rv, bool deleted);
 json_t *kube_pod_json(struct drv_server *s, struct srv_job *j, int32_t rank, int64_t rv,
 		      bool deleted);
 json_t *kube_batchjob_json(struct drv_server *s, struct srv_job *j, int64_t rv, bool deleted);

@@ -323,14 +323,14 @@ static void add_if(json_t *arr, json_t *obj, const struct kube_req *q, const str
 json_t *kube_job_objects(struct drv_server *s, const struct kube_req *q,
 			 const struct kube_sel *sel, struct srv_job *j, bool deleted, int64_t rv)
 {
-	const char *kind = q->res->kind;
+	const char *kind = q->res->type;
 	json_t *arr = json_array();
 
 	if (!may_see(q->c, j) || (deleted && srv_jstate_final(j->state) && !j->holding))
 		return arr;
-	if (strcmp(kind, "Job") == 0) {
-		if (kube_job_is_batch(j))
-			add_if(arr, kube_batchjob_json(s, j, rv, deleted), q, sel);
+	if (strcmp(kind, "Pod") != 0 && strcmp(kind, "Event") != 0) {
+		if (kube_job_is_res(j, q->res))
+			add_if(arr, kube_workload_json(s, q->res, j, rv, deleted), q, sel);
 		return arr;
 	}
 	for (int32_t r = 0; r < kube_job_npods(j); r++) {
@@ -353,7 +353,7 @@ json_t *kube_job_objects(struct drv_server *s, const struct kube_req *q,
 json_t *kube_collect(struct drv_server *s, struct kube_req *q, const struct kube_sel *sel,
 		     int64_t *rv)
 {
-	const char *kind = q->res->kind;
+	const char *kind = q->res->type;
 	json_t *arr = json_array();
 	struct kube_rvs rvs;
 	struct kube_jobs js = { 0 };
@@ -473,6 +473,9 @@ static json_t *columns(const char *kind)
 		json_array_append_new(c, col("Status", "string", "", 0, "Complete, Failed or Running."));
 		json_array_append_new(c, col("Completions", "string", "", 0, "Succeeded of desired."));
 		json_array_append_new(c, col("Duration", "string", "", 0, "Run time."));
+		json_array_append_new(c, col("Age", "string", "", 0, "Time since creation."));
+	} else if (strcmp(kind, "PyTorchJob") == 0 || strcmp(kind, "VolcanoJob") == 0) {
+		json_array_append_new(c, col("Status", "string", "", 0, "Created, Running, Succeeded or Failed."));
 		json_array_append_new(c, col("Age", "string", "", 0, "Time since creation."));
 	} else if (strcmp(kind, "PriorityClass") == 0) {
 		json_array_append_new(c, col("Value", "integer", "", 0, "The priority."));
@@ -594,6 +597,19 @@ static json_t *job_row(const json_t *j)
 			 dur, age_of(j, "creationTimestamp"));
 }
 
+/* PyTorchJob: its last condition; Volcano Job: status.state.phase. */
+static json_t *workload_row(const json_t *w)
+{
+	const json_t *st = json_object_get(w, "status");
+	const json_t *conds = json_object_get(st, "conditions");
+	const char *phase = drv_json_str(json_object_get(st, "state"), "phase");
+
+	if (!phase && json_array_size(conds))
+		phase = drv_json_str(json_array_get(conds, json_array_size(conds) - 1), "type");
+	return json_pack("[s,s,o]", drv_json_str(json_object_get(w, "metadata"), "name"),
+			 phase ? phase : "Created", age_of(w, "creationTimestamp"));
+}
+
 static json_t *event_row(const json_t *e)
 {
 	const json_t *io = json_object_get(e, "involvedObject");
@@ -610,7 +626,7 @@ static json_t *event_row(const json_t *e)
 json_t *kube_table(struct drv_server *s, const struct kube_req *q, json_t *objs, bool wide,
 		   int64_t rv, bool headers)
 {
-	const char *kind = q->res->kind;
+	const char *kind = q->res->type;
 	json_t *rows = json_array();
 	size_t i;
 	json_t *o;
@@ -627,6 +643,8 @@ json_t *kube_table(struct drv_server *s, const struct kube_req *q, json_t *objs,
 			cells = job_row(o);
 		else if (strcmp(kind, "Event") == 0)
 			cells = event_row(o);
+		else if (strcmp(kind, "PyTorchJob") == 0 || strcmp(kind, "VolcanoJob") == 0)
+			cells = workload_row(o);
 		else if (strcmp(kind, "PriorityClass") == 0)
 			cells = json_pack("[s,O,b,o,s]", drv_json_str(json_object_get(o, "metadata"), "name"),
 					  json_object_get(o, "value"), false, age_of(o, "creationTimestamp"),
@@ -658,7 +676,7 @@ static bool check_fields(const struct kube_req *q, const char *field, struct drv
 		char key[256];
 
 		snprintf(key, sizeof(key), "%.*s", (int)strcspn(t, "!="), t);
-		if (!field_ok(q->res->kind, trim(key))) {
+		if (!field_ok(q->res->type, trim(key))) {
 			kube_status(o, 400, "BadRequest", NULL,
 				    "\"%s\" is not a known field selector: only \"metadata.name\", "
 				    "\"metadata.namespace\" and the fields Kubernetes serves for %s",

@@ -58,6 +58,15 @@ const char *kube_job_ns(const struct srv_job *j)
 	return j->spec.namespace_ && *j->spec.namespace_ ? j->spec.namespace_ : "default";
 }
 
+bool kube_job_is_res(const struct srv_job *j, const struct kube_res *k)
+{
+	char av[128];
+
+	snprintf(av, sizeof(av), "%s%s%s", k->group, *k->group ? "/" : "", k->version);
+	return j->spec.kind && strcmp(j->spec.kind, k->kind) == 0 && j->spec.api_version &&
+	       strcmp(j->spec.api_version, av) == 0;
+}
+
 bool kube_job_is_batch(const struct srv_job *j)
 {
 	return j->spec.kind && strcmp(j->spec.kind, "Job") == 0 && j->spec.api_version &&
@@ -88,7 +97,8 @@ void kube_pod_name(const struct srv_job *j, int32_t rank, char *out, size_t n)
 	char base[300];
 
 	kube_job_name(j, base, sizeof(base));
-	if (kube_job_npods(j) > 1 || (kube_job_from_api(j) && kube_job_is_batch(j)))
+	if (kube_job_npods(j) > 1 ||
+	    (kube_job_from_api(j) && !(j->spec.kind && strcmp(j->spec.kind, "Pod") == 0)))
 		snprintf(out, n, "%s-%d", base, rank);
 	else
 		snprintf(out, n, "%s", base);
@@ -822,4 +832,122 @@ json_t *kube_priorityclass_json(struct drv_server *s, int32_t i)
 			 "preemptionPolicy",
 			 c->policy == DRV_PREEMPT_NEVER ? "Never" : "PreemptLowerPriority",
 			 "description", "a class of the server's tenants file");
+}
+
+/* --- kubeflow.org/v1 PyTorchJobs and batch.volcano.sh/v1alpha1 Jobs --------------- */
+
+struct counts {
+	int32_t active, ok, bad;
+};
+
+static void group_counts(struct drv_server *s, struct srv_job *j, int32_t g, struct counts *c)
+{
+	for (int32_t r = 0; r < kube_job_npods(j); r++) {
+		struct pod_view v;
+		char why[256];
+
+		if (g >= 0 && rank_group(j, r) != g)
+			continue;
+		pod_view(s, j, r, &v, why, sizeof(why));
+		if (strcmp(v.phase, "Succeeded") == 0)
+			c->ok++;
+		else if (strcmp(v.phase, "Failed") == 0)
+			c->bad++;
+		else if (!srv_jstate_final(j->state))
+			c->active++;
+		json_decref(v.state);
+	}
+}
+
+static json_t *template_of(const struct srv_job *j, int32_t g)
+{
+	const char *rp = j->spec.run && j->spec.run[g].restart_policy ? j->spec.run[g].restart_policy
+								      : NULL;
+	json_t *t = json_pack("{s:{},s:{s:[o]}}", "metadata", "spec", "containers",
+			      container_json(j, g));
+
+	if (rp)
+		json_object_set_new(json_object_get(t, "spec"), "restartPolicy", json_string(rp));
+	return t;
+}
+
+json_t *kube_workload_json(struct drv_server *s, const struct kube_res *k, struct srv_job *j,
+			   int64_t rv, bool deleted)
+{
+	char name[300], av[128];
+	json_t *spec = json_object(), *status = json_object(), *obj;
+	struct counts all = { 0 };
+
+	if (strcmp(k->type, "Job") == 0)
+		return kube_batchjob_json(s, j, rv, deleted);
+	kube_job_name(j, name, sizeof(name));
+	snprintf(av, sizeof(av), "%s/%s", k->group, k->version);
+	group_counts(s, j, -1, &all);
+	if (strcmp(k->type, "PyTorchJob") == 0) {
+		json_t *rs = json_object(), *rst = json_object(), *conds = json_array();
+
+		for (int32_t g = 0; g < j->spec.job.ngroups; g++) {
+			const char *gn = j->spec.job.groups[g].name ? j->spec.job.groups[g].name : "worker";
+			char rt[64];
+			struct counts c = { 0 };
+			json_t *e = json_pack("{s:i,s:o}", "replicas", j->spec.job.groups[g].count,
+					      "template", template_of(j, g));
+
+			snprintf(rt, sizeof(rt), "%s", gn);
+			rt[0] = (char)toupper((unsigned char)rt[0]);
+			if (j->spec.run && j->spec.run[g].restart_policy)
+				json_object_set_new(e, "restartPolicy",
+						    json_string(j->spec.run[g].restart_policy));
+			json_object_set_new(rs, rt, e);
+			group_counts(s, j, g, &c);
+			json_object_set_new(rst, rt, json_pack("{s:i,s:i,s:i}", "active", c.active,
+							       "succeeded", c.ok, "failed", c.bad));
+		}
+		json_object_set_new(spec, "pytorchReplicaSpecs", rs);
+		json_array_append_new(conds, condition("Created", true, "PyTorchJobCreated", NULL,
+						       j->submit_time));
+		if (j->start_time)
+			json_array_append_new(conds, condition("Running", !srv_jstate_final(j->state),
+							       "PyTorchJobRunning", NULL, j->start_time));
+		if (srv_jstate_final(j->state))
+			json_array_append_new(conds, condition(j->state == J_SUCCEEDED ? "Succeeded"
+									 : "Failed",
+							       true, j->state == J_SUCCEEDED
+									 ? "PyTorchJobSucceeded"
+									 : "PyTorchJobFailed",
+							       j->reason, j->end_time));
+		json_object_set_new(status, "conditions", conds);
+		json_object_set_new(status, "replicaStatuses", rst);
+	} else {
+		json_t *tasks = json_array();
+		const char *phase = j->state == J_SUCCEEDED ? "Completed"
+				  : srv_jstate_final(j->state) ? (j->state == J_CANCELLED ? "Aborted" : "Failed")
+				  : j->state == J_RUNNING ? "Running" : "Pending";
+
+		for (int32_t g = 0; g < j->spec.job.ngroups; g++)
+			json_array_append_new(tasks, json_pack("{s:s,s:i,s:o}", "name",
+							       j->spec.job.groups[g].name
+								       ? j->spec.job.groups[g].name : "task",
+							       "replicas", j->spec.job.groups[g].count,
+							       "template", template_of(j, g)));
+		json_object_set_new(spec, "minAvailable",
+				    json_integer(j->spec.k8s.min_available >= 0 ? j->spec.k8s.min_available
+										 : kube_job_npods(j)));
+		if (j->spec.queue)
+			json_object_set_new(spec, "queue", json_string(j->spec.queue));
+		if (j->spec.priority_class)
+			json_object_set_new(spec, "priorityClassName", json_string(j->spec.priority_class));
+		json_object_set_new(spec, "tasks", tasks);
+		json_object_set_new(status, "state", json_pack("{s:s}", "phase", phase));
+		json_object_set_new(status, "minAvailable", json_object_get(spec, "minAvailable")
+								    ? json_incref(json_object_get(spec, "minAvailable"))
+								    : json_integer(0));
+		json_object_set_new(status, "running", json_integer(all.active));
+		json_object_set_new(status, "succeeded", json_integer(all.ok));
+		json_object_set_new(status, "failed", json_integer(all.bad));
+	}
+	obj = json_pack("{s:s,s:s,s:o,s:o,s:o}", "apiVersion", av, "kind", k->kind, "metadata",
+			metadata(s, j, name, rv, deleted, -1), "spec", spec, "status", status);
+	put_ignored(obj, j, "spec.", "spec.");
+	return obj;
 }

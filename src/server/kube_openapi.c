@@ -160,6 +160,16 @@ static const struct field fields[] = {
 	{ "Namespace", "metadata", "ObjectMeta", "The namespaces drover's jobs use, and default." },
 	{ "Namespace", "spec", "object", "Finalizers." },
 	{ "Namespace", "status", "object", "Always Active." },
+	{ "PyTorchJob", "apiVersion", "string", "kubeflow.org/v1" },
+	{ "PyTorchJob", "kind", "string", "PyTorchJob" },
+	{ "PyTorchJob", "metadata", "ObjectMeta", "Standard object metadata." },
+	{ "PyTorchJob", "spec", "object", "pytorchReplicaSpecs (Master, Worker): each replica type one task group of the job, all started together (a gang); drover sets MASTER_ADDR, WORLD_SIZE, RANK. Read as docs/job-format.md says." },
+	{ "PyTorchJob", "status", "object", "Set by drover: conditions Created, Running, Succeeded or Failed; replicaStatuses." },
+	{ "VolcanoJob", "apiVersion", "string", "batch.volcano.sh/v1alpha1" },
+	{ "VolcanoJob", "kind", "string", "Job" },
+	{ "VolcanoJob", "metadata", "ObjectMeta", "Standard object metadata." },
+	{ "VolcanoJob", "spec", "object", "tasks (each a task group), minAvailable (the gang's minimum), queue, priorityClassName. Read as docs/job-format.md says." },
+	{ "VolcanoJob", "status", "object", "Set by drover: state.phase Pending, Running, Completed, Failed or Aborted; running, succeeded, failed." },
 	{ "PriorityClass", "apiVersion", "string", "scheduling.k8s.io/v1" },
 	{ "PriorityClass", "kind", "string", "PriorityClass" },
 	{ "PriorityClass", "metadata", "ObjectMeta", "Its name: what priorityClassName names." },
@@ -206,6 +216,8 @@ static const struct kind_doc types[] = {
 	{ "Node", "io.k8s.api.core.v1.Node", "A Node is a machine with a drover agent: its GPUs, CPUs and memory." },
 	{ "Namespace", "io.k8s.api.core.v1.Namespace", "A namespace drover's jobs use." },
 	{ "Event", "io.k8s.api.core.v1.Event", "A change of a job's state, or the scheduler's reason it waits." },
+	{ "PyTorchJob", "org.kubeflow.v1.PyTorchJob", "A Kubeflow PyTorchJob: one drover job whose replica types are its task groups." },
+	{ "VolcanoJob", "sh.volcano.batch.v1alpha1.Job", "A Volcano Job: one drover job whose tasks are its task groups, started as a gang." },
 	{ "PriorityClass", "io.k8s.api.scheduling.v1.PriorityClass", "A priority class of the server's tenants file (read only here)." },
 };
 
@@ -267,9 +279,9 @@ static json_t *schema_of(const char *tn)
 	return s;
 }
 
-static json_t *gvk(const char *g, const char *kind)
+static json_t *gvk(const char *g, const char *v, const char *kind)
 {
-	return json_pack("{s:s,s:s,s:s}", "group", g, "version", "v1", "kind", kind);
+	return json_pack("{s:s,s:s,s:s}", "group", g, "version", v, "kind", kind);
 }
 
 static json_t *param(const char *name, const char *in, const char *desc)
@@ -283,9 +295,9 @@ static json_t *op(const struct kube_res *k, const char *action, bool body, bool 
 	char id[96];
 	json_t *o, *params = json_array();
 
-	snprintf(id, sizeof(id), "%s%s", action, k->kind);
+	snprintf(id, sizeof(id), "%s%s", action, k->type);
 	o = json_pack("{s:s,s:s,s:o,s:s,s:{s:{s:s}}}", "operationId", id, "description", action,
-		      "x-kubernetes-group-version-kind", gvk(k->group, k->kind),
+		      "x-kubernetes-group-version-kind", gvk(k->group, k->version, k->kind),
 		      "x-kubernetes-action", action, "responses", "200", "description", "OK");
 	json_array_append_new(params, param("dryRun", "query", "All: validate only, change nothing."));
 	if (body) {
@@ -297,7 +309,7 @@ static json_t *op(const struct kube_res *k, const char *action, bool body, bool 
 					 NULL };
 		char r[160];
 
-		snprintf(r, sizeof(r), "#/components/schemas/%s", type_doc(k->kind)->schema);
+		snprintf(r, sizeof(r), "#/components/schemas/%s", type_doc(k->type)->schema);
 		json_array_append_new(params, param("fieldValidation", "query",
 						    "Strict: refuse fields Kubernetes does not know (400); "
 						    "Warn (default): a Warning header each; Ignore."));
@@ -318,21 +330,22 @@ static void add_paths(json_t *paths, const struct kube_res *k)
 	const char *pre = *k->group ? "/apis/" : "/api";
 
 	if (k->namespaced)
-		snprintf(coll, sizeof(coll), "%s%s%sv1/namespaces/{namespace}/%s", pre, k->group,
-			 *k->group ? "/" : "/", k->plural);
+		snprintf(coll, sizeof(coll), "%s%s/%s/namespaces/{namespace}/%s", pre, k->group,
+			 k->version, k->plural);
 	else
-		snprintf(coll, sizeof(coll), "%s%s%sv1/%s", pre, k->group, *k->group ? "/" : "/",
-			 k->plural);
+		snprintf(coll, sizeof(coll), "%s%s/%s/%s", pre, k->group, k->version, k->plural);
 	snprintf(item, sizeof(item), "%s/{name}", coll);
 	{
 		json_t *c = json_object(), *i = json_object();
 
 		json_object_set_new(c, "get", op(k, "list", false, false));
-		if (strstr(k->verbs, "create"))
-			json_object_set_new(c, "post", op(k, "post", true, false));
+		/* create and patch are in every kind's paths, served or not (405):
+		 * kubectl's apply asks the patch path of each object in a stream
+		 * whether fieldValidation is served, and fails the whole file when
+		 * a kind has none */
+		json_object_set_new(c, "post", op(k, "post", true, false));
 		json_object_set_new(i, "get", op(k, "get", false, false));
-		if (strstr(k->verbs, "patch"))
-			json_object_set_new(i, "patch", op(k, "patch", true, true));
+		json_object_set_new(i, "patch", op(k, "patch", true, true));
 		if (strstr(k->verbs, "update"))
 			json_object_set_new(i, "put", op(k, "put", true, false));
 		if (strstr(k->verbs, "delete"))
@@ -342,59 +355,66 @@ static void add_paths(json_t *paths, const struct kube_res *k)
 	}
 }
 
+/* "api/v1" or "apis/GROUP/VERSION" of k. */
+static void gv_path(const struct kube_res *k, char *out, size_t n)
+{
+	if (*k->group)
+		snprintf(out, n, "apis/%s/%s", k->group, k->version);
+	else
+		snprintf(out, n, "api/%s", k->version);
+}
+
 json_t *kube_openapi_v3(const char *gv)
 {
-	json_t *paths = json_object(), *schemas = json_object(), *doc;
-	const char *group;
+	json_t *paths = json_object(), *schemas = json_object();
 	bool any = false;
 
 	if (!*gv) {
 		json_t *root = json_object();
 
-		json_object_set_new(root, "api/v1", json_pack("{s:s}", "serverRelativeURL",
-							      "/openapi/v3/api/v1?hash=" DRV_VERSION));
-		json_object_set_new(root, "apis/batch/v1",
-				    json_pack("{s:s}", "serverRelativeURL",
-					      "/openapi/v3/apis/batch/v1?hash=" DRV_VERSION));
-		json_object_set_new(root, "apis/scheduling.k8s.io/v1",
-				    json_pack("{s:s}", "serverRelativeURL",
-					      "/openapi/v3/apis/scheduling.k8s.io/v1?hash=" DRV_VERSION));
+		for (const struct kube_res *k = kube_resources; k->plural; k++) {
+			char p[128], url[200];
+
+			if (!*k->type)
+				continue;
+			gv_path(k, p, sizeof(p));
+			snprintf(url, sizeof(url), "/openapi/v3/%s?hash=%s", p, DRV_VERSION);
+			json_object_set_new(root, p, json_pack("{s:s}", "serverRelativeURL", url));
+		}
 		json_decref(paths);
 		json_decref(schemas);
 		return json_pack("{s:o}", "paths", root);
 	}
-	if (strcmp(gv, "api/v1") == 0)
-		group = "";
-	else if (strcmp(gv, "apis/batch/v1") == 0)
-		group = "batch";
-	else if (strcmp(gv, "apis/scheduling.k8s.io/v1") == 0)
-		group = "scheduling.k8s.io";
-	else {
-		json_decref(paths);
-		json_decref(schemas);
-		return NULL;
-	}
 	for (const struct kube_res *k = kube_resources; k->plural; k++) {
-		if (strcmp(k->group, group) != 0 || !type_doc(k->kind))
+		char p[128];
+
+		gv_path(k, p, sizeof(p));
+		if (strcmp(p, gv) != 0 || !*k->type)
 			continue;
 		add_paths(paths, k);
 		any = true;
 	}
-	for (size_t i = 0; i < DRV_ARRAY_SIZE(types); i++) {
-		json_t *s = schema_of(types[i].type_name);
-		const struct kube_res *k;
-
-		for (k = kube_resources; k->plural; k++)
-			if (strcmp(k->kind, types[i].type_name) == 0 && strcmp(k->group, group) == 0)
-				json_object_set_new(s, "x-kubernetes-group-version-kind",
-						    json_pack("[o]", gvk(k->group, k->kind)));
-		json_object_set_new(schemas, types[i].schema, s);
+	if (!any) {
+		json_decref(paths);
+		json_decref(schemas);
+		return NULL;
 	}
-	doc = json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:o}}", "openapi", "3.0.0", "info", "title",
-			"drover (Kubernetes-compatible API)", "version", KUBE_GIT_VERSION, "paths",
-			paths, "components", "schemas", schemas);
-	(void)any;
-	return doc;
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(types); i++) {
+		json_t *sc = schema_of(types[i].type_name);
+
+		for (const struct kube_res *k = kube_resources; k->plural; k++) {
+			char p[128];
+
+			gv_path(k, p, sizeof(p));
+			if (strcmp(k->type, types[i].type_name) == 0 && strcmp(p, gv) == 0)
+				json_object_set_new(sc, "x-kubernetes-group-version-kind",
+						    json_pack("[o]", gvk(k->group, k->version, k->kind)));
+		}
+		json_object_set_new(schemas, types[i].schema, sc);
+	}
+	return json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:o}}", "openapi", "3.0.0", "info", "title",
+			 "drover (Kubernetes-compatible API)", "version", KUBE_GIT_VERSION, "paths",
+			 paths, "components", "schemas", schemas);
 }
 
 /* --- strict field validation --------------------------------------------------- */

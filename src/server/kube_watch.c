@@ -158,7 +158,7 @@ static void node_changed(struct kwatch *w, const char *name, int64_t seq)
 static void catch_up(struct kwatch *w)
 {
 	struct drv_server *s = w->s;
-	const char *kind = w->q.res->kind;
+	const char *kind = w->q.res->type;
 
 	while (1) {
 		struct ring_event *e = NULL;
@@ -233,8 +233,12 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
 		catch_up(w);
 		recheck_terminating(w);
 		if (w->olen == 0 && w->bookmarks && drv_mono_ms() - w->last_out_ms >= 5000) {
-			json_t *b = json_pack("{s:s,s:s,s:{s:o}}", "kind", w->q.res->kind,
-					      "apiVersion", *w->q.res->group ? "batch/v1" : "v1",
+			char av[96];
+			json_t *b;
+
+			snprintf(av, sizeof(av), "%s%s%s", w->q.res->group, *w->q.res->group ? "/" : "",
+				 w->q.res->version);
+			b = json_pack("{s:s,s:s,s:{s:o}}", "kind", w->q.res->kind, "apiVersion", av,
 					      "metadata", "resourceVersion",
 					      json_sprintf("%lld", (long long)w->since));
 

@@ -35,8 +35,8 @@ static struct srv_job *find(struct drv_server *s, struct kube_req *q, struct kub
 			continue;
 		if (js->deleted[i] && srv_jstate_final(j->state) && !j->holding)
 			continue;
-		if (strcmp(q->res->kind, "Job") == 0) {
-			if (!kube_job_is_batch(j))
+		if (strcmp(q->res->type, "Pod") != 0) {
+			if (!kube_job_is_res(j, q->res))
 				continue;
 			kube_job_name(j, nm, sizeof(nm));
 			if (strcmp(nm, q->name) == 0) {
@@ -74,8 +74,8 @@ static json_t *render(struct drv_server *s, struct kube_req *q, struct srv_job *
 	kube_rvs_build(s, &rvs);
 	rv = kube_rvs_job(&rvs, j->id);
 	kube_rvs_release(&rvs);
-	if (strcmp(q->res->kind, "Job") == 0)
-		o = kube_batchjob_json(s, j, rv, deleted);
+	if (strcmp(q->res->type, "Pod") != 0)
+		o = kube_workload_json(s, q->res, j, rv, deleted);
 	else
 		o = kube_pod_json(s, j, rank < 0 ? 0 : rank, rv, deleted);
 	return o;
@@ -140,13 +140,16 @@ static void invalid(struct drv_http_resp *o, const struct kube_req *q, const cha
 		    "%s \"%s\" is invalid: %s", q->res->kind, name, msg);
 }
 
-static bool live_name_taken(struct drv_server *s, const char *ns, const char *name, bool batch)
+static bool live_name_taken(struct drv_server *s, const char *ns, const char *name,
+			    const struct kube_res *k)
 {
 	for (uint64_t id = 1; id <= s->njobs; id++) {
 		struct srv_job *j = srv_job_get(s, id);
 
 		if (j && !srv_jstate_final(j->state) && kube_job_from_api(j) &&
-		    kube_job_is_batch(j) == batch && strcmp(kube_job_ns(j), ns) == 0 &&
+		    (strcmp(k->type, "Pod") == 0 ? strcmp(j->spec.kind ? j->spec.kind : "", "Pod") == 0
+						 : kube_job_is_res(j, k)) &&
+		    strcmp(kube_job_ns(j), ns) == 0 &&
 		    strcmp(j->spec.job.name, name) == 0)
 			return true;
 	}
@@ -201,7 +204,7 @@ int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 	char want_av[64], nbuf[254], uid[64];
 	struct drv_jobspec spec;
 	struct drv_diags d;
-	bool batch = strcmp(q->res->kind, "Job") == 0;
+	bool batch = strcmp(q->res->type, "Pod") != 0;   /* a workload: Job, PyTorchJob... */
 	char *text = NULL;
 
 	drv_jobspec_init(&spec);
@@ -253,7 +256,7 @@ int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 		goto out;
 	}
 	snprintf(nbuf, sizeof(nbuf), "%s", name);
-	if (!check_unknown(r, o, q->res->kind, obj))
+	if (!check_unknown(r, o, q->res->type, obj))
 		goto out;
 	new_uid(uid, sizeof(uid));
 	set_annotation(obj, KUBE_ANN_API, "kubernetes-api");
@@ -278,7 +281,7 @@ int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 	}
 	srv_set_str(&spec.job.name, nbuf);   /* metadata.name, kept */
 	pthread_mutex_lock(&s->mu);
-	if (live_name_taken(s, ns, nbuf, batch)) {
+	if (live_name_taken(s, ns, nbuf, q->res)) {
 		pthread_mutex_unlock(&s->mu);
 		kube_status(o, 409, "AlreadyExists",
 			    json_pack("{s:s,s:s}", "name", nbuf, "kind", q->res->plural),
@@ -293,7 +296,7 @@ int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 			j->state = J_PENDING;
 			j->submit_time = drv_wall_s();
 			j->reason = drv_strdup("dry run: not created");
-			out = batch ? kube_batchjob_json(s, j, s->last_seq, false)
+			out = batch ? kube_workload_json(s, q->res, j, s->last_seq, false)
 				    : kube_pod_json(s, j, 0, s->last_seq, false);
 			pthread_mutex_unlock(&s->mu);
 			srv_job_free(j);
@@ -303,7 +306,7 @@ int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 		{
 			uint64_t ticket = srv_jobs_add(s, &j, 1, q->c->user);
 
-			out = batch ? kube_batchjob_json(s, j, s->last_seq + 1, false)
+			out = batch ? kube_workload_json(s, q->res, j, s->last_seq + 1, false)
 				    : kube_pod_json(s, j, 0, s->last_seq + 1, false);
 			kube_reply(o, 201, out);
 			srv_reply_when_durable(s, r, ticket, "the object was not created: ");
@@ -653,7 +656,7 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	cur = render(s, q, j, rank, deleted);
 	patched = replace ? json_deep_copy(patch)
 		: smp ? kube_strategic_patch(cur, patch, "") : kube_merge_patch(cur, patch);
-	if (!check_unknown(r, o, q->res->kind, patched))
+	if (!check_unknown(r, o, q->res->type, patched))
 		goto out;
 	if (!json_equal(json_object_get(json_object_get(cur, "metadata"), "name"),
 			json_object_get(json_object_get(patched, "metadata"), "name"))) {

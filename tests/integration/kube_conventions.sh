@@ -4,7 +4,8 @@
 # forms, Tables, resourceVersion monotonic, list paging with
 # limit/continue only when limit is sent, a watch resuming from a
 # resourceVersion with bookmarks, and 410 Expired for a version older than
-# the event log the server holds (after a restart).
+# the event log the server holds (after a restart); PriorityClasses from
+# the tenants file, read only.
 . "$ROOT/tests/integration/lib.sh"
 
 start_up --tls
@@ -100,6 +101,12 @@ elif step == "versions":
     t.join()
     types = [json.loads(l)["type"] for l in out["b"].decode().splitlines() if l.strip()]
     want(types[:1] == ["ADDED"] and "DELETED" in types, "live watch: %s" % types)
+elif step == "classes":
+    st, h, b = call("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")
+    o = js(b); want(st == 200 and {(i["metadata"]["name"], i["value"], i["preemptionPolicy"]) for i in o["items"]} ==
+                    {("production", 1000, "PreemptLowerPriority"), ("best-effort", -10, "Never")}, "priority classes: %s" % b)
+    st, h, b = call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "x"}, "value": 1})
+    want(st == 405 and js(b)["reason"] == "MethodNotAllowed", "create a class: %s" % b)
 elif step == "gone":
     rv0 = int(open(os.environ["TEST_TMP"] + "/rv0").read())
     st, h, b = call("GET", "/api/v1/namespaces/default/pods?watch=true&resourceVersion=%d" % rv0)
@@ -111,6 +118,9 @@ check status
 check discovery
 check versions
 stop_up
+printf 'priorityClasses:\n  production: {value: 1000}\n  best-effort: {value: -10, preemptionPolicy: Never}\n' >"$TEST_TMP/state/tenants.yaml"
+echo 'tenants: tenants.yaml' >>"$TEST_TMP/state/config.yaml"
 start_up --tls
 SERVER_URL="https://127.0.0.1:$SERVER_PORT"
 check gone
+check classes

@@ -4,8 +4,8 @@
 # drover up writes: discovery and version, nodes with their GPUs, apply
 # (created, unchanged, configured), a watch until the pod completes, logs,
 # describe showing the pending reason of an unschedulable pod, delete,
-# explain, strict validation, server dry run, whoami and 401 with a wrong
-# token, one state with drover's own commands, and `drover kubeconfig`.
+# explain, strict validation, server dry run, PyTorchJob and Volcano Job,
+# whoami and 401 with a wrong token, one state with drover's own commands, and `drover kubeconfig`.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
 
@@ -102,6 +102,17 @@ out=$(k apply -f "$ROOT/examples/jobs/batch-eval.yaml" 2>&1) || fail "batch-eval
 echo "$out" | grep -q 'job.batch/eval-checkpoints created' || fail "batch-eval: $out"
 k get jobs | grep -q '^eval-checkpoints ' || fail "get jobs: $(k get jobs 2>&1)"
 "$DROVER" get jobs -o json | grep -q '"eval-checkpoints"' || fail "drover does not see the Job"
+
+# Kubeflow and Volcano kinds; a PriorityClass in the stream is refused (tenants file)
+out=$(k apply -f "$ROOT/examples/jobs/pytorchjob-multinode.yaml" 2>&1) || fail "pytorchjob: $out"
+echo "$out" | grep -q 'pytorchjob.kubeflow.org/llama-finetune created' || fail "pytorchjob: $out"
+k get pytorchjobs -n research | grep -q '^llama-finetune ' || fail "get pytorchjobs: $(k get pytorchjobs -A 2>&1)"
+k get pods -n research -l drover.dev/rank=0 -o name | grep -q '^pod/llama-finetune-0$' ||
+	fail "pytorchjob pods: $(k get pods -n research 2>&1)"
+out=$(k apply -f "$ROOT/examples/jobs/volcano-gang.yaml" 2>&1) && fail "the PriorityClass in volcano-gang.yaml was taken: $out"
+echo "$out" | grep -q 'job.batch.volcano.sh/tf-ps-training created' || fail "volcano job: $out"
+echo "$out" | grep -q "MethodNotAllowed.*tenants file" || fail "volcano-gang's PriorityClass: $out"
+k get vcjob tf-ps-training >/dev/null || fail "get vcjob: $(k get vcjob 2>&1)"
 
 # explain, whoami, errors as Kubernetes gives them
 out=$(k explain pod.spec 2>&1) || fail "explain: $out"
