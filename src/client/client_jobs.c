@@ -509,6 +509,31 @@ static void describe_job(struct cli *cli, const json_t *job)
 		 (long long)drv_json_int(job, "tasks", 0),
 		 (long long)drv_json_int(job, "nodes", 0));
 	print_kv("Tasks:", b);
+	{
+		/* a Kubernetes Job: a parent of one job per pod (docs/api.md) */
+		const json_t *el = json_object_get(job, "elements");
+
+		if (json_is_object(el)) {
+			snprintf(b, sizeof(b), "%lld-%lld: %lld active, %lld pending, %lld of %lld "
+				 "succeeded, %lld failures (parallelism %lld, backoffLimit %lld, %s)",
+				 (long long)drv_json_int(el, "first", 0),
+				 (long long)(drv_json_int(el, "first", 0) + drv_json_int(el, "count", 0) - 1),
+				 (long long)drv_json_int(el, "active", 0),
+				 (long long)drv_json_int(el, "pending", 0),
+				 (long long)drv_json_int(el, "succeeded", 0),
+				 (long long)drv_json_int(el, "count", 0),
+				 (long long)drv_json_int(el, "failed", 0),
+				 (long long)drv_json_int(el, "parallelism", 0),
+				 (long long)drv_json_int(el, "backoff_limit", 0),
+				 drv_json_str(el, "completion_mode") ? drv_json_str(el, "completion_mode") : "");
+			print_kv("Pods:", b);
+		} else if (json_is_integer(json_object_get(job, "array_job_id"))) {
+			snprintf(b, sizeof(b), "index %lld of Job %lld",
+				 (long long)drv_json_int(job, "completion_index", 0),
+				 (long long)drv_json_int(job, "array_job_id", 0));
+			print_kv("Pod of:", b);
+		}
+	}
 	print_kv("Priority:", drv_json_text(job, "priority", b, sizeof(b)));
 	print_kv("Preemptible:", drv_json_text(job, "preemptible", b, sizeof(b)));
 	print_kv("Runtime:", drv_json_text(job, "runtime", b, sizeof(b)));

@@ -340,6 +340,18 @@ bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *wh
 	return true;
 }
 
+struct srv_job *srv_parent_first_pending(struct drv_server *s, const struct srv_job *p)
+{
+	struct srv_job *e;
+
+	if (!p->par)
+		return NULL;
+	FOR_ELEMENTS(s, p, e)
+		if (e->state == J_PENDING)
+			return e;
+	return NULL;
+}
+
 void srv_elements_restored(struct drv_server *s, struct srv_job *j)
 {
 	if (j->par && !srv_jstate_final(j->state)) {

@@ -528,6 +528,8 @@ bool srv_element_retry(struct drv_server *s, struct srv_job *j, const char *why)
 void srv_elements_tick(struct drv_server *s, int64_t now);
 void srv_elements_json(struct drv_server *s, const struct srv_job *j, json_t *o);
 void srv_elements_restored(struct drv_server *s, struct srv_job *j);
+/* Parent p's first pending element (its reason is the parent's), or NULL. */
+struct srv_job *srv_parent_first_pending(struct drv_server *s, const struct srv_job *p);
 /* Resumes suspended parent j (its `suspend` hold): elements take their
  * turns, the deadline counts from now. False when j is not suspended. */
 bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *why);

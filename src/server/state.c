@@ -179,6 +179,8 @@ double srv_job_gpus(const struct srv_job *j)
 	int64_t milli = 0;
 	bool by_mem = false;
 
+	if (j->par)
+		return 0;   /* a parent holds nothing: its elements do */
 	for (int32_t g = 0; g < j->spec.job.ngroups; g++) {
 		const struct drv_task_group *tg = &j->spec.job.groups[g];
 
@@ -312,7 +314,15 @@ static bool sched_why(struct drv_server *s, const struct srv_job *j, struct drv_
 const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n)
 {
 	struct drv_sched_decision w;
+	struct srv_job *e;
 
+	if (j->par && j->state == J_PENDING && (e = srv_parent_first_pending(s, j))) {
+		char eb[512];   /* a parent waits for its pods: the first one's reason */
+
+		snprintf(buf, n, "pod %llu (index %d): %s", (unsigned long long)e->id, e->index,
+			 srv_job_reason(s, e, eb, sizeof(eb)));
+		return buf;
+	}
 	if (sched_why(s, j, &w))
 		return srv_pending_text(s, &w, buf, n);
 	return j->reason ? j->reason : "";
@@ -326,6 +336,11 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 		return NULL;
 	if (j->budget_held)
 		return "Budget";
+	if (j->par) {
+		const struct srv_job *e = srv_parent_first_pending(s, j);
+
+		return e ? srv_job_reason_code(s, e) : "None";
+	}
 	if (j->gated) {
 		const struct srv_job *p = srv_job_get(s, j->parent);
 

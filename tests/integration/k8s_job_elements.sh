@@ -58,6 +58,9 @@ job_yaml sweep 4 2 0 Indexed "" "$cmd" '["$(JOB_COMPLETION_INDEX)", "$$(JOB_COMP
 id=$(submit sweep.yaml)
 expect_eq "elements of the parent" "$(jf "$id" 'j["elements"]["count"], j["elements"]["parallelism"]')" "4 2"
 # the elements beyond the parallelism wait with their reason code
+expect_eq "the parent holds no GPU" "$(jf "$id" 'j["gpus"]')" "0"
+"$DROVER" describe job "$id" | grep -q '^Pods: .*of 4 succeeded.*parallelism 2.*Indexed' ||
+	fail "describe lacks the pods line: $("$DROVER" describe job "$id")"
 expect_eq "third element's code" "$(jf $((id + 3)) 'j["reason_code"]')" "JobArrayTaskLimit"
 expect_eq "element's parent" "$(jf $((id + 3)) 'j["array_job_id"], j["completion_index"]')" "$id 2"
 wait_job "$id" succeeded 90
@@ -115,6 +118,7 @@ job_yaml held 2 2 0 Indexed "suspend: true" 'touch '"$OUT"'/held-$JOB_COMPLETION
 hid=$(submit held.yaml)
 expect_eq "suspended Job's hold" "$(jf "$hid" 'j["hold"]')" "suspend"
 expect_eq "its pods' code" "$(jf $((hid + 1)) 'j["reason_code"]')" "JobHeldUser"
+expect_eq "the Job's own code and reason" "$(jf "$hid" 'j["reason_code"], j["reason"].split(":")[0]')" "JobHeldUser pod $((hid + 1)) (index 0)"
 sleep 1.5
 [ ! -e "$OUT/held-0" ] && [ ! -e "$OUT/held-1" ] || fail "a pod of a suspended Job ran"
 expect_eq "still pending" "$(jf "$hid" 'j["state"]')" "pending"
