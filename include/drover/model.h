@@ -157,6 +157,8 @@ struct drv_vertex {
 struct drv_cluster {
 	char *name;
 	char *levels[DRV_MAX_LEVELS]; /* level names, root first; last = "node" */
+	char *level_labels[DRV_MAX_LEVELS]; /* the Kubernetes node label of each level
+					     * (cluster file levelLabels); NULL = none */
 	int32_t nlevels;
 	int32_t nvl_level;      /* level index that is the NVLink domain, or -1 = per node */
 
@@ -209,7 +211,8 @@ int drv_cluster_add_pool(struct drv_cluster *c, const struct drv_pool *p); /* co
 int drv_cluster_add_node(struct drv_cluster *c, int32_t parent, const char *name,
 			 int model, int ngpus, int64_t cpu_milli, int64_t mem_mib);
 /* Index of the level called name (case-insensitive; "nvlink-domain" maps to
- * nvl_level, "node" to the last level); -1 when none. */
+ * nvl_level, "node" to the last level), or whose Kubernetes node label
+ * (level_labels) is name; -1 when none. */
 int drv_cluster_level(const struct drv_cluster *c, const char *name);
 int drv_cluster_find_node(const struct drv_cluster *c, const char *name);
 /* Changes a node's state and fixes the aggregates. */

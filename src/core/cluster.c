@@ -173,8 +173,10 @@ void drv_cluster_release(struct drv_cluster *c)
 		drv_free(c->pools[i].provider);
 		drv_free(c->pools[i].region);
 	}
-	for (l = 0; l < c->nlevels; l++)
+	for (l = 0; l < c->nlevels; l++) {
 		drv_free(c->levels[l]);
+		drv_free(c->level_labels[l]);
+	}
 	free(c->vertices); /* aligned_alloc'd */
 	drv_free(c->nodes);
 	drv_free(c->pools);
@@ -220,6 +222,9 @@ int drv_cluster_level(const struct drv_cluster *c, const char *name)
 		return node_level(c);
 	for (l = 0; l < c->nlevels; l++)
 		if (drv_strcaseeq(name, c->levels[l]))
+			return l;
+	for (l = 0; l < c->nlevels; l++)   /* a Kueue topology label the cluster file names */
+		if (c->level_labels[l] && strcmp(name, c->level_labels[l]) == 0)
 			return l;
 	return -1;
 }

@@ -255,6 +255,14 @@ static bool refuse_never(struct drv_server *s, const struct drv_job *job, struct
 {
 	char why[256];
 
+	if (job->topo_level && strchr(job->topo_level, '/') &&
+	    drv_cluster_level(&s->cluster, job->topo_level) < 0) {
+		/* a Kueue topology label only the cluster file can map to a level */
+		drv_http_resp_error(o, 400, "invalid", NULL, "topology label %s names no level of "
+				    "the cluster (a cluster file maps labels to levels in levelLabels)",
+				    job->topo_level);
+		return true;
+	}
 	srv_capacity_refresh(s);
 	if (!srv_job_never(s, job, why, sizeof(why)))
 		return false;

@@ -346,7 +346,39 @@ struct cf_node_type *cf_find_type(struct cf_loader *L, const char *name)
 /* ---- top level ------------------------------------------------------------ */
 
 static const char *const top_keys[] = { "apiVersion", "kind", "name", "description", "levels",
-					"nvlinkDomain", "nodeTypes", "topology", NULL };
+					"levelLabels", "nvlinkDomain", "nodeTypes", "topology", NULL };
+
+/* levelLabels: {level: Kubernetes node label}, so that Kueue's topology
+ * annotations naming that label mean that level. */
+static void read_level_labels(struct cf_loader *L, struct fy_node *v)
+{
+	struct drv_cluster *c = L->c;
+	struct fy_node_pair *p;
+	void *it = NULL;
+
+	if (!fy_node_is_mapping(v)) {
+		drv_yaml_err(L->d, v, "levelLabels", "found %s, expected a mapping of level: label",
+			     drv_yaml_kind(v));
+		return;
+	}
+	while ((p = fy_node_mapping_iterate(v, &it))) {
+		const char *k = fy_node_get_scalar0(fy_node_pair_key(p));
+		const char *lab = NULL;
+		char path[CF_PATH_MAX];
+		int l = k ? drv_cluster_level(c, k) : -1;
+
+		snprintf(path, sizeof(path), "levelLabels.%s", k ? k : "?");
+		if (l < 0 || (k && (drv_strcaseeq(k, "nvlink-domain") || drv_strcaseeq(k, "nvlink")))) {
+			drv_yaml_err(L->d, fy_node_pair_key(p), path, "found level '%s', expected "
+				     "one of the cluster's levels", k ? k : "?");
+			continue;
+		}
+		if (!cf_read_str(L, fy_node_pair_value(p), path, &lab))
+			continue;
+		drv_free(c->level_labels[l]);
+		c->level_labels[l] = drv_strdup(lab);
+	}
+}
 
 /* levels: below the root, the last node; pool and node when absent. The
  * names (borrowed from the document) into names[]; their count, or -1. */
@@ -470,6 +502,9 @@ static void read_cluster(struct cf_loader *L, struct fy_node *root)
 	for (int i = 1; i < n; i++)
 		if (!strcmp(names[i], "pool"))
 			L->pool_level = i;
+	v = fy_node_mapping_lookup_by_string(root, "levelLabels", -1);
+	if (v)
+		read_level_labels(L, v);
 	v = fy_node_mapping_lookup_by_string(root, "nvlinkDomain", -1);
 	if (v && !read_nvlink(L, v, names, n))
 		return;

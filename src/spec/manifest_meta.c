@@ -136,10 +136,21 @@ void mf_apply_annotations(struct mf_ctx *c, struct drv_jobspec *s, int g,
 		} else if (strcmp(k, ANN_TOPO_REQUIRED) == 0 || strcmp(k, ANN_TOPO_PREFERRED) == 0) {
 			const char *lvl = drv_spec_topo_level(v);
 			bool req = strcmp(k, ANN_TOPO_REQUIRED) == 0;
+			if (!lvl && strchr(v, '/')) {
+				/* a node label of the site's own: the cluster file's levelLabels
+				 * say which level carries it */
+				int line, col;
+				drv_spec_node_mark(vn, &line, &col);
+				drv_diag_warn(c->d, line, col, fp, "topology label \"%.128s\" is no "
+					      "level drover knows by itself: kept; a cluster file must "
+					      "name it in levelLabels", v);
+				lvl = v;
+			}
 			if (!lvl) {
 				mf_err(c, vn, fp, "found \"%.128s\", expected a topology label drover maps "
 				       "to a level (kubernetes.io/hostname, ...-rack, ...-block, "
-				       "nvidia.com/gpu.clique) or a level name", v);
+				       "nvidia.com/gpu.clique), a label of the cluster file's "
+				       "levelLabels or a level name", v);
 				continue;
 			}
 			if (s->job.topo_mode == DRV_TOPO_REQUIRED && !req)

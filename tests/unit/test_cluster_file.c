@@ -208,3 +208,29 @@ Test(cluster_file, sniff_tells_clusters_from_jobs)
 	cr_assert(not(drv_cluster_file_sniff(b, strlen(b))));
 	cr_assert(drv_cluster_file_sniff(e, strlen(e)));
 }
+
+Test(cluster_file, level_labels_name_levels_for_kueue)
+{
+	struct drv_cluster c;
+	struct drv_diags d;
+	const char *ok = "kind: Cluster\nname: t\nlevels: [pool, leaf, node]\n"
+			 "levelLabels: {leaf: example.com/ib-switch, node: kubernetes.io/hostname}\n"
+			 "topology:\n- name: dc\n  children:\n  - name: sw\n    children:\n"
+			 "    - {name: n1, gpus: 8, gpuModel: H100, cpu: 8, memory: 64Gi}\n";
+	const char *bad = "kind: Cluster\nname: t\nlevels: [pool, node]\n"
+			  "levelLabels: {rack: example.com/rack}\n"
+			  "topology:\n- name: dc\n  children:\n  - {name: n1, gpus: 8, gpuModel: H100}\n";
+
+	drv_diags_init(&d, "ok.yaml");
+	cr_assert(eq(int, load(ok, &c, &d), 0));
+	cr_assert(eq(int, drv_cluster_level(&c, "example.com/ib-switch"), drv_cluster_level(&c, "leaf")));
+	cr_assert(eq(int, drv_cluster_level(&c, "kubernetes.io/hostname"), drv_cluster_level(&c, "node")));
+	cr_assert(eq(int, drv_cluster_level(&c, "example.com/other"), -1));
+	drv_cluster_release(&c);
+	drv_diags_release(&d);
+	drv_diags_init(&d, "bad.yaml");
+	cr_assert(ne(int, load(bad, &c, &d), 0));
+	cr_assert(eq(str, d.v[0].path, "levelLabels.rack"));
+	drv_cluster_release(&c);
+	drv_diags_release(&d);
+}
