@@ -304,7 +304,21 @@ int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 			goto out;
 		}
 		{
-			uint64_t ticket = srv_jobs_add(s, &j, 1, q->c->user);
+			/* a batch/v1 Job: its parent and one job per pod (elements.c) */
+			struct srv_job **js = NULL;
+			size_t n = j->spec.job.ngroups ? srv_elements_expand(s, &j->spec, &js) : 0;
+			uint64_t ticket;
+
+			if (n) {
+				srv_job_free(j);
+				j = js[0];
+			} else {
+				js = drv_calloc(1, sizeof(*js));
+				js[0] = j;
+				n = 1;
+			}
+			ticket = srv_jobs_add(s, js, n, q->c->user);
+			drv_free(js);
 
 			out = batch ? kube_workload_json(s, q->res, j, s->last_seq + 1, false)
 				    : kube_pod_json(s, j, 0, s->last_seq + 1, false);
