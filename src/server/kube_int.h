@@ -25,6 +25,7 @@
 /* Annotations drover sets on jobs made through this API. */
 #define KUBE_ANN_API "drover.dev/created-by"      /* "kubernetes-api" */
 #define KUBE_ANN_UID "drover.dev/uid"             /* the object's uid */
+#define KUBE_ANN_MANAGED "drover.dev/managed-fields" /* server-side apply: {manager: [field]} */
 #define KUBE_LABEL_JOB "drover.dev/job-id"        /* on every Pod and Job */
 #define KUBE_LABEL_RANK "drover.dev/rank"         /* on Pods of multi-task jobs */
 

@@ -261,6 +261,45 @@ static json_t *metadata(struct drv_server *s, struct srv_job *j, const char *nam
 	if (j->spec.nannotations)
 		json_object_set_new(md, "annotations",
 				    labels_obj(j->spec.annotations, j->spec.nannotations));
+	{
+		/* server-side apply's owners (drover.dev/managed-fields) as managedFields */
+		const char *mt = annotation(j, KUBE_ANN_MANAGED);
+		json_t *mf = mt ? json_loads(mt, 0, NULL) : NULL, *out = json_array(), *v;
+		const char *k;
+
+		json_object_foreach(mf, k, v) {
+			json_t *f = json_object();
+			size_t i;
+			json_t *e;
+
+			json_array_foreach(v, i, e) {
+				const char *p = json_string_value(e);
+
+				if (p && strncmp(p, "metadata.", 9) == 0) {
+					char fk[64];
+
+					if (!json_object_get(f, "f:metadata"))
+						json_object_set_new(f, "f:metadata", json_object());
+					snprintf(fk, sizeof(fk), "f:%s", p + 9);
+					json_object_set_new(json_object_get(f, "f:metadata"), fk, json_object());
+				} else if (p) {
+					char fk[64];
+
+					snprintf(fk, sizeof(fk), "f:%s", p);
+					json_object_set_new(f, fk, json_object());
+				}
+			}
+			json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s,s:o}", "manager", k,
+							     "operation", "Apply", "apiVersion",
+							     j->spec.api_version ? j->spec.api_version : "v1",
+							     "fieldsType", "FieldsV1", "fieldsV1", f));
+		}
+		if (json_array_size(out))
+			json_object_set_new(md, "managedFields", out);
+		else
+			json_decref(out);
+		json_decref(mf);
+	}
 	if (deleted || (kube_job_from_api(j) && j->stop_reason && j->holding))
 		json_object_set_new(md, "deletionTimestamp",
 				    srv_json_time(j->end_time ? j->end_time : drv_wall_s()));
@@ -503,11 +542,12 @@ json_t *kube_pod_json(struct drv_server *s, struct srv_job *j, int32_t rank, int
 	kube_pod_name(j, rank, name, sizeof(name));
 	pod_view(s, j, rank, &v, why, sizeof(why));
 	c = container_json(j, g);
-	spec = json_pack("{s:[o],s:s,s:s,s:i,s:s}", "containers", c, "restartPolicy",
-			 j->spec.run && j->spec.run[g].restart_policy ? j->spec.run[g].restart_policy
-								    : "Never",
-			 "schedulerName", "drover", "priority", j->spec.job.priority,
-			 "dnsPolicy", "ClusterFirst");
+	spec = json_pack("{s:[o],s:s,s:i,s:s}", "containers", c, "schedulerName", "drover",
+			 "priority", j->spec.job.priority, "dnsPolicy", "ClusterFirst");
+	/* only as given: drover runs a task once whatever it says, and a default
+	 * shown here would read back as a change of spec */
+	if (j->spec.run && j->spec.run[g].restart_policy)
+		json_object_set_new(spec, "restartPolicy", json_string(j->spec.run[g].restart_policy));
 	if (j->spec.priority_class && *j->spec.priority_class)
 		json_object_set_new(spec, "priorityClassName", json_string(j->spec.priority_class));
 	if (j->spec.run && j->spec.run[g].termination_grace_s >= 0)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <libfyaml.h>
 
 /* --- finding an object ---------------------------------------------------------- */
 
@@ -193,13 +194,16 @@ static bool check_unknown(struct drv_http_req *r, struct drv_http_resp *o, const
 	return true;
 }
 
-int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
-		struct drv_http_resp *o)
+static json_t *applied_fields(const json_t *obj);
+
+/* Creates q's object obj (taken); manager: made by server-side apply of
+ * that field manager (NULL: POST). */
+static int create_obj(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		      struct drv_http_resp *o, json_t *obj, const char *manager,
+		      const json_error_t *jerr)
 {
-	size_t len;
-	const char *body = drv_http_req_body(r, &len);
-	json_error_t je;
-	json_t *obj = json_loadb(body, len, 0, &je), *md;
+	json_error_t je = *jerr;
+	json_t *md;
 	const char *kind, *av, *ns, *name;
 	char want_av[64], nbuf[254], uid[64];
 	struct drv_jobspec spec;
@@ -261,6 +265,16 @@ int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 	new_uid(uid, sizeof(uid));
 	set_annotation(obj, KUBE_ANN_API, "kubernetes-api");
 	set_annotation(obj, KUBE_ANN_UID, uid);
+	if (manager) {
+		json_t *mf = json_object();
+		char *t;
+
+		json_object_set_new(mf, manager, applied_fields(obj));
+		t = json_dumps(mf, JSON_COMPACT | JSON_SORT_KEYS);
+		set_annotation(obj, KUBE_ANN_MANAGED, t);
+		free(t);
+		json_decref(mf);
+	}
 	text = json_dumps(obj, JSON_COMPACT);
 	if (drv_spec_parse_buffer(text, strlen(text), "object", &spec, &d) < 0 || d.nerrors) {
 		if (!d.nerrors)
@@ -333,6 +347,193 @@ out:
 	drv_diags_release(&d);
 	drv_jobspec_release(&spec);
 	return 0;
+}
+
+int kube_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		struct drv_http_resp *o)
+{
+	size_t len;
+	const char *body = drv_http_req_body(r, &len);
+	json_error_t je;
+
+	return create_obj(s, q, r, o, json_loadb(body, len, 0, &je), NULL, &je);
+}
+
+/* --- server-side apply -------------------------------------------------------- */
+
+/* The fields server-side apply tracks: whole top-level fields. */
+static const char *const ssa_fields[] = { "metadata.labels", "metadata.annotations", "spec", NULL };
+
+static json_t *field_at(const json_t *obj, const char *f)
+{
+	return strncmp(f, "metadata.", 9) == 0
+		       ? json_object_get(json_object_get(obj, "metadata"), f + 9)
+		       : json_object_get(obj, f);
+}
+
+/* The tracked fields obj sets (new array). */
+static json_t *applied_fields(const json_t *obj)
+{
+	json_t *a = json_array();
+	json_t *an = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	const char *k;
+	json_t *v;
+	bool user_ann = false;
+
+	json_object_foreach(an, k, v)
+		user_ann |= strncmp(k, "drover.dev/", 11) != 0;
+	for (int i = 0; ssa_fields[i]; i++)
+		if (field_at(obj, ssa_fields[i]) &&
+		    (strcmp(ssa_fields[i], "metadata.annotations") != 0 || user_ann))
+			json_array_append_new(a, json_string(ssa_fields[i]));
+	return a;
+}
+
+static bool has_str(const json_t *arr, const char *s)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e)
+		if (json_is_string(e) && strcmp(json_string_value(e), s) == 0)
+			return true;
+	return false;
+}
+
+static void del_str(json_t *arr, const char *s)
+{
+	for (size_t i = json_array_size(arr); i-- > 0;)
+		if (strcmp(json_string_value(json_array_get(arr, i)), s) == 0)
+			json_array_remove(arr, i);
+}
+
+/* A map of obj's metadata without the keys drover sets itself. */
+static json_t *user_keys(const json_t *obj, const char *field)
+{
+	json_t *m = json_object_get(json_object_get(obj, "metadata"), field);
+	json_t *c = json_object();
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(m, k, v)
+		if (strncmp(k, "drover.dev/", 11) != 0)
+			json_object_set(c, k, v);
+	return c;
+}
+
+/* The managers of cur (from its annotation; new object). */
+static json_t *managers_of(const json_t *cur)
+{
+	const char *t = drv_json_str(json_object_get(json_object_get(cur, "metadata"), "annotations"),
+				     KUBE_ANN_MANAGED);
+	json_t *m = t ? json_loads(t, 0, NULL) : NULL;
+
+	return json_is_object(m) ? m : (json_decref(m), json_object());
+}
+
+/*
+ * The object after manager applies body to cur: its labels, annotations
+ * and spec where body has them (drover's own annotations kept), and the
+ * ownership that results, in the drover.dev/managed-fields annotation.
+ * changed[i] says whether field i changes; spec_changed is decided later,
+ * by what the spec means (the caller passes it in a second call).
+ */
+static json_t *ssa_merge(const json_t *cur, const json_t *body, const char *manager,
+			 bool spec_changed, bool force, json_t **conflicts)
+{
+	json_t *out = json_deep_copy(cur), *md = json_object_get(out, "metadata");
+	json_t *mf = managers_of(cur), *mine = json_object_get(mf, manager);
+	json_t *fields = applied_fields(body);
+	char *t;
+
+	*conflicts = json_array();
+	if (!json_is_array(mine)) {
+		mine = json_array();
+		json_object_set_new(mf, manager, mine);
+	}
+	for (int i = 0; ssa_fields[i]; i++) {
+		const char *f = ssa_fields[i];
+		bool sets = has_str(fields, f), changed;
+		const char *k;
+		json_t *v;
+
+		if (strcmp(f, "spec") == 0) {
+			changed = sets && spec_changed;
+			if (sets)
+				json_object_set(out, "spec", json_object_get(body, "spec"));
+		} else {
+			json_t *cv = user_keys(cur, f + 9), *bv = user_keys(body, f + 9);
+			json_t *nv;
+
+			if (!sets && has_str(mine, f))
+				json_object_clear(bv);   /* no longer applied: removed */
+			changed = (sets || has_str(mine, f)) && !json_equal(cv, bv);
+			nv = json_object_get(md, f + 9);
+			if (sets || has_str(mine, f)) {
+				json_t *keep = json_object();
+
+				json_object_foreach(nv, k, v)
+					if (strncmp(k, "drover.dev/", 11) == 0)
+						json_object_set(keep, k, v);
+				json_object_update(keep, bv);
+				json_object_set_new(md, f + 9, keep);
+			}
+			json_decref(cv);
+			json_decref(bv);
+		}
+		if (!sets) {
+			del_str(mine, f);
+			continue;
+		}
+		json_object_foreach(mf, k, v) {
+			if (strcmp(k, manager) == 0 || !has_str(v, f) || !changed)
+				continue;
+			if (force)
+				del_str(v, f);
+			else
+				json_array_append_new(*conflicts,
+						      json_pack("{s:s,s:o,s:o}", "type",
+								"FieldManagerConflict", "message",
+								json_sprintf("conflict with \"%s\"", k),
+								"field", json_sprintf(".%s", f)));
+		}
+		if (!has_str(mine, f))
+			json_array_append_new(mine, json_string(f));
+	}
+	{
+		void *it, *tmp;
+		const char *k;
+		json_t *v;
+
+		json_object_foreach_safe(mf, tmp, k, v)
+			if (!json_array_size(v))
+				json_object_del(mf, k);
+		(void)it;
+	}
+	t = json_dumps(mf, JSON_COMPACT | JSON_SORT_KEYS);
+	set_annotation(out, KUBE_ANN_MANAGED, t);
+	free(t);
+	json_decref(mf);
+	json_decref(fields);
+	return out;
+}
+
+/* A body as JSON, or else as YAML (server-side apply sends either). */
+static json_t *load_body(const char *body, size_t len, json_error_t *je)
+{
+	json_t *j = json_loadb(body, len, 0, je);
+	struct drv_diags d;
+	struct fy_document *doc = NULL;
+
+	if (j || len == 0)
+		return j;
+	drv_diags_init(&d, "body");
+	if (drv_yaml_load(body, len, &d, &doc) == 0 && doc) {
+		j = drv_yaml_node_json(fy_document_root(doc));
+		fy_document_destroy(doc);
+	}
+	drv_diags_release(&d);
+	return j;
 }
 
 /* --- patches ---------------------------------------------------------------- */
@@ -629,7 +830,10 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	struct kube_jobs js = { 0 };
 	struct srv_job *j;
 	int32_t rank = 0;
-	bool deleted = false, smp = false, spec_touched, locked = false;
+	bool deleted = false, smp = false, ssa = false, spec_touched, locked = false;
+	const char *manager = drv_http_req_query(r, "fieldManager");
+	const char *force = drv_http_req_query(r, "force");
+	json_t *conflicts = NULL;
 	struct drv_jobspec spec;
 	struct drv_diags d;
 	char *text = NULL, *k1 = NULL, *k2 = NULL;
@@ -645,15 +849,22 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	if (!replace) {
 		if (ct && strncasecmp(ct, "application/strategic-merge-patch+json", 38) == 0)
 			smp = true;
+		else if (ct && strncasecmp(ct, "application/apply-patch+yaml", 28) == 0)
+			ssa = true;
 		else if (!ct || strncasecmp(ct, "application/merge-patch+json", 28) != 0) {
 			kube_status(o, 415, "UnsupportedMediaType", NULL,
-				    "Content-Type %s: drover takes application/merge-patch+json and "
-				    "application/strategic-merge-patch+json (no JSON patch, no "
-				    "server-side apply)", ct ? ct : "(none)");
+				    "Content-Type %s: drover takes application/merge-patch+json, "
+				    "application/strategic-merge-patch+json and "
+				    "application/apply-patch+yaml (no JSON patch)", ct ? ct : "(none)");
 			goto out;
 		}
 	}
-	patch = json_loadb(body, len, 0, &je);
+	if (ssa && (!manager || !*manager)) {
+		kube_status(o, 400, "BadRequest", NULL,
+			    "PATCH with Content-Type application/apply-patch+yaml needs fieldManager");
+		goto out;
+	}
+	patch = ssa ? load_body(body, len, &je) : json_loadb(body, len, 0, &je);
 	if (!json_is_object(patch)) {
 		kube_status(o, 400, "BadRequest", NULL, "the body is not a JSON object: %s",
 			    patch ? "" : je.text);
@@ -663,13 +874,33 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	locked = true;
 	kube_jobs_collect(s, &js);
 	j = find(s, q, &js, &rank, &deleted);
+	if (!j && ssa) {
+		/* server-side apply creates what is not there */
+		const char *nm = drv_json_str(json_object_get(patch, "metadata"), "name");
+
+		kube_jobs_release(&js);
+		pthread_mutex_unlock(&s->mu);
+		locked = false;
+		if (!nm || strcmp(nm, q->name) != 0) {
+			kube_status(o, 400, "BadRequest", NULL,
+				    "the name of the object (%s) does not match the name on the URL (%s)",
+				    nm ? nm : "none", q->name);
+			goto out;
+		}
+		create_obj(s, q, r, o, patch, manager, &je);
+		patch = NULL;   /* taken */
+		goto out;
+	}
 	if (!j) {
 		not_found(o, q);
 		goto out;
 	}
 	cur = render(s, q, j, rank, deleted);
 	patched = replace ? json_deep_copy(patch)
+		: ssa ? ssa_merge(cur, patch, manager, false, true, &conflicts)
 		: smp ? kube_strategic_patch(cur, patch, "") : kube_merge_patch(cur, patch);
+	json_decref(conflicts);
+	conflicts = NULL;
 	if (!check_unknown(r, o, q->res->type, patched))
 		goto out;
 	if (!json_equal(json_object_get(json_object_get(cur, "metadata"), "name"),
@@ -695,6 +926,39 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		spec_touched = strcmp(k1, k2) != 0;
 		if (spec_touched && getenv("DROVER_KUBE_DEBUG"))
 			drv_log(&s->log, "kubernetes api: %s: spec %s -> %s", q->name, k1, k2);
+	}
+	if (ssa) {
+		/* ownership, now that what the spec means is known */
+		json_decref(patched);
+		patched = ssa_merge(cur, patch, manager, spec_touched,
+				    force && strcmp(force, "true") == 0, &conflicts);
+		if (json_array_size(conflicts)) {
+			char msg[1024] = "";
+			size_t l = 0, i;
+			json_t *c;
+
+			json_array_foreach(conflicts, i, c)
+				l += (size_t)snprintf(msg + l, l < sizeof(msg) ? sizeof(msg) - l : 0,
+						      "%s%s: %s", l ? ", " : "", drv_json_str(c, "message"),
+						      drv_json_str(c, "field"));
+			kube_status(o, 409, "Conflict",
+				    json_pack("{s:s,s:s,s:O}", "name", q->name, "kind", q->res->plural,
+					      "causes", conflicts),
+				    "Apply failed with %zu conflict%s: %s", json_array_size(conflicts),
+				    json_array_size(conflicts) == 1 ? "" : "s", msg);
+			goto out;
+		}
+		/* the annotation of ownership comes with the labels and annotations */
+		drv_jobspec_release(&spec);
+		drv_jobspec_init(&spec);
+		drv_diags_release(&d);
+		drv_diags_init(&d, "object");
+		free(text);
+		text = manifest_text(patched, cur);
+		if (drv_spec_parse_buffer(text, strlen(text), "object", &spec, &d) < 0 || d.nerrors) {
+			invalid(o, q, q->name, &d);
+			goto out;
+		}
 	}
 	if (spec_touched && (srv_job_get(s, j->id) != j || j->state != J_PENDING || j->holding)) {
 		char why[200];
@@ -752,6 +1016,7 @@ out:
 	json_decref(cur);
 	json_decref(patched);
 	json_decref(patch);
+	json_decref(conflicts);
 	return 0;
 }
 

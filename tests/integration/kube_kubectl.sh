@@ -4,7 +4,8 @@
 # drover up writes: discovery and version, nodes with their GPUs, apply
 # (created, unchanged, configured), a watch until the pod completes, logs,
 # describe showing the pending reason of an unschedulable pod, delete,
-# explain, strict validation, server dry run, PyTorchJob and Volcano Job,
+# explain, strict validation, server dry run, server-side apply with
+# conflicts, replace, PyTorchJob and Volcano Job,
 # whoami and 401 with a wrong token, one state with drover's own commands, and `drover kubeconfig`.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
@@ -102,6 +103,42 @@ out=$(k apply -f "$ROOT/examples/jobs/batch-eval.yaml" 2>&1) || fail "batch-eval
 echo "$out" | grep -q 'job.batch/eval-checkpoints created' || fail "batch-eval: $out"
 k get jobs | grep -q '^eval-checkpoints ' || fail "get jobs: $(k get jobs 2>&1)"
 "$DROVER" get jobs -o json | grep -q '"eval-checkpoints"' || fail "drover does not see the Job"
+
+# Server-side apply: created, applied again, a second manager's change of a
+# field the first owns is a conflict until --force-conflicts; replace
+cat >"$TEST_TMP/ssa.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ssa
+  labels: {app: one}
+spec:
+  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "30"]
+YAML
+out=$(k apply --server-side -f "$TEST_TMP/ssa.yaml" 2>&1) || fail "server-side apply: $out"
+expect_eq "server-side apply" "$out" "pod/ssa serverside-applied"
+out=$(k apply --server-side -f "$TEST_TMP/ssa.yaml" 2>&1) || fail "server-side apply again: $out"
+sed 's/app: one/app: two/' "$TEST_TMP/ssa.yaml" >"$TEST_TMP/ssa2.yaml"
+out=$(k apply --server-side --field-manager=other -f "$TEST_TMP/ssa2.yaml" 2>&1) &&
+	fail "a second manager took a field without --force-conflicts: $out"
+echo "$out" | grep -q 'Apply failed with 1 conflict: conflict with "kubectl": .metadata.labels' ||
+	fail "conflict: $out"
+expect_eq "label after the conflict" "$(k get pod ssa -o jsonpath='{.metadata.labels.app}')" one
+out=$(k apply --server-side --field-manager=other --force-conflicts -f "$TEST_TMP/ssa2.yaml" 2>&1) ||
+	fail "--force-conflicts: $out"
+expect_eq "label after --force-conflicts" "$(k get pod ssa -o jsonpath='{.metadata.labels.app}')" two
+expect_eq "managers" "$(k get pod ssa -o jsonpath='{.metadata.managedFields[*].manager}' --show-managed-fields)" "kubectl other"
+k get pod ssa -o yaml | sed 's/app: two/app: three/' >"$TEST_TMP/ssa3.yaml"
+out=$(k replace -f "$TEST_TMP/ssa3.yaml" 2>&1) || fail "replace: $out"
+expect_eq "label after replace" "$(k get pod ssa -o jsonpath='{.metadata.labels.app}')" three
+sed 's/"30"/"31"/' "$TEST_TMP/ssa.yaml" >"$TEST_TMP/ssa4.yaml"
+wait_until 20 sh -c "[ \"\$($KUBECTL get pod ssa -o jsonpath='{.status.phase}')\" = Running ]" ||
+	fail "pod ssa is not running"
+out=$(k apply --server-side --force-conflicts -f "$TEST_TMP/ssa4.yaml" 2>&1) && fail "a running pod's command changed: $out"
+echo "$out" | grep -q 'is invalid: spec: .*the job is running' || fail "spec of a running pod: $out"
 
 # Kubeflow and Volcano kinds; a PriorityClass in the stream is refused (tenants file)
 out=$(k apply -f "$ROOT/examples/jobs/pytorchjob-multinode.yaml" 2>&1) || fail "pytorchjob: $out"
