@@ -340,6 +340,89 @@ bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *wh
 	return true;
 }
 
+/* canon without what may change after submission (and who, which) */
+static char *fixed_part(const json_t *canon)
+{
+	json_t *c = json_deep_copy(canon), *k;
+	char *t;
+
+	json_object_del(c, "user");
+	json_object_del(c, "id");
+	json_object_del(c, "submitTime");
+	if ((k = json_object_get(c, "kubernetes"))) {
+		json_object_del(k, "parallelism");
+		json_object_del(k, "suspend");
+	}
+	t = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(c);
+	return t;
+}
+
+/* Suspends parent p none of whose pods has started: its pending ones wait. */
+static bool suspend(struct drv_server *s, struct srv_job *p, char *why, size_t n)
+{
+	struct srv_job *e;
+
+	FOR_ELEMENTS(s, p, e)
+		if (!srv_jstate_final(e->state) && e->state != J_PENDING) {
+			snprintf(why, n, "Job %llu has pods that run (%llu); suspending it then is "
+				 "not implemented: cancel it", (unsigned long long)p->id,
+				 (unsigned long long)e->id);
+			return false;
+		}
+	p->par->suspended = true;
+	snprintf(why, n, "held: Job %llu is suspended (spec.suspend: true); POST "
+		 "/v1/jobs/%llu/release resumes it", (unsigned long long)p->id,
+		 (unsigned long long)p->id);
+	FOR_ELEMENTS(s, p, e) {
+		if (srv_jstate_final(e->state))
+			continue;
+		if (e->in_sched) {
+			drv_sched_finish(s->sched, e->id, drv_wall_s());
+			e->in_sched = false;
+		}
+		e->gated = true;
+		srv_set_str(&e->reason, why);
+		srv_job_mark(s, e);
+	}
+	srv_sched_kick(s);
+	return true;
+}
+
+int srv_elements_update(struct drv_server *s, struct srv_job *p, struct drv_jobspec *ns,
+			json_t *canon, char *why, size_t n)
+{
+	char *a = fixed_part(p->canon), *b = fixed_part(canon);
+	bool same = strcmp(a, b) == 0;
+	int32_t par = ns->k8s.parallelism >= 0 ? ns->k8s.parallelism : 1;
+	bool sus = ns->k8s.suspend == 1;
+
+	free(a);
+	free(b);
+	if (!same || srv_jstate_final(p->state)) {
+		snprintf(why, n, "job %llu is a Kubernetes Job%s; of its spec only parallelism and "
+			 "suspend change after submission", (unsigned long long)p->id,
+			 srv_jstate_final(p->state) ? " that has ended" : "");
+		return -1;
+	}
+	if (sus && !p->par->suspended && !suspend(s, p, why, n))
+		return -1;
+	p->par->parallelism = DRV_MIN(par, p->par->n);
+	drv_jobspec_release(&p->spec);
+	p->spec = *ns;            /* moved */
+	drv_jobspec_init(ns);
+	json_decref(p->canon);
+	p->canon = canon;
+	snprintf(why, n, "spec updated by apply: parallelism %d%s", p->par->parallelism,
+		 p->par->suspended ? ", suspended" : "");
+	if (!sus && p->par->suspended)
+		srv_elements_resume(s, p, why);
+	else
+		srv_job_transition(s, p, p->state, why);
+	fill(s, p);
+	return 0;
+}
+
 struct srv_job *srv_parent_first_pending(struct drv_server *s, const struct srv_job *p)
 {
 	struct srv_job *e;

@@ -545,7 +545,21 @@ static void apply(struct drv_server *s, struct drv_http_req *r, struct drv_http_
 			srv_reply_when_durable(s, r, ticket, "the answer is not on disk yet: ");
 		goto out;
 	}
-	if (found->par || found->parent) {
+	if (found->par) {
+		char why[320];
+
+		if (srv_elements_update(s, found, &spec, canon, why, sizeof(why)) < 0) {
+			json_decref(canon);
+			drv_http_resp_error(o, 409, "conflict", NULL, "%s", why);
+			goto out;
+		}
+		drv_http_resp_json(o, 200, json_pack("{s:s,s:o}", "action", "configured", "job",
+						     srv_job_api_json(s, found, false)));
+		srv_reply_when_durable(s, r, srv_idem_end(s, iq, o, srv_enqueue(s)),
+				       "the change is not on disk yet: ");
+		goto out;
+	}
+	if (found->parent) {
 		json_decref(canon);
 		drv_http_resp_error(o, 409, "conflict", NULL,
 				    "job %llu is a Kubernetes Job's %s; its spec does not change by "

@@ -528,6 +528,11 @@ bool srv_element_retry(struct drv_server *s, struct srv_job *j, const char *why)
 void srv_elements_tick(struct drv_server *s, int64_t now);
 void srv_elements_json(struct drv_server *s, const struct srv_job *j, json_t *o);
 void srv_elements_restored(struct drv_server *s, struct srv_job *j);
+/* POST /v1/apply of parent p's Job with spec ns (canonical canon, both
+ * taken on success): only spec.parallelism and spec.suspend may differ
+ * (CONTRACTS.md section 4). 0, or -1 with why (nothing changed). */
+int srv_elements_update(struct drv_server *s, struct srv_job *p, struct drv_jobspec *ns,
+			json_t *canon, char *why, size_t n);
 /* Parent p's first pending element (its reason is the parent's), or NULL. */
 struct srv_job *srv_parent_first_pending(struct drv_server *s, const struct srv_job *p);
 /* Resumes suspended parent j (its `suspend` hold): elements take their

@@ -130,6 +130,33 @@ wait_job "$hid" succeeded 60
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $ADMIN_TOKEN" \
 	"$SERVER_URL/v1/jobs/$hid/release")
 expect_eq "release of a finished Job" "$code" "409"
+# 8 (before 6, whose restart it does not need). spec.parallelism and
+# spec.suspend change after submission by apply (CONTRACTS.md §4): a
+# suspended Job of parallelism 1 is applied again unsuspended with
+# parallelism 3, and its 3 pods run at once.
+cmd8='echo "start $(date +%s.%N)" >>'"$OUT"'/p8-$JOB_COMPLETION_INDEX; sleep 2; echo "end $(date +%s.%N)" >>'"$OUT"'/p8-$JOB_COMPLETION_INDEX'
+job_yaml widen 3 1 0 Indexed "suspend: true" "$cmd8" '[]' >widen.yaml
+wid=$(submit widen.yaml)
+sed 's/parallelism: 1/parallelism: 3/; s/suspend: true/suspend: false/' widen.yaml >widen2.yaml
+"$DROVER" apply -f widen2.yaml >apply.out 2>&1 || fail "apply: $(cat apply.out)"
+expect_eq "parallelism after apply" "$(jf "$wid" 'j["elements"]["parallelism"], j["hold"]')" "3 None"
+wait_job "$wid" succeeded 60
+most8=$(cat "$OUT"/p8-* | python3 -c '
+import sys
+ev = sorted((float(t), 1 if k == "start" else -1) for k, t in (l.split() for l in sys.stdin))
+n = m = 0
+for _, d in ev:
+    n += d
+    m = max(m, n)
+print(m)')
+expect_eq "pods at once after widening" "$most8" "3"
+job_yaml other 2 1 0 Indexed "suspend: true" "true" '[]' >other.yaml
+oid=$(submit other.yaml)
+sed 's/image: busybox:1.36/image: busybox:1.37/' other.yaml >other2.yaml
+if "$DROVER" apply -f other2.yaml >apply2.out 2>&1; then fail "a Job's image changed by apply"; fi
+grep -q "only parallelism and suspend change" apply2.out || fail "apply refusal: $(cat apply2.out)"
+"$DROVER" cancel "$oid" >/dev/null
+
 # 6. The server restarts while a Job runs: the parent, its counts and the
 # gates of its waiting elements come back from the store.
 job_yaml restart 3 1 0 Indexed "" 'echo $JOB_COMPLETION_INDEX >>'"$OUT"'/restart; sleep 1' '[]' >restart.yaml
