@@ -156,9 +156,17 @@ int64_t agent_enforce_lease(struct drv_agent *a)
 		return INT64_MAX;
 	if (left > 0)
 		return drv_mono_ms() + left;
-	snprintf(why, sizeof(why), "the agent's lease ran out (no exchange with the controller for "
-		 "%lld s): stopped so that a restart elsewhere never overlaps it",
-		 (long long)(a->lease_s ? a->lease_s : (now - a->lease_deadline) / 1000));
+	/* a new agent that adopted tasks before its first exchange does not
+	 * know the lease's length yet: it says how long ago the deadline its
+	 * predecessor renewed passed */
+	if (a->lease_s)
+		snprintf(why, sizeof(why), "the agent's lease ran out (no exchange with the controller "
+			 "for %lld s): stopped so that a restart elsewhere never overlaps it",
+			 (long long)a->lease_s);
+	else
+		snprintf(why, sizeof(why), "the agent's lease ran out (the deadline the previous agent "
+			 "renewed passed %lld s ago): stopped so that a restart elsewhere never overlaps it",
+			 (long long)(now - a->lease_deadline) / 1000);
 	for (size_t k = 0; k < a->ntasks; k++) {
 		struct task *t = a->tasks[k];
 

@@ -168,6 +168,14 @@ static void conn_started(struct drv_http_server *s, struct MHD_Connection *mc, v
 	if (ai && addr_key(ai->client_addr, key)) {
 		c->client = client_get(s, key, true);
 		c->client->count++;
+		/* the accept policy checked the count, but two worker threads can
+		 * both pass it before either connection is counted here: the one
+		 * over the cap is shut down now (its closed notification
+		 * uncounts it), so the cap holds exactly */
+		if (c->client->count > atomic_load(&s->unauth_per_client) && c->fd >= 0) {
+			shutdown(c->fd, SHUT_RDWR);
+			s->refused_conns++;
+		}
 	}
 	time_for(s, c, DRV_HTTP_HEADER_TIMEOUT_S);
 	pthread_mutex_unlock(&s->cmu);

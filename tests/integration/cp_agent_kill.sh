@@ -8,7 +8,9 @@
 #     the task's status file and reports the end; the task is not run again.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
-cp_setup "heartbeat_timeout_s: 3" "agent_lease_s: 6"
+# the lease is long enough for a restart under ASan on a loaded machine
+# (one that took over 6 s fenced the gang): cp_agent_lease.sh tests expiry
+cp_setup "heartbeat_timeout_s: 3" "agent_lease_s: 20"
 start_server
 start_agent node-a
 start_agent node-b

@@ -64,7 +64,14 @@ print("4000 connects in %.2f s" % (time.monotonic() - t0))
 time.sleep(1)
 line, secs = get("127.0.0.1", "/healthz")
 line2, secs2 = get("127.0.0.1", "/v1/queue", token)
+# connections still in the listen backlog look open from this side until
+# the server accepts (and closes) them: on a loaded machine that can take
+# longer than the second above, so count again until the backlog drains
 n_alive = sum(alive(s) for s in flood)
+t1 = time.monotonic()
+while n_alive > 64 and time.monotonic() - t1 < 5:
+    time.sleep(0.2)
+    n_alive = sum(alive(s) for s in flood)
 print("4000 half-open sockets from 127.0.0.2: %d still open at the server; "
       "GET /healthz from 127.0.0.1: %s in %.3f s; GET /v1/queue: %s in %.3f s"
       % (n_alive, line, secs, line2, secs2))
