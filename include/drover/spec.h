@@ -45,6 +45,7 @@
 #define DRV_SPEC_MAX_GROUPS  64         /* task groups (hetjob components, replica types) */
 #define DRV_SPEC_MAX_ITEMS   4096       /* env entries, args, labels, ... per list */
 #define DRV_SPEC_MAX_ARRAY   1000000    /* array tasks (Slurm --array) */
+#define DRV_SPEC_MAX_NAME    1024       /* a job's name, in bytes: every list carries it */
 
 /* What a file is, told apart by content (drv_spec_sniff). */
 enum drv_spec_format {

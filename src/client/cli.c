@@ -182,6 +182,64 @@ const json_t *cli_items(const json_t *reply)
 	return json_is_array(items) ? items : NULL;
 }
 
+/*
+ * Follows a list route's pages to the end: next_cursor (GET /v1/queue) as
+ * cursor=, next_after (GET /v1/jobs) as after=. The first page's "total"
+ * is kept. A page that names no next one, or names the one just read,
+ * ends the walk.
+ */
+int cli_get_all(struct cli *cli, const char *path, json_t **out)
+{
+	char page[4096], prev[128] = "";
+	json_t *items = json_array(), *total = NULL;
+	int rc = 0;
+
+	snprintf(page, sizeof(page), "%s", path);
+	for (;;) {
+		struct drv_client_reply r;
+		const json_t *got, *nc, *na;
+		char next[128] = "", *e;
+
+		rc = cli_call(cli, "GET", page, NULL, NULL, 0, &r);
+		if (rc)
+			break;
+		got = cli_items(r.json);
+		if (!got) {
+			cli_err(cli, "the server's reply to GET %s is not a list", path);
+			drv_client_reply_release(&r);
+			rc = DRV_EXIT_FAIL;
+			break;
+		}
+		json_array_extend(items, (json_t *)got);
+		if (!total && json_object_get(r.json, "total"))
+			total = json_incref(json_object_get(r.json, "total"));
+		nc = json_object_get(r.json, "next_cursor");
+		na = json_object_get(r.json, "next_after");
+		if (json_is_string(nc)) {
+			e = drv_client_urlencode(json_string_value(nc));
+			snprintf(next, sizeof(next), "cursor=%s", e);
+			drv_free(e);
+		} else if (json_is_integer(na)) {
+			snprintf(next, sizeof(next), "after=%lld", (long long)json_integer_value(na));
+		}
+		drv_client_reply_release(&r);
+		if (!*next || !strcmp(next, prev))
+			break;
+		snprintf(prev, sizeof(prev), "%s", next);
+		snprintf(page, sizeof(page), "%s%c%s", path, strchr(path, '?') ? '&' : '?', next);
+	}
+	if (rc) {
+		json_decref(items);
+		json_decref(total);
+		*out = NULL;
+		return rc;
+	}
+	*out = json_pack("{s:o}", "items", items);
+	if (total)
+		json_object_set_new(*out, "total", total);
+	return 0;
+}
+
 long long job_gpus(const json_t *job)
 {
 	const json_t *g = json_object_get(job, "gpus");

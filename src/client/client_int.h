@@ -90,6 +90,13 @@ int cli_print_doc(const struct cli *cli, const json_t *v);
 
 /* The items of a list reply ({"items":[...]}, or a bare array). */
 const json_t *cli_items(const json_t *reply);
+/*
+ * GET path and every page after it (next_cursor of GET /v1/queue,
+ * next_after of GET /v1/jobs) into *out: {"items": [all of them]} with the
+ * first page's "total" when it has one (caller frees). Returns as cli_call
+ * (errors printed; *out NULL then).
+ */
+int cli_get_all(struct cli *cli, const char *path, json_t **out);
 
 /* ---- job and node readers (fields per docs/api.md) ---- */
 

@@ -145,9 +145,8 @@ static void query_add(char *q, size_t n, const char *key, const char *value)
 static int list_jobs(struct cli *cli, const char *route, const char *state, const char *user,
 		     const char *tenant, const char *name)
 {
-	struct drv_client_reply r;
 	char path[2048], q[1536] = "";
-	const json_t *items;
+	json_t *all;
 	int rc;
 
 	query_add(q, sizeof(q), "state", state);
@@ -155,19 +154,14 @@ static int list_jobs(struct cli *cli, const char *route, const char *state, cons
 	query_add(q, sizeof(q), "tenant", tenant);
 	query_add(q, sizeof(q), "name", name);
 	snprintf(path, sizeof(path), "%s%s", route, q);
-	rc = cli_call(cli, "GET", path, NULL, NULL, 0, &r);
+	rc = cli_get_all(cli, path, &all);
 	if (rc)
 		return rc;
-	items = cli_items(r.json);
-	if (!items) {
-		cli_err(cli, "the server's reply to GET %s is not a list", route);
-		rc = DRV_EXIT_FAIL;
-	} else if (cli->out == DRV_OUT_JSON || cli->out == DRV_OUT_YAML) {
-		rc = cli_print_doc(cli, r.json);
-	} else {
-		print_jobs(cli, items);
-	}
-	drv_client_reply_release(&r);
+	if (cli->out == DRV_OUT_JSON || cli->out == DRV_OUT_YAML)
+		rc = cli_print_doc(cli, all);
+	else
+		print_jobs(cli, cli_items(all));
+	json_decref(all);
 	return rc;
 }
 
@@ -460,20 +454,18 @@ static void fmt_indexes(const json_t *a, char *buf, size_t n)
 
 static long long queue_position(struct cli *cli, const char *id)
 {
-	struct drv_client_reply r;
 	const json_t *items, *j;
+	json_t *all = NULL;
 	char jid[32];
 	long long pos = 0;
 	size_t i;
-	char err[256];
 
-	if (drv_client_call(cli->client, "GET", "/v1/queue?state=pending", NULL, NULL, 0, 0,
-			    &r, err, sizeof(err)))
+	if (cli_get_all(cli, "/v1/queue?state=pending", &all))
 		return 0;
-	items = r.status == 200 ? cli_items(r.json) : NULL;
+	items = cli_items(all);
 	json_array_foreach(items, i, j) if (!strcmp(drv_json_text(j, "id", jid, sizeof(jid)), id))
 		pos = drv_json_int(j, "position", 0);
-	drv_client_reply_release(&r);
+	json_decref(all);
 	return pos;
 }
 

@@ -138,20 +138,23 @@ static void print_job_row(FILE *f, const json_t *x, time_t now)
 		rn_);
 }
 
-static void print_queue(FILE *f, const json_t *items, int max_jobs, time_t now)
+/* The first page of the queue (max_jobs items) and its total. */
+static void print_queue(FILE *f, const json_t *page, int max_jobs, time_t now)
 {
-	const json_t *x;
+	const json_t *items = page ? cli_items(page) : NULL, *x;
+	long long total = page ? drv_json_int(page, "total", 0) : 0;
 	size_t i;
 
 	fprintf(f, "%-8s %-20s %-10s %-10s %10s %5s  %s\n", "ID", "NAME", "USER", "STATE", "TIME",
 		"GPUS", "NODELIST(REASON)");
 	json_array_foreach(items, i, x) {
-		if ((int)i >= max_jobs) {
-			fprintf(f, "... and %zu more\n", json_array_size(items) - i);
+		if ((int)i >= max_jobs)
 			break;
-		}
 		print_job_row(f, x, now);
 	}
+	if (items && total > (long long)DRV_MIN(json_array_size(items), (size_t)max_jobs))
+		fprintf(f, "... and %lld more\n",
+			total - (long long)DRV_MIN(json_array_size(items), (size_t)max_jobs));
 	if (!items)
 		fprintf(f, "(queue unavailable)\n");
 	else if (!json_array_size(items))
@@ -162,7 +165,7 @@ static void print_queue(FILE *f, const json_t *items, int max_jobs, time_t now)
 static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 {
 	struct drv_client_reply rc_, rn, rq;
-	char err[512], b[64];
+	char err[512], b[64], qpath[64];
 	int have_c, have_n, have_q;
 	time_t now = time(NULL);
 
@@ -177,7 +180,8 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 	}
 	have_n = !drv_client_call(cli->client, "GET", "/v1/nodes", NULL, NULL, 0, 5000, &rn, err,
 				  sizeof(err)) && rn.status == 200;
-	have_q = !drv_client_call(cli->client, "GET", "/v1/queue", NULL, NULL, 0, 5000, &rq, err,
+	snprintf(qpath, sizeof(qpath), "/v1/queue?limit=%d", DRV_MAX(1, DRV_MIN(max_jobs, 10000)));
+	have_q = !drv_client_call(cli->client, "GET", qpath, NULL, NULL, 0, 5000, &rq, err,
 				  sizeof(err)) && rq.status == 200;
 	if (tty)
 		fputs("\033[H\033[2J", f);
@@ -187,7 +191,7 @@ static void frame(struct cli *cli, FILE *f, int tty, int max_jobs)
 	fputc('\n', f);
 	print_nodes(f, have_n ? cli_items(rn.json) : NULL);
 	fputc('\n', f);
-	print_queue(f, have_q ? cli_items(rq.json) : NULL, max_jobs, now);
+	print_queue(f, have_q ? rq.json : NULL, max_jobs, now);
 	if (!tty)
 		fputs("\n", f);
 	fflush(f);

@@ -181,6 +181,14 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 				    spec->run[g].gpu_model_name);
 		return -1;
 	}
+	if (spec->job.name && strlen(spec->job.name) > DRV_SPEC_MAX_NAME) {
+		/* every row of a listing carries it; canonical jobs come here
+		 * unchecked (a restore must still read an older long name) */
+		drv_http_resp_error(resp, 400, "invalid", NULL,
+				    "name: found a job name of %zu bytes, expected at most %d",
+				    strlen(spec->job.name), DRV_SPEC_MAX_NAME);
+		return -1;
+	}
 	if (c->admin && spec->job.user && *spec->job.user)
 		user = spec->job.user;  /* admins may submit for someone */
 	if (strcmp(user, "root") == 0 && !s->cfg.allow_root_tasks) {
@@ -853,7 +861,13 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	return 0;
 }
 
+/*
+ * A job's place in the queue's order: the pending jobs first, in the
+ * scheduler's order (higher priority, then earlier submit, then lower id),
+ * then the others by id. The cursor of GET /v1/queue names such a place.
+ */
 struct qent {
+	bool other;        /* not pending */
 	int32_t prio;
 	int64_t submit;
 	uint64_t id;
@@ -863,87 +877,153 @@ static int qcmp(const void *a, const void *b)
 {
 	const struct qent *x = a, *y = b;
 
-	if (x->prio != y->prio)
+	if (x->other != y->other)
+		return x->other ? 1 : -1;
+	if (!x->other && x->prio != y->prio)
 		return x->prio > y->prio ? -1 : 1;
-	if (x->submit != y->submit)
+	if (!x->other && x->submit != y->submit)
 		return x->submit < y->submit ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+/* "p.PRIO.SUBMIT.ID" (a pending job) or "o.ID" (another). */
+static void cursor_of(const struct qent *e, char *buf, size_t n)
 {
-	struct drv_server *s = ctx;
-	const char *user = drv_http_req_query(r, "user");
-	const char *tenant = drv_http_req_query(r, "tenant");
-	unsigned states;
-	struct qent *pend = NULL;
-	size_t np = 0, cap = 0;
-	json_t *items = json_array();
-	int64_t now = drv_wall_s();
+	if (e->other)
+		snprintf(buf, n, "o.%llu", (unsigned long long)e->id);
+	else
+		snprintf(buf, n, "p.%d.%lld.%llu", (int)e->prio, (long long)e->submit,
+			 (unsigned long long)e->id);
+}
 
-	if (parse_states(drv_http_req_query(r, "state"), &states, o) < 0) {
-		json_decref(items);
+/* Parses a cursor into *e; -1 after a 400 when v is not one. */
+static int cursor_parse(const char *v, struct qent *e, struct drv_http_resp *o)
+{
+	unsigned long long id;
+	long long submit;
+	int prio, used = -1;
+
+	*e = (struct qent){ 0 };
+	if (v && sscanf(v, "o.%llu%n", &id, &used) == 1 && used == (int)strlen(v)) {
+		*e = (struct qent){ .other = true, .id = id };
 		return 0;
 	}
-	if (states & ((1u << J_SUCCEEDED) | (1u << J_FAILED) | (1u << J_CANCELLED) |
-		      (1u << J_OUT_OF_MEMORY) | (1u << J_TIMEOUT))) {
+	used = -1;
+	if (v && sscanf(v, "p.%d.%lld.%llu%n", &prio, &submit, &id, &used) == 3 &&
+	    used == (int)strlen(v)) {
+		*e = (struct qent){ .prio = prio, .submit = submit, .id = id };
+		return 0;
+	}
+	drv_http_resp_error(o, 400, "invalid", NULL, "cursor=%s: expected the next_cursor of "
+			    "an earlier page (p.PRIORITY.SUBMIT.ID or o.ID)", v ? v : "");
+	return -1;
+}
+
+struct queue_q {
+	unsigned states;
+	const char *user, *tenant;
+	bool from_cursor;
+	struct qent cursor;
+	int64_t limit;
+};
+
+/* The query of GET /v1/queue into *q; -1 after a 400. */
+static int queue_query(struct drv_http_req *r, struct drv_http_resp *o, struct queue_q *q)
+{
+	const char *cur = drv_http_req_query(r, "cursor");
+	const unsigned finished = (1u << J_SUCCEEDED) | (1u << J_FAILED) | (1u << J_CANCELLED) |
+				  (1u << J_OUT_OF_MEMORY) | (1u << J_TIMEOUT);
+
+	*q = (struct queue_q){ .user = drv_http_req_query(r, "user"),
+			       .tenant = drv_http_req_query(r, "tenant") };
+	if (parse_states(drv_http_req_query(r, "state"), &q->states, o) < 0 ||
+	    drv_http_req_query_int(r, "limit", SRV_QUEUE_PAGE, 1, SRV_QUEUE_PAGE_MAX, &q->limit,
+				   o) < 0)
+		return -1;
+	if (cur && cursor_parse(cur, &q->cursor, o) < 0)
+		return -1;
+	q->from_cursor = cur != NULL;
+	if (q->states & finished) {
 		/* finished jobs live in the store, not in the queue */
 		drv_http_resp_error(o, 400, "invalid", NULL,
 				    "state=%s: the queue holds unfinished jobs (pending, scheduled, "
 				    "running, preempted); GET /v1/jobs?state=... lists finished ones",
 				    drv_http_req_query(r, "state"));
+		return -1;
+	}
+	if (!q->states)
+		q->states = (1u << J_PENDING) | (1u << J_SCHEDULED) | (1u << J_RUNNING) |
+			    (1u << J_PREEMPTED);
+	return 0;
+}
+
+/* Every job the query matches, in the queue's order (*n of them; caller
+ * frees). Under s->mu. */
+static struct qent *queue_entries(struct drv_server *s, const struct queue_q *q, size_t *n)
+{
+	struct qent *v = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	for (uint64_t id = 1; id <= s->njobs; id++) {
+		struct srv_job *j = srv_job_get(s, id);
+
+		if (!j || !(q->states & (1u << j->state)) ||
+		    (q->user && strcmp(q->user, j->spec.job.user) != 0) ||
+		    (q->tenant && strcmp(q->tenant, j->spec.job.tenant) != 0))
+			continue;
+		DRV_GROW(v, *n + 1, cap);
+		v[(*n)++] = (struct qent){ j->state != J_PENDING, j->spec.job.priority,
+					   j->submit_time, id };
+	}
+	if (*n > 0) /* v is NULL then, and qsort's first argument may not be */
+		qsort(v, *n, sizeof(*v), qcmp);
+	return v;
+}
+
+/* One item of the queue: the job, its position (rank among the pending
+ * jobs listed, null for others), wait and queue. */
+static json_t *queue_item(struct drv_server *s, const struct qent *e, size_t rank, int64_t now)
+{
+	struct srv_job *j = srv_job_get(s, e->id);
+	json_t *o = srv_job_api_json(s, j, false);
+	int64_t until = e->other && j->start_time ? j->start_time : now;
+
+	json_object_set_new(o, "position", e->other ? json_null() : json_integer((json_int_t)rank));
+	json_object_set_new(o, "wait_s", json_integer(until - j->submit_time));
+	json_object_set_new(o, "queue", json_string(j->spec.job.tenant));
+	return o;
+}
+
+int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct queue_q q;
+	struct qent *v;
+	size_t n, k = 0, end;
+	json_t *items = json_array(), *out;
+	int64_t now = drv_wall_s();
+	char next[96] = "";
+
+	if (queue_query(r, o, &q) < 0) {
 		json_decref(items);
 		return 0;
 	}
-	if (!states)
-		states = (1u << J_PENDING) | (1u << J_SCHEDULED) | (1u << J_RUNNING) |
-			 (1u << J_PREEMPTED);
 	pthread_mutex_lock(&s->mu);
-	for (int pass = 0; pass < 2; pass++) {
-		for (uint64_t id = 1; id <= s->njobs; id++) {
-			struct srv_job *j = srv_job_get(s, id);
-
-			if (!j || !(states & (1u << j->state)))
-				continue;
-			if ((j->state == J_PENDING) != (pass == 0))
-				continue;
-			if (user && strcmp(user, j->spec.job.user) != 0)
-				continue;
-			if (tenant && strcmp(tenant, j->spec.job.tenant) != 0)
-				continue;
-			if (pass == 0) {
-				DRV_GROW(pend, np + 1, cap);
-				pend[np++] = (struct qent){ j->spec.job.priority, j->submit_time, id };
-				continue;
-			}
-			{
-				json_t *e = srv_job_api_json(s, j, false);
-
-				json_object_set_new(e, "position", json_null());
-				json_object_set_new(e, "wait_s",
-						    json_integer((j->start_time ? j->start_time : now) -
-								 j->submit_time));
-				json_object_set_new(e, "queue", json_string(j->spec.job.tenant));
-				json_array_append_new(items, e);
-			}
-		}
-		if (pass == 0) {
-			if (np > 0) /* pend is NULL then, and qsort's first argument may not be */
-				qsort(pend, np, sizeof(*pend), qcmp);
-			for (size_t k = 0; k < np; k++) {
-				struct srv_job *j = srv_job_get(s, pend[k].id);
-				json_t *e = srv_job_api_json(s, j, false);
-
-				json_object_set_new(e, "position", json_integer((json_int_t)k + 1));
-				json_object_set_new(e, "wait_s", json_integer(now - j->submit_time));
-				json_object_set_new(e, "queue", json_string(j->spec.job.tenant));
-				json_array_append_new(items, e);
-			}
-		}
-	}
+	v = queue_entries(s, &q, &n);
+	while (q.from_cursor && k < n && qcmp(&v[k], &q.cursor) <= 0)
+		k++;
+	end = DRV_MIN(n, k + (size_t)q.limit);
+	for (size_t i = k; i < end; i++)
+		json_array_append_new(items, queue_item(s, &v[i], i + 1, now));
+	if (end < n)
+		cursor_of(&v[end - 1], next, sizeof(next));
 	pthread_mutex_unlock(&s->mu);
-	drv_free(pend);
-	drv_http_resp_json(o, 200, json_pack("{s:o}", "items", items));
+	out = json_pack("{s:o,s:I}", "items", items, "total", (json_int_t)n);
+	if (*next)
+		json_object_set_new(out, "next_cursor", json_string(next));
+	drv_free(v);
+	drv_http_resp_json(o, 200, out);
 	return 0;
 }
 

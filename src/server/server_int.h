@@ -704,6 +704,10 @@ void srv_idem_purge(struct drv_server *s);
 void srv_idem_release(struct drv_server *s);
 #define SRV_IDEM_KEY_MAX 255
 
+/* GET /v1/queue: items in a page by default, and at most (jobs_api.c) */
+#define SRV_QUEUE_PAGE 1000
+#define SRV_QUEUE_PAGE_MAX 10000
+
 /* --- durable.c ---
  * Answers r with the reply the handler left in its resp once ticket is on
  * disk, or with 503 "<fail_prefix>the state store cannot write (...)" if it

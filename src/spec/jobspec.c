@@ -394,6 +394,16 @@ int drv_spec_parse_all(const char *buf, size_t len, const char *name,
 				drv_diag_err(d, 0, 0, set->jobs[i].job.name, "%s", why);
 		}
 	}
+	for (int32_t i = 0; rc == 0 && f != DRV_FMT_CANONICAL && i < set->njobs; i++) {
+		size_t n = set->jobs[i].job.name ? strlen(set->jobs[i].job.name) : 0;
+
+		/* every row of a listing carries the name: 400 jobs of 200 KB
+		 * names made one GET /v1/queue 80 MB (the server checks
+		 * canonical jobs itself, jobs_api.c) */
+		if (n > DRV_SPEC_MAX_NAME)
+			drv_diag_err(d, 0, 0, "name", "found a job name of %zu bytes, expected at "
+				     "most %d", n, DRV_SPEC_MAX_NAME);
+	}
 	if (rc == 0 && d->nerrors)
 		rc = DRV_EPARSE;
 	if (rc)
