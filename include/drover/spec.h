@@ -378,6 +378,14 @@ const char *drv_spec_topo_level(const char *key);
 /* Slurm --array value into a (released, then filled); DRV_EINVAL/ELIMIT. */
 int drv_array_parse(const char *s, struct drv_array *a);
 
+/* The k-th array task id of a (0 <= k < a->count), in the order written;
+ * the lowest and highest ids; the step Slurm reports in
+ * SLURM_ARRAY_TASK_STEP (the one range's step; 1 for lists). */
+int32_t drv_array_index(const struct drv_array *a, int32_t k);
+int32_t drv_array_min(const struct drv_array *a);
+int32_t drv_array_max(const struct drv_array *a);
+int32_t drv_array_step(const struct drv_array *a);
+
 /* A name as traces and tenants files spell tenants, jobs and topology
  * levels: 1 to DRV_NAME_MAX - 1 bytes of letters, digits and -_.:/@
  * (s need not be NUL-terminated; len bytes are checked). */

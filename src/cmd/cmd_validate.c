@@ -217,7 +217,7 @@ static void print_job_text(const char *path, const struct drv_jobspec *s)
 		printf("at least %d start together\n", (int)j->gang_min);
 	else
 		printf("all start together\n");
-	if (drv_jobspec_elements(s) > 0) {
+	if (!s->array.spec && drv_jobspec_elements(s) > 0) {
 		printf("  pods: %d to succeed (%s), at most %d at once, backoffLimit %d",
 		       (int)drv_jobspec_elements(s), s->k8s.indexed == 1 ? "Indexed" : "NonIndexed",
 		       (int)drv_jobspec_parallelism(s),
@@ -280,8 +280,8 @@ static void print_job_text(const char *path, const struct drv_jobspec *s)
 		printf("  priority: %d%s%s\n", (int)j->priority, s->priority_class ? " class " : "",
 		       s->priority_class ? s->priority_class : "");
 	if (s->array.spec)
-		printf("  array: %s (%d tasks%s)\n", s->array.spec, (int)s->array.count,
-		       s->array.max_parallel ? ", limited" : "");
+		printf("  array: %s (%d tasks, at most %d at once; each is a job of its own)\n",
+		       s->array.spec, (int)s->array.count, (int)drv_jobspec_parallelism(s));
 }
 
 static int validate_job(const char *path, const char *buf, size_t len, bool json, int sargc,

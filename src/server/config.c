@@ -349,7 +349,8 @@ static void check_lease(struct cload *L, struct fy_node *at)
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
 	"heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, "    \
 	"default_leaf, scheduler, tenants, tls, job_retention_s, "    \
-	"task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s"
+	"task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s, "    \
+	"max_array_size, kill_invalid_depend"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -411,6 +412,10 @@ static void read_root(struct cload *L, struct fy_node *root)
 			want_int(L, p, k, 1, 1000000, &c->max_unauth_per_client);
 		} else if (strcmp(k, "idempotency_ttl_s") == 0) {
 			want_int(L, p, k, 1, INT64_C(100) * 365 * 86400, &c->idempotency_ttl_s);
+		} else if (strcmp(k, "max_array_size") == 0) {
+			want_int(L, p, k, 1, 4000001, &c->max_array_size);
+		} else if (strcmp(k, "kill_invalid_depend") == 0) {
+			want_bool(L, p, k, &c->kill_invalid_depend);
 		} else {
 			unknown(L, fy_node_pair_key(p), k, "setting", KNOWN_SETTINGS);
 		}
@@ -508,6 +513,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->sched_delay_ms = 10;
 	c->max_unauth_per_client = DRV_HTTP_UNAUTH_PER_CLIENT;
 	c->idempotency_ttl_s = 86400;   /* a day: longer than any client retries */
+	c->max_array_size = 1001;       /* Slurm's MaxArraySize default */
 	drv_sched_policy_default(&c->policy);
 	drv_diags_init(&d, path);
 

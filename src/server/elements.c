@@ -11,6 +11,13 @@
  * when the Job's activeDeadlineSeconds passes (DeadlineExceeded) or the
  * Job is cancelled. The Job succeeds once `completions` elements did.
  *
+ * A Slurm array (sbatch --array) is a parent the same way: an element per
+ * array task id, at most the %N throttle past their gate at once; a failed
+ * element is final (Slurm never retries it) and does not affect its
+ * siblings; the parent ends once every element has, succeeded when all
+ * did. Elements keep the array's name; slurm_env.c gives them
+ * SLURM_ARRAY_*.
+ *
  * Indexed Jobs give each element JOB_COMPLETION_INDEX, the label and
  * annotation batch.kubernetes.io/job-completion-index and the hostname
  * JOB-INDEX (env HOSTNAME), as the Job controller and kubelet do.
@@ -39,7 +46,7 @@ static struct drv_label *label_add(struct drv_label *v, int32_t *n, const char *
 /* Element index of the parent's spec: a deep copy with its own name, and
  * for Indexed Jobs the index in env, label, annotation and hostname. */
 static struct srv_job *make_element(struct drv_server *s, const struct drv_jobspec *ps,
-				    const json_t *canon, int32_t index, bool indexed)
+				    const json_t *canon, int32_t index, bool indexed, bool array)
 {
 	struct srv_job *e = drv_calloc(1, sizeof(*e));
 	struct drv_diags d;
@@ -52,6 +59,10 @@ static struct srv_job *make_element(struct drv_server *s, const struct drv_jobsp
 	drv_diags_release(&d);
 	e->events = json_array();
 	e->index = index;
+	if (array) {   /* an array task: the array's name; not an array itself */
+		drv_array_release(&e->spec.array);
+		return e;
+	}
 	snprintf(idx, sizeof(idx), "%d", index);
 	snprintf(name, sizeof(name), "%s-%d", ps->job.name ? ps->job.name : "job", index);
 	srv_set_str(&e->spec.job.name, name);
@@ -82,16 +93,21 @@ size_t srv_elements_expand(struct drv_server *s, struct drv_jobspec *spec, struc
 	p->par = drv_calloc(1, sizeof(*p->par));
 	p->par->n = n;
 	p->par->parallelism = par;
-	p->par->backoff_limit = p->spec.k8s.backoff_limit >= 0 ? p->spec.k8s.backoff_limit
+	p->par->array = p->spec.array.spec != NULL;
+	p->par->backoff_limit = p->par->array ? INT32_MAX
+			      : p->spec.k8s.backoff_limit >= 0 ? p->spec.k8s.backoff_limit
 							       : K8S_DEFAULT_BACKOFF;
-	p->par->deadline_s = p->spec.k8s.active_deadline_s > 0 ? p->spec.k8s.active_deadline_s : 0;
-	p->par->indexed = p->spec.k8s.indexed == 1;
-	p->par->suspended = p->spec.k8s.suspend == 1;
+	p->par->deadline_s = !p->par->array && p->spec.k8s.active_deadline_s > 0
+			     ? p->spec.k8s.active_deadline_s : 0;
+	p->par->indexed = !p->par->array && p->spec.k8s.indexed == 1;
+	p->par->suspended = !p->par->array && p->spec.k8s.suspend == 1;
 	v = drv_calloc((size_t)n + 1, sizeof(*v));
 	v[0] = p;
 	canon = drv_jobspec_to_json(&p->spec);
 	for (int32_t i = 0; i < n; i++) {
-		v[i + 1] = make_element(s, &p->spec, canon, i, p->par->indexed);
+		int32_t index = p->par->array ? drv_array_index(&p->spec.array, i) : i;
+
+		v[i + 1] = make_element(s, &p->spec, canon, index, p->par->indexed, p->par->array);
 		v[i + 1]->parent_new = p;
 		v[i + 1]->gated = i >= par || p->par->suspended;
 	}
@@ -100,9 +116,21 @@ size_t srv_elements_expand(struct drv_server *s, struct drv_jobspec *spec, struc
 	return (size_t)n + 1;
 }
 
+/* Why an element of p waits (JobArrayTaskLimit). */
+static void turn_reason(const struct srv_job *p, char *why, size_t n)
+{
+	if (p->par->array)
+		snprintf(why, n, "waiting for its turn: at most %d of array %llu's tasks at once "
+			 "(--array=%s)", p->par->parallelism, (unsigned long long)p->id,
+			 p->spec.array.spec);
+	else
+		snprintf(why, n, "waiting for its turn: at most %d of Job %llu's pods at once "
+			 "(parallelism)", p->par->parallelism, (unsigned long long)p->id);
+}
+
 void srv_elements_added(struct drv_server *s, struct srv_job *j)
 {
-	char why[160];
+	char why[256];
 
 	if (j->par) {
 		j->par->first = j->id + 1;  /* add_jobs numbers the elements next */
@@ -119,9 +147,7 @@ void srv_elements_added(struct drv_server *s, struct srv_job *j)
 			 (unsigned long long)j->parent);
 		srv_set_str(&j->reason, why);
 	} else if (j->gated) {
-		snprintf(why, sizeof(why), "waiting for its turn: at most %d of Job %llu's pods "
-			 "at once (parallelism)", j->parent_new->par->parallelism,
-			 (unsigned long long)j->parent);
+		turn_reason(j->parent_new, why, sizeof(why));
 		srv_set_str(&j->reason, why);
 	}
 	j->parent_new = NULL;
@@ -152,7 +178,7 @@ static void fill(struct drv_server *s, struct srv_job *p)
 {
 	struct srv_job *e;
 	int32_t active = 0;
-	char why[160];
+	char why[256];
 
 	if (p->par->suspended)
 		return;
@@ -165,8 +191,9 @@ static void fill(struct drv_server *s, struct srv_job *p)
 			continue;
 		e->gated = false;
 		active++;
-		snprintf(why, sizeof(why), "its turn: fewer than %d of Job %llu's pods run",
-			 p->par->parallelism, (unsigned long long)p->id);
+		snprintf(why, sizeof(why), "its turn: fewer than %d of %s %llu's %s run",
+			 p->par->parallelism, p->par->array ? "array" : "Job",
+			 (unsigned long long)p->id, p->par->array ? "tasks" : "pods");
 		srv_set_str(&e->reason, why);
 		srv_job_queue(s, e);
 		srv_job_mark(s, e);
@@ -196,6 +223,8 @@ static void element_ended(struct drv_server *s, struct srv_job *p, struct srv_jo
 
 	if (to == J_SUCCEEDED)
 		p->par->succeeded++;
+	else if (p->par->array && to != J_CANCELLED)
+		p->par->failed++;   /* final: an array task is never retried */
 	srv_job_mark(s, p);
 	if (to != J_SUCCEEDED && to != J_CANCELLED && p->par->failed > p->par->backoff_limit) {
 		snprintf(why, sizeof(why), "BackoffLimitExceeded: %d pod failures, backoffLimit %d; "
@@ -205,8 +234,8 @@ static void element_ended(struct drv_server *s, struct srv_job *p, struct srv_jo
 		return;
 	}
 	if (p->par->succeeded >= p->par->n) {
-		snprintf(why, sizeof(why), "Completed: %d of %d pods succeeded", p->par->succeeded,
-			 p->par->n);
+		snprintf(why, sizeof(why), "Completed: %d of %d %s succeeded", p->par->succeeded,
+			 p->par->n, p->par->array ? "array tasks" : "pods");
 		p->has_exit = true;
 		p->exit_code = 0;
 		srv_job_transition(s, p, J_SUCCEEDED, why);
@@ -216,9 +245,10 @@ static void element_ended(struct drv_server *s, struct srv_job *p, struct srv_jo
 	FOR_ELEMENTS(s, p, x)
 		left += !srv_jstate_final(x->state);
 	if (!left) {
-		snprintf(why, sizeof(why), "%d of %d pods succeeded; element %llu (index %d) ended "
-			 "%s: %s", p->par->succeeded, p->par->n, (unsigned long long)e->id, e->index,
-			 srv_jstate_name(to), e->reason ? e->reason : "");
+		snprintf(why, sizeof(why), "%d of %d %s succeeded; element %llu (index %d) ended "
+			 "%s: %s", p->par->succeeded, p->par->n, p->par->array ? "array tasks" : "pods",
+			 (unsigned long long)e->id, e->index, srv_jstate_name(to),
+			 e->reason ? e->reason : "");
 		srv_job_transition(s, p, J_FAILED, why);
 	}
 }
@@ -253,8 +283,8 @@ bool srv_element_retry(struct drv_server *s, struct srv_job *j, const char *why)
 	struct srv_job *p = j->parent ? srv_job_get(s, j->parent) : NULL;
 	char r[640];
 
-	if (!p || !p->par || srv_jstate_final(p->state))
-		return false;
+	if (!p || !p->par || p->par->array || srv_jstate_final(p->state))
+		return false;   /* Slurm never retries a failed array task */
 	p->par->failed++;
 	srv_job_mark(s, p);
 	if (p->par->failed > p->par->backoff_limit)
@@ -312,6 +342,15 @@ void srv_elements_json(struct drv_server *s, const struct srv_job *j, json_t *o)
 		else
 			active++;
 	}
+	if (j->par->array) {
+		json_object_set_new(o, "elements",
+				    json_pack("{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "first",
+					      (json_int_t)j->par->first, "count", j->par->n,
+					      "parallelism", j->par->parallelism, "active", active,
+					      "pending", pending, "succeeded", j->par->succeeded,
+					      "failed", j->par->failed, "array", j->spec.array.spec));
+		return;
+	}
 	json_object_set_new(o, "elements",
 			    json_pack("{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "first",
 				      (json_int_t)j->par->first, "count", j->par->n, "parallelism",
@@ -324,15 +363,14 @@ void srv_elements_json(struct drv_server *s, const struct srv_job *j, json_t *o)
 bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *why)
 {
 	struct srv_job *e;
-	char r[160];
+	char r[256];
 
 	if (!j->par || !j->par->suspended || srv_jstate_final(j->state))
 		return false;
 	j->par->suspended = false;
 	j->par->active_since = drv_wall_s();
 	srv_job_transition(s, j, j->state, why);
-	snprintf(r, sizeof(r), "waiting for its turn: at most %d of Job %llu's pods at once "
-		 "(parallelism)", j->par->parallelism, (unsigned long long)j->id);
+	turn_reason(j, r, sizeof(r));
 	FOR_ELEMENTS(s, j, e)
 		if (e->gated)
 			srv_set_str(&e->reason, r);

@@ -189,6 +189,14 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 				    strlen(spec->job.name), DRV_SPEC_MAX_NAME);
 		return -1;
 	}
+	if (spec->array.spec && drv_array_max(&spec->array) >= s->cfg.max_array_size) {
+		/* Slurm's MaxArraySize: task ids from 0 to max_array_size - 1 */
+		drv_http_resp_error(resp, 400, "invalid", NULL,
+				    "Invalid job array specification: --array=%s has task id %d; "
+				    "ids must be below max_array_size %lld", spec->array.spec,
+				    drv_array_max(&spec->array), (long long)s->cfg.max_array_size);
+		return -1;
+	}
 	if (c->admin && spec->job.user && *spec->job.user)
 		user = spec->job.user;  /* admins may submit for someone */
 	if (strcmp(user, "root") == 0 && !s->cfg.allow_root_tasks) {
@@ -257,11 +265,19 @@ static uint64_t add_jobs(struct drv_server *s, struct srv_job **js, size_t n, co
 
 /*
  * A job that can never run on the cluster as configured is refused: 400
- * with the reason as message. Under s->mu; true when refused.
+ * with the reason as message; so is one that depends on a job that does
+ * not exist. Under s->mu; true when refused.
  */
-static bool refuse_never(struct drv_server *s, const struct drv_job *job, struct drv_http_resp *o)
+static bool refuse_never(struct drv_server *s, const struct drv_jobspec *spec,
+			 struct drv_http_resp *o)
 {
+	const struct drv_job *job = &spec->job;
 	char why[256];
+
+	if (srv_deps_refuse(s, spec, why, sizeof(why)) < 0) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "%s", why);
+		return true;
+	}
 
 	if (job->topo_level && strchr(job->topo_level, '/') &&
 	    drv_cluster_level(&s->cluster, job->topo_level) < 0) {
@@ -287,7 +303,8 @@ static bool refuse_never_batch(struct drv_server *s, struct srv_job **js, size_t
 
 	srv_capacity_refresh(s);
 	for (size_t i = 0; i < n; i++)
-		if (srv_job_never(s, &js[i]->spec.job, why, sizeof(why)))
+		if (srv_deps_refuse(s, &js[i]->spec, why, sizeof(why)) < 0 ||
+		    srv_job_never(s, &js[i]->spec.job, why, sizeof(why)))
 			json_array_append_new(details, json_sprintf("items[%zu]: %s", i, why));
 	if (!json_array_size(details)) {
 		json_decref(details);
@@ -328,7 +345,7 @@ static void submit(struct drv_server *s, struct drv_http_req *r, struct drv_http
 	}
 	j = js[0];
 	pthread_mutex_lock(&s->mu);
-	if (refuse_never(s, &j->spec.job, o)) {
+	if (refuse_never(s, &j->spec, o)) {
 		pthread_mutex_unlock(&s->mu);
 		for (size_t i = 0; i < n; i++)
 			srv_job_free(js[i]);
@@ -504,7 +521,7 @@ static void apply(struct drv_server *s, struct drv_http_req *r, struct drv_http_
 		return;
 	}
 	pthread_mutex_lock(&s->mu);
-	if (refuse_never(s, &spec.job, o))
+	if (refuse_never(s, &spec, o))
 		goto out;
 	for (uint64_t id = 1; id <= s->njobs; id++) {
 		struct srv_job *x = srv_job_get(s, id);

@@ -172,6 +172,7 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 			j->par->deadline_s = drv_json_int(el, "deadline_s", 0);
 			j->par->indexed = drv_json_bool(el, "indexed", 0);
 			j->par->suspended = drv_json_bool(el, "suspended", 0);
+			j->par->array = drv_json_bool(el, "array", 0);
 			j->par->active_since = drv_json_int(el, "active_since", j->submit_time);
 		}
 	}
@@ -271,8 +272,12 @@ static void restore_sched(struct drv_server *s)
 			srv_elements_restored(s, j);
 			continue;
 		}
+		if (j->state == J_PENDING)
+			srv_deps_gate(s, j);   /* found waiting again; the loop judges it */
 		if (j->gated && j->state == J_PENDING)
 			continue;      /* waits for its turn under the parent's parallelism */
+		if (j->dep_wait)
+			continue;
 		if (j->holding) {
 			bool lost = false;
 

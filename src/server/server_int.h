@@ -113,8 +113,13 @@ struct srv_job {
 	/* parents and elements (elements.c); all zero for other jobs */
 	struct srv_parent *par;    /* set: j is a parent */
 	uint64_t parent;           /* an element: its parent's id */
-	int32_t index;             /* an element: its index (completion index), 0-based */
+	int32_t index;             /* an element: its index (completion index, 0-based, or
+				    * Slurm array task id) */
 	bool gated;                /* an element over the parallelism: not yet scheduled */
+	/* Slurm --dependency (deps.c): waiting, not given to the scheduler */
+	bool dep_wait;
+	bool dep_never;            /* ... and it can never be satisfied */
+	struct srv_dep_memo *dep_memo; /* [spec.ndeps] while waiting */
 	struct srv_job *parent_new; /* while being submitted: the parent, whose id is not set */
 };
 
@@ -133,6 +138,8 @@ struct srv_parent {
 	int64_t deadline_s;        /* Job activeDeadlineSeconds; 0 = none */
 	int64_t active_since;      /* the deadline counts from here: submit, or the resume */
 	bool indexed;              /* completionMode Indexed */
+	bool array;                /* a Slurm --array: elements are final, never retried,
+				    * and their index is the array task id */
 	bool suspended;            /* spec.suspend: a `suspend` hold, no element runs */
 };
 
@@ -183,6 +190,8 @@ struct srv_config {
 	int64_t sched_delay_ms;
 	int64_t max_unauth_per_client; /* connections before authenticating, per address */
 	int64_t idempotency_ttl_s;   /* Idempotency-Key answers kept this long (idem.c) */
+	int64_t max_array_size;      /* array task ids must be below it (Slurm's MaxArraySize) */
+	bool kill_invalid_depend;    /* cancel a job whose dependency can never be satisfied */
 	char *default_pool;
 	char *default_leaf;
 	struct drv_sched_policy policy;
@@ -386,6 +395,8 @@ struct drv_server {
 	size_t nheld, heldcap;
 	uint64_t *parents;         /* ids of unfinished parent jobs (elements.c) */
 	size_t nparents, parentcap;
+	uint64_t *depwait;         /* ids of jobs waiting for dependencies (deps.c) */
+	size_t ndepwait, depwaitcap;
 	int64_t last_cost_ms;
 
 	pthread_t loop_thread;
@@ -535,6 +546,20 @@ int srv_elements_update(struct drv_server *s, struct srv_job *p, struct drv_jobs
 			json_t *canon, char *why, size_t n);
 /* Parent p's first pending element (its reason is the parent's), or NULL. */
 struct srv_job *srv_parent_first_pending(struct drv_server *s, const struct srv_job *p);
+/*
+ * Dependencies (deps.c; CONTRACTS.md section 4). Under s->mu.
+ * srv_deps_refuse: -1 with why when spec names a job that does not exist
+ * (Slurm's "Job dependency problem"), else 0.
+ * srv_deps_gate: pending job j (in memory) has dependencies: it waits for
+ * them (dep_wait), off the scheduler, with its reason.
+ * srv_deps_tick: once a second: waiting jobs whose dependencies are
+ * satisfied go to the scheduler; ones never satisfiable say so (or are
+ * cancelled, with kill_invalid_depend).
+ */
+int srv_deps_refuse(struct drv_server *s, const struct drv_jobspec *spec, char *why, size_t n);
+void srv_deps_gate(struct drv_server *s, struct srv_job *j);
+void srv_deps_tick(struct drv_server *s, int64_t now);
+void srv_deps_free(struct srv_job *j);
 /* Resumes suspended parent j (its `suspend` hold): elements take their
  * turns, the deadline counts from now. False when j is not suspended. */
 bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *why);

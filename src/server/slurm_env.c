@@ -6,6 +6,11 @@
  * Nodes are in the order of the job's ranks (the node of rank 0 first):
  * SLURM_NODEID and SLURM_TASKS_PER_NODE follow it; SLURM_JOB_NODELIST is
  * hostlist-compressed and sorted, as Slurm writes it.
+ *
+ * An element of an array (sbatch --array) also gets SLURM_ARRAY_JOB_ID
+ * (the parent's id), SLURM_ARRAY_TASK_ID (its index) and the array's
+ * SLURM_ARRAY_TASK_COUNT, _MIN, _MAX and _STEP; SLURM_JOB_ID stays the
+ * element's own id, as Slurm's JobIDRaw.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +19,7 @@
 #include "drover/hostlist.h"
 #include "server_int.h"
 
-enum { SLURM_NVARS = 18, SLURM_BUF = 8192 };
+enum { SLURM_NVARS = 24, SLURM_BUF = 8192 };
 
 struct slurm_buf {
 	char *p;
@@ -100,6 +105,20 @@ char *srv_slurm_env(struct drv_server *s, const struct srv_job *j, int32_t rank,
 		add(&b, "SLURM_JOB_PARTITION", "%s", part);
 	if (j->spec.job.user)
 		add(&b, "SLURM_JOB_USER", "%s", j->spec.job.user);
+	if (j->parent) {
+		const struct srv_job *p = srv_job_get(s, j->parent);
+
+		add(&b, "SLURM_ARRAY_JOB_ID", "%llu", (unsigned long long)j->parent);
+		add(&b, "SLURM_ARRAY_TASK_ID", "%d", j->index);
+		if (p && p->par && p->par->array) {
+			const struct drv_array *ar = &p->spec.array;
+
+			add(&b, "SLURM_ARRAY_TASK_COUNT", "%d", ar->count);
+			add(&b, "SLURM_ARRAY_TASK_MIN", "%d", drv_array_min(ar));
+			add(&b, "SLURM_ARRAY_TASK_MAX", "%d", drv_array_max(ar));
+			add(&b, "SLURM_ARRAY_TASK_STEP", "%d", drv_array_step(ar));
+		}
+	}
 	/* the job's own env after them; unused slots closed up */
 	memmove(a->env + a->nenv, a->env + SLURM_NVARS, njob * sizeof(*a->env));
 	a->nenv += njob;

@@ -55,6 +55,7 @@ void srv_job_free(struct srv_job *j)
 	drv_free(j->stop_reason);
 	json_decref(j->events);
 	drv_free(j->par);
+	srv_deps_free(j);
 	drv_free(j);
 }
 
@@ -209,6 +210,7 @@ void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n)
 			s->njobs = j->id;
 		}
 		s->jobs[j->id - 1] = j;
+		srv_deps_gate(s, j);
 		srv_job_queue(s, j);
 	}
 	s->transitions[J_PENDING] += n;
@@ -222,7 +224,9 @@ void srv_job_queue(struct drv_server *s, struct srv_job *j)
 {
 	char why[320];
 
-	if (j->par || j->gated) {   /* a parent never runs; a gated element waits its turn */
+	/* a parent never runs; a gated element waits its turn; a job with
+	 * dependencies waits for them */
+	if (j->par || j->gated || j->dep_wait) {
 		j->in_sched = false;
 		return;
 	}
@@ -319,8 +323,8 @@ const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *
 	if (j->par && j->state == J_PENDING && (e = srv_parent_first_pending(s, j))) {
 		char eb[512];   /* a parent waits for its pods: the first one's reason */
 
-		snprintf(buf, n, "pod %llu (index %d): %s", (unsigned long long)e->id, e->index,
-			 srv_job_reason(s, e, eb, sizeof(eb)));
+		snprintf(buf, n, "%s %llu (index %d): %s", j->par->array ? "array task" : "pod",
+			 (unsigned long long)e->id, e->index, srv_job_reason(s, e, eb, sizeof(eb)));
 		return buf;
 	}
 	if (sched_why(s, j, &w))
@@ -336,6 +340,8 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 		return NULL;
 	if (j->budget_held)
 		return "Budget";
+	if (j->dep_wait)
+		return j->dep_never ? "DependencyNeverSatisfied" : "Dependency";
 	if (j->par) {
 		const struct srv_job *e = srv_parent_first_pending(s, j);
 

@@ -69,6 +69,8 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 		json_t *el = json_object_get(doc, "elements");
 
 		json_object_set_new(el, "suspended", json_boolean(j->par->suspended));
+		if (j->par->array)
+			json_object_set_new(el, "array", json_true());
 		json_object_set_new(el, "active_since", json_integer((json_int_t)j->par->active_since));
 	}
 	return doc;

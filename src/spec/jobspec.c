@@ -127,6 +127,8 @@ void drv_jobspec_release(struct drv_jobspec *s)
 
 int32_t drv_jobspec_elements(const struct drv_jobspec *s)
 {
+	if (s->array.spec && s->array.count > 0)
+		return s->array.count;   /* a Slurm array: an element per index */
 	if (s->format != DRV_FMT_MANIFEST || !s->api_version || !s->kind ||
 	    strcmp(s->api_version, "batch/v1") != 0 || strcmp(s->kind, "Job") != 0)
 		return 0;
@@ -138,6 +140,9 @@ int32_t drv_jobspec_elements(const struct drv_jobspec *s)
 int32_t drv_jobspec_parallelism(const struct drv_jobspec *s)
 {
 	int32_t n = drv_jobspec_elements(s), p = s->k8s.parallelism >= 0 ? s->k8s.parallelism : 1;
+
+	if (s->array.spec && s->array.count > 0)   /* --array's %N throttle, else all at once */
+		p = s->array.max_parallel > 0 ? s->array.max_parallel : n;
 
 	return p < n ? p : n;
 }

@@ -267,6 +267,46 @@ out:
 	return rc;
 }
 
+int32_t drv_array_index(const struct drv_array *a, int32_t k)
+{
+	for (int32_t i = 0; i < a->nranges; i++) {
+		const struct drv_array_range *r = &a->ranges[i];
+		int32_t n = (r->last - r->first) / r->step + 1;
+
+		if (k < n)
+			return r->first + k * r->step;
+		k -= n;
+	}
+	return -1;
+}
+
+int32_t drv_array_min(const struct drv_array *a)
+{
+	int32_t m = INT32_MAX;
+
+	for (int32_t i = 0; i < a->nranges; i++)
+		m = a->ranges[i].first < m ? a->ranges[i].first : m;
+	return a->nranges ? m : 0;
+}
+
+int32_t drv_array_max(const struct drv_array *a)
+{
+	int32_t m = 0;
+
+	for (int32_t i = 0; i < a->nranges; i++) {
+		const struct drv_array_range *r = &a->ranges[i];
+		int32_t last = r->first + (r->last - r->first) / r->step * r->step;
+
+		m = last > m ? last : m;
+	}
+	return m;
+}
+
+int32_t drv_array_step(const struct drv_array *a)
+{
+	return a->nranges == 1 ? a->ranges[0].step : 1;
+}
+
 bool drv_spec_name_ok(const char *s, size_t len)
 {
 	size_t i;
