@@ -108,14 +108,21 @@ Test(server_config, unknown_setting_and_token_field)
 		       err, sizeof(err));
 
 	cr_assert(eq(int, rc, DRV_EINVAL));
-	cr_assert(eq(str, (char *)rel(err),
-		     "c.yaml:3:29: error: tokens[0].group: found an unknown field, expected one of: "
-		     "token, user, admin\n"
-		     "c.yaml:4:1: error: heartbeat_timeoutt_s: found an unknown setting, expected one "
-		     "of: tokens, cluster_token, open_endpoints, allow_root_tasks, "
-		     "heartbeat_interval_s, heartbeat_timeout_s, agent_lease_s, retry_limit, "
-		     "sched_delay_ms, default_pool, default_leaf, scheduler, tenants, tls, job_retention_s, "
-		     "task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s"));
+	/* the whole list of settings is the config reader's (and docs/api.md's,
+	 * which server_config_errors.sh compares as a set): only its start and
+	 * end are pinned here, so a new setting does not edit this test */
+	{
+		const char *e = rel(err), *l2 = strchr(e, '\n');
+
+		static const char l1[] = "c.yaml:3:29: error: tokens[0].group: found an unknown "
+					 "field, expected one of: token, user, admin\n";
+		static const char p2[] = "c.yaml:4:1: error: heartbeat_timeoutt_s: found an unknown "
+					 "setting, expected one of: tokens, cluster_token, ";
+
+		cr_assert(l2 && strncmp(e, l1, sizeof(l1) - 1) == 0, "%s", e);
+		cr_assert(strncmp(l2 + 1, p2, sizeof(p2) - 1) == 0, "%s", e);
+		cr_assert(strstr(e, "idempotency_ttl_s") && !strchr(l2 + 1, '\n'), "%s", e);
+	}
 }
 
 Test(server_config, tls_fields_are_checked)
