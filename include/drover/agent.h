@@ -199,6 +199,109 @@ const char *drv_signal_name(int sig, char *buf, size_t bufsz);
 
 
 /* ---------------------------------------------------------------------------
+ * The container runtime (src/agent/podman.c; docs/agent.md, "Runtimes").
+ *
+ * A task that needs a container (its assignment's runtime is "podman")
+ * runs as a small shell script under the task's shim: it pulls the image
+ * as imagePullPolicy says, creates the container (podman create --rm,
+ * the environment from an env file of mode 0600 that is removed as soon as
+ * the container exists), and execs `podman start --attach`, so the
+ * container's output is the task's, a SIGTERM to the task reaches the
+ * container (podman's signal proxy) and its exit code is the task's.
+ * The script is the exact, runnable record of what ran: the agent logs its
+ * podman lines.
+ *
+ * This is the one entry point for every face that runs a container
+ * (Kubernetes Pods, and Slurm's srun --container-image through the same
+ * struct drv_container_spec): fill a spec, call drv_podman_script, run the
+ * script as the task.
+ */
+struct drv_podman_conf {
+	const char *podman;          /* the executable; NULL: "podman" in PATH */
+	const char *root;            /* --podman-root: storage in ROOT/storage, ROOT/run;
+				      * NULL: podman's own (/var/lib/containers) */
+	const char *storage_driver;  /* NULL: podman's default */
+	const char *registries_conf; /* --registries-conf: CONTAINERS_REGISTRIES_CONF for
+				      * podman (mirrors, short names); NULL: podman's */
+	const char *auth_file;       /* --registry-auth-file: registry credentials; NULL none */
+	int64_t nofile;              /* --ulimit nofile=N:N; 0: the agent's soft limit */
+	int64_t nproc;               /* --ulimit nproc=N:N; 0: 32768 */
+	int pull_retries;            /* pulls of one image per start; 0: 3 */
+	int64_t pull_backoff_ms;     /* before the second pull, doubling; 0: 2000 */
+	int image_gc_percent;        /* images pruned when the store's disk is fuller; 0: 85 */
+};
+
+/* One bind mount of a container: hostPath and emptyDir volumes. */
+struct drv_container_mount {
+	const char *host_path;
+	const char *container_path;
+	bool read_only;
+};
+
+struct drv_container_spec {
+	const char *name;            /* the container's name: drover-TASK-eEPOCH */
+	const char *image;
+	const char *pull_policy;     /* Always, IfNotPresent, Never; NULL: by tag */
+	char *const *command;        /* replaces ENTRYPOINT (ncommand > 0) */
+	int ncommand;
+	char *const *args;           /* replace CMD (nargs > 0) */
+	int nargs;
+	const char *workdir;         /* NULL: the image's */
+	char *const *env;            /* "K=V", in order, into the env file */
+	const char *env_file;        /* where the env file is written (0600) */
+	const char *reason_file;     /* where the script writes why it failed (image pulls) */
+	const char *task_id, *job_id, *node;  /* its labels drover.task, drover.job, drover.node */
+	int64_t epoch;
+	bool set_user;               /* --user uid:gid, supplementary groups */
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	int ngroups;
+	const char *cgroup_parent;   /* the task's cgroup, relative to its hierarchy; NULL none */
+	int64_t mem_mib;             /* --memory (cgroup v2 only: on v1 the task cgroup's limit
+				      * is the one, so its OOM notification sees the kill) */
+	bool mem_in_container;
+	int64_t cpu_milli;           /* --cpus; 0 none */
+	int64_t shm_mib;             /* /dev/shm size; 0: 8 GiB */
+	bool host_ipc;               /* the host's IPC namespace (no shm sizing then) */
+	const char *const *devices;  /* CDI names (nvidia.com/gpu=UUID); NULL-terminated or NULL */
+	const struct drv_container_mount *mounts;
+	int nmounts;
+};
+
+/*
+ * The script that runs spec's container (a malloc'd string in *out, freed
+ * by the caller) and the env file it reads, written now. The script's
+ * first podman lines go to log (one line each, values of the env file not
+ * among them) when log is not NULL. Returns 0, or DRV_EINVAL with err
+ * set (an env value podman's env file cannot carry: a newline).
+ */
+struct drv_log;
+int drv_podman_script(const struct drv_podman_conf *pc, const struct drv_container_spec *cs,
+		      char **out, char *err, size_t errsz);
+
+/*
+ * podman's global arguments for pc (NULL-terminated, static storage
+ * inside a malloc'd array: free the array only): "podman --runtime runc
+ * [--root ... --runroot ...] ...". Every podman call the agent makes
+ * starts with them.
+ */
+char **drv_podman_global_argv(const struct drv_podman_conf *pc, size_t *n);
+
+/*
+ * The start check: runs `podman run --rm --rootfs /:O /bin/true` with the
+ * settings tasks get (runc, ulimits, the store) and waits at most
+ * timeout_ms. 0 and a line saying what works in msg, or a negative
+ * drv_err and why not (podman missing, runc missing, its error).
+ */
+int drv_podman_check(const struct drv_podman_conf *pc, int64_t timeout_ms, char *msg,
+		     size_t msgsz);
+
+/* The image's pull policy as Kubernetes defaults it: Always for a
+ * ":latest" tag or none (and no digest), else IfNotPresent. */
+const char *drv_pull_policy_default(const char *image);
+
+/* ---------------------------------------------------------------------------
  * The agent.
  */
 struct drv_agent_config {
@@ -244,6 +347,11 @@ struct drv_agent_config {
 	 * reports them; false: they keep running under their shims, for the
 	 * next agent to adopt (drover agent without --stop-tasks-on-exit). */
 	bool stop_tasks_on_exit;
+	/* --runtime: "host" (default), "podman" (the start check must pass, else
+	 * drv_agent_start fails), "auto" (podman when the check passes, else
+	 * host; the log line says which). */
+	const char *runtime;
+	struct drv_podman_conf podman;
 };
 
 struct drv_agent;

@@ -180,11 +180,19 @@ struct drv_proto_task {
 	bool stop;                   /* "desired": "stop" (else "run") */
 	const char *stop_reason;     /* with stop: cancelled, preempted, ... */
 	const char *user;            /* run as this user (agent as root) */
-	const char *runtime;         /* "host" (default) */
+	const char *runtime;         /* "host" (default), or "podman": the task needs a
+				      * container of image (docs/agent.md, "Runtimes") */
 	const char *image;
 	const char *container;
 	const char **argv;           /* command then args; no shell */
 	size_t nargv;
+	/* How many of argv are the Kubernetes command (the image's ENTRYPOINT
+	 * when a container runs it); the rest are args (its CMD). -1 (absent):
+	 * all of argv is the command. */
+	int64_t command_len;
+	/* imagePullPolicy: "Always", "IfNotPresent", "Never"; NULL (absent):
+	 * Kubernetes' default by tag (Always for :latest or no tag). */
+	const char *pull_policy;
 	const char *script;          /* a batch script, run with /bin/sh FILE */
 	const char *workdir;
 	struct drv_proto_kv *env;    /* applied on top of what the agent sets */

@@ -82,6 +82,10 @@ struct drv_task_run {
 	char *script;           /* batch script body (the whole script); NULL for manifests */
 	char *export_mode;      /* Slurm --export: "ALL", "NONE" or NULL (not given) */
 	char *restart_policy;   /* Kubernetes restartPolicy, NULL when not given */
+	char *image_pull_policy;/* Always, IfNotPresent, Never; NULL: not given (Kubernetes'
+				 * default by tag, applied by the agent) */
+	char *runtime;          /* "podman" (annotation drover.io/runtime): run it in a
+				 * container even with a command; NULL: not asked */
 	char *gpu_model_name;   /* a GPU model the catalog does not know, as written (the
 				 * group's model is then -1): valid to write, refused at
 				 * submit while no node has it; NULL otherwise */

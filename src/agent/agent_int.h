@@ -88,6 +88,9 @@ struct task {
 	int64_t started_ms;     /* monotonic (the machine's clock): when it was journaled */
 	int64_t launch;         /* unique to this launch of (id, epoch) */
 	char key[48];           /* "EPOCH-LAUNCH": names the shim's pid and status files */
+	bool container;         /* runs in a container (agent_container.c) */
+	char cname[128];        /* its name: drover-TASK-eEPOCH */
+	char cg_rel[PATH_MAX];  /* its task cgroup below the hierarchy's root ("" none) */
 	bool journaled;         /* its start is in the journal (agent_journal.c) */
 	bool end_journaled;     /* ... and so is its acknowledged end */
 };
@@ -111,6 +114,13 @@ struct drv_agent {
 	char *metrics_listen;    /* "" (on listen), "none" or ADDR:PORT */
 	char *hpc_dir;           /* --hpc-job-mapping-dir; NULL none */
 	bool gpu_metrics;        /* DCGM_FI_* series on /metrics */
+	/* the runtime (agent_container.c): podman when its start check passed */
+	bool podman_on;
+	struct drv_podman_conf podman;   /* owned copies of the strings */
+	char runtime_line[768];  /* what the start check said */
+	pid_t helpers[64];       /* podman stop/rm/prune calls running, reaped by the supervisor */
+	int nhelpers;
+	int64_t next_gc_ms;
 	char *jobmap[DRV_GPU_MAX]; /* what each GPU's mapping file says (agent_jobmap.c) */
 	bool jobmap_warned;
 	int fake_hcas;
@@ -222,6 +232,21 @@ void agent_close_job_map(struct drv_agent *a);
  * (their OOM kills counted) and forgets those past DRV_AGENT_KEEP_ENDED_MS.
  * mu held. */
 void agent_note_ended(struct drv_agent *a, int64_t now_ms);
+/* agent_container.c (mu held unless said) */
+/* At start, before the threads (mu not needed): the runtime as --runtime
+ * says; -1 and err when podman was asked and its check failed. */
+int agent_runtime_setup(struct drv_agent *a, const struct drv_agent_config *cfg, char *err,
+			size_t errsz);
+void agent_runtime_release(struct drv_agent *a);
+/* The task's container script into s->script (a malloc'd string, *owned);
+ * -1 after failing the task. */
+int agent_container_prepare(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+			    struct drv_task_spec *s, char **owned);
+void agent_container_stop(struct drv_agent *a, struct task *t, int64_t grace_ms);
+void agent_container_ended(struct drv_agent *a, struct task *t);
+void agent_helpers_reap(struct drv_agent *a);
+void agent_image_gc(struct drv_agent *a, int64_t now_ms);
+
 /* --- agent_clean.c: task directories removed after --task-retention --- */
 void agent_clean_task_dirs(struct drv_agent *a, int64_t now_ms);  /* mu held */
 int64_t agent_clean_every_ms(const struct drv_agent *a);

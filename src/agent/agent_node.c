@@ -110,22 +110,23 @@ struct reg_msg {
 static void reg_labels(struct drv_agent *a, struct reg_msg *r)
 {
 	char *save = NULL, *kv;
-	size_t n = 1;
+	size_t n = 2;   /* + the runtime's */
 
-	if (!a->labels)
-		return;
-	for (const char *p = a->labels; *p; p++)
+	for (const char *p = a->labels ? a->labels : ""; *p; p++)
 		n += *p == ',';
-	r->labels = drv_strdup(a->labels);
+	r->labels = drv_strdup(a->labels ? a->labels : "");
 	r->m.labels = drv_calloc(n, sizeof(*r->m.labels));
 	for (kv = strtok_r(r->labels, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(kv, '=');
 
-		if (!eq)
-			continue;
+		if (!eq || !strncmp(kv, "drover.io/runtime=", 18))
+			continue;   /* the runtime's label is the agent's to say */
 		*eq = '\0';
 		r->m.labels[r->m.nlabels++] = (struct drv_proto_kv){ kv, eq + 1 };
 	}
+	/* what the controller places container jobs by (docs/agent.md, "Runtimes") */
+	r->m.labels[r->m.nlabels++] = (struct drv_proto_kv){ "drover.io/runtime",
+							       a->podman_on ? "podman" : "host" };
 }
 
 /* The GPUs and their link matrix. */

@@ -43,6 +43,7 @@ static void agent_free(struct drv_agent *a)
 	drv_http_server_stop(a->http);
 	drv_http_server_stop(a->mhttp);
 	agent_close_job_map(a);
+	agent_runtime_release(a);   /* before: it reads the cgroup setup */
 	drv_cgroup_release(&a->cg);
 	drv_gpu_close(&a->gpus);
 	for (k = 0; k < a->ntasks; k++) {
@@ -349,7 +350,9 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	if (rc < 0)
 		goto fail;
 	open_node(a);
-	rc = agent_open_job_map(a, err, errsz);
+	rc = agent_runtime_setup(a, cfg, err, errsz);
+	if (rc == 0)
+		rc = agent_open_job_map(a, err, errsz);
 	if (rc == 0)
 		rc = start_listener(a, err, errsz);
 	if (rc < 0)

@@ -116,6 +116,8 @@ void *agent_super_main(void *arg)
 		}
 		lease_due = agent_enforce_lease(a);
 		agent_clean_task_dirs(a, drv_mono_ms());
+		agent_helpers_reap(a);
+		agent_image_gc(a, drv_mono_ms());
 		if (reports_owed(a))
 			agent_kick_sync(a);
 		if (a->stopping)

@@ -125,6 +125,8 @@ static int task_dir_and_command(struct drv_agent *a, struct task *t,
 		fail_task(t, "cannot create %s: %s", t->dir, strerror(errno));
 		return -1;
 	}
+	if (j->runtime && !strcmp(j->runtime, "podman"))
+		return 0;   /* the image's entrypoint may be what runs */
 	if (!j->nargv && !j->script) {
 		fail_task(t, "container \"%s\" names no command; runtime host runs only a given "
 			  "command (image %s)", j->container ? j->container : "",
@@ -283,7 +285,7 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 	struct drv_task_spec s;
 	struct task *t = task_add(a, j);
 	struct run_as ra;
-	char **argv = task_argv(j), **envv = NULL;
+	char **argv = task_argv(j), **envv = NULL, *script = NULL;
 	const char **rank_addrs = NULL;
 
 	memset(&s, 0, sizeof(s));
@@ -298,6 +300,9 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 	s.rank_addrs = rank_addrs;
 	if (task_journal(a, t, j, &s) < 0)
 		goto out;
+	if (j->runtime && !strcmp(j->runtime, "podman") &&
+	    agent_container_prepare(a, t, j, &s, &script) < 0)
+		goto out;
 	if (drv_proc_start(&t->proc, &s, &a->cg, drv_mono_ms()) < 0) {
 		fail_task(t, "%s", t->proc.error);
 		goto out;
@@ -310,6 +315,7 @@ out:
 	drv_free(argv);
 	strv_free(envv);
 	drv_free(rank_addrs);
+	drv_free(script);
 }
 
 void agent_stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, const char *why)
@@ -319,7 +325,10 @@ void agent_stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, cons
 	snprintf(t->reason, sizeof(t->reason), "%s", why);
 	drv_log(&a->log, "task %s (epoch %lld): stopping (%s), grace %lld ms", t->id, (long long)t->epoch,
 	      why, (long long)grace_ms);
-	drv_proc_terminate(&t->proc, grace_ms, drv_mono_ms());
+	if (t->container)
+		agent_container_stop(a, t, grace_ms);
+	else
+		drv_proc_terminate(&t->proc, grace_ms, drv_mono_ms());
 }
 
 /* One task of the controller's list: stop it, start it, or leave it be. */
@@ -422,6 +431,13 @@ static void cap_output(struct drv_agent *a, struct task *t)
 	cap_file(a, t, 1, t->proc.stderr_path);
 }
 
+/* A container task's script gave up on its image (podman.c's reasons). */
+static bool image_failure(const char *reason)
+{
+	return !strncmp(reason, "ErrImagePull", 12) || !strncmp(reason, "ImagePullBackOff", 16) ||
+	       !strncmp(reason, "ErrImageNeverPull", 17);
+}
+
 /* Reaps and enforces limits. Caller holds a->mu. Returns running count. */
 int agent_reap(struct drv_agent *a)
 {
@@ -449,9 +465,12 @@ int agent_reap(struct drv_agent *a)
 		t->rep_end = true;
 		agent_mark_gpus(a, t, false);
 		a->running_dirty = true;
+		agent_container_ended(a, t);
 		drv_proc_cleanup(&t->proc);
 		if (t->proc.error[0] && !t->reason[0])   /* the shim says why it stopped it */
 			snprintf(t->reason, sizeof(t->reason), "%s", t->proc.error);
+		if (t->container && image_failure(t->reason))
+			t->state = T_FAILED;   /* it never ran: the job's reason says why */
 		if (t->proc.signal)
 			drv_log(&a->log, "task %s (epoch %lld) killed by %s%s", t->id, (long long)t->epoch,
 			      drv_signal_name(t->proc.signal, sn, sizeof(sn)),

@@ -24,6 +24,19 @@
  *
  * KEY is "EPOCH-LAUNCH", LAUNCH unique to this launch (agent_journal.c):
  * its files are DIR/TASK_ID.KEY.pid and DIR/TASK_ID.KEY.status.
+ *
+ * Containers (podman.c) add two files the shim reads: DIR/TASK_ID.KEY.reason,
+ * why the task's script gave up (an image pull), into the status; and
+ * DIR/TASK_ID.KEY.cleanup, a script run once the task is over (and before
+ * the lease's SIGKILL), which removes the container: SIGKILL to podman
+ * leaves the container running, and no agent may be there to remove it.
+ *
+ * OOM kills: on cgroup v1 the kill is counted in the memory cgroup of the
+ * process killed, which for a container is the container's own cgroup
+ * below the task's (gone once the container is removed); the shim asks the
+ * task's cgroup for an OOM notification (cgroup.event_control on
+ * memory.oom_control, which fires for an OOM under the task's limit
+ * whichever cgroup below it the victim was in).
  */
 #include "drover/agent.h"
 #include "drover/clock.h"
@@ -37,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,7 +144,92 @@ struct shim {
 	int64_t kill_at;
 	int64_t deadline;      /* the last lease deadline read; 0 none yet */
 	struct drv_proc end;   /* how the task ended, as the status file says it */
+	int oom_efd;           /* v1: the task cgroup's OOM notification; -1 none */
+	bool cleaned;
 };
+
+/* cgroup v1: an eventfd the kernel signals on an OOM in the task's cgroup
+ * (or below it); -1 where that is not offered (v2 counts in memory.events). */
+static int oom_watch(const char *cgroup)
+{
+	char p[PATH_MAX + 32], line[64];
+	int efd, ofd, cfd, n;
+
+	if (!cgroup || !*cgroup)
+		return -1;
+	snprintf(p, sizeof(p), "%s/memory.oom_control", cgroup);
+	ofd = open(p, O_RDONLY | O_CLOEXEC);
+	if (ofd < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/cgroup.event_control", cgroup);
+	cfd = open(p, O_WRONLY | O_CLOEXEC);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	n = snprintf(line, sizeof(line), "%d %d", efd, ofd);
+	if (cfd < 0 || efd < 0 || write(cfd, line, (size_t)n) != n) {
+		if (efd >= 0)
+			close(efd);
+		efd = -1;
+	}
+	if (cfd >= 0)
+		close(cfd);
+	close(ofd);
+	return efd;
+}
+
+static bool oom_seen(int efd)
+{
+	eventfd_t v = 0;
+
+	return efd >= 0 && eventfd_read(efd, &v) == 0 && v > 0;
+}
+
+static void side_path(const struct shim *sh, const char *what, char *out, size_t sz)
+{
+	snprintf(out, sz, "%s/%s.%s.%s", sh->dir, sh->task_id, sh->key, what);
+}
+
+/* Runs DIR/TASK.KEY.cleanup (a container's removal) once, if there is one. */
+static void run_cleanup(struct shim *sh)
+{
+	char p[PATH_MAX];
+	pid_t pid;
+
+	if (sh->cleaned)
+		return;
+	sh->cleaned = true;
+	side_path(sh, "cleanup", p, sizeof(p));
+	if (access(p, R_OK) != 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setpgid(0, 0);   /* not killed with the task's group */
+		execl("/bin/sh", "sh", p, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/* The reason the task's script left (DIR/TASK.KEY.reason), if any. */
+static void read_reason(struct shim *sh)
+{
+	char p[PATH_MAX], line[512];
+	FILE *f;
+
+	side_path(sh, "reason", p, sizeof(p));
+	f = fopen(p, "re");
+	if (!f)
+		return;
+	if (fgets(line, sizeof(line), f) && !sh->end.error[0]) {
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(sh->end.error, sizeof(sh->end.error), "%s", line);
+	}
+	fclose(f);
+}
 
 /*
  * Claims this launch: the pid file is created exclusively. A new agent
@@ -200,7 +299,9 @@ static void enforce_lease(struct shim *sh, int64_t now)
 			return;
 		sh->end.exit_code = -1;
 		sh->end.signal = SIGKILL;
+		sh->end.oom_killed = oom_seen(sh->oom_efd);
 		write_status(sh->status, &sh->end);
+		run_cleanup(sh);
 		kill(0, SIGKILL);
 		return;
 	}
@@ -243,7 +344,8 @@ static void wait_child(struct shim *sh)
 	}
 	sh->end.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	sh->end.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-	sh->end.oom_killed = drv_cgroup_oom_kills(sh->cgroup) > 0;
+	sh->end.oom_killed = drv_cgroup_oom_kills(sh->cgroup) > 0 || oom_seen(sh->oom_efd);
+	read_reason(sh);
 }
 
 static int shim_usage(void)
@@ -281,8 +383,10 @@ int drv_task_shim_main(int argc, char **argv)
 			errno == EEXIST ? "voided by a newer agent" : strerror(errno), sh.task_id);
 		return DRV_EXIT_FAIL;
 	}
+	sh.oom_efd = oom_watch(sh.cgroup);
 	if (start_child(&sh, argv + 8) == 0)
 		wait_child(&sh);
+	run_cleanup(&sh);
 	write_status(sh.status, &sh.end);
 	/* nothing the task started outlives it (the shim goes too) */
 	kill(0, SIGKILL);

@@ -58,7 +58,7 @@ static const struct drv_opt_choice on_off[] = { { "on", 1 }, { "off", 0 }, { NUL
 static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		      const char **token_file)
 {
-	int grace = -1, gpu_metrics = 1, retention = 0;
+	int grace = -1, gpu_metrics = 1, retention = 0, nofile = 0, nproc = 0, gc = 0;
 	const struct drv_option table[] = {
 		DRV_OPT_STRING(0, "server", &cfg->server_url, "URL",
 			       "the controller, e.g. http://10.0.0.1:8080 (env DROVER_SERVER)"),
@@ -111,6 +111,25 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		DRV_OPT_STRING(0, "tls-ca", &cfg->tls_ca, "FILE",
 			       "check the server's https certificate against this CA (default: "
 			       "the system's; env DROVER_CA_FILE)"),
+		DRV_OPT_STRING(0, "runtime", &cfg->runtime, "host|podman|auto",
+			       "how tasks run: host processes (default), podman containers (the "
+			       "start check must pass), or auto (podman when it passes)"),
+		DRV_OPT_STRING(0, "podman-root", &cfg->podman.root, "DIR",
+			       "podman's image and container store in DIR/storage, DIR/run "
+			       "(default: podman's own)"),
+		DRV_OPT_STRING(0, "podman-storage-driver", &cfg->podman.storage_driver, "DRIVER",
+			       "podman's storage driver (overlay, vfs; default: podman's)"),
+		DRV_OPT_STRING(0, "registries-conf", &cfg->podman.registries_conf, "FILE",
+			       "a registries.conf for podman: mirrors and registry mappings "
+			       "(default: /etc/containers/registries.conf)"),
+		DRV_OPT_STRING(0, "registry-auth-file", &cfg->podman.auth_file, "FILE",
+			       "registry credentials for image pulls (podman's auth.json format)"),
+		DRV_OPT_INT(0, "ulimit-nofile", &nofile, 1, INT32_MAX, "N",
+			    "containers' open-file limit (default: the agent's own soft limit)"),
+		DRV_OPT_INT(0, "ulimit-nproc", &nproc, 1, 32768, "N",
+			    "containers' process limit (default and podman's cap: 32768)"),
+		DRV_OPT_INT(0, "image-gc-percent", &gc, 1, 100, "PERCENT",
+			    "prune unused images when the image store's disk is fuller (default 85)"),
 		DRV_OPT_FLAG(0, "run-as-self", &cfg->run_as_self,
 			     "run every task as this agent's user, not the job's user (single-user "
 			     "and test setups)"),
@@ -136,6 +155,15 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 	if (grace >= 0)
 		cfg->grace_ms = grace * 1000LL;
 	cfg->task_retention_s = retention;
+	cfg->podman.nofile = nofile;
+	cfg->podman.nproc = nproc;
+	cfg->podman.image_gc_percent = gc;
+	if (cfg->runtime && strcmp(cfg->runtime, "host") && strcmp(cfg->runtime, "podman") &&
+	    strcmp(cfg->runtime, "auto")) {
+		fprintf(stderr, "drover agent: --runtime: found \"%s\", expected host, podman or "
+			"auto\n", cfg->runtime);
+		return DRV_OPTS_ERROR;
+	}
 	cfg->no_gpu_metrics = !gpu_metrics;
 	cfg->shim_exe = "/proc/self/exe";   /* each task runs under drover task-shim */
 	return 0;

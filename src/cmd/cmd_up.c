@@ -116,6 +116,7 @@ static void report_node(const char *url, const char *token, const char *ca, cons
 /* What the command line says, defaults filled in. */
 struct up_args {
 	const char *state, *listen, *agent_listen, *fake, *cluster, *name;
+	const char *runtime, *registries_conf, *podman_root;
 	bool tls;
 	int fake_hcas;
 	char state_buf[900], host[256];
@@ -142,6 +143,13 @@ static int parse_args(int argc, char **argv, struct up_args *a)
 			       "a cluster file for the controller (docs/cluster-format.md)"),
 		DRV_OPT_STRING(0, "name", &a->name, "NODE",
 			       "the local node's name (default: the host name)"),
+		DRV_OPT_STRING(0, "runtime", &a->runtime, "host|podman|auto",
+			       "the local agent's runtime (default host; auto: podman when its "
+			       "start check passes; docs/agent.md, \"Runtimes\")"),
+		DRV_OPT_STRING(0, "registries-conf", &a->registries_conf, "FILE",
+			       "the local agent's registries.conf for podman (mirrors)"),
+		DRV_OPT_STRING(0, "podman-root", &a->podman_root, "DIR",
+			       "the local agent's podman store (default: podman's own)"),
 		DRV_OPT_FLAG(0, "tls", &a->tls,
 			     "https for the API and the agent: a CA and a certificate made in "
 			     "STATE/tls on first use (kept after), named in the client config"),
@@ -151,7 +159,7 @@ static int parse_args(int argc, char **argv, struct up_args *a)
 		.name = "drover up",
 		.usage = "drover up [--state DIR] [--listen ADDR:PORT] [--agent-listen ADDR:PORT]\n"
 			 "                 [--fake-gpus SPEC] [--fake-hcas N] [--cluster FILE] [--name NODE]\n"
-			 "                 [--tls]",
+			 "                 [--tls] [--runtime host|podman|auto]",
 		.about = "The controller and a local agent in one process, in the foreground "
 			 "until Ctrl-C; writes the client's config so that drover commands here "
 			 "need no flags.",
@@ -164,6 +172,12 @@ static int parse_args(int argc, char **argv, struct up_args *a)
 	rc = drv_opts_parse(&cmd, argc, argv);
 	if (rc < 0)
 		return rc;
+	if (a->runtime && strcmp(a->runtime, "host") && strcmp(a->runtime, "podman") &&
+	    strcmp(a->runtime, "auto")) {
+		fprintf(stderr, "drover up: --runtime: found \"%s\", expected host, podman or "
+			"auto\n", a->runtime);
+		return DRV_OPTS_ERROR;
+	}
 	if (!a->state) {
 		xdg_dir("XDG_STATE_HOME", ".local/state", "drover", a->state_buf,
 			sizeof(a->state_buf));
@@ -247,6 +261,9 @@ static int start_agent(const struct up_args *a, struct drv_server *srv, struct d
 	ac.fake_fallback = true;
 	ac.state_dir = agent_state;
 	ac.run_as_self = true;
+	ac.runtime = a->runtime;
+	ac.podman.registries_conf = a->registries_conf;
+	ac.podman.root = a->podman_root;
 	if (a->tls) {
 		ac.tls_cert = a->cert;
 		ac.tls_key = a->key;

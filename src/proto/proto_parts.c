@@ -175,6 +175,7 @@ void drv_proto_task_init(struct drv_proto_task *t)
 	t->nnodes = 1;
 	t->master_port = 29500;
 	t->grace_s = -1;
+	t->command_len = -1;
 }
 
 static const char *const peer_keys[] = { "rank", "node", "address", NULL };
@@ -195,7 +196,7 @@ static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch
 	"stop_reason", "user", "runtime", "image", "container", "argv", "script", "workdir", "env",
 	"gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
-	"time_limit_s", "grace_s", "output_max_bytes", NULL };
+	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", NULL };
 
 /* The identity and what to run. */
 static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task *t)
@@ -216,6 +217,11 @@ static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task
 	proto_get_str(r, o, "image", false, &t->image);
 	proto_get_str(r, o, "container", false, &t->container);
 	proto_get_list(r, o, "argv", false, sizeof(*t->argv), proto_item_str, &t->argv, &t->nargv);
+	proto_get_int(r, o, "command_len", false, &t->command_len);
+	if (t->command_len > (int64_t)t->nargv)
+		proto_fail_at(r, "command_len", "%lld: expected at most the %zu of argv",
+			      (long long)t->command_len, t->nargv);
+	proto_get_str(r, o, "pull_policy", false, &t->pull_policy);
 	proto_get_str(r, o, "script", false, &t->script);
 	proto_get_str(r, o, "workdir", false, &t->workdir);
 	proto_get_kv(r, o, "env", &t->env, &t->nenv);
@@ -277,6 +283,9 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 	proto_put_str(o, "image", t->image);
 	proto_put_str(o, "container", t->container);
 	json_object_set_new(o, "argv", proto_str_list(t->argv, t->nargv));
+	if (t->command_len >= 0)
+		proto_put_int(o, "command_len", t->command_len);
+	proto_put_opt_str(o, "pull_policy", t->pull_policy);
 	proto_put_str(o, "script", t->script);
 	proto_put_str(o, "workdir", t->workdir);
 	json_object_set_new(o, "env", drv_proto_kv_encode(t->env, t->nenv));

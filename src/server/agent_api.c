@@ -193,6 +193,8 @@ static int32_t register_node(struct drv_server *s, const struct drv_proto_regist
 		json_decref(s->nodes[i].labels);
 		s->nodes[i].labels = json_incref(labels);
 	}
+	if (i >= 0)
+		srv_node_runtime_label(s, i, labels);
 	json_decref(labels);
 	return i;
 }
@@ -587,6 +589,9 @@ static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 	a->container = run->container;
 	a->script = run->script;
 	a->workdir = run->working_dir;
+	a->runtime = srv_run_needs_container(run) ? "podman" : "host";
+	a->pull_policy = run->image_pull_policy;
+	a->command_len = run->ncommand;
 	a->argv = drv_calloc((size_t)(run->ncommand + run->nargs), sizeof(*a->argv));
 	for (int32_t k = 0; k < run->ncommand; k++)
 		a->argv[a->nargv++] = run->command[k];

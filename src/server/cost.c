@@ -212,4 +212,5 @@ void srv_cost_release(struct drv_server *s)
 		drv_free(s->months[k].tenant);
 	drv_free(s->months);
 	drv_free(s->held);
+	drv_free(s->rt_held);
 }

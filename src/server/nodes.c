@@ -145,6 +145,47 @@ static int default_place(struct drv_server *s)
 	return 0;
 }
 
+/* The labels into cluster node cn; only the runtime label (SRV_RUNTIME_LABEL)
+ * when runtime_only (a node of the cluster file keeps the file's labels). */
+static void cluster_labels(struct drv_node *cn, json_t *labels, bool runtime_only)
+{
+	const char *k;
+	json_t *v;
+
+	if (runtime_only) {
+		int32_t i;
+		const char *val = json_string_value(json_object_get(labels, SRV_RUNTIME_LABEL));
+
+		for (i = 0; i < cn->nlabels && strcmp(cn->labels[i].key, SRV_RUNTIME_LABEL); i++)
+			;
+		if (i == cn->nlabels) {
+			if (!val)
+				return;
+			cn->labels = drv_realloc(cn->labels, sizeof(*cn->labels) * (size_t)(i + 1));
+			cn->labels[i].key = drv_strdup(SRV_RUNTIME_LABEL);
+			cn->labels[i].value = NULL;
+			cn->nlabels++;
+		}
+		drv_free(cn->labels[i].value);
+		cn->labels[i].value = drv_strdup(val ? val : "host");
+		return;
+	}
+	cn->labels = drv_calloc(json_object_size(labels), sizeof(*cn->labels));
+	json_object_foreach(labels, k, v) {
+		cn->labels[cn->nlabels].key = drv_strdup(k);
+		cn->labels[cn->nlabels].value = drv_strdup(json_is_string(v) ? json_string_value(v) : "");
+		cn->nlabels++;
+	}
+}
+
+void srv_node_runtime_label(struct drv_server *s, int32_t i, json_t *labels)
+{
+	cluster_labels(&s->cluster.nodes[i], labels, true);
+	if (s->sched)
+		drv_sched_cluster_changed(s->sched, drv_wall_s());
+	srv_runtime_release(s);
+}
+
 int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
 	     int64_t mem, json_t *labels)
 {
@@ -159,19 +200,8 @@ int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, i
 				   mem);
 	if (idx < 0)
 		return idx;
-	if (labels && json_object_size(labels)) {
-		struct drv_node *cn = &s->cluster.nodes[idx];
-		const char *k;
-		json_t *v;
-
-		cn->labels = drv_calloc(json_object_size(labels), sizeof(*cn->labels));
-		json_object_foreach(labels, k, v) {
-			cn->labels[cn->nlabels].key = drv_strdup(k);
-			cn->labels[cn->nlabels].value =
-				drv_strdup(json_is_string(v) ? json_string_value(v) : "");
-			cn->nlabels++;
-		}
-	}
+	if (labels && json_object_size(labels))
+		cluster_labels(&s->cluster.nodes[idx], labels, false);
 	nodes_sync(s);
 	json_decref(s->nodes[idx].labels);
 	s->nodes[idx].labels = labels ? json_deep_copy(labels) : json_object();

@@ -109,6 +109,8 @@ struct srv_job {
 	int64_t cost_prev_micro;   /* what its earlier attempts cost (cost.c) */
 	int64_t cost_prev_time;    /* when the last of them was folded in (wall s) */
 	bool budget_held;          /* pending, held: its tenant's budget is spent (`budget` hold) */
+	bool runtime_held;         /* pending: it needs a container and no node runs one
+				    * (reason code RuntimeUnavailable) */
 	bool dirty;
 	/* parents and elements (elements.c); all zero for other jobs */
 	struct srv_parent *par;    /* set: j is a parent */
@@ -393,6 +395,8 @@ struct drv_server {
 	int64_t month_start;       /* wall s: 00:00 UTC on the 1st of this month */
 	uint64_t *held;            /* ids of jobs under a budget hold */
 	size_t nheld, heldcap;
+	uint64_t *rt_held;         /* ids of jobs waiting for a container runtime */
+	size_t nrt_held, rt_heldcap;
 	uint64_t *parents;         /* ids of unfinished parent jobs (elements.c) */
 	size_t nparents, parentcap;
 	uint64_t *depwait;         /* ids of jobs waiting for dependencies (deps.c) */
@@ -515,6 +519,21 @@ void srv_job_queue(struct drv_server *s, struct srv_job *j);
 /* Held jobs whose tenant may spend again (a new month, a raised budget)
  * go to the scheduler; jobs no longer pending leave the held list. */
 void srv_budget_release(struct drv_server *s);
+/*
+ * Containers (docs/agent.md, "Runtimes"): a task group needs a container
+ * runtime when it names an image and no command (the image's entrypoint
+ * runs), or asks for one (annotation drover.io/runtime: podman); a
+ * script never does. Such a job may run only on nodes whose agent
+ * registered the label drover.io/runtime=podman; while no node has it, the
+ * job is held pending with reason code RuntimeUnavailable.
+ */
+#define SRV_RUNTIME_LABEL "drover.io/runtime"
+bool srv_run_needs_container(const struct drv_task_run *run);
+/* Jobs held for a runtime go to the scheduler once a node offers one. s->mu held. */
+void srv_runtime_release(struct drv_server *s);
+/* Node i registered with labels: its runtime label is the agent's (a
+ * restarted agent may run another runtime). s->mu held. */
+void srv_node_runtime_label(struct drv_server *s, int32_t i, json_t *labels);
 /*
  * Parents and elements (elements.c; CONTRACTS.md section 2). Under s->mu.
  *

@@ -220,6 +220,8 @@ void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n)
 
 /* --- the scheduler's side of a job -------------------------------------- */
 
+static bool runtime_hold(struct drv_server *s, struct srv_job *j);
+
 void srv_job_queue(struct drv_server *s, struct srv_job *j)
 {
 	char why[320];
@@ -240,7 +242,87 @@ void srv_job_queue(struct drv_server *s, struct srv_job *j)
 		return;
 	}
 	j->budget_held = false;
+	if (runtime_hold(s, j))
+		return;
 	j->in_sched = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec)) == 0;
+}
+
+bool srv_run_needs_container(const struct drv_task_run *run)
+{
+	if (!run || !run->image || run->script)
+		return false;
+	return run->ncommand == 0 || (run->runtime && !strcmp(run->runtime, "podman"));
+}
+
+static const char *job_needs_container(const struct srv_job *j)
+{
+	for (int32_t g = 0; j->spec.run && g < j->spec.job.ngroups; g++)
+		if (srv_run_needs_container(&j->spec.run[g]))
+			return j->spec.run[g].image;
+	return NULL;
+}
+
+static bool some_node_runs_containers(const struct drv_server *s)
+{
+	for (int32_t i = 0; i < s->cluster.nnodes; i++) {
+		const struct drv_node *n = &s->cluster.nodes[i];
+
+		for (int32_t k = 0; k < n->nlabels; k++)
+			if (!strcmp(n->labels[k].key, SRV_RUNTIME_LABEL) &&
+			    !strcmp(n->labels[k].value, "podman"))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * A job that needs a container runs only where the label says podman
+ * (the requirement is added to its node selector once); while no node has
+ * it, the job is held: true then.
+ */
+static bool runtime_hold(struct drv_server *s, struct srv_job *j)
+{
+	const char *image = job_needs_container(j);
+	bool has = false, was = j->runtime_held;
+	char why[512];
+
+	j->runtime_held = false;
+	if (!image)
+		return false;
+	for (int32_t k = 0; k < j->spec.job.nnode_selector && !has; k++)
+		has = !strcmp(j->spec.job.node_selector[k].key, SRV_RUNTIME_LABEL);
+	if (!has)
+		drv_job_add_node_label(&j->spec.job, SRV_RUNTIME_LABEL, "podman");
+	if (some_node_runs_containers(s))
+		return false;
+	j->runtime_held = true;
+	if (was)
+		return true;
+	DRV_GROW(s->rt_held, s->nrt_held + 1, s->rt_heldcap);
+	s->rt_held[s->nrt_held++] = j->id;
+	snprintf(why, sizeof(why), "needs a container runtime (image %s and no command): no node "
+		 "runs one (every agent runs --runtime host; start one with --runtime podman)",
+		 image);
+	srv_job_transition(s, j, J_PENDING, why);
+	return true;
+}
+
+void srv_runtime_release(struct drv_server *s)
+{
+	size_t n = s->nrt_held;
+
+	if (!n || !some_node_runs_containers(s))
+		return;
+	s->nrt_held = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct srv_job *j = srv_job_get(s, s->rt_held[k]);
+
+		if (!j || !j->runtime_held || j->state != J_PENDING)
+			continue;
+		srv_job_queue(s, j);
+		srv_job_transition(s, j, J_PENDING, "a node runs containers now");
+	}
+	srv_sched_kick(s);
 }
 
 void srv_budget_release(struct drv_server *s)
@@ -342,6 +424,8 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 		return "Budget";
 	if (j->dep_wait)
 		return j->dep_never ? "DependencyNeverSatisfied" : "Dependency";
+	if (j->runtime_held)
+		return "RuntimeUnavailable";
 	if (j->par) {
 		const struct srv_job *e = srv_parent_first_pending(s, j);
 

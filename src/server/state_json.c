@@ -84,6 +84,15 @@ static const char *job_image(const struct srv_job *j)
 	return NULL;
 }
 
+/* "podman" when a task group needs a container, else "host". */
+static const char *job_runtime(const struct srv_job *j)
+{
+	for (int32_t g = 0; j->spec.run && g < j->spec.job.ngroups; g++)
+		if (srv_run_needs_container(&j->spec.run[g]))
+			return "podman";
+	return "host";
+}
+
 json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 {
 	const struct drv_job *jb = &j->spec.job;
@@ -126,7 +135,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 		      srv_job_reason(s, j, why, sizeof(why)), "gpus",
 		      srv_job_gpus(j), "gpu_model", model ? json_string(model) : json_null(), "tasks",
 		      drv_job_tasks(jb), "nodes", nnodes, "priority", jb->priority, "preemptible",
-		      jb->preemptible, "runtime", "host", "image",
+		      jb->preemptible, "runtime", job_runtime(j), "image",
 		      job_image(j) ? json_string(job_image(j)) : json_null(), "attempt",
 		      j->attempt);
 	{

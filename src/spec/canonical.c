@@ -99,6 +99,8 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 		json_object_set_new(o, "terminationGracePeriodSeconds",
 				    json_integer(r->termination_grace_s));
 	set_str(o, "restartPolicy", r->restart_policy);
+	set_str(o, "imagePullPolicy", r->image_pull_policy);
+	set_str(o, "runtime", r->runtime);
 	set_str(o, "export", r->export_mode);
 	set_str(o, "script", r->script);
 	return o;

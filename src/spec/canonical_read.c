@@ -193,7 +193,8 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 {
 	static const char *const keys[] = { "name", "count", "gpus", "gpuMilli", "gpuMemMiB",
 		"gpuModel", "cpuMilli", "memMiB", "container", "image", "command", "args", "env", "workingDir",
-		"terminationGracePeriodSeconds", "restartPolicy", "export", "script", NULL };
+		"terminationGracePeriodSeconds", "restartPolicy", "imagePullPolicy", "runtime", "export",
+		"script", NULL };
 	char *name, *model;
 	struct drv_task_group *g;
 	struct drv_task_run *run;
@@ -275,6 +276,8 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	run->termination_grace_s = get_int(r, go, "terminationGracePeriodSeconds", 0,
 					   INT32_MAX, -1);
 	run->restart_policy = get_str(r, go, "restartPolicy", false);
+	run->image_pull_policy = get_str(r, go, "imagePullPolicy", false);
+	run->runtime = get_str(r, go, "runtime", false);
 	run->export_mode = get_str(r, go, "export", false);
 	run->script = get_str(r, go, "script", false);
 }

@@ -73,6 +73,8 @@ void drv_spec_run_release(struct drv_task_run *r)
 	drv_free(r->script);
 	drv_free(r->export_mode);
 	drv_free(r->restart_policy);
+	drv_free(r->image_pull_policy);
+	drv_free(r->runtime);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -168,6 +168,15 @@ void mf_apply_annotations(struct mf_ctx *c, struct drv_jobspec *s, int g,
 		} else if (strcmp(k, ANN_TENANT) == 0) {
 			drv_free(s->job.tenant);
 			s->job.tenant = drv_strdup(v);
+		} else if (strcmp(k, ANN_CONTAINER_RUNTIME) == 0) {
+			if (strcmp(v, "podman") && strcmp(v, "host")) {
+				mf_err(c, vn, fp, "found \"%.64s\", expected podman or host", v);
+				continue;
+			}
+			for (int i = (g < 0 ? 0 : g); i < (g < 0 ? s->job.ngroups : g + 1); i++) {
+				drv_free(s->run[i].runtime);
+				s->run[i].runtime = strcmp(v, "podman") ? NULL : drv_strdup(v);
+			}
 		} else if (strcmp(k, ANN_RUNTIME) == 0) {
 			int64_t secs;
 			if (drv_slurm_time_parse(v, &secs))

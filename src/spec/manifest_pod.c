@@ -157,7 +157,7 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 			   const char *path, bool main, struct res *sum)
 {
 	static const char *const known[] = { "name", "image", "command", "args", "env",
-		"workingDir", "resources", NULL };
+		"workingDir", "resources", "imagePullPolicy", NULL };
 	struct drv_task_run *r = &s->run[g];
 	struct fy_node *n;
 	struct res res;
@@ -207,6 +207,15 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 	if ((n = mf_field(cn, "workingDir"))) {
 		mf_join(fp, sizeof(fp), path, "workingDir");
 		r->working_dir = mf_str(c, n, fp);
+	}
+	if ((n = mf_field(cn, "imagePullPolicy"))) {
+		mf_join(fp, sizeof(fp), path, "imagePullPolicy");
+		r->image_pull_policy = mf_str(c, n, fp);
+		if (r->image_pull_policy && strcmp(r->image_pull_policy, "Always") &&
+		    strcmp(r->image_pull_policy, "IfNotPresent") &&
+		    strcmp(r->image_pull_policy, "Never"))
+			mf_err(c, n, fp, "found \"%.64s\", expected Always, IfNotPresent or Never",
+			       r->image_pull_policy);
 	}
 	mf_keep_unknown(s, cn, path, known);
 }

@@ -49,6 +49,7 @@ bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_
 #define ANN_PREEMPTIBLE "drover.io/preemptible"
 #define ANN_TENANT "drover.io/tenant"
 #define ANN_RUNTIME "drover.io/runtime-estimate"
+#define ANN_CONTAINER_RUNTIME "drover.io/runtime"
 #define ANN_TOPO_REQUIRED "kueue.x-k8s.io/podset-required-topology"
 #define ANN_TOPO_PREFERRED "kueue.x-k8s.io/podset-preferred-topology"
 #define ANN_VOLCANO_GROUP "scheduling.k8s.io/group-name"

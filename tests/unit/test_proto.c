@@ -44,8 +44,9 @@ static struct drv_proto_dec quiet(void)
 static const char *full_task =
 	"{\"task_id\": \"42.1\", \"job_id\": 42, \"job_name\": \"train\", \"epoch\": 7,"
 	" \"desired\": \"stop\", \"stop_reason\": \"preempted by job 9\", \"user\": \"alice\","
-	" \"runtime\": \"host\", \"image\": \"pytorch/pytorch:2.4\", \"container\": \"trainer\","
-	" \"argv\": [\"python\", \"train.py\"], \"script\": null, \"workdir\": \"/w\","
+	" \"runtime\": \"podman\", \"image\": \"pytorch/pytorch:2.4\", \"container\": \"trainer\","
+	" \"argv\": [\"python\", \"train.py\"], \"command_len\": 1, \"pull_policy\": \"Never\","
+	" \"script\": null, \"workdir\": \"/w\","
 	" \"env\": {\"B\": \"2\", \"A\": \"1\"}, \"gpus\": [4, 5], \"gpu_milli\": 1000,"
 	" \"cpu_milli\": 8000, \"mem_mib\": 65536, \"rank\": 1, \"world_size\": 2,"
 	" \"local_rank\": 0, \"local_world_size\": 1, \"node_rank\": 1, \"nnodes\": 2,"
@@ -76,6 +77,9 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(str, (char *)r.tasks[0].task_id, "42.1"));
 	cr_assert(r.tasks[0].stop);
 	cr_assert(eq(sz, r.tasks[0].nargv, 2));
+	cr_assert(eq(i64, r.tasks[0].command_len, 1));
+	cr_assert(eq(str, (char *)r.tasks[0].pull_policy, "Never"));
+	cr_assert(eq(str, (char *)r.tasks[0].runtime, "podman"));
 	cr_assert(eq(str, (char *)r.tasks[0].env[0].name, "B"), "env keeps its order");
 	cr_assert(eq(i64, r.tasks[0].gpus[1], 5));
 	cr_assert(eq(str, (char *)r.tasks[0].peers[1].address, "10.0.0.6"));

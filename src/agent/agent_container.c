@@ -1,0 +1,428 @@
+/*
+ * agent_container.c: the agent's side of containers (the podman runtime,
+ * podman.c): choosing the runtime at start (--runtime host|podman|auto and
+ * the start check), turning an assignment into the container's script,
+ * stopping a container with podman stop and the task's grace, removing it
+ * once the task is over, and pruning images when the image store's disk
+ * is fuller than the threshold, as kubelet's image GC does.
+ *
+ * podman calls other than the task's own (stop, rm, image prune) run as
+ * helper processes the supervisor reaps: nothing here waits for podman
+ * with the agent's mutex held, except the start check before the threads.
+ */
+#include "drover/clock.h"
+#include "drover/common.h"
+#include "drover/fsutil.h"
+#include "agent_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char *dup_or_null(const char *s)
+{
+	return s ? drv_strdup(s) : NULL;
+}
+
+int agent_runtime_setup(struct drv_agent *a, const struct drv_agent_config *cfg, char *err,
+			size_t errsz)
+{
+	const char *rt = cfg->runtime ? cfg->runtime : "host";
+	char msg[700];
+
+	a->podman = cfg->podman;
+	a->podman.podman = dup_or_null(cfg->podman.podman);
+	a->podman.root = dup_or_null(cfg->podman.root);
+	a->podman.storage_driver = dup_or_null(cfg->podman.storage_driver);
+	a->podman.registries_conf = dup_or_null(cfg->podman.registries_conf);
+	a->podman.auth_file = dup_or_null(cfg->podman.auth_file);
+	if (!strcmp(rt, "host")) {
+		snprintf(a->runtime_line, sizeof(a->runtime_line), "runtime host: tasks run as "
+			 "processes; jobs that need a container wait for a podman node");
+		drv_log(&a->log, "%s", a->runtime_line);
+		return 0;
+	}
+	if (a->podman.auth_file && access(a->podman.auth_file, R_OK) != 0) {
+		snprintf(err, errsz, "--registry-auth-file %s: %s", a->podman.auth_file,
+			 strerror(errno));
+		return DRV_EINVAL;
+	}
+	a->podman_on = drv_podman_check(&a->podman, 120000, msg, sizeof(msg)) == 0;
+	if (!a->podman_on && !strcmp(rt, "podman")) {
+		snprintf(err, errsz, "--runtime podman: %s", msg);
+		return DRV_EIO;
+	}
+	snprintf(a->runtime_line, sizeof(a->runtime_line), "%s%s%s",
+		 !strcmp(rt, "auto") ? (a->podman_on ? "runtime auto: podman; " :
+					"runtime auto: host, since ") : "", msg,
+		 a->podman_on ? "" : "");
+	drv_log(&a->log, "%s", a->runtime_line);
+	return 0;
+}
+
+/* runc made the agent's drover-tasks-PID in every v1 hierarchy, not only
+ * the memory one the agent made (cgroup.c removes that): empty ones go. */
+static void v1_parents_remove(const struct drv_agent *a)
+{
+	static const char *const ctl[] = { "blkio", "cpu", "cpuacct", "cpuset", "devices",
+		"freezer", "pids", "systemd", "unified", "net_cls", "perf_event", "hugetlb" };
+	const char *root = "/sys/fs/cgroup/memory";
+	char p[PATH_MAX + 64];
+
+	if (!a->podman_on || !a->cg.enabled || a->cg.version != 1 ||
+	    strncmp(a->cg.base, root, strlen(root)))
+		return;
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(ctl); i++) {
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s%s", ctl[i], a->cg.base + strlen(root));
+		rmdir(p);
+	}
+}
+
+void agent_runtime_release(struct drv_agent *a)
+{
+	int st;
+
+	for (int k = 0; k < a->nhelpers; k++)
+		waitpid(a->helpers[k], &st, 0);
+	a->nhelpers = 0;
+	v1_parents_remove(a);
+	drv_free((char *)a->podman.podman);
+	drv_free((char *)a->podman.root);
+	drv_free((char *)a->podman.storage_driver);
+	drv_free((char *)a->podman.registries_conf);
+	drv_free((char *)a->podman.auth_file);
+	memset(&a->podman, 0, sizeof(a->podman));
+}
+
+/* --- helpers ---------------------------------------------------------------- */
+
+void agent_helpers_reap(struct drv_agent *a)
+{
+	for (int k = 0; k < a->nhelpers;) {
+		int st;
+		pid_t r = waitpid(a->helpers[k], &st, WNOHANG);
+
+		if (r == a->helpers[k] || (r < 0 && errno == ECHILD)) {
+			a->helpers[k] = a->helpers[--a->nhelpers];
+			continue;
+		}
+		k++;
+	}
+}
+
+/* Runs /bin/sh -c script in the background (output dropped); the agent's
+ * log has the line. When 64 run already, waits for the oldest first. */
+static void helper(struct drv_agent *a, const char *what, const char *script)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+	pid_t pid;
+	int st;
+
+	agent_helpers_reap(a);
+	if (a->nhelpers == (int)DRV_ARRAY_SIZE(a->helpers)) {
+		waitpid(a->helpers[0], &st, 0);
+		a->helpers[0] = a->helpers[--a->nhelpers];
+	}
+	drv_log(&a->log, "%s: %s", what, script);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ) == 0)
+		a->helpers[a->nhelpers++] = pid;
+	else
+		drv_log(&a->log, "%s: cannot run /bin/sh: %s", what, strerror(errno));
+	posix_spawn_file_actions_destroy(&fa);
+}
+
+/* s in single quotes, appended to buf. */
+static void shq(char *buf, size_t sz, const char *s)
+{
+	size_t n = strlen(buf);
+
+	if (n + 3 >= sz)
+		return;
+	buf[n++] = ' ';
+	buf[n++] = '\'';
+	for (; *s && n + 5 < sz; s++) {
+		if (*s == '\'') {
+			memcpy(buf + n, "'\\''", 4);
+			n += 4;
+		} else {
+			buf[n++] = *s;
+		}
+	}
+	buf[n++] = '\'';
+	buf[n] = '\0';
+}
+
+/* "podman --runtime runc ..." quoted, into buf. */
+static void podman_words(const struct drv_agent *a, char *buf, size_t sz)
+{
+	size_t n;
+	char **g = drv_podman_global_argv(&a->podman, &n);
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < n; k++)
+		shq(buf, sz, g[k]);
+	drv_free(g);
+}
+
+/* --- one task --------------------------------------------------------------- */
+
+/* The agent's own variables a host task inherits: in a container the
+ * image's win, unless the job itself names them. */
+static bool host_only(const char *kv, char *const *job_env)
+{
+	static const char *const names[] = { "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG",
+		"LC_ALL", "TZ", "TMPDIR", "LD_LIBRARY_PATH" };
+	size_t n = strcspn(kv, "=");
+
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(names); i++) {
+		if (strlen(names[i]) != n || strncmp(kv, names[i], n))
+			continue;
+		for (char *const *e = job_env; e && *e; e++)
+			if (!strncmp(*e, kv, n) && (*e)[n] == '=')
+				return false;
+		return true;
+	}
+	return false;
+}
+
+/* The container's environment: drover's and the job's, in order. */
+static char **container_env(const struct drv_task_spec *s)
+{
+	char **all = drv_task_env(s), **out;
+	size_t n = 0, k = 0;
+
+	while (all[n])
+		n++;
+	out = drv_calloc(n + 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		if (host_only(all[i], s->env))
+			drv_free(all[i]);
+		else
+			out[k++] = all[i];
+	}
+	drv_free(all);
+	return out;
+}
+
+/* The task's cgroup (as launch.c will make it) below its hierarchy's
+ * root, for --cgroup-parent: "" when limits are off or it is elsewhere. */
+static void cgroup_rel(const struct drv_agent *a, struct task *t)
+{
+	const char *roots[] = { "/sys/fs/cgroup/memory", "/sys/fs/cgroup" };
+	const char *base = a->cg.base, *root = roots[a->cg.version == 1 ? 0 : 1];
+	size_t rl = strlen(root), i;
+
+	t->cg_rel[0] = '\0';
+	if (!a->cg.enabled || strncmp(base, root, rl) || base[rl] != '/')
+		return;
+	snprintf(t->cg_rel, sizeof(t->cg_rel), "%s/task-", base + rl);
+	i = strlen(t->cg_rel);
+	for (const char *p = t->id; *p && i + 1 < sizeof(t->cg_rel); p++, i++)
+		t->cg_rel[i] = (char)(*p == '/' || *p == '.' ? '_' : *p);
+	t->cg_rel[i] = '\0';
+}
+
+/* Its cleanup file, for the shim: removes the container. */
+static int write_cleanup(struct drv_agent *a, struct task *t, char *err, size_t errsz)
+{
+	char path[PATH_MAX + 64], words[2048];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s.%s.cleanup", t->dir, t->id, t->key);
+	podman_words(a, words, sizeof(words));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		snprintf(err, errsz, "cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	fprintf(f, "# drover: removes task %s's container %s once the task is over\n"
+		"exec%s rm --force --time 0 --ignore '%s' >/dev/null 2>&1\n", t->id, t->cname,
+		words, t->cname);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Logs the script's podman create line with the global arguments spelled out. */
+static void log_create(struct drv_agent *a, struct task *t, const char *script)
+{
+	const char *line = strstr(script, "\n\"$@\" create");
+	char words[2048];
+
+	if (!line)
+		return;
+	line += 6;
+	podman_words(a, words, sizeof(words));
+	drv_log(&a->log, "task %s: container %s:%s%.*s (script %s/%s.script)", t->id, t->cname,
+		words, (int)strcspn(line, "\n"), line, t->dir, t->id);
+}
+
+int agent_container_prepare(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+			    struct drv_task_spec *s, char **owned)
+{
+	struct drv_container_spec cs;
+	char envf[PATH_MAX + 16], reasonf[PATH_MAX + 64], cgp[PATH_MAX], err[512];
+	const char *devs[DRV_GPU_MAX + 1];
+	char devbuf[DRV_GPU_MAX][128];
+	char **env;
+	int64_t ncmd = j->command_len < 0 ? (int64_t)j->nargv : j->command_len;
+	int rc;
+
+	*owned = NULL;
+	if (!a->podman_on) {
+		snprintf(t->reason, sizeof(t->reason), "RuntimeUnavailable: the task needs a "
+			 "container of image %s and node %s runs --runtime host", j->image ? j->image
+			 : "(none)", a->name);
+		t->state = T_FAILED;
+		t->rep_end = true;
+		return -1;
+	}
+	if (!j->image || !*j->image) {
+		snprintf(t->reason, sizeof(t->reason), "the task asks for a container and names no "
+			 "image");
+		t->state = T_FAILED;
+		t->rep_end = true;
+		return -1;
+	}
+	t->container = true;
+	snprintf(t->cname, sizeof(t->cname), "drover-%s-e%lld", t->id, (long long)t->epoch);
+	cgroup_rel(a, t);
+	snprintf(envf, sizeof(envf), "%s/%s.env", t->dir, t->id);
+	snprintf(reasonf, sizeof(reasonf), "%s/%s.%s.reason", t->dir, t->id, t->key);
+	snprintf(cgp, sizeof(cgp), "%s", t->cg_rel);
+	memset(&cs, 0, sizeof(cs));
+	cs.name = t->cname;
+	cs.image = j->image;
+	cs.pull_policy = j->pull_policy;
+	cs.command = (char *const *)j->argv;
+	cs.ncommand = (int)ncmd;
+	cs.args = (char *const *)j->argv + ncmd;
+	cs.nargs = (int)((int64_t)j->nargv - ncmd);
+	cs.workdir = j->workdir;
+	env = container_env(s);
+	cs.env = env;
+	cs.env_file = envf;
+	cs.reason_file = reasonf;
+	cs.task_id = t->id;
+	cs.job_id = t->job_id;
+	cs.node = a->name;
+	cs.epoch = t->epoch;
+	cs.set_user = s->set_user;
+	cs.uid = s->uid;
+	cs.gid = s->gid;
+	cs.groups = s->groups;
+	cs.ngroups = s->ngroups;
+	cs.cgroup_parent = cgp[0] ? cgp : NULL;
+	cs.mem_mib = j->mem_mib;
+	cs.mem_in_container = !cgp[0] || a->cg.version == 2;
+	cs.cpu_milli = j->cpu_milli;
+	cs.shm_mib = j->mem_mib > 0 ? j->mem_mib / 2 : 0;
+	if (a->backend && !strcmp(a->backend, "nvml")) {
+		for (int k = 0; k < t->ngpus; k++) {
+			const struct drv_gpu_info *g = &a->gpus.gpus[t->gpus[k]];
+
+			snprintf(devbuf[k], sizeof(devbuf[k]), "nvidia.com/gpu=%s",
+				 g->uuid[0] ? g->uuid : "");
+			devs[k] = devbuf[k];
+		}
+		devs[t->ngpus] = NULL;
+		cs.devices = devs;
+	}
+	rc = drv_podman_script(&a->podman, &cs, owned, err, sizeof(err));
+	drv_env_free(env);
+	if (rc == 0 && write_cleanup(a, t, err, sizeof(err)) < 0)
+		rc = -1;
+	if (rc < 0) {
+		snprintf(t->reason, sizeof(t->reason), "%s", err);
+		t->state = T_FAILED;
+		t->rep_end = true;
+		drv_free(*owned);
+		*owned = NULL;
+		return -1;
+	}
+	log_create(a, t, *owned);
+	/* the script runs as the agent (podman); the container as the job's user */
+	s->script = *owned;
+	s->argv = NULL;
+	s->workdir = NULL;
+	s->set_user = false;
+	return 0;
+}
+
+void agent_container_stop(struct drv_agent *a, struct task *t, int64_t grace_ms)
+{
+	char cmd[4096];
+	int64_t now = drv_mono_ms();
+
+	podman_words(a, cmd, sizeof(cmd));
+	snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " stop --ignore --time %lld",
+		 (long long)((grace_ms + 999) / 1000));
+	shq(cmd, sizeof(cmd), t->cname);
+	helper(a, "podman stop", cmd);
+	/* what podman stop does not end in time, the process group's SIGKILL
+	 * and the removal after it do */
+	t->proc.terminating = true;
+	t->proc.kill_at_ms = now + grace_ms + 15000;
+}
+
+void agent_container_ended(struct drv_agent *a, struct task *t)
+{
+	char cmd[4096 + PATH_MAX];
+
+	if (!t->container)
+		return;
+	podman_words(a, cmd, sizeof(cmd));
+	snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " rm --force --time 0 --ignore");
+	shq(cmd, sizeof(cmd), t->cname);
+	if (t->cg_rel[0] && a->cg.version == 1) {
+		/* runc made the task's cgroup in every v1 hierarchy */
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "; for d in /sys/fs/cgroup/*");
+		shq(cmd, sizeof(cmd), t->cg_rel);
+		/* the glob and the quoted path are one word */
+		memmove(strrchr(cmd, '*') + 1, strrchr(cmd, '*') + 2, strlen(strrchr(cmd, '*') + 2) + 1);
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd),
+			 "; do rmdir \"$d/conmon\" \"$d\" 2>/dev/null; done; true");
+	}
+	helper(a, "podman rm", cmd);
+}
+
+/* Once a minute: past image_gc_percent of the image store's disk, unused
+ * images go (podman image prune --all). */
+void agent_image_gc(struct drv_agent *a, int64_t now_ms)
+{
+	char store[PATH_MAX + 16], cmd[4096];
+	struct statvfs sv;
+	int pct = a->podman.image_gc_percent > 0 ? a->podman.image_gc_percent : 85;
+	int used;
+
+	if (!a->podman_on || now_ms < a->next_gc_ms)
+		return;
+	a->next_gc_ms = now_ms + 60000;
+	snprintf(store, sizeof(store), "%s", a->podman.root ? a->podman.root
+		 : "/var/lib/containers/storage");
+	if (statvfs(store, &sv) < 0 || !sv.f_blocks)
+		return;
+	used = (int)(100 - (int64_t)sv.f_bavail * 100 / (int64_t)sv.f_blocks);
+	if (used <= pct)
+		return;
+	podman_words(a, cmd, sizeof(cmd));
+	snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " image prune --all --force");
+	drv_log(&a->log, "image store %s is %d%% full (threshold %d%%): pruning unused images",
+		store, used, pct);
+	helper(a, "image gc", cmd);
+}
