@@ -141,6 +141,12 @@ struct drv_proc {
 	bool shim;                /* pid is the task's shim: status_path says how it ended */
 	bool adopted;             /* not our child: an earlier agent started it */
 	char status_path[PATH_MAX];
+	/* once ended: what it used, for its efficiency (-1 unknown): CPU time
+	 * (its cgroup's, else the rusage of it and the children it waited
+	 * for) and the memory high-water mark (its cgroup's, else its largest
+	 * process's maximum RSS) */
+	int64_t cpu_us;
+	int64_t mem_peak_bytes;
 };
 
 /*

@@ -86,6 +86,30 @@ struct drv_proto_kv {
 };
 
 /*
+ * What a task has used so far (a sync's task states) or in all (its end
+ * report), for the job's efficiency (seff): CPU time, the memory
+ * high-water mark of its cgroup, and per GPU the mean utilisation and the
+ * framebuffer high-water mark over the agent's samples. On a GPU shared
+ * with other tasks each reading is the task's share (its gpu_milli over
+ * the sum of the running tasks' on that GPU), so sums over tasks never
+ * count a GPU twice. Optional: a decoded usage is allocated (gpus too) and
+ * freed by its message's release, as an encoder's caller allocates it.
+ */
+struct drv_proto_gpu_use {
+	int64_t gpu;                 /* index on the node; required */
+	double util_pct;             /* mean, 0..100 */
+	int64_t mem_max_mib;         /* framebuffer high-water mark */
+	int64_t samples;             /* readings behind them */
+};
+
+struct drv_proto_usage {
+	double cpu_s;                /* CPU time, user + system; < 0 unknown */
+	int64_t mem_max_mib;         /* memory high-water mark; < 0 unknown */
+	struct drv_proto_gpu_use *gpus;
+	size_t ngpus;
+};
+
+/*
  * (task_id, epoch) and what is said about it. task_id and epoch are
  * required; the rest optional and only encoded when set:
  *   pid     register's running list (0: absent)
@@ -100,6 +124,7 @@ struct drv_proto_ref {
 	int64_t pid;
 	const char *state;
 	const char *reason;
+	struct drv_proto_usage *usage;  /* a sync's running task: what it used so far; NULL absent */
 };
 
 /* One GPU of a register's inventory. index and model required. */
@@ -157,6 +182,7 @@ struct drv_proto_report {
 	 * the node, not as the task's failure. false when absent. */
 	bool fenced;
 	const char *reason;          /* failed: why; exited: why it was stopped */
+	struct drv_proto_usage *usage; /* exited: what it used in all; NULL absent */
 };
 
 /* A peer of a gang, by rank. */
@@ -349,6 +375,7 @@ void drv_proto_sync_reply_release(struct drv_proto_sync_reply *m);
 void drv_proto_task_init(struct drv_proto_task *t);
 json_t *drv_proto_task_encode(const struct drv_proto_task *t);
 json_t *drv_proto_gpu_health_encode(const struct drv_proto_gpu_health *g, size_t n);
+json_t *drv_proto_usage_encode(const struct drv_proto_usage *u);
 json_t *drv_proto_kv_encode(const struct drv_proto_kv *kv, size_t n);
 
 const char *drv_proto_task_state_name(enum drv_proto_task_state s);

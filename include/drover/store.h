@@ -79,6 +79,7 @@ struct drv_store_acct {
 	int exit_code;
 	int64_t gpu_milli_s;
 	int64_t cost_micro;
+	const char *efficiency;  /* the attempt's efficiency as JSON text (docs/api.md); NULL none */
 };
 
 /* One event. seq is assigned by add_event (> every earlier seq, also across

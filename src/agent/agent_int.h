@@ -27,11 +27,21 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #endif
 
+struct rusage;
+/* launch.c: folds a wait4 rusage (the task and the children it waited
+ * for) into p's cpu_us and mem_peak_bytes */
+void rusage_into(struct drv_proc *p, const struct rusage *ru);
+
 /* cgroup.c */
 int drv_cgroup_make_task(const struct drv_cgroup *cg, const char *task_id, int64_t mem_mib,
 			 int64_t cpu_milli, char *out, size_t outsz, char *err, size_t errsz);
 long drv_cgroup_oom_kills(const char *cgroup);
 void drv_cgroup_kill(const char *cgroup);
+/* What the task in cgroup has used: CPU time in microseconds (v2's
+ * cpu.stat, else its processes' times) and the memory high-water mark in
+ * bytes (memory.peak, v1's memory.max_usage_in_bytes, else memory.current);
+ * -1 each when unknown. */
+void drv_cgroup_usage(const char *cgroup, int64_t *cpu_us, int64_t *mem_bytes);
 
 /*
  * The agent (drv_agent_start). Threads:
@@ -65,6 +75,19 @@ void drv_cgroup_kill(const char *cgroup);
 
 enum tstate { T_RUNNING, T_EXITED, T_FAILED };
 
+/* What a task used so far, sampled every AGENT_USAGE_MS while it runs
+ * (agent_usage.c): per GPU of it (index k as in task.gpus) the sum of its
+ * share of the utilisation and the high-water mark of its share of the
+ * framebuffer; its cgroup's CPU time and memory high-water mark. */
+#define AGENT_USAGE_MS 5000
+struct task_use {
+	int64_t samples;
+	double util_sum[DRV_GPU_MAX];
+	int64_t fb_max_mib[DRV_GPU_MAX];
+	int64_t cpu_us;         /* -1 unknown */
+	int64_t mem_max_bytes;  /* -1 unknown */
+};
+
 struct task {
 	char id[64];
 	int64_t epoch;
@@ -93,6 +116,8 @@ struct task {
 	char cg_rel[PATH_MAX];  /* its task cgroup below the hierarchy's root ("" none) */
 	bool journaled;         /* its start is in the journal (agent_journal.c) */
 	bool end_journaled;     /* ... and so is its acknowledged end */
+	int32_t gpu_milli;      /* its share of each of its GPUs (1000: whole) */
+	struct task_use use;    /* what it used so far (agent_usage.c) */
 };
 
 /* A task that ended, remembered for its metrics (agent_metrics.c). */
@@ -166,6 +191,7 @@ struct drv_agent {
 	struct agent_ended ended[DRV_AGENT_MAX_ENDED]; /* the last 5 minutes' */
 	size_t nended;
 	int64_t oom_kills;      /* since the agent started */
+	int64_t next_usage_ms;  /* monotonic: the next usage sample (agent_usage.c) */
 
 	/* the journal (agent_journal.c); the syncer and the supervisor
 	 * write it, with mu held */
@@ -246,6 +272,15 @@ void agent_container_stop(struct drv_agent *a, struct task *t, int64_t grace_ms)
 void agent_container_ended(struct drv_agent *a, struct task *t);
 void agent_helpers_reap(struct drv_agent *a);
 void agent_image_gc(struct drv_agent *a, int64_t now_ms);
+/* agent_usage.c: samples the running tasks' usage when AGENT_USAGE_MS
+ * have passed (mu held); returns when it is next due (INT64_MAX: nothing
+ * runs). agent_usage_msg: a task's usage for the protocol (a new
+ * allocation: the message's release frees it), NULL when nothing is known. */
+int64_t agent_sample_usage(struct drv_agent *a, int64_t now_ms);
+struct drv_proto_usage *agent_usage_msg(const struct task *t);
+/* The share of GPU g's readings that task t's job has: its gpu_milli over
+ * the sum of the running tasks' on g (1 when it is alone). mu held. */
+double agent_gpu_share(const struct drv_agent *a, const struct task *t, int g);
 
 /* --- agent_clean.c: task directories removed after --task-retention --- */
 void agent_clean_task_dirs(struct drv_agent *a, int64_t now_ms);  /* mu held */

@@ -188,6 +188,8 @@ static struct task *parse_start(struct drv_agent *a, const char *line)
 		   &grace, &deadline, &started, gpus) != 8 || !agent_valid_task_id(id))
 		return NULL;
 	t = drv_calloc(1, sizeof(*t));
+	t->use.cpu_us = t->use.mem_max_bytes = -1;
+	t->gpu_milli = 1000;   /* NEEDSWORK: the journal does not keep the share */
 	t->proc.pidfd = -1;
 	t->proc.exit_code = -1;
 	snprintf(t->id, sizeof(t->id), "%s", id);

@@ -145,6 +145,88 @@ static void render_xids(struct drv_agent *a, struct drv_prom *w, int g,
 	}
 }
 
+/*
+ * Each job's share of each GPU it runs on, beside the GPU's own series:
+ * its allocated part (gpu_milli / 1000) and its part of the utilisation
+ * and of the framebuffer used, split by allocation among the jobs running
+ * on the GPU (agent_gpu_share), so that summing over jobs gives the GPU's
+ * reading once, however many jobs share it (docs/agent.md).
+ */
+struct gpu_jobs {
+	int n;
+	const char *job[8];
+	double milli[8], frac[8];
+};
+
+/* The jobs running on GPU g, with their gpu_milli and share of it. */
+static void jobs_on(const struct drv_agent *a, int g, struct gpu_jobs *x)
+{
+	x->n = 0;
+	for (size_t k = 0; k < a->ntasks; k++) {
+		const struct task *t = a->tasks[k];
+		int j;
+
+		for (int q = 0; t->state == T_RUNNING && q < t->ngpus; q++) {
+			if (t->gpus[q] != g)
+				continue;
+			for (j = 0; j < x->n && strcmp(x->job[j], t->job_id); j++)
+				;
+			if (j == x->n) {
+				if (x->n == (int)DRV_ARRAY_SIZE(x->job))
+					continue;
+				x->job[j] = t->job_id;
+				x->milli[j] = x->frac[j] = 0;
+				x->n++;
+			}
+			x->milli[j] += t->gpu_milli > 0 ? t->gpu_milli : 1000;
+			x->frac[j] += agent_gpu_share(a, t, g);
+		}
+	}
+}
+
+static void render_shares(struct drv_agent *a, struct drv_prom *w,
+			  const struct drv_gpu_sample *s, const bool *ok)
+{
+	static const struct {
+		const char *name, *help;
+	} f[] = {
+		{ "drover_job_gpu_share", "The job's allocated part of the GPU (1: the whole GPU)." },
+		{ "drover_job_gpu_utilization_percent",
+		  "The job's part of the GPU's utilization (DCGM_FI_DEV_GPU_UTIL split among the "
+		  "jobs on the GPU by their shares; sums over jobs give the GPU's)." },
+		{ "drover_job_gpu_memory_used_bytes",
+		  "The job's part of the GPU's framebuffer used, split the same way." },
+	};
+	struct gpu_jobs x[DRV_GPU_MAX];
+	char idx[8];
+
+	for (int g = 0; g < a->gpus.ngpus; g++)
+		if (ok[g] && a->gpus.use[g].job[0])
+			jobs_on(a, g, &x[g]);
+		else
+			x[g].n = 0;
+	for (size_t k = 0; k < DRV_ARRAY_SIZE(f); k++) {
+		for (int g = 0; g < a->gpus.ngpus; g++) {
+			snprintf(idx, sizeof(idx), "%d", g);
+			for (int j = 0; j < x[g].n; j++) {
+				double fr = x[g].frac[j];
+				double v = k == 0 ? x[g].milli[j] / 1000.0
+					 : k == 1 ? (s[g].util_pct >= 0 ? s[g].util_pct * fr : -1)
+					 : (s[g].fb_used_mib >= 0 ? s[g].fb_used_mib * fr * 1048576.0 : -1);
+
+				if (v < 0)
+					continue;
+				drv_prom_family(w, f[k].name, "gauge", f[k].help);
+				drv_prom_sample(w, f[k].name,
+						DRV_PROM_LABELS("Hostname", a->name, "gpu", idx, "UUID",
+								a->gpus.gpus[g].uuid, "hpc_job",
+								x[g].job[j]),
+						v);
+			}
+		}
+	}
+}
+
 /* The GPUs' families, with the job each GPU runs; returns the busy GPUs. */
 static int render_gpus(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
 {
@@ -173,6 +255,7 @@ static int render_gpus(struct drv_agent *a, struct drv_prom *w, int64_t now_ms)
 	for (g = 0; g < a->gpus.ngpus; g++)
 		if (ok[g])
 			render_xids(a, w, g, &s[g]);
+	render_shares(a, w, s, ok);
 	return busy;
 }
 

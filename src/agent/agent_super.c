@@ -114,7 +114,7 @@ void *agent_super_main(void *arg)
 			agent_write_job_map(a);
 			agent_note_ended(a, drv_mono_ms());
 		}
-		lease_due = agent_enforce_lease(a);
+		lease_due = DRV_MIN(agent_enforce_lease(a), agent_sample_usage(a, drv_mono_ms()));
 		agent_clean_task_dirs(a, drv_mono_ms());
 		agent_helpers_reap(a);
 		agent_image_gc(a, drv_mono_ms());

@@ -158,6 +158,7 @@ static void sync_reports(struct task *t, struct sync_out *x)
 			r->timed_out = t->timed_out && !t->proc.oom_killed;
 			r->fenced = t->fenced || t->proc.fenced;
 			r->reason = t->reason[0] ? t->reason : NULL;
+			r->usage = agent_usage_msg(t);
 		}
 	}
 	x->sent[x->nsent++] = (struct sent){ t, t->rep_running, t->rep_end };
@@ -183,7 +184,8 @@ static void sync_build(struct drv_agent *a, struct sync_out *x)
 
 		if (t->state == T_RUNNING)
 			x->m.tasks[x->m.ntasks++] = (struct drv_proto_ref){
-				.task_id = t->id, .epoch = t->epoch, .state = "running" };
+				.task_id = t->id, .epoch = t->epoch, .state = "running",
+				.usage = agent_usage_msg(t) };
 		if (t->rep_running || t->rep_end)
 			sync_reports(t, x);
 	}

@@ -88,6 +88,9 @@ static struct task *task_add(struct drv_agent *a, const struct drv_proto_task *j
 	struct task *t = drv_calloc(1, sizeof(*t));
 
 	t->proc.pidfd = -1;
+	t->proc.cpu_us = t->proc.mem_peak_bytes = -1;
+	t->use.cpu_us = t->use.mem_max_bytes = -1;
+	t->gpu_milli = j->gpu_milli > 0 && j->gpu_milli < 1000 ? (int32_t)j->gpu_milli : 1000;
 	snprintf(t->id, sizeof(t->id), "%s", j->task_id);
 	t->epoch = j->epoch;
 	snprintf(t->job_id, sizeof(t->job_id), "%lld", (long long)j->job_id);

@@ -432,3 +432,79 @@ void drv_cgroup_kill(const char *cgroup)
 			kill((pid_t)pid, SIGKILL);
 	}
 }
+
+/* The CPU time of the processes in a v1 cgroup (no cpu.stat there): each
+ * one's user and system time and that of its children it has waited for,
+ * which are no longer in the cgroup, so nothing counts twice. -1 none. */
+static int64_t procs_cpu_us(const char *cgroup)
+{
+	char p[PATH_MAX + 32], buf[4096], st[1024];
+	long tick = sysconf(_SC_CLK_TCK);
+	int64_t ticks = 0;
+	bool any = false;
+
+	snprintf(p, sizeof(p), "%s/cgroup.procs", cgroup);
+	if (read_text(p, buf, sizeof(buf)) < 0 || tick <= 0)
+		return -1;
+	for (char *q = buf, *end; *q; q = end) {
+		long pid = strtol(q, &end, 10);
+		unsigned long long ut, stt;
+		long long cut, cst;
+		const char *rp;
+
+		if (end == q)
+			break;
+		snprintf(p, sizeof(p), "/proc/%ld/stat", pid);
+		if (read_text(p, st, sizeof(st)) < 0 || !(rp = strrchr(st, ')')))
+			continue;
+		/* after "PID (COMM)": state, then fields 4..13, utime is 14 */
+		if (sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+			   &ut, &stt, &cut, &cst) == 4) {
+			ticks += (int64_t)(ut + stt) + cut + cst;
+			any = true;
+		}
+	}
+	return any ? ticks * 1000000 / tick : -1;
+}
+
+/* A number after "key " in a flat-keyed file (cpu.stat); -1 none. */
+static int64_t keyed(const char *path, const char *key)
+{
+	char buf[2048];
+	size_t n = strlen(key);
+
+	if (read_text(path, buf, sizeof(buf)) < 0)
+		return -1;
+	for (const char *q = buf; q && *q; q = strchr(q, '\n'), q = q ? q + 1 : NULL)
+		if (!strncmp(q, key, n) && q[n] == ' ')
+			return strtoll(q + n + 1, NULL, 10);
+	return -1;
+}
+
+static int64_t number_in(const char *cgroup, const char *file)
+{
+	char p[PATH_MAX + 32], buf[64];
+
+	snprintf(p, sizeof(p), "%s/%s", cgroup, file);
+	if (read_text(p, buf, sizeof(buf)) < 0 || !buf[0] || buf[0] == 'm') /* "max" */
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
+void drv_cgroup_usage(const char *cgroup, int64_t *cpu_us, int64_t *mem_bytes)
+{
+	char p[PATH_MAX + 32];
+
+	*cpu_us = *mem_bytes = -1;
+	if (!cgroup || !*cgroup)
+		return;
+	snprintf(p, sizeof(p), "%s/cpu.stat", cgroup);
+	*cpu_us = keyed(p, "usage_usec");              /* v2 */
+	if (*cpu_us < 0)
+		*cpu_us = procs_cpu_us(cgroup);            /* v1 memory hierarchy */
+	*mem_bytes = number_in(cgroup, "memory.peak"); /* v2, Linux 5.19+ */
+	if (*mem_bytes < 0)
+		*mem_bytes = number_in(cgroup, "memory.max_usage_in_bytes"); /* v1 */
+	if (*mem_bytes < 0)
+		*mem_bytes = number_in(cgroup, "memory.current");
+}

@@ -43,6 +43,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -538,6 +539,7 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 
 	memset(p, 0, sizeof(*p));
 	p->exit_code = -1;
+	p->cpu_us = p->mem_peak_bytes = -1;
 	p->pidfd = -1;
 	p->state = DRV_PROC_FAILED;
 	if (drv_mkdir_p(log_dir, 0700) < 0) {
@@ -604,6 +606,7 @@ int drv_proc_adopt(struct drv_proc *p, pid_t pid, const char *status_path, const
 {
 	memset(p, 0, sizeof(*p));
 	p->exit_code = -1;
+	p->cpu_us = p->mem_peak_bytes = -1;
 	p->pid = pid;
 	p->shim = p->adopted = true;
 	p->state = DRV_PROC_RUNNING;
@@ -636,16 +639,28 @@ static bool adopted_ended(const struct drv_proc *p)
 	return kill(p->pid, 0) < 0 && errno == ESRCH;
 }
 
+void rusage_into(struct drv_proc *p, const struct rusage *ru)
+{
+	int64_t us = (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec +
+		     (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
+
+	p->cpu_us = DRV_MAX(p->cpu_us, us);
+	p->mem_peak_bytes = DRV_MAX(p->mem_peak_bytes, (int64_t)ru->ru_maxrss * 1024);
+}
+
 /* Whether the task ended: 1 (with *st from waitpid when have_st), 0 not
  * yet, -1 when the status is lost (reaped by someone else). */
 static int proc_ended(struct drv_proc *p, int *st, bool *have_st)
 {
+	struct rusage ru;
 	pid_t r;
 
 	*have_st = false;
 	if (p->adopted)
 		return adopted_ended(p) ? 1 : 0;
-	r = waitpid(p->pid, st, WNOHANG);
+	r = wait4(p->pid, st, WNOHANG, &ru);
+	if (r > 0 && !p->shim)    /* a shim's own rusage is not the task's */
+		rusage_into(p, &ru);
 	if (r == 0 || (r < 0 && errno == EINTR))
 		return 0;
 	if (r < 0)
@@ -695,6 +710,13 @@ int drv_proc_poll(struct drv_proc *p, int64_t now_ms)
 	p->exit_code = -1;
 	read_end(p, st, have_st);
 	p->oom_killed |= drv_cgroup_oom_kills(p->cgroup) > 0;
+	{
+		int64_t cpu, mem;   /* the cgroup's, before it goes */
+
+		drv_cgroup_usage(p->cgroup, &cpu, &mem);
+		p->cpu_us = DRV_MAX(p->cpu_us, cpu);
+		p->mem_peak_bytes = DRV_MAX(p->mem_peak_bytes, mem);
+	}
 	/* the task is over: nothing it started outlives it (an adopted shim
 	 * killed its group itself, and its pid, reaped elsewhere, may be
 	 * another's by now) */

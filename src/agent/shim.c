@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,14 +93,14 @@ int64_t drv_lease_read(const char *path)
 	return sscanf(buf, "%lld", &v) == 1 && v > 0 ? v : 0;
 }
 
-/* "EXIT SIGNAL OOM FENCED\nREASON\n", durably: the one record of how the
+/* "EXIT SIGNAL OOM FENCED\nREASON\nCPU_US MAXRSS_BYTES\n", durably: the one record of how the
  * task ended when no agent is there to see it. */
 static int put_status(FILE *f, void *arg)
 {
 	const struct drv_proc *p = arg;
 
-	fprintf(f, "%d %d %d %d\n%s\n", p->exit_code, p->signal, p->oom_killed ? 1 : 0,
-		p->fenced ? 1 : 0, p->error);
+	fprintf(f, "%d %d %d %d\n%s\n%lld %lld\n", p->exit_code, p->signal, p->oom_killed ? 1 : 0,
+		p->fenced ? 1 : 0, p->error, (long long)p->cpu_us, (long long)p->mem_peak_bytes);
 	return 0;
 }
 
@@ -130,6 +131,14 @@ int drv_shim_read_status(const char *path, struct drv_proc *p)
 		line[strcspn(line, "\n")] = '\0';
 		if (line[0])
 			snprintf(p->error, sizeof(p->error), "%s", line);
+	}
+	if (fgets(line, sizeof(line), f)) {   /* an older shim's file ends before */
+		long long cpu, rss;
+
+		if (sscanf(line, "%lld %lld", &cpu, &rss) == 2) {
+			p->cpu_us = DRV_MAX(p->cpu_us, cpu);
+			p->mem_peak_bytes = DRV_MAX(p->mem_peak_bytes, rss);
+		}
 	}
 	fclose(f);
 	return 0;
@@ -327,13 +336,14 @@ static void enforce_lease(struct shim *sh, int64_t now)
 static void wait_child(struct shim *sh)
 {
 	sigset_t chld;
+	struct rusage ru = { 0 };
 	int st;
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	for (;;) {
 		struct timespec ts = { 1, 0 };
-		pid_t r = waitpid(sh->child, &st, WNOHANG);
+		pid_t r = wait4(sh->child, &st, WNOHANG, &ru);
 
 		if (r == sh->child || (r < 0 && errno != EINTR))
 			break;
@@ -346,6 +356,7 @@ static void wait_child(struct shim *sh)
 	sh->end.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	sh->end.oom_killed = drv_cgroup_oom_kills(sh->cgroup) > 0 || oom_seen(sh->oom_efd);
 	read_reason(sh);
+	rusage_into(&sh->end, &ru);
 }
 
 static int shim_usage(void)

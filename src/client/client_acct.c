@@ -48,26 +48,57 @@ static int parse_when(const char *v, long long now, long long *out)
 	return -1;
 }
 
+/* A percentage or "-" when the figure is null (not reported). */
+static void pct(const json_t *o, const char *key, char *out, size_t n)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (json_is_number(v))
+		snprintf(out, n, "%.1f%%", json_number_value(v));
+	else
+		snprintf(out, n, "-");
+}
+
+/* By job: the efficiency columns (seff's figures) after COST_USD. */
+static void eff_cols(const json_t *it, char (*c)[32])
+{
+	const json_t *e = json_object_get(it, "efficiency");
+	const json_t *m = json_object_get(e, "gpu_mem_max_mib");
+
+	pct(e, "gpu_util_pct", c[0], sizeof(c[0]));
+	if (json_is_integer(m))
+		snprintf(c[1], sizeof(c[1]), "%lldMiB", (long long)json_integer_value(m));
+	else
+		snprintf(c[1], sizeof(c[1]), "-");
+	pct(e, "cpu_efficiency_pct", c[2], sizeof(c[2]));
+	pct(e, "mem_efficiency_pct", c[3], sizeof(c[3]));
+}
+
 static void print_acct(const json_t *reply)
 {
-	static const char *const h[] = { "GROUP", "JOBS", "GPU_HOURS", "COST_USD" };
+	static const char *const h[] = { "GROUP", "JOBS", "GPU_HOURS", "COST_USD", "GPU_UTIL",
+					 "GPU_MEM_MAX", "CPU_EFF", "MEM_EFF" };
 	const json_t *items = cli_items(reply), *it, *tot = json_object_get(reply, "total");
+	const char *by = drv_json_str(reply, "by");
+	bool by_job = by && strcmp(by, "job") == 0;
 	struct drv_table t;
-	char g[256], jobs[32], hours[64], cost[64];
+	char g[256], jobs[32], hours[64], cost[64], e[4][32];
 	size_t i;
 
-	drv_table_init(&t, DRV_ARRAY_SIZE(h), h);
+	drv_table_init(&t, by_job ? DRV_ARRAY_SIZE(h) : 4, h);
 	json_array_foreach(items, i, it) {
-		const char *row[] = { g, jobs, hours, cost };
+		const char *row[] = { g, jobs, hours, cost, e[0], e[1], e[2], e[3] };
 
 		drv_json_text(it, "group", g, sizeof(g));
 		drv_json_text(it, "jobs", jobs, sizeof(jobs));
 		snprintf(hours, sizeof(hours), "%.4f", drv_json_num(it, "gpu_hours", 0));
 		snprintf(cost, sizeof(cost), "%.2f", drv_json_num(it, "cost_usd", 0));
+		if (by_job)
+			eff_cols(it, e);
 		drv_table_add(&t, row);
 	}
 	if (tot) {
-		const char *row[] = { "TOTAL", jobs, hours, cost };
+		const char *row[] = { "TOTAL", jobs, hours, cost, "", "", "", "" };
 
 		drv_json_text(tot, "jobs", jobs, sizeof(jobs));
 		snprintf(hours, sizeof(hours), "%.4f", drv_json_num(tot, "gpu_hours", 0));

@@ -419,6 +419,63 @@ static void print_kv(const char *k, const char *v)
 	printf("%-12s %s\n", k, v && *v ? v : "-");
 }
 
+/* "87.5%", or "-" when the figure is null. */
+static const char *fmt_pct(const json_t *o, const char *key, char *buf, size_t n)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (json_is_number(v))
+		snprintf(buf, n, "%.1f%%", json_number_value(v));
+	else
+		snprintf(buf, n, "-");
+	return buf;
+}
+
+static const char *fmt_mib(const json_t *o, const char *key, char *buf, size_t n)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (json_is_integer(v))
+		snprintf(buf, n, "%lld MiB", (long long)json_integer_value(v));
+	else
+		snprintf(buf, n, "-");
+	return buf;
+}
+
+/* seff's lines: GPU utilisation and memory per GPU and in all, CPU and
+ * memory efficiency (docs/client.md). */
+static void print_efficiency(const json_t *job)
+{
+	const json_t *e = json_object_get(job, "efficiency"), *g;
+	char a[32], b[32], c[32], d[32], n[64];
+	size_t i;
+
+	if (!json_is_object(e)) {
+		print_kv("Efficiency:", "(nothing reported yet)");
+		return;
+	}
+	printf("%-12s GPU utilisation %s, GPU memory high-water %s (GPUs: %zu)\n", "Efficiency:",
+	       fmt_pct(e, "gpu_util_pct", a, sizeof(a)), fmt_mib(e, "gpu_mem_max_mib", b, sizeof(b)),
+	       json_array_size(json_object_get(e, "gpus")));
+	if (drv_json_num(e, "cpus", 0) > 0)
+		printf("%-12s CPU efficiency %s (%.2f s of CPU over %.3g CPUs x %lld s)\n", "",
+		       fmt_pct(e, "cpu_efficiency_pct", a, sizeof(a)), drv_json_num(e, "cpu_s", 0),
+		       drv_json_num(e, "cpus", 0), (long long)drv_json_int(e, "elapsed_s", 0));
+	else
+		printf("%-12s CPU efficiency - (%.2f s of CPU in %lld s; no CPUs requested)\n", "",
+		       drv_json_num(e, "cpu_s", 0), (long long)drv_json_int(e, "elapsed_s", 0));
+	printf("%-12s memory efficiency %s (high-water %s of %s requested)\n", "",
+	       fmt_pct(e, "mem_efficiency_pct", a, sizeof(a)), fmt_mib(e, "mem_max_mib", b, sizeof(b)),
+	       fmt_mib(e, "mem_request_mib", c, sizeof(c)));
+	json_array_foreach(json_object_get(e, "gpus"), i, g) {
+		snprintf(n, sizeof(n), "%s/%lld", drv_json_str(g, "node") ? drv_json_str(g, "node") : "",
+			 (long long)drv_json_int(g, "gpu", 0));
+		printf("  GPU %-20s rank %-4lld utilisation %-7s memory high-water %s\n", n,
+		       (long long)drv_json_int(g, "rank", 0), fmt_pct(g, "util_pct", d, sizeof(d)),
+		       fmt_mib(g, "mem_max_mib", c, sizeof(c)));
+	}
+}
+
 static const char *fmt_time(const json_t *o, const char *key, long long now, char *buf,
 			    size_t n)
 {
@@ -543,6 +600,7 @@ static void describe_job(struct cli *cli, const json_t *job)
 			 !strcmp(state, "running") ? " so far" : "");
 		print_kv("Cost:", b);
 	}
+	print_efficiency(job);
 
 	a = json_object_get(job, "placement");
 	printf("Placement:%s\n", json_array_size(a) ? "" : "   (not placed)");

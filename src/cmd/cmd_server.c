@@ -63,7 +63,8 @@ int cmd_server(int argc, char **argv)
 	rc = drv_server_start(&o, &srv, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover server: %s\n", err);
-		return rc == DRV_EINVAL || rc == DRV_EPARSE ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
+		return rc == DRV_EINVAL || rc == DRV_EPARSE || rc == DRV_EEXIST ? DRV_EXIT_USAGE
+										 : DRV_EXIT_FAIL;
 	}
 	printf("drover server: API on %s, state in %s, config %s\n", drv_server_url(srv),
 	       o.state_dir, drv_server_config_path(srv));

@@ -214,10 +214,9 @@ static int start_server(const struct up_args *a, const char *me, struct drv_serv
 	}
 	rc = drv_server_start(&so, srv, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(stderr, "drover up: %s%s\n", err,
-			strstr(err, "already in use") ? " (is another drover running? pick another with --listen)"
-					      : "");
-		return rc == DRV_EINVAL || rc == DRV_EPARSE ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
+		fprintf(stderr, "drover up: %s\n", err);
+		return rc == DRV_EINVAL || rc == DRV_EPARSE || rc == DRV_EEXIST ? DRV_EXIT_USAGE
+										 : DRV_EXIT_FAIL;
 	}
 	if (write_client_config(drv_server_url(*srv), drv_server_admin_token(*srv),
 				a->tls ? a->ca : NULL, cfgpath, cfgsz) < 0) {
@@ -274,7 +273,7 @@ static int start_agent(const struct up_args *a, struct drv_server *srv, struct d
 	rc = drv_agent_start(&ac, agent, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "drover up: the local agent did not start: %s\n", err);
-		return rc == DRV_EINVAL ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
+		return rc == DRV_EINVAL || rc == DRV_EEXIST ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
 	return 0;
 }

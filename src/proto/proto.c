@@ -210,6 +210,7 @@ void drv_proto_register_release(struct drv_proto_register *m)
 	drv_free(m->gpu_matrix);
 	drv_free(m->matrix_len);
 	drv_free(m->nics);
+	proto_refs_release(m->running, m->nrunning);
 	drv_free(m->running);
 	json_decref(m->doc);
 	memset(m, 0, sizeof(*m));
@@ -331,6 +332,9 @@ json_t *drv_proto_sync_encode(const struct drv_proto_sync *m)
 
 void drv_proto_sync_release(struct drv_proto_sync *m)
 {
+	proto_refs_release(m->tasks, m->ntasks);
+	for (size_t i = 0; m->reports && i < m->nreports; i++)
+		proto_usage_free(m->reports[i].usage);
 	drv_free(m->tasks);
 	drv_free(m->reports);
 	drv_free(m->gpus);
@@ -399,6 +403,7 @@ void drv_proto_sync_reply_release(struct drv_proto_sync_reply *m)
 	for (size_t i = 0; i < m->ntasks; i++)
 		proto_task_release(&m->tasks[i]);
 	drv_free(m->tasks);
+	proto_refs_release(m->stale, m->nstale);
 	drv_free(m->stale);
 	json_decref(m->doc);
 	memset(m, 0, sizeof(*m));

@@ -78,6 +78,10 @@ json_t *proto_str_list(const char *const *v, size_t n);
 /* The parts (proto_parts.c). */
 void proto_item_ref(struct proto_rd *r, const json_t *o, void *el);
 json_t *proto_refs_encode(const struct drv_proto_ref *v, size_t n);
+void proto_get_usage(struct proto_rd *r, const json_t *o, struct drv_proto_usage **out);
+json_t *proto_usage_encode(const struct drv_proto_usage *u);
+void proto_usage_free(struct drv_proto_usage *u);
+void proto_refs_release(struct drv_proto_ref *v, size_t n);   /* their usage; not v */
 void proto_item_health(struct proto_rd *r, const json_t *o, void *el);
 void proto_item_report(struct proto_rd *r, const json_t *o, void *el);
 json_t *proto_report_encode(const struct drv_proto_report *x);

@@ -10,7 +10,94 @@
 
 /* --- (task_id, epoch) references ---------------------------------------------- */
 
-static const char *const ref_keys[] = { "task_id", "epoch", "pid", "state", "reason", NULL };
+/* --- usage ------------------------------------------------------------------- */
+
+static const char *const usage_keys[] = { "cpu_s", "mem_max_mib", "gpus", NULL };
+static const char *const gpu_use_keys[] = { "gpu", "util_pct", "mem_max_mib", "samples", NULL };
+
+static void item_gpu_use(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_gpu_use *g = el;
+
+	g->mem_max_mib = -1;
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_int(r, o, "gpu", true, &g->gpu);
+	proto_get_num(r, o, "util_pct", &g->util_pct);
+	proto_get_int(r, o, "mem_max_mib", false, &g->mem_max_mib);
+	proto_get_int(r, o, "samples", false, &g->samples);
+	proto_unknown_keys(r, o, gpu_use_keys);
+}
+
+void proto_get_usage(struct proto_rd *r, const json_t *o, struct drv_proto_usage **out)
+{
+	json_t *v = proto_get(r, o, "usage", false, proto_is_obj, "an object");
+	struct drv_proto_usage *u;
+	size_t mark;
+
+	*out = NULL;
+	if (!v)
+		return;
+	u = drv_calloc(1, sizeof(*u));
+	*out = u;
+	u->cpu_s = -1;
+	u->mem_max_mib = -1;
+	mark = proto_push_key(r, "usage");
+	proto_get_num(r, v, "cpu_s", &u->cpu_s);
+	proto_get_int(r, v, "mem_max_mib", false, &u->mem_max_mib);
+	proto_get_list(r, v, "gpus", false, sizeof(*u->gpus), item_gpu_use, &u->gpus, &u->ngpus);
+	proto_unknown_keys(r, v, usage_keys);
+	proto_pop(r, mark);
+}
+
+json_t *proto_usage_encode(const struct drv_proto_usage *u)
+{
+	json_t *o = json_object(), *gs = json_array();
+
+	if (u->cpu_s >= 0)
+		json_object_set_new(o, "cpu_s", json_real(u->cpu_s));
+	if (u->mem_max_mib >= 0)
+		proto_put_int(o, "mem_max_mib", u->mem_max_mib);
+	for (size_t i = 0; i < u->ngpus; i++) {
+		const struct drv_proto_gpu_use *g = &u->gpus[i];
+		json_t *e = json_object();
+
+		proto_put_int(e, "gpu", g->gpu);
+		json_object_set_new(e, "util_pct", json_real(g->util_pct));
+		if (g->mem_max_mib >= 0)
+			proto_put_int(e, "mem_max_mib", g->mem_max_mib);
+		proto_put_int(e, "samples", g->samples);
+		json_array_append_new(gs, e);
+	}
+	json_object_set_new(o, "gpus", gs);
+	return o;
+}
+
+json_t *drv_proto_usage_encode(const struct drv_proto_usage *u)
+{
+	return proto_usage_encode(u);
+}
+
+void proto_usage_free(struct drv_proto_usage *u)
+{
+	if (!u)
+		return;
+	drv_free(u->gpus);
+	drv_free(u);
+}
+
+void proto_refs_release(struct drv_proto_ref *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		proto_usage_free(v[i].usage);
+		v[i].usage = NULL;
+	}
+}
+
+/* --- (task_id, epoch) references -------------------------------------------- */
+
+static const char *const ref_keys[] = { "task_id", "epoch", "pid", "state", "reason", "usage",
+	NULL };
 
 void proto_item_ref(struct proto_rd *r, const json_t *o, void *el)
 {
@@ -23,6 +110,7 @@ void proto_item_ref(struct proto_rd *r, const json_t *o, void *el)
 	proto_get_int(r, o, "pid", false, &x->pid);
 	proto_get_str(r, o, "state", false, &x->state);
 	proto_get_str(r, o, "reason", false, &x->reason);
+	proto_get_usage(r, o, &x->usage);
 	proto_unknown_keys(r, o, ref_keys);
 }
 
@@ -39,6 +127,8 @@ json_t *proto_refs_encode(const struct drv_proto_ref *v, size_t n)
 			proto_put_int(o, "pid", v[i].pid);
 		proto_put_opt_str(o, "state", v[i].state);
 		proto_put_opt_str(o, "reason", v[i].reason);
+		if (v[i].usage)
+			json_object_set_new(o, "usage", proto_usage_encode(v[i].usage));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -105,7 +195,8 @@ const char *drv_proto_task_state_name(enum drv_proto_task_state s)
 }
 
 static const char *const report_keys[] = { "task_id", "epoch", "state", "pid", "time",
-	"exit_code", "signal", "signal_name", "oom_killed", "timed_out", "fenced", "reason", NULL };
+	"exit_code", "signal", "signal_name", "oom_killed", "timed_out", "fenced", "reason", "usage",
+	NULL };
 
 void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
 {
@@ -133,6 +224,7 @@ void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
 	proto_get_bool(r, o, "timed_out", false, &x->timed_out);
 	proto_get_bool(r, o, "fenced", false, &x->fenced);
 	proto_get_str(r, o, "reason", false, &x->reason);
+	proto_get_usage(r, o, &x->usage);
 	proto_unknown_keys(r, o, report_keys);
 }
 
@@ -160,6 +252,8 @@ json_t *proto_report_encode(const struct drv_proto_report *x)
 			json_object_set_new(o, "fenced", json_true());
 	}
 	proto_put_opt_str(o, "reason", x->reason);
+	if (x->usage)
+		json_object_set_new(o, "usage", proto_usage_encode(x->usage));
 	return o;
 }
 

@@ -26,9 +26,11 @@ static const char *const by_names[] = { "tenant", "user", "pool", "job" };
 struct arow {
 	char *group;
 	uint64_t job;
+	int32_t attempt;       /* by job: the rows of a job go in attempt order */
 	int64_t jobs, attempts;
 	int64_t milli_s, micro;
 	char *name, *user, *tenant, *state;   /* by job only (else NULL) */
+	char *efficiency;                     /* by job only: JSON text, NULL none */
 };
 
 struct acollect {
@@ -54,6 +56,7 @@ static void add_row(struct acollect *c, const struct drv_store_acct *a)
 	memset(r, 0, sizeof(*r));
 	r->group = drv_strdup(g ? g : "");
 	r->job = a->job;
+	r->attempt = a->attempt;
 	r->attempts = 1;
 	r->milli_s = a->gpu_milli_s;
 	r->micro = a->cost_micro;
@@ -62,6 +65,7 @@ static void add_row(struct acollect *c, const struct drv_store_acct *a)
 		r->user = drv_strdup(a->user ? a->user : "");
 		r->tenant = drv_strdup(a->tenant ? a->tenant : "");
 		r->state = drv_strdup(a->state ? a->state : "");
+		r->efficiency = a->efficiency ? drv_strdup(a->efficiency) : NULL;
 	}
 }
 
@@ -118,6 +122,7 @@ static void running_rows(struct drv_server *s, struct acollect *c, int64_t now)
 			continue;
 		srv_acct_row(s, j, srv_jstate_name(j->state), now, &a);
 		add_row(c, &a);
+		free((char *)a.efficiency);   /* json_dumps' */
 	}
 }
 
@@ -135,7 +140,9 @@ static int arow_cmp_job(const void *x, const void *y)
 {
 	const struct arow *a = x, *b = y;
 
-	return a->job < b->job ? -1 : a->job > b->job;
+	if (a->job != b->job)
+		return a->job < b->job ? -1 : 1;
+	return a->attempt < b->attempt ? -1 : a->attempt > b->attempt;
 }
 
 static json_t *sums_json(int64_t jobs, int64_t attempts, int64_t milli_s, int64_t micro)
@@ -143,6 +150,19 @@ static json_t *sums_json(int64_t jobs, int64_t attempts, int64_t milli_s, int64_
 	return json_pack("{s:I,s:I,s:f,s:f}", "jobs", (json_int_t)jobs, "attempts",
 			 (json_int_t)attempts, "gpu_hours", (double)milli_s / 3.6e6, "cost_usd",
 			 (double)micro / 1e6);
+}
+
+/* A by-job item's own keys, from its last attempt r: the job's id as a
+ * number (what a face such as sacct keys its CostUSD on), name, user,
+ * tenant, state and the attempt's efficiency (null when none was reported). */
+static void by_job_keys(json_t *it, const struct arow *r)
+{
+	json_t *eff = r->efficiency ? json_loads(r->efficiency, 0, NULL) : NULL;
+
+	json_object_update_new(it, json_pack("{s:I,s:s,s:s,s:s,s:s,s:o}", "job",
+					     (json_int_t)r->job, "name", r->name, "user", r->user,
+					     "tenant", r->tenant, "state", r->state, "efficiency",
+					     eff ? eff : json_null()));
 }
 
 /* Groups the rows (sorted) into items; the totals into *tot. */
@@ -170,9 +190,7 @@ static json_t *group_rows(struct acollect *c, json_t **tot)
 		it = sums_json(jobs, attempts, ms, micro);
 		json_object_set_new(it, "group", json_string(c->v[i].group));
 		if (c->by == BY_JOB)
-			json_object_update_new(it, json_pack("{s:s,s:s,s:s,s:s}", "name",
-				c->v[k - 1].name, "user", c->v[k - 1].user, "tenant",
-				c->v[k - 1].tenant, "state", c->v[k - 1].state));
+			by_job_keys(it, &c->v[k - 1]);
 		json_array_append_new(items, it);
 		tj += jobs;
 		ta += attempts;
@@ -192,6 +210,7 @@ static void collect_release(struct acollect *c)
 		drv_free(c->v[i].user);
 		drv_free(c->v[i].tenant);
 		drv_free(c->v[i].state);
+		drv_free(c->v[i].efficiency);
 	}
 	drv_free(c->v);
 }

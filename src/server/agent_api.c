@@ -465,6 +465,8 @@ static void report_exited(struct drv_server *s, struct srv_job *j, int32_t rank,
 	t->exit_code = (int)rep->exit_code;
 	t->signal = (int)rep->signal;
 	t->oom = rep->oom_killed;
+	if (rep->usage)
+		srv_task_set_usage(t, rep->usage);
 	if (!t->start_time)
 		t->start_time = drv_wall_s();
 	if (j->stop_reason)
@@ -539,12 +541,28 @@ static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto
 	return true;
 }
 
+/* What a running task used so far: kept in memory (the job's record is
+ * written when something else changes; the end report's figures are
+ * written with the end). */
+static void live_usage(struct drv_server *s, const struct drv_proto_ref *r)
+{
+	uint64_t jid;
+	int32_t rank;
+	struct srv_job *j;
+
+	if (parse_task_id(r->task_id, &jid, &rank) && (j = srv_job_get(s, jid)) &&
+	    rank < j->ntasks)
+		srv_task_set_usage(&j->tasks[rank], r->usage);
+}
+
 /* Task states and reports of the sync; the stale ones go to c. */
 static void sync_tasks(struct drv_server *s, int32_t i, struct sync_call *c)
 {
 	for (size_t k = 0; k < c->m.ntasks; k++)
 		if (!wanted(s, i, c->m.tasks[k].task_id, c->m.tasks[k].epoch))
 			add_stale(c, c->m.tasks[k].task_id, c->m.tasks[k].epoch);
+		else if (c->m.tasks[k].usage)
+			live_usage(s, &c->m.tasks[k]);
 	for (size_t k = 0; k < c->m.nreports; k++)
 		if (!apply_report(s, i, &c->m.reports[k]))
 			add_stale(c, c->m.reports[k].task_id, c->m.reports[k].epoch);

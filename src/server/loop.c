@@ -26,7 +26,10 @@ static void apply_start(struct drv_server *s, const struct drv_sched_decision *d
 	if (!j || !p)
 		return;
 	for (int32_t i = 0; i < j->ntasks; i++)
+		{
 		drv_free(j->tasks[i].reason);
+		json_decref(j->tasks[i].usage);
+	}
 	srv_cost_fold(s, j, drv_wall_s());
 	drv_free(j->tasks);
 	j->tasks = drv_calloc((size_t)p->ntasks + 1, sizeof(*j->tasks));

@@ -112,6 +112,8 @@ static bool load_task(struct drv_server *s, struct srv_task *k, const json_t *t,
 	srv_set_str(&k->reason, drv_json_str(t, "reason"));
 	k->start_time = drv_json_int(t, "start_time", 0);
 	k->end_time = drv_json_int(t, "end_time", 0);
+	if (json_is_object(json_object_get(t, "usage")))
+		k->usage = json_incref(json_object_get(t, "usage"));
 	if (k->node < 0 || s->cluster.nodes[k->node].ngpus == 0) {
 		/* its node is gone from the cluster: the task is lost */
 		if (k->node < 0)

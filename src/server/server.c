@@ -318,6 +318,9 @@ static int start_http(struct drv_server *s, const struct drv_server_opts *o, con
 					errsz);
 	if (rc == DRV_EPERM)
 		rc = DRV_EINVAL;   /* a key others may read: bad input, exit 2 */
+	if (rc == DRV_EEXIST)  /* a setting that cannot work here: exit 2 */
+		snprintf(err, errsz, "listen %s: the port is taken by another process (another "
+			 "drover?); pick another with --listen or the config's listen", listen);
 	if (rc == 0)
 		drv_http_server_set_client_limit(s->http, (unsigned)s->cfg.max_unauth_per_client);
 	if (rc == 0 && !drv_http_server_tls(s->http) && !drv_http_addr_loopback(listen))

@@ -77,6 +77,7 @@ struct srv_task {
 	char *reason;
 	int64_t start_time, end_time;
 	int64_t counted_micro;     /* of its cost, what the counters have (cost.c) */
+	json_t *usage;             /* what it used, as its agent last said (proto's usage form) */
 };
 
 /*
@@ -600,6 +601,13 @@ void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *
 void srv_job_evict(struct drv_server *s, struct srv_job *j);
 /* Accounting: the row of j's attempt ending now (or, for a running one,
  * as if it ended at `now`) into a (strings borrowed from j and the cluster). */
+/* efficiency.c: the job's efficiency (seff: GPU utilisation and memory
+ * high-water mark per GPU and in all, CPU and memory efficiency) from its
+ * tasks' usage, as docs/api.md's `efficiency`; NULL when no agent has
+ * said anything yet. A new reference. srv_task_set_usage keeps u (may be
+ * NULL: nothing) on t. */
+json_t *srv_job_efficiency(struct drv_server *s, struct srv_job *j, int64_t now);
+void srv_task_set_usage(struct srv_task *t, const struct drv_proto_usage *u);
 void srv_acct_row(struct drv_server *s, struct srv_job *j, const char *state, int64_t now,
 		  struct drv_store_acct *a);
 /* Queues j's ended attempt's accounting row for the next flush. */

@@ -50,7 +50,10 @@ void srv_job_free(struct srv_job *j)
 	json_decref(j->canon);
 	drv_free(j->reason);
 	for (int32_t i = 0; i < j->ntasks; i++)
+		{
 		drv_free(j->tasks[i].reason);
+		json_decref(j->tasks[i].usage);
+	}
 	drv_free(j->tasks);
 	drv_free(j->stop_reason);
 	json_decref(j->events);
@@ -658,6 +661,12 @@ void srv_acct_row(struct drv_server *s, struct srv_job *j, const char *state, in
 					  (end - t->start_time);
 		a->cost_micro += srv_task_cost_micro(s, t, now, 0);   /* as the job's cost_usd */
 	}
+	{
+		json_t *eff = srv_job_efficiency(s, j, now);
+
+		a->efficiency = eff ? json_dumps(eff, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+		json_decref(eff);
+	}
 }
 
 void srv_wacct_release(struct wacct *w)
@@ -667,6 +676,7 @@ void srv_wacct_release(struct wacct *w)
 	drv_free((char *)w->a.tenant);
 	drv_free((char *)w->a.pool);
 	drv_free((char *)w->a.state);
+	free((char *)w->a.efficiency);   /* json_dumps' */
 	memset(w, 0, sizeof(*w));
 }
 

@@ -36,6 +36,8 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 				  "signal", t->signal, "oom", t->oom, "reason",
 				  t->reason ? t->reason : "", "start_time", (json_int_t)t->start_time,
 				  "end_time", (json_int_t)t->end_time));
+		if (t->usage)
+			json_object_set(json_array_get(tasks, (size_t)i), "usage", t->usage);
 	}
 	doc = json_pack("{s:I,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o,s:O,s:o,s:b,s:b,s:o,s:O}",
 			 "id", (json_int_t)j->id, "state", srv_jstate_name(j->state), "reason",
@@ -151,6 +153,11 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 	json_object_set_new(o, "end_time", srv_json_time(j->end_time));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
 	json_object_set_new(o, "cost_usd", srv_json_usd(srv_job_cost_micro(s, j, drv_wall_s())));
+	{
+		json_t *eff = srv_job_efficiency(s, j, drv_wall_s());
+
+		json_object_set_new(o, "efficiency", eff ? eff : json_null());
+	}
 	json_object_set_new(o, "hold", j->budget_held ? json_string("budget")
 				       : j->par && j->par->suspended ? json_string("suspend")
 				       : json_null());

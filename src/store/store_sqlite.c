@@ -113,6 +113,8 @@ static const char *const migrations[] = {
 	"  created INTEGER NOT NULL,"
 	"  PRIMARY KEY (user, key));"
 	"CREATE INDEX idem_by_created ON idem(created);",
+	/* 5 -> 6: each attempt's efficiency (seff's figures) as JSON */
+	"ALTER TABLE acct ADD COLUMN efficiency TEXT;",
 };
 
 enum {
@@ -173,10 +175,10 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_PURGE_JOBS] = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs"
 			  " WHERE done = 1 AND end_time < ?1 ORDER BY end_time LIMIT ?2)",
 	[ST_PUT_ACCT] = "INSERT OR REPLACE INTO acct(job,attempt,name,user,tenant,pool,state,"
-			"submit_time,start_time,end_time,exit_code,gpu_milli_s,cost_micro)"
-			" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			"submit_time,start_time,end_time,exit_code,gpu_milli_s,cost_micro,efficiency)"
+			" VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[ST_LOAD_ACCT] = "SELECT job,attempt,name,user,tenant,pool,state,submit_time,start_time,"
-			 "end_time,exit_code,gpu_milli_s,cost_micro FROM acct"
+			 "end_time,exit_code,gpu_milli_s,cost_micro,efficiency FROM acct"
 			 " WHERE end_time >= ? AND end_time < ? ORDER BY end_time, job, attempt",
 	[ST_PUT_IDEM] = "INSERT OR REPLACE INTO idem(user,key,fingerprint,status,body,headers,created)"
 			" VALUES(?,?,?,?,?,?,?)",
@@ -491,6 +493,10 @@ static int sq_put_acct(struct drv_store *s, const struct drv_store_acct *a)
 		sqlite3_bind_null(st, 11);
 	sqlite3_bind_int64(st, 12, a->gpu_milli_s);
 	sqlite3_bind_int64(st, 13, a->cost_micro);
+	if (a->efficiency)
+		bind_text(st, 14, a->efficiency);
+	else
+		sqlite3_bind_null(st, 14);
 	return step_done(s, st, "put_acct");
 }
 
@@ -515,6 +521,7 @@ static int sq_load_acct(struct drv_store *s, int64_t since, int64_t until,
 			.exit_code = sqlite3_column_int(st, 10),
 			.gpu_milli_s = sqlite3_column_int64(st, 11),
 			.cost_micro = sqlite3_column_int64(st, 12),
+			.efficiency = col(st, 13),
 		};
 		int r = fn(&a, cls);
 

@@ -26,6 +26,22 @@ for flags in "--listen 127.0.0.1:$HELD" "--listen 127.0.0.1:0 --metrics-listen 1
 done
 grep -q '^RestartPreventExitStatus=2$' "$ROOT/deploy/systemd/drover-agent.service" ||
 	fail "the agent's unit restarts a setting that cannot work (no RestartPreventExitStatus=2)"
+grep -q '^RestartPreventExitStatus=2$' "$ROOT/deploy/systemd/drover-server.service" ||
+	fail "the server's unit restarts a setting that cannot work (no RestartPreventExitStatus=2)"
+# the controller and drover up: the same, one line and exit 2
+busy_cmd() { # WHAT CMD...: exit 2 and one line naming the taken port
+	what=$1
+	shift
+	XDG_CONFIG_HOME="$TEST_TMP/xdg" "$@" >"$TEST_TMP/busy.out" 2>"$TEST_TMP/busy.err" </dev/null
+	expect_eq "exit status of $what on a taken port" "$?" 2
+	expect_eq "$what: error lines" "$(wc -l <"$TEST_TMP/busy.err")" 1
+	grep -q "127.0.0.1:$HELD: the port is taken by another process" "$TEST_TMP/busy.err" ||
+		fail "$what: no clear line for the taken port: $(cat "$TEST_TMP/busy.err")"
+}
+busy_cmd "drover server" "$DROVER" server --listen "127.0.0.1:$HELD" --state "$TEST_TMP/srv"
+busy_cmd "drover up --listen" "$DROVER" up --listen "127.0.0.1:$HELD" --state "$TEST_TMP/up1"
+busy_cmd "drover up --agent-listen" "$DROVER" up --listen "127.0.0.1:$(free_port)" \
+	--agent-listen "127.0.0.1:$HELD" --state "$TEST_TMP/up2" --fake-gpus 1xH100
 
 # --- metrics apart, GPU series off, the mapping directory
 TOKEN=t0k

@@ -544,7 +544,14 @@ Test(launch, shim_records_the_end_durably_and_an_adopter_reads_it)
 	run(&p);
 	cr_assert(eq(int, p.exit_code, 3));
 	status = slurp(p.status_path);
-	cr_assert(eq(str, status, "3 0 0 0\n\n"));
+	cr_assert(eq(int, strncmp(status, "3 0 0 0\n\n", 9), 0), "%s", status);
+	{
+		long long cpu = -1, rss = -1;   /* the task's rusage, for its efficiency */
+
+		cr_assert(eq(int, sscanf(status + 9, "%lld %lld", &cpu, &rss), 2), "%s", status);
+		cr_assert(cpu >= 0 && rss > 0, "%s", status);
+		cr_assert(eq(i64, q.mem_peak_bytes, rss), "the adopter reads it too");
+	}
 	free(status);
 }
 

@@ -235,6 +235,80 @@ Test(proto, strict_about_required_keys_and_types)
 	reply_error("[]", "message: expected a mapping, found a list");
 }
 
+/* A task's usage (seff) rides on a sync's task states and on its end
+ * report, and comes back as sent. */
+Test(proto, usage_round_trip)
+{
+	struct drv_proto_sync m, back;
+	struct drv_proto_dec d = quiet();
+	struct drv_proto_gpu_use *gu = calloc(2, sizeof(*gu));
+	struct drv_proto_usage *live = calloc(1, sizeof(*live)), *end = calloc(1, sizeof(*end));
+	struct drv_proto_ref *tasks = calloc(1, sizeof(*tasks));
+	struct drv_proto_report *reps = calloc(1, sizeof(*reps));
+	json_t *j;
+	char *a, *b;
+
+	gu[0] = (struct drv_proto_gpu_use){ .gpu = 3, .util_pct = 87.25, .mem_max_mib = 58000,
+					    .samples = 12 };
+	gu[1] = (struct drv_proto_gpu_use){ .gpu = 5, .util_pct = 0, .mem_max_mib = -1,
+					    .samples = 12 };
+	*live = (struct drv_proto_usage){ .cpu_s = 1.5, .mem_max_mib = 300, .gpus = gu, .ngpus = 2 };
+	*end = (struct drv_proto_usage){ .cpu_s = -1, .mem_max_mib = 812 };
+	tasks[0] = (struct drv_proto_ref){ .task_id = "42.0", .epoch = 7, .state = "running",
+					   .usage = live };
+	reps[0] = (struct drv_proto_report){ .task_id = "43.0", .epoch = 9,
+					     .state = DRV_PROTO_EXITED, .exit_code = 0, .usage = end };
+	drv_proto_sync_init(&m);
+	m.node = "node-a";
+	m.session = 1;
+	m.tasks = tasks;
+	m.ntasks = 1;
+	m.reports = reps;
+	m.nreports = 1;
+	j = drv_proto_sync_encode(&m);
+	cr_assert(eq(int, drv_proto_sync_decode(j, &back, &d), 0), "%s", d.err);
+	cr_assert(not(eq(ptr, back.tasks[0].usage, NULL)));
+	cr_assert(eq(dbl, back.tasks[0].usage->cpu_s, 1.5));
+	cr_assert(eq(i64, back.tasks[0].usage->mem_max_mib, 300));
+	cr_assert(eq(sz, back.tasks[0].usage->ngpus, 2));
+	cr_assert(eq(i64, back.tasks[0].usage->gpus[0].gpu, 3));
+	cr_assert(eq(dbl, back.tasks[0].usage->gpus[0].util_pct, 87.25));
+	cr_assert(eq(i64, back.tasks[0].usage->gpus[0].mem_max_mib, 58000));
+	cr_assert(eq(i64, back.tasks[0].usage->gpus[1].mem_max_mib, -1), "absent: -1");
+	cr_assert(eq(i64, back.tasks[0].usage->gpus[1].samples, 12));
+	cr_assert(eq(dbl, back.reports[0].usage->cpu_s, -1), "absent: unknown");
+	cr_assert(eq(i64, back.reports[0].usage->mem_max_mib, 812));
+	cr_assert(eq(sz, back.reports[0].usage->ngpus, 0));
+	a = dump(j);
+	b = dump(drv_proto_sync_encode(&back));
+	cr_assert(eq(str, a, b));
+	free(a);
+	free(b);
+	drv_proto_sync_release(&back);
+	drv_proto_sync_release(&m);   /* the sender's usage is freed the same way */
+}
+
+Test(proto, usage_fields_are_typed)
+{
+	struct drv_proto_sync m;
+	struct drv_proto_dec d = quiet();
+	json_t *j = parse("{\"node\": \"a\", \"session\": 1, \"version\": 0, \"tasks\": "
+			  "[{\"task_id\": \"1.0\", \"epoch\": 1, \"usage\": {\"gpus\": "
+			  "[{\"gpu\": 0}, {\"util_pct\": 3}]}}]}");
+
+	cr_assert(eq(int, drv_proto_sync_decode(j, &m, &d), DRV_EINVAL));
+	cr_assert(eq(str, d.err, "tasks[0].usage.gpus[1].gpu: missing (expected an integer)"),
+		  "%s", d.err);
+	json_decref(j);
+	j = parse("{\"node\": \"a\", \"session\": 1, \"version\": 0, \"reports\": "
+		  "[{\"task_id\": \"1.0\", \"epoch\": 1, \"state\": \"exited\", "
+		  "\"usage\": {\"cpu_s\": \"lots\"}}]}");
+	cr_assert(eq(int, drv_proto_sync_decode(j, &m, &d), DRV_EINVAL));
+	cr_assert(eq(str, d.err, "reports[0].usage.cpu_s: expected a number, found a string"),
+		  "%s", d.err);
+	json_decref(j);
+}
+
 Test(proto, report_state_must_be_known)
 {
 	struct drv_proto_sync m;
