@@ -34,7 +34,7 @@ busy_cmd() { # WHAT CMD...: exit 2 and one line naming the taken port
 	shift
 	XDG_CONFIG_HOME="$TEST_TMP/xdg" "$@" >"$TEST_TMP/busy.out" 2>"$TEST_TMP/busy.err" </dev/null
 	expect_eq "exit status of $what on a taken port" "$?" 2
-	expect_eq "$what: error lines" "$(wc -l <"$TEST_TMP/busy.err")" 1
+	expect_eq "$what: error lines" "$(grep -c 'port is taken' "$TEST_TMP/busy.err")" 1
 	grep -q "127.0.0.1:$HELD: the port is taken by another process" "$TEST_TMP/busy.err" ||
 		fail "$what: no clear line for the taken port: $(cat "$TEST_TMP/busy.err")"
 }
