@@ -125,6 +125,7 @@ struct drv_slurm_extra {
 	char *account;
 	char *partition;        /* also copied to queue */
 	bool requeue;           /* --requeue (false: --no-requeue or not given) */
+	bool hold;              /* -H/--hold: submitted with a user hold */
 	int32_t signal;         /* --signal number (SIGUSR1 = 10, ...); 0 = none */
 	int32_t signal_secs;    /* @secs before the time limit (Slurm default 60) */
 	bool signal_batch_only; /* B: prefix */

@@ -255,6 +255,15 @@ static uint64_t add_jobs(struct drv_server *s, struct srv_job **js, size_t n, co
 		j->canon = drv_jobspec_to_json(&j->spec);
 		j->state = J_PENDING;
 		set_reason(j, why);
+		if (j->spec.slurm.hold && !j->spec.array.spec) {   /* sbatch -H; an array's elements */
+			char hw[256];
+
+			j->hold = SRV_HOLD_USER;
+			snprintf(hw, sizeof(hw), "held: submitted with --hold by %s; "
+				 "POST /v1/jobs/%llu/release (scontrol release) lets it run", by,
+				 (unsigned long long)j->id);
+			set_reason(j, hw);
+		}
 		srv_elements_added(s, j);
 		json_array_append_new(j->events,
 				      json_pack("{s:I,s:n,s:s,s:s}", "time", (json_int_t)now, "from",
@@ -802,7 +811,168 @@ out:
  * job (CONTRACTS.md section 4); today the `suspend` hold of a Kubernetes
  * Job written with spec.suspend: true. 409 when the job holds none.
  */
+/* Takes pending job j (not a parent) off the scheduler under hold kind. */
+static void hold_one(struct drv_server *s, struct srv_job *j, uint8_t kind, const char *why)
+{
+	if (j->in_sched) {
+		drv_sched_finish(s->sched, j->id, drv_wall_s());
+		j->in_sched = false;
+	}
+	j->hold = kind;
+	srv_job_transition(s, j, J_PENDING, why);
+	srv_job_mark(s, j);
+}
+
+/* Lifts j's hold; false when c may not (an admin hold needs an admin). */
+static bool release_one(struct drv_server *s, struct caller *c, struct srv_job *j, const char *why)
+{
+	if (!j->hold || (j->hold == SRV_HOLD_ADMIN && !c->admin))
+		return false;
+	j->hold = SRV_HOLD_NONE;
+	srv_job_transition(s, j, J_PENDING, why);
+	srv_job_queue(s, j);
+	srv_job_mark(s, j);
+	srv_sched_kick(s);
+	return true;
+}
+
+/* The parent's elements still in memory. */
+#define EACH_ELEMENT(s, p, e)                                                           \
+	for (uint64_t id_ = (p)->par->first; id_ < (p)->par->first + (uint64_t)(p)->par->n; \
+	     id_++)                                                                     \
+		if (((e) = srv_job_get((s), id_)) != NULL && (e)->parent == (p)->id)
+
+/*
+ * POST /v1/jobs/ID/release: lifts the hold a caller may lift
+ * (CONTRACTS.md section 4): a `user` hold on one's own job (sbatch -H,
+ * scontrol hold by a user), an `admin` hold by an admin, and the `suspend`
+ * hold of a Kubernetes Job written with spec.suspend: true. For a parent,
+ * its held elements. 409 when the job holds nothing, 403 for an admin
+ * hold released by a user.
+ */
 int srv_api_release(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	struct srv_job *j, *e, *tmp = NULL;
+	char why[160];
+	int n = 0, denied = 0;
+
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o, &tmp);
+	if (!j)
+		goto out;
+	snprintf(why, sizeof(why), "released by %s", c->user);
+	if (!tmp && j->par) {
+		EACH_ELEMENT(s, j, e)
+			if (e->hold && e->state == J_PENDING) {
+				denied += e->hold == SRV_HOLD_ADMIN && !c->admin;
+				n += release_one(s, c, e, why);
+			}
+	} else if (!tmp && j->hold && j->state == J_PENDING) {
+		denied += j->hold == SRV_HOLD_ADMIN && !c->admin;
+		n += release_one(s, c, j, why);
+	}
+	snprintf(why, sizeof(why), "resumed by %s: its pods may run", c->user);
+	if (!tmp && !n && !denied && srv_elements_resume(s, j, why))
+		n++;
+	if (denied && !n) {
+		drv_http_resp_error(o, 403, "forbidden", NULL, "job %llu has an admin hold; only an "
+				    "admin may release it", (unsigned long long)j->id);
+		goto out;
+	}
+	if (!n) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu holds nothing to release "
+				    "(%s)", (unsigned long long)j->id, srv_jstate_name(j->state));
+		goto out;
+	}
+	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the release is not on disk yet: ");
+out:
+	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
+	return 0;
+}
+
+/*
+ * POST /v1/jobs/ID/hold [{"kind": "user"|"admin"}]: a pending job (or a
+ * parent's pending elements) stays pending, unseen by the scheduler, until
+ * released. The kind defaults to admin for admins (scontrol hold) and is
+ * user otherwise (scontrol uhold); a user may not set an admin hold (403).
+ * 409 when nothing is pending (Slurm: "Job is no longer pending execution").
+ */
+int srv_api_hold(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	struct srv_job *j, *e, *tmp = NULL;
+	json_t *body = NULL;
+	const char *kind = NULL;
+	uint8_t k = c->admin ? SRV_HOLD_ADMIN : SRV_HOLD_USER;
+	size_t len;
+	char why[160];
+	int n = 0;
+
+	drv_http_req_body(r, &len);
+	if (len) {
+		if (!(body = drv_http_req_json(r, o)))
+			return 0;
+		kind = drv_json_str(body, "kind");
+	}
+	if (kind && strcmp(kind, "user") == 0) {
+		k = SRV_HOLD_USER;
+	} else if (kind && strcmp(kind, "admin") == 0) {
+		if (!c->admin) {
+			drv_http_resp_error(o, 403, "forbidden", NULL, "kind: only an admin may set an "
+					    "admin hold");
+			json_decref(body);
+			return 0;
+		}
+		k = SRV_HOLD_ADMIN;
+	} else if (kind) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "kind: found \"%s\", expected user or "
+				    "admin", kind);
+		json_decref(body);
+		return 0;
+	}
+	snprintf(why, sizeof(why), "held by %s (%s hold); POST /v1/jobs/ID/release (scontrol "
+		 "release) lets it run", c->user, k == SRV_HOLD_ADMIN ? "admin" : "user");
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o, &tmp);
+	if (!j)
+		goto out;
+	if (!tmp && j->par) {
+		EACH_ELEMENT(s, j, e)
+			if (e->state == J_PENDING) {
+				hold_one(s, e, k, why);
+				n++;
+			}
+	} else if (!tmp && j->state == J_PENDING) {
+		hold_one(s, j, k, why);
+		n++;
+	}
+	if (!n) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu is no longer pending "
+				    "execution (%s)", (unsigned long long)j->id,
+				    srv_jstate_name(j->state));
+		goto out;
+	}
+	srv_sched_kick(s);
+	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the hold is not on disk yet: ");
+out:
+	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
+	json_decref(body);
+	return 0;
+}
+
+/*
+ * POST /v1/jobs/ID/requeue: a running (or scheduled) job stops its tasks
+ * and goes back to pending as a new attempt (scontrol requeue); 409 for a
+ * job that is pending or has ended.
+ */
+int srv_api_requeue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
 	struct caller *c = caller_of(r);
@@ -813,17 +983,95 @@ int srv_api_release(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	j = route_job(s, r, o, &tmp);
 	if (!j)
 		goto out;
-	snprintf(why, sizeof(why), "resumed by %s: its pods may run", c->user);
-	if (tmp || !srv_elements_resume(s, j, why)) {
-		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu holds nothing to release "
-				    "(%s)", (unsigned long long)j->id, srv_jstate_name(j->state));
+	if (tmp || j->par || !j->holding || srv_jstate_final(j->state) ||
+	    j->state == J_PENDING) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu is %s: only a running job "
+				    "is requeued", (unsigned long long)j->id, srv_jstate_name(j->state));
 		goto out;
 	}
+	snprintf(why, sizeof(why), "requeued by %s", c->user);
+	srv_job_transition(s, j, J_PENDING, why);
+	j->requeue_on_stop = true;
+	j->requeue_quiet = true;
+	srv_set_str(&j->stop_reason, NULL);
+	srv_job_stop_tasks(s, j, why);
+	srv_sched_kick(s);
 	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
-	srv_reply_when_durable(s, r, srv_enqueue(s), "the release is not on disk yet: ");
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the requeue is not on disk yet: ");
 out:
 	pthread_mutex_unlock(&s->mu);
 	srv_job_free(tmp);
+	return 0;
+}
+
+/*
+ * PATCH /v1/jobs/ID {"time_limit_s": N}: a pending job's time limit
+ * (CONTRACTS.md section 4): a user may only lower it, an admin may also
+ * raise it (0: none, admins only); Slurm's scontrol update TimeLimit=.
+ * A running job's limit is fixed at its start (409).
+ */
+int srv_api_job_patch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct caller *c = caller_of(r);
+	struct srv_job *j, *tmp = NULL;
+	json_t *body = drv_http_req_json(r, o), *v;
+	const char *key;
+	int64_t lim;
+	char why[200];
+
+	if (!body)
+		return 0;
+	json_object_foreach(body, key, v) {
+		if (strcmp(key, "time_limit_s") != 0) {
+			drv_http_resp_error(o, 400, "invalid", NULL, "%s: found an unknown field, "
+					    "expected time_limit_s", key);
+			json_decref(body);
+			return 0;
+		}
+	}
+	v = json_object_get(body, "time_limit_s");
+	if (!json_is_integer(v) || json_integer_value(v) < 0) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "time_limit_s: expected a number of "
+				    "seconds, 0 or more");
+		json_decref(body);
+		return 0;
+	}
+	lim = json_integer_value(v);
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o, &tmp);
+	if (!j)
+		goto out;
+	if (tmp || j->state != J_PENDING || j->par) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu is %s: only a pending job's "
+				    "time limit changes (a running job keeps the one it started with)",
+				    (unsigned long long)j->id, j->par ? "a parent" : srv_jstate_name(j->state));
+		goto out;
+	}
+	if (!c->admin && (lim == 0 || (j->spec.job.time_limit && lim > j->spec.job.time_limit) ||
+			  !j->spec.job.time_limit)) {
+		drv_http_resp_error(o, 403, "forbidden", NULL, "time_limit_s: a user may only lower "
+				    "a time limit (now %lld s); an admin may raise it",
+				    (long long)j->spec.job.time_limit);
+		goto out;
+	}
+	if (j->in_sched) {
+		drv_sched_finish(s->sched, j->id, drv_wall_s());
+		j->in_sched = false;
+	}
+	j->spec.job.time_limit = lim;
+	json_object_set_new(j->canon, "timeLimit", json_integer(lim));
+	snprintf(why, sizeof(why), "time limit set to %lld s by %s", (long long)lim, c->user);
+	srv_job_transition(s, j, J_PENDING, why);
+	srv_job_queue(s, j);
+	srv_job_mark(s, j);
+	srv_sched_kick(s);
+	drv_http_resp_json(o, 200, srv_job_api_json(s, j, false));
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the change is not on disk yet: ");
+out:
+	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
+	json_decref(body);
 	return 0;
 }
 

@@ -160,6 +160,7 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	j->parent = (uint64_t)drv_json_int(doc, "parent", 0);
 	j->index = (int32_t)drv_json_int(doc, "index", 0);
 	j->gated = drv_json_bool(doc, "gated", 0);
+	j->hold = (uint8_t)drv_json_int(doc, "hold", 0);
 	{
 		const json_t *el = json_object_get(doc, "elements");
 
@@ -278,7 +279,7 @@ static void restore_sched(struct drv_server *s)
 			srv_deps_gate(s, j);   /* found waiting again; the loop judges it */
 		if (j->gated && j->state == J_PENDING)
 			continue;      /* waits for its turn under the parent's parallelism */
-		if (j->dep_wait)
+		if (j->dep_wait || (j->hold && j->state == J_PENDING))
 			continue;
 		if (j->holding) {
 			bool lost = false;

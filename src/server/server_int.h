@@ -119,6 +119,7 @@ struct srv_job {
 	int32_t index;             /* an element: its index (completion index, 0-based, or
 				    * Slurm array task id) */
 	bool gated;                /* an element over the parallelism: not yet scheduled */
+	uint8_t hold;              /* SRV_HOLD_USER or _ADMIN: pending, off the scheduler */
 	/* Slurm --dependency (deps.c): waiting, not given to the scheduler */
 	bool dep_wait;
 	bool dep_never;            /* ... and it can never be satisfied */
@@ -145,6 +146,9 @@ struct srv_parent {
 				    * and their index is the array task id */
 	bool suspended;            /* spec.suspend: a `suspend` hold, no element runs */
 };
+
+/* A job's hold (CONTRACTS.md section 4): `scontrol hold`, `sbatch -H`. */
+enum { SRV_HOLD_NONE = 0, SRV_HOLD_USER = 1, SRV_HOLD_ADMIN = 2 };
 
 /* A node as the controller holds it: its agent's session, heartbeat and
  * reported state, parallel to the cluster's struct drv_node. */
@@ -792,6 +796,9 @@ int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_job(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_release(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_hold(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_requeue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_job_patch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_nodes(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);

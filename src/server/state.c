@@ -231,7 +231,7 @@ void srv_job_queue(struct drv_server *s, struct srv_job *j)
 
 	/* a parent never runs; a gated element waits its turn; a job with
 	 * dependencies waits for them */
-	if (j->par || j->gated || j->dep_wait) {
+	if (j->par || j->gated || j->dep_wait || j->hold) {
 		j->in_sched = false;
 		return;
 	}
@@ -425,6 +425,8 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 		return NULL;
 	if (j->budget_held)
 		return "Budget";
+	if (j->hold)
+		return j->hold == SRV_HOLD_ADMIN ? "JobHeldAdmin" : "JobHeldUser";
 	if (j->dep_wait)
 		return j->dep_never ? "DependencyNeverSatisfied" : "Dependency";
 	if (j->runtime_held)

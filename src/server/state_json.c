@@ -58,6 +58,8 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 		json_object_set_new(doc, "index", json_integer(j->index));
 		json_object_set_new(doc, "gated", json_boolean(j->gated));
 	}
+	if (j->hold)
+		json_object_set_new(doc, "hold", json_integer(j->hold));
 	if (j->par)
 		json_object_set_new(doc, "elements",
 				    json_pack("{s:I,s:i,s:i,s:i,s:i,s:i,s:I,s:b}", "first",
@@ -152,13 +154,17 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 	json_object_set_new(o, "start_time", srv_json_time(j->start_time));
 	json_object_set_new(o, "end_time", srv_json_time(j->end_time));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	json_object_set_new(o, "time_limit_s", j->spec.job.time_limit
+				       ? json_integer(j->spec.job.time_limit) : json_null());
 	json_object_set_new(o, "cost_usd", srv_json_usd(srv_job_cost_micro(s, j, drv_wall_s())));
 	{
 		json_t *eff = srv_job_efficiency(s, j, drv_wall_s());
 
 		json_object_set_new(o, "efficiency", eff ? eff : json_null());
 	}
-	json_object_set_new(o, "hold", j->budget_held ? json_string("budget")
+	json_object_set_new(o, "hold", j->hold == SRV_HOLD_USER ? json_string("user")
+				       : j->hold == SRV_HOLD_ADMIN ? json_string("admin")
+				       : j->budget_held ? json_string("budget")
 				       : j->par && j->par->suspended ? json_string("suspend")
 				       : json_null());
 	json_object_set_new(o, "placement", pl);

@@ -139,6 +139,8 @@ static json_t *slurm_json(const struct drv_slurm_extra *e)
 	set_str(x, "account", e->account);
 	if (e->requeue)
 		json_object_set_new(x, "requeue", json_true());
+	if (e->hold)
+		json_object_set_new(x, "hold", json_true());
 	if (e->signal) {
 		json_object_set_new(x, "signal", json_integer(e->signal));
 		json_object_set_new(x, "signalSeconds", json_integer(e->signal_secs));

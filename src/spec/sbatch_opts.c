@@ -36,7 +36,7 @@ static const struct sb_opt opts_tab[] = {
 	{ "gpus", 'G', 1, O_GPUS }, { "gpus-per-node", 0, 1, O_GPUS_PER_NODE },
 	{ "gpus-per-socket", 0, 1, O_IGNORED }, { "gpus-per-task", 0, 1, O_GPUS_PER_TASK },
 	{ "gres", 0, 1, O_GRES }, { "gres-flags", 0, 1, O_IGNORED }, { "help", 'h', 0, O_HELP_LIKE },
-	{ "hint", 0, 1, O_IGNORED }, { "hold", 'H', 0, O_IGNORED }, { "ignore-pbs", 0, 0, O_IGNORED },
+	{ "hint", 0, 1, O_IGNORED }, { "hold", 'H', 0, O_HOLD }, { "ignore-pbs", 0, 0, O_IGNORED },
 	{ "input", 'i', 1, O_IGNORED }, { "job-name", 'J', 1, O_JOB_NAME },
 	{ "kill-on-invalid-dep", 0, 1, O_IGNORED }, { "licenses", 'L', 1, O_IGNORED },
 	{ "mail-type", 0, 1, O_IGNORED }, { "mail-user", 0, 1, O_IGNORED },
@@ -420,6 +420,9 @@ static bool opt_plain(struct sb_ctx *c, const struct sb_opt *o, const char *v, i
 	case O_REQUEUE:
 	case O_NO_REQUEUE:
 		s->slurm.requeue = o->id == O_REQUEUE;
+		return true;
+	case O_HOLD:
+		s->slurm.hold = true;   /* submitted with a user hold (CONTRACTS.md section 4) */
 		return true;
 	default:
 		return false;
