@@ -127,7 +127,8 @@ Test(spec_sbatch, every_spelling_sbatch_accepts)
 	cr_assert(eq(i64, s.job.groups[0].cpu_milli, 48000));
 	cr_assert(eq(i64, s.job.groups[0].mem_mib, 102400));
 	cr_assert(eq(i64, s.job.time_limit, 86400 + 2 * 3600 + 180));
-	cr_assert(not(eq(ptr, json_object_get(s.ignored, "#SBATCH --hold"), NULL)));
+	cr_assert(s.slurm.hold, "-H in a cluster of flags is acted on (a user hold)");
+	cr_assert(eq(ptr, json_object_get(s.ignored, "#SBATCH --hold"), NULL));
 	cr_assert(not(eq(ptr, json_object_get(s.ignored, "#SBATCH --quiet"), NULL)));
 }
 
