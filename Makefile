@@ -12,7 +12,7 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
-PKGS := libfyaml jansson libmicrohttpd libcurl gnutls sqlite3
+PKGS := libfyaml jansson libmicrohttpd libcurl gnutls sqlite3 libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

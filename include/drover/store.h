@@ -26,6 +26,7 @@
 #ifndef DROVER_STORE_H
 #define DROVER_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "drover/common.h"
@@ -182,6 +183,11 @@ struct drv_store_ops {
 	int (*get_idem)(struct drv_store *s, const char *user, const char *key,
 			int (*fn)(const struct drv_store_idem *k, void *cls), void *cls);
 	int (*purge_idem)(struct drv_store *s, int64_t before, int64_t *n);
+	/* Fencing (PostgreSQL; NULL elsewhere): from now on every write
+	 * transaction first checks, in the database and inside the same
+	 * transaction, that the leader lease's term is still term, and is
+	 * refused with DRV_EPERM when another controller took it. 0: none. */
+	int (*fence)(struct drv_store *s, int64_t term);
 	void (*close)(struct drv_store *s);
 };
 
@@ -223,6 +229,52 @@ int drv_store_sqlite_schema_version(void);
 /* Opens path migrating only up to version (tests of migrations). */
 int drv_store_open_sqlite_at(const char *path, int version, struct drv_store **out,
 			     char *errmsg, size_t errsz);
+
+/*
+ * PostgreSQL (store_pg.c, docs/ha.md): url is a libpq URL or conninfo
+ * ("postgres://drover@db.example:5432/drover"); one that carries a
+ * password is refused (DRV_EINVAL), since a URL shows in ps and logs.
+ * The password comes from password_file (mode 0600 or stricter; NULL: none)
+ * or from libpq's own PGPASSFILE or ~/.pgpass. Migrates the schema forward
+ * as the SQLite backend does (a newer database: DRV_EUNSUPP); DRV_EIO with
+ * libpq's reason in errmsg when the database cannot be reached.
+ */
+int drv_store_open_pg(const char *url, const char *password_file, struct drv_store **out,
+		      char *errmsg, size_t errsz);
+int drv_store_open_pg_at(const char *url, const char *password_file, int version,
+			 struct drv_store **out, char *errmsg, size_t errsz);
+int drv_store_pg_schema_version(void);
+/* Whether a --store value names PostgreSQL (postgres:// or postgresql://). */
+bool drv_store_is_pg_url(const char *store);
+
+/*
+ * The leader lease (PostgreSQL only; DRV_EUNSUPP elsewhere): one row with
+ * a term that only grows, the holder, its advertised address and an expiry
+ * kept on the database's clock. Each call gives up after timeout_ms
+ * (DRV_ETIMEDOUT, the connection dropped and made again on the next call),
+ * so a database that stops answering cannot hold a caller. Use a store
+ * handle of its own for these (not the one that writes).
+ *   take:    takes the lease if it has expired, term + 1, for lease_ms:
+ *            0 with *l the new lease, or DRV_EEXIST with *l the holder's.
+ *            holder must name this process alone (a take that timed out
+ *            may still have gone through: the next take finds it ours).
+ *   renew:   extends lease_ms from now if term is still the current one:
+ *            0, or DRV_ESTATE (deposed; *l the current holder's).
+ *   release: ends term's lease now, so a standby takes over at once.
+ */
+struct drv_lease {
+	int64_t term;
+	char holder[128];
+	char addr[300];
+	int64_t expires_in_ms;   /* on the database's clock; < 0: expired */
+};
+int drv_store_lease_take(struct drv_store *s, const char *holder, const char *addr,
+			 int lease_ms, int timeout_ms, struct drv_lease *l);
+int drv_store_lease_renew(struct drv_store *s, int64_t term, int lease_ms, int timeout_ms,
+			  struct drv_lease *l);
+int drv_store_lease_release(struct drv_store *s, int64_t term, int timeout_ms);
+/* Fences s with term (the fence op); DRV_EUNSUPP for a store without one. */
+int drv_store_fence(struct drv_store *s, int64_t term);
 
 /*
  * Fault injection: wraps inner (taking ownership) in a store whose

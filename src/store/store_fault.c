@@ -236,6 +236,11 @@ static int f_purge_idem(struct drv_store *s, int64_t before, int64_t *n)
 	return copy_err(s, INNER(s)->ops->purge_idem(INNER(s), before, n));
 }
 
+static int f_fence(struct drv_store *s, int64_t term)
+{
+	return drv_store_fence(INNER(s), term);
+}
+
 static void f_close(struct drv_store *s)
 {
 	struct fault *f = s->impl;
@@ -273,6 +278,7 @@ static const struct drv_store_ops fault_ops = {
 	.put_idem = f_put_idem,
 	.get_idem = f_get_idem,
 	.purge_idem = f_purge_idem,
+	.fence = f_fence,
 	.close = f_close,
 };
 
@@ -288,6 +294,11 @@ int drv_store_fault_wrap(struct drv_store *inner, struct drv_store **out)
 	s->impl = f;
 	*out = s;
 	return 0;
+}
+
+int drv_store_fence(struct drv_store *s, int64_t term)
+{
+	return s->ops->fence ? s->ops->fence(s, term) : DRV_EUNSUPP;
 }
 
 void drv_store_fault_arm(struct drv_store *s, const char *op, int after, int err)

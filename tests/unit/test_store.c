@@ -1,5 +1,8 @@
 /*
- * test_store.c: the store on real SQLite files: what is committed survives
+ * test_store.c: the store on real SQLite files, and the same tests on a real
+ * PostgreSQL when DROVER_TEST_PG names one (libpq keywords without dbname:
+ * tests/integration/store_pg.sh starts a server and sets it; each test gets
+ * a database of its own): what is committed survives
  * a close and a process that dies without closing; what is rolled back or
  * fails is gone; an old schema is migrated forward with its rows kept; a
  * newer one is refused; event sequence numbers only grow; injected faults
@@ -11,18 +14,51 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <libpq-fe.h>
 
 #include "drover/store.h"
 
 static char dir[256], path[300];
+static char pg_url[600], pg_db[64];   /* pg_url empty: SQLite */
+
+/* Runs one statement on the server's maintenance database. */
+static void pg_admin(const char *sql)
+{
+	char info[600];
+	PGconn *c;
+	PGresult *r;
+
+	snprintf(info, sizeof(info), "%s dbname=postgres", getenv("DROVER_TEST_PG"));
+	c = PQconnectdb(info);
+	cr_assert(eq(int, PQstatus(c), CONNECTION_OK), "%s", PQerrorMessage(c));
+	r = PQexec(c, sql);
+	cr_assert(eq(int, PQresultStatus(r), PGRES_COMMAND_OK), "%s: %s", sql,
+		  PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(c);
+}
 
 static void setup(void)
 {
+	const char *pg = getenv("DROVER_TEST_PG");
+	static int n;
+	char sql[128];
+
 	snprintf(dir, sizeof(dir), "/tmp/drover-store-XXXXXX");
 	cr_assert(ne(ptr, mkdtemp(dir), NULL));
 	snprintf(path, sizeof(path), "%s/state.db", dir);
+	pg_url[0] = '\0';
+	if (pg && *pg) {
+		snprintf(pg_db, sizeof(pg_db), "drover_t%d_%d", (int)getpid(), n++);
+		snprintf(sql, sizeof(sql), "CREATE DATABASE %s", pg_db);
+		pg_admin(sql);
+		snprintf(pg_url, sizeof(pg_url), "%s dbname=%s", pg, pg_db);
+	}
 }
 
 static void teardown(void)
@@ -32,6 +68,22 @@ static void teardown(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
+	if (pg_url[0]) {
+		snprintf(cmd, sizeof(cmd), "DROP DATABASE %s WITH (FORCE)", pg_db);
+		pg_admin(cmd);
+	}
+}
+
+/* Tests of SQLite's own files (its migrations, its paths) skip on PostgreSQL. */
+#define SQLITE_ONLY() do { if (pg_url[0]) cr_skip_test("a test of SQLite's files"); } while (0)
+#define PG_ONLY() do { if (!pg_url[0]) cr_skip_test("DROVER_TEST_PG is not set " \
+	"(tests/integration/store_pg.sh runs this on a real PostgreSQL)"); } while (0)
+
+static int open_any(struct drv_store **s, char *err, size_t errsz)
+{
+	if (pg_url[0])
+		return drv_store_open_pg(pg_url, NULL, s, err, errsz);
+	return drv_store_open_sqlite(path, s, err, errsz);
 }
 
 TestSuite(store, .init = setup, .fini = teardown);
@@ -41,7 +93,7 @@ static struct drv_store *open_store(void)
 	struct drv_store *s = NULL;
 	char err[512];
 
-	cr_assert(eq(int, drv_store_open_sqlite(path, &s, err, sizeof(err)), 0), "%s", err);
+	cr_assert(eq(int, open_any(&s, err, sizeof(err)), 0), "%s", err);
 	return s;
 }
 
@@ -117,7 +169,7 @@ Test(store, a_commit_survives_a_process_that_dies)
 		struct drv_store *c = NULL;
 		char err[256];
 
-		if (drv_store_open_sqlite(path, &c, err, sizeof(err)) < 0)
+		if (open_any(&c, err, sizeof(err)) < 0)
 			_exit(3);
 		drv_store_begin(c);
 		put(c, 5, "pending");
@@ -176,6 +228,8 @@ Test(store, old_schema_is_migrated_with_its_rows)
 	sqlite3 *db;
 	sqlite3_stmt *st;
 
+	SQLITE_ONLY();
+
 	cr_assert(ge(int, drv_store_sqlite_schema_version(), 2));
 	cr_assert(eq(int, drv_store_open_sqlite_at(path, 1, &s, err, sizeof(err)), 0), "%s", err);
 	drv_store_close(s);
@@ -209,6 +263,8 @@ Test(store, newer_schema_is_refused)
 	char err[512], q[64];
 	sqlite3 *db;
 
+	SQLITE_ONLY();
+
 	drv_store_close(s);
 	cr_assert(eq(int, sqlite3_open(path, &db), SQLITE_OK));
 	snprintf(q, sizeof(q), "PRAGMA user_version = %d", drv_store_sqlite_schema_version() + 1);
@@ -222,6 +278,8 @@ Test(store, unwritable_place_is_an_error_with_the_path)
 {
 	struct drv_store *s = NULL;
 	char err[512];
+
+	SQLITE_ONLY();
 
 	cr_assert(eq(int, drv_store_open_sqlite("/nonexistent-dir/x/state.db", &s, err,
 						sizeof(err)), DRV_EIO));
@@ -375,6 +433,8 @@ Test(store, v2_jobs_get_done_and_end_time_on_migration)
 	char err[256];
 	sqlite3 *db;
 
+	SQLITE_ONLY();
+
 	cr_assert(eq(int, drv_store_open_sqlite_at(path, 2, &s, err, sizeof(err)), 0), "%s", err);
 	drv_store_close(s);
 	cr_assert(eq(int, sqlite3_open(path, &db), SQLITE_OK));
@@ -515,8 +575,11 @@ Test(store, idempotency_keys_commit_with_the_transaction_and_are_purged_by_age)
 	int64_t n = -1;
 
 	/* a version-4 file (before the idem table) migrates forward with its jobs */
-	cr_assert(eq(int, drv_store_open_sqlite_at(path, 4, &s, err, sizeof(err)), 0), "%s", err);
-	drv_store_close(s);
+	if (!pg_url[0]) {
+		cr_assert(eq(int, drv_store_open_sqlite_at(path, 4, &s, err, sizeof(err)), 0),
+			  "%s", err);
+		drv_store_close(s);
+	}
 	s = open_store();
 	cr_assert(ge(int, drv_store_sqlite_schema_version(), 5));
 	cr_assert(eq(int, s->ops->get_idem(s, "alice", "k-1", keep_idem, &seen), DRV_ENOENT));
@@ -556,4 +619,138 @@ Test(store, idempotency_keys_commit_with_the_transaction_and_are_purged_by_age)
 	cr_assert(eq(int, seen.n, 1));
 	cr_assert(eq(str, seen.headers, "(null)"));
 	drv_store_close(s);
+}
+
+/* --- PostgreSQL only: its schema version, passwords, the leader lease ----- */
+
+/* Runs sql on this test's database. */
+static void pg_exec(const char *sql)
+{
+	PGconn *c = PQconnectdb(pg_url);
+	PGresult *r;
+
+	cr_assert(eq(int, PQstatus(c), CONNECTION_OK), "%s", PQerrorMessage(c));
+	r = PQexec(c, sql);
+	cr_assert(eq(int, PQresultStatus(r), PGRES_COMMAND_OK), "%s: %s", sql,
+		  PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(c);
+}
+
+Test(store, pg_newer_schema_is_refused)
+{
+	struct drv_store *s;
+	char err[512], sql[96];
+
+	PG_ONLY();
+	s = open_store();
+	drv_store_close(s);
+	snprintf(sql, sizeof(sql), "UPDATE drover_schema SET version = %d",
+		 drv_store_pg_schema_version() + 1);
+	pg_exec(sql);
+	cr_assert(eq(int, drv_store_open_pg(pg_url, NULL, &s, err, sizeof(err)), DRV_EUNSUPP));
+	cr_assert(ne(ptr, strstr(err, "newer drover"), NULL), "%s", err);
+}
+
+Test(store, pg_a_password_in_the_url_is_refused)
+{
+	struct drv_store *s = NULL;
+	char err[512], pw[400];
+	FILE *f;
+
+	cr_assert(eq(int, drv_store_open_pg("postgres://drover:secret@127.0.0.1:1/drover", NULL, &s,
+					    err, sizeof(err)), DRV_EINVAL));
+	cr_assert(ne(ptr, strstr(err, "store_password_file"), NULL), "%s", err);
+	cr_assert(eq(ptr, strstr(err, "secret"), NULL), "the password is not repeated: %s", err);
+	cr_assert(eq(int, drv_store_open_pg("host=127.0.0.1 password=secret", NULL, &s, err,
+					    sizeof(err)), DRV_EINVAL));
+	/* a password file others may read is refused unread */
+	snprintf(pw, sizeof(pw), "%s/pw", dir);
+	f = fopen(pw, "w");
+	cr_assert(ne(ptr, f, NULL));
+	fputs("secret\n", f);
+	fclose(f);
+	chmod(pw, 0644);
+	cr_assert(eq(int, drv_store_open_pg("postgres://drover@127.0.0.1:1/drover", pw, &s, err,
+					    sizeof(err)), DRV_EPERM));
+	cr_assert(ne(ptr, strstr(err, "0644"), NULL), "%s", err);
+	cr_assert(eq(ptr, s, NULL));
+}
+
+Test(store, pg_a_deposed_leaders_writes_are_refused_by_the_database)
+{
+	struct drv_store *a, *b, *la, *lb, *fa;
+	struct drv_lease l = { 0 }, l2 = { 0 };
+	int64_t v = 0;
+
+	PG_ONLY();
+	a = open_store();
+	b = open_store();
+	la = open_store();
+	lb = open_store();
+	/* a takes the lease (term 1); b cannot while it holds */
+	cr_assert(eq(int, drv_store_lease_take(la, "a", "http://a:1", 300, 2000, &l), 0));
+	cr_assert(eq(i64, l.term, 1));
+	cr_assert(eq(int, drv_store_lease_take(lb, "b", "http://b:1", 300, 2000, &l2),
+		     DRV_EEXIST));
+	cr_assert(eq(str, l2.addr, "http://a:1"));
+	cr_assert(eq(i64, l2.term, 1));
+	/* a writes as leader, through the fault wrapper: fencing passes through */
+	cr_assert(eq(int, drv_store_fault_wrap(a, &fa), 0));
+	cr_assert(eq(int, drv_store_fence(fa, 1), 0));
+	cr_assert(eq(int, drv_store_put_meta(fa, "epoch", 1), 0));
+	cr_assert(eq(int, drv_store_lease_renew(la, 1, 300, 2000, &l), 0));
+	/* a stops renewing; after the lease, b takes term 2 */
+	usleep(400 * 1000);
+	cr_assert(eq(int, drv_store_lease_take(lb, "b", "http://b:1", 5000, 2000, &l2), 0));
+	cr_assert(eq(i64, l2.term, 2), "the term only grows");
+	cr_assert(eq(int, drv_store_fence(b, 2), 0));
+	/* every write of a, in a transaction or alone, is refused; b's pass */
+	cr_assert(eq(int, drv_store_begin(fa), DRV_EPERM));
+	cr_assert(ne(ptr, strstr(fa->err, "term 1 has ended"), NULL), "%s", fa->err);
+	cr_assert(eq(int, drv_store_put_meta(fa, "epoch", 99), DRV_EPERM));
+	cr_assert(eq(int, drv_store_lease_renew(la, 1, 300, 2000, &l), DRV_ESTATE));
+	cr_assert(eq(str, l.holder, "b"));
+	cr_assert(eq(int, drv_store_put_meta(b, "epoch", 2), 0));
+	cr_assert(eq(int, drv_store_get_meta(fa, "epoch", &v), 0), "reads still work");
+	cr_assert(eq(i64, v, 2));
+	/* a release hands over at once */
+	cr_assert(eq(int, drv_store_lease_release(lb, 2, 2000), 0));
+	cr_assert(eq(int, drv_store_lease_take(la, "a", "http://a:1", 300, 2000, &l), 0));
+	cr_assert(eq(i64, l.term, 3));
+	drv_store_close(fa);
+	drv_store_close(b);
+	drv_store_close(la);
+	drv_store_close(lb);
+}
+
+Test(store, pg_a_takeover_waits_for_the_leaders_open_transaction)
+{
+	struct drv_store *a, *la, *lb;
+	struct drv_lease l = { 0 };
+	int64_t t0;
+	struct timespec ts;
+
+	PG_ONLY();
+	a = open_store();
+	la = open_store();
+	lb = open_store();
+	cr_assert(eq(int, drv_store_lease_take(la, "a", "http://a:1", 200, 2000, &l), 0));
+	cr_assert(eq(int, drv_store_fence(a, l.term), 0));
+	cr_assert(eq(int, drv_store_begin(a), 0));
+	put(a, 1, "pending");
+	usleep(300 * 1000);   /* the lease has expired, but a's transaction holds the row */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	cr_assert(eq(int, drv_store_lease_take(lb, "b", "http://b:1", 5000, 300, &l),
+		     DRV_ETIMEDOUT), "the takeover waits for the open transaction");
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	cr_assert(ge(i64, ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - t0, 250));
+	cr_assert(eq(int, drv_store_commit(a), 0), "so what a committed was its term's");
+	cr_assert(eq(int, drv_store_lease_take(lb, "b", "http://b:1", 5000, 2000, &l), 0));
+	cr_assert(eq(i64, l.term, 2));
+	cr_assert(eq(int, drv_store_begin(a), DRV_EPERM));
+	drv_store_close(a);
+	drv_store_close(la);
+	drv_store_close(lb);
 }
