@@ -260,6 +260,9 @@ const char *drv_http_req_param(const struct drv_http_req *r, int i);
 const char *drv_http_req_query(const struct drv_http_req *r, const char *name);
 /* Header (case-insensitive name) or NULL. */
 const char *drv_http_req_header(const struct drv_http_req *r, const char *name);
+/* The request's query as "?a=1&b=x%20y" (re-encoded), or "" without one;
+ * cut at n - 1 bytes. */
+void drv_http_req_query_string(const struct drv_http_req *r, char *buf, size_t n);
 /* Body bytes (NUL-terminated for convenience) and length. */
 const char *drv_http_req_body(const struct drv_http_req *r, size_t *len);
 /* The peer's IP address as text ("127.0.0.1"). */
@@ -312,8 +315,18 @@ void drv_http_resp_stream(struct drv_http_resp *resp, int status, const char *ct
  * Client
  */
 
+/*
+ * base may name several controllers, comma-separated ("http://a:8080,
+ * http://b:8080": an active/standby pair, docs/ha.md). A request that
+ * cannot connect to one tries the next; a 307 from a standby is followed
+ * (to the same scheme only: https never turns into http) with the method,
+ * body and token kept, at most 3 times; a 503 "no_leader" tries the next.
+ * The controller that answered stays the first one asked.
+ */
 struct drv_http_client {
-	char *base;            /* "http://127.0.0.1:8080", no trailing slash */
+	char *base;            /* the controller asked now, no trailing slash */
+	char **bases;          /* internal: every controller given */
+	int nbases, cur;       /* internal */
 	char *token;           /* bearer token or NULL */
 	long timeout_ms;       /* per request, default 30000; 0 = none */
 	long connect_timeout_ms; /* default 5000 */

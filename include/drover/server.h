@@ -25,6 +25,10 @@ struct drv_server_opts {
 	/* TLS (--tls-cert, --tls-key, --tls-ca); each, when set, wins over the
 	 * config's tls.cert_file, tls.key_file, tls.ca_file */
 	const char *tls_cert, *tls_key, *tls_ca;
+	/* --store (wins over the config's store:): "sqlite" or a postgres:// URL */
+	const char *store;
+	/* --advertise (wins over advertise_url): where standbys send clients */
+	const char *advertise;
 	/* Used only when the config file is created now: */
 	const char *admin_user;    /* the admin token's user; NULL = "admin" */
 	bool allow_root_tasks;     /* allow_root_tasks written into it */
@@ -51,6 +55,9 @@ const char *drv_server_url(const struct drv_server *s);
 /* The first admin token of the config, and the cluster token (borrowed). */
 const char *drv_server_admin_token(const struct drv_server *s);
 const char *drv_server_cluster_token(const struct drv_server *s);
+/* "leader", "standby" (PostgreSQL, docs/ha.md) or "standalone" (SQLite),
+ * as of now. */
+const char *drv_server_role(const struct drv_server *s);
 /* The config file in use (borrowed). */
 const char *drv_server_config_path(const struct drv_server *s);
 /* Stops serving, finishes the loop, closes the store. NULL is a no-op. */

@@ -264,12 +264,17 @@ bool drv_store_is_pg_url(const char *store);
  */
 struct drv_lease {
 	int64_t term;
-	char holder[128];
+	char holder[512];
 	char addr[300];
 	int64_t expires_in_ms;   /* on the database's clock; < 0: expired */
 };
 int drv_store_lease_take(struct drv_store *s, const char *holder, const char *addr,
 			 int lease_ms, int timeout_ms, struct drv_lease *l);
+/* Takes the lease from term's holder even before it expires: only for a
+ * holder known dead (the same controller restarted: its state directory's
+ * lock proves the old process gone). 0, or DRV_EEXIST if term moved on. */
+int drv_store_lease_take_from(struct drv_store *s, int64_t term, const char *holder,
+			      const char *addr, int lease_ms, int timeout_ms, struct drv_lease *l);
 int drv_store_lease_renew(struct drv_store *s, int64_t term, int lease_ms, int timeout_ms,
 			  struct drv_lease *l);
 int drv_store_lease_release(struct drv_store *s, int64_t term, int timeout_ms);

@@ -149,8 +149,18 @@ int cli_call_create(struct cli *cli, const char *path, const char *ctype, const 
 
 		rc = drv_client_call(cli->client, "POST", path, ctype, body, len, 0, reply, err,
 				     sizeof(err));
-		if ((rc != DRV_ECONN && rc != DRV_ETIMEDOUT) || tries == DRV_ARRAY_SIZE(wait_ms))
+		/* a controller still loading, or a failover under way (docs/ha.md),
+		 * answers 503: as good as unreachable for now */
+		if (rc == 0 && reply->status == 503 && tries < DRV_ARRAY_SIZE(wait_ms)) {
+			rc = DRV_ECONN;
+			snprintf(err, sizeof(err), "the controller answered 503 (%s)",
+				 reply->body && strstr(reply->body, "loading") ? "loading its state"
+										: "no leader yet");
+			drv_client_reply_release(reply);
+		} else if ((rc != DRV_ECONN && rc != DRV_ETIMEDOUT) ||
+			   tries == DRV_ARRAY_SIZE(wait_ms)) {
 			break;
+		}
 		fprintf(stderr, "%s: %s; sending it again in %.1f s (Idempotency-Key %s: a job "
 				"the server already took is not made twice)\n", cli->cmd, err,
 			wait_ms[tries] / 1000.0, key);

@@ -14,6 +14,7 @@
  */
 #include "drover/client.h"
 #include "drover/common.h"
+#include "drover/dynbuf.h"
 #include "drover/fsutil.h"
 #include "drover/spec.h"
 
@@ -74,6 +75,41 @@ static int scalar_value(struct fy_node *map, const char *key, char **out, char *
 	return 0;
 }
 
+/* `server:` is a URL or a list of them (controllers of one cluster,
+ * docs/ha.md): *out gets them comma-separated. */
+static int server_value(struct fy_node *map, char **out, char *err, size_t errsz)
+{
+	struct fy_node *v = fy_node_mapping_lookup_by_string(map, "server", FY_NT), *it;
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(1 << 16);
+	void *iter = NULL;
+
+	if (!v || !fy_node_is_sequence(v))
+		return scalar_value(map, "server", out, err, errsz);
+	*out = NULL;
+	while ((it = fy_node_sequence_iterate(v, &iter))) {
+		size_t len = 0;
+		const char *s = fy_node_is_scalar(it) ? fy_node_get_scalar(it, &len) : NULL;
+
+		if (!s || !len || memchr(s, ',', len)) {
+			char f[80];
+			int line, col;
+
+			drv_yaml_found(it, f, sizeof(f));
+			drv_spec_node_mark(it, &line, &col);
+			snprintf(err, errsz, "%d:%d: error: server[]: found %s, expected a URL", line,
+				 col, f);
+			drv_dynbuf_release(&b);
+			return DRV_EPARSE;
+		}
+		if (drv_dynbuf_len(&b))
+			drv_dynbuf_add(&b, ",", 1);
+		drv_dynbuf_add(&b, s, len);
+	}
+	*out = drv_dynbuf_len(&b) ? drv_dynbuf_take(&b, NULL) : NULL;
+	drv_dynbuf_release(&b);
+	return 0;
+}
+
 int drv_client_conf_parse(const char *text, size_t len, struct drv_client_conf *out,
 			  char *err, size_t errsz)
 {
@@ -114,7 +150,7 @@ int drv_client_conf_parse(const char *text, size_t len, struct drv_client_conf *
 		rc = DRV_EPARSE;
 		goto out;
 	}
-	rc = scalar_value(root, "server", &out->server, err, errsz);
+	rc = server_value(root, &out->server, err, errsz);
 	if (rc == 0)
 		rc = scalar_value(root, "token", &out->token, err, errsz);
 	if (rc == 0)
@@ -127,17 +163,32 @@ out:
 	return rc;
 }
 
+/* Each of "URL[,URL...]" without trailing slashes, http:// when it names
+ * no scheme. */
 static char *normalize_server(const char *s)
 {
-	size_t n = strlen(s);
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(1 << 16);
+	const char *p = s;
 	char *u;
 
-	while (n > 0 && s[n - 1] == '/')
-		n--;
-	if (strstr(s, "://"))
-		return drv_strndup(s, n);
-	u = drv_malloc(n + sizeof("http://"));
-	snprintf(u, n + sizeof("http://"), "http://%.*s", (int)n, s);
+	do {
+		const char *e = strchr(p, ','), *end = e ? e : p + strlen(p);
+		size_t n;
+
+		while (p < end && *p == ' ')
+			p++;
+		n = (size_t)(end - p);
+		while (n > 0 && (p[n - 1] == '/' || p[n - 1] == ' '))
+			n--;
+		if (drv_dynbuf_len(&b))
+			drv_dynbuf_add(&b, ",", 1);
+		if (!memmem(p, n, "://", 3))
+			drv_dynbuf_add(&b, "http://", 7);
+		drv_dynbuf_add(&b, p, n);
+		p = e ? e + 1 : NULL;
+	} while (p);
+	u = drv_dynbuf_take(&b, NULL);
+	drv_dynbuf_release(&b);
 	return u;
 }
 

@@ -27,6 +27,13 @@ int cmd_server(int argc, char **argv)
 		DRV_OPT_STRING(0, "config", &o.config_file, "FILE",
 			       "tokens and settings (docs/api.md); default DIR/config.yaml, written "
 			       "with fresh tokens on first start"),
+		DRV_OPT_STRING(0, "store", &o.store, "URL",
+			       "sqlite (STATE_DIR/state.db, the default) or postgres://USER@HOST:PORT/DB "
+			       "(no password: store_password_file, PGPASSFILE or ~/.pgpass); "
+			       "default: the config's store:"),
+		DRV_OPT_STRING(0, "advertise", &o.advertise, "URL",
+			       "where standbys send clients to this controller when it leads "
+			       "(default: the config's advertise_url, else the listen URL)"),
 		DRV_OPT_STRING(0, "tls-cert", &o.tls_cert, "FILE",
 			       "serve https with this PEM certificate (default: the config's "
 			       "tls.cert_file)"),
@@ -41,6 +48,8 @@ int cmd_server(int argc, char **argv)
 		.name = "drover server",
 		.usage = "drover server --state DIR [--listen ADDR:PORT] [--cluster FILE] "
 			 "[--config FILE]\n"
+			 "                     [--store sqlite|postgres://USER@HOST:PORT/DB] "
+			 "[--advertise URL]\n"
 			 "                     [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]",
 		.about = "The controller in the foreground until SIGINT or SIGTERM, then a clean "
 			 "stop.",
@@ -66,8 +75,8 @@ int cmd_server(int argc, char **argv)
 		return rc == DRV_EINVAL || rc == DRV_EPARSE || rc == DRV_EEXIST ? DRV_EXIT_USAGE
 										 : DRV_EXIT_FAIL;
 	}
-	printf("drover server: API on %s, state in %s, config %s\n", drv_server_url(srv),
-	       o.state_dir, drv_server_config_path(srv));
+	printf("drover server: API on %s, state in %s, config %s, role %s\n", drv_server_url(srv),
+	       o.state_dir, drv_server_config_path(srv), drv_server_role(srv));
 	fflush(stdout);
 	sigwait(&set, &sig);
 	fprintf(stderr, "drover server: %s received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");

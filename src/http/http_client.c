@@ -40,16 +40,40 @@ static size_t add(struct drv_dynbuf *b, const char *s, size_t n)
 	return drv_dynbuf_add(b, s, n) < 0 ? 0 : n;
 }
 
+/* "URL[,URL...]" into c->bases, each without spaces or trailing slashes. */
+static void split_bases(struct drv_http_client *c, const char *list)
+{
+	const char *p = list;
+
+	do {
+		const char *e = strchr(p, ','), *end = e ? e : p + strlen(p);
+		size_t n;
+
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		n = (size_t)(end - p);
+		while (n > 0 && (p[n - 1] == '/' || p[n - 1] == ' '))
+			n--;
+		if (n || c->nbases == 0) {
+			c->bases = drv_realloc(c->bases, (size_t)(c->nbases + 1) * sizeof(*c->bases));
+			c->bases[c->nbases++] = drv_strndup(p, n);
+		}
+		p = e ? e + 1 : NULL;
+	} while (p);
+}
+
+static void use_base(struct drv_http_client *c, const char *url, size_t n)
+{
+	drv_free(c->base);
+	c->base = drv_strndup(url, n);
+}
+
 void drv_http_client_init(struct drv_http_client *c, const char *base, const char *token)
 {
-	size_t n;
-
 	pthread_once(&curl_once, curl_global);
 	memset(c, 0, sizeof(*c));
-	c->base = drv_strdup(base ? base : "http://127.0.0.1:8080");
-	n = strlen(c->base);
-	while (n > 0 && c->base[n - 1] == '/')
-		c->base[--n] = '\0';
+	split_bases(c, base ? base : "http://127.0.0.1:8080");
+	c->base = drv_strdup(c->bases[0]);
 	c->token = token && *token ? drv_strdup(token) : NULL;
 	c->timeout_ms = 30000;
 	c->connect_timeout_ms = 5000;
@@ -66,6 +90,9 @@ void drv_http_client_release(struct drv_http_client *c)
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	drv_free(c->base);
+	for (int i = 0; i < c->nbases; i++)
+		drv_free(c->bases[i]);
+	drv_free(c->bases);
 	drv_free(c->token);
 	drv_free(c->ca_file);
 	drv_free(c->header);
@@ -385,9 +412,63 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
 }
 
+static int request_once(struct drv_http_client *c, const char *method, const char *path,
+			const char *ctype, const void *body, size_t len, long timeout_ms,
+			struct drv_http_reply *out, CURLcode *ccp);
+
+/* The origin ("https://host:port") of a 307's Location, if the client may
+ * follow it: same scheme as now. */
+static size_t follow_origin(const struct drv_http_client *c, const char *loc)
+{
+	const char *sep = strstr(loc, "://"), *end;
+	size_t scheme = sep ? (size_t)(sep - loc) : 0;
+
+	if (!sep || strncmp(loc, c->base, scheme + 3) != 0)
+		return 0;
+	end = strchr(sep + 3, '/');
+	return end ? (size_t)(end - loc) : strlen(loc);
+}
+
+static bool no_leader(const struct drv_http_reply *r)
+{
+	return r->status == 503 && r->body && strstr(r->body, "\"no_leader\"");
+}
+
 int drv_http_request(struct drv_http_client *c, const char *method, const char *path,
 		     const char *ctype, const void *body, size_t len, long timeout_ms,
 		     struct drv_http_reply *out)
+{
+	int tried = 1, redirects = 0, rc;
+
+	for (;;) {
+		CURLcode cc = CURLE_OK;
+		char loc[1024];
+
+		rc = request_once(c, method, path, ctype, body, len, timeout_ms, out, &cc);
+		if (c->nbases > 1 && tried < c->nbases &&
+		    ((rc < 0 && cc == CURLE_COULDNT_CONNECT) || (rc == 0 && no_leader(out)))) {
+			c->cur = (c->cur + 1) % c->nbases;
+			use_base(c, c->bases[c->cur], strlen(c->bases[c->cur]));
+			tried++;
+			continue;
+		}
+		if (rc == 0 && out->status == 307 && redirects < 3 &&
+		    drv_http_reply_header(out, "Location", loc, sizeof(loc))) {
+			size_t n = follow_origin(c, loc);
+
+			if (n) {
+				use_base(c, loc, n);
+				redirects++;
+				continue;
+			}
+		}
+		return rc;
+	}
+}
+
+static int request_once(struct drv_http_client *c, const char *method, const char *path,
+			const char *ctype, const void *body, size_t len, long timeout_ms,
+			struct drv_http_reply *out, CURLcode *ccp)
 {
 	struct curl_slist *h = make_headers(c, body || strcmp(method, "GET") ? ctype : NULL, NULL);
 	struct drv_dynbuf b = DRV_DYNBUF_INIT(DRV_HTTP_MAX_REPLY);
@@ -412,6 +493,7 @@ int drv_http_request(struct drv_http_client *c, const char *method, const char *
 	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
 	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &hb);
 	cc = curl_easy_perform(c->curl);
+	*ccp = cc;
 	if (cc != CURLE_OK) {
 		rc = transport_error(c, cc);
 		drv_dynbuf_release(&b);

@@ -19,6 +19,8 @@
  */
 #include "http_int.h"
 
+#include <curl/curl.h>
+
 #include "drover/clock.h"
 
 #include <arpa/inet.h>
@@ -267,6 +269,35 @@ const char *drv_http_req_query(const struct drv_http_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct qs {
+	char *buf;
+	size_t n, len;
+};
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *value)
+{
+	struct qs *q = cls;
+	char *k = curl_easy_escape(NULL, key, 0), *v = value ? curl_easy_escape(NULL, value, 0) : NULL;
+	int w = snprintf(q->buf + q->len, q->n - q->len, "%c%s%s%s", q->len ? '&' : '?',
+			 k ? k : "", v ? "=" : "", v ? v : "");
+
+	(void)kind;
+	curl_free(k);
+	curl_free(v);
+	if (w > 0)
+		q->len = q->len + (size_t)w < q->n ? q->len + (size_t)w : q->n - 1;
+	return MHD_YES;
+}
+
+void drv_http_req_query_string(const struct drv_http_req *r, char *buf, size_t n)
+{
+	struct qs q = { buf, n, 0 };
+
+	buf[0] = '\0';
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &q);
+}
+
 const char *drv_http_req_header(const struct drv_http_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
@@ -445,7 +476,7 @@ static bool admit(struct drv_http_req *r, struct drv_http_resp *resp)
 		memcpy(r->params, params, sizeof(params));
 		r->route = rt;
 		if (s->filter && s->filter(r, rt, resp, s->ctx) != 0) {
-			if (resp->status < 400)
+			if (resp->status < 300)
 				drv_http_resp_error(resp, 403, "forbidden", NULL, "forbidden");
 			return false;
 		}

@@ -345,17 +345,44 @@ static void check_lease(struct cload *L, struct fy_node *at)
 		     (long long)c->heartbeat_interval_s);
 }
 
+/* The store is SQLite (sqlite, or nothing: STATE_DIR/state.db) or a
+ * PostgreSQL URL; a failover must end well inside the agents' lease, so a
+ * takeover never outlives the tasks it should keep. */
+static void check_store(struct cload *L, struct fy_node *store_at, struct fy_node *leader,
+			struct fy_node *lease)
+{
+	const struct srv_config *c = L->c;
+	char f[80];
+
+	if (store_at && c->store && strcmp(c->store, "sqlite") && !drv_store_is_pg_url(c->store)) {
+		drv_yaml_found(store_at, f, sizeof(f));
+		drv_yaml_err(L->d, store_at, "store", "found %s, expected sqlite or a "
+			     "postgres://USER@HOST:PORT/DB URL", f);
+	}
+	if ((leader || (lease && drv_store_is_pg_url(c->store))) &&
+	    2 * c->leader_lease_s > c->agent_lease_s) {
+		drv_yaml_found(leader ? leader : lease, f, sizeof(f));
+		drv_yaml_err(L->d, leader ? leader : lease, leader ? "leader_lease_s" : "agent_lease_s",
+			     leader ? "found %s, expected at most half of agent_lease_s (%lld): a "
+			     "failover must end well inside the agents' lease"
+			     : "found %s, expected at least twice leader_lease_s (%lld)", f,
+			     (long long)(leader ? c->agent_lease_s : c->leader_lease_s));
+	}
+}
+
 #define KNOWN_SETTINGS                                                                       \
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
 	"heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, "    \
 	"default_leaf, scheduler, tenants, tls, job_retention_s, "    \
 	"task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s, "    \
-	"max_array_size, kill_invalid_depend"
+	"max_array_size, kill_invalid_depend, store, store_password_file, leader_lease_s, "    \
+	"advertise_url"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
 	struct srv_config *c = L->c;
 	struct fy_node *hb_timeout = NULL, *hb_interval = NULL, *lease = NULL;
+	struct fy_node *leader = NULL, *store_at = NULL;
 	struct fy_node_pair *p;
 	void *it = NULL;
 	char f[80];
@@ -416,6 +443,16 @@ static void read_root(struct cload *L, struct fy_node *root)
 			want_int(L, p, k, 1, 4000001, &c->max_array_size);
 		} else if (strcmp(k, "kill_invalid_depend") == 0) {
 			want_bool(L, p, k, &c->kill_invalid_depend);
+		} else if (strcmp(k, "store") == 0) {
+			want_str(L, p, k, &c->store);
+			store_at = v;
+		} else if (strcmp(k, "store_password_file") == 0) {
+			want_str(L, p, k, &c->store_password_file);
+		} else if (strcmp(k, "leader_lease_s") == 0) {
+			if (want_int(L, p, k, 1, 3600, &c->leader_lease_s))
+				leader = v;
+		} else if (strcmp(k, "advertise_url") == 0) {
+			want_str(L, p, k, &c->advertise_url);
 		} else {
 			unknown(L, fy_node_pair_key(p), k, "setting", KNOWN_SETTINGS);
 		}
@@ -435,6 +472,7 @@ static void read_root(struct cload *L, struct fy_node *root)
 	if (!lease && c->agent_lease_s < 2 * c->heartbeat_interval_s)
 		c->agent_lease_s = 2 * c->heartbeat_interval_s;
 	check_lease(L, lease);
+	check_store(L, store_at, leader, lease);
 }
 
 /* A relative path in the config (`tenants:`, `tls:`) names a file next to
@@ -514,6 +552,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->max_unauth_per_client = DRV_HTTP_UNAUTH_PER_CLIENT;
 	c->idempotency_ttl_s = 86400;   /* a day: longer than any client retries */
 	c->max_array_size = 1001;       /* Slurm's MaxArraySize default */
+	c->leader_lease_s = 10;         /* takeover within 15 s, well inside agent_lease_s */
 	drv_sched_policy_default(&c->policy);
 	drv_diags_init(&d, path);
 
@@ -570,6 +609,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	resolve_path(&c->tls_cert_file, path);
 	resolve_path(&c->tls_key_file, path);
 	resolve_path(&c->tls_ca_file, path);
+	resolve_path(&c->store_password_file, path);
 	if (!c->default_pool)
 		c->default_pool = drv_strdup("default");
 	if (!c->default_leaf)
@@ -605,6 +645,9 @@ void srv_config_release(struct srv_config *c)
 	drv_free(c->tls_cert_file);
 	drv_free(c->tls_key_file);
 	drv_free(c->tls_ca_file);
+	drv_free(c->store);
+	drv_free(c->store_password_file);
+	drv_free(c->advertise_url);
 	drv_tenants_release(&c->tenants);
 	memset(c, 0, sizeof(*c));
 }

@@ -234,9 +234,26 @@ int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	int rc;
 
 	(void)r;
+	if (__atomic_load_n(&s->role, __ATOMIC_ACQUIRE) == SRV_ROLE_STANDBY) {
+		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "status", "ok", "version",
+				      "0.1.0", "store", "postgres", "role", "standby", "term",
+				      (json_int_t)__atomic_load_n(&s->term, __ATOMIC_ACQUIRE),
+				      "uptime_s",
+				      (json_int_t)((drv_mono_ms() - s->started_ms) / 1000));
+
+		pthread_mutex_lock(&s->ha_mu);
+		if (s->leader_url[0] && strcmp(s->leader_url, s->advertise))
+			json_object_set_new(j, "leader", json_string(s->leader_url));
+		pthread_mutex_unlock(&s->ha_mu);
+		drv_http_resp_json(o, 200, j);
+		return 0;
+	}
 	if (__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE)) {
-		drv_http_resp_json(o, 503, json_pack("{s:s,s:s}", "status", "loading", "message",
-						     "the controller is loading its state"));
+		drv_http_resp_json(o, 503, json_pack("{s:s,s:s,s:s,s:I}", "status", "loading",
+						     "message", "the controller is loading its state",
+						     "role", srv_role_name(s), "term",
+						     (json_int_t)__atomic_load_n(&s->term,
+										 __ATOMIC_ACQUIRE)));
 		return 0;
 	}
 	pthread_mutex_lock(&s->store_mu);
@@ -247,8 +264,12 @@ int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 				    s->store->err);
 		return 0;
 	}
-	drv_http_resp_json(o, 200, json_pack("{s:s,s:s,s:s,s:I}", "status", "ok", "version", "0.1.0",
-					     "store", "sqlite", "uptime_s",
+	drv_http_resp_json(o, 200, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "status", "ok",
+					     "version", "0.1.0", "store",
+					     s->store_url ? "postgres" : "sqlite", "role",
+					     srv_role_name(s), "term",
+					     (json_int_t)__atomic_load_n(&s->term, __ATOMIC_ACQUIRE),
+					     "uptime_s",
 					     (json_int_t)((drv_mono_ms() - s->started_ms) / 1000)));
 	return 0;
 }
@@ -262,9 +283,14 @@ int srv_api_metrics(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 
 	(void)r;
 	drv_prom_init(&w);
-	pthread_mutex_lock(&s->mu);
-	srv_render_metrics(s, &w);
-	pthread_mutex_unlock(&s->mu);
+	srv_ha_metrics(s, &w);
+	/* a standby (or a leader still loading) has nothing else of its own */
+	if (__atomic_load_n(&s->role, __ATOMIC_ACQUIRE) != SRV_ROLE_STANDBY &&
+	    !__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&s->mu);
+		srv_render_metrics(s, &w);
+		pthread_mutex_unlock(&s->mu);
+	}
 	text = drv_prom_take(&w, &len);
 	drv_http_resp_bytes(o, 200, DRV_PROM_CONTENT_TYPE, text, len);
 	drv_free(text);

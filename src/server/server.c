@@ -79,6 +79,8 @@ static int auth_filter(struct drv_http_req *r, const struct drv_http_route *rt,
 		return auth_filter_drover(r, rt, o, ctx);
 	if (rt->fn == srv_kube_version && !__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE))
 		return 0;
+	if (__atomic_load_n(&s->role, __ATOMIC_ACQUIRE) == SRV_ROLE_STANDBY)
+		return auth_filter_drover(r, rt, o, ctx);   /* 307 to the leader */
 	rc = auth_filter_drover(r, rt, o, ctx);
 	if (rc != 0)
 		kube_status_from_error(o);
@@ -100,7 +102,14 @@ static int auth_filter_drover(struct drv_http_req *r, const struct drv_http_rout
 
 	if (h && strncasecmp(h, "Bearer ", 7) == 0)
 		tok = h + 7;
-	if (__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE) && rt->fn != srv_api_healthz) {
+	if (__atomic_load_n(&s->role, __ATOMIC_ACQUIRE) == SRV_ROLE_STANDBY &&
+	    rt->fn != srv_api_healthz && rt->fn != srv_api_metrics) {
+		srv_ha_redirect(s, r, o);
+		return 1;
+	}
+	if (__atomic_load_n(&s->loading, __ATOMIC_ACQUIRE) && rt->fn != srv_api_healthz &&
+	    !(rt->fn == srv_api_metrics && __atomic_load_n(&s->role, __ATOMIC_ACQUIRE) ==
+	      SRV_ROLE_STANDBY)) {
 		drv_http_resp_error(o, 503, "loading", NULL,
 				    "the controller is loading its state; try again shortly");
 		return 1;
@@ -147,6 +156,7 @@ static struct drv_server *server_new(const struct drv_server_opts *o)
 	pthread_cond_init(&s->loop_cv, NULL);
 	pthread_mutex_init(&s->store_mu, NULL);
 	pthread_mutex_init(&s->rstore_mu, NULL);
+	pthread_mutex_init(&s->ha_mu, NULL);
 	pthread_cond_init(&s->commit_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	s->log = (struct drv_log){ o->log, "drover server", DRV_LOG_TIME };
@@ -202,12 +212,22 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 	char path[1200];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/state.db", s->state_dir);
-	rc = drv_store_open_sqlite(path, &s->store, err, errsz);
-	if (rc == 0)
-		rc = drv_store_open_sqlite(path, &s->rstore, err, errsz);
-	if (rc < 0)
-		return rc;
+	if (s->store_url) {
+		rc = drv_store_open_pg(s->store_url, s->store_pw, &s->store, err, errsz);
+		if (rc == 0)
+			rc = drv_store_open_pg(s->store_url, s->store_pw, &s->rstore, err, errsz);
+		if (rc == 0)
+			rc = drv_store_fence(s->store, __atomic_load_n(&s->term, __ATOMIC_ACQUIRE));
+		if (rc < 0)
+			return rc;
+	} else {
+		snprintf(path, sizeof(path), "%s/state.db", s->state_dir);
+		rc = drv_store_open_sqlite(path, &s->store, err, errsz);
+		if (rc == 0)
+			rc = drv_store_open_sqlite(path, &s->rstore, err, errsz);
+		if (rc < 0)
+			return rc;
+	}
 	if (fault && *fault) {
 		char op[32] = "";
 		int after = 0;
@@ -242,6 +262,41 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 	}
 	s->commit_started = true;
 	return 0;
+}
+
+static int load_state(struct drv_server *s, char *err, size_t errsz);
+
+/* --store (or `store:`): SQLite in the state directory, or PostgreSQL,
+ * whose controllers share the database under the leader lease (ha.c). */
+static int pick_store(struct drv_server *s, const struct drv_server_opts *o, char *err,
+		      size_t errsz)
+{
+	const char *st = o->store ? o->store : s->cfg.store;
+	int rc;
+
+	if (!st || !strcmp(st, "sqlite"))
+		return 0;
+	if (!drv_store_is_pg_url(st)) {
+		snprintf(err, errsz, "--store %s: expected sqlite or a postgres://USER@HOST:PORT/DB "
+			 "URL", st);
+		return DRV_EINVAL;
+	}
+	s->store_url = drv_strdup(st);
+	s->store_pw = s->cfg.store_password_file ? drv_strdup(s->cfg.store_password_file) : NULL;
+	rc = drv_store_open_pg(s->store_url, s->store_pw, &s->lease_store, err, errsz);
+	if (rc == 0)
+		drv_log(&s->log, "store: PostgreSQL (schema version %d)",
+			drv_store_pg_schema_version());
+	return rc;
+}
+
+/* Taking the lease (now or as a standby later): the stores fenced with
+ * the term, then the state loaded as a restart loads it. */
+static int promote(struct drv_server *s, char *err, size_t errsz)
+{
+	int rc = open_store(s, err, errsz);
+
+	return rc < 0 ? rc : load_state(s, err, errsz);
 }
 
 /* The cluster and the scheduler with the tenants file. */
@@ -356,9 +411,14 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		rc = srv_job_key_load(s, err, errsz);
 	if (rc < 0)
 		goto fail;
-	rc = open_store(s, err, errsz);
+	rc = pick_store(s, o, err, errsz);
 	if (rc < 0)
 		goto fail;
+	if (!s->store_url) {
+		rc = open_store(s, err, errsz);
+		if (rc < 0)
+			goto fail;
+	}
 	rc = setup_scheduler(s, o, err, errsz);
 	if (rc < 0)
 		goto fail;
@@ -366,13 +426,20 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 	rc = start_http(s, o, listen, err, errsz);
 	if (rc < 0)
 		goto fail;
-	rc = load_state(s, err, errsz);
-	if (rc < 0)
-		goto fail;
 	snprintf(s->url, sizeof(s->url), "%s://%s:%d", drv_http_server_tls(s->http) ? "https" : "http",
 		 host[0] == '\0' || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0
 			 ? "127.0.0.1" : host,
 		 drv_http_server_port(s->http));
+	if (s->store_url) {
+		snprintf(s->advertise, sizeof(s->advertise), "%s",
+			 o->advertise ? o->advertise : s->cfg.advertise_url ? s->cfg.advertise_url
+									  : s->url);
+		rc = srv_ha_start(s, promote, err, errsz);
+	} else {
+		rc = load_state(s, err, errsz);
+	}
+	if (rc < 0)
+		goto fail;
 	snprintf(addr, sizeof(addr), "%s:%d", host[0] ? host : "0.0.0.0",
 		 drv_http_server_port(s->http));
 	srv_state_lock_listening(s, addr);
@@ -408,6 +475,11 @@ const char *drv_server_cluster_token(const struct drv_server *s)
 	return s->cfg.cluster_token;
 }
 
+const char *drv_server_role(const struct drv_server *s)
+{
+	return srv_role_name(s);
+}
+
 const char *drv_server_config_path(const struct drv_server *s)
 {
 	return s->config_path;
@@ -428,6 +500,7 @@ void drv_server_stop(struct drv_server *s)
 	http = s->http;
 	s->http = NULL;
 	pthread_mutex_unlock(&s->mu);
+	srv_ha_stop(s);   /* the lease thread and a takeover's load end first */
 	drv_http_server_stop(http);
 	srv_logs_drain(s);
 	if (s->loop_started)
@@ -440,6 +513,7 @@ void drv_server_stop(struct drv_server *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->commit_thread, NULL);
 	}
+	srv_ha_release(s);
 	if (s->sched)
 		drv_sched_free(s->sched);
 	drv_capacity_free(s->capacity);
@@ -464,6 +538,9 @@ void drv_server_stop(struct drv_server *s)
 		drv_cluster_release(&s->cluster);
 	drv_store_close(s->store);
 	drv_store_close(s->rstore);
+	drv_store_close(s->lease_store);
+	drv_free(s->store_url);
+	drv_free(s->store_pw);
 	for (size_t k = 0; k < s->ring_n; k++) {
 		struct ring_event *e = &s->ring[(s->ring_start + k) % s->ring_cap];
 
@@ -493,6 +570,7 @@ void drv_server_stop(struct drv_server *s)
 	pthread_cond_destroy(&s->loop_cv);
 	pthread_mutex_destroy(&s->store_mu);
 	pthread_mutex_destroy(&s->rstore_mu);
+	pthread_mutex_destroy(&s->ha_mu);
 	pthread_cond_destroy(&s->commit_cv);
 	pthread_cond_destroy(&s->done_cv);
 	drv_free(s);

@@ -209,6 +209,10 @@ struct srv_config {
 	char *tls_cert_file;         /* `tls:`, resolved as tenants_path; NULL: none */
 	char *tls_key_file;
 	char *tls_ca_file;           /* the CA agents' certificates are checked against */
+	char *store;                 /* `store:` (--store wins): NULL/"sqlite", or a postgres:// URL */
+	char *store_password_file;   /* its password, mode 0600 (resolved as tenants_path) */
+	int64_t leader_lease_s;      /* the leader lease on PostgreSQL (ha.c) */
+	char *advertise_url;         /* where standbys send clients (307); NULL: the listen URL */
 };
 
 /* The authenticated caller, set by the filter. */
@@ -297,6 +301,8 @@ struct srv_wait {
 	struct drv_histogram h;
 };
 
+enum { SRV_ROLE_STANDALONE, SRV_ROLE_STANDBY, SRV_ROLE_LEADER };
+
 struct drv_server {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;        /* events, versions, stop */
@@ -343,6 +349,21 @@ struct drv_server {
 	uint64_t idem_gen;        /* +1 whenever an entry on disk leaves idem[] */
 	int64_t last_idem_purge_ms;
 	int loading;              /* 1 until the state is loaded (atomic): /healthz says 503 */
+
+	/* High availability on PostgreSQL (ha.c, docs/ha.md) */
+	int role;                 /* SRV_ROLE_* (atomic) */
+	int64_t term;             /* the lease term held (leader) or last seen (atomic) */
+	int64_t failovers;        /* takeovers this controller made from a lapsed leader (atomic) */
+	struct drv_store *lease_store; /* its own connection, for the lease calls only */
+	char *store_url;          /* the PostgreSQL URL; NULL: SQLite */
+	char *store_pw;           /* store_password_file; NULL: libpq's PGPASSFILE/~/.pgpass */
+	char holder[512];         /* this process in the lease row: HOST:STATE_DIR:PID:NONCE */
+	char advertise[300];      /* where clients reach it (the lease row's addr) */
+	pthread_mutex_t ha_mu;    /* leader_url */
+	char leader_url[300];     /* the leader's advertised address, as last read */
+	pthread_t ha_thread, promote_thread;
+	bool ha_started, promote_started;
+	int ha_stop;              /* atomic */
 
 	struct srv_node *nodes;      /* parallel to cluster.nodes */
 	int32_t *node_index;       /* nodes by name (nodes.c): index + 1, 0 empty */
@@ -472,6 +493,19 @@ const struct token *srv_config_find_token(const struct srv_config *c, const char
 
 /* --- state.c: jobs in memory and their lifecycle; all under s->mu --- */
 struct srv_job *srv_job_get(struct drv_server *s, uint64_t id);
+/* ha.c: the leader lease. srv_ha_start takes it or starts as a standby
+ * (the lease thread promotes it later through promote(s)); srv_ha_stop
+ * ends the thread and releases a held lease. */
+int srv_ha_start(struct drv_server *s, int (*promote)(struct drv_server *s, char *err,
+		 size_t errsz), char *err, size_t errsz);
+void srv_ha_stop(struct drv_server *s);
+void srv_ha_release(struct drv_server *s);
+const char *srv_role_name(const struct drv_server *s);
+/* A standby's answer to a request other than /healthz and /metrics: 307 to
+ * the leader, or 503 while none is known. */
+void srv_ha_redirect(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o);
+void srv_ha_metrics(struct drv_server *s, struct drv_prom *w);
+
 /* Every job by state, those in the store only included: counts[J_NSTATES]. */
 void srv_jobs_by_state(struct drv_server *s, int64_t *counts);
 void srv_job_free(struct srv_job *j);

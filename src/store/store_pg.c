@@ -1155,7 +1155,7 @@ static void lease_row(PGresult *r, struct drv_lease *l)
 int drv_store_lease_take(struct drv_store *s, const char *holder, const char *addr,
 			 int lease_ms, int timeout_ms, struct drv_lease *l)
 {
-	char h[400], a[700], sql[1600];
+	char h[1100], a[700], sql[2200];
 	PGresult *r;
 	int rc;
 
@@ -1190,6 +1190,33 @@ int drv_store_lease_take(struct drv_store *s, const char *holder, const char *ad
 	if (!strcmp(l->holder, holder) && l->expires_in_ms > 0)
 		return 0;
 	return DRV_EEXIST;
+}
+
+int drv_store_lease_take_from(struct drv_store *s, int64_t term, const char *holder,
+			      const char *addr, int lease_ms, int timeout_ms, struct drv_lease *l)
+{
+	char h[1100], a[700], sql[2200];
+	PGresult *r;
+	int rc;
+
+	if (s->ops != &pg_ops)
+		return DRV_EUNSUPP;
+	if (ensure_conn(s) < 0)
+		return DRV_EIO;
+	quote(s, holder, h, sizeof(h));
+	quote(s, addr, a, sizeof(a));
+	snprintf(sql, sizeof(sql),
+		 "UPDATE drover_leader SET term = term + 1, holder = %s, addr = %s,"
+		 " expires = clock_timestamp() + %d * interval '1 millisecond'"
+		 " WHERE id = 1 AND term = %" PRId64 " RETURNING " LEASE_COLS, h, a, lease_ms, term);
+	rc = query_deadline(s, sql, timeout_ms, &r);
+	if (rc < 0)
+		return rc;
+	rc = PQntuples(r) == 1 ? 0 : DRV_EEXIST;
+	if (rc == 0)
+		lease_row(r, l);
+	PQclear(r);
+	return rc;
 }
 
 int drv_store_lease_renew(struct drv_store *s, int64_t term, int lease_ms, int timeout_ms,

@@ -47,7 +47,10 @@
 #                            --run-as-self as root), then each LINE (a setting, e.g.
 #                            'retry_limit: 1'; of two LINEs with one key, the
 #                            later is kept); pick SERVER_PORT and SERVER_URL
-#                            (kept across restarts) and point the client at it
+#                            (kept across restarts) and point the client at it;
+#                            with DROVER_TEST_STORE set, store: (and
+#                            store_password_file: DROVER_TEST_STORE_PASSWORD_FILE)
+#                            come first
 #                            (DROVER_SERVER, DROVER_TOKEN=$ADMIN_TOKEN); the URL
 #                            is https when SERVER_SCHEME=https (the test then
 #                            exports DROVER_CA_FILE, which the client, agents
@@ -66,7 +69,8 @@
 #                            $TEST_TMP/agent-NAME, log $TEST_TMP/agent-NAME.log;
 #                            returns once the server says node NAME is up
 #                            (AGENT_PID_NAME, AGENT_PORT_NAME: NAME with _ for
-#                            each character but letters and digits)
+#                            each character but letters and digits); AGENT_SERVER,
+#                            when set, is its --server instead (URL[,URL...])
 #   stop_agent NAME [SIG]    signal it (TERM) and wait for it to go
 #   node_is NODE STATE       succeeds when the server says NODE is in STATE
 #   start_up [ARG...]        `drover up` (8 simulated H100s, node "box", API on
@@ -212,6 +216,10 @@ CONF
 	# the tests run as root with agents --run-as-self: every task runs as
 	# root, which the agent refuses unless the server allows it
 	set -- "allow_root_tasks: true" "$@"
+	# DROVER_TEST_STORE (a postgres:// URL, with DROVER_TEST_STORE_PASSWORD_FILE):
+	# the same test on the PostgreSQL store (store_pg.sh runs suites so)
+	[ -n "${DROVER_TEST_STORE:-}" ] && set -- "store: $DROVER_TEST_STORE" \
+		${DROVER_TEST_STORE_PASSWORD_FILE:+"store_password_file: $DROVER_TEST_STORE_PASSWORD_FILE"} "$@"
 	_sc_i=0
 	for _l; do # a LINE is written unless a later one sets the same key
 		_sc_i=$((_sc_i + 1)) _sc_j=0 _sc_later=""
@@ -283,7 +291,7 @@ start_agent() {
 	shift
 	[ $# -gt 0 ] && shift
 	_sa_port=$(free_port)
-	"$DROVER" agent --server "$SERVER_URL" --token-file "$CLUSTER_TOKEN_FILE" --name "$_sa_name" \
+	"$DROVER" agent --server "${AGENT_SERVER:-$SERVER_URL}" --token-file "$CLUSTER_TOKEN_FILE" --name "$_sa_name" \
 		--listen "127.0.0.1:$_sa_port" --fake-gpus "$_sa_spec" --run-as-self \
 		--state "$TEST_TMP/agent-$_sa_name" "$@" >>"$TEST_TMP/agent-$_sa_name.log" 2>&1 9>&- &
 	track $!

@@ -35,6 +35,9 @@ unix_socket_directories = '$PG_DIR'
 max_connections = 200
 fsync = on
 synchronous_commit = on
+log_lock_waits = on
+deadlock_timeout = 500ms
+log_min_duration_statement = 1000
 CONF
 	on_exit "runuser -u postgres -- '$PG_BIN/pg_ctl' -D '$PG_DIR/data' -m immediate stop >/dev/null 2>&1"
 	runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \

@@ -159,6 +159,27 @@ Test(client, empty_config_file_is_empty)
 	cr_assert(eq(ptr, f.ca_file, NULL));
 }
 
+Test(client, several_servers_from_a_list_or_commas)
+{
+	struct drv_client_conf f, c;
+	const char *list = "server: [http://a:1, 'b:2/']\ntoken: t\n";
+	char err[256];
+
+	cr_assert(eq(int, drv_client_conf_parse(list, strlen(list), &f, err, sizeof(err)), 0), "%s",
+		  err);
+	cr_assert(eq(str, f.server, "http://a:1,b:2/"));
+	drv_client_conf_release(&f);
+	list = "server: [http://a:1, [x]]\n";
+	cr_assert(eq(int, drv_client_conf_parse(list, strlen(list), &f, err, sizeof(err)),
+		     DRV_EPARSE));
+	cr_assert(ne(ptr, strstr(err, "server[]: found"), NULL), "%s", err);
+	/* each URL normalised: a scheme added, trailing slashes dropped */
+	cr_assert(eq(int, drv_client_conf_resolve(&c, "a:1/, https://b:2/", "t", NULL, err,
+						  sizeof(err)), 0));
+	cr_assert(eq(str, c.server, "http://a:1,https://b:2"));
+	drv_client_conf_release(&c);
+}
+
 static char *capture(int (*fn)(FILE *, const json_t *), const json_t *v)
 {
 	char *buf = NULL;
