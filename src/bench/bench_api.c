@@ -37,6 +37,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,13 +51,14 @@
 #include <unistd.h>
 
 #define TOKEN "bench-admin-token"
+#define USER_TOKEN "bench-user-token"   /* a plain user: authorization applies */
 #define CLUSTER_TOKEN "bench-cluster-token"
 #define MAX_CHILDREN 256
 
 struct opts {
 	int nodes, gpus;
 	int serial, clients, concurrent, batch, batch_size, procs, latency, workload;
-	int restart_jobs;
+	int restart_jobs, many;
 	bool slurm;
 	const char *slurm_local;
 	bool keep;
@@ -174,10 +176,27 @@ struct server {
 	char state[512];
 };
 
+static struct drv_client *client_as(const char *url, const char *token)
+{
+	struct drv_client_conf c = { .server = (char *)url, .token = (char *)token };
+	return drv_client_new(&c);
+}
+
 static struct drv_client *client_for(const char *url)
 {
-	struct drv_client_conf c = { .server = (char *)url, .token = TOKEN };
-	return drv_client_new(&c);
+	return client_as(url, TOKEN);
+}
+
+/* A fresh Idempotency-Key on c's next calls: the server's key path runs
+ * (a lookup, and the key's row in the job's transaction). */
+static void fresh_key(struct drv_client *c, const char *who, int i)
+{
+	static _Atomic unsigned long seq;
+	char line[160];
+
+	snprintf(line, sizeof(line), "Idempotency-Key: bench-%d-%s-%d-%lu", (int)getpid(), who, i,
+		 (unsigned long)++seq);
+	drv_client_set_header(c, line);
 }
 
 static int call_json(struct drv_client *c, const char *method, const char *path,
@@ -212,11 +231,19 @@ static int start_server(struct server *s, const char *name)
 	snprintf(s->state, sizeof(s->state), "%s/%s", tmpdir, name);
 	mkdir(s->state, 0700);
 	snprintf(cfg, sizeof(cfg), "%s/%s.yaml", tmpdir, name);
+	/* the submits go as a plain user whom the tenants file lets use the
+	 * default tenant and one class: the authorization check runs */
 	snprintf(text, sizeof(text),
 		 "tokens:\n  - token: \"%s\"\n    user: bench\n    admin: true\n"
-		 "cluster_token: \"%s\"\nallow_root_tasks: true\n",
-		 TOKEN, CLUSTER_TOKEN);
+		 "  - token: \"%s\"\n    user: benchuser\n"
+		 "cluster_token: \"%s\"\nallow_root_tasks: true\ntenants: %s-tenants.yaml\n",
+		 TOKEN, USER_TOKEN, CLUSTER_TOKEN, name);
 	if (write_file(cfg, text))
+		return DRV_EIO;
+	snprintf(log, sizeof(log), "%s/%s-tenants.yaml", tmpdir, name);
+	if (write_file(log, "kind: Tenants\npriorityClasses:\n  normal: {value: 0}\n"
+			    "tenants:\n  default:\n    users: [bench, benchuser]\n"
+			    "    allowedClasses: [normal]\n"))
 		return DRV_EIO;
 	snprintf(log, sizeof(log), "%s/%s.log", tmpdir, name);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
@@ -398,13 +425,15 @@ struct worker {
 static void *submit_worker(void *p)
 {
 	struct worker *w = p;
-	struct drv_client *c = client_for(w->url);
+	struct drv_client *c = client_as(w->url, USER_TOKEN);
 	int i;
 
 	pthread_barrier_wait(w->go);
 	for (i = 0; i < w->n; i++) {
 		struct drv_client_reply r;
 		char err[256];
+
+		fresh_key(c, "submit", i);
 		if (drv_client_call(c, "POST", "/v1/jobs", w->ctype, w->body, strlen(w->body),
 				    30000, &r, err, sizeof(err))) {
 			w->failed++;
@@ -466,6 +495,7 @@ static struct rate submit_batches(struct drv_client *c, const json_t *const *spe
 		doc = json_pack("{s:o}", "items", items);
 		body = json_dumps(doc, JSON_COMPACT);
 		json_decref(doc);
+		fresh_key(c, "batch", done);
 		if (call_json(c, "POST", "/v1/jobs/batch", "application/json", body, strlen(body),
 			      120000, &rep)) {
 			r.failed += n;
@@ -490,7 +520,7 @@ static struct rate submit_processes(const char *url, char *const *files, int n)
 	int i;
 
 	setenv("DROVER_SERVER", url, 1);
-	setenv("DROVER_TOKEN", TOKEN, 1);
+	setenv("DROVER_TOKEN", USER_TOKEN, 1);
 	for (i = 0; i < n; i++) {
 		int st = 0;
 		pid_t pid = fork();
@@ -799,6 +829,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			    "jobs timed from submit to running (default 300)"),
 		DRV_OPT_INT(0, "workload", &o->workload, 1, INT32_MAX, "N",
 			    "jobs of the shared workload, at most 520 (default 520)"),
+		DRV_OPT_INT(0, "many-clients", &o->many, 0, 10000, "N",
+			    "clients held open at once for clients_1000, 0 skips it (default 1000)"),
 		DRV_OPT_INT(0, "restart-jobs", &o->restart_jobs, 0, INT32_MAX, "N",
 			    "jobs in the state of the restart figure, 0 skips it (default 1000000)"),
 		DRV_OPT_GROUP("Slurm beside it"),
@@ -813,7 +845,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		.name = "drover bench api",
 		.usage = "drover bench api [--json] [--nodes N] [--gpus-per-node G] [--serial N]\n"
 			 "       [--clients C] [--concurrent N] [--batch N] [--batch-size N] [--procs N]\n"
-			 "       [--latency N] [--workload N (at most 520)] [--restart-jobs N] "
+			 "       [--latency N] [--workload N (at most 520)] [--many-clients N]\n"
+			 "       [--restart-jobs N] "
 			 "[--no-slurm] [--slurm-local PATH]\n"
 			 "       [--keep]",
 		.about = "Durable submits per second and submit-to-running latency, against a "
@@ -825,6 +858,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .nodes = 16, .gpus = 8, .serial = 1000, .clients = 32,
 			    .concurrent = 3200, .batch = 10000, .batch_size = 1000, .procs = 200,
 			    .latency = 300, .workload = 520, .slurm = true, .restart_jobs = 1000000,
+			    .many = 1000,
 			    .slurm_local = "../shared/bench/slurm/slurm-local" };
 	if (getenv("DROVER_SLURM_LOCAL"))
 		o->slurm_local = getenv("DROVER_SLURM_LOCAL");
@@ -964,7 +998,12 @@ static void submit_rates(struct run *R, struct drv_client *c, const char *url)
 	json_object_set_new(json_object_get(R->submit, "concurrent"), "clients",
 			    json_integer(o->clients));
 	fprintf(stderr, "bench api: batch path, %d jobs in batches of %d\n", o->batch, o->batch_size);
-	r = submit_batches(c, one, 1, o->batch, o->batch_size);
+	{
+		struct drv_client *uc = client_as(url, USER_TOKEN);
+
+		r = submit_batches(uc, one, 1, o->batch, o->batch_size);
+		drv_client_free(uc);
+	}
 	json_object_set_new(R->submit, "batch", rate_json(&r,
 		"POST /v1/jobs/batch (canonical JSON), one transaction and one sync per batch"));
 	json_object_set_new(json_object_get(R->submit, "batch"), "batch_size",
@@ -974,6 +1013,139 @@ static void submit_rates(struct run *R, struct drv_client *c, const char *url)
 	json_object_set_new(R->submit, "process_per_job", rate_json(&r,
 		"one 'drover submit FILE' process per job (the workload's Slurm scripts), one after another"));
 	json_object_set_new(R->submit, "server", json_string("no nodes registered: every job stays pending"));
+}
+
+/* ---- many clients at once ---- */
+
+struct many {
+	const char *url, *pod;
+	int idx, rounds, errors;
+	double *get_ms, *post_ms;   /* [rounds] each; -1 for a failed call */
+	pthread_barrier_t *go;
+	sem_t *connecting;
+};
+
+/* One call's time in ms, or -1 when it failed or was not 2xx. */
+static double timed_call(struct drv_client *c, const char *method, const char *path,
+			 const char *ctype, const char *body)
+{
+	struct drv_client_reply r;
+	char err[256];
+	double t0 = drv_mono_s(), ms;
+
+	if (drv_client_call(c, method, path, ctype, body, body ? strlen(body) : 0, 60000, &r, err,
+			    sizeof(err)))
+		return -1;
+	ms = (drv_mono_s() - t0) * 1000.0;
+	if (r.status < 200 || r.status >= 300)
+		ms = -1;
+	drv_client_reply_release(&r);
+	return ms;
+}
+
+static void *many_client(void *p)
+{
+	struct many *m = p;
+	struct drv_client *c = client_as(m->url, USER_TOKEN);
+
+	/* connect and authenticate a few at a time: before its first request
+	 * passes, a connection counts against max_unauthenticated_per_client
+	 * (64 from one address); once it has, it stays open and counts no more */
+	sem_wait(m->connecting);
+	if (timed_call(c, "GET", "/v1/whoami", NULL, NULL) < 0)
+		m->errors++;
+	sem_post(m->connecting);
+	pthread_barrier_wait(m->go);
+	for (int i = 0; i < m->rounds; i++) {
+		m->get_ms[i] = timed_call(c, "GET", "/v1/jobs", NULL, NULL);
+		fresh_key(c, "many", m->idx * m->rounds + i);
+		m->post_ms[i] = timed_call(c, "POST", "/v1/jobs", "application/yaml", m->pod);
+		m->errors += (m->get_ms[i] < 0) + (m->post_ms[i] < 0);
+	}
+	drv_client_free(c);
+	return NULL;
+}
+
+/* The times that did not fail, sorted, into v; their count. */
+static int sorted_ok(const struct many *m, int n, int rounds, bool get, double *v)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < rounds; j++) {
+			double x = get ? m[i].get_ms[j] : m[i].post_ms[j];
+
+			if (x >= 0)
+				v[k++] = x;
+		}
+	qsort(v, (size_t)k, sizeof(*v), cmp_double);
+	return k;
+}
+
+/*
+ * n clients (threads, one keep-alive connection each, as the plain user)
+ * held open at once, then released together: each does `rounds` times a
+ * GET /v1/jobs with the default page and a durable POST /v1/jobs with an
+ * Idempotency-Key. The server already holds the submit figures' jobs.
+ */
+static json_t *measure_many(const char *url, const char *pod, int n, int rounds)
+{
+	struct many *m = drv_calloc((size_t)n, sizeof(*m));
+	pthread_t *t = drv_calloc((size_t)n, sizeof(*t));
+	double *v = drv_calloc((size_t)n * (size_t)rounds, sizeof(*v));
+	pthread_barrier_t go;
+	pthread_attr_t attr;
+	sem_t connecting;
+	int errors = 0, started = 0, ng, np;
+	double t0, secs, g50, g99, p50, p99;
+
+	pthread_barrier_init(&go, NULL, (unsigned)n + 1);
+	sem_init(&connecting, 0, 32);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 512 << 10);
+	for (int i = 0; i < n; i++) {
+		m[i] = (struct many){ url, pod, i, rounds, 0,
+				      drv_calloc((size_t)rounds, sizeof(double)),
+				      drv_calloc((size_t)rounds, sizeof(double)), &go, &connecting };
+		if (pthread_create(&t[i], &attr, many_client, &m[i]) == 0)
+			started++;
+		else
+			break;
+	}
+	if (started < n) {
+		fprintf(stderr, "bench api: started only %d of %d client threads\n", started, n);
+		abort();   /* the barrier waits for n: nothing sane to do */
+	}
+	pthread_barrier_wait(&go);
+	t0 = drv_mono_s();
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		errors += m[i].errors;
+	}
+	secs = drv_mono_s() - t0;
+	ng = sorted_ok(m, n, rounds, true, v);
+	g50 = pct(v, ng, 0.50);
+	g99 = pct(v, ng, 0.99);
+	np = sorted_ok(m, n, rounds, false, v);
+	p50 = pct(v, np, 0.50);
+	p99 = pct(v, np, 0.99);
+	for (int i = 0; i < n; i++) {
+		drv_free(m[i].get_ms);
+		drv_free(m[i].post_ms);
+	}
+	pthread_attr_destroy(&attr);
+	sem_destroy(&connecting);
+	pthread_barrier_destroy(&go);
+	drv_free(m);
+	drv_free(t);
+	drv_free(v);
+	return json_pack("{s:f,s:f,s:f,s:f,s:i,s:i,s:i,s:f,s:s}", "get_p50_ms", g50, "get_p99_ms",
+			 g99, "post_p50_ms", p50, "post_p99_ms", p99, "errors", errors, "clients", n,
+			 "requests", 2 * n * rounds, "seconds", secs, "how",
+			 "clients held open at once (threads, one keep-alive connection each, a plain "
+			 "user, connected 32 at a time), then released together: each does GET "
+			 "/v1/jobs (the default page) and a durable POST /v1/jobs (a 1-GPU Pod with an "
+			 "Idempotency-Key), once each; errors: failed or non-2xx calls");
 }
 
 /* 1. Durable submits per second: a server without nodes. */
@@ -989,6 +1161,10 @@ static int measure_submits(struct run *R)
 	rc = canonical_specs(R, c);
 	if (rc == 0)
 		submit_rates(R, c, s1.url);
+	if (rc == 0 && R->o.many) {
+		fprintf(stderr, "bench api: %d clients at once, GET and POST\n", R->o.many);
+		json_object_set_new(R->out, "clients_1000", measure_many(s1.url, R->pod, R->o.many, 1));
+	}
 	drv_client_free(c);
 	stop_child(s1.pid);
 	return rc;

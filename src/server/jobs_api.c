@@ -717,7 +717,7 @@ int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	bool more = false;
 
 	if (parse_states(drv_http_req_query(r, "state"), &f.states, o) < 0 ||
-	    drv_http_req_query_int(r, "limit", 1000, 1, 10000, &limit, o) < 0 ||
+	    drv_http_req_query_int(r, "limit", SRV_PAGE_DEFAULT, 1, SRV_PAGE_MAX, &limit, o) < 0 ||
 	    drv_http_req_query_int(r, "after", 0, 0, INT64_MAX, &after, o) < 0)
 		return 0;
 	states_list(f.states, sts, sizeof(sts));
@@ -1202,8 +1202,7 @@ static int queue_query(struct drv_http_req *r, struct drv_http_resp *o, struct q
 	*q = (struct queue_q){ .user = drv_http_req_query(r, "user"),
 			       .tenant = drv_http_req_query(r, "tenant") };
 	if (parse_states(drv_http_req_query(r, "state"), &q->states, o) < 0 ||
-	    drv_http_req_query_int(r, "limit", SRV_QUEUE_PAGE, 1, SRV_QUEUE_PAGE_MAX, &q->limit,
-				   o) < 0)
+	    drv_http_req_query_int(r, "limit", SRV_PAGE_DEFAULT, 1, SRV_PAGE_MAX, &q->limit, o) < 0)
 		return -1;
 	if (cur && cursor_parse(cur, &q->cursor, o) < 0)
 		return -1;

@@ -115,6 +115,10 @@ static const char *const migrations[] = {
 	"CREATE INDEX idem_by_created ON idem(created);",
 	/* 5 -> 6: each attempt's efficiency (seff's figures) as JSON */
 	"ALTER TABLE acct ADD COLUMN efficiency TEXT;",
+	/* 6 -> 7: finished jobs by id, so a page of them (GET /v1/jobs) reads
+	 * only finished rows: without it each page scanned every unfinished
+	 * row after its start (14,000 pending jobs: 11 ms a page) */
+	"CREATE INDEX jobs_finished ON jobs(id) WHERE done = 1;",
 };
 
 enum {
@@ -131,6 +135,7 @@ enum {
 	ST_LOAD_LIVE,
 	ST_GET_JOB,
 	ST_LIST_JOBS,
+	ST_LIST_FINISHED,
 	ST_COUNT_DONE,
 	ST_MONTH_COST,
 	ST_PURGE_EVENTS,
@@ -168,6 +173,14 @@ static const char *const stmt_sql[ST_N] = {
 			 " AND (?4 IS NULL OR tenant = ?4) AND (?5 IS NULL OR name = ?5)"
 			 " AND (?6 IS NULL OR instr(?6, ',' || state || ',') > 0)"
 			 " ORDER BY id LIMIT ?7",
+	/* the same for done = 1, through jobs_finished (left to itself the
+	 * planner takes jobs_done_end and sorts every finished row) */
+	[ST_LIST_FINISHED] = "SELECT " JOB_COLS " FROM jobs INDEXED BY jobs_finished"
+			     " WHERE done = 1 AND id > ?1 AND ?2 = 1"
+			     " AND (?3 IS NULL OR user = ?3)"
+			     " AND (?4 IS NULL OR tenant = ?4) AND (?5 IS NULL OR name = ?5)"
+			     " AND (?6 IS NULL OR instr(?6, ',' || state || ',') > 0)"
+			     " ORDER BY id LIMIT ?7",
 	[ST_COUNT_DONE] = "SELECT state, n FROM done_counts WHERE n > 0",
 	[ST_MONTH_COST] = "SELECT tenant, micro FROM acct_month WHERE month = ?",
 	[ST_PURGE_EVENTS] = "DELETE FROM events WHERE job IN (SELECT id FROM jobs"
@@ -367,7 +380,7 @@ static int sq_get_job(struct drv_store *s, uint64_t id,
 static int sq_list_jobs(struct drv_store *s, const struct drv_store_job_query *q,
 			int (*fn)(const struct drv_store_job *, void *), void *cls)
 {
-	sqlite3_stmt *st = stmt(s, ST_LIST_JOBS);
+	sqlite3_stmt *st = stmt(s, q->done == 1 ? ST_LIST_FINISHED : ST_LIST_JOBS);
 
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)q->after);
 	sqlite3_bind_int(st, 2, q->done);

@@ -139,9 +139,10 @@ if command -v promtool >/dev/null 2>&1; then
 	promtool check metrics <"$TEST_TMP/metrics.txt" || fail "promtool check metrics complains"
 fi
 req ops-t GET "/v1/queue?state=pending"
-pending=$(js 'len(b["items"])')
+pending=$(js 'b["total"]')
+expect_eq "items of the first page" "$(js 'len(b["items"])')" 100
 depth=$(awk '/^drover_queue_depth\{/ {s += $2} END {print s}' "$TEST_TMP/metrics.txt")
-expect_eq "queue depth metric = API pending" "$depth" "$pending"
+expect_eq "queue depth metric = the queue's total" "$depth" "$pending"
 grep -q '^drover_jobs{state="cancelled"} 2$' "$TEST_TMP/metrics.txt" || fail "drover_jobs cancelled"
 
 # --- SIGKILL and restart: every job where it was, ids never reused ---
