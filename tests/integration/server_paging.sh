@@ -22,6 +22,7 @@ from agentsim import *
 sess = {n: register(n) for n in ("node-a", "node-b")}
 job = json.load(open(os.path.join(os.environ["ROOT"], "examples/jobs/training-job.json")))
 job["groups"][0]["gpus"] = 1
+job["groups"][0]["command"] = ["true"]   # a host task: no container runtime here
 items = []
 for i in range(2500):
     j = dict(job, name="p%d" % i, priority=i % 7)
