@@ -126,6 +126,8 @@ struct drv_slurm_extra {
 	char *partition;        /* also copied to queue */
 	bool requeue;           /* --requeue (false: --no-requeue or not given) */
 	bool hold;              /* -H/--hold: submitted with a user hold */
+	char *begin;            /* --begin as written (the server turns it into a time
+				 * when the job is submitted); NULL = none */
 	int32_t signal;         /* --signal number (SIGUSR1 = 10, ...); 0 = none */
 	int32_t signal_secs;    /* @secs before the time limit (Slurm default 60) */
 	bool signal_batch_only; /* B: prefix */
@@ -370,6 +372,16 @@ int drv_quantity_mib(const char *s, int64_t *mib);
  * "UNLIMITED"/"INFINITE" = 0) to seconds. DRV_EINVAL when malformed.
  */
 int drv_slurm_time_parse(const char *s, int64_t *secs);
+
+/*
+ * Slurm's --begin value as of wall time now (s) into *at (wall s, local
+ * time for clock times as Slurm reads them): now[+N[seconds|minutes|hours|
+ * days|weeks]] (units may be cut to any prefix, default seconds),
+ * YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS] (today, or tomorrow once passed),
+ * midnight, noon, teatime (16:00), elevenses (11:00), fika (15:00), today,
+ * tomorrow. 0, or DRV_EINVAL.
+ */
+int drv_slurm_begin_parse(const char *s, int64_t now, int64_t *at);
 
 /*
  * drover topology level for a Kueue topology annotation value (a node label

@@ -23,6 +23,10 @@
  * written: after a restart the waiting jobs are found again from their
  * specs and evaluated anew, with the same answers.
  *
+ * A job with a begin time (sbatch --begin, turned into a time at submit
+ * and kept in its record) waits the same way, with reason code BeginTime,
+ * once its dependencies (if any) are satisfied.
+ *
  * Everything here runs under s->mu.
  */
 #include "server_int.h"
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { DEP_WAIT = 0, DEP_OK = 1, DEP_NEVER = -1 };
 
@@ -230,17 +235,68 @@ static int deps_all(struct drv_server *s, uint64_t jid, int64_t now, char *why, 
 	return nnever ? DEP_NEVER : nok == nd ? DEP_OK : DEP_WAIT;
 }
 
+int srv_partition_refuse(struct drv_server *s, const struct drv_jobspec *spec, char *why,
+			 size_t n)
+{
+	const struct drv_cluster *c = &s->cluster;
+	char *list, *save = NULL, *p;
+	int rc = 0;
+
+	if (!spec->slurm.partition || !c->npools)
+		return 0;
+	list = drv_strdup(spec->slurm.partition);
+	for (p = strtok_r(list, ",", &save); p && !rc; p = strtok_r(NULL, ",", &save)) {
+		int32_t i;
+		size_t len;
+
+		for (i = 0; i < c->npools && strcmp(c->pools[i].name, p) != 0; i++)
+			;
+		if (i < c->npools)
+			continue;
+		len = (size_t)snprintf(why, n, "invalid partition specified: %s (the partitions "
+				       "are the cluster's pools:", p);
+		for (i = 0; i < c->npools && len < n; i++)
+			len += (size_t)snprintf(why + len, n - len, "%s %s", i ? "," : "",
+						c->pools[i].name);
+		if (len < n)
+			snprintf(why + len, n - len, ")");
+		rc = -1;
+	}
+	drv_free(list);
+	return rc;
+}
+
+static void begin_reason(const struct srv_job *j, char *why, size_t n)
+{
+	time_t t = (time_t)j->begin_time;
+	struct tm tm;
+	char at[32];
+
+	gmtime_r(&t, &tm);
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(why, n, "waiting for its begin time: not before %s (--begin=%s)", at,
+		 j->spec.slurm.begin ? j->spec.slurm.begin : "");
+}
+
 void srv_deps_gate(struct drv_server *s, struct srv_job *j)
 {
 	char why[320];
 	size_t len = 0;
 
-	if (!j->spec.ndeps || j->par || j->state != J_PENDING || j->dep_memo)
+	if ((!j->spec.ndeps && j->begin_time <= drv_wall_s()) || j->par ||
+	    j->state != J_PENDING || j->dep_wait)
 		return;
-	j->dep_memo = drv_calloc((size_t)j->spec.ndeps, sizeof(*j->dep_memo));
+	if (j->spec.ndeps)
+		j->dep_memo = drv_calloc((size_t)j->spec.ndeps, sizeof(*j->dep_memo));
 	j->dep_wait = true;
+	j->begin_wait = !j->spec.ndeps;
 	DRV_GROW(s->depwait, s->ndepwait + 1, s->depwaitcap);
 	s->depwait[s->ndepwait++] = j->id;
+	if (!j->spec.ndeps) {
+		begin_reason(j, why, sizeof(why));
+		srv_set_str(&j->reason, why);
+		return;
+	}
 	len = (size_t)snprintf(why, sizeof(why), "waiting for its dependenc%s: ",
 			       j->spec.ndeps == 1 ? "y" : "ies");
 	for (int32_t i = 0; i < j->spec.ndeps && len < sizeof(why); i++) {
@@ -302,11 +358,24 @@ void srv_deps_tick(struct drv_server *s, int64_t now)
 			}
 			continue;
 		}
+		if (j->begin_time > now) {   /* the dependencies are met; the begin time is not */
+			k++;
+			if (!j->begin_wait) {
+				j->begin_wait = true;
+				begin_reason(j, r, sizeof(r));
+				srv_job_transition(s, j, J_PENDING, r);
+			}
+			continue;
+		}
 		s->depwait[k] = s->depwait[--s->ndepwait];
 		j->dep_wait = false;
 		j->dep_never = false;
 		srv_deps_free(j);
-		snprintf(r, sizeof(r), "dependency satisfied: %s", why);
+		if (!j->spec.ndeps)
+			snprintf(r, sizeof(r), "its begin time came (--begin=%s)",
+				 j->spec.slurm.begin ? j->spec.slurm.begin : "");
+		else
+			snprintf(r, sizeof(r), "dependency satisfied: %s", why);
 		srv_job_transition(s, j, J_PENDING, r);
 		srv_job_queue(s, j);
 		srv_job_mark(s, j);

@@ -255,6 +255,10 @@ static uint64_t add_jobs(struct drv_server *s, struct srv_job **js, size_t n, co
 		j->canon = drv_jobspec_to_json(&j->spec);
 		j->state = J_PENDING;
 		set_reason(j, why);
+		if (j->spec.slurm.begin && !j->par &&
+		    drv_slurm_begin_parse(j->spec.slurm.begin, now, &j->begin_time) == 0 &&
+		    j->begin_time <= now)
+			j->begin_time = 0;   /* --begin in the past: at once, as Slurm */
 		if (j->spec.slurm.hold && !j->spec.array.spec) {   /* sbatch -H; an array's elements */
 			char hw[256];
 
@@ -283,7 +287,8 @@ static bool refuse_never(struct drv_server *s, const struct drv_jobspec *spec,
 	const struct drv_job *job = &spec->job;
 	char why[256];
 
-	if (srv_deps_refuse(s, spec, why, sizeof(why)) < 0) {
+	if (srv_deps_refuse(s, spec, why, sizeof(why)) < 0 ||
+	    srv_partition_refuse(s, spec, why, sizeof(why)) < 0) {
 		drv_http_resp_error(o, 400, "invalid", NULL, "%s", why);
 		return true;
 	}
@@ -313,6 +318,7 @@ static bool refuse_never_batch(struct drv_server *s, struct srv_job **js, size_t
 	srv_capacity_refresh(s);
 	for (size_t i = 0; i < n; i++)
 		if (srv_deps_refuse(s, &js[i]->spec, why, sizeof(why)) < 0 ||
+		    srv_partition_refuse(s, &js[i]->spec, why, sizeof(why)) < 0 ||
 		    srv_job_never(s, &js[i]->spec.job, why, sizeof(why)))
 			json_array_append_new(details, json_sprintf("items[%zu]: %s", i, why));
 	if (!json_array_size(details)) {

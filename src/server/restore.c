@@ -161,6 +161,7 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	j->index = (int32_t)drv_json_int(doc, "index", 0);
 	j->gated = drv_json_bool(doc, "gated", 0);
 	j->hold = (uint8_t)drv_json_int(doc, "hold", 0);
+	j->begin_time = drv_json_int(doc, "begin_time", 0);
 	{
 		const json_t *el = json_object_get(doc, "elements");
 

@@ -123,6 +123,8 @@ struct srv_job {
 	/* Slurm --dependency (deps.c): waiting, not given to the scheduler */
 	bool dep_wait;
 	bool dep_never;            /* ... and it can never be satisfied */
+	bool begin_wait;           /* ... they are, and it waits for begin_time */
+	int64_t begin_time;        /* Slurm --begin: not before this wall s; 0 = none */
 	struct srv_dep_memo *dep_memo; /* [spec.ndeps] while waiting */
 	struct srv_job *parent_new; /* while being submitted: the parent, whose id is not set */
 };
@@ -618,6 +620,10 @@ int srv_deps_refuse(struct drv_server *s, const struct drv_jobspec *spec, char *
 void srv_deps_gate(struct drv_server *s, struct srv_job *j);
 void srv_deps_tick(struct drv_server *s, int64_t now);
 void srv_deps_free(struct srv_job *j);
+/* -1 with why when spec's Slurm partitions (-p a,b) name a pool the
+ * cluster does not have (a cluster with no pool yet refuses nothing). */
+int srv_partition_refuse(struct drv_server *s, const struct drv_jobspec *spec, char *why,
+			 size_t n);
 /* Resumes suspended parent j (its `suspend` hold): elements take their
  * turns, the deadline counts from now. False when j is not suspended. */
 bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *why);

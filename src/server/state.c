@@ -428,7 +428,8 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 	if (j->hold)
 		return j->hold == SRV_HOLD_ADMIN ? "JobHeldAdmin" : "JobHeldUser";
 	if (j->dep_wait)
-		return j->dep_never ? "DependencyNeverSatisfied" : "Dependency";
+		return j->begin_wait ? "BeginTime" : j->dep_never ? "DependencyNeverSatisfied"
+								    : "Dependency";
 	if (j->runtime_held)
 		return "RuntimeUnavailable";
 	if (j->par) {

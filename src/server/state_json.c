@@ -60,6 +60,8 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 	}
 	if (j->hold)
 		json_object_set_new(doc, "hold", json_integer(j->hold));
+	if (j->begin_time)
+		json_object_set_new(doc, "begin_time", json_integer((json_int_t)j->begin_time));
 	if (j->par)
 		json_object_set_new(doc, "elements",
 				    json_pack("{s:I,s:i,s:i,s:i,s:i,s:i,s:I,s:b}", "first",
@@ -154,6 +156,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 	json_object_set_new(o, "start_time", srv_json_time(j->start_time));
 	json_object_set_new(o, "end_time", srv_json_time(j->end_time));
 	json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	json_object_set_new(o, "begin_time", srv_json_time(j->begin_time));
 	json_object_set_new(o, "time_limit_s", j->spec.job.time_limit
 				       ? json_integer(j->spec.job.time_limit) : json_null());
 	json_object_set_new(o, "cost_usd", srv_json_usd(srv_job_cost_micro(s, j, drv_wall_s())));

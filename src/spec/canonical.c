@@ -141,6 +141,7 @@ static json_t *slurm_json(const struct drv_slurm_extra *e)
 		json_object_set_new(x, "requeue", json_true());
 	if (e->hold)
 		json_object_set_new(x, "hold", json_true());
+	set_str(x, "begin", e->begin);
 	if (e->signal) {
 		json_object_set_new(x, "signal", json_integer(e->signal));
 		json_object_set_new(x, "signalSeconds", json_integer(e->signal_secs));

@@ -493,7 +493,7 @@ static void read_deps(struct rd *r, const json_t *o, struct drv_jobspec *s)
 /* slurm: the sbatch options drover keeps but does not act on. */
 static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 {
-	static const char *const sk[] = { "partition", "qos", "account", "requeue", "hold", "signal",
+	static const char *const sk[] = { "partition", "qos", "account", "requeue", "hold", "begin", "signal",
 		"signalSeconds", "signalBatchOnly", "switches", "switchesWait", "segment", NULL };
 	const json_t *x = json_object_get(o, "slurm");
 	struct drv_slurm_extra *e = &s->slurm;
@@ -512,6 +512,10 @@ static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 	e->account = get_str(r, x, "account", false);
 	e->requeue = get_bool(r, x, "requeue");
 	e->hold = get_bool(r, x, "hold");
+	e->begin = get_str(r, x, "begin", false);
+	if (e->begin && drv_slurm_begin_parse(e->begin, 0, &(int64_t){ 0 }) < 0)
+		rd_err(r, "begin", "found \"%s\", expected a Slurm --begin time such as now+1hour",
+		       e->begin);
 	e->signal = (int32_t)get_int(r, x, "signal", 1, 64, 0);
 	e->signal_secs = (int32_t)get_int(r, x, "signalSeconds", 0, 65535, 0);
 	e->signal_batch_only = get_bool(r, x, "signalBatchOnly");

@@ -109,6 +109,7 @@ void drv_jobspec_release(struct drv_jobspec *s)
 	drv_free(s->deps);
 	drv_free(s->slurm.qos);
 	drv_free(s->slurm.account);
+	drv_free(s->slurm.begin);
 	drv_free(s->slurm.partition);
 	for (i = 0; i < s->nclasses; i++)
 		drv_spec_class_release(&s->classes[i]);

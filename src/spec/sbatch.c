@@ -450,8 +450,15 @@ static void build_job(struct sb_ctx *c, const char *buf, size_t len, const char 
 	s->job.gang_min = 0;
 	if (c->time > 0)
 		s->job.time_limit = c->time;
-	if (s->slurm.partition)
-		s->queue = drv_strdup(s->slurm.partition);
+	if (s->slurm.partition) {
+		/* -p names pools: the job may run in any of them (-p a,b); the
+		 * server refuses a name that is not one of its pools */
+		char *list = drv_strdup(s->slurm.partition), *save = NULL, *p;
+
+		for (p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save))
+			drv_job_add_node_label(&s->job, DRV_LABEL_POOL, p);
+		drv_free(list);
+	}
 	if (s->slurm.qos)
 		s->priority_class = drv_strdup(s->slurm.qos);
 	if (s->slurm.account)

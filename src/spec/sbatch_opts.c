@@ -19,7 +19,7 @@
 static const struct sb_opt opts_tab[] = {
 	{ "account", 'A', 1, O_ACCOUNT }, { "acctg-freq", 0, 1, O_IGNORED },
 	{ "array", 'a', 1, O_ARRAY }, { "batch", 0, 1, O_IGNORED }, { "bb", 0, 1, O_IGNORED },
-	{ "bbf", 0, 1, O_IGNORED }, { "begin", 'b', 1, O_IGNORED }, { "chdir", 'D', 1, O_CHDIR },
+	{ "bbf", 0, 1, O_IGNORED }, { "begin", 'b', 1, O_BEGIN }, { "chdir", 'D', 1, O_CHDIR },
 	{ "cluster-constraint", 0, 1, O_IGNORED }, { "clusters", 'M', 1, O_IGNORED },
 	{ "comment", 0, 1, O_IGNORED }, { "constraint", 'C', 1, O_IGNORED },
 	{ "container", 0, 1, O_IGNORED }, { "container-id", 0, 1, O_IGNORED },
@@ -496,6 +496,19 @@ void sb_apply(struct sb_ctx *c, struct sb_comp *k, const struct sb_opt *o, const
 	case O_SIGNAL:
 		opt_signal(c, on, v, line, col);
 		break;
+	case O_BEGIN: {
+		int64_t at;
+
+		if (drv_slurm_begin_parse(v, 0, &at) < 0) {
+			sb_err(c, line, col, on, "found \"%s\", expected now[+N[seconds|minutes|hours|"
+			       "days|weeks]], YYYY-MM-DD[THH:MM[:SS]], HH:MM[:SS], midnight, noon, "
+			       "teatime, today or tomorrow", v);
+			break;
+		}
+		drv_free(c->s->slurm.begin);
+		c->s->slurm.begin = drv_strdup(v);
+		break;
+	}
 	case O_SWITCHES:
 		opt_switches(c, on, v, line, col);
 		break;

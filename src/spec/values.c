@@ -9,7 +9,10 @@
 #include "drover/spec.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 typedef __int128 i128;
 
@@ -200,6 +203,121 @@ int drv_slurm_time_parse(const char *s, int64_t *secs)
 		*secs = part[0] * 3600 + part[1] * 60 + part[2]; /* HH:MM:SS */
 	}
 	return 0;
+}
+
+/* A clock time today (local) at h:m:s, or tomorrow when it has passed. */
+static int64_t next_clock(int64_t now, int h, int m, int sec, bool roll, int days)
+{
+	time_t t = (time_t)now;
+	struct tm tm;
+	int64_t at;
+
+	localtime_r(&t, &tm);
+	tm.tm_mday += days;
+	tm.tm_hour = h;
+	tm.tm_min = m;
+	tm.tm_sec = sec;
+	tm.tm_isdst = -1;
+	at = (int64_t)mktime(&tm);
+	if (roll && at <= now) {
+		tm.tm_mday++;
+		tm.tm_isdst = -1;
+		at = (int64_t)mktime(&tm);
+	}
+	return at;
+}
+
+int drv_slurm_begin_parse(const char *s, int64_t now, int64_t *at)
+{
+	static const struct {
+		const char *name;
+		int h;
+		bool roll;
+		int days;
+	} words[] = { { "midnight", 0, false, 1 }, { "noon", 12, true, 0 },
+		      { "elevenses", 11, true, 0 }, { "fika", 15, true, 0 },
+		      { "teatime", 16, true, 0 }, { "today", 0, false, 0 },
+		      { "tomorrow", 0, false, 1 } };
+	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+
+	if (!s || !*s)
+		return DRV_EINVAL;
+	if (strncasecmp(s, "now", 3) == 0) {
+		const char *p = s + 3, *u;
+		static const struct {
+			const char *unit;
+			int64_t secs;
+		} units[] = { { "seconds", 1 }, { "minutes", 60 }, { "hours", 3600 },
+			      { "days", 86400 }, { "weeks", 604800 } };
+		int64_t k = 0, mult = 1;
+		size_t ul;
+
+		if (!*p) {
+			*at = now;
+			return 0;
+		}
+		if (*p != '+' || !(u = read_num(p + 1, &k)))
+			return DRV_EINVAL;
+		ul = strlen(u);
+		if (ul) {
+			mult = 0;
+			for (size_t i = 0; i < sizeof(units) / sizeof(units[0]) && !mult; i++)
+				if (ul <= strlen(units[i].unit) && strncasecmp(u, units[i].unit, ul) == 0)
+					mult = units[i].secs;
+			if (!mult)
+				return DRV_EINVAL;
+		}
+		if (k > INT64_C(100) * 365 * 86400 / mult)
+			return DRV_EINVAL;
+		*at = now + k * mult;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(s, words[i].name) == 0) {
+			*at = next_clock(now, words[i].h, 0, 0, words[i].roll, words[i].days);
+			return 0;
+		}
+	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && n == 10) {
+		struct tm tm = { 0 };
+		int m2 = 0;
+
+		if (s[n] == 'T') {
+			if (sscanf(s + n + 1, "%2d:%2d%n", &h, &mi, &m2) != 2)
+				return DRV_EINVAL;
+			n += 1 + m2;
+			if (s[n] == ':') {
+				if (sscanf(s + n + 1, "%2d%n", &sec, &m2) != 1)
+					return DRV_EINVAL;
+				n += 1 + m2;
+			}
+		}
+		if (s[n] || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59)
+			return DRV_EINVAL;
+		tm.tm_year = y - 1900;
+		tm.tm_mon = mo - 1;
+		tm.tm_mday = d;
+		tm.tm_hour = h;
+		tm.tm_min = mi;
+		tm.tm_sec = sec;
+		tm.tm_isdst = -1;
+		*at = (int64_t)mktime(&tm);
+		return 0;
+	}
+	n = 0;
+	if (sscanf(s, "%2d:%2d%n", &h, &mi, &n) == 2) {
+		int m2 = 0;
+
+		if (s[n] == ':') {
+			if (sscanf(s + n + 1, "%2d%n", &sec, &m2) != 1)
+				return DRV_EINVAL;
+			n += 1 + m2;
+		}
+		if (s[n] || h > 23 || mi > 59 || sec > 59 || h < 0 || mi < 0 || sec < 0)
+			return DRV_EINVAL;
+		*at = next_clock(now, h, mi, sec, true, 0);
+		return 0;
+	}
+	return DRV_EINVAL;
 }
 
 void drv_array_release(struct drv_array *a)

@@ -3,6 +3,8 @@
 # task each, the node list hostlist-compressed; a Kubernetes job sees none.
 . "$ROOT/tests/integration/lib.sh"
 
+# -p names a pool: the nodes agents bring join the default pool, named batch here
+server_config "default_pool: batch"
 start_server
 start_agent gpu-01 1xH100
 start_agent gpu-02 1xH100

@@ -8,6 +8,7 @@
 #include <criterion/new/assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "drover/spec.h"
 
@@ -74,7 +75,11 @@ Test(spec_sbatch, array_job_with_percent_limit)
 	cr_assert(eq(i64, s.job.groups[0].cpu_milli, 8000));
 	cr_assert(eq(i64, s.job.groups[0].mem_mib, 65536));
 	cr_assert(eq(i64, s.job.time_limit, 4 * 3600));
-	cr_assert(eq(str, s.queue, "gpu"));
+	cr_assert(eq(ptr, s.queue, NULL), "-p names pools, not the queue");
+	cr_assert(eq(str, s.slurm.partition, "gpu"));
+	cr_assert(eq(int, s.job.nnode_selector, 1));
+	cr_assert(eq(str, s.job.node_selector[0].key, DRV_LABEL_POOL));
+	cr_assert(eq(str, s.job.node_selector[0].value, "gpu"));
 	cr_assert(eq(str, s.slurm.qos, "normal"));
 	cr_assert(eq(str, s.job.tenant, "ml-research"));
 	cr_assert(eq(int, s.ndeps, 1));
@@ -257,4 +262,39 @@ Test(spec_sbatch, job_name_defaults_to_the_file_or_sbatch_for_stdin)
 	drv_jobspec_init(&s);
 	cr_assert(eq(int, drv_spec_parse_buffer(text, strlen(text), "-", &s, &d), 0));
 	cr_assert(eq(str, s.job.name, "sbatch"));
+}
+
+Test(spec_sbatch, begin_times)
+{
+	/* 2026-12-01 10:30:00 UTC; clock times are read in the local zone */
+	int64_t now = 1796121000, at;
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	cr_assert(eq(int, drv_slurm_begin_parse("now", now, &at), 0));
+	cr_assert(eq(i64, at, now));
+	cr_assert(eq(int, drv_slurm_begin_parse("now+90", now, &at), 0));
+	cr_assert(eq(i64, at, now + 90));
+	cr_assert(eq(int, drv_slurm_begin_parse("now+2hours", now, &at), 0));
+	cr_assert(eq(i64, at, now + 7200));
+	cr_assert(eq(int, drv_slurm_begin_parse("now+1min", now, &at), 0), "a unit's prefix");
+	cr_assert(eq(i64, at, now + 60));
+	cr_assert(eq(int, drv_slurm_begin_parse("16:00", now, &at), 0));
+	cr_assert(eq(i64, at, now + 5 * 3600 + 1800), "later today");
+	cr_assert(eq(int, drv_slurm_begin_parse("09:15:30", now, &at), 0));
+	cr_assert(eq(i64, at, now - 4500 + 30 + 86400), "passed today: tomorrow");
+	cr_assert(eq(int, drv_slurm_begin_parse("teatime", now, &at), 0));
+	cr_assert(eq(i64, at, now + 5 * 3600 + 1800));
+	cr_assert(eq(int, drv_slurm_begin_parse("midnight", now, &at), 0));
+	cr_assert(eq(i64, at, now - 37800 + 86400));
+	cr_assert(eq(int, drv_slurm_begin_parse("2026-12-24T18:00", now, &at), 0));
+	cr_assert(eq(i64, at, now - 37800 + 23 * 86400 + 18 * 3600));
+	cr_assert(eq(int, drv_slurm_begin_parse("2026-12-24", now, &at), 0));
+	cr_assert(eq(i64, at, now - 37800 + 23 * 86400));
+	cr_assert(eq(int, drv_slurm_begin_parse("soonish", now, &at), DRV_EINVAL));
+	cr_assert(eq(int, drv_slurm_begin_parse("now+3fortnights", now, &at), DRV_EINVAL));
+	cr_assert(eq(int, drv_slurm_begin_parse("25:00", now, &at), DRV_EINVAL));
+	cr_assert(eq(int, drv_slurm_begin_parse("2026-13-01", now, &at), DRV_EINVAL));
+	unsetenv("TZ");
+	tzset();
 }
