@@ -6,7 +6,8 @@
 # Prometheus finds the agents through the controller's service discovery
 # (GET /v1/prometheus/targets, a user's token) and loads
 # deploy/prometheus/drover-rules.yml. Jobs: an 8-GPU one (GPU utilisation
-# and memory per job, fabric traffic), two half-GPU ones sharing a GPU, one
+# and memory per job, fabric traffic), two half-GPU ones sharing a GPU (each
+# one's share its own series; the shares sum to the GPU's reading), one
 # really OOM-killed (the cgroup memory controller, v1 on this host), one
 # that cannot fit (queue depth, pending reasons). Then: promtool on the
 # controller's and the agents' own series, and every panel of every
@@ -114,6 +115,21 @@ ask "jobs out of memory" 'drover_jobs{state="out_of_memory"} == 1'
 ask "InfiniBand saturation" 'drover:infiniband_port_saturation:ratio{node="box"} > 0.3 < 0.5'
 ask "InfiniBand link rate" 'node_infiniband_rate_bytes_per_second{device="mlx5_0"} == 5e10'
 ask "XID errors, a counter" 'drover_gpu_xid_errors_total{node="nv-1",gpu="1",xid="31"} == 1'
+# shared GPUs: each job's share is a series of its own beside the GPU's,
+# and the shares add up to the GPU's reading, so sums over jobs count a
+# shared GPU once (docs/agent.md, "Shared GPUs")
+ask "each half-GPU job's share, its own series" \
+	"count(drover_job_gpu_share{hpc_job=~\"$HALF1|$HALF2\"} == 0.5) == 2"
+ask "... on one GPU" \
+	"count(count by (node, gpu) (drover_job_gpu_share{hpc_job=~\"$HALF1|$HALF2\"})) == 1"
+ask "a shared GPU's job utilisations sum to the GPU's" \
+	'count(abs(sum by (node, gpu) (drover_job_gpu_utilization_percent) - on (node, gpu) sum by (node, gpu) (DCGM_FI_DEV_GPU_UTIL{hpc_job!=""})) < 0.001) == count(DCGM_FI_DEV_GPU_UTIL{hpc_job!=""})'
+ask "... and their framebuffer to the GPU's" \
+	'count(abs(sum by (node, gpu) (drover_job_gpu_memory_used_bytes) - on (node, gpu) sum by (node, gpu) (DCGM_FI_DEV_FB_USED{hpc_job!=""}) * 1048576) < 1) == count(DCGM_FI_DEV_FB_USED{hpc_job!=""})'
+ask "GPUs in use summed over jobs: the busy GPUs, once each" \
+	'sum(drover_job_gpu_share) == count(DCGM_FI_DEV_GPU_UTIL{hpc_job!=""})'
+ask "a half-GPU job's GPU utilisation, its part only" \
+	"sum(drover_job_gpu_utilization_percent{hpc_job=\"$HALF1\"}) < on () max(DCGM_FI_DEV_GPU_UTIL{hpc_job=~\"$HALF1|$HALF2\"})"
 ask "queue depth" 'sum(drover_queue_depth) >= 1'
 ask "pending reasons" 'sum by (reason_code) (drover_pending_jobs{reason_code!="None"}) >= 1'
 ask "wait to start per tenant" 'sum by (tenant) (drover_job_wait_seconds_count) >= 3'

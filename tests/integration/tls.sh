@@ -9,7 +9,8 @@
 # Plain HTTP bound beyond loopback is said in a warning by the server and
 # the agent. A real Prometheus with the shipped scrape configuration
 # (deploy/prometheus) scrapes both over https, the agent found through the
-# controller's service discovery. Last, `drover up --tls` makes its own CA and the client config
+# controller's service discovery (its target's URL is https, and its GPU
+# series arrive through that scrape). Last, `drover up --tls` makes its own CA and the client config
 # it writes is enough for `drover` commands over https.
 . "$ROOT/tests/integration/lib.sh"
 
@@ -63,6 +64,17 @@ if command -v prometheus >/dev/null; then
 		jq -r '.data.result[0].value[1]')" = 1 ]; }
 	wait_until 60 up drover-server || fail "Prometheus did not scrape the controller over https: $(tail -5 "$TEST_TMP/prometheus.log")"
 	wait_until 20 up drover-agents || fail "Prometheus did not scrape the agent over https: $(tail -5 "$TEST_TMP/prometheus.log")"
+	# the agent's target came from the discovery with __scheme__ https, and
+	# its series were ingested through that TLS scrape
+	curl -fsS "http://127.0.0.1:$PP/api/v1/targets?state=active" >"$TEST_TMP/targets.json" ||
+		fail "Prometheus targets"
+	expect_eq "the agents' scrape URLs" \
+		"$(jq -r '[.data.activeTargets[] | select(.labels.job == "drover-agents") | "\(.scrapeUrl) \(.health)"] | join(",")' "$TEST_TMP/targets.json")" \
+		"https://127.0.0.1:$AGENT_PORT_agent_a/metrics up"
+	wait_until 20 sh -c "curl -fsS --get 'http://127.0.0.1:$PP/api/v1/query' --data-urlencode \
+		'query=count(DCGM_FI_DEV_GPU_UTIL{job=\"drover-agents\",Hostname=\"agent-a\"}) == 2' |
+		jq -e '.data.result | length == 1'" >/dev/null ||
+		fail "no GPU series of agent-a ingested over https"
 fi
 
 # refusals, in words
