@@ -11,6 +11,7 @@
 #include "drover/diag.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #define DRV_COST_HOURS_PER_MONTH 730.0
 #define DRV_COST_HORIZON_MONTHS 120 /* break-even searched up to this month */
@@ -57,6 +58,27 @@ void drv_cost_compute(const struct drv_cost_in *in, struct drv_cost_out *out);
 int drv_cost_break_even(double capex, double opex_month, double cloud_month);
 
 extern const char *const drv_cost_cloud_names[DRV_CLOUD_N]; /* onDemand, reserved, spot */
+
+/* One row of the sensitivity table: what is varied ("utilisation",
+ * "cloud_price", "power_price"), its value (the utilisation, else the
+ * factor applied) and the break-even month then (-1 never). */
+struct drv_cost_sens {
+	const char *what;
+	double value;
+	int break_even;
+};
+
+/*
+ * `drover cost --html`: one self-contained page (inline SVG and CSS, no
+ * scripts, nothing fetched) with the cumulative cost of owning (capex at
+ * month 0, then the running costs) against renting at each cloud price,
+ * months 0 to at least 36 and past the break-even, a marker at each
+ * break-even, the monthly figures and the sensitivity table. source names
+ * the assumptions file (its figures' sources are its comments). Writes to
+ * f; returns 0, or DRV_EIO when f failed.
+ */
+int drv_cost_html(FILE *f, const char *source, const struct drv_cost_in *in,
+		  const struct drv_cost_out *o, const struct drv_cost_sens *rows, size_t nrows);
 
 /* Reads an assumptions file; errors at file:line:col into d, DRV_EINVAL
  * (or DRV_EIO, DRV_EPARSE) when any. */

@@ -1,5 +1,5 @@
 /*
- * cmd_cost.c: `drover cost [FILE] [--json] [--from-sim SIMJSON]`, the
+ * cmd_cost.c: `drover cost [FILE] [--json] [--from-sim SIMJSON] [--html OUT]`, the
  * on-prem versus cloud calculator (docs/cost.md). The assumptions come
  * from FILE (default examples/cost/h100.yaml); the arithmetic is
  * src/spec/costmodel.c.
@@ -7,20 +7,16 @@
 #include "drover/cmd.h"
 #include "drover/costmodel.h"
 #include "drover/diag.h"
+#include "drover/fsutil.h"
 #include "drover/options.h"
 
 #include <jansson.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #define DEFAULT_FILE "examples/cost/h100.yaml"
-
-struct sens_row {
-	const char *what;
-	double value;      /* the factor or the utilisation */
-	int break_even;
-};
 
 #define NSENS 10
 
@@ -42,7 +38,7 @@ static int sens_one(const struct drv_cost_in *base, int kind, double x)
 	return o.break_even[in.compare];
 }
 
-static void sensitivity(const struct drv_cost_in *in, struct sens_row rows[NSENS])
+static void sensitivity(const struct drv_cost_in *in, struct drv_cost_sens rows[NSENS])
 {
 	static const struct { const char *what; int kind; double x; } t[NSENS] = {
 		{ "utilisation", 0, 0.3 }, { "utilisation", 0, 0.5 }, { "utilisation", 0, 0.7 },
@@ -70,7 +66,7 @@ static json_t *usd(double v)
 }
 
 static void print_json(const struct drv_cost_in *in, const struct drv_cost_out *o,
-		       const struct sens_row *rows)
+		       const struct drv_cost_sens *rows)
 {
 	json_t *j = json_object(), *cloud = json_object(), *be = json_object(), *s = json_array();
 	int c, i;
@@ -118,7 +114,7 @@ static void months_text(char *buf, size_t sz, int m)
 }
 
 static void print_text(const struct drv_cost_in *in, const struct drv_cost_out *o,
-		       const struct sens_row *rows)
+		       const struct drv_cost_sens *rows)
 {
 	char m[64];
 	int c, i;
@@ -174,19 +170,35 @@ static int from_sim(const char *path, double *util)
 	return rc;
 }
 
+struct html_args {
+	const char *source;
+	const struct drv_cost_in *in;
+	const struct drv_cost_out *o;
+	const struct drv_cost_sens *rows;
+};
+
+static int put_html(FILE *f, void *arg)
+{
+	const struct html_args *h = arg;
+
+	return drv_cost_html(f, h->source, h->in, h->o, h->rows, NSENS);
+}
+
 int cmd_cost(int argc, char **argv)
 {
 	bool json = false;
-	const char *sim = NULL, *path = DEFAULT_FILE;
+	const char *sim = NULL, *path = DEFAULT_FILE, *html = NULL;
 	struct drv_option opts[] = {
 		DRV_OPT_FLAG(0, "json", &json, "print one JSON object"),
 		DRV_OPT_STRING(0, "from-sim", &sim, "SIMJSON",
 			       "take the utilisation from a drover sim --json output (gpu_alloc_ratio)"),
+		DRV_OPT_STRING(0, "html", &html, "OUT.html",
+			       "also write the cumulative cost curves (one self-contained page)"),
 		DRV_OPT_END(),
 	};
 	const struct drv_opts cmd = {
 		.name = "drover cost",
-		.usage = "drover cost [FILE] [--json] [--from-sim SIMJSON]",
+		.usage = "drover cost [FILE] [--json] [--from-sim SIMJSON] [--html OUT.html]",
 		.about = "Compares owning GPUs with renting them from stated assumptions (FILE, "
 			 "default " DEFAULT_FILE "): monthly costs, the break-even month, the "
 			 "on-prem price per used GPU-hour and a sensitivity table. See docs/cost.md.",
@@ -196,7 +208,7 @@ int cmd_cost(int argc, char **argv)
 	int n = drv_opts_parse(&cmd, argc, argv), rc;
 	struct drv_cost_in in;
 	struct drv_cost_out out;
-	struct sens_row rows[NSENS];
+	struct drv_cost_sens rows[NSENS];
 	struct drv_diags d;
 
 	if (n < 0)
@@ -216,9 +228,19 @@ int cmd_cost(int argc, char **argv)
 		return rc;
 	drv_cost_compute(&in, &out);
 	sensitivity(&in, rows);
+	if (html) {
+		struct html_args h = { path, &in, &out, rows };
+
+		if (drv_file_write_atomic(html, 0644, put_html, &h) < 0) {
+			fprintf(stderr, "drover cost: --html %s: %s\n", html, strerror(errno));
+			return 1;
+		}
+	}
 	if (json)
 		print_json(&in, &out, rows);
 	else
 		print_text(&in, &out, rows);
+	if (html && !json)
+		printf("\ncost curves written to %s\n", html);
 	return 0;
 }
