@@ -130,6 +130,8 @@ static const char *const migrations[] = {
 	"  addr TEXT NOT NULL,"
 	"  expires TIMESTAMPTZ NOT NULL);"
 	"INSERT INTO drover_leader VALUES (1, 0, '', '', '-infinity');",
+	/* 1 -> 2: each attempt's efficiency (seff's figures) as JSON */
+	"ALTER TABLE acct ADD COLUMN efficiency TEXT;",
 };
 
 enum {
@@ -202,16 +204,16 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_PURGE_JOBS] = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs"
 			  " WHERE done = 1 AND end_time < $1 ORDER BY end_time LIMIT $2)",
 	[ST_PUT_ACCT] = "INSERT INTO acct(job,attempt,name,uname,tenant,pool,state,"
-			"submit_time,start_time,end_time,exit_code,gpu_milli_s,cost_micro)"
-			" VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)"
+			"submit_time,start_time,end_time,exit_code,gpu_milli_s,cost_micro,efficiency)"
+			" VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)"
 			" ON CONFLICT (job, attempt) DO UPDATE SET name = EXCLUDED.name,"
 			" uname = EXCLUDED.uname, tenant = EXCLUDED.tenant, pool = EXCLUDED.pool,"
 			" state = EXCLUDED.state, submit_time = EXCLUDED.submit_time,"
 			" start_time = EXCLUDED.start_time, end_time = EXCLUDED.end_time,"
 			" exit_code = EXCLUDED.exit_code, gpu_milli_s = EXCLUDED.gpu_milli_s,"
-			" cost_micro = EXCLUDED.cost_micro",
+			" cost_micro = EXCLUDED.cost_micro, efficiency = EXCLUDED.efficiency",
 	[ST_LOAD_ACCT] = "SELECT job,attempt,name,uname,tenant,pool,state,submit_time,start_time,"
-			 "end_time,exit_code,gpu_milli_s,cost_micro FROM acct"
+			 "end_time,exit_code,gpu_milli_s,cost_micro,efficiency FROM acct"
 			 " WHERE end_time >= $1 AND end_time < $2 ORDER BY end_time, job, attempt",
 	[ST_PUT_IDEM] = "INSERT INTO idem(uname,key,fingerprint,status,body,headers,created)"
 			" VALUES($1,$2,$3,$4,$5,$6,$7) ON CONFLICT (uname, key) DO UPDATE SET"
@@ -682,6 +684,7 @@ static int pg_put_acct(struct drv_store *s, const struct drv_store_acct *a)
 		p_text(&p, NULL);
 	p_int(&p, a->gpu_milli_s);
 	p_int(&p, a->cost_micro);
+	p_text(&p, a->efficiency);
 	return write1(s, ST_PUT_ACCT, &p, NULL);
 }
 
@@ -708,6 +711,7 @@ static int pg_load_acct(struct drv_store *s, int64_t since, int64_t until,
 			.exit_code = (int)ival(r, row, 10),
 			.gpu_milli_s = ival(r, row, 11),
 			.cost_micro = ival(r, row, 12),
+			.efficiency = val(r, row, 13),
 		};
 
 		rc = fn(&a, cls);

@@ -426,6 +426,35 @@ Test(store, purge_keeps_accounting_rows)
 	drv_store_close(s);
 }
 
+static int keep_eff(const struct drv_store_acct *a, void *cls)
+{
+	char (*e)[128] = cls;
+
+	snprintf(e[a->job - 1], sizeof(e[0]), "%s", a->efficiency ? a->efficiency : "(null)");
+	return 0;
+}
+
+/* An attempt's efficiency (seff's figures, JSON) comes back as written,
+ * and none stays none (SQLite and, under store_pg.sh, PostgreSQL). */
+Test(store, accounting_rows_keep_the_efficiency)
+{
+	struct drv_store *s = open_store();
+	const char *eff = "{\"gpu_util_pct\":87.5,\"cpu_efficiency_pct\":null}";
+	struct drv_store_acct a = { .job = 1, .attempt = 1, .name = "n", .user = "u",
+				    .tenant = "t", .pool = "p", .state = "succeeded",
+				    .end_time = 50, .efficiency = eff };
+	char got[2][128] = { "", "" };
+
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	a.job = 2;
+	a.efficiency = NULL;
+	cr_assert(eq(int, drv_store_put_acct(s, &a), 0));
+	cr_assert(eq(int, s->ops->load_acct(s, 0, 100, keep_eff, got), 0));
+	cr_assert(eq(str, got[0], (char *)eff));
+	cr_assert(eq(str, got[1], "(null)"));
+	drv_store_close(s);
+}
+
 Test(store, v2_jobs_get_done_and_end_time_on_migration)
 {
 	struct drv_store *s = NULL;
