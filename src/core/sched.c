@@ -696,6 +696,7 @@ void drv_sched_free(struct drv_sched *s)
 	int32_t i;
 	if (!s)
 		return;
+	sched__run_sync(s);
 	for (i = s->nrun - 1; i >= 0; i--)
 		drv_cluster_uncommit(s->c, &s->jobs[s->run[i]].pl);
 	for (i = 0; i < s->njobs; i++) {
@@ -728,6 +729,8 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->visited);
 	drv_free(s->run);
 	drv_free(s->run_compact);
+	drv_free(s->run_add);
+	drv_free(s->run_add_compact);
 	drv_free(s->classes);
 	drv_free(s->tenants);
 	drv_free(s->cohorts);
@@ -807,6 +810,6 @@ int32_t drv_sched_pending_count(const struct drv_sched *s)
 
 int32_t drv_sched_running_count(const struct drv_sched *s)
 {
-	return s->nrun;
+	return s->nrun + s->nrun_add;
 }
 

@@ -220,6 +220,14 @@ struct drv_sched {
 	int32_t nrun;
 	size_t rcap;
 	size_t run_compact_cap;
+	/* jobs started since the list was last sorted, in start order, each
+	 * with its compact entry as of its start: a pass that starts many jobs
+	 * merges them in once (sched__run_sync) rather than moving the list
+	 * for each. Every reader of run/run_compact/nrun syncs first. */
+	int32_t *run_add;
+	struct run_compact *run_add_compact;
+	int32_t nrun_add;
+	size_t run_add_cap, run_add_compact_cap;
 	/* over the run_compact entries that are ok (possible victims): the least
 	 * priority, and the highest LAS queue among those of that priority;
 	 * a preemption search whose job is above neither finds no victim by
@@ -359,6 +367,13 @@ void sched__run_remove(struct drv_sched *s, int32_t slot);
 void sched__run_compact_rebuild(struct drv_sched *s);
 void sched__victim_bounds_add(struct drv_sched *s, const struct run_compact *h);
 void sched__victim_bounds_refresh(struct drv_sched *s);
+/* Merges the jobs started since into the sorted running list. */
+void sched__run_flush(struct drv_sched *s);
+static inline void sched__run_sync(struct drv_sched *s)
+{
+	if (s->nrun_add > 0)
+		sched__run_flush(s);
+}
 
 /* sched.c: a job's quota use (sign +1 or -1), node idleness, the cluster
  * view after nodes changed, a job started on p, a preemptor's nomination

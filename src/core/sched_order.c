@@ -10,40 +10,81 @@
 
 /* ---- the queue ---------------------------------------------------------- */
 
-/* The sort key, copied out so a full sort does not chase pointers. */
+/*
+ * The queue's order as one unsigned 256-bit key, most significant word
+ * first: priority (descending), the policy key, submit time, id (each
+ * ascending). Unsigned order of the words is the order of cmp_jobs.
+ */
 struct pend_sort_key {
-	int64_t key_prio;
-	int64_t key_policy;
-	int64_t submit;
-	uint64_t id;
+	uint64_t w[4];
 	int32_t slot;
 };
 
-static int cmp_sort_key(const void *a, const void *b)
+static uint64_t ord_i64(int64_t x)
 {
-	const struct pend_sort_key *x = a, *y = b;
-	if (x->key_prio != y->key_prio)
-		return x->key_prio > y->key_prio ? -1 : 1;
-	if (x->key_policy != y->key_policy)
-		return x->key_policy < y->key_policy ? -1 : 1;
-	if (x->submit != y->submit)
-		return x->submit < y->submit ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+	return (uint64_t)x ^ (1ull << 63);
+}
+
+/*
+ * A least-significant-digit radix sort over the key's bytes, passing over
+ * every byte that is the same in all keys (most are: a queue's priorities,
+ * submit times and ids span few bytes): two linear passes a byte that
+ * varies, where qsort made n log n calls to a comparator. Stable, and the
+ * key is a total order (ids differ), so the order is qsort's.
+ */
+static void radix_sort_keys(struct pend_sort_key *base, struct pend_sort_key *tmp, int32_t n)
+{
+	struct pend_sort_key *k = base;
+	uint64_t all_and[4], all_or[4];
+	int32_t i, w, byte;
+	for (w = 0; w < 4; w++) {
+		all_and[w] = ~0ull;
+		all_or[w] = 0;
+	}
+	for (i = 0; i < n; i++)
+		for (w = 0; w < 4; w++) {
+			all_and[w] &= k[i].w[w];
+			all_or[w] |= k[i].w[w];
+		}
+	for (w = 3; w >= 0; w--) {
+		uint64_t varies = all_and[w] ^ all_or[w];
+		for (byte = 0; byte < 8; byte++) {
+			int32_t cnt[256] = { 0 }, sum = 0, c;
+			int sh = byte * 8;
+			struct pend_sort_key *t;
+			if (!((varies >> sh) & 0xff))
+				continue;
+			for (i = 0; i < n; i++)
+				cnt[(k[i].w[w] >> sh) & 0xff]++;
+			for (c = 0; c < 256; c++) {
+				int32_t x = cnt[c];
+				cnt[c] = sum;
+				sum += x;
+			}
+			for (i = 0; i < n; i++)
+				tmp[cnt[(k[i].w[w] >> sh) & 0xff]++] = k[i];
+			t = k;
+			k = tmp;
+			tmp = t;
+		}
+	}
+	if (k != base) /* the last pass wrote the other buffer */
+		memcpy(base, k, (size_t)n * sizeof(*k));
 }
 
 static void sort_pending(struct drv_sched *s)
 {
-	struct pend_sort_key *k = drv_malloc((size_t)s->npend * sizeof(*k) + 1);
+	struct pend_sort_key *k = drv_malloc(2 * (size_t)s->npend * sizeof(*k) + 1);
 	int32_t i;
 	for (i = 0; i < s->npend; i++) {
 		const struct sched_job *j = &s->jobs[s->pend[i]];
-		k[i].key_prio = j->key_prio;
-		k[i].key_policy = j->key_policy;
-		k[i].submit = j->submit;
-		k[i].id = j->id;
+		k[i].w[0] = ~ord_i64(j->key_prio);
+		k[i].w[1] = ord_i64(j->key_policy);
+		k[i].w[2] = ord_i64(j->submit);
+		k[i].w[3] = j->id;
 		k[i].slot = s->pend[i];
 	}
-	qsort(k, (size_t)s->npend, sizeof(*k), cmp_sort_key);
+	radix_sort_keys(k, k + s->npend, s->npend);
 	for (i = 0; i < s->npend; i++)
 		s->pend[i] = k[i].slot;
 	drv_free(k);

@@ -206,6 +206,7 @@ static void pass_begin(struct pass *p, struct drv_sched *s, int64_t now,
 	p->exact_left = 4;
 	s->pass_no++;
 	s->last_now = now;
+	sched__run_sync(s);
 	s->fair_half_life = pol->fair_half_life_s;
 	if (s->c->nnodes != s->nnodes_seen)
 		sched__refresh_cluster(s);
@@ -452,5 +453,6 @@ int drv_sched_pass(struct drv_sched *s, int64_t now, const struct drv_sched_poli
 		sched__releases(p);
 	sched__blocks_off(p);
 	emit_rest(p, &wk);
+	sched__run_sync(s); /* sorted between passes */
 	return out->n;
 }

@@ -64,6 +64,7 @@ void sched__las_queues_now(struct pass *p)
 	int32_t i;
 	p->las_least_prio = INT32_MAX;
 	p->las_most_queue = INT32_MIN;
+	sched__run_sync(s);
 	for (i = 0; i < s->nrun; i++) {
 		struct sched_job *v = &s->jobs[s->run[i]];
 		const struct run_compact *h = &s->run_compact[i];
@@ -415,6 +416,7 @@ bool sched__try_preempt(struct pass *p, int32_t slot, int quota_rc)
 	struct avail a;
 	int32_t jq = p->pol->order == DRV_ORDER_LAS ? (int32_t)j->key_policy : 0;
 
+	sched__run_sync(s);
 	if (j->never_preempts || s->nrun == 0)
 		return false;
 	if (p->pol->order == DRV_ORDER_LAS && !p->las_queues_done)

@@ -322,20 +322,24 @@ static int32_t run_lower_bound(const struct drv_sched *s, int32_t slot)
 	return lo;
 }
 
-static void run_compact_fill(struct drv_sched *s, int32_t pos)
+static void run_compact_of(const struct drv_sched *s, int32_t slot, struct run_compact *h)
 {
-	const struct sched_job *j = &s->jobs[s->run[pos]];
-	struct run_compact *h = &s->run_compact[pos];
+	const struct sched_job *j = &s->jobs[slot];
 	h->start = j->start;
 	h->need_milli = j->need_milli;
 	h->id = j->id;
-	h->slot = s->run[pos];
+	h->slot = slot;
 	h->prio = j->prio;
 	h->las_queue = j->las_queue;
 	h->place_model = j->place_model;
 	h->pool = j->pool;
 	h->tenant = j->tenant;
 	h->ok = j->state == DRV_SJ_RUNNING && j->preemptible;
+}
+
+static void run_compact_fill(struct drv_sched *s, int32_t pos)
+{
+	run_compact_of(s, s->run[pos], &s->run_compact[pos]);
 }
 
 void sched__run_compact_rebuild(struct drv_sched *s)
@@ -364,6 +368,7 @@ void sched__victim_bounds_add(struct drv_sched *s, const struct run_compact *h)
 void sched__victim_bounds_refresh(struct drv_sched *s)
 {
 	int32_t i;
+	sched__run_sync(s);
 	if (!s->victim_bounds.dirty)
 		return;
 	s->victim_bounds.least_prio = INT32_MAX;
@@ -373,25 +378,79 @@ void sched__victim_bounds_refresh(struct drv_sched *s)
 	s->victim_bounds.dirty = false;
 }
 
+/* Appends to the batch of started jobs; its compact entry is taken now, as
+ * an insert in place would have. */
 void sched__run_insert(struct drv_sched *s, int32_t slot)
 {
-	int32_t pos;
-	DRV_GROW(s->run, (size_t)s->nrun + 1, s->rcap);
-	DRV_GROW(s->run_compact, (size_t)s->nrun + 1, s->run_compact_cap);
-	pos = run_lower_bound(s, slot);
-	memmove(&s->run[pos + 1], &s->run[pos], (size_t)(s->nrun - pos) * sizeof(*s->run));
-	memmove(&s->run_compact[pos + 1], &s->run_compact[pos],
-		(size_t)(s->nrun - pos) * sizeof(*s->run_compact));
-	s->run[pos] = slot;
-	s->nrun++;
-	run_compact_fill(s, pos);
+	struct run_compact *h;
+	DRV_GROW(s->run_add, (size_t)s->nrun_add + 1, s->run_add_cap);
+	DRV_GROW(s->run_add_compact, (size_t)s->nrun_add + 1, s->run_add_compact_cap);
+	s->run_add[s->nrun_add] = slot;
+	h = &s->run_add_compact[s->nrun_add++];
+	run_compact_of(s, slot, h);
 	if (!s->victim_bounds.dirty)
-		sched__victim_bounds_add(s, &s->run_compact[pos]);
+		sched__victim_bounds_add(s, h);
+}
+
+static int cmp_run_slot(const void *a, const void *b, void *arg)
+{
+	const struct drv_sched *s = arg;
+	return cmp_run(&s->jobs[*(const int32_t *)a], &s->jobs[*(const int32_t *)b]);
+}
+
+/*
+ * The batch sorted by (end, id), then merged into the list from the back,
+ * so each entry moves once: O(n + k log k) for k started jobs, where k
+ * inserts in place would move O(n k). The (end, id) order is total, so
+ * the list is the one those inserts would have made.
+ */
+void sched__run_flush(struct drv_sched *s)
+{
+	int32_t k = s->nrun_add, i, a, b, o;
+	int32_t *sl; /* (slot, batch position) pairs, sorted */
+	if (k == 0)
+		return;
+	DRV_GROW(s->run, (size_t)s->nrun + (size_t)k, s->rcap);
+	DRV_GROW(s->run_compact, (size_t)s->nrun + (size_t)k, s->run_compact_cap);
+	DRV_GROW(s->run_add, (size_t)k * 3, s->run_add_cap);
+	sl = s->run_add + k;
+	for (i = 0; i < k; i++) {
+		sl[2 * i] = s->run_add[i];
+		sl[2 * i + 1] = i;
+	}
+	if (k > 1)
+		qsort_r(sl, (size_t)k, 2 * sizeof(*sl), cmp_run_slot, s);
+	/* from the back: each batch entry's place by binary search over what
+	 * is not moved yet, the entries after it moved in one go */
+	a = s->nrun; /* run[0, a) not moved yet */
+	o = s->nrun + k; /* run[o, nrun + k) final */
+	for (b = k - 1; b >= 0; b--) {
+		int32_t bs = sl[2 * b], lo = 0, hi = a, n;
+		while (lo < hi) {
+			int32_t mid = lo + (hi - lo) / 2;
+			if (cmp_run(&s->jobs[s->run[mid]], &s->jobs[bs]) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		n = a - lo;
+		o -= n;
+		memmove(&s->run[o], &s->run[lo], (size_t)n * sizeof(*s->run));
+		memmove(&s->run_compact[o], &s->run_compact[lo], (size_t)n * sizeof(*s->run_compact));
+		a = lo;
+		o--;
+		s->run[o] = bs;
+		s->run_compact[o] = s->run_add_compact[sl[2 * b + 1]];
+	}
+	s->nrun += k;
+	s->nrun_add = 0;
 }
 
 void sched__run_remove(struct drv_sched *s, int32_t slot)
 {
-	int32_t pos = run_lower_bound(s, slot), i;
+	int32_t pos, i;
+	sched__run_sync(s);
+	pos = run_lower_bound(s, slot);
 	if (pos >= s->nrun || s->run[pos] != slot) {
 		pos = -1;
 		for (i = 0; i < s->nrun; i++)

@@ -185,6 +185,7 @@ static int64_t earliest(struct pass *p, const struct sched_job *j, struct drv_pl
 	bool skipped = false;
 	struct place_fail f;
 
+	sched__run_sync(s);
 	sw->ntasks = 0;
 	for (i = 0; i < s->nrun; i++) {
 		struct sched_job *r = &s->jobs[s->run[i]];
