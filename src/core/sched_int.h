@@ -99,11 +99,18 @@ struct sched_job {
 	uint64_t pool_mask;     /* pools it may use (0 with pools_none) */
 	bool pools_none;        /* no pool allowed at all */
 	bool never;             /* can never fit the cluster, or not while nodes are down */
-	struct drv_sched_decision never_why; /* then: why (NEVER or NODE_DOWN) */
 	int64_t dur;            /* own runtime for backfill: estimate, else limit; 0 = unknown */
 	int64_t submit;
 	int64_t queued_at;      /* pending: since submit or its last stop (LAS promotion) */
 	int64_t attained;       /* milli-GPU-seconds before the current run */
+	/* pending: order keys (valid for s->keyed_order); with the fields
+	 * above, what keying and the compact copy read sits in the first
+	 * three cache lines of the job */
+	int64_t key_prio;       /* effective priority (with aging) */
+	int64_t key_policy;     /* policy key */
+	int64_t next_age;       /* when key_prio next changes (T_INF = never) */
+	struct drv_placement nomination; /* pending: held for it (preemption in progress) */
+	struct drv_sched_decision never_why; /* when never: why (NEVER or NODE_DOWN) */
 
 	/* running / terminating */
 	struct drv_placement pl;
@@ -118,7 +125,6 @@ struct sched_job {
 	/* pending: preemption in progress */
 	int32_t victims_left;
 	int64_t nomination_deadline;
-	struct drv_placement nomination;
 
 	/* pending: its last placement attempt failed while s->rel_gen had this
 	 * value (UINT64_MAX = none); nothing was freed since, so it still would */
@@ -133,11 +139,6 @@ struct sched_job {
 		int64_t t_min;              /* the pass's earliest reservation then */
 		int32_t nresv, nblock;      /* reservations and block tasks then */
 	} preempt_memo;
-
-	/* pending: order keys (valid for s->keyed_order) */
-	int64_t key_prio;       /* effective priority (with aging) */
-	int64_t key_policy;     /* policy key */
-	int64_t next_age;       /* when key_prio next changes (T_INF = never) */
 
 	/* pending: reason of the last pass that visited it */
 	struct drv_sched_decision why;
@@ -164,6 +165,25 @@ struct pend_compact {
 	int8_t las_q;           /* LAS: its queue (key_policy), else 0 */
 	int64_t dur;
 	uint64_t quota_seq;          /* sched_job.quota_seq as of its last visit (0: visit it) */
+};
+
+/*
+ * What a run of SCHED_PBLK pending entries holds at least or at most, over
+ * those that are not never: the queue walk passes over the whole run when
+ * these bounds show every entry hopeless (sched__hopeless), rather than
+ * reading each. Kept per block of the pend_compact buffer (by buffer index,
+ * not queue position) and recomputed when an entry in it was written.
+ */
+#define SCHED_PBLK_SHIFT 6
+#define SCHED_PBLK (1 << SCHED_PBLK_SHIFT)
+struct pend_block {
+	int32_t min_need, min_task, min_full; /* over entries needing whole GPUs */
+	int32_t min_frac;                     /* over entries needing a share */
+	int32_t max_prio, min_las_q;
+	int64_t min_dur;                      /* least positive dur (T_INF: none) */
+	bool valid;
+	bool whole, frac;                     /* such entries are in it */
+	bool stop;                            /* an entry no bound may pass over */
 };
 
 /* What a preemption search reads of a running job, parallel to s->run. */
@@ -202,6 +222,19 @@ struct drv_sched {
 	int32_t *pend;
 	struct pend_compact *pend_compact; /* parallel to pend */
 	bool pend_compact_stale;        /* pend was re-sorted: rebuild pend_compact */
+	struct pend_block *pblk;        /* per SCHED_PBLK entries of pend_compact_buf */
+	size_t pblk_cap;
+	/* scratch of the queue's full sort (sched_order.c), kept between passes */
+	struct pend_sort_key *sort_rec;
+	size_t sort_rec_cap;
+	uint64_t *sort_u64;
+	size_t sort_u64_cap;
+	struct pend_compact *sort_compact;
+	size_t sort_compact_cap;
+	int32_t *sort_pend;
+	size_t sort_pend_cap;
+	uint8_t *start_mark;            /* by slot: started this pass (drop_started), else 0 */
+	size_t start_mark_cap;
 	int32_t *pend_buf;              /* pend = pend_buf + pend_off (sched_queue.c) */
 	struct pend_compact *pend_compact_buf; /* pend_compact = ... + pend_off */
 	int32_t pend_off;
@@ -356,6 +389,23 @@ void sched__key(const struct drv_sched *s, struct sched_job *j, int64_t now,
 int sched__cmp_pend(const struct drv_sched *s, int32_t a, int32_t b);
 void sched__pend_compact_fill(struct drv_sched *s, int32_t pos);
 void sched__pend_compact_rebuild(struct drv_sched *s);
+/* Room in the pending buffers for npend + 1 entries (entries may move). */
+void sched__pend_reserve(struct drv_sched *s);
+/* The pend_compact entries at queue positions [from, to) were written: their
+ * blocks' bounds are recomputed when next asked for. */
+static inline void sched__pend_touch(struct drv_sched *s, int32_t from, int32_t to)
+{
+	int32_t b, e;
+	if (from >= to)
+		return;
+	b = (s->pend_off + from) >> SCHED_PBLK_SHIFT;
+	e = (s->pend_off + to - 1) >> SCHED_PBLK_SHIFT;
+	for (; b <= e; b++)
+		s->pblk[b].valid = false;
+}
+/* The bounds of the block holding queue positions [pos, pos + SCHED_PBLK),
+ * pos block-aligned in the buffer and every entry of the block pending. */
+const struct pend_block *sched__pend_block(struct drv_sched *s, int32_t pos);
 void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);

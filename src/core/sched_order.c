@@ -17,7 +17,7 @@
  */
 struct pend_sort_key {
 	uint64_t w[4];
-	int32_t slot;
+	int32_t pos; /* queue position before the sort */
 };
 
 static uint64_t ord_i64(int64_t x)
@@ -25,27 +25,61 @@ static uint64_t ord_i64(int64_t x)
 	return (uint64_t)x ^ (1ull << 63);
 }
 
+static void sort_key_of(const struct sched_job *j, int32_t pos, struct pend_sort_key *k)
+{
+	k->w[0] = ~ord_i64(j->key_prio);
+	k->w[1] = ord_i64(j->key_policy);
+	k->w[2] = ord_i64(j->submit);
+	k->w[3] = j->id;
+	k->pos = pos;
+}
+
+/* Bits needed to tell the values of a word apart: above its highest bit
+ * that varies, every key agrees. */
+static int varying_bits(uint64_t all_and, uint64_t all_or)
+{
+	uint64_t v = all_and ^ all_or;
+	return v ? 64 - __builtin_clzll(v) : 0;
+}
+
 /*
- * A least-significant-digit radix sort over the key's bytes, passing over
- * every byte that is the same in all keys (most are: a queue's priorities,
- * submit times and ids span few bytes): two linear passes a byte that
- * varies, where qsort made n log n calls to a comparator. Stable, and the
+ * Least-significant-digit radix sorts, byte by byte, passing over every
+ * byte that is the same in all keys: two linear passes a byte that varies,
+ * where qsort made n log n calls to a comparator. Both are stable, and the
  * key is a total order (ids differ), so the order is qsort's.
  */
-static void radix_sort_keys(struct pend_sort_key *base, struct pend_sort_key *tmp, int32_t n)
+static void radix_u64(uint64_t *k, uint64_t *tmp, int32_t n, uint64_t varies)
+{
+	uint64_t *base = k;
+	int32_t i, byte;
+	for (byte = 0; byte < 8; byte++) {
+		int32_t cnt[256] = { 0 }, sum = 0, c;
+		int sh = byte * 8;
+		uint64_t *t;
+		if (!((varies >> sh) & 0xff))
+			continue;
+		for (i = 0; i < n; i++)
+			cnt[(k[i] >> sh) & 0xff]++;
+		for (c = 0; c < 256; c++) {
+			int32_t x = cnt[c];
+			cnt[c] = sum;
+			sum += x;
+		}
+		for (i = 0; i < n; i++)
+			tmp[cnt[(k[i] >> sh) & 0xff]++] = k[i];
+		t = k;
+		k = tmp;
+		tmp = t;
+	}
+	if (k != base) /* the last pass wrote the other buffer */
+		memcpy(base, k, (size_t)n * sizeof(*k));
+}
+
+static void radix_keys(struct pend_sort_key *base, struct pend_sort_key *tmp, int32_t n,
+		       const uint64_t *all_and, const uint64_t *all_or)
 {
 	struct pend_sort_key *k = base;
-	uint64_t all_and[4], all_or[4];
 	int32_t i, w, byte;
-	for (w = 0; w < 4; w++) {
-		all_and[w] = ~0ull;
-		all_or[w] = 0;
-	}
-	for (i = 0; i < n; i++)
-		for (w = 0; w < 4; w++) {
-			all_and[w] &= k[i].w[w];
-			all_or[w] |= k[i].w[w];
-		}
 	for (w = 3; w >= 0; w--) {
 		uint64_t varies = all_and[w] ^ all_or[w];
 		for (byte = 0; byte < 8; byte++) {
@@ -68,26 +102,68 @@ static void radix_sort_keys(struct pend_sort_key *base, struct pend_sort_key *tm
 			tmp = t;
 		}
 	}
-	if (k != base) /* the last pass wrote the other buffer */
+	if (k != base)
 		memcpy(base, k, (size_t)n * sizeof(*k));
 }
 
+/*
+ * Sorts the queue and its compact copy together from the keys rekey
+ * recorded (s->sort_rec, in queue order). When the bits that vary in the
+ * four words and the old position fit one 64-bit word, the sort moves
+ * those words alone (the usual case: priorities, submit times and ids
+ * span few bits); else the whole keys.
+ */
 static void sort_pending(struct drv_sched *s)
 {
-	struct pend_sort_key *k = drv_malloc(2 * (size_t)s->npend * sizeof(*k) + 1);
-	int32_t i;
-	for (i = 0; i < s->npend; i++) {
-		const struct sched_job *j = &s->jobs[s->pend[i]];
-		k[i].w[0] = ~ord_i64(j->key_prio);
-		k[i].w[1] = ord_i64(j->key_policy);
-		k[i].w[2] = ord_i64(j->submit);
-		k[i].w[3] = j->id;
-		k[i].slot = s->pend[i];
+	int32_t n = s->npend, i, w, bits[4], posbits, total;
+	uint64_t all_and[4], all_or[4];
+	struct pend_sort_key *r = s->sort_rec;
+	for (w = 0; w < 4; w++) {
+		all_and[w] = ~0ull;
+		all_or[w] = 0;
 	}
-	radix_sort_keys(k, k + s->npend, s->npend);
-	for (i = 0; i < s->npend; i++)
-		s->pend[i] = k[i].slot;
-	drv_free(k);
+	for (i = 0; i < n; i++)
+		for (w = 0; w < 4; w++) {
+			all_and[w] &= r[i].w[w];
+			all_or[w] |= r[i].w[w];
+		}
+	posbits = varying_bits(0, (uint64_t)n);
+	total = posbits;
+	for (w = 0; w < 4; w++)
+		total += bits[w] = varying_bits(all_and[w], all_or[w]);
+	DRV_GROW(s->sort_pend, (size_t)n + 1, s->sort_pend_cap);
+	if (total <= 64) {
+		uint64_t *k, varies = 0;
+		DRV_GROW(s->sort_u64, 2 * (size_t)n + 1, s->sort_u64_cap);
+		k = s->sort_u64;
+		for (i = 0; i < n; i++) {
+			uint64_t x = 0;
+			for (w = 0; w < 4; w++)
+				if (bits[w])
+					x = (x << bits[w]) | (r[i].w[w] & (~0ull >> (64 - bits[w])));
+			k[i] = posbits ? (x << posbits) | (uint64_t)r[i].pos : x;
+			varies |= k[i] ^ k[0];
+		}
+		radix_u64(k, k + n, n, varies);
+		for (i = 0; i < n; i++)
+			s->sort_pend[i] = posbits ? (int32_t)(k[i] & (~0ull >> (64 - posbits))) : 0;
+	} else {
+		DRV_GROW(s->sort_rec, 2 * (size_t)n + 1, s->sort_rec_cap);
+		r = s->sort_rec;
+		radix_keys(r, r + n, n, all_and, all_or);
+		for (i = 0; i < n; i++)
+			s->sort_pend[i] = r[i].pos;
+	}
+	/* gather both lists in the new order (sort_pend: old positions) */
+	DRV_GROW(s->sort_compact, (size_t)n + 1, s->sort_compact_cap);
+	memcpy(s->sort_compact, s->pend_compact, (size_t)n * sizeof(*s->pend_compact));
+	for (i = 0; i < n; i++) {
+		int32_t from = s->sort_pend[i];
+		s->sort_pend[i] = s->pend[from];
+		s->pend_compact[i] = s->sort_compact[from];
+	}
+	memcpy(s->pend, s->sort_pend, (size_t)n * sizeof(*s->pend));
+	sched__pend_touch(s, 0, n);
 }
 
 /* Re-keys every pending job at now and re-sorts when the keys moved. */
@@ -133,20 +209,25 @@ void sched__rekey(struct pass *p)
 	s->keyed_pol = *pol;
 	s->keys_at = p->now;
 	s->keys_valid = true;
+	/* one walk over the jobs: keys, the compact copy, how many are out of
+	 * order, and the keys a full sort would need (the jobs are large and
+	 * far apart: each walk over them is a cache miss a job) */
+	sched__pend_reserve(s);
+	DRV_GROW(s->sort_rec, (size_t)s->npend + 1, s->sort_rec_cap);
 	for (i = 0; i < s->npend; i++) {
 		struct sched_job *j = &s->jobs[s->pend[i]];
 		sched__key(s, j, p->now, pol);
 		if (j->next_age < next)
 			next = j->next_age;
+		sched__pend_compact_fill(s, i);
+		sort_key_of(j, i, &s->sort_rec[i]);
+		if (i > 0 && sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
+			moved++;
 	}
 	s->next_age = next;
-	s->pend_compact_stale = true; /* the compact copies hold the keys too */
-	for (i = 1; i < s->npend; i++)
-		if (sched__cmp_pend(s, s->pend[i - 1], s->pend[i]) > 0)
-			moved++;
+	s->pend_compact_stale = false;
 	if (!moved)
 		return;
-	s->pend_compact_stale = true;
 	if (moved < 64) {
 		/* a few moved: insertion sort is linear-ish */
 		for (i = 1; i < s->npend; i++) {
@@ -157,6 +238,7 @@ void sched__rekey(struct pass *p)
 			}
 			s->pend[k] = x;
 		}
+		s->pend_compact_stale = true;
 		return;
 	}
 	sort_pending(s);

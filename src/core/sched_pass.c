@@ -296,21 +296,61 @@ static void walk_fair(struct pass *p, struct walk *wk)
 	}
 }
 
+/* True when every entry of the block is hopeless (sched__hopeless) by
+ * its bounds: what any entry might use, it is given (the loose limits if
+ * one might be short), and the least it needs still does not fit. */
+static bool block_hopeless(const struct bounds *b, const struct pend_block *k)
+{
+	int64_t w, n;
+	int32_t m;
+	if (k->stop)
+		return false;
+	if (!k->whole && !k->frac)
+		return true; /* all never */
+	if (b->preempt && b->may_reclaim)
+		return false;
+	if (b->preempt && (k->max_prio > b->least_victim_prio ||
+			   (k->max_prio == b->least_victim_prio && k->min_las_q < b->las_most_queue)))
+		return false;
+	sched__limits(b, k->min_dur <= b->short_dur, &w, &m, &n);
+	if (k->whole && !(k->min_need > w || k->min_task > m || k->min_full > n))
+		return false;
+	if (k->frac && !(w == 0 && k->min_frac > b->part_max))
+		return false;
+	return true;
+}
+
+/* From queue position k, the first position whose job is not hopeless
+ * (or nall): whole blocks by their bounds, else entry by entry. */
+static int32_t skip_hopeless(struct drv_sched *s, const struct bounds *b, int32_t k, int32_t nall)
+{
+	const struct pend_compact *ph = s->pend_compact;
+	while (k < nall) {
+		if (((s->pend_off + k) & (SCHED_PBLK - 1)) == 0 && k + SCHED_PBLK <= nall &&
+		    block_hopeless(b, sched__pend_block(s, k))) {
+			k += SCHED_PBLK;
+			continue;
+		}
+		if (!sched__hopeless(b, &ph[k]))
+			break;
+		k++;
+	}
+	return k;
+}
+
 /* The walk in queue order, passing over runs of hopeless jobs from their
  * compact entries alone once skipping is allowed (the tight part). */
 static void walk_queue(struct pass *p, struct walk *wk, int32_t nall)
 {
-	const struct pend_compact *ph = p->s->pend_compact;
 	int32_t k = 0;
 	while (k < nall) {
 		if (strict_stop(p))
 			break;
 		if (skip_allowed(p, &wk->stop)) {
 			struct bounds b;
-			int32_t kk = k;
+			int32_t kk;
 			sched__bounds_get(p, &b);
-			while (kk < nall && sched__hopeless(&b, &ph[kk]))
-				kk++;
+			kk = skip_hopeless(p->s, &b, k, nall);
 			if (kk > k)
 				wk->skipped = true;
 			k = kk;
@@ -343,7 +383,19 @@ static void start_freed_preemptors(struct pass *p, struct walk *wk)
 	}
 }
 
-/* Takes the jobs the pass started out of the pending list. */
+/* Sets or clears the start marks of the jobs the pass started. */
+static void mark_started(struct drv_sched *s, const struct drv_sched_decisions *out, uint8_t v)
+{
+	int32_t i;
+	for (i = 0; i < out->n; i++)
+		if (out->v[i].kind == DRV_DEC_START)
+			s->start_mark[sched__lookup(s, out->v[i].job)] = v;
+}
+
+/* Takes the jobs the pass started out of the pending list: a few one by
+ * one, many in one sweep over the list that reads a byte a job by its
+ * slot rather than the jobs themselves (far apart in memory once the
+ * queue was sorted). */
 static void drop_started(struct pass *p)
 {
 	struct drv_sched *s = p->s;
@@ -357,12 +409,20 @@ static void drop_started(struct pass *p)
 				sched__pend_remove(s, sched__lookup(s, out->v[i].job));
 		return;
 	}
+	if (s->start_mark_cap < (size_t)s->njobs) {
+		size_t old = s->start_mark_cap;
+		DRV_GROW(s->start_mark, (size_t)s->njobs, s->start_mark_cap);
+		memset(s->start_mark + old, 0, s->start_mark_cap - old);
+	}
+	mark_started(s, out, 1);
 	for (i = 0, n = 0; i < s->npend; i++) {
-		if (s->jobs[s->pend[i]].state == DRV_SJ_PENDING) {
+		if (!s->start_mark[s->pend[i]]) {
 			s->pend_compact[n] = s->pend_compact[i];
 			s->pend[n++] = s->pend[i];
 		}
 	}
+	mark_started(s, out, 0);
+	sched__pend_touch(s, 0, n);
 	s->npend = n;
 }
 

@@ -177,6 +177,44 @@ void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 			   (int8_t)DRV_MIN(j->key_policy, 127) : 0;
 	h->dur = j->dur;
 	h->quota_seq = j->quota_seq;
+	s->pblk[(s->pend_off + pos) >> SCHED_PBLK_SHIFT].valid = false;
+}
+
+const struct pend_block *sched__pend_block(struct drv_sched *s, int32_t pos)
+{
+	struct pend_block *k = &s->pblk[(s->pend_off + pos) >> SCHED_PBLK_SHIFT];
+	const struct pend_compact *h = &s->pend_compact[pos];
+	int32_t i;
+	if (k->valid)
+		return k;
+	k->min_need = k->min_task = k->min_full = k->min_frac = INT32_MAX;
+	k->max_prio = INT32_MIN;
+	k->min_las_q = INT32_MAX;
+	k->min_dur = T_INF;
+	k->whole = k->frac = k->stop = false;
+	for (i = 0; i < SCHED_PBLK; i++, h++) {
+		if (h->never)
+			continue;
+		if (h->gpuless || h->held) {
+			k->stop = true;
+		} else if (h->need_whole > 0) {
+			k->whole = true;
+			k->min_need = DRV_MIN(k->min_need, h->need_whole);
+			k->min_task = DRV_MIN(k->min_task, (int32_t)h->max_task);
+			k->min_full = DRV_MIN(k->min_full, h->full_tasks);
+		} else if (h->min_frac > 0) {
+			k->frac = true;
+			k->min_frac = DRV_MIN(k->min_frac, (int32_t)h->min_frac);
+		} else {
+			k->stop = true;
+		}
+		k->max_prio = DRV_MAX(k->max_prio, h->prio);
+		k->min_las_q = DRV_MIN(k->min_las_q, (int32_t)h->las_q);
+		if (h->dur > 0)
+			k->min_dur = DRV_MIN(k->min_dur, h->dur);
+	}
+	k->valid = true;
+	return k;
 }
 
 /*
@@ -187,6 +225,15 @@ void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
  * moves little. Room for n entries after the offset, moving the lists
  * back to the buffers' start when the offset is larger than they are.
  */
+/* The block bounds cover the buffer and are all stale (entries moved). */
+static void pblk_fit(struct drv_sched *s)
+{
+	size_t n = s->pcap / SCHED_PBLK + 1, i;
+	DRV_GROW(s->pblk, n, s->pblk_cap);
+	for (i = 0; i < s->pblk_cap; i++)
+		s->pblk[i].valid = false;
+}
+
 static void pend_room(struct drv_sched *s, int32_t n)
 {
 	size_t need = (size_t)s->pend_off + (size_t)n, cap;
@@ -199,6 +246,7 @@ static void pend_room(struct drv_sched *s, int32_t n)
 		s->pend_off = 0;
 		s->pend = s->pend_buf;
 		s->pend_compact = s->pend_compact_buf;
+		pblk_fit(s);
 		if ((size_t)n <= s->pcap)
 			return;
 		need = (size_t)n;
@@ -209,6 +257,12 @@ static void pend_room(struct drv_sched *s, int32_t n)
 	s->pcap = cap;
 	s->pend = s->pend_buf + s->pend_off;
 	s->pend_compact = s->pend_compact_buf + s->pend_off;
+	pblk_fit(s);
+}
+
+void sched__pend_reserve(struct drv_sched *s)
+{
+	pend_room(s, s->npend + 1);
 }
 
 void sched__pend_compact_rebuild(struct drv_sched *s)
@@ -264,12 +318,14 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 		memmove(&s->pend[0], &s->pend[1], (size_t)pos * sizeof(*s->pend));
 		memmove(&s->pend_compact[0], &s->pend_compact[1],
 			(size_t)pos * sizeof(*s->pend_compact));
+		sched__pend_touch(s, 0, pos);
 	} else {
 		pend_room(s, s->npend + 1);
 		memmove(&s->pend[pos + 1], &s->pend[pos],
 			(size_t)(s->npend - pos) * sizeof(*s->pend));
 		memmove(&s->pend_compact[pos + 1], &s->pend_compact[pos],
 			(size_t)(s->npend - pos) * sizeof(*s->pend_compact));
+		sched__pend_touch(s, pos + 1, s->npend + 1);
 	}
 	s->pend[pos] = slot;
 	s->npend++;
@@ -286,6 +342,7 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 		memmove(&s->pend[1], &s->pend[0], (size_t)pos * sizeof(*s->pend));
 		memmove(&s->pend_compact[1], &s->pend_compact[0],
 			(size_t)pos * sizeof(*s->pend_compact));
+		sched__pend_touch(s, 1, pos + 1);
 		s->pend_off++;
 		s->pend++;
 		s->pend_compact++;
@@ -294,6 +351,7 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 			(size_t)(s->npend - pos - 1) * sizeof(*s->pend));
 		memmove(&s->pend_compact[pos], &s->pend_compact[pos + 1],
 			(size_t)(s->npend - pos - 1) * sizeof(*s->pend_compact));
+		sched__pend_touch(s, pos, s->npend - 1);
 	}
 	s->npend--;
 }
