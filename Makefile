@@ -4,7 +4,8 @@
 #   make run        install missing Debian packages, build, run the main job
 #   make test       install missing packages, build, run every test suite
 #   make fuzz       run each libFuzzer target for a while (FUZZ_SECONDS)
-#   make install    install drover into $(PREFIX)/bin
+#   make install    install drover into $(PREFIX)/bin, the Slurm links beside
+#   make uninstall  remove what make install put there
 #
 # Sources are found by wildcard: a new .c in src/<layer>/ joins libdrover.a,
 # a new .c in src/cmd/ joins the binary, a new tests/unit/*.c joins the unit
@@ -61,7 +62,7 @@ endef
 $(eval $(call flavour,rel,))
 $(eval $(call flavour,asan,$(SAN_FLAGS)))
 
-.PHONY: all run test deps install clean fuzz test-unit test-asan test-golden \
+.PHONY: all run test deps install uninstall clean fuzz test-unit test-asan test-golden \
 	test-integration test-fuzz check-deps
 
 drover: build/rel/drover
@@ -118,9 +119,26 @@ fuzz: $(FUZZ_BINS)
 test-fuzz: $(FUZZ_BINS)
 	@./tests/run-fuzz 3
 
+# The Slurm faces (docs/slurm.md): links named as Slurm's commands, in a
+# directory of their own, so that a real Slurm is never shadowed unless a
+# user puts it in PATH (drover slurm-path prints it).
+SLURM_LINK_DIR := lib/drover/slurm/bin
+SLURM_LINKS := sbatch srun squeue sacct scancel sinfo scontrol salloc
+build/rel/src/cmd/cmd_slurm.o build/asan/src/cmd/cmd_slurm.o: \
+	ALL_CFLAGS += -DDROVER_PREFIX='"$(PREFIX)"'
+
 install: drover
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 drover $(DESTDIR)$(PREFIX)/bin/drover
+	install -d $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)
+	for n in $(SLURM_LINKS); do \
+		ln -sfn ../../../../bin/drover $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)/$$n; done
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/drover
+	for n in $(SLURM_LINKS); do rm -f $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)/$$n; done
+	-rmdir $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR) $(DESTDIR)$(PREFIX)/lib/drover/slurm \
+		$(DESTDIR)$(PREFIX)/lib/drover 2>/dev/null
 
 clean:
 	rm -rf build drover

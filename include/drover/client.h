@@ -183,5 +183,13 @@ int drv_kubeconfig_write(const char *path, const char *server, const char *token
 			 const char *ca_file);
 int drv_client_cmd_top(int argc, char **argv);
 int drv_client_cmd_acct(int argc, char **argv);
+/* The Slurm faces (src/client/slurm_*.c, docs/slurm.md): argv[0] is the
+ * name; exit codes as Slurm's commands' (0, else 1). */
+int drv_client_cmd_sbatch(int argc, char **argv);
+int drv_client_cmd_squeue(int argc, char **argv);
+int drv_client_cmd_sacct(int argc, char **argv);
+int drv_client_cmd_scancel(int argc, char **argv);
+int drv_client_cmd_sinfo(int argc, char **argv);
+int drv_client_cmd_scontrol(int argc, char **argv);
 
 #endif

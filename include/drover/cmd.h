@@ -14,6 +14,10 @@ struct drv_command {
 };
 
 extern const struct drv_command drv_commands[];
+/* The commands also run when the binary is called by their name
+ * (git-style: a link named sbatch to drover is `drover sbatch`): the Slurm
+ * faces. NULL-terminated. */
+extern const char *const drv_commands_by_name[];
 
 /* One handler per command; each lives in src/cmd/<name>.c */
 int cmd_up(int argc, char **argv);
@@ -37,5 +41,12 @@ int cmd_place(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tls(int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
+int cmd_slurm_path(int argc, char **argv);
+int cmd_sbatch(int argc, char **argv);
+int cmd_squeue(int argc, char **argv);
+int cmd_sacct(int argc, char **argv);
+int cmd_scancel(int argc, char **argv);
+int cmd_sinfo(int argc, char **argv);
+int cmd_scontrol(int argc, char **argv);
 
 #endif

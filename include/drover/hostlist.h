@@ -20,4 +20,15 @@
 size_t drv_hostlist_compress(const char *const *names, size_t n, char *out, size_t cap);
 size_t drv_counts_compress(const int *counts, size_t n, char *out, size_t cap);
 
+/*
+ * The other way: "gpu-[01-03,05],login1" -> { "gpu-01", "gpu-02", "gpu-03",
+ * "gpu-05", "login1" } (ranges keep their zero padding; items separated by
+ * commas, spaces or newlines; one bracket an item, with a suffix after it
+ * allowed). *names (malloc'd, each name too; drv_hostlist_free) and *n get
+ * them, at most max. Returns 0, DRV_EINVAL for a malformed list (nothing
+ * returned) or DRV_ELIMIT past max.
+ */
+int drv_hostlist_expand(const char *list, char ***names, size_t *n, size_t max);
+void drv_hostlist_free(char **names, size_t n);
+
 #endif

@@ -138,3 +138,101 @@ size_t drv_counts_compress(const int *counts, size_t n, char *out, size_t cap)
 	}
 	return len;
 }
+
+/* ---- expansion: "gpu-[01-03,05],login1" -> gpu-01 gpu-02 gpu-03 gpu-05 login1 */
+
+struct names {
+	char **v;
+	size_t n, cap, max;
+};
+
+static int push(struct names *ns, const char *s, size_t len)
+{
+	if (ns->n == ns->max)
+		return DRV_ELIMIT;
+	DRV_GROW(ns->v, ns->n + 1, ns->cap);
+	ns->v[ns->n++] = drv_strndup(s, len);
+	return 0;
+}
+
+/* One "prefix[ranges]suffix" item (len bytes; at most one bracket). */
+static int expand_one(struct names *ns, const char *s, size_t len)
+{
+	const char *lb = memchr(s, '[', len), *rb, *p;
+	char buf[512];
+
+	if (!lb)
+		return memchr(s, ']', len) ? DRV_EINVAL : len ? push(ns, s, len) : DRV_EINVAL;
+	rb = memchr(lb, ']', len - (size_t)(lb - s));
+	if (!rb || rb == lb + 1 || memchr(lb + 1, '[', (size_t)(rb - lb - 1)) ||
+	    memchr(rb + 1, '[', len - (size_t)(rb + 1 - s)))
+		return DRV_EINVAL;
+	for (p = lb + 1; p < rb;) {
+		const char *e = memchr(p, ',', (size_t)(rb - p));
+		char *end;
+		unsigned long long a, b;
+		int width;
+		size_t plen = (size_t)(lb - s), slen = len - (size_t)(rb + 1 - s);
+
+		if (!e)
+			e = rb;
+		if (p == e || *p < '0' || *p > '9')
+			return DRV_EINVAL;
+		a = strtoull(p, &end, 10);
+		width = (int)(end - p);
+		b = a;
+		if (*end == '-') {
+			const char *q = end + 1;
+
+			if (q >= e || *q < '0' || *q > '9')
+				return DRV_EINVAL;
+			b = strtoull(q, &end, 10);
+		}
+		if (end != e || b < a || b - a > 1000000 || plen + slen + 24 > sizeof(buf))
+			return DRV_EINVAL;
+		for (unsigned long long k = a; k <= b; k++) {
+			int m = snprintf(buf, sizeof(buf), "%.*s%0*llu%.*s", (int)plen, s, width, k,
+					 (int)slen, rb + 1);
+			int rc = push(ns, buf, (size_t)m);
+
+			if (rc)
+				return rc;
+		}
+		p = e < rb ? e + 1 : rb;
+	}
+	return 0;
+}
+
+int drv_hostlist_expand(const char *list, char ***names, size_t *n, size_t max)
+{
+	struct names ns = { .max = max };
+	const char *p = list;
+	int rc = 0;
+
+	while (*p && !rc) {
+		const char *q = p;
+		int depth = 0;
+
+		while (*q && (depth || (*q != ',' && *q != ' ' && *q != '\n'))) {
+			depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
+			q++;
+		}
+		if (q > p)
+			rc = expand_one(&ns, p, (size_t)(q - p));
+		p = *q ? q + 1 : q;
+	}
+	if (rc) {
+		drv_hostlist_free(ns.v, ns.n);
+		ns.v = NULL, ns.n = 0;
+	}
+	*names = ns.v;
+	*n = ns.n;
+	return rc;
+}
+
+void drv_hostlist_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		drv_free(names[i]);
+	drv_free(names);
+}

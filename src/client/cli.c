@@ -102,6 +102,8 @@ int cli_reply_check(struct cli *cli, struct drv_client_reply *reply)
 
 	if (reply->status >= 200 && reply->status < 300)
 		return 0;
+	if (cli->keep_error)
+		return drv_client_status_exit(reply->status);
 	msg = drv_client_reply_error(reply);
 	if (reply->status == 401)
 		cli_err(cli, "%s (HTTP 401: check --token-file, DROVER_TOKEN or the config file)", msg);

@@ -20,7 +20,14 @@ struct cli {
 	struct drv_client *client;
 	int nargs;           /* positional arguments */
 	char **args;
+	/* a non-2xx reply is neither printed nor released by cli_call and
+	 * cli_call_create: the caller reads it (the Slurm faces' own words) */
+	bool keep_error;
 };
+
+/* Whether an sbatch option as written ("-N", "--time", "--exclusive")
+ * takes the next argument as its value (client_submit.c). */
+bool cli_sbatch_takes_value(const char *arg);
 
 /* The -o/--output callback: json, yaml or wide (or table) into
  * ((struct cli *)row->value)->out. */

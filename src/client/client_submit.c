@@ -41,6 +41,13 @@ static int long_is_flag(const char *name)
 	return 0;
 }
 
+bool cli_sbatch_takes_value(const char *a)
+{
+	if (a[1] == '-')
+		return !strchr(a, '=') && !long_is_flag(a + 2);
+	return a[1] && !a[2] && strchr(sbatch_short_arg, a[1]);
+}
+
 /* -o: drover's output format when the value is one, else sbatch's --output. */
 static int output_or_decline(const struct drv_option *row, const char *arg)
 {
@@ -69,10 +76,7 @@ static int pass_sbatch(const struct drv_option *row, int nargs, int argc, char *
 				"it)\n", sb->cmd->name, a, sb->argv[0]);
 		return -1;
 	}
-	if (a[1] == '-')
-		takes = !strchr(a, '=') && !long_is_flag(a + 2);
-	else
-		takes = a[1] && !a[2] && strchr(sbatch_short_arg, a[1]);
+	takes = cli_sbatch_takes_value(a);
 	sb->sargv[sb->sargc++] = argv[0];
 	if (!takes)
 		return 1;

@@ -28,7 +28,21 @@ const struct drv_command drv_commands[] = {
 	{ "kubeconfig", cmd_kubeconfig, "a kubeconfig for kubectl against this server (docs/kubernetes.md)" },
 	{ "tls", cmd_tls, "certificates for https: a CA and certificates it signs" },
 	{ "bench", cmd_bench, "run a benchmark (place, sched, api, agent) and print JSON" },
+	{ "slurm-path", cmd_slurm_path, "the directory of the Slurm command links (docs/slurm.md)" },
+	/* the Slurm faces (docs/slurm.md): `drover sbatch`, or a link named sbatch */
+	{ "sbatch", cmd_sbatch, "Slurm's sbatch: submit a batch script" },
+	{ "squeue", cmd_squeue, "Slurm's squeue: the queue in Slurm's columns" },
+	{ "sacct", cmd_sacct, "Slurm's sacct: jobs from drover's store" },
+	{ "scancel", cmd_scancel, "Slurm's scancel: cancel jobs" },
+	{ "sinfo", cmd_sinfo, "Slurm's sinfo: partitions (pools) and nodes" },
+	{ "scontrol", cmd_scontrol, "Slurm's scontrol: show, hold, release, update" },
 	/* internal: the parent of each task, started by the agent (src/agent/shim.c) */
 	{ "task-shim", cmd_task_shim, NULL },
 	{ NULL, NULL, NULL },
+};
+
+/* Called by one of these names (a link made by make install), drover is
+ * that command: the Slurm faces. srun and salloc join when they exist. */
+const char *const drv_commands_by_name[] = {
+	"sbatch", "squeue", "sacct", "scancel", "sinfo", "scontrol", "srun", "salloc", NULL,
 };

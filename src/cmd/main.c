@@ -1,6 +1,8 @@
 /*
  * main.c: drover's entry point. It looks the first argument up in the
  * commands table and calls its handler; everything else is in libdrover.
+ * Called by a name in drv_commands_by_name (a link named sbatch), it runs
+ * that command with the whole argv, git-style.
  * 'drover help CMD [NAME]' is 'drover CMD [NAME] --help': the handler
  * prints its help from its option table (include/drover/options.h), so the
  * two are the same text.
@@ -9,6 +11,7 @@
 #include "drover/common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef DROVER_VERSION
@@ -58,9 +61,34 @@ static int help(int argc, char **argv)
 	return c->fn(n, hargv);
 }
 
+/* Called by another name ("sbatch", a link to drover)? The row that answers
+ * to it, else NULL. */
+static const struct drv_command *by_name(const char *argv0)
+{
+	const char *base = strrchr(argv0, '/');
+	const struct drv_command *c;
+	const char *const *n;
+
+	base = base ? base + 1 : argv0;
+	for (n = drv_commands_by_name; *n; n++)
+		if (!strcmp(*n, base))
+			break;
+	for (c = drv_commands; *n && c->name; c++)
+		if (!strcmp(c->name, base))
+			return c;
+	if (*n) {
+		fprintf(stderr, "%s: error: drover has no %s yet (docs/slurm.md)\n", base, base);
+		exit(1);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const struct drv_command *c;
+
+	if (argc > 0 && (c = by_name(argv[0])))
+		return c->fn(argc, argv);
 
 	if (argc < 2) {
 		usage(stderr);

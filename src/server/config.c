@@ -376,7 +376,7 @@ static void check_store(struct cload *L, struct fy_node *store_at, struct fy_nod
 	"default_leaf, scheduler, tenants, tls, job_retention_s, "    \
 	"task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s, "    \
 	"max_array_size, kill_invalid_depend, store, store_password_file, leader_lease_s, "    \
-	"advertise_url"
+	"advertise_url, min_job_age_s"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -453,6 +453,8 @@ static void read_root(struct cload *L, struct fy_node *root)
 				leader = v;
 		} else if (strcmp(k, "advertise_url") == 0) {
 			want_str(L, p, k, &c->advertise_url);
+		} else if (strcmp(k, "min_job_age_s") == 0) {
+			want_int(L, p, k, 0, INT64_C(100) * 365 * 86400, &c->min_job_age_s);
 		} else {
 			unknown(L, fy_node_pair_key(p), k, "setting", KNOWN_SETTINGS);
 		}
@@ -553,6 +555,7 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->idempotency_ttl_s = 86400;   /* a day: longer than any client retries */
 	c->max_array_size = 1001;       /* Slurm's MaxArraySize default */
 	c->leader_lease_s = 10;         /* takeover within 15 s, well inside agent_lease_s */
+	c->min_job_age_s = 300;         /* Slurm's MinJobAge default */
 	drv_sched_policy_default(&c->policy);
 	drv_diags_init(&d, path);
 

@@ -9,6 +9,8 @@
  */
 #include "server_int.h"
 
+#include "drover/hostlist.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,7 +306,8 @@ static bool refuse_never(struct drv_server *s, const struct drv_jobspec *spec,
 	srv_capacity_refresh(s);
 	if (!srv_job_never(s, job, why, sizeof(why)))
 		return false;
-	drv_http_resp_error(o, 400, "invalid", NULL, "%s", why);
+	/* its own code: sbatch says "Requested node configuration is not available" */
+	drv_http_resp_error(o, 400, "unsatisfiable", NULL, "%s", why);
 	return true;
 }
 
@@ -329,6 +332,76 @@ static bool refuse_never_batch(struct drv_server *s, struct srv_job **js, size_t
 			    "batch: %zu job%s can never run on this cluster, none accepted",
 			    json_array_size(details), json_array_size(details) == 1 ? "" : "s");
 	return true;
+}
+
+/*
+ * POST /v1/jobs?dry_run=1: the job checked and refused as a submit would
+ * (400 unsatisfiable for one that can never run), then placed on the
+ * cluster as it is now without changing it; nothing stored, no id taken.
+ * The reply is the job as it would be (id: the next id), with "dry_run":
+ * true, "fits_now", and where and when it would start: "start_time" (now
+ * when it fits; else when every running job's time limit has passed, null
+ * when one has none), "placement_nodes" (the node names, when it fits
+ * now) and "nodelist" compressed. sbatch --test-only prints this.
+ * Under s->mu.
+ */
+static void dry_run(struct drv_server *s, struct srv_job *j, struct drv_http_resp *o)
+{
+	struct drv_placement pl;
+	char why[256], names[4096] = "";
+	const char *ns[512];
+	size_t nn = 0, k = 0;
+	int64_t now = drv_wall_s(), latest = now;
+	bool fits, unbounded = false;
+	json_t *out, *nodes = json_array();
+
+	drv_placement_init(&pl);
+	fits = drv_place(&s->cluster, &j->spec.job, NULL, &pl, why, sizeof(why)) == 0;
+	for (int32_t i = 0; fits && i < pl.ntasks && nn < DRV_ARRAY_SIZE(ns); i++) {
+		const char *n = s->nodes[pl.tasks[i].node].name;
+		bool seen = false;
+
+		for (size_t m = 0; m < nn; m++)
+			seen |= !strcmp(ns[m], n);
+		if (!seen) {
+			ns[nn++] = n;
+			json_array_append_new(nodes, json_string(n));
+		}
+	}
+	if (nn)
+		drv_hostlist_compress(ns, nn, names, sizeof(names));
+	for (k = 0; !fits && k < s->nactive; k++) {
+		struct srv_job *a = srv_job_get(s, s->active[k]);
+
+		if (!a || !a->start_time)
+			continue;
+		if (a->spec.job.time_limit <= 0)
+			unbounded = true;
+		else if (a->start_time + a->spec.job.time_limit > latest)
+			latest = a->start_time + a->spec.job.time_limit;
+	}
+	j->id = s->next_id + 1;
+	j->spec.job.id = j->id;
+	j->submit_time = now;
+	j->state = J_PENDING;
+	out = srv_job_api_json(s, j, false);
+	json_object_set_new(out, "dry_run", json_true());
+	json_object_set_new(out, "fits_now", json_boolean(fits));
+	json_object_set_new(out, "start_time", fits || !unbounded ? srv_json_time(fits ? now : latest)
+								  : json_null());
+	json_object_set_new(out, "placement_nodes", nodes);
+	json_object_set_new(out, "nodelist", json_string(names));
+	if (!fits)
+		json_object_set_new(out, "reason", json_string(why));
+	drv_placement_release(&pl);
+	drv_http_resp_json(o, 200, out);
+}
+
+static bool want_dry_run(struct drv_http_req *r)
+{
+	const char *v = drv_http_req_query(r, "dry_run");
+
+	return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "All"));
 }
 
 static void submit(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
@@ -361,6 +434,14 @@ static void submit(struct drv_server *s, struct drv_http_req *r, struct drv_http
 	j = js[0];
 	pthread_mutex_lock(&s->mu);
 	if (refuse_never(s, &j->spec, o)) {
+		pthread_mutex_unlock(&s->mu);
+		for (size_t i = 0; i < n; i++)
+			srv_job_free(js[i]);
+		drv_free(js);
+		return;
+	}
+	if (want_dry_run(r)) {
+		dry_run(s, j, o);
 		pthread_mutex_unlock(&s->mu);
 		for (size_t i = 0; i < n; i++)
 			srv_job_free(js[i]);

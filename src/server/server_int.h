@@ -201,6 +201,7 @@ struct srv_config {
 	int64_t idempotency_ttl_s;   /* Idempotency-Key answers kept this long (idem.c) */
 	int64_t max_array_size;      /* array task ids must be below it (Slurm's MaxArraySize) */
 	bool kill_invalid_depend;    /* cancel a job whose dependency can never be satisfied */
+	int64_t min_job_age_s;       /* squeue shows a finished job this long (Slurm's MinJobAge) */
 	char *default_pool;
 	char *default_leaf;
 	struct drv_sched_policy policy;
@@ -547,6 +548,8 @@ const char *srv_pending_text(struct drv_server *s, const struct drv_sched_decisi
 const char *srv_job_reason(struct drv_server *s, const struct srv_job *j, char *buf, size_t n);
 /* Its one-word code (CONTRACTS.md section 3): the scheduler's, "None" for a
  * pending job it has not judged yet, NULL when j is not pending. Static. */
+/* The Slurm faces' default partition (state_json.c). Under s->mu. */
+const char *srv_default_partition(struct drv_server *s);
 const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j);
 /* True, with the reason in buf, when job can never run on the cluster as
  * configured (every node that registered or the cluster file names, any

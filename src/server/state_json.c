@@ -99,6 +99,70 @@ static const char *job_runtime(const struct srv_job *j)
 	return "host";
 }
 
+/* The default partition of the Slurm faces: the server's default_pool when
+ * the cluster has it, else its first pool ("default" without any). */
+const char *srv_default_partition(struct drv_server *s)
+{
+	for (int32_t p = 0; p < s->cluster.npools; p++)
+		if (s->cfg.default_pool && !strcmp(s->cluster.pools[p].name, s->cfg.default_pool))
+			return s->cluster.pools[p].name;
+	return s->cluster.npools ? s->cluster.pools[0].name : "default";
+}
+
+/*
+ * What the Slurm faces show beside drover's own fields (docs/api.md):
+ * the partition (the one asked for, else the pool of the job's first
+ * node, else the default), the time limit, the CPUs (Slurm's NCPUS: the
+ * tasks' CPU requests, at least one per task), the node count (placed, or
+ * asked for while pending: one node per task group member, as drover
+ * places Slurm's per-node tasks), the hold, and Slurm's output paths.
+ */
+static void slurm_fields(struct drv_server *s, struct srv_job *j, json_t *o, int nnodes)
+{
+	const struct drv_job *jb = &j->spec.job;
+	const char *part = j->spec.slurm.partition;
+	int64_t cpu_milli = 0;
+	int32_t ntasks = drv_job_tasks(jb);
+
+	if ((!part || !*part) && j->ntasks > 0) {
+		const struct drv_node *cn = &s->cluster.nodes[j->tasks[0].node];
+
+		if (cn->pool >= 0 && cn->pool < s->cluster.npools)
+			part = s->cluster.pools[cn->pool].name;
+	}
+	if (!part || !*part)
+		part = srv_default_partition(s);
+	for (int32_t g = 0; g < jb->ngroups; g++) {
+		int64_t c = jb->groups[g].cpu_milli > 0 ? jb->groups[g].cpu_milli : 1000;
+
+		cpu_milli += (int64_t)jb->groups[g].count * ((c + 999) / 1000 * 1000);
+	}
+	json_object_set_new(o, "partition", json_string(part));
+	json_object_set_new(o, "time_limit_s",
+			    jb->time_limit > 0 ? json_integer((json_int_t)jb->time_limit)
+					       : json_null());
+	json_object_set_new(o, "cpus", json_integer((json_int_t)(cpu_milli / 1000)));
+	json_object_set_new(o, "nodes_requested",
+			    json_integer(nnodes ? nnodes : (ntasks > 0 ? ntasks : 1)));
+	json_object_set_new(o, "account", j->spec.slurm.account
+					       ? json_string(j->spec.slurm.account) : json_null());
+	{
+		int64_t mem = 0;
+		int sig = 0;
+
+		for (int32_t g = 0; g < jb->ngroups; g++)
+			mem += (int64_t)jb->groups[g].count * jb->groups[g].mem_mib;
+		for (int32_t i = 0; i < j->ntasks; i++)
+			if (j->tasks[i].ended && j->tasks[i].signal && !sig)
+				sig = j->tasks[i].signal;
+		json_object_set_new(o, "mem_mib", json_integer((json_int_t)mem));
+		json_object_set_new(o, "signal", sig ? json_integer(sig) : json_null());
+	}
+	json_object_set_new(o, "batch_step", json_boolean(j->spec.format == DRV_FMT_SBATCH ||
+						(j->spec.kind && !strcmp(j->spec.kind, "BatchScript"))));
+	json_object_set_new(o, "completing", json_boolean(srv_jstate_final(j->state) && j->holding));
+}
+
 json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 {
 	const struct drv_job *jb = &j->spec.job;
@@ -173,6 +237,7 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 	json_object_set_new(o, "placement", pl);
 	srv_elements_json(s, j, o);
 	json_object_set_new(o, "nodelist", json_string(nodelist));
+	slurm_fields(s, j, o, nnodes);
 	if (detail) {
 		json_t *env = json_object(), *ts = json_array(), *evs = json_array();
 		size_t i;

@@ -57,3 +57,25 @@ Test(hostlist, counts_in_runs)
 	drv_counts_compress(c, 3, out, sizeof(out));
 	cr_expect(eq(str, out, "1,2,1"));
 }
+
+/* scontrol show hostnames: the other way, padding kept, a suffix allowed */
+Test(hostlist, expand)
+{
+	char **v = NULL;
+	size_t n = 0;
+
+	cr_assert(eq(int, drv_hostlist_expand("gpu-[01-03,07],login1 n[9-10]-ib", &v, &n, 100), 0));
+	cr_assert(eq(sz, n, 7));
+	cr_expect(eq(str, v[0], "gpu-01"));
+	cr_expect(eq(str, v[2], "gpu-03"));
+	cr_expect(eq(str, v[3], "gpu-07"));
+	cr_expect(eq(str, v[4], "login1"));
+	cr_expect(eq(str, v[5], "n9-ib"));
+	cr_expect(eq(str, v[6], "n10-ib"));
+	drv_hostlist_free(v, n);
+	cr_expect(eq(int, drv_hostlist_expand("gpu-[03-01]", &v, &n, 100), DRV_EINVAL));
+	cr_expect(eq(int, drv_hostlist_expand("gpu-[1-", &v, &n, 100), DRV_EINVAL));
+	cr_expect(eq(int, drv_hostlist_expand("a[1-2]b[3]", &v, &n, 100), DRV_EINVAL));
+	cr_expect(eq(int, drv_hostlist_expand("n[1-200]", &v, &n, 100), DRV_ELIMIT));
+	cr_expect(eq(sz, n, 0));
+}

@@ -1,0 +1,246 @@
+/*
+ * slurm_sbatch.c: the sbatch face. `sbatch [options] [SCRIPT [ARGS...]]`
+ * reads the script (a file, stdin when none is named, or --wrap's
+ * command), parses it with the spec library with the command line's
+ * options over its #SBATCH lines, and submits the canonical job to
+ * POST /v1/jobs. It answers as Slurm's sbatch does:
+ *
+ *   Submitted batch job 42          (--parsable: "42")
+ *   sbatch: Job 42 to start at 2026-12-01T21:40:00 using 8 processors on
+ *     nodes gpu-[01-02] in partition gpu          (--test-only, stderr)
+ *   sbatch: error: Batch job submission failed: Requested node
+ *     configuration is not available              (then drover's reason)
+ *   sbatch: warning: ...            (options read but not acted on)
+ *
+ * and exits 0 or 1, as sbatch does (a bad script or option included).
+ */
+#include "slurm_int.h"
+
+#include "drover/common.h"
+#include "drover/diag.h"
+#include "drover/fsutil.h"
+#include "drover/spec.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sb_pass {
+	const struct drv_opts *cmd;
+	char **sargv;
+	int sargc;
+};
+
+/* The parser's UNKNOWN hook: every option drover's table does not know is
+ * an sbatch option for the spec parser (with its value when it takes one). */
+static int pass_opt(const struct drv_option *row, int nargs, int argc, char **argv)
+{
+	struct sb_pass *sb = row->value;
+
+	(void)nargs;
+	sb->sargv[sb->sargc++] = argv[0];
+	if (!cli_sbatch_takes_value(argv[0]))
+		return 1;
+	if (argc < 2) {
+		fprintf(stderr, "sbatch: option '%s' requires an argument\n", argv[0]);
+		return -1;
+	}
+	sb->sargv[sb->sargc++] = argv[1];
+	return 2;
+}
+
+/* The script: --wrap's command in Slurm's wrapper, the file, or stdin. */
+static int read_script(const char *wrap, const char *file, char **body, size_t *len)
+{
+	if (wrap) {
+		static const char head[] = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n";
+		size_t k = strlen(wrap);
+
+		*len = sizeof(head) - 1 + k + 1;
+		*body = drv_malloc(*len + 1);
+		memcpy(*body, head, sizeof(head) - 1);
+		memcpy(*body + sizeof(head) - 1, wrap, k);
+		memcpy(*body + sizeof(head) - 1 + k, "\n", 2);
+		return 0;
+	}
+	if (drv_file_read(file, 16u << 20, body, len)) {
+		fprintf(stderr, "sbatch: error: Unable to open file %s\n", file);
+		return 1;
+	}
+	if (!*len) {
+		fprintf(stderr, "sbatch: error: Batch script is empty!\n");
+		return 1;
+	}
+	if (strncmp(*body, "#!", 2)) {
+		fprintf(stderr, "sbatch: error: This does not look like a batch script.  The first\n"
+				"sbatch: error: line must start with #! followed by the path to an "
+				"interpreter.\n"
+				"sbatch: error: For instance: #!/bin/sh\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Prints the refusal as sbatch does: Slurm's line, then drover's reason. */
+static void refused(const struct drv_client_reply *r)
+{
+	const json_t *e = r->json ? json_object_get(r->json, "error") : NULL;
+	const char *code = drv_json_str(e, "code");
+	char *msg = drv_client_reply_error(r);
+
+	if (code && !strcmp(code, "unsatisfiable"))
+		fprintf(stderr, "sbatch: error: Batch job submission failed: Requested node "
+				"configuration is not available\nsbatch: error: %s\n", msg);
+	else if (r->status == 401 || r->status == 403)
+		fprintf(stderr, "sbatch: error: Batch job submission failed: Access/permission "
+				"denied\nsbatch: error: %s\n", msg);
+	else
+		fprintf(stderr, "sbatch: error: Batch job submission failed: %s\n", msg);
+	drv_free(msg);
+}
+
+/* --test-only: the dry run's answer in sbatch's words (on stderr, as
+ * sbatch's info lines go). */
+static void print_test_only(const json_t *j)
+{
+	char when[64], nodes[4096], part[256];
+
+	if (json_is_true(json_object_get(j, "fits_now")) || drv_json_time(j, "start_time"))
+		sl_time(drv_json_time(j, "start_time"), "Unknown", when, sizeof(when));
+	else
+		snprintf(when, sizeof(when), "Unknown");
+	drv_json_text(j, "nodelist", nodes, sizeof(nodes));
+	drv_json_text(j, "partition", part, sizeof(part));
+	fprintf(stderr, "sbatch: Job %lld to start at %s using %lld processors on nodes %s in "
+			"partition %s\n", (long long)drv_json_int(j, "id", 0), when,
+		(long long)drv_json_int(j, "cpus", 1), nodes[0] ? nodes : "(null)", part);
+}
+
+/* The spec's warnings, as sbatch's. */
+static void warn_spec(const struct drv_jobspec *spec)
+{
+	for (int32_t i = 0; i < spec->nwarnings; i++)
+		sl_warn("sbatch", "%s", spec->warnings[i]);
+}
+
+static int submit(struct cli *cli, const char *file, const char *body, size_t len,
+		  struct sb_pass *sb, bool parsable, bool test_only, bool quiet)
+{
+	struct drv_spec_opts opts = { .sbatch_argc = sb->sargc, .sbatch_argv = sb->sargv };
+	struct drv_client_reply r;
+	struct drv_jobspec spec;
+	struct drv_diags d;
+	char *json = NULL;
+	int rc;
+
+	drv_jobspec_init(&spec);
+	drv_diags_init(&d, file);
+	rc = drv_spec_parse_buffer_opts(body, len, file, &opts, &spec, &d);
+	if (rc || d.nerrors) {
+		drv_diags_print(&d, stderr);
+		if (!d.nerrors)
+			fprintf(stderr, "sbatch: error: %s: %s\n", file, drv_strerror(rc));
+		rc = 1;
+		goto out;
+	}
+	/* sbatch's default names: "wrap" for --wrap, "sbatch" for stdin */
+	if (spec.job.name && (!strcmp(file, "--wrap") || !strcmp(file, "-")) &&
+	    (!strcmp(spec.job.name, file) || !strcmp(spec.job.name, "stdin") ||
+	     !strcmp(spec.job.name, "<stdin>"))) {
+		drv_free(spec.job.name);
+		spec.job.name = drv_strdup(!strcmp(file, "-") ? "sbatch" : "wrap");
+	}
+	if (!quiet)
+		warn_spec(&spec);
+	json = drv_jobspec_dumps(&spec, 0);
+	cli->keep_error = true;
+	if (test_only)
+		rc = cli_call(cli, "POST", "/v1/jobs?dry_run=1", "application/json", json,
+			      strlen(json), &r);
+	else
+		rc = cli_call_create(cli, "/v1/jobs", "application/json", json, strlen(json), &r);
+	if (rc && r.status) {
+		refused(&r);
+		drv_client_reply_release(&r);
+		rc = 1;
+		goto out;
+	}
+	if (rc) {
+		rc = 1;   /* cli_call printed the transport's failure */
+		goto out;
+	}
+	if (test_only)
+		print_test_only(r.json);
+	else if (parsable)
+		printf("%lld\n", (long long)drv_json_int(r.json, "id", 0));
+	else
+		printf("Submitted batch job %lld\n", (long long)drv_json_int(r.json, "id", 0));
+	drv_client_reply_release(&r);
+out:
+	drv_free(json);
+	drv_diags_release(&d);
+	drv_jobspec_release(&spec);
+	return rc;
+}
+
+int drv_client_cmd_sbatch(int argc, char **argv)
+{
+	struct cli cli;
+	struct sb_pass sb = { 0 };
+	bool parsable = false, test_only = false, quiet = false;
+	const char *wrap = NULL, *file;
+	const struct drv_option table[] = {
+		DRV_OPT_FLAG(0, "parsable", &parsable, "print only the job's id"),
+		DRV_OPT_FLAG(0, "test-only", &test_only,
+			     "check the job and say when and where it would start; submit "
+			     "nothing"),
+		DRV_OPT_STRING(0, "wrap", &wrap, "COMMAND", "the script is sh running COMMAND"),
+		DRV_OPT_FLAG('Q', "quiet", &quiet, "no warnings"),
+		DRV_OPT_GROUP("server"),
+		CLI_SERVER_OPTS(&cli),
+		DRV_OPT_UNKNOWN(&sb, pass_opt),
+		DRV_OPT_END(),
+	};
+	const struct drv_opts cmd = {
+		.name = "sbatch",
+		.usage = "sbatch [options] [SCRIPT [ARGS...]]",
+		.about = "Slurm's sbatch over drover (docs/slurm.md): every sbatch option "
+			 "docs/job-format.md lists; the command line's win over the script's "
+			 "#SBATCH lines. No SCRIPT: the script is read from stdin.",
+		.options = table,
+		.args_max = DRV_OPTS_ANY_ARGS,
+		.flags = DRV_OPTS_STOP_AT_ARG,
+	};
+	char *body = NULL;
+	size_t len = 0;
+	int code = 0;
+
+	sb.cmd = &cmd;
+	sb.sargv = drv_calloc((size_t)argc + 1, sizeof(char *));
+	if (cli_parse(&cli, &cmd, argc, argv, &code)) {
+		code = sl_exit(code);
+		goto out;
+	}
+	if (wrap && cli.nargs) {
+		fprintf(stderr, "sbatch: error: Script arguments not permitted with --wrap "
+				"option\n");
+		code = 1;
+		goto out;
+	}
+	file = cli.nargs ? cli.args[0] : wrap ? "--wrap" : "-";
+	if (cli.nargs > 1 && !quiet)
+		sl_warn("sbatch", "script arguments (%s ...) are not passed to the script by "
+			"drover", cli.args[1]);
+	if ((code = read_script(wrap, file, &body, &len)))
+		goto out;
+	if ((code = sl_connect(&cli, "sbatch")))
+		goto out;
+	code = submit(&cli, file, body, len, &sb, parsable, test_only, quiet);
+out:
+	cli_release(&cli);
+	drv_free(body);
+	drv_free(sb.sargv);
+	return code;
+}
