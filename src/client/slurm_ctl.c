@@ -713,7 +713,7 @@ static int show_job(struct cli *cli, const char *id)
 	{
 		char u[600];
 
-		snprintf(u, sizeof(u), "%s(%ld)", b, sl_uid_of(b));
+		snprintf(u, sizeof(u), "%.500s(%ld)", b, sl_uid_of(b));
 		kv(&f, "UserId", u);
 		kv(&f, "GroupId", u);
 	}

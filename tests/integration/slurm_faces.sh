@@ -123,4 +123,16 @@ scontrol show node gpu-02 | grep -q 'State=IDLE+DRAIN' || fail "show node: $(sco
 scontrol update nodename=gpu-02 state=resume || fail "scontrol resume"
 expect_eq "sinfo -N after resume" "$(sinfo -h -N -o '%N %t' | tr '\n' ' ')" "gpu-01 idle gpu-02 idle "
 scontrol show job "$fid" | grep -q "^   JobState=FAILED Reason=None" || fail "show job: $(scontrol show job "$fid")"
+# ---- held at submit (-H), its limit changed, released (CONTRACTS.md section 4)
+hid=$(sbatch --parsable -H -t 10 --wrap true) || fail "sbatch -H"
+expect_eq "held job" "$(squeue -h -j "$hid" -o '%t %r %l')" "PD JobHeldUser 10:00"
+expect_eq "held job, default columns" "$(squeue -h -j "$hid" | awk '{print $NF}')" "(JobHeldUser)"
+scontrol update JobId="$hid" TimeLimit=5 || fail "scontrol update TimeLimit"
+expect_eq "limit after update" "$(squeue -h -j "$hid" -o %l)" "5:00"
+scontrol show job "$hid" | grep -q "TimeLimit=00:05:00" || fail "show job: $(scontrol show job "$hid")"
+scontrol release "$hid" || fail "scontrol release"
+done_h() { [ "$(acct "$hid")" = "$hid|COMPLETED|0:0" ]; }
+wait_until 30 done_h || fail "released job $hid: '$(acct "$hid")'"
+out=$(scontrol hold 99999 2>&1) && fail "scontrol hold of an unknown job passed: $out"
+expect_eq "scontrol hold of an unknown job" "$out" "Invalid job id specified for job 99999"
 echo "ok: sbatch/squeue/sacct/scancel/sinfo/scontrol answered as Slurm's do (jobs $id $fid $cid)"
