@@ -235,7 +235,11 @@ int drv_store_open_sqlite_at(const char *path, int version, struct drv_store **o
  * ("postgres://drover@db.example:5432/drover"); one that carries a
  * password is refused (DRV_EINVAL), since a URL shows in ps and logs.
  * The password comes from password_file (mode 0600 or stricter; NULL: none)
- * or from libpq's own PGPASSFILE or ~/.pgpass. Migrates the schema forward
+ * or from libpq's own PGPASSFILE or ~/.pgpass. Inside begin/commit the
+ * writes are pipelined (sent without waiting for their answers): a write's
+ * own failure may be reported by commit instead, which then rolls the
+ * transaction back. Events get their seq from the store, not the database
+ * (one writer, the fenced leader). Migrates the schema forward
  * as the SQLite backend does (a newer database: DRV_EUNSUPP); DRV_EIO with
  * libpq's reason in errmsg when the database cannot be reached.
  */

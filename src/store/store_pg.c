@@ -176,8 +176,8 @@ static const char *const stmt_sql[ST_N] = {
 		       " submit_time = EXCLUDED.submit_time, doc = EXCLUDED.doc,"
 		       " end_time = EXCLUDED.end_time, done = EXCLUDED.done",
 	[ST_LOAD_JOBS] = "SELECT " JOB_COLS " FROM jobs ORDER BY id",
-	[ST_ADD_EVENT] = "INSERT INTO events(time,type,job,node,from_state,to_state,reason,doc)"
-			 " VALUES($1,$2,$3,$4,$5,$6,$7,$8) RETURNING seq",
+	[ST_ADD_EVENT] = "INSERT INTO events(seq,time,type,job,node,from_state,to_state,reason,doc)"
+			 " OVERRIDING SYSTEM VALUE VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9)",
 	[ST_LOAD_EVENTS] = "SELECT seq,time,type,job,node,from_state,to_state,reason,doc"
 			   " FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
 	[ST_LOAD_JOB_EVENTS] = "SELECT seq,time,type,job,node,from_state,to_state,reason,doc"
@@ -234,6 +234,13 @@ struct pg {
 	bool prepared;
 	bool in_txn;
 	int64_t fence;        /* 0: none; else every write transaction checks this term */
+	/* inside a transaction, writes are pipelined (sent without waiting for
+	 * their answers, which commit collects): a batch of a thousand jobs
+	 * costs a few round trips, not two thousand */
+	bool piped;
+	int npend;            /* statements sent, answers not yet read */
+	int64_t next_seq;     /* the last event seq given out in this transaction */
+	bool seq_dirty;
 };
 
 /* Up to 16 parameters as text, formatted in place. */
@@ -382,10 +389,74 @@ static int connect_db(struct drv_store *s)
 	return rc;
 }
 
+/* Events' seqs only grow, also past a purge of the newest: the highest
+ * given out is kept in meta too. */
+#define LAST_SEQ "GREATEST((SELECT COALESCE(MAX(seq), 0) FROM events)," \
+	" (SELECT COALESCE(MAX(val), 0) FROM meta WHERE key = 'event_seq'))"
+
+/* Sends statement i without waiting (inside a transaction). */
+static int pipe_send(struct drv_store *s, int i, const struct params *p)
+{
+	struct pg *q = s->impl;
+	char name[8];
+
+	if (!q->piped) {
+		if (!PQenterPipelineMode(q->db))
+			return fail(s, "pipeline");
+		q->piped = true;
+	}
+	stmt_name(i, name);
+	if (!PQsendQueryPrepared(q->db, name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0))
+		return fail(s, stmt_sql[i]);
+	q->npend++;
+	return 0;
+}
+
+/* Reads every answer owed; the first failure is the result. */
+static int pipe_flush(struct drv_store *s)
+{
+	struct pg *q = s->impl;
+	int rc = 0, seen = 0;
+	PGresult *r;
+
+	if (!q->piped)
+		return 0;
+	if (!PQpipelineSync(q->db))
+		rc = fail(s, "pipeline sync");
+	while (rc == 0 && seen < q->npend) {
+		r = PQgetResult(q->db);
+		if (!r) {
+			seen++;
+			continue;
+		}
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK &&
+		    rc == 0)
+			rc = fail_msg(s, "pipelined write", PQresultStatus(r) == PGRES_PIPELINE_ABORTED
+							      ? "aborted" : PQresultErrorMessage(r));
+		PQclear(r);
+	}
+	/* the rest, up to and with the sync's own answer */
+	while (PQstatus(q->db) == CONNECTION_OK && (r = PQgetResult(q->db))) {
+		int st = PQresultStatus(r);
+
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_PIPELINE_SYNC &&
+		    st != PGRES_PIPELINE_ABORTED && rc == 0)
+			rc = fail_msg(s, "pipelined write", PQresultErrorMessage(r));
+		PQclear(r);
+		if (st == PGRES_PIPELINE_SYNC)
+			break;
+	}
+	q->npend = 0;
+	q->piped = false;
+	if (!PQexitPipelineMode(q->db) && rc == 0)
+		rc = fail(s, "pipeline end");
+	return rc;
+}
+
 static int pg_begin(struct drv_store *s)
 {
 	struct pg *q = s->impl;
-	char sql[160];
+	char sql[400];
 	PGresult *r;
 	int rc = 0;
 
@@ -393,15 +464,13 @@ static int pg_begin(struct drv_store *s)
 		return DRV_ESTATE;
 	if (ensure_conn(s) < 0 || (!q->prepared && prepare_all(s) < 0))
 		return DRV_EIO;
-	if (!q->fence) {
-		rc = exec(s, "BEGIN", "begin");
-		if (rc == 0)
-			q->in_txn = true;
-		return rc;
-	}
-	/* the fence: the lease row locked where the term is still ours */
-	snprintf(sql, sizeof(sql), "BEGIN; SELECT 1 FROM drover_leader WHERE id = 1 AND term = %"
-		 PRId64 " FOR SHARE", q->fence);
+	/* the fence: the lease row locked where the term is still ours; and
+	 * the last event seq given out (events get theirs here: one writer) */
+	if (q->fence)
+		snprintf(sql, sizeof(sql), "BEGIN; SELECT " LAST_SEQ " FROM drover_leader"
+			 " WHERE id = 1 AND term = %" PRId64 " FOR SHARE", q->fence);
+	else
+		snprintf(sql, sizeof(sql), "BEGIN; SELECT " LAST_SEQ);
 	r = PQexec(q->db, sql);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		rc = fail_msg(s, "begin", PQresultErrorMessage(r));
@@ -410,6 +479,9 @@ static int pg_begin(struct drv_store *s)
 			 "postgresql: refused: this controller's leader term %" PRId64
 			 " has ended (another controller leads)", q->fence);
 		rc = DRV_EPERM;
+	} else {
+		q->next_seq = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		q->seq_dirty = false;
 	}
 	PQclear(r);
 	if (rc < 0) {
@@ -432,7 +504,24 @@ static int pg_commit(struct drv_store *s)
 
 	if (!q->in_txn)
 		return DRV_ESTATE;
+	if (q->seq_dirty) {
+		struct params p = { .n = 0 };
+
+		p_text(&p, "event_seq");
+		p_int(&p, q->next_seq);
+		rc = pipe_send(s, ST_PUT_META, &p);
+	}
+	if (rc == 0)
+		rc = pipe_flush(s);
 	q->in_txn = false;
+	if (rc < 0) {
+		char keep[sizeof(s->err)];
+
+		memcpy(keep, s->err, sizeof(keep));
+		exec(s, "ROLLBACK", "rollback");
+		memcpy(s->err, keep, sizeof(keep));
+		return rc;
+	}
 	r = PQexec(q->db, "COMMIT");
 	/* a transaction that failed inside answers COMMIT with ROLLBACK */
 	if (PQresultStatus(r) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(r), "COMMIT") != 0)
@@ -452,6 +541,7 @@ static int pg_rollback(struct drv_store *s)
 	q->in_txn = false;
 	if (!q->db || PQstatus(q->db) != CONNECTION_OK)
 		return 0;
+	pipe_flush(s);
 	return exec(s, "ROLLBACK", "rollback");
 }
 
@@ -467,6 +557,11 @@ static int write1(struct drv_store *s, int i, const struct params *p, int64_t *c
 		rc = pg_begin(s);
 	else if (!q->prepared && prepare_all(s) < 0)
 		rc = DRV_EIO;
+	if (rc == 0 && !changed)
+		return own ? (pipe_send(s, i, p) == 0 ? pg_commit(s) : (pg_rollback(s), DRV_EIO))
+			   : pipe_send(s, i, p);
+	if (rc == 0)
+		rc = pipe_flush(s);
 	if (rc == 0)
 		rc = run(s, i, p, &r);
 	if (rc == 0 && changed)
@@ -488,6 +583,8 @@ static int read1(struct drv_store *s, int i, const struct params *p, PGresult **
 
 	*out = NULL;
 	if (ensure_conn(s) < 0 || (!q->prepared && prepare_all(s) < 0))
+		return DRV_EIO;
+	if (pipe_flush(s) < 0)
 		return DRV_EIO;
 	return run(s, i, p, out);
 }
@@ -725,9 +822,15 @@ static int pg_add_event(struct drv_store *s, struct drv_store_event *e)
 	struct pg *q = s->impl;
 	struct params p = { .n = 0 };
 	bool own = !q->in_txn;
-	PGresult *r = NULL;
 	int rc = 0;
 
+	if (own)
+		rc = pg_begin(s);
+	if (rc < 0)
+		return rc;
+	/* the seq is given here (begin read the last one): the insert is
+	 * pipelined like every other write of the transaction */
+	p_int(&p, q->next_seq + 1);
 	p_int(&p, e->time);
 	p_text(&p, e->type ? e->type : "job");
 	p_int(&p, (int64_t)e->job);
@@ -736,13 +839,11 @@ static int pg_add_event(struct drv_store *s, struct drv_store_event *e)
 	p_text(&p, e->to ? e->to : "");
 	p_text(&p, e->reason ? e->reason : "");
 	p_text(&p, e->doc ? e->doc : "{}");
-	if (own)
-		rc = pg_begin(s);
-	if (rc == 0)
-		rc = run(s, ST_ADD_EVENT, &p, &r);
-	if (rc == 0)
-		e->seq = ival(r, 0, 0);
-	PQclear(r);
+	rc = pipe_send(s, ST_ADD_EVENT, &p);
+	if (rc == 0) {
+		e->seq = ++q->next_seq;
+		q->seq_dirty = true;
+	}
 	if (own)
 		rc = rc == 0 ? pg_commit(s) : (pg_rollback(s), rc);
 	return rc;
