@@ -2,7 +2,8 @@
 #   - a taken port (--listen or --metrics-listen) is one clear line and exit 2,
 #     which the systemd unit's RestartPreventExitStatus=2 does not restart;
 #   - --metrics-listen puts /metrics on a listener of its own (and register
-#     says where, metrics_url), --gpu-metrics off leaves DCGM_FI_* out;
+#     says where, metrics_url), --gpu-metrics off leaves DCGM_FI_* out
+#     and drover's per-job share series in;
 #   - --hpc-job-mapping-dir: dcgm-exporter's job mapping files, read back the
 #     way dcgm-exporter 4.5.3-4.8.2 reads them (files named by GPU index, a job
 #     id a line), follow the tasks, two jobs sharing a GPU both listed.
@@ -88,6 +89,14 @@ PY
 map_is() { [ "$(read_map)" = "$1" ]; }
 assign "$(task 7.0 7 '0, 1'), $(task 8.0 8 1)"
 wait_until 10 map_is "0=7 1=7,8" || fail "mapping after two jobs (8 shares GPU 1): '$(read_map)'"
+# drover's own share series stay with --gpu-metrics off: each job's part
+# of the shared GPU 1 (docs/agent.md, "Shared GPUs")
+curl -fsS "http://127.0.0.1:$PM/metrics" >"$TEST_TMP/m2.txt" || fail "no /metrics"
+grep -q '^DCGM_' "$TEST_TMP/m2.txt" && fail "--gpu-metrics off exports DCGM series while tasks run"
+for j in 7 8; do
+	grep -q "^drover_job_gpu_share{Hostname=\"node-s\",gpu=\"1\",UUID=\"[^\"]*\",hpc_job=\"$j\"} 1$" \
+		"$TEST_TMP/m2.txt" || fail "no share series of job $j on GPU 1: $(grep drover_job_gpu "$TEST_TMP/m2.txt")"
+done
 assign "$(task 7.0 7 '0, 1')"
 wait_until 10 map_is "0=7 1=7" || fail "mapping after job 8 left: '$(read_map)'"
 ls -a "$MAP" | grep -q tmp && fail "temporary files left in the mapping directory: $(ls -a "$MAP")"

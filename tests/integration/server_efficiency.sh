@@ -10,6 +10,8 @@
 #     /metrics, and the shares sum to the GPU's own reading;
 #   - `drover describe` prints the lines, `drover acct --by job` the
 #     columns, and /v1/acct?by=job carries job, cost_usd and efficiency;
+#   - a task over before the agent's first sample still has its CPU time
+#     and memory high-water mark;
 #   - after a restart the finished jobs still show them (store, acct rows).
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
@@ -86,6 +88,15 @@ print("shared GPU %s: util %.0f%% = %s; framebuffer %.0f MiB = %s" % (gpu, gpu_u
       " + ".join("%.0f" % (mem[j] / 1048576) for j in jobs)))
 PY
 
+# a task over before the first sample still has its CPU time and memory
+# (the shim's rusage, the cgroup's last reading)
+printf '#!/bin/sh\n#SBATCH --gpus=1\n#SBATCH --mem=200M\nexec python3 -c "x = bytearray(60 << 20)"\n' \
+	>"$TEST_TMP/short.sh"
+short=$(submit "$TEST_TMP/short.sh")
+wait_job "$short" succeeded 30
+eff "$short" '.efficiency | .cpu_s >= 0 and .mem_max_mib >= 60 and .mem_max_mib < 200
+	and .mem_efficiency_pct > 29' | grep -qx true ||
+	fail "a short task's efficiency: $(eff "$short" .efficiency)"
 wait_job "$burn" succeeded 40
 wait_job "$h1" succeeded 30
 wait_job "$h2" succeeded 30
