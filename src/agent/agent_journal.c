@@ -4,12 +4,14 @@
  * reported exactly once across agent crashes and restarts.
  *
  * STATE/journal (mode 0600) holds one line per event:
- *   start TASK_ID EPOCH LAUNCH JOB_ID GRACE_MS DEADLINE_MS STARTED_MS GPUS
+ *   start TASK_ID EPOCH LAUNCH JOB_ID GRACE_MS DEADLINE_MS STARTED_MS GPUS OUTPUT_MAX
  *     written and fdatasync'd before the task's shim is started
  *     (DEADLINE_MS: the time limit on CLOCK_MONOTONIC, 0 none; STARTED_MS
  *     the same clock, which is the machine's, not the process's; GPUS
  *     "0,1" or "-"; LAUNCH unique to this launch: the shim's files are
- *     named by "EPOCH-LAUNCH");
+ *     named by "EPOCH-LAUNCH"; OUTPUT_MAX the output cap in bytes,
+ *     task_output_max_bytes, 0 none, so an adopted task stays capped; a
+ *     line of an older agent without it reads as 0);
  *   end TASK_ID EPOCH
  *     once the controller has acknowledged the task's end (not synced:
  *     lost, it costs one more report, which the controller ignores).
@@ -81,9 +83,10 @@ static void start_line(const struct task *t, char *line, size_t n)
 	char gpus[DRV_GPU_MAX * 4 + 2];
 
 	gpus_text(t, gpus, sizeof(gpus));
-	snprintf(line, n, "start %s %lld %lld %s %lld %lld %lld %s\n", t->id, (long long)t->epoch,
-		 (long long)t->launch, t->job_id, (long long)t->grace_ms, (long long)t->deadline_ms,
-		 (long long)t->started_ms, gpus);
+	snprintf(line, n, "start %s %lld %lld %s %lld %lld %lld %s %lld\n", t->id,
+		 (long long)t->epoch, (long long)t->launch, t->job_id, (long long)t->grace_ms,
+		 (long long)t->deadline_ms, (long long)t->started_ms, gpus,
+		 (long long)t->output_max);
 }
 
 static int append(struct drv_agent *a, const char *line, bool sync)
@@ -179,13 +182,15 @@ void agent_journal_end(struct drv_agent *a, struct task *t)
 static struct task *parse_start(struct drv_agent *a, const char *line)
 {
 	char id[64], job[32], gpus[DRV_GPU_MAX * 4 + 2];
-	long long epoch, launch, grace, deadline, started;
+	long long epoch, launch, grace, deadline, started, output_max = 0;
 	struct task *t;
 	char *p, *end;
+	int n;
 
 	_Static_assert(sizeof(gpus) == 257 + 1, "the %257s below fills gpus");
-	if (sscanf(line, "start %63s %lld %lld %31s %lld %lld %lld %257s", id, &epoch, &launch, job,
-		   &grace, &deadline, &started, gpus) != 8 || !agent_valid_task_id(id))
+	n = sscanf(line, "start %63s %lld %lld %31s %lld %lld %lld %257s %lld", id, &epoch, &launch,
+		   job, &grace, &deadline, &started, gpus, &output_max);
+	if (n < 8 || !agent_valid_task_id(id))
 		return NULL;
 	t = drv_calloc(1, sizeof(*t));
 	t->use.cpu_us = t->use.mem_max_bytes = -1;
@@ -201,6 +206,7 @@ static struct task *parse_start(struct drv_agent *a, const char *line)
 	t->grace_ms = grace;
 	t->deadline_ms = deadline;
 	t->started_ms = started;
+	t->output_max = output_max > 0 ? output_max : 0;
 	t->journaled = true;
 	for (p = gpus; *p && *p != '-' && t->ngpus < DRV_GPU_MAX; p = *end ? end + 1 : end) {
 		long g = strtol(p, &end, 10);
@@ -316,6 +322,9 @@ static void resolve(struct drv_agent *a, struct task *t)
 	}
 	if (pid > 0 && is_shim_of(pid, t, cgroup, sizeof(cgroup)) &&
 	    drv_proc_adopt(&t->proc, pid, status, cgroup, drv_mono_ms()) == 0) {
+		/* where launch.c put its output, for the cap */
+		snprintf(t->proc.stdout_path, sizeof(t->proc.stdout_path), "%s/%s.out", t->dir, t->id);
+		snprintf(t->proc.stderr_path, sizeof(t->proc.stderr_path), "%s/%s.err", t->dir, t->id);
 		t->state = T_RUNNING;
 		t->rep_running = true;
 		t->starttime = agent_proc_starttime(pid);
