@@ -22,6 +22,7 @@ extern const char *const drv_commands_by_name[];
 /* One handler per command; each lives in src/cmd/<name>.c */
 int cmd_up(int argc, char **argv);
 int cmd_server(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_task_shim(int argc, char **argv);
 int cmd_submit(int argc, char **argv);

@@ -224,6 +224,10 @@ void drv_store_close(struct drv_store *s);
  */
 int drv_store_open_sqlite(const char *path, struct drv_store **out, char *errmsg,
 			  size_t errsz);
+/* An online copy of the SQLite database src into dst (SQLite's backup
+ * API: a consistent snapshot while a server writes), dst created 0600;
+ * an existing dst is refused (DRV_EINVAL), a failed copy removed. */
+int drv_store_sqlite_backup(const char *src, const char *dst, char *errmsg, size_t errsz);
 /* The newest schema version this binary writes. */
 int drv_store_sqlite_schema_version(void);
 /* Opens path migrating only up to version (tests of migrations). */

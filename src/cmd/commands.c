@@ -26,6 +26,7 @@ const struct drv_command drv_commands[] = {
 	{ "cost", cmd_cost, "on-prem versus cloud: monthly costs, break-even month, price per GPU-hour" },
 	{ "place", cmd_place, "place a job on a cluster file and print the placement or the reason it cannot" },
 	{ "kubeconfig", cmd_kubeconfig, "a kubeconfig for kubectl against this server (docs/kubernetes.md)" },
+	{ "backup", cmd_backup, "an online copy of the SQLite state (PostgreSQL: pg_dump)" },
 	{ "tls", cmd_tls, "certificates for https: a CA and certificates it signs" },
 	{ "bench", cmd_bench, "run a benchmark (place, sched, api, agent) and print JSON" },
 	{ "slurm-path", cmd_slurm_path, "the directory of the Slurm command links (docs/slurm.md)" },

@@ -15,6 +15,7 @@
  */
 #include "drover/store.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -930,4 +931,48 @@ void drv_store_close(struct drv_store *s)
 		return;
 	s->ops->close(s);
 	drv_free(s);
+}
+
+int drv_store_sqlite_backup(const char *src, const char *dst, char *errmsg, size_t errsz)
+{
+	sqlite3 *from = NULL, *to = NULL;
+	sqlite3_backup *b;
+	int rc = 0, fd;
+
+	if (access(src, R_OK) != 0) {
+		snprintf(errmsg, errsz, "%s: no state database there", src);
+		return DRV_EINVAL;
+	}
+	fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);   /* job commands, envs */
+	if (fd < 0) {
+		snprintf(errmsg, errsz, "%s: %s", dst, strerror(errno));
+		return errno == EEXIST ? DRV_EINVAL : DRV_EIO;
+	}
+	close(fd);
+	if (sqlite3_open_v2(src, &from, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	    sqlite3_open_v2(dst, &to, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		snprintf(errmsg, errsz, "%s", sqlite3_errmsg(from && !to ? from : to ? to : from));
+		rc = DRV_EIO;
+		goto out;
+	}
+	sqlite3_busy_timeout(from, 5000);
+	b = sqlite3_backup_init(to, "main", from, "main");
+	if (!b) {
+		snprintf(errmsg, errsz, "%s", sqlite3_errmsg(to));
+		rc = DRV_EIO;
+		goto out;
+	}
+	/* all pages in one step: a consistent snapshot (WAL: the server's
+	 * writes go on meanwhile) */
+	if (sqlite3_backup_step(b, -1) != SQLITE_DONE) {
+		snprintf(errmsg, errsz, "backup of %s: %s", src, sqlite3_errmsg(to));
+		rc = DRV_EIO;
+	}
+	sqlite3_backup_finish(b);
+out:
+	sqlite3_close(from);
+	sqlite3_close(to);
+	if (rc < 0)
+		unlink(dst);
+	return rc;
 }
