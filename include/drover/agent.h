@@ -239,9 +239,11 @@ struct drv_podman_conf {
 
 /* One bind mount of a container: hostPath and emptyDir volumes. */
 struct drv_container_mount {
-	const char *host_path;
+	const char *host_path;       /* NULL with tmpfs */
 	const char *container_path;
 	bool read_only;
+	bool tmpfs;                  /* an emptyDir of medium Memory */
+	int64_t tmpfs_mib;           /* its size; 0: podman's default */
 };
 
 struct drv_container_spec {

@@ -192,6 +192,18 @@ struct drv_proto_peer {
 	const char *address;
 };
 
+/* A volume a container task mounts. type and container_path required. */
+struct drv_proto_mount {
+	const char *name;            /* the volume's */
+	const char *type;            /* "hostPath" or "emptyDir" */
+	const char *host_path;       /* hostPath */
+	const char *container_path;
+	const char *sub_path;        /* NULL: the whole volume */
+	bool read_only;
+	bool memory;                 /* emptyDir medium Memory: a tmpfs */
+	int64_t size_mib;            /* its sizeLimit; 0 none */
+};
+
 /*
  * One task the controller wants on the node: an element of the task set
  * (docs/api.md, "POST /v1/agent/sync").
@@ -219,6 +231,10 @@ struct drv_proto_task {
 	/* imagePullPolicy: "Always", "IfNotPresent", "Never"; NULL (absent):
 	 * Kubernetes' default by tag (Always for :latest or no tag). */
 	const char *pull_policy;
+	struct drv_proto_mount *mounts;  /* a container's volumes */
+	size_t nmounts;
+	int64_t shm_mib;             /* a container's /dev/shm; 0 (absent): the agent's default */
+	bool host_ipc;               /* the host's IPC namespace (no /dev/shm sizing) */
 	const char *script;          /* a batch script, run with /bin/sh FILE */
 	const char *workdir;
 	struct drv_proto_kv *env;    /* applied on top of what the agent sets */

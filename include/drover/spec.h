@@ -66,6 +66,20 @@ struct drv_env {
 	char *value;
 };
 
+/* A volume the main container mounts (a Pod's volumes joined with its
+ * volumeMounts): hostPath, or emptyDir (medium Memory: a tmpfs; at
+ * /dev/shm: the shared memory's size). */
+struct drv_mount {
+	char *name;             /* the volume's name */
+	char *type;             /* "hostPath" or "emptyDir" */
+	char *medium;           /* emptyDir: "Memory" or NULL */
+	char *host_path;        /* hostPath: its path */
+	char *mount_path;       /* where the container sees it */
+	char *sub_path;         /* NULL: the whole volume */
+	bool read_only;
+	int64_t size_mib;       /* emptyDir sizeLimit; 0 none */
+};
+
 /* What running one task group needs. Parallel to job.groups[i]. */
 struct drv_task_run {
 	char *container;        /* Kubernetes container name; NULL when none */
@@ -86,6 +100,10 @@ struct drv_task_run {
 				 * default by tag, applied by the agent) */
 	char *runtime;          /* "podman" (annotation drover.io/runtime): run it in a
 				 * container even with a command; NULL: not asked */
+	struct drv_mount *mounts;  /* in the order of volumeMounts */
+	int32_t nmounts;
+	size_t mounts_cap;
+	bool host_ipc;          /* Pod hostIPC: true */
 	char *gpu_model_name;   /* a GPU model the catalog does not know, as written (the
 				 * group's model is then -1): valid to write, refused at
 				 * submit while no node has it; NULL otherwise */

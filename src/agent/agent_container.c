@@ -272,9 +272,47 @@ static void log_create(struct drv_agent *a, struct task *t, const char *script)
 		words, (int)strcspn(line, "\n"), line, t->dir, t->id);
 }
 
+/* The assignment's mounts into ms (paths in paths): hostPath (+ subPath)
+ * as given; an emptyDir a directory of the task's, the job user's; of
+ * medium Memory a tmpfs. -1 and err when a directory cannot be made. */
+static int task_mounts(struct task *t, const struct drv_proto_task *j,
+		       const struct drv_task_spec *s, struct drv_container_mount *ms,
+		       char (*paths)[PATH_MAX], char *err, size_t errsz)
+{
+	for (size_t k = 0; k < j->nmounts; k++) {
+		const struct drv_proto_mount *m = &j->mounts[k];
+		const char *sub = m->sub_path && *m->sub_path ? m->sub_path : NULL;
+
+		ms[k] = (struct drv_container_mount){ .container_path = m->container_path,
+						      .read_only = m->read_only };
+		if (m->memory) {
+			ms[k].tmpfs = true;
+			ms[k].tmpfs_mib = m->size_mib;
+			continue;
+		}
+		if (!strcmp(m->type, "hostPath")) {
+			snprintf(paths[k], PATH_MAX, "%s%s%s", m->host_path ? m->host_path : "/",
+				 sub ? "/" : "", sub ? sub : "");
+		} else {
+			snprintf(paths[k], PATH_MAX, "%s/volumes/%s%s%s", t->dir,
+				 m->name ? m->name : "v", sub ? "/" : "", sub ? sub : "");
+			if (drv_mkdir_p(paths[k], 0700) < 0 ||
+			    (s->set_user && chown(paths[k], s->uid, s->gid) < 0)) {
+				snprintf(err, errsz, "cannot make emptyDir %s: %s", paths[k],
+					 strerror(errno));
+				return -1;
+			}
+		}
+		ms[k].host_path = paths[k];
+	}
+	return 0;
+}
+
 int agent_container_prepare(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
 			    struct drv_task_spec *s, char **owned)
 {
+	struct drv_container_mount *ms = NULL;
+	char (*paths)[PATH_MAX] = NULL;
 	struct drv_container_spec cs;
 	char envf[PATH_MAX + 16], reasonf[PATH_MAX + 64], cgp[PATH_MAX], err[512];
 	const char *devs[DRV_GPU_MAX + 1];
@@ -331,7 +369,14 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	cs.mem_mib = j->mem_mib;
 	cs.mem_in_container = !cgp[0] || a->cg.version == 2;
 	cs.cpu_milli = j->cpu_milli;
-	cs.shm_mib = j->mem_mib > 0 ? j->mem_mib / 2 : 0;
+	/* /dev/shm: the Pod's Memory emptyDir there, else half the memory
+	 * request, else 8 GiB (podman.c); none of it with the host's IPC */
+	cs.shm_mib = j->shm_mib > 0 ? j->shm_mib : j->mem_mib > 0 ? j->mem_mib / 2 : 0;
+	cs.host_ipc = j->host_ipc;
+	ms = drv_calloc(j->nmounts + 1, sizeof(*ms));
+	paths = drv_calloc(j->nmounts + 1, sizeof(*paths));
+	cs.mounts = ms;
+	cs.nmounts = (int)j->nmounts;
 	if (a->backend && !strcmp(a->backend, "nvml")) {
 		for (int k = 0; k < t->ngpus; k++) {
 			const struct drv_gpu_info *g = &a->gpus.gpus[t->gpus[k]];
@@ -343,8 +388,12 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 		devs[t->ngpus] = NULL;
 		cs.devices = devs;
 	}
-	rc = drv_podman_script(&a->podman, &cs, owned, err, sizeof(err));
+	rc = task_mounts(t, j, s, ms, paths, err, sizeof(err));
+	if (rc == 0)
+		rc = drv_podman_script(&a->podman, &cs, owned, err, sizeof(err));
 	drv_env_free(env);
+	drv_free(ms);
+	drv_free(paths);
 	if (rc == 0 && write_cleanup(a, t, err, sizeof(err)) < 0)
 		rc = -1;
 	if (rc < 0) {

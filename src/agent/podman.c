@@ -237,9 +237,19 @@ static void create_opts(struct drv_dynbuf *b, const struct drv_podman_conf *pc,
 				(long long)(cs->cpu_milli % 1000));
 	for (const char *const *d = cs->devices; d && *d; d++)
 		q(b, "--device"), q(b, *d);
-	for (int k = 0; k < cs->nmounts; k++)
-		qf(b, "--volume=%s:%s:%s", cs->mounts[k].host_path, cs->mounts[k].container_path,
-		   cs->mounts[k].read_only ? "ro" : "rw");
+	for (int k = 0; k < cs->nmounts; k++) {
+		const struct drv_container_mount *m = &cs->mounts[k];
+
+		if (m->tmpfs && m->tmpfs_mib > 0)
+			qf(b, "--mount=type=tmpfs,destination=%s,tmpfs-size=%lldm%s",
+			   m->container_path, (long long)m->tmpfs_mib, m->read_only ? ",ro" : "");
+		else if (m->tmpfs)
+			qf(b, "--mount=type=tmpfs,destination=%s%s", m->container_path,
+			   m->read_only ? ",ro" : "");
+		else
+			qf(b, "--mount=type=bind,source=%s,destination=%s%s", m->host_path,
+			   m->container_path, m->read_only ? ",ro" : "");
+	}
 	if (pc->auth_file)
 		q(b, "--authfile"), q(b, pc->auth_file);
 	drv_dynbuf_addstr(b, " --env-file \"$ENVFILE\"");

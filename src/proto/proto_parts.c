@@ -290,7 +290,27 @@ static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch
 	"stop_reason", "user", "runtime", "image", "container", "argv", "script", "workdir", "env",
 	"gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
-	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", NULL };
+	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", "mounts", "shm_mib", "host_ipc", NULL };
+
+static const char *const mount_keys[] = { "name", "type", "host_path", "container_path",
+	"sub_path", "read_only", "memory", "size_mib", NULL };
+
+static void one_mount(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_mount *m = el;
+
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_str(r, o, "name", false, &m->name);
+	proto_get_str(r, o, "type", true, &m->type);
+	proto_get_str(r, o, "host_path", false, &m->host_path);
+	proto_get_str(r, o, "container_path", true, &m->container_path);
+	proto_get_str(r, o, "sub_path", false, &m->sub_path);
+	proto_get_bool(r, o, "read_only", false, &m->read_only);
+	proto_get_bool(r, o, "memory", false, &m->memory);
+	proto_get_int(r, o, "size_mib", false, &m->size_mib);
+	proto_unknown_keys(r, o, mount_keys);
+}
 
 /* The identity and what to run. */
 static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task *t)
@@ -316,6 +336,10 @@ static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task
 		proto_fail_at(r, "command_len", "%lld: expected at most the %zu of argv",
 			      (long long)t->command_len, t->nargv);
 	proto_get_str(r, o, "pull_policy", false, &t->pull_policy);
+	proto_get_list(r, o, "mounts", false, sizeof(*t->mounts), one_mount, &t->mounts,
+		       &t->nmounts);
+	proto_get_int(r, o, "shm_mib", false, &t->shm_mib);
+	proto_get_bool(r, o, "host_ipc", false, &t->host_ipc);
 	proto_get_str(r, o, "script", false, &t->script);
 	proto_get_str(r, o, "workdir", false, &t->workdir);
 	proto_get_kv(r, o, "env", &t->env, &t->nenv);
@@ -360,6 +384,7 @@ void proto_task_release(struct drv_proto_task *t)
 	drv_free(t->env);
 	drv_free(t->gpus);
 	drv_free(t->peers);
+	drv_free(t->mounts);
 }
 
 json_t *drv_proto_task_encode(const struct drv_proto_task *t)
@@ -380,6 +405,32 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 	if (t->command_len >= 0)
 		proto_put_int(o, "command_len", t->command_len);
 	proto_put_opt_str(o, "pull_policy", t->pull_policy);
+	if (t->nmounts) {
+		json_t *ms = json_array();
+
+		for (size_t i = 0; i < t->nmounts; i++) {
+			const struct drv_proto_mount *m = &t->mounts[i];
+			json_t *e = json_object();
+
+			proto_put_opt_str(e, "name", m->name);
+			proto_put_str(e, "type", m->type);
+			proto_put_opt_str(e, "host_path", m->host_path);
+			proto_put_str(e, "container_path", m->container_path);
+			proto_put_opt_str(e, "sub_path", m->sub_path);
+			if (m->read_only)
+				json_object_set_new(e, "read_only", json_true());
+			if (m->memory)
+				json_object_set_new(e, "memory", json_true());
+			if (m->size_mib)
+				proto_put_int(e, "size_mib", m->size_mib);
+			json_array_append_new(ms, e);
+		}
+		json_object_set_new(o, "mounts", ms);
+	}
+	if (t->shm_mib > 0)
+		proto_put_int(o, "shm_mib", t->shm_mib);
+	if (t->host_ipc)
+		json_object_set_new(o, "host_ipc", json_true());
 	proto_put_str(o, "script", t->script);
 	proto_put_str(o, "workdir", t->workdir);
 	json_object_set_new(o, "env", drv_proto_kv_encode(t->env, t->nenv));

@@ -610,6 +610,21 @@ static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 	a->runtime = srv_run_needs_container(run) ? "podman" : "host";
 	a->pull_policy = run->image_pull_policy;
 	a->command_len = run->ncommand;
+	a->host_ipc = run->host_ipc;
+	a->mounts = drv_calloc((size_t)run->nmounts + 1, sizeof(*a->mounts));
+	for (int32_t k = 0; k < run->nmounts; k++) {
+		const struct drv_mount *m = &run->mounts[k];
+		bool mem = m->medium && !strcmp(m->medium, "Memory");
+
+		if (mem && !strcmp(m->mount_path, "/dev/shm")) {
+			a->shm_mib = m->size_mib;   /* 0: the agent's default */
+			continue;
+		}
+		a->mounts[a->nmounts++] = (struct drv_proto_mount){
+			.name = m->name, .type = m->type, .host_path = m->host_path,
+			.container_path = m->mount_path, .sub_path = m->sub_path,
+			.read_only = m->read_only, .memory = mem, .size_mib = m->size_mib };
+	}
 	a->argv = drv_calloc((size_t)(run->ncommand + run->nargs), sizeof(*a->argv));
 	for (int32_t k = 0; k < run->ncommand; k++)
 		a->argv[a->nargv++] = run->command[k];
@@ -711,6 +726,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 
 static void assignment_release(struct drv_proto_task *a)
 {
+	drv_free(a->mounts);
 	drv_free(a->argv);
 	drv_free(a->env);
 	drv_free(a->gpus);

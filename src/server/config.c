@@ -149,6 +149,35 @@ static bool want_str(struct cload *L, struct fy_node_pair *p, const char *path, 
 	return ok;
 }
 
+/* A list of absolute paths (host_path_allow); *out replaced. */
+static bool want_paths(struct cload *L, struct fy_node_pair *p, const char *path, char ***out,
+		       size_t *n)
+{
+	struct fy_node *at = drv_yaml_pair_at(p);
+	json_t *j = drv_yaml_node_json(fy_node_pair_value(p)), *e;
+	size_t i;
+	bool ok = json_is_array(j);
+
+	json_array_foreach(j, i, e)
+		ok = ok && json_is_string(e) && json_string_value(e)[0] == '/';
+	if (!ok) {
+		drv_yaml_err(L->d, at, path, "found %s, expected a list of absolute paths (the "
+			     "hostPath prefixes Pods may mount)", json_is_array(j) ? "an item that "
+			     "is not an absolute path" : "no list");
+		json_decref(j);
+		return false;
+	}
+	for (i = 0; i < *n; i++)
+		drv_free((*out)[i]);
+	drv_free(*out);
+	*n = json_array_size(j);
+	*out = drv_calloc(*n + 1, sizeof(**out));
+	json_array_foreach(j, i, e)
+		(*out)[i] = drv_strdup(json_string_value(e));
+	json_decref(j);
+	return true;
+}
+
 /* The key's text, or NULL (reported) when it is not a scalar. */
 static const char *key_of(struct cload *L, struct fy_node_pair *p, const char *base)
 {
@@ -376,7 +405,7 @@ static void check_store(struct cload *L, struct fy_node *store_at, struct fy_nod
 	"default_leaf, scheduler, tenants, tls, job_retention_s, "    \
 	"task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s, "    \
 	"max_array_size, kill_invalid_depend, store, store_password_file, leader_lease_s, "    \
-	"advertise_url, min_job_age_s"
+	"advertise_url, min_job_age_s, host_path_allow"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -455,6 +484,8 @@ static void read_root(struct cload *L, struct fy_node *root)
 			want_str(L, p, k, &c->advertise_url);
 		} else if (strcmp(k, "min_job_age_s") == 0) {
 			want_int(L, p, k, 0, INT64_C(100) * 365 * 86400, &c->min_job_age_s);
+		} else if (strcmp(k, "host_path_allow") == 0) {
+			want_paths(L, p, k, &c->host_path_allow, &c->nhost_path_allow);
 		} else {
 			unknown(L, fy_node_pair_key(p), k, "setting", KNOWN_SETTINGS);
 		}
@@ -642,6 +673,11 @@ void srv_config_release(struct srv_config *c)
 	}
 	drv_free(c->tokens);
 	drv_free(c->cluster_token);
+	for (size_t i = 0; i < c->nhost_path_allow; i++)
+		drv_free(c->host_path_allow[i]);
+	drv_free(c->host_path_allow);
+	c->host_path_allow = NULL;
+	c->nhost_path_allow = 0;
 	drv_free(c->default_pool);
 	drv_free(c->default_leaf);
 	drv_free(c->tenants_path);

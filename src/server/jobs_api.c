@@ -132,6 +132,9 @@ static int parse_job(const char *body, size_t len, const char *ctype, const char
 	return 0;
 }
 
+static int container_refused(struct drv_server *s, bool admin, const struct drv_jobspec *spec,
+			     struct drv_http_resp *resp);
+
 /*
  * What the tenants file lets a plain user set (admins set anything): the
  * tenant (its users: list), the class (its allowedClasses) and the priority
@@ -207,6 +210,8 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 				    "(set allow_root_tasks: true in the server config to allow it)");
 		return -1;
 	}
+	if (container_refused(s, c->admin, spec, resp) < 0)
+		return -1;
 	{
 		char *u = drv_strdup(user);
 
@@ -218,6 +223,60 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 	if (!spec->job.name || !*spec->job.name)
 		srv_set_str(&spec->job.name, "job");
 	return c->admin ? 0 : authorize(s, user, spec, resp);
+}
+
+/* Whether path is dir or below it. */
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/' || n == 1);
+}
+
+/*
+ * Containers do not widen what a user may do (docs/agent.md, "Runtimes"):
+ * a hostPath must be under one of host_path_allow's prefixes (none by
+ * default), and read-only unless the caller is an admin. 403 naming the
+ * field otherwise.
+ */
+static int container_refused(struct drv_server *s, bool admin, const struct drv_jobspec *spec,
+			     struct drv_http_resp *resp)
+{
+	for (int32_t g = 0; spec->run && g < spec->job.ngroups; g++) {
+		const struct drv_task_run *r = &spec->run[g];
+
+		for (int32_t k = 0; k < r->nmounts; k++) {
+			const struct drv_mount *m = &r->mounts[k];
+			bool ok = false;
+
+			if (strcmp(m->type, "hostPath") || !m->host_path)
+				continue;
+			if (strstr(m->host_path, "/..") || (m->sub_path && strstr(m->sub_path, ".."))) {
+				ok = false;
+			} else {
+				for (size_t i = 0; i < s->cfg.nhost_path_allow && !ok; i++)
+					ok = under(m->host_path, s->cfg.host_path_allow[i]);
+			}
+			if (!ok) {
+				drv_http_resp_error(resp, 403, "forbidden", NULL,
+						    "volumes[%s].hostPath.path: %s is not under the "
+						    "server's host_path_allow (%s)", m->name,
+						    m->host_path, s->cfg.nhost_path_allow ? "see "
+						    "GET /v1/config" : "none allowed");
+				return -1;
+			}
+			if (!m->read_only && !admin) {
+				drv_http_resp_error(resp, 403, "forbidden", NULL,
+						    "volumeMounts[%s].readOnly: a hostPath is mounted "
+						    "read-only for users who are not admins; set "
+						    "readOnly: true", m->name);
+				return -1;
+			}
+		}
+	}
+	return 0;
 }
 
 static void set_reason(struct srv_job *j, const char *why)

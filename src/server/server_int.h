@@ -200,6 +200,8 @@ struct srv_config {
 	int64_t max_unauth_per_client; /* connections before authenticating, per address */
 	int64_t idempotency_ttl_s;   /* Idempotency-Key answers kept this long (idem.c) */
 	int64_t max_array_size;      /* array task ids must be below it (Slurm's MaxArraySize) */
+	char **host_path_allow;      /* hostPath prefixes Pods may mount (default none) */
+	size_t nhost_path_allow;
 	bool kill_invalid_depend;    /* cancel a job whose dependency can never be satisfied */
 	int64_t min_job_age_s;       /* squeue shows a finished job this long (Slurm's MinJobAge) */
 	char *default_pool;
@@ -566,8 +568,8 @@ void srv_budget_release(struct drv_server *s);
 /*
  * Containers (docs/agent.md, "Runtimes"): a task group needs a container
  * runtime when it names an image and no command (the image's entrypoint
- * runs), or asks for one (annotation drover.io/runtime: podman); a
- * script never does. Such a job may run only on nodes whose agent
+ * runs), mounts volumes (hostPath, emptyDir), or asks for one (annotation
+ * drover.io/runtime: podman); a script never does. Such a job may run only on nodes whose agent
  * registered the label drover.io/runtime=podman; while no node has it, the
  * job is held pending with reason code RuntimeUnavailable.
  */

@@ -254,7 +254,9 @@ bool srv_run_needs_container(const struct drv_task_run *run)
 {
 	if (!run || !run->image || run->script)
 		return false;
-	return run->ncommand == 0 || (run->runtime && !strcmp(run->runtime, "podman"));
+	/* volumes are mounted only into a container */
+	return run->ncommand == 0 || run->nmounts > 0 ||
+	       (run->runtime && !strcmp(run->runtime, "podman"));
 }
 
 static const char *job_needs_container(const struct srv_job *j)

@@ -101,6 +101,29 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 	set_str(o, "restartPolicy", r->restart_policy);
 	set_str(o, "imagePullPolicy", r->image_pull_policy);
 	set_str(o, "runtime", r->runtime);
+	if (r->host_ipc)
+		json_object_set_new(o, "hostIPC", json_true());
+	if (r->nmounts) {
+		json_t *a = json_array();
+
+		for (i = 0; i < r->nmounts; i++) {
+			const struct drv_mount *m = &r->mounts[i];
+			json_t *e = json_object();
+
+			set_str(e, "name", m->name);
+			set_str(e, "type", m->type);
+			set_str(e, "medium", m->medium);
+			set_str(e, "path", m->host_path);
+			set_str(e, "mountPath", m->mount_path);
+			set_str(e, "subPath", m->sub_path);
+			if (m->read_only)
+				json_object_set_new(e, "readOnly", json_true());
+			if (m->size_mib)
+				json_object_set_new(e, "sizeLimitMiB", json_integer(m->size_mib));
+			json_array_append_new(a, e);
+		}
+		json_object_set_new(o, "mounts", a);
+	}
 	set_str(o, "export", r->export_mode);
 	set_str(o, "script", r->script);
 	return o;

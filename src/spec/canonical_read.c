@@ -189,12 +189,62 @@ static enum drv_spec_format format_of(const char *s)
 	return DRV_FMT_UNKNOWN;
 }
 
+/* "mounts": [{name, type, medium, path, mountPath, subPath, readOnly, sizeLimitMiB}] */
+static void read_mounts(struct rd *r, const json_t *go, struct drv_task_run *run)
+{
+	static const char *const keys[] = { "name", "type", "medium", "path", "mountPath",
+		"subPath", "readOnly", "sizeLimitMiB", NULL };
+	json_t *a = json_object_get(go, "mounts"), *e;
+	size_t i;
+
+	if (!a)
+		return;
+	if (!json_is_array(a)) {
+		rd_err(r, "mounts", "found %s, expected a list of mounts", type_name(a));
+		return;
+	}
+	json_array_foreach(a, i, e) {
+		struct drv_mount m;
+		char k[32];
+		size_t save;
+
+		snprintf(k, sizeof(k), "mounts[%zu]", i);
+		push(r, k, &save);
+		if (!json_is_object(e)) {
+			rd_err(r, NULL, "found %s, expected a mount", type_name(e));
+			pop(r, save);
+			continue;
+		}
+		check_keys(r, e, keys);
+		memset(&m, 0, sizeof(m));
+		m.name = get_str(r, e, "name", true);
+		m.type = get_str(r, e, "type", true);
+		m.medium = get_str(r, e, "medium", false);
+		m.host_path = get_str(r, e, "path", false);
+		m.mount_path = get_str(r, e, "mountPath", true);
+		m.sub_path = get_str(r, e, "subPath", false);
+		m.read_only = get_bool(r, e, "readOnly");
+		m.size_mib = get_int(r, e, "sizeLimitMiB", 0, INT64_C(1) << 40, 0);
+		if (m.type && strcmp(m.type, "hostPath") && strcmp(m.type, "emptyDir"))
+			rd_err(r, "type", "found \"%s\", expected hostPath or emptyDir", m.type);
+		if (!m.name || !m.type || !m.mount_path) {
+			drv_free(m.name), drv_free(m.type), drv_free(m.medium);
+			drv_free(m.host_path), drv_free(m.mount_path), drv_free(m.sub_path);
+			pop(r, save);
+			continue;
+		}
+		DRV_GROW(run->mounts, (size_t)run->nmounts + 1, run->mounts_cap);
+		run->mounts[run->nmounts++] = m;
+		pop(r, save);
+	}
+}
+
 static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 {
 	static const char *const keys[] = { "name", "count", "gpus", "gpuMilli", "gpuMemMiB",
 		"gpuModel", "cpuMilli", "memMiB", "container", "image", "command", "args", "env", "workingDir",
 		"terminationGracePeriodSeconds", "restartPolicy", "imagePullPolicy", "runtime", "export",
-		"script", NULL };
+		"script", "hostIPC", "mounts", NULL };
 	char *name, *model;
 	struct drv_task_group *g;
 	struct drv_task_run *run;
@@ -278,6 +328,8 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	run->restart_policy = get_str(r, go, "restartPolicy", false);
 	run->image_pull_policy = get_str(r, go, "imagePullPolicy", false);
 	run->runtime = get_str(r, go, "runtime", false);
+	run->host_ipc = get_bool(r, go, "hostIPC");
+	read_mounts(r, go, run);
 	run->export_mode = get_str(r, go, "export", false);
 	run->script = get_str(r, go, "script", false);
 }

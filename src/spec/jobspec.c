@@ -75,6 +75,17 @@ void drv_spec_run_release(struct drv_task_run *r)
 	drv_free(r->restart_policy);
 	drv_free(r->image_pull_policy);
 	drv_free(r->runtime);
+	for (int32_t k = 0; k < r->nmounts; k++) {
+		struct drv_mount *m = &r->mounts[k];
+
+		drv_free(m->name);
+		drv_free(m->type);
+		drv_free(m->medium);
+		drv_free(m->host_path);
+		drv_free(m->mount_path);
+		drv_free(m->sub_path);
+	}
+	drv_free(r->mounts);
 	memset(r, 0, sizeof(*r));
 }
 

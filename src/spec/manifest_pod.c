@@ -157,7 +157,7 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 			   const char *path, bool main, struct res *sum)
 {
 	static const char *const known[] = { "name", "image", "command", "args", "env",
-		"workingDir", "resources", "imagePullPolicy", NULL };
+		"workingDir", "resources", "imagePullPolicy", "volumeMounts", NULL };
 	struct drv_task_run *r = &s->run[g];
 	struct fy_node *n;
 	struct res res;
@@ -207,6 +207,10 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 	if ((n = mf_field(cn, "workingDir"))) {
 		mf_join(fp, sizeof(fp), path, "workingDir");
 		r->working_dir = mf_str(c, n, fp);
+	}
+	if ((n = mf_field(cn, "volumeMounts"))) {
+		c->mounts = n;
+		mf_join(c->mounts_path, sizeof(c->mounts_path), path, "volumeMounts");
 	}
 	if ((n = mf_field(cn, "imagePullPolicy"))) {
 		mf_join(fp, sizeof(fp), path, "imagePullPolicy");
@@ -427,7 +431,7 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 {
 	static const char *const known[] = { "containers", "nodeSelector", "restartPolicy",
 		"terminationGracePeriodSeconds", "priorityClassName", "priority",
-		"activeDeadlineSeconds", "affinity", NULL };
+		"activeDeadlineSeconds", "affinity", "volumes", "hostIPC", NULL };
 	struct drv_task_group *tg = &s->job.groups[g];
 	struct fy_node *n;
 	struct res sum = { -1, 0, 0 };
@@ -437,6 +441,7 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 		mf_err(c, ps, path, "found %s, expected a pod spec with containers", drv_yaml_kind(ps));
 		return;
 	}
+	c->mounts = NULL;
 	mf_join(fp, sizeof(fp), path, "containers");
 	n = mf_field(ps, "containers");
 	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0)
@@ -461,6 +466,7 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 		read_affinity(c, s, g, n, ap);
 	}
 	read_pod_fields(c, s, g, ps, path);
+	mf_read_volumes(c, s, g, ps, path);
 	mf_keep_unknown(s, ps, path, known);
 }
 

@@ -75,7 +75,16 @@ struct mf_ctx {
 	struct drv_diags *d;
 	struct drv_specset *set;
 	int errs;
+	/* the main container's volumeMounts, read with the Pod's volumes
+	 * (manifest_volumes.c) once both are known */
+	struct fy_node *mounts;
+	char mounts_path[600];
 };
+
+/* manifest_volumes.c: the Pod spec's volumes, hostIPC and the main
+ * container's volumeMounts (c->mounts) into group g. */
+void mf_read_volumes(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
+		     const char *path);
 
 /* One object of the stream: its root mapping, apiVersion and kind
  * (borrowed from the document) and its path ("" or "items[3]"). */

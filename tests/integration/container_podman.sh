@@ -34,7 +34,7 @@ on_exit "podman --runtime runc --cgroup-manager cgroupfs --root '$P/storage' --r
 rootfs="$TEST_TMP/rootfs"
 mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/work"
 cp "$bb" "$rootfs/bin/busybox"
-for c in sh echo cat env sort grep id sleep head tr printf pwd; do ln -s busybox "$rootfs/bin/$c"; done
+for c in sh echo cat env sort grep id sleep head tr printf pwd df touch ls; do ln -s busybox "$rootfs/bin/$c"; done
 echo "busybox-static test image" >"$rootfs/etc/drover-test-image"
 cat >"$rootfs/entry.sh" <<'EOF'
 #!/bin/sh
@@ -79,7 +79,9 @@ location = "127.0.0.1:$REG_PORT/pytorch"
 insecure = true
 EOF
 
-cp_setup
+mkdir -p "$TEST_TMP/hostdata/sets/imagenet"
+echo "from the host" >"$TEST_TMP/hostdata/sets/imagenet/hello.txt"
+cp_setup "host_path_allow: [\"$TEST_TMP/hostdata\"]"
 start_server
 start_agent pod-node 8xH100 --runtime podman --podman-root "$P" --podman-storage-driver vfs \
 	--registries-conf "$TEST_TMP/registries.conf" --grace 2
@@ -211,5 +213,59 @@ expect_eq "host job runtime" "$(jf "$id7" 'j["runtime"]')" "host"
 "$DROVER" logs "$id7" >"$TEST_TMP/host.out" 2>&1
 grep -q "^on-host$" "$TEST_TMP/host.out" || fail "a Pod with a command did not run on the host"
 grep -q "^image=busybox:1.36$" "$TEST_TMP/host.out" || fail "DROVER_IMAGE is not the image"
+
+# --- volumes: hostPath (readOnly, subPath), emptyDir, Memory emptyDir at /dev/shm
+cat >"$TEST_TMP/vols.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: vols}
+spec:
+  volumes:
+  - name: dshm
+    emptyDir: {medium: Memory, sizeLimit: 96Mi}
+  - name: data
+    hostPath: {path: $TEST_TMP/hostdata/sets}
+  - name: scratch
+    emptyDir: {}
+  containers:
+  - name: main
+    image: pytorch/pytorch:2.4-cuda12.4
+    command: ["/bin/sh", "-c"]
+    args:
+    - "cat /data/hello.txt; touch /data/x 2>/dev/null && echo data-writable || echo data-read-only; touch /scratch/y && echo scratch-writable; df -m /dev/shm | grep shm"
+    volumeMounts:
+    - {name: dshm, mountPath: /dev/shm}
+    - {name: data, mountPath: /data, readOnly: true, subPath: imagenet}
+    - {name: scratch, mountPath: /scratch}
+EOF
+id8=$(submit "$TEST_TMP/vols.yaml")
+wait_job "$id8" succeeded 60
+"$DROVER" logs "$id8" >"$TEST_TMP/vols.out" 2>&1
+for want in "from the host" "data-read-only" "scratch-writable"; do
+	grep -q "^$want" "$TEST_TMP/vols.out" || { cat "$TEST_TMP/vols.out" >&2; fail "volumes: no '$want'"; }
+done
+grep -q "^shm .* 96 " "$TEST_TMP/vols.out" || { cat "$TEST_TMP/vols.out" >&2; fail "/dev/shm is not 96 MiB"; }
+[ -e "$TEST_TMP/hostdata/sets/imagenet/x" ] && fail "a readOnly hostPath was written"
+# a hostPath outside host_path_allow is refused with the field named
+sed "s|path: $TEST_TMP/hostdata/sets|path: /etc|" "$TEST_TMP/vols.yaml" >"$TEST_TMP/etc.yaml"
+if "$DROVER" submit "$TEST_TMP/etc.yaml" >"$TEST_TMP/etc.out" 2>&1; then fail "a hostPath of /etc was accepted"; fi
+grep -q "hostPath.path: /etc is not under the server's host_path_allow" "$TEST_TMP/etc.out" ||
+	{ cat "$TEST_TMP/etc.out" >&2; fail "the refusal does not name the field"; }
+
+# --- an OOM kill in the container is the job's out_of_memory ----------------------
+cat >"$TEST_TMP/oom.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: oom}
+spec:
+  containers:
+  - name: main
+    image: pytorch/pytorch:2.4-cuda12.4
+    command: ["/bin/sh", "-c", "x=$$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived"]
+    resources:
+      limits: {memory: 160Mi}
+EOF
+id9=$(submit "$TEST_TMP/oom.yaml")
+wait_job "$id9" out_of_memory 90
 
 echo "ok: seed Pod $id ran in its image's container; pulls once; args, workingDir; missing image fails; cancel leaves no container"

@@ -46,6 +46,10 @@ static const char *full_task =
 	" \"desired\": \"stop\", \"stop_reason\": \"preempted by job 9\", \"user\": \"alice\","
 	" \"runtime\": \"podman\", \"image\": \"pytorch/pytorch:2.4\", \"container\": \"trainer\","
 	" \"argv\": [\"python\", \"train.py\"], \"command_len\": 1, \"pull_policy\": \"Never\","
+	" \"mounts\": [{\"name\": \"data\", \"type\": \"hostPath\", \"host_path\": \"/d\","
+	" \"container_path\": \"/data\", \"sub_path\": \"x\", \"read_only\": true},"
+	" {\"type\": \"emptyDir\", \"container_path\": \"/t\", \"memory\": true, \"size_mib\": 64}],"
+	" \"shm_mib\": 2048, \"host_ipc\": true,"
 	" \"script\": null, \"workdir\": \"/w\","
 	" \"env\": {\"B\": \"2\", \"A\": \"1\"}, \"gpus\": [4, 5], \"gpu_milli\": 1000,"
 	" \"cpu_milli\": 8000, \"mem_mib\": 65536, \"rank\": 1, \"world_size\": 2,"
@@ -80,6 +84,13 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(i64, r.tasks[0].command_len, 1));
 	cr_assert(eq(str, (char *)r.tasks[0].pull_policy, "Never"));
 	cr_assert(eq(str, (char *)r.tasks[0].runtime, "podman"));
+	cr_assert(eq(sz, r.tasks[0].nmounts, 2));
+	cr_assert(r.tasks[0].mounts[0].read_only);
+	cr_assert(eq(str, (char *)r.tasks[0].mounts[0].sub_path, "x"));
+	cr_assert(r.tasks[0].mounts[1].memory);
+	cr_assert(eq(i64, r.tasks[0].mounts[1].size_mib, 64));
+	cr_assert(eq(i64, r.tasks[0].shm_mib, 2048));
+	cr_assert(r.tasks[0].host_ipc);
 	cr_assert(eq(str, (char *)r.tasks[0].env[0].name, "B"), "env keeps its order");
 	cr_assert(eq(i64, r.tasks[0].gpus[1], 5));
 	cr_assert(eq(str, (char *)r.tasks[0].peers[1].address, "10.0.0.6"));
