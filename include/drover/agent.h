@@ -305,10 +305,6 @@ char **drv_podman_global_argv(const struct drv_podman_conf *pc, size_t *n);
 int drv_podman_check(const struct drv_podman_conf *pc, int64_t timeout_ms, char *msg,
 		     size_t msgsz);
 
-/* The image's pull policy as Kubernetes defaults it: Always for a
- * ":latest" tag or none (and no digest), else IfNotPresent. */
-const char *drv_pull_policy_default(const char *image);
-
 /* ---------------------------------------------------------------------------
  * The agent.
  */

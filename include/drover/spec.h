@@ -109,6 +109,11 @@ struct drv_task_run {
 				 * submit while no node has it; NULL otherwise */
 };
 
+/* The image's pull policy as Kubernetes defaults it: Always for a
+ * ":latest" tag or none (and no digest), else IfNotPresent (also for NULL).
+ * Static string. */
+const char *drv_pull_policy_default(const char *image);
+
 /* Slurm --dependency entries: afterok:123 -> { "afterok", "123", 0 }. */
 struct drv_dep {
 	char *type;             /* after, afterany, afterok, afternotok, aftercorr, singleton */

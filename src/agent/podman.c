@@ -21,6 +21,7 @@
 #include "drover/agent.h"
 #include "drover/common.h"
 #include "drover/dynbuf.h"
+#include "drover/spec.h"
 #include "agent_int.h"
 
 #include <errno.h>
@@ -40,19 +41,6 @@
 extern char **environ;
 
 #define SCRIPT_MAX (1 << 20)
-
-const char *drv_pull_policy_default(const char *image)
-{
-	const char *slash, *colon;
-
-	if (!image || strchr(image, '@'))
-		return "IfNotPresent";
-	slash = strrchr(image, '/');
-	colon = strrchr(slash ? slash : image, ':');
-	if (!colon || !strcmp(colon, ":latest"))
-		return "Always";
-	return "IfNotPresent";
-}
 
 static int64_t nofile_limit(const struct drv_podman_conf *pc)
 {

@@ -361,7 +361,9 @@ static json_t *container_json(const struct srv_job *j, int32_t g)
 	json_object_set_new(res, "requests", lim);
 	json_object_set_new(c, "resources", res);
 	json_object_set_new(c, "terminationMessagePolicy", json_string("File"));
-	json_object_set_new(c, "imagePullPolicy", json_string("IfNotPresent"));
+	json_object_set_new(c, "imagePullPolicy",
+			    json_string(run && run->image_pull_policy ? run->image_pull_policy
+					: drv_pull_policy_default(run ? run->image : NULL)));
 	return c;
 }
 

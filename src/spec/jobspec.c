@@ -484,3 +484,16 @@ int drv_spec_load_file(const char *path, struct drv_jobspec *spec, struct drv_di
 {
 	return drv_spec_load_file_opts(path, NULL, spec, d);
 }
+
+const char *drv_pull_policy_default(const char *image)
+{
+	const char *slash, *colon;
+
+	if (!image || strchr(image, '@'))
+		return "IfNotPresent";
+	slash = strrchr(image, '/');
+	colon = strrchr(slash ? slash : image, ':');
+	if (!colon || !strcmp(colon, ":latest"))
+		return "Always";
+	return "IfNotPresent";
+}

@@ -21,6 +21,7 @@
 #include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/fsutil.h"
+#include "drover/spec.h"
 
 static char dir[64];
 
@@ -601,4 +602,52 @@ Test(launch, shim_stops_its_task_when_the_lease_has_run_out)
 	cr_assert(eq(int, p.signal, SIGTERM), "SIGTERM first (signal %d)", p.signal);
 	cr_assert(not(eq(ptr, strstr(p.error, "lease ran out"), NULL)), "%s", p.error);
 	cr_assert(p.fenced, "the status says the lease stopped it");
+}
+
+/* --- the podman runtime's script (src/agent/podman.c) --------------------- */
+
+Test(podman, pull_policy_defaults_by_tag_as_kubernetes)
+{
+	cr_assert(eq(str, (char *)drv_pull_policy_default("pytorch/pytorch:2.4-cuda12.4"),
+		     "IfNotPresent"));
+	cr_assert(eq(str, (char *)drv_pull_policy_default("busybox"), "Always"));
+	cr_assert(eq(str, (char *)drv_pull_policy_default("busybox:latest"), "Always"));
+	cr_assert(eq(str, (char *)drv_pull_policy_default("127.0.0.1:5000/x"), "Always"),
+		  "a registry's port is no tag");
+	cr_assert(eq(str, (char *)drv_pull_policy_default("x@sha256:ab"), "IfNotPresent"));
+}
+
+Test(podman, script_keeps_env_values_off_the_command_line, .init = setup)
+{
+	char envf[128], *script = NULL, err[256], buf[512];
+	char *cmd[] = { "python", "train.py" }, *args[] = { "--it's" };
+	char *env[] = { "SECRET=hunter2", "RANK=0", NULL };
+	struct drv_podman_conf pc = { .nofile = 1024 };
+	struct drv_container_spec cs = { .name = "drover-1.0-e1", .image = "img:1", .command = cmd,
+		.ncommand = 2, .args = args, .nargs = 1, .env = env, .env_file = envf,
+		.task_id = "1.0", .job_id = "1", .node = "n", .epoch = 1, .shm_mib = 64 };
+	FILE *f;
+
+	snprintf(envf, sizeof(envf), "%s/1.0.env", dir);
+	cr_assert(eq(int, drv_podman_script(&pc, &cs, &script, err, sizeof(err)), 0), "%s", err);
+	cr_assert(strstr(script, "hunter2") == NULL, "an env value is in the script");
+	cr_assert(strstr(script, "'--entrypoint' '[\"python\",\"train.py\"]' \"$IMAGE\" '--it'\\''s'") != NULL,
+		  "%s", script);
+	cr_assert(strstr(script, "--shm-size 64m --ulimit nofile=1024:1024 --ulimit nproc=32768:32768") != NULL);
+	cr_assert(strstr(script, "'--runtime' 'runc'") != NULL);
+	cr_assert(strstr(script, "POLICY='IfNotPresent'") != NULL);
+	f = fopen(envf, "r");
+	cr_assert(f != NULL);
+	cr_assert(fgets(buf, sizeof(buf), f) && !strcmp(buf, "SECRET=hunter2\n"));
+	fclose(f);
+	{
+		struct stat st;
+
+		cr_assert(eq(int, stat(envf, &st), 0));
+		cr_assert(eq(int, (int)(st.st_mode & 0777), 0600));
+	}
+	drv_free(script);
+	env[1] = "BAD=a\nb";
+	cr_assert(eq(int, drv_podman_script(&pc, &cs, &script, err, sizeof(err)), DRV_EINVAL));
+	cr_assert(strstr(err, "BAD") != NULL, "%s", err);
 }
