@@ -635,9 +635,12 @@ struct fair_merge {
 	int32_t swept_at;   /* visits when the active tenants were last checked */
 };
 
+struct bounds;
 void sched__fair_setup(struct pass *p, struct fair_merge *fm);
-/* Next queue position in fair order, or -1. *dropped: jobs were left out. */
-int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, int32_t visits,
+/* Next queue position in fair order, or -1. drop: the bounds by which
+ * tenants none of whose jobs can start drop out (NULL: none drops);
+ * *dropped: jobs were left out. */
+int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bounds *drop, int32_t visits,
 			 bool *dropped);
 
 /* sched_scan.c: one pending job's turn. */

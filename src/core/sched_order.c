@@ -327,14 +327,12 @@ static bool suf_skip(const struct bounds *b, const struct queue_rest *a)
 }
 
 /* Next queue position in fair order, or -1. *dropped: jobs were left out. */
-int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, int32_t visits,
+int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bounds *drop, int32_t visits,
 			 bool *dropped)
 {
 	struct drv_sched *s = p->s;
 	int32_t a, best, bi, pos;
-	struct bounds b;
-	if (may_drop)
-		sched__bounds_get(p, &b);
+	bool may_drop = drop != NULL;
 	if (may_drop && fm->swept_at != visits) {
 		/* the cluster changed since the last look: drop every tenant
 		 * none of whose remaining jobs can start */
@@ -345,7 +343,7 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, i
 			 * borrows later in the pass, stays in) */
 			bool reclaims = p->reclaim_bounds && s->tenants[t].cohort >= 0 &&
 					s->tenants[t].has_quota;
-			if (!reclaims && suf_skip(&b, &fm->suf[fm->head[t]])) {
+			if (!reclaims && suf_skip(drop, &fm->suf[fm->head[t]])) {
 				fm->act[a] = fm->act[--fm->nact];
 				*dropped = true;
 			} else {
@@ -381,7 +379,7 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, bool may_drop, i
 	s->tenants[best].fair_use += s->pend_compact[pos].need_milli;
 	if (fm->head[best] >= fm->cnt[best + 1]) {
 		fm->act[bi] = fm->act[--fm->nact];
-	} else if (may_drop && suf_skip(&b, &fm->suf[fm->head[best]])) {
+	} else if (may_drop && suf_skip(drop, &fm->suf[fm->head[best]])) {
 		fm->act[bi] = fm->act[--fm->nact];
 		*dropped = true;
 	}

@@ -271,28 +271,34 @@ static inline void visit(struct pass *p, struct walk *wk, int32_t pos)
 	s->pend_compact[pos].quota_seq = s->jobs[slot].quota_seq;
 }
 
-/* The walk in fair-share order: the tenants' queues merged lazily. */
+/* The walk in fair-share order: the tenants' queues merged lazily. What
+ * skipping may assume changes only when a job takes its turn, so the
+ * bounds are taken again after a visit, not for every job passed over. */
 static void walk_fair(struct pass *p, struct walk *wk)
 {
 	struct fair_merge fm;
+	struct bounds b;
+	bool may = false, fresh = false;
 	sched__fair_setup(p, &fm);
 	for (;;) {
 		int32_t pos;
-		bool may = skip_allowed(p, &wk->stop);
+		if (!fresh) {
+			may = skip_allowed(p, &wk->stop);
+			if (may)
+				sched__bounds_get(p, &b);
+			fresh = true;
+		}
 		if (strict_stop(p))
 			break;
-		pos = sched__fair_next(p, &fm, may, wk->nvis, &wk->skipped);
+		pos = sched__fair_next(p, &fm, may ? &b : NULL, wk->nvis, &wk->skipped);
 		if (pos < 0)
 			break;
-		if (may) {
-			struct bounds b;
-			sched__bounds_get(p, &b);
-			if (sched__hopeless(&b, &p->s->pend_compact[pos])) {
-				wk->skipped = true;
-				continue;
-			}
+		if (may && sched__hopeless(&b, &p->s->pend_compact[pos])) {
+			wk->skipped = true;
+			continue;
 		}
 		visit(p, wk, pos);
+		fresh = false;
 	}
 }
 
