@@ -13,6 +13,7 @@
 
 #include "drover/common.h"
 #include "drover/fsutil.h"
+#include "drover/hostlist.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +26,21 @@
 
 /* ---- get jobs / queue tables ---- */
 
+/* A comma list of node names, hostlist-compressed in place ("gpu-[01-04]"). */
+static void compress_nodes(char *list, size_t n)
+{
+	char flat[1024], *p, *save = NULL;
+	const char *names[256];
+	size_t k = 0;
+
+	snprintf(flat, sizeof(flat), "%s", list);
+	for (p = strtok_r(flat, ",", &save); p && k < DRV_ARRAY_SIZE(names);
+	     p = strtok_r(NULL, ",", &save))
+		names[k++] = p;
+	if (k > 1)
+		drv_hostlist_compress(names, k, list, n);
+}
+
 static const char *reason_or_nodes(const json_t *job, char *buf, size_t n)
 {
 	char nodes[1024], reason[512];
@@ -33,6 +49,7 @@ static const char *reason_or_nodes(const json_t *job, char *buf, size_t n)
 	drv_json_text(job, "nodelist", nodes, sizeof(nodes));
 	if (!nodes[0])
 		job_nodes(job, nodes, sizeof(nodes));
+	compress_nodes(nodes, sizeof(nodes));
 	drv_json_text(job, "reason", reason, sizeof(reason));
 	if (state && (!strcmp(state, "running") || !strcmp(state, "scheduled") ||
 		      !strcmp(state, "succeeded")) && nodes[0])
@@ -83,9 +100,9 @@ static void fmt_age(long long t, long long now, char *buf, size_t n)
 /* One table for both 'get jobs' and 'queue'. */
 static void print_jobs(const struct cli *cli, const json_t *items)
 {
-	static const char *const h_table[] = { "ID", "NAME", "USER", "STATE", "TIME", "GPUS",
-					       "NODES", "NODELIST(REASON)" };
-	static const char *const h_wide[] = { "ID", "NAME", "USER", "TENANT", "STATE", "TIME",
+	static const char *const h_table[] = { "ID", "NAME", "USER", "PARTITION", "STATE", "TIME",
+					       "GPUS", "NODES", "NODELIST(REASON)" };
+	static const char *const h_wide[] = { "ID", "NAME", "USER", "PARTITION", "TENANT", "STATE", "TIME",
 					      "GPUS", "NODES", "PRIO", "ATTEMPT", "AGE", "EXIT",
 					      "IMAGE", "NODELIST(REASON)" };
 	struct drv_table t;
@@ -99,7 +116,7 @@ static void print_jobs(const struct cli *cli, const json_t *items)
 	json_array_foreach(items, i, job) {
 		char id[32], name[SMALL], user[SMALL], tenant[SMALL], state[32], tm[32],
 			gpus[SMALL], nn[32], prio[32], att[32], age[32], ex[32], image[SMALL],
-			rn[2048];
+			rn[2048], part[SMALL];
 		const char *st;
 
 		drv_json_text(job, "id", id, sizeof(id));
@@ -110,6 +127,9 @@ static void print_jobs(const struct cli *cli, const json_t *items)
 		drv_fmt_duration(job_elapsed(job, now), tm, sizeof(tm));
 		fmt_gpus(job, gpus, sizeof(gpus));
 		drv_json_text(job, "nodes", nn, sizeof(nn));
+		if (!strcmp(nn, "0") || !nn[0])   /* pending: the nodes it asks for */
+			drv_json_text(job, "nodes_requested", nn, sizeof(nn));
+		drv_json_text(job, "partition", part, sizeof(part));
 		drv_json_text(job, "priority", prio, sizeof(prio));
 		drv_json_text(job, "attempt", att, sizeof(att));
 		fmt_age(drv_json_time(job, "submit_time"), now, age, sizeof(age));
@@ -117,11 +137,11 @@ static void print_jobs(const struct cli *cli, const json_t *items)
 		drv_json_text(job, "image", image, sizeof(image));
 		reason_or_nodes(job, rn, sizeof(rn));
 		if (wide) {
-			const char *row[] = { id, name, user, tenant, st, tm, gpus, nn,
+			const char *row[] = { id, name, user, part, tenant, st, tm, gpus, nn,
 					      prio, att, age, ex, image, rn };
 			drv_table_add(&t, row);
 		} else {
-			const char *row[] = { id, name, user, st, tm, gpus, nn, rn };
+			const char *row[] = { id, name, user, part, st, tm, gpus, nn, rn };
 			drv_table_add(&t, row);
 		}
 	}

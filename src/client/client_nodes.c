@@ -5,6 +5,8 @@
  */
 #include "client_int.h"
 
+#include "drover/hostlist.h"
+
 #include "drover/common.h"
 
 #include <stdio.h>
@@ -166,8 +168,22 @@ static void print_summary(const json_t *items)
 		row[2] = n;
 		row[3] = gp;
 		row[4] = g[j].model;
-		row[5] = g[j].list;
-		drv_table_add(&t, row);
+		{
+			/* the group's names, hostlist-compressed ("gpu-[01-04]") */
+			const char **names = drv_calloc(g[j].nodes + 1, sizeof(*names));
+			size_t k = 0, need;
+			char *p, *save = NULL, *hl;
+
+			for (p = strtok_r(g[j].list, ",", &save); p; p = strtok_r(NULL, ",", &save))
+				names[k++] = p;
+			need = drv_hostlist_compress(names, k, NULL, 0) + 1;
+			hl = drv_malloc(need);
+			drv_hostlist_compress(names, k, hl, need);
+			row[5] = hl;
+			drv_table_add(&t, row);
+			drv_free(hl);
+			drv_free(names);
+		}
 		drv_free(g[j].list);
 	}
 	drv_table_print(&t, stdout);

@@ -89,9 +89,9 @@ grep -q "^name: twin$" "$TEST_TMP/job.yaml" || fail "yaml lacks name: $(head "$T
 grep -q "^id: $a$" "$TEST_TMP/job.yaml" || fail "yaml lacks id"
 "$DROVER" queue >"$TEST_TMP/queue.txt" || fail "queue"
 cat "$TEST_TMP/queue.txt"
-head -1 "$TEST_TMP/queue.txt" | grep -q "^ID  *NAME  *USER  *STATE  *TIME  *GPUS  *NODES  *NODELIST(REASON)$" ||
+head -1 "$TEST_TMP/queue.txt" | grep -q "^ID  *NAME  *USER  *PARTITION  *STATE  *TIME  *GPUS  *NODES  *NODELIST(REASON)$" ||
 	fail "queue header: $(head -1 "$TEST_TMP/queue.txt")"
-grep -E "^$a +twin +ops +pending +0:00 +8.*\(.+\)$" "$TEST_TMP/queue.txt" >/dev/null || fail "queue row for $a"
+grep -E "^$a +twin +ops +[^ ]+ +pending +0:00 +8 +1 +\(.+\)$" "$TEST_TMP/queue.txt" >/dev/null || fail "queue row for $a"
 "$DROVER" queue -o wide | head -1 | grep -q TENANT || fail "queue -o wide has no TENANT"
 "$DROVER" describe job "$a" >"$TEST_TMP/describe.txt" || fail "describe"
 grep -q "^Why pending: " "$TEST_TMP/describe.txt" || fail "describe does not say why pending"
