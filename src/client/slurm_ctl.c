@@ -94,7 +94,12 @@ static int sc_match(const json_t *job, void *cls)
 	return 0;
 }
 
-static int cancel_one(struct cli *cli, const char *shown, unsigned long long id, bool quiet)
+/*
+ * Slurm 22.05's scancel (measured against slurm-local): a finished or
+ * unknown job is no failure (exit 0) and is said only with -v. Other
+ * failures are said always and exit 1.
+ */
+static int cancel_one(struct cli *cli, const char *shown, unsigned long long id, bool verbose)
 {
 	char path[96], msg[512];
 	long status;
@@ -102,14 +107,16 @@ static int cancel_one(struct cli *cli, const char *shown, unsigned long long id,
 	snprintf(path, sizeof(path), "/v1/jobs/%llu/cancel", id);
 	if (!post(cli, path, NULL, &status, msg, sizeof(msg)))
 		return 0;
-	if (quiet)
-		return 1;
+	if ((status == 404 || status == 409) && !verbose)
+		return 0;
 	if (status == 404)
 		fprintf(stderr, "scancel: error: Kill job error on job id %s: Invalid job id "
 				"specified\n", shown);
 	else if (status == 409)
 		fprintf(stderr, "scancel: error: Kill job error on job id %s: Job/step already "
 				"completing or completed\n", shown);
+	if (status == 404 || status == 409)
+		return 0;
 	else if (status == 403)
 		fprintf(stderr, "scancel: error: Kill job error on job id %s: Access/permission "
 				"denied\n", shown);
@@ -178,8 +185,8 @@ int drv_client_cmd_scancel(int argc, char **argv)
 		DRV_OPT_STRING('p', "partition", &parts, "PARTS", "only jobs in these partitions"),
 		DRV_OPT_STRING('s', "signal", &sig, "SIGNAL", "KILL, TERM or INT: cancel (others: refused, see docs/slurm.md)"),
 		DRV_OPT_FLAG('b', "batch", &batch, "the batch step only (drover: the whole job)"),
-		DRV_OPT_FLAG('Q', "quiet", &quiet, "no error for finished or unknown jobs"),
-		DRV_OPT_FLAG('v', "verbose", &verbose, "say each job cancelled"),
+		DRV_OPT_FLAG('Q', "quiet", &quiet, "say nothing about finished or unknown jobs, even with -v"),
+		DRV_OPT_FLAG('v', "verbose", &verbose, "say each job, and those finished or unknown"),
 		DRV_OPT_GROUP("server"),
 		CLI_SERVER_OPTS(&cli),
 		DRV_OPT_END(),
@@ -264,11 +271,12 @@ int drv_client_cmd_scancel(int argc, char **argv)
 			code = 1;
 			goto out;
 		}
+		if (verbose)
+			fprintf(stderr, "scancel: Terminating job %s\n", a);
 		if (*end == '_' && element_id(&cli, id, strtoll(end + 1, NULL, 10), &id)) {
-			if (!quiet)
+			if (verbose)
 				fprintf(stderr, "scancel: error: Kill job error on job id %s: Invalid "
 						"job id specified\n", a);
-			fails++;
 			continue;
 		}
 		if (q.nusers || q.nstates || q.nparts || q.njnames) {
@@ -290,9 +298,7 @@ int drv_client_cmd_scancel(int argc, char **argv)
 				drv_client_reply_release(&r);
 			}
 		}
-		fails += cancel_one(&cli, a, id, quiet);
-		if (verbose)
-			fprintf(stderr, "scancel: Terminating job %s\n", a);
+		fails += cancel_one(&cli, a, id, verbose && !quiet);
 	}
 	if (!cli.nargs) {
 		if ((code = sl_each_job(&cli, "/v1/queue", sc_match, &q)))
@@ -301,12 +307,12 @@ int drv_client_cmd_scancel(int argc, char **argv)
 			char shown[32];
 
 			snprintf(shown, sizeof(shown), "%llu", q.ids[i]);
-			cancel_one(&cli, shown, q.ids[i], true);   /* a race with its end is no error */
+			cancel_one(&cli, shown, q.ids[i], false);   /* a race with its end is no error */
 			if (verbose)
 				fprintf(stderr, "scancel: Terminating job %s\n", shown);
 		}
 	}
-	code = fails && !quiet ? 1 : 0;
+	code = fails ? 1 : 0;
 out:
 	cli_release(&cli);
 	return code;
@@ -593,6 +599,9 @@ int drv_client_cmd_sinfo(int argc, char **argv)
 		const json_t *nd;
 		char f2[256];
 
+		/* Slurm 22.05's -N layout (measured): the names left in at least 9,
+		 * the partitions right in at least 9, the state left in 6 */
+		wn = 9;
 		json_array_foreach(q.nodes, i, nd) {
 			wn = DRV_MAX(wn, strlen(drv_json_str(nd, "name") ? drv_json_str(nd, "name") : ""));
 			wp = DRV_MAX(wp, strlen(pool_of(nd)) + 1);
@@ -600,9 +609,9 @@ int drv_client_cmd_sinfo(int argc, char **argv)
 		if (summarize)
 			snprintf(f2, sizeof(f2), "%%9P %%.5a %%.10l %%.6D %%.6t %%N");
 		else if (lng)
-			snprintf(f2, sizeof(f2), "%%-%zuN %%.6D %%-%zuP %%.11T %%.4c %%.6m %%E", wn, wp);
+			snprintf(f2, sizeof(f2), "%%-%zuN %%.6D %%.%zuP %%.11T %%.4c %%.6m %%E", wn, wp);
 		else
-			snprintf(f2, sizeof(f2), "%%-%zuN %%.6D %%-%zuP %%.6t", wn, wp);
+			snprintf(f2, sizeof(f2), "%%-%zuN %%.6D %%.%zuP %%6t", wn, wp);
 		sl_fmt_percent(f2, si_letters, &q.fmt, err, sizeof(err));
 	}
 	if (lng && !noheader) {
