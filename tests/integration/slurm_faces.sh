@@ -57,6 +57,18 @@ expect_eq "sacct steps" "$(sacct -P -n -o JobID,JobName,State -j "$id")" \
 	"$id|okjob|COMPLETED
 $id.batch|batch|COMPLETED"
 
+# sacct's default layout, as Slurm 22.05 prints it (sacct(1): the default fields
+# JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode; JobID left in 12, the
+# rest right in 10 and 8, each followed by a space): a fixture, slurm-local has
+# no accounting database to compare with
+expect_eq "sacct header" "$(sacct -j "$id" | head -2)" \
+"JobID           JobName  Partition    Account  AllocCPUS      State ExitCode 
+------------ ---------- ---------- ---------- ---------- ---------- -------- "
+expect_eq "sacct row" "$(sacct -n -X -j "$id")" \
+"$(printf '%-12s %10s %10s %10s %10s %10s %8s ' "$id" okjob default default 1 COMPLETED 0:0)"
+expect_eq "sacct -p" "$(sacct -p -X -j "$id" -o JobID,State,ExitCode)" "JobID|State|ExitCode|
+$id|COMPLETED|0:0|"
+
 # ---- a failing job: FAILED, code:signal
 fid=$(sbatch --parsable --wrap 'exit 3') || fail "sbatch --wrap"
 done_f() { [ "$(acct "$fid")" = "$fid|FAILED|3:0" ]; }
