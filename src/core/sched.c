@@ -729,7 +729,6 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->pblk);
 	drv_free(s->sort_rec);
 	drv_free(s->sort_u64);
-	drv_free(s->sort_compact);
 	drv_free(s->sort_pend);
 	drv_free(s->start_mark);
 	drv_free(s->visited);

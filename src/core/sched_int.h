@@ -229,8 +229,6 @@ struct drv_sched {
 	size_t sort_rec_cap;
 	uint64_t *sort_u64;
 	size_t sort_u64_cap;
-	struct pend_compact *sort_compact;
-	size_t sort_compact_cap;
 	int32_t *sort_pend;
 	size_t sort_pend_cap;
 	uint8_t *start_mark;            /* by slot: started this pass (drop_started), else 0 */

@@ -107,6 +107,41 @@ static void radix_keys(struct pend_sort_key *base, struct pend_sort_key *tmp, in
 }
 
 /*
+ * Puts both lists in the new order in place, cycle by cycle: new entry i
+ * is old entry perm[i] (perm is used up: -1 once placed). No copy of the
+ * 64-byte compact entries is made, so a first sort touches no new memory
+ * for them.
+ */
+static void permute_pending(struct drv_sched *s, int32_t *perm, int32_t n)
+{
+	int32_t i, j;
+	for (i = 0; i < n; i++) {
+		struct pend_compact tc;
+		int32_t tp;
+		if (perm[i] < 0)
+			continue;
+		if (perm[i] == i) {
+			perm[i] = -1;
+			continue;
+		}
+		tc = s->pend_compact[i];
+		tp = s->pend[i];
+		for (j = i;;) {
+			int32_t from = perm[j];
+			perm[j] = -1;
+			if (from == i) {
+				s->pend_compact[j] = tc;
+				s->pend[j] = tp;
+				break;
+			}
+			s->pend_compact[j] = s->pend_compact[from];
+			s->pend[j] = s->pend[from];
+			j = from;
+		}
+	}
+}
+
+/*
  * Sorts the queue and its compact copy together from the keys rekey
  * recorded (s->sort_rec, in queue order). When the bits that vary in the
  * four words and the old position fit one 64-bit word, the sort moves
@@ -154,15 +189,7 @@ static void sort_pending(struct drv_sched *s)
 		for (i = 0; i < n; i++)
 			s->sort_pend[i] = r[i].pos;
 	}
-	/* gather both lists in the new order (sort_pend: old positions) */
-	DRV_GROW(s->sort_compact, (size_t)n + 1, s->sort_compact_cap);
-	memcpy(s->sort_compact, s->pend_compact, (size_t)n * sizeof(*s->pend_compact));
-	for (i = 0; i < n; i++) {
-		int32_t from = s->sort_pend[i];
-		s->sort_pend[i] = s->pend[from];
-		s->pend_compact[i] = s->sort_compact[from];
-	}
-	memcpy(s->pend, s->sort_pend, (size_t)n * sizeof(*s->pend));
+	permute_pending(s, s->sort_pend, n);
 	sched__pend_touch(s, 0, n);
 }
 
