@@ -307,6 +307,11 @@ struct drv_proto_registered {
 	/* The server setting: false (or absent) and a task would run as root
 	 * (a root agent with --run-as-self, or user root): the agent fails it. */
 	bool allow_root_tasks;
+	/* The server setting open_endpoints false: the agent's /metrics and
+	 * /healthz then need the cluster token too. On the wire
+	 * "open_endpoints": false, sent only then (absent: open, as an older
+	 * controller says). Also in every sync reply. */
+	bool endpoints_closed;
 	const char *pool;
 	struct drv_proto_kv *labels;
 	size_t nlabels;
@@ -346,6 +351,7 @@ struct drv_proto_sync_reply {
 	int64_t heartbeat_interval_s;
 	int64_t agent_lease_s;       /* as in struct drv_proto_registered; 0 absent */
 	bool allow_root_tasks;       /* as there; sent only when true */
+	bool endpoints_closed;       /* as there ("open_endpoints": false) */
 	bool has_tasks;
 	struct drv_proto_task *tasks;
 	size_t ntasks;

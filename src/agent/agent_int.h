@@ -151,6 +151,10 @@ struct drv_agent {
 	int fake_hcas;
 	bool fake_fallback, run_as_self, stop_tasks_on_exit;
 	bool allow_root_tasks;  /* the controller's setting, from the register reply (mu) */
+	/* the controller's open_endpoints: false: /metrics and /healthz need
+	 * the cluster token; kept as STATE/endpoints-closed across restarts,
+	 * so a restarted agent is closed before its first exchange (mu) */
+	bool endpoints_closed;
 	const char *shim_exe;    /* static storage (config); NULL: no shim */
 	struct drv_log log;      /* "drover agent: ..."; quiet drops it */
 	int64_t grace_ms;
@@ -231,6 +235,10 @@ json_t *agent_register_body(struct drv_agent *a);         /* mu held; a new refe
 
 /* agent_tasks.c (mu held) */
 int agent_valid_task_id(const char *id);
+/* agent_routes.c: what the last controller said of open_endpoints, read
+ * from the state directory at start; and its new word (mu held) */
+void agent_endpoints_load(struct drv_agent *a);
+void agent_endpoints_set(struct drv_agent *a, bool closed);
 struct task *agent_find_task(struct drv_agent *a, const char *id, int64_t epoch);
 void agent_stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, const char *why);
 void agent_mark_gpus(struct drv_agent *a, struct task *t, bool busy);

@@ -1,22 +1,81 @@
 /*
  * agent_routes.c: the agent's own HTTP endpoints over src/http: /metrics
- * (rendered by agent_metrics.c) and /healthz, open; /v1/inventory and task logs
- * (GET /v1/tasks/ID/logs) only with the cluster token as a bearer token,
- * since they tell what runs where and what every task printed (issue 12).
+ * (rendered by agent_metrics.c) and /healthz, open while the controller's
+ * open_endpoints is (as the controller's own are), else with the cluster
+ * token; /v1/inventory and task logs (GET /v1/tasks/ID/logs) only with the
+ * cluster token as a bearer token, since they tell what runs where and
+ * what every task printed (issue 12).
  */
 #include "drover/clock.h"
 #include "drover/metrics.h"
 #include "agent_int.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+static bool cluster_token_ok(const struct drv_agent *a, struct drv_http_req *req,
+			     struct drv_http_resp *resp, const char *why);
+
+/* STATE/endpoints-closed: there while the controller says open_endpoints false. */
+static void endpoints_path(const struct drv_agent *a, char *out, size_t n)
+{
+	snprintf(out, n, "%s/endpoints-closed", a->state_dir);
+}
+
+void agent_endpoints_load(struct drv_agent *a)
+{
+	char path[PATH_MAX];
+
+	endpoints_path(a, path, sizeof(path));
+	a->endpoints_closed = access(path, F_OK) == 0;
+}
+
+void agent_endpoints_set(struct drv_agent *a, bool closed)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (closed == a->endpoints_closed)
+		return;
+	a->endpoints_closed = closed;
+	endpoints_path(a, path, sizeof(path));
+	if (!closed) {
+		unlink(path);
+	} else if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) >= 0) {
+		close(fd);
+	} else {
+		drv_log(&a->log, "cannot create %s (%s): after a restart /metrics and /healthz are "
+			"open until the controller answers", path, strerror(errno));
+	}
+	drv_log(&a->log, "/metrics and /healthz: %s (the controller's open_endpoints)",
+		closed ? "the cluster token needed" : "open");
+}
+
+/* 1 with resp set to 401 when the endpoints are closed and req lacks the
+ * cluster token. */
+static int closed_to(struct drv_agent *a, struct drv_http_req *req, struct drv_http_resp *resp,
+		     const char *what)
+{
+	char why[160];
+	bool closed;
+
+	pthread_mutex_lock(&a->mu);
+	closed = a->endpoints_closed;
+	pthread_mutex_unlock(&a->mu);
+	snprintf(why, sizeof(why), "%s needs the cluster token (the controller has "
+		 "open_endpoints: false)", what);
+	return closed && !cluster_token_ok(a, req, resp, why);
+}
+
 static int h_metrics(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
 	struct drv_prom w;
 
+	if (closed_to(ctx, req, resp, "/metrics"))
+		return 0;
 	drv_prom_init(&w);
 	drv_agent_render_metrics(ctx, &w, drv_mono_ms());
 	drv_http_resp_bytes(resp, 200, DRV_PROM_CONTENT_TYPE, drv_prom_text(&w), drv_prom_len(&w));
@@ -29,6 +88,8 @@ static int h_healthz(struct drv_http_req *req, struct drv_http_resp *resp, void 
 	struct drv_agent *a = ctx;
 	json_t *o;
 
+	if (closed_to(a, req, resp, "/healthz"))
+		return 0;
 	pthread_mutex_lock(&a->mu);
 	o = json_pack("{s:s, s:s, s:s, s:i, s:b}", "status", "ok", "version", DRV_AGENT_VERSION,
 		      "backend", a->backend, "gpus", a->gpus.ngpus, "registered",

@@ -249,6 +249,7 @@ static void open_node(struct drv_agent *a)
 	agent_find_address(a);
 	/* what an earlier agent started: adopted, or its end reported */
 	a->lease_deadline = drv_lease_read(a->lease_path);
+	agent_endpoints_load(a);
 	if (agent_journal_open(a) < 0)
 		drv_log(&a->log, "cannot open the journal in %s: %s; tasks cannot start", a->state_dir,
 			strerror(errno));

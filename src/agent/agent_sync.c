@@ -70,6 +70,7 @@ static int do_register(struct drv_agent *a)
 	a->heartbeat_s = (int)DRV_MAX(ok.heartbeat_interval_s, 1);
 	agent_lease_renew(a, sent, ok.agent_lease_s);
 	a->allow_root_tasks = ok.allow_root_tasks;
+	agent_endpoints_set(a, ok.endpoints_closed);
 	a->version = 0;
 	a->need_register = false;
 	agent_wake(a);
@@ -229,6 +230,7 @@ static void sync_done(struct drv_agent *a, struct sync_out *x, struct drv_proto_
 	a->heartbeat_s = (int)DRV_MAX(r->heartbeat_interval_s, 1);
 	agent_lease_renew(a, x->sent_boot_ms, r->agent_lease_s);
 	a->allow_root_tasks = r->allow_root_tasks;
+	agent_endpoints_set(a, r->endpoints_closed);
 	if (r->has_tasks && a->session == x->m.session) {
 		drv_proto_sync_reply_release(&a->desired);
 		a->desired = *r;

@@ -218,8 +218,18 @@ void drv_proto_register_release(struct drv_proto_register *m)
 
 /* --- registered --------------------------------------------------------------------- */
 
+/* "open_endpoints": false in j; absent is open. */
+static bool closed_endpoints(struct proto_rd *r, const json_t *j)
+{
+	bool open = true;
+
+	proto_get_bool(r, j, "open_endpoints", false, &open);
+	return !open;
+}
+
 static const char *const registered_keys[] = { "node", "session", "heartbeat_interval_s",
-	"heartbeat_timeout_s", "agent_lease_s", "allow_root_tasks", "pool", "labels", NULL };
+	"heartbeat_timeout_s", "agent_lease_s", "allow_root_tasks", "open_endpoints", "pool", "labels",
+	NULL };
 
 void drv_proto_registered_init(struct drv_proto_registered *m)
 {
@@ -247,6 +257,7 @@ int drv_proto_registered_decode(json_t *j, struct drv_proto_registered *m,
 		proto_get_int(&r, j, "heartbeat_timeout_s", false, &m->heartbeat_timeout_s);
 		proto_get_int(&r, j, "agent_lease_s", false, &m->agent_lease_s);
 		proto_get_bool(&r, j, "allow_root_tasks", false, &m->allow_root_tasks);
+		m->endpoints_closed = closed_endpoints(&r, j);
 		proto_get_str(&r, j, "pool", false, &m->pool);
 		proto_get_kv(&r, j, "labels", &m->labels, &m->nlabels);
 		proto_unknown_keys(&r, j, registered_keys);
@@ -265,6 +276,8 @@ json_t *drv_proto_registered_encode(const struct drv_proto_registered *m)
 	if (m->agent_lease_s > 0)
 		proto_put_int(o, "agent_lease_s", m->agent_lease_s);
 	json_object_set_new(o, "allow_root_tasks", json_boolean(m->allow_root_tasks));
+	if (m->endpoints_closed)
+		json_object_set_new(o, "open_endpoints", json_false());
 	proto_put_str(o, "pool", m->pool);
 	json_object_set_new(o, "labels", drv_proto_kv_encode(m->labels, m->nlabels));
 	return o;
@@ -345,7 +358,7 @@ void drv_proto_sync_release(struct drv_proto_sync *m)
 /* --- sync reply ----------------------------------------------------------------------- */
 
 static const char *const sync_reply_keys[] = { "version", "heartbeat_interval_s",
-	"agent_lease_s", "allow_root_tasks", "tasks", "stale", NULL };
+	"agent_lease_s", "allow_root_tasks", "open_endpoints", "tasks", "stale", NULL };
 
 void drv_proto_sync_reply_init(struct drv_proto_sync_reply *m)
 {
@@ -369,6 +382,7 @@ int drv_proto_sync_reply_decode(json_t *j, struct drv_proto_sync_reply *m,
 		proto_get_int(&r, j, "heartbeat_interval_s", true, &m->heartbeat_interval_s);
 		proto_get_int(&r, j, "agent_lease_s", false, &m->agent_lease_s);
 		proto_get_bool(&r, j, "allow_root_tasks", false, &m->allow_root_tasks);
+		m->endpoints_closed = closed_endpoints(&r, j);
 		m->has_tasks = json_object_get(j, "tasks") && !json_is_null(json_object_get(j, "tasks"));
 		proto_get_list(&r, j, "tasks", false, sizeof(*m->tasks), proto_item_task, &m->tasks, &m->ntasks);
 		proto_get_list(&r, j, "stale", false, sizeof(*m->stale), proto_item_ref, &m->stale, &m->nstale);
@@ -387,6 +401,8 @@ json_t *drv_proto_sync_reply_encode(const struct drv_proto_sync_reply *m)
 		proto_put_int(o, "agent_lease_s", m->agent_lease_s);
 	if (m->allow_root_tasks)
 		json_object_set_new(o, "allow_root_tasks", json_true());
+	if (m->endpoints_closed)
+		json_object_set_new(o, "open_endpoints", json_false());
 	if (m->has_tasks) {
 		json_t *tasks = json_array();
 

@@ -238,6 +238,7 @@ static json_t *registered_reply(struct drv_server *s, int32_t i)
 	a.heartbeat_timeout_s = s->cfg.heartbeat_timeout_s;
 	a.agent_lease_s = s->cfg.agent_lease_s;
 	a.allow_root_tasks = s->cfg.allow_root_tasks;
+	a.endpoints_closed = !s->cfg.open_endpoints;
 	a.pool = pool >= 0 ? s->cluster.pools[pool].name : NULL;
 	o = drv_proto_registered_encode(&a);
 	json_object_set(o, "labels", s->nodes[i].labels ? s->nodes[i].labels : json_object());
@@ -787,6 +788,7 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 	r.heartbeat_interval_s = s->cfg.heartbeat_interval_s;
 	r.agent_lease_s = s->cfg.agent_lease_s;
 	r.allow_root_tasks = s->cfg.allow_root_tasks;
+	r.endpoints_closed = !s->cfg.open_endpoints;
 	r.has_tasks = r.version != c->m.version;
 	if (r.has_tasks)
 		desired_set(s, i, &r, &tids);

@@ -417,3 +417,40 @@ Test(proto, versions_at_most_one_apart)
 		 "(at most one apart)", DRV_PROTO_VERSION + 2, DRV_PROTO_VERSION);
 	cr_assert(eq(str, msg, last_line));
 }
+
+/* open_endpoints: false travels in the register answer and every sync
+ * reply; absent (an older controller, or true) reads as open. */
+Test(proto, open_endpoints_false_round_trips_and_absent_is_open)
+{
+	const char *reg = "{\"node\": \"node-a\", \"session\": 3, \"heartbeat_interval_s\": 5,"
+			  " \"heartbeat_timeout_s\": 30, \"allow_root_tasks\": false,"
+			  " \"open_endpoints\": false, \"pool\": \"default\", \"labels\": {}}";
+	const char *syn = "{\"version\": 2, \"heartbeat_interval_s\": 5, \"open_endpoints\": false,"
+			  " \"stale\": []}";
+	struct drv_proto_registered ok;
+	struct drv_proto_sync_reply r;
+	struct drv_proto_dec d = quiet();
+	json_t *j = parse(reg), *k = parse(syn), *none = parse("{\"version\": 2, "
+							      "\"heartbeat_interval_s\": 5}");
+	char *a, *b;
+
+	cr_assert(eq(int, drv_proto_registered_decode(j, &ok, &d), 0), "%s", d.err);
+	cr_assert(ok.endpoints_closed);
+	a = dump(drv_proto_registered_encode(&ok));
+	b = dump(json_incref(j));
+	cr_assert(eq(str, a, b));
+	free(a);
+	free(b);
+	drv_proto_registered_release(&ok);
+	cr_assert(eq(int, drv_proto_sync_reply_decode(k, &r, &d), 0), "%s", d.err);
+	cr_assert(r.endpoints_closed);
+	a = dump(drv_proto_sync_reply_encode(&r));
+	b = dump(json_incref(k));
+	cr_assert(eq(str, a, b));
+	free(a);
+	free(b);
+	drv_proto_sync_reply_release(&r);
+	cr_assert(eq(int, drv_proto_sync_reply_decode(none, &r, &d), 0), "%s", d.err);
+	cr_assert(eq(int, r.endpoints_closed, 0));
+	drv_proto_sync_reply_release(&r);
+}
