@@ -1,12 +1,12 @@
 # store_pg.sh: the PostgreSQL store on a real PostgreSQL 15 started here
 # (pglib.sh): the store's unit tests (tests/unit/test_store.c) on it, each
-# in a database of its own.
+# in a database of its own (UNIT_FLAVOUR=asan: the sanitizer build's).
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/pglib.sh"
 
 pg_start
-[ -x "$ROOT/build/rel/unit-tests" ] || skip "build/rel/unit-tests is not built"
-DROVER_TEST_PG="$PG_ADMIN" "$ROOT/build/rel/unit-tests" --filter 'store/*' -j2 >"$TEST_TMP/unit.log" 2>&1 ||
+[ -x "$ROOT/build/${UNIT_FLAVOUR:-rel}/unit-tests" ] || skip "build/${UNIT_FLAVOUR:-rel}/unit-tests is not built"
+DROVER_TEST_PG="$PG_ADMIN" "$ROOT/build/${UNIT_FLAVOUR:-rel}/unit-tests" --filter 'store/*' -j2 >"$TEST_TMP/unit.log" 2>&1 ||
 	{ cat "$TEST_TMP/unit.log"; fail "the store's unit tests fail on PostgreSQL"; }
 grep -q "Failing: 0 | Crashing: 0" "$TEST_TMP/unit.log" || { cat "$TEST_TMP/unit.log"; fail "unit tests"; }
 # the PostgreSQL-only tests ran rather than skipped
