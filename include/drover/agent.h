@@ -81,6 +81,11 @@ struct drv_task_spec {
 	const char *const *rank_addrs;
 	const char *nccl_ib_hca;       /* HCAs for NCCL_IB_HCA; NULL or "" = none */
 	const char *nccl_socket_ifname;/* NULL or "": not set */
+	/* DROVER_SERVER and DROVER_CA_FILE, so that srun in the task reaches
+	 * the controller with its DROVER_JOB_TOKEN; NULL: not set. server may
+	 * be a comma list (the agent's --server): the first is given. */
+	const char *server_url;
+	const char *ca_file;
 	int64_t mem_limit_mib;         /* 0: none */
 	int64_t cpu_milli;             /* 0: none */
 	/* Run as another user (the agent must be root): set_user, with uid,

@@ -19,6 +19,9 @@
 
 size_t drv_hostlist_compress(const char *const *names, size_t n, char *out, size_t cap);
 size_t drv_counts_compress(const int *counts, size_t n, char *out, size_t cap);
+/* The order drv_hostlist_compress sorts names in (prefix, then the number
+ * they end in: "gpu-2" before "gpu-10"): <0, 0 or >0, as strcmp. */
+int drv_hostname_cmp(const char *a, const char *b);
 
 /*
  * The other way: "gpu-[01-03,05],login1" -> { "gpu-01", "gpu-02", "gpu-03",

@@ -157,6 +157,18 @@ struct drv_slurm_extra {
 	int32_t switches;       /* --switches count; 0 = none */
 	int64_t switches_wait_s;
 	int32_t segment;        /* --segment size; 0 = none */
+	/* How the first component asked for tasks, for the Slurm variables
+	 * and srun's defaults (docs/slurm.md): 0 = not given. */
+	int32_t ntasks;         /* -n/--ntasks */
+	int32_t ntasks_per_node; /* --ntasks-per-node */
+	int32_t cpus_per_task;  /* -c/--cpus-per-task */
+	bool per_node;          /* a drover task is one node's share (-N or a per-node request) */
+	/* -o/-e/-i as written (Slurm's % patterns, expanded by the agent);
+	 * NULL = not given (-o defaults to slurm-%j.out in the submit dir) */
+	char *output, *error, *input;
+	char *open_mode;        /* --open-mode: "append" or "truncate"; NULL = not given */
+	/* where the script was submitted from, as the client says; NULL = unknown */
+	char *submit_dir, *submit_host;
 };
 
 /* Kubernetes controller fields that are kept. -1 = not given. */
@@ -431,5 +443,26 @@ int32_t drv_array_step(const struct drv_array *a);
  * (s need not be NUL-terminated; len bytes are checked). */
 bool drv_spec_name_ok(const char *s, size_t len);
 void drv_array_release(struct drv_array *a);
+
+/*
+ * Slurm's filename patterns (sbatch/srun --output, --error, --input):
+ * %j job id, %J job id with ".step" when there is a step, %A the array's
+ * job id (the job's own when not an array), %a the array index
+ * (4294967294 when not an array, as Slurm writes it), %x job name, %u user,
+ * %N node name, %n node id in the job, %t task rank, %s step ("batch" for
+ * the batch step), %% one %. A width between % and the letter pads numbers
+ * with zeros ("%3a" -> "007"). Any other % sequence is kept as written.
+ * Writes into out (cap bytes, NUL-terminated; cut when too long) and
+ * returns the length needed.
+ */
+struct drv_slurm_pattern {
+	uint64_t job_id, array_job_id;
+	int64_t array_task_id;    /* -1: not an array element */
+	const char *job_name, *user, *node;
+	int64_t node_id, task_id; /* -1: not known (kept as written) */
+	int64_t step_id;          /* -1: the batch step */
+};
+size_t drv_slurm_pattern_expand(const char *pat, const struct drv_slurm_pattern *v, char *out,
+				size_t cap);
 
 #endif

@@ -135,6 +135,7 @@ struct drv_agent {
 	/* configuration (owned copies) */
 	char *server, *token, *name, *listen, *labels, *state_dir, *nvml_lib, *advertise_cfg;
 	char *tls_cert, *tls_key;      /* the listener's https (copies of the config's) */
+	char *tls_ca;            /* the CA the controller's https is checked against; NULL */
 	char *sysfs_root, *cgroup_parent, *fake_gpus;
 	char *metrics_listen;    /* "" (on listen), "none" or ADDR:PORT */
 	char *hpc_dir;           /* --hpc-job-mapping-dir; NULL none */

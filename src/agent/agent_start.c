@@ -63,6 +63,7 @@ static void agent_free(struct drv_agent *a)
 	drv_http_client_release(&a->ctl);
 	drv_proto_seen_free(a->seen);
 	drv_free(a->server);
+	drv_free(a->tls_ca);
 	drv_free(a->token);
 	drv_free(a->name);
 	drv_free(a->listen);
@@ -95,6 +96,7 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	drv_http_client_init(&a->ctl, cfg->server_url, cfg->token);
 	drv_http_client_set_ca(&a->ctl, cfg->tls_ca);
 	a->tls_cert = dupe(cfg->tls_cert);
+	a->tls_ca = dupe(cfg->tls_ca);
 	a->tls_key = dupe(cfg->tls_key);
 	a->seen = drv_proto_seen_new();
 	a->server = dupe(cfg->server_url);

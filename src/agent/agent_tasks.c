@@ -242,6 +242,8 @@ static void task_spec(struct drv_agent *a, struct task *t, const struct drv_prot
 	s->master_addr = j->master_addr ? j->master_addr : a->address;
 	s->master_port = (int)j->master_port;
 	s->nccl_ib_hca = a->ib_list;
+	s->server_url = a->server;
+	s->ca_file = a->tls_ca;
 	s->nccl_socket_ifname = a->ifname;
 	s->mem_limit_mib = j->mem_mib;
 	s->cpu_milli = j->cpu_milli;

@@ -193,6 +193,20 @@ char **drv_task_env(const struct drv_task_spec *t)
 		env_set(&e, "DROVER_NODE", t->node_name);
 	if (t->image && *t->image)
 		env_set(&e, "DROVER_IMAGE", t->image);
+	if (t->server_url && *t->server_url) {
+		const char *comma = strchr(t->server_url, ',');
+
+		if (comma) {
+			char *first = drv_strndup(t->server_url, (size_t)(comma - t->server_url));
+
+			env_set(&e, "DROVER_SERVER", first);
+			drv_free(first);
+		} else {
+			env_set(&e, "DROVER_SERVER", t->server_url);
+		}
+	}
+	if (t->ca_file && *t->ca_file)
+		env_set(&e, "DROVER_CA_FILE", t->ca_file);
 
 	for (k = 0; k < t->ngpus && k < DRV_GPU_MAX; k++)
 		len += (size_t)snprintf(gpus + len, sizeof(gpus) - len, "%s%d", k ? "," : "",

@@ -61,6 +61,15 @@ static int cmp_host(const void *x, const void *y)
 	return a->num < b->num ? -1 : a->num > b->num;
 }
 
+int drv_hostname_cmp(const char *a, const char *b)
+{
+	struct host x, y;
+
+	split(&x, a);
+	split(&y, b);
+	return cmp_host(&x, &y);
+}
+
 static bool same_group(const struct host *a, const struct host *b)
 {
 	return a->width && b->width && a->pad == b->pad && same_prefix(a, b);

@@ -1,7 +1,8 @@
 /*
  * commands.c: the table of drover's subcommands. Adding a command is one
  * row here, one declaration in include/drover/cmd.h and one file in
- * src/cmd/.
+ * src/cmd/. Called by a name in drv_commands_by_name (a link named srun),
+ * drover runs the row of that name (src/cmd/main.c), as git runs git-NAME.
  */
 #include "drover/cmd.h"
 
@@ -19,6 +20,8 @@ const struct drv_command drv_commands[] = {
 	{ "describe", cmd_describe, "one job in full: placement, env, events, why pending" },
 	{ "cancel", cmd_cancel, "cancel a job" },
 	{ "logs", cmd_logs, "a job's task output" },
+	{ "srun", cmd_srun, "Slurm's srun: a job step inside a job, or an allocation and its step" },
+	{ "salloc", cmd_salloc, "Slurm's salloc: an allocation and a shell in which srun uses it" },
 	{ "top", cmd_top, "a live terminal view of GPUs and jobs" },
 	{ "acct", cmd_acct, "accounting: jobs, GPU-hours and cost by tenant, user, pool or job" },
 	{ "sim", cmd_sim, "replay a trace through the scheduler on a virtual clock" },
@@ -43,7 +46,7 @@ const struct drv_command drv_commands[] = {
 };
 
 /* Called by one of these names (a link made by make install), drover is
- * that command: the Slurm faces. srun and salloc join when they exist. */
+ * that command: the Slurm faces. */
 const char *const drv_commands_by_name[] = {
 	"sbatch", "squeue", "sacct", "scancel", "sinfo", "scontrol", "srun", "salloc", NULL,
 };

@@ -285,7 +285,7 @@ static void reconcile(struct drv_server *s, int32_t i, const struct drv_proto_re
 		for (int32_t t = 0; j && t < j->ntasks; t++) {
 			const struct drv_proto_ref *x;
 
-			if (j->tasks[t].node != i || j->tasks[t].ended)
+			if (j->tasks[t].node != i || j->tasks[t].ended || srv_task_held(s, j, t))
 				continue;
 			snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, t);
 			x = listed(m, tid, j->epoch);
@@ -342,10 +342,10 @@ static bool wanted(struct drv_server *s, int32_t i, const char *tid, int64_t epo
 	struct srv_job *j;
 
 	if (!parse_task_id(tid, &jid, &rank))
-		return false;
+		return srv_step_wanted(s, i, tid, epoch);
 	j = srv_job_get(s, jid);
 	return j && j->epoch == epoch && rank < j->ntasks && j->tasks[rank].node == i &&
-	       !j->tasks[rank].ended;
+	       !j->tasks[rank].ended && !srv_task_held(s, j, rank);
 }
 
 /* Whether GPU index was healthy in a health array (the last sync's); -1
@@ -440,7 +440,8 @@ static void job_maybe_running(struct drv_server *s, struct srv_job *j)
 	if (j->state != J_SCHEDULED)
 		return;
 	for (int32_t k = 0; k < j->ntasks; k++)
-		if (j->tasks[k].state == T_PENDING || j->tasks[k].state == T_STARTING)
+		if ((j->tasks[k].state == T_PENDING || j->tasks[k].state == T_STARTING) &&
+		    !srv_task_held(s, j, k))
 			return;
 	j->start_time = drv_wall_s();
 	srv_wait_observe(s, j->spec.job.tenant, (double)(j->start_time - j->submit_time));
@@ -453,6 +454,13 @@ static void report_running(struct drv_server *s, struct srv_job *j, struct srv_t
 		return;
 	t->state = T_RUNNING;
 	t->start_time = drv_wall_s();
+	if (t - j->tasks == srv_job_batch_rank(s, j))
+		/* the batch script runs: the shares held for its steps run too */
+		for (int32_t k = 0; k < j->ntasks; k++)
+			if (!j->tasks[k].ended && j->tasks[k].state == T_PENDING) {
+				j->tasks[k].state = T_RUNNING;
+				j->tasks[k].start_time = t->start_time;
+			}
 	srv_job_mark(s, j);
 	if (!j->stop_reason)
 		job_maybe_running(s, j);
@@ -491,7 +499,8 @@ static void report_exited(struct drv_server *s, struct srv_job *j, int32_t rank,
 		bool all_started = true;
 
 		for (int32_t x = 0; x < j->ntasks; x++)
-			all_started &= x == rank || j->tasks[x].state != T_PENDING;
+			all_started &= x == rank || j->tasks[x].state != T_PENDING ||
+				       srv_task_held(s, j, x);
 		if (all_started && j->state == J_SCHEDULED) {
 			enum tstate keep = t->state;
 
@@ -512,7 +521,7 @@ static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto
 	struct srv_task *t;
 
 	if (!parse_task_id(rep->task_id, &jid, &rank))
-		return false;
+		return srv_step_report(s, i, rep) == 0;
 	j = srv_job_get(s, jid);
 	if (!j || j->epoch != rep->epoch || rank >= j->ntasks || j->tasks[rank].node != i)
 		return false;
@@ -678,6 +687,32 @@ static void k8s_expand(const struct drv_task_run *run, struct drv_proto_task *a,
 	drv_free(env);
 }
 
+/* The GPUs, CPU and memory task rank runs with: its own; for the batch
+ * step of an #SBATCH job, the job's whole share of the node (Slurm's batch
+ * step sees every GPU the job holds on its node). */
+static void batch_share(struct drv_server *s, struct srv_job *j, int32_t rank,
+			struct drv_proto_task *a)
+{
+	struct srv_task *t = &j->tasks[rank];
+	uint64_t mask = t->gpu_mask;
+
+	a->gpu_milli = t->gpu_milli;
+	a->cpu_milli = t->cpu_milli;
+	a->mem_mib = t->mem_mib;
+	if (rank == srv_job_batch_rank(s, j))
+		for (int32_t k = 0; k < j->ntasks; k++) {
+			if (k == rank || j->tasks[k].node != t->node)
+				continue;
+			mask |= j->tasks[k].gpu_mask;
+			a->cpu_milli += j->tasks[k].cpu_milli;
+			a->mem_mib += j->tasks[k].mem_mib;
+		}
+	a->gpus = drv_calloc(64, sizeof(*a->gpus));
+	for (int g = 0; g < 64; g++)
+		if (mask & (1ull << g))
+			a->gpus[a->ngpus++] = g;
+}
+
 /* The assignment of task rank of j; strings borrowed from s (hold s->mu
  * until it is encoded) and from ts, arrays freed by assignment_release. */
 static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
@@ -706,13 +741,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	if (!a->env)
 		a->env = drv_calloc(1, sizeof(*a->env));
 	a->env[a->nenv++] = (struct drv_proto_kv){ "DROVER_JOB_TOKEN", ts->token };
-	a->gpus = drv_calloc(64, sizeof(*a->gpus));
-	for (int g = 0; g < 64; g++)
-		if (t->gpu_mask & (1ull << g))
-			a->gpus[a->ngpus++] = g;
-	a->gpu_milli = t->gpu_milli;
-	a->cpu_milli = t->cpu_milli;
-	a->mem_mib = t->mem_mib;
+	batch_share(s, j, rank, a);
 	a->rank = rank;
 	a->world_size = j->ntasks;
 	gang_position(s, j, rank, a);
@@ -723,6 +752,61 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->output_max_bytes = s->cfg.task_output_max_bytes;
 	a->grace_s = j->requeue_quiet ? 0
 		     : run && run->termination_grace_s >= 0 ? run->termination_grace_s : 30;
+}
+
+/* The assignment of task rank of step st of j, as assignment() above. */
+static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_step *st,
+			    int32_t rank, struct drv_proto_task *a, struct task_strs *ts)
+{
+	struct srv_task *t = &st->tasks[rank];
+	struct srv_node *m = &s->nodes[st->tasks[0].node];
+	const struct drv_task_run *run = j->spec.run ? &j->spec.run[t->group] : NULL;
+	int32_t nodes = 0, last = -1;
+
+	drv_proto_task_init(a);
+	ts->own = NULL;
+	ts->nown = 0;
+	snprintf(ts->tid, sizeof(ts->tid), "%llu.s%d.%d", (unsigned long long)j->id, st->id, rank);
+	a->task_id = ts->tid;
+	a->job_id = (int64_t)j->id;
+	a->job_name = j->spec.job.name;
+	a->epoch = j->epoch;
+	a->stop = j->stop_reason || st->stop_reason;
+	a->stop_reason = j->stop_reason ? j->stop_reason : st->stop_reason;
+	a->user = j->spec.job.user;
+	a->argv = drv_calloc((size_t)st->nargv, sizeof(*a->argv));
+	for (int32_t k = 0; k < st->nargv; k++)
+		a->argv[a->nargv++] = st->argv[k];
+	a->workdir = st->cwd ? st->cwd : run ? run->working_dir : NULL;
+	a->env = drv_calloc((size_t)st->nenv + 1, sizeof(*a->env));
+	for (int32_t k = 0; k < st->nenv; k++)
+		a->env[a->nenv++] = (struct drv_proto_kv){ st->env[k].name, st->env[k].value };
+	a->gpus = drv_calloc(64, sizeof(*a->gpus));
+	for (int g = 0; g < 64; g++)
+		if (t->gpu_mask & (1ull << g))
+			a->gpus[a->ngpus++] = g;
+	a->gpu_milli = t->gpu_milli ? t->gpu_milli : 1000;
+	a->cpu_milli = t->cpu_milli;
+	a->rank = rank;
+	a->world_size = st->ntasks;
+	a->local_rank = st->local[rank];
+	a->local_world_size = 0;
+	for (int32_t k = 0; k < st->ntasks; k++) {
+		a->local_world_size += st->tasks[k].node == t->node;
+		if (st->tasks[k].node != last)
+			nodes++, last = st->tasks[k].node;
+		if (k == rank)
+			a->node_rank = nodes - 1;
+	}
+	a->nnodes = nodes;
+	ts->slurm = srv_slurm_step_env(s, j, st, rank, a);
+	srv_job_token(s, j->id, j->attempt, ts->token, sizeof(ts->token));
+	a->env = drv_realloc(a->env, (a->nenv + 1) * sizeof(*a->env));
+	a->env[a->nenv++] = (struct drv_proto_kv){ "DROVER_JOB_TOKEN", ts->token };
+	a->master_addr = m->address ? m->address : m->name;
+	a->master_port = 29500 + j->epoch % 10000;
+	a->output_max_bytes = s->cfg.task_output_max_bytes;
+	a->grace_s = run && run->termination_grace_s >= 0 ? run->termination_grace_s : 30;
 }
 
 static void assignment_release(struct drv_proto_task *a)
@@ -747,7 +831,7 @@ static void desired_set(struct drv_server *s, int32_t i, struct drv_proto_sync_r
 		if (!j || j->durable_epoch != j->epoch)
 			continue;
 		for (int32_t t = 0; t < j->ntasks; t++) {
-			if (j->tasks[t].node != i || j->tasks[t].ended)
+			if (j->tasks[t].node != i || j->tasks[t].ended || srv_task_held(s, j, t))
 				continue;
 			if (r->ntasks == cap) {
 				size_t c2 = cap;
@@ -758,6 +842,22 @@ static void desired_set(struct drv_server *s, int32_t i, struct drv_proto_sync_r
 			assignment(s, j, t, &r->tasks[r->ntasks], &(*tids)[r->ntasks]);
 			r->ntasks++;
 		}
+		for (int32_t q = 0; q < j->nsteps; q++)
+			for (int32_t t = 0; t < j->steps[q]->ntasks; t++) {
+				struct srv_task *x = &j->steps[q]->tasks[t];
+
+				if (x->node != i || x->ended)
+					continue;
+				if (r->ntasks == cap) {
+					size_t c2 = cap;
+
+					DRV_GROW(r->tasks, r->ntasks + 1, cap);
+					DRV_GROW(*tids, r->ntasks + 1, c2);
+				}
+				step_assignment(s, j, j->steps[q], t, &r->tasks[r->ntasks],
+						&(*tids)[r->ntasks]);
+				r->ntasks++;
+			}
 	}
 }
 

@@ -405,7 +405,7 @@ static void check_store(struct cload *L, struct fy_node *store_at, struct fy_nod
 	"default_leaf, scheduler, tenants, tls, job_retention_s, "    \
 	"task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s, "    \
 	"max_array_size, kill_invalid_depend, store, store_password_file, leader_lease_s, "    \
-	"advertise_url, min_job_age_s, host_path_allow"
+	"advertise_url, min_job_age_s, host_path_allow, cluster_name"
 
 static void read_root(struct cload *L, struct fy_node *root)
 {
@@ -458,6 +458,8 @@ static void read_root(struct cload *L, struct fy_node *root)
 			want_str(L, p, k, &c->default_pool);
 		} else if (strcmp(k, "default_leaf") == 0) {
 			want_str(L, p, k, &c->default_leaf);
+		} else if (strcmp(k, "cluster_name") == 0) {
+			want_str(L, p, k, &c->cluster_name);
 		} else if (strcmp(k, "scheduler") == 0) {
 			read_scheduler(L, p);
 		} else if (strcmp(k, "tenants") == 0) {
@@ -679,6 +681,7 @@ void srv_config_release(struct srv_config *c)
 	c->host_path_allow = NULL;
 	c->nhost_path_allow = 0;
 	drv_free(c->default_pool);
+	drv_free(c->cluster_name);
 	drv_free(c->default_leaf);
 	drv_free(c->tenants_path);
 	drv_free(c->tls_cert_file);

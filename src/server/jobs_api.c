@@ -1225,9 +1225,11 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
 	struct srv_job *j, *tmp = NULL;
-	int64_t task, offset, limit;
+	int64_t task, offset, limit, step;
 	const char *stream = drv_http_req_query(r, "stream");
 	struct srv_logs_req q = { 0 };
+	const struct srv_task *t = NULL;
+	char tid[64];
 
 	if (!stream)
 		stream = "stdout";
@@ -1237,18 +1239,29 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		return 0;
 	}
 	if (drv_http_req_query_int(r, "task", 0, 0, 1000000, &task, o) < 0 ||
+	    drv_http_req_query_int(r, "step", -1, -1, INT32_MAX, &step, o) < 0 ||
 	    drv_http_req_query_int(r, "offset", 0, 0, INT64_MAX, &offset, o) < 0 ||
 	    drv_http_req_query_int(r, "limit", 1 << 20, 1, 16 << 20, &limit, o) < 0)
 		return 0;
 	pthread_mutex_lock(&s->mu);
 	j = route_job(s, r, o, &tmp);
+	if (j && step >= 0) {
+		t = srv_step_log_task(s, j, step, task);
+		snprintf(tid, sizeof(tid), "%llu.s%lld.%lld", (unsigned long long)j->id,
+			 (long long)step, (long long)task);
+	} else if (j && task < j->ntasks) {
+		t = &j->tasks[task];
+		snprintf(tid, sizeof(tid), "%llu.%lld", (unsigned long long)j->id, (long long)task);
+	}
 	if (j) {
-		if (task >= j->ntasks || j->tasks[task].state == T_PENDING) {
+		if (!t || t->state == T_PENDING || (step < 0 && srv_task_held(s, j, (int32_t)task))) {
 			drv_http_resp_error(o, 404, "not_found", NULL,
-					    "task %llu.%lld has not started; no logs yet",
-					    (unsigned long long)j->id, (long long)task);
+					    "task %s has not started; no logs yet%s",
+					    step >= 0 ? tid : tid, t && step < 0 && t->state != T_PENDING
+					    ? " (it holds the job's share of its node for steps: srun "
+					      "output is in its steps' logs)" : "");
 		} else {
-			struct srv_node *n = &s->nodes[j->tasks[task].node];
+			struct srv_node *n = &s->nodes[t->node];
 
 			snprintf(q.nodename, sizeof(q.nodename), "%s", n->name);
 			if (!n->agent_url)
@@ -1258,9 +1271,8 @@ int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 			q.url = n->agent_url ? drv_strdup(n->agent_url) : NULL;
 			q.tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
 			q.offset = offset;
-			snprintf(q.path, sizeof(q.path), "/v1/tasks/%llu.%lld/logs?stream=%s&offset=%lld&limit=%lld",
-				 (unsigned long long)j->id, (long long)task, stream, (long long)offset,
-				 (long long)limit);
+			snprintf(q.path, sizeof(q.path), "/v1/tasks/%s/logs?stream=%s&offset=%lld&limit=%lld",
+				 tid, stream, (long long)offset, (long long)limit);
 		}
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -31,6 +31,7 @@ static void apply_start(struct drv_server *s, const struct drv_sched_decision *d
 		json_decref(j->tasks[i].usage);
 	}
 	srv_cost_fold(s, j, drv_wall_s());
+	srv_steps_free(j);   /* a new attempt starts with no steps */
 	drv_free(j->tasks);
 	j->tasks = drv_calloc((size_t)p->ntasks + 1, sizeof(*j->tasks));
 	j->ntasks = p->ntasks;

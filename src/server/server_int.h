@@ -127,6 +127,37 @@ struct srv_job {
 	int64_t begin_time;        /* Slurm --begin: not before this wall s; 0 = none */
 	struct srv_dep_memo *dep_memo; /* [spec.ndeps] while waiting */
 	struct srv_job *parent_new; /* while being submitted: the parent, whose id is not set */
+	/* job steps of the current attempt (srun; steps.c), in memory only */
+	struct srv_step **steps;
+	int32_t nsteps;
+	size_t stepcap;
+};
+
+/*
+ * A job step (CONTRACTS.md section 7): tasks srun started inside job j's
+ * allocation, on the job's nodes and GPUs. Its tasks are assignments like
+ * the job's own (task id "JOB.sSTEP.RANK", the job's epoch); rank is
+ * SLURM_PROCID. Steps live in memory only: after a controller restart
+ * their tasks are stale and the agents stop them.
+ */
+struct srv_step {
+	int32_t id;
+	struct srv_task *tasks;
+	int32_t ntasks;
+	int32_t *local;            /* [ntasks] SLURM_LOCALID */
+	int32_t *nodeid;           /* [ntasks] SLURM_NODEID: the node's place in the job's list */
+	int32_t nnodes;
+	char **argv;
+	int32_t nargv;
+	struct drv_env *env;       /* srun's environment, then the step's SLURM_* */
+	int32_t nenv;
+	char *cwd;
+	int32_t cpus_per_task;     /* srun -c; 0 = not given */
+	char *container_image;
+	bool kill_on_bad_exit;
+	char *stop_reason;         /* set: its tasks not ended must stop */
+	bool done;                 /* every task ended */
+	int64_t start_time, end_time;
 };
 
 /*
@@ -206,6 +237,7 @@ struct srv_config {
 	int64_t min_job_age_s;       /* squeue shows a finished job this long (Slurm's MinJobAge) */
 	char *default_pool;
 	char *default_leaf;
+	char *cluster_name;          /* SLURM_CLUSTER_NAME; NULL: "drover" */
 	struct drv_sched_policy policy;
 	int64_t job_retention_s;     /* finished jobs' records purged after this */
 	int64_t task_output_max_bytes; /* per task output file, told to agents; 0 none */
@@ -641,6 +673,20 @@ void srv_job_released(struct drv_server *s, struct srv_job *j);
 void srv_job_stop_tasks(struct drv_server *s, struct srv_job *j, const char *reason);
 /* A task's process ended or never ran: updates the job; may finish it. */
 void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank);
+/* Job steps' lifecycle (the rest is steps.c): srv_steps_free forgets them
+ * (a new attempt); srv_steps_stop tells every task not ended to stop
+ * (why); srv_steps_ended: every step task is gone; srv_steps_node_lost:
+ * the step tasks on node count as gone (lost). */
+void srv_steps_free(struct srv_job *j);
+void srv_steps_stop(struct drv_server *s, struct srv_job *j, const char *why);
+bool srv_steps_ended(const struct srv_job *j);
+void srv_steps_node_lost(struct drv_server *s, struct srv_job *j, int32_t node, const char *why);
+/* An #SBATCH job's batch task: the first rank on the first of its nodes in
+ * Slurm's order (the batch host), which runs the script; -1 for a job of
+ * another format. srv_task_held: rank only holds its share of the
+ * allocation for steps, it runs nothing itself. */
+int32_t srv_job_batch_rank(const struct drv_server *s, const struct srv_job *j);
+bool srv_task_held(const struct drv_server *s, const struct srv_job *j, int32_t rank);
 /* Requeue after a node failure (whole gang) or fail past the retry limit. */
 void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const char *node,
 			       const char *why);
@@ -678,6 +724,37 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i);
  * after a's node_rank and local_rank are set. */
 char *srv_slurm_env(struct drv_server *s, const struct srv_job *j, int32_t rank,
 		    struct drv_proto_task *a);
+/* The same for task rank of step st, after a's env (srun's): the job's
+ * variables, then the step's (SLURM_STEP_*, SLURM_PROCID, ...). */
+char *srv_slurm_step_env(struct drv_server *s, const struct srv_job *j,
+			 const struct srv_step *st, int32_t rank, struct drv_proto_task *a);
+/* The most nodes a job's Slurm variables and steps consider. */
+#define SRV_MAX_JOB_NODES 256
+/* j's nodes (indexes), each once, in Slurm's order (drv_hostname_cmp);
+ * returns how many (at most cap). */
+size_t srv_job_nodes(const struct drv_server *s, const struct srv_job *j, int32_t *nodes,
+		     size_t cap);
+/* node's place in that list (SLURM_NODEID), -1 when j has no task there. */
+int32_t srv_job_node_index(const struct drv_server *s, const struct srv_job *j, int32_t node);
+/* Slurm tasks each of those nodes holds (SLURM_TASKS_PER_NODE) into slots. */
+void srv_job_slots(const struct srv_job *j, const int32_t *nodes, size_t nn, int *slots);
+/* SLURM_NTASKS of the job: -n, else nodes x --ntasks-per-node; 0: not set. */
+int32_t srv_job_slurm_ntasks(const struct srv_job *j, const int *slots, size_t nn);
+
+/* --- steps.c: job steps (srun) --- */
+/* "42.s0.3" -> job 42, step 0, rank 3 (a step task's id); false otherwise. */
+bool srv_step_task_ref(const char *tid, uint64_t *job, int32_t *step, int32_t *rank);
+/* Does node i still want step task (tid, epoch)? */
+bool srv_step_wanted(struct drv_server *s, int32_t i, const char *tid, int64_t epoch);
+/* A report of a step task from node i: 0, or -1 when (tid, epoch) is stale. */
+int srv_step_report(struct drv_server *s, int32_t i, const struct drv_proto_report *rep);
+/* Task rank of j's step, for its logs; NULL when there is none. */
+const struct srv_task *srv_step_log_task(struct drv_server *s, struct srv_job *j, int64_t step,
+					 int64_t rank);
+int srv_api_step_create(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_steps(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_step(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_step_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 
 /* --- nodes.c: nodes and the cluster --- */
 int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz);

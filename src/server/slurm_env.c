@@ -1,11 +1,15 @@
 /*
- * slurm_env.c: the SLURM_* variables of a task of a job read from an
- * #SBATCH script (sbatch(1), OUTPUT ENVIRONMENT VARIABLES), added to its
- * assignment before the job's own env (which may replace them).
+ * slurm_env.c: the SLURM_* variables of the batch step and of the tasks of
+ * job steps of a job read from an #SBATCH script (sbatch(1) and srun(1),
+ * OUTPUT ENVIRONMENT VARIABLES).
  *
- * Nodes are in the order of the job's ranks (the node of rank 0 first):
- * SLURM_NODEID and SLURM_TASKS_PER_NODE follow it; SLURM_JOB_NODELIST is
- * hostlist-compressed and sorted, as Slurm writes it.
+ * The job's nodes are in Slurm's order (drv_hostname_cmp: the order of
+ * SLURM_JOB_NODELIST): SLURM_NODEID is a node's place in it and the batch
+ * step runs on the first. A variable is set only when Slurm sets it:
+ * SLURM_NTASKS only when the job asked for a task count (-n, or
+ * --ntasks-per-node, which makes it nodes x that), SLURM_CPUS_PER_TASK only
+ * with -c, SLURM_JOB_ACCOUNT only with -A, SLURM_SUBMIT_DIR/_HOST when the
+ * client said where it ran.
  *
  * An element of an array (sbatch --array) also gets SLURM_ARRAY_JOB_ID
  * (the parent's id), SLURM_ARRAY_TASK_ID (its index) and the array's
@@ -14,17 +18,19 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "drover/hostlist.h"
 #include "server_int.h"
 
-enum { SLURM_NVARS = 24, SLURM_BUF = 8192 };
+enum { SLURM_NVARS = 48, SLURM_BUF = 16384 };
 
 struct slurm_buf {
 	char *p;
 	size_t len;
-	struct drv_proto_task *a;
+	struct drv_proto_kv *kv;
+	size_t n;
 };
 
 static void add(struct slurm_buf *b, const char *name, const char *fmt, ...)
@@ -35,19 +41,40 @@ static void add(struct slurm_buf *b, const char *name, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (b->len >= SLURM_BUF)
+	if (b->len >= SLURM_BUF || b->n >= SLURM_NVARS)
 		return;
 	va_start(ap, fmt);
 	n = vsnprintf(b->p + b->len, SLURM_BUF - b->len, fmt, ap);
 	va_end(ap);
 	if (n < 0 || (size_t)n >= SLURM_BUF - b->len)
 		return;   /* too long for the buffer: not set rather than cut */
-	b->a->env[b->a->nenv++] = (struct drv_proto_kv){ name, b->p + b->len };
+	b->kv[b->n++] = (struct drv_proto_kv){ name, b->p + b->len };
 	b->len += (size_t)n + 1;
 }
 
-/* The job's nodes in rank order and their task counts; returns how many. */
-static size_t job_nodes(const struct srv_job *j, int32_t *nodes, int *counts, size_t cap)
+/* "0,1,5": the GPU indexes of mask, as SLURM_JOB_GPUS lists them. */
+static const char *mask_list(uint64_t mask, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int g = 0; g < 64 && len < n; g++)
+		if (mask & (1ull << g))
+			len += (size_t)snprintf(buf + len, n - len, "%s%d", len ? "," : "", g);
+	return buf;
+}
+
+static const struct drv_server *sort_srv;
+
+static int node_cmp(const void *x, const void *y)
+{
+	const int32_t *a = x, *b = y;
+
+	return drv_hostname_cmp(sort_srv->nodes[*a].name, sort_srv->nodes[*b].name);
+}
+
+size_t srv_job_nodes(const struct drv_server *s, const struct srv_job *j, int32_t *nodes,
+		     size_t cap)
 {
 	size_t nn = 0, x;
 
@@ -55,72 +82,211 @@ static size_t job_nodes(const struct srv_job *j, int32_t *nodes, int *counts, si
 		for (x = 0; x < nn && nodes[x] != j->tasks[k].node; x++)
 			;
 		if (x == nn && nn < cap)
-			nodes[nn] = j->tasks[k].node, counts[nn++] = 0;
-		if (x < nn)
-			counts[x]++;
+			nodes[nn++] = j->tasks[k].node;
 	}
+	/* qsort has no context argument; s->mu is held, so one at a time */
+	sort_srv = s;
+	qsort(nodes, nn, sizeof(*nodes), node_cmp);
 	return nn;
+}
+
+int32_t srv_job_node_index(const struct drv_server *s, const struct srv_job *j, int32_t node)
+{
+	int32_t nodes[SRV_MAX_JOB_NODES];
+	size_t nn = srv_job_nodes(s, j, nodes, SRV_MAX_JOB_NODES);
+
+	for (size_t x = 0; x < nn; x++)
+		if (nodes[x] == node)
+			return (int32_t)x;
+	return -1;
+}
+
+void srv_job_slots(const struct srv_job *j, const int32_t *nodes, size_t nn, int *slots)
+{
+	const struct drv_slurm_extra *e = &j->spec.slurm;
+
+	for (size_t x = 0; x < nn; x++) {
+		int dt = 0;
+
+		for (int32_t k = 0; k < j->ntasks; k++)
+			dt += j->tasks[k].node == nodes[x];
+		if (e->per_node && e->ntasks_per_node > 0)
+			slots[x] = e->ntasks_per_node * dt;
+		else if (e->per_node && e->ntasks > 0)
+			slots[x] = e->ntasks / (int)nn + ((int)x < e->ntasks % (int)nn);
+		else
+			slots[x] = dt;
+	}
+}
+
+int32_t srv_job_slurm_ntasks(const struct srv_job *j, const int *slots, size_t nn)
+{
+	int32_t sum = 0;
+
+	if (j->spec.slurm.ntasks > 0)
+		return j->spec.slurm.ntasks;
+	if (j->spec.slurm.ntasks_per_node <= 0)
+		return 0;
+	for (size_t x = 0; x < nn; x++)
+		sum += slots[x];
+	return sum;
+}
+
+/* What every task of the job sees, batch and steps alike. node: the task's. */
+static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv_job *j,
+		     int32_t node)
+{
+	int32_t nodes[SRV_MAX_JOB_NODES];
+	const char *names[SRV_MAX_JOB_NODES];
+	int slots[SRV_MAX_JOB_NODES], cpus[SRV_MAX_JOB_NODES];
+	size_t nn = srv_job_nodes(s, j, nodes, SRV_MAX_JOB_NODES);
+	const struct drv_slurm_extra *e = &j->spec.slurm;
+	const struct drv_task_run *run = j->spec.run;
+	const char *part = e->partition ? e->partition : j->spec.queue;
+	const char *dir = run && run->working_dir ? run->working_dir : e->submit_dir;
+	char list[4096], gl[256];
+	uint64_t mask = 0;
+	int32_t nt;
+
+	for (size_t x = 0; x < nn; x++) {
+		names[x] = s->nodes[nodes[x]].name;
+		cpus[x] = 0;
+		for (int32_t k = 0; k < j->ntasks; k++)
+			if (j->tasks[k].node == nodes[x])
+				cpus[x] += (int)((j->tasks[k].cpu_milli + 999) / 1000);
+	}
+	for (int32_t k = 0; k < j->ntasks; k++)
+		if (j->tasks[k].node == node)
+			mask |= j->tasks[k].gpu_mask;
+	srv_job_slots(j, nodes, nn, slots);
+	add(b, "SLURM_JOB_ID", "%llu", (unsigned long long)j->id);
+	add(b, "SLURM_JOBID", "%llu", (unsigned long long)j->id);
+	add(b, "SLURM_JOB_NAME", "%s", j->spec.job.name ? j->spec.job.name : "");
+	add(b, "SLURM_JOB_NUM_NODES", "%zu", nn);
+	add(b, "SLURM_NNODES", "%zu", nn);
+	drv_hostlist_compress(names, nn, list, sizeof(list));
+	add(b, "SLURM_JOB_NODELIST", "%s", list);
+	add(b, "SLURM_NODELIST", "%s", list);
+	nt = srv_job_slurm_ntasks(j, slots, nn);
+	if (nt > 0) {
+		add(b, "SLURM_NTASKS", "%d", nt);
+		add(b, "SLURM_NPROCS", "%d", nt);
+	}
+	if (e->ntasks_per_node > 0)
+		add(b, "SLURM_NTASKS_PER_NODE", "%d", e->ntasks_per_node);
+	drv_counts_compress(slots, nn, list, sizeof(list));
+	add(b, "SLURM_TASKS_PER_NODE", "%s", list);
+	drv_counts_compress(cpus, nn, list, sizeof(list));
+	add(b, "SLURM_JOB_CPUS_PER_NODE", "%s", list);
+	if (e->cpus_per_task > 0)
+		add(b, "SLURM_CPUS_PER_TASK", "%d", e->cpus_per_task);
+	add(b, "SLURM_GPUS_ON_NODE", "%d", __builtin_popcountll(mask));
+	if (mask)
+		add(b, "SLURM_JOB_GPUS", "%s", mask_list(mask, gl, sizeof(gl)));
+	if (dir)
+		add(b, "SLURM_SUBMIT_DIR", "%s", dir);
+	if (e->submit_host)
+		add(b, "SLURM_SUBMIT_HOST", "%s", e->submit_host);
+	if (part)
+		add(b, "SLURM_JOB_PARTITION", "%s", part);
+	if (e->account)
+		add(b, "SLURM_JOB_ACCOUNT", "%s", e->account);
+	if (e->qos)
+		add(b, "SLURM_JOB_QOS", "%s", e->qos);
+	add(b, "SLURM_CLUSTER_NAME", "%s", s->cfg.cluster_name ? s->cfg.cluster_name : "drover");
+	if (j->spec.job.user)
+		add(b, "SLURM_JOB_USER", "%s", j->spec.job.user);
+	add(b, "SLURMD_NODENAME", "%s", s->nodes[node].name);
+	if (j->parent) {
+		const struct srv_job *p = srv_job_get(s, j->parent);
+
+		add(b, "SLURM_ARRAY_JOB_ID", "%llu", (unsigned long long)j->parent);
+		add(b, "SLURM_ARRAY_TASK_ID", "%d", j->index);
+		if (p && p->par && p->par->array) {
+			const struct drv_array *ar = &p->spec.array;
+
+			add(b, "SLURM_ARRAY_TASK_COUNT", "%d", ar->count);
+			add(b, "SLURM_ARRAY_TASK_MIN", "%d", drv_array_min(ar));
+			add(b, "SLURM_ARRAY_TASK_MAX", "%d", drv_array_max(ar));
+			add(b, "SLURM_ARRAY_TASK_STEP", "%d", drv_array_step(ar));
+		}
+	}
+}
+
+/* b's variables into a's env at position at (the rest moved up). */
+static void splice(struct drv_proto_task *a, size_t at, const struct slurm_buf *b)
+{
+	a->env = drv_realloc(a->env, (a->nenv + b->n + 1) * sizeof(*a->env));
+	memmove(a->env + at + b->n, a->env + at, (a->nenv - at) * sizeof(*a->env));
+	memcpy(a->env + at, b->kv, b->n * sizeof(*b->kv));
+	a->nenv += b->n;
 }
 
 char *srv_slurm_env(struct drv_server *s, const struct srv_job *j, int32_t rank,
 		    struct drv_proto_task *a)
 {
-	int32_t nodes[256];
-	int counts[256], gpus = 0;
-	const char *names[256];
-	const struct drv_task_run *run = j->spec.run;
-	struct slurm_buf b = { drv_calloc(1, SLURM_BUF), 0, a };
-	size_t nn = job_nodes(j, nodes, counts, 256), njob = a->nenv, i;
-	char list[4096];
-	const char *part = j->spec.slurm.partition ? j->spec.slurm.partition : j->spec.queue;
+	struct drv_proto_kv kv[SLURM_NVARS];
+	struct slurm_buf b = { drv_calloc(1, SLURM_BUF), 0, kv, 0 };
+	int32_t node = j->tasks[rank].node;
+	int cpus = 0;
 
-	a->env = drv_realloc(a->env, (a->nenv + SLURM_NVARS + 1) * sizeof(*a->env));
-	/* before the job's own env, so that it may replace them */
-	memmove(a->env + SLURM_NVARS, a->env, njob * sizeof(*a->env));
-	a->nenv = 0;
-	for (i = 0; i < nn; i++)
-		names[i] = s->nodes[nodes[i]].name;
+	job_vars(&b, s, j, node);
 	for (int32_t k = 0; k < j->ntasks; k++)
-		if (j->tasks[k].node == j->tasks[rank].node)
-			gpus += __builtin_popcountll(j->tasks[k].gpu_mask);
-	add(&b, "SLURM_JOB_ID", "%llu", (unsigned long long)j->id);
-	add(&b, "SLURM_JOBID", "%llu", (unsigned long long)j->id);
-	add(&b, "SLURM_JOB_NAME", "%s", j->spec.job.name ? j->spec.job.name : "");
-	add(&b, "SLURM_JOB_NUM_NODES", "%zu", nn);
-	add(&b, "SLURM_NNODES", "%zu", nn);
-	drv_hostlist_compress(names, nn, list, sizeof(list));
-	add(&b, "SLURM_JOB_NODELIST", "%s", list);
-	add(&b, "SLURM_NODELIST", "%s", list);
-	add(&b, "SLURM_NTASKS", "%d", j->ntasks);
-	add(&b, "SLURM_NPROCS", "%d", j->ntasks);
-	add(&b, "SLURM_PROCID", "%d", rank);
-	add(&b, "SLURM_LOCALID", "%lld", (long long)a->local_rank);
-	add(&b, "SLURM_NODEID", "%lld", (long long)a->node_rank);
-	drv_counts_compress(counts, nn, list, sizeof(list));
-	add(&b, "SLURM_TASKS_PER_NODE", "%s", list);
-	add(&b, "SLURM_GPUS_ON_NODE", "%d", gpus);
-	if (run && run->working_dir)
-		add(&b, "SLURM_SUBMIT_DIR", "%s", run->working_dir);
-	if (part)
-		add(&b, "SLURM_JOB_PARTITION", "%s", part);
-	if (j->spec.job.user)
-		add(&b, "SLURM_JOB_USER", "%s", j->spec.job.user);
-	if (j->parent) {
-		const struct srv_job *p = srv_job_get(s, j->parent);
+		if (j->tasks[k].node == node)
+			cpus += (int)((j->tasks[k].cpu_milli + 999) / 1000);
+	/* the batch step is task 0 of the first node */
+	add(&b, "SLURM_NODEID", "%d", srv_job_node_index(s, j, node));
+	add(&b, "SLURM_PROCID", "0");
+	add(&b, "SLURM_LOCALID", "0");
+	add(&b, "SLURM_CPUS_ON_NODE", "%d", cpus);
+	/* before the job's own env, so that it may replace them */
+	splice(a, 0, &b);
+	return b.p;
+}
 
-		add(&b, "SLURM_ARRAY_JOB_ID", "%llu", (unsigned long long)j->parent);
-		add(&b, "SLURM_ARRAY_TASK_ID", "%d", j->index);
-		if (p && p->par && p->par->array) {
-			const struct drv_array *ar = &p->spec.array;
+char *srv_slurm_step_env(struct drv_server *s, const struct srv_job *j,
+			 const struct srv_step *st, int32_t rank, struct drv_proto_task *a)
+{
+	struct drv_proto_kv kv[SLURM_NVARS];
+	struct slurm_buf b = { drv_calloc(1, SLURM_BUF), 0, kv, 0 };
+	int32_t nodes[SRV_MAX_JOB_NODES], node = st->tasks[rank].node;
+	const char *names[SRV_MAX_JOB_NODES];
+	int counts[SRV_MAX_JOB_NODES];
+	size_t nn = 0, x;
+	char list[4096];
 
-			add(&b, "SLURM_ARRAY_TASK_COUNT", "%d", ar->count);
-			add(&b, "SLURM_ARRAY_TASK_MIN", "%d", drv_array_min(ar));
-			add(&b, "SLURM_ARRAY_TASK_MAX", "%d", drv_array_max(ar));
-			add(&b, "SLURM_ARRAY_TASK_STEP", "%d", drv_array_step(ar));
-		}
+	job_vars(&b, s, j, node);
+	/* the step's own: srun replaces the job's counts with the step's */
+	for (int32_t k = 0; k < st->ntasks; k++) {
+		for (x = 0; x < nn && nodes[x] != st->tasks[k].node; x++)
+			;
+		if (x == nn && nn < SRV_MAX_JOB_NODES)
+			nodes[nn] = st->tasks[k].node, counts[nn++] = 0;
+		if (x < nn)
+			counts[x]++;
 	}
-	/* the job's own env after them; unused slots closed up */
-	memmove(a->env + a->nenv, a->env + SLURM_NVARS, njob * sizeof(*a->env));
-	a->nenv += njob;
+	for (x = 0; x < nn; x++)
+		names[x] = s->nodes[nodes[x]].name;
+	add(&b, "SLURM_STEP_ID", "%d", st->id);
+	add(&b, "SLURM_STEPID", "%d", st->id);
+	add(&b, "SLURM_STEP_NUM_TASKS", "%d", st->ntasks);
+	add(&b, "SLURM_STEP_NUM_NODES", "%zu", nn);
+	drv_hostlist_compress(names, nn, list, sizeof(list));
+	add(&b, "SLURM_STEP_NODELIST", "%s", list);
+	drv_counts_compress(counts, nn, list + 2048, 2048);
+	add(&b, "SLURM_STEP_TASKS_PER_NODE", "%s", list + 2048);
+	add(&b, "SLURM_NTASKS", "%d", st->ntasks);
+	add(&b, "SLURM_NPROCS", "%d", st->ntasks);
+	add(&b, "SLURM_NNODES", "%zu", nn);
+	add(&b, "SLURM_NODELIST", "%s", list);
+	add(&b, "SLURM_TASKS_PER_NODE", "%s", list + 2048);
+	if (st->cpus_per_task > 0)
+		add(&b, "SLURM_CPUS_PER_TASK", "%d", st->cpus_per_task);
+	add(&b, "SLURM_PROCID", "%d", rank);
+	add(&b, "SLURM_LOCALID", "%d", st->local[rank]);
+	add(&b, "SLURM_NODEID", "%d", st->nodeid[rank]);
+	add(&b, "SLURM_GPUS_ON_NODE", "%d", __builtin_popcountll(st->tasks[rank].gpu_mask));
+	/* after srun's environment: these are the step's, whatever srun saw */
+	splice(a, a->nenv, &b);
 	return b.p;
 }

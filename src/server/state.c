@@ -19,6 +19,8 @@
  */
 #include "server_int.h"
 
+#include "drover/hostlist.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +61,126 @@ void srv_job_free(struct srv_job *j)
 	json_decref(j->events);
 	drv_free(j->par);
 	srv_deps_free(j);
+	srv_steps_free(j);
+	drv_free(j->steps);
 	drv_free(j);
+}
+
+/* --- the batch step and job steps' lifecycle ------------------------------ */
+
+int32_t srv_job_batch_rank(const struct drv_server *s, const struct srv_job *j)
+{
+	int32_t best = -1;
+
+	if (j->spec.format != DRV_FMT_SBATCH)
+		return -1;
+	for (int32_t k = 0; k < j->ntasks; k++)
+		if (best < 0 || drv_hostname_cmp(s->nodes[j->tasks[k].node].name,
+						 s->nodes[j->tasks[best].node].name) < 0)
+			best = k;
+	return best;
+}
+
+bool srv_task_held(const struct drv_server *s, const struct srv_job *j, int32_t rank)
+{
+	int32_t b = srv_job_batch_rank(s, j);
+
+	return b >= 0 && rank != b;
+}
+
+static void step_free(struct srv_step *st)
+{
+	for (int32_t k = 0; k < st->ntasks; k++)
+		drv_free(st->tasks[k].reason);
+	drv_free(st->tasks);
+	drv_free(st->local);
+	drv_free(st->nodeid);
+	for (int32_t k = 0; k < st->nargv; k++)
+		drv_free(st->argv[k]);
+	drv_free(st->argv);
+	for (int32_t k = 0; k < st->nenv; k++) {
+		drv_free(st->env[k].name);
+		drv_free(st->env[k].value);
+	}
+	drv_free(st->env);
+	drv_free(st->cwd);
+	drv_free(st->container_image);
+	drv_free(st->stop_reason);
+	drv_free(st);
+}
+
+void srv_steps_free(struct srv_job *j)
+{
+	for (int32_t k = 0; k < j->nsteps; k++)
+		step_free(j->steps[k]);
+	j->nsteps = 0;
+}
+
+/* Marks st done once every task of it ended. */
+static void step_check_done(struct srv_step *st)
+{
+	for (int32_t k = 0; k < st->ntasks; k++)
+		if (!st->tasks[k].ended)
+			return;
+	if (!st->done)
+		st->end_time = drv_wall_s();
+	st->done = true;
+}
+
+void srv_steps_stop(struct drv_server *s, struct srv_job *j, const char *why)
+{
+	for (int32_t k = 0; k < j->nsteps; k++) {
+		struct srv_step *st = j->steps[k];
+
+		if (st->done)
+			continue;
+		if (!st->stop_reason)
+			srv_set_str(&st->stop_reason, why);
+		for (int32_t r = 0; r < st->ntasks; r++) {
+			struct srv_task *t = &st->tasks[r];
+
+			if (t->ended)
+				continue;
+			srv_node_bump(s, t->node);
+			if (t->state == T_PENDING) {
+				/* never reported started: a late start is fenced */
+				t->ended = true;
+				t->state = T_CANCELLED;
+				t->end_time = drv_wall_s();
+				srv_set_str(&t->reason, why);
+			}
+		}
+		step_check_done(st);
+	}
+}
+
+bool srv_steps_ended(const struct srv_job *j)
+{
+	for (int32_t k = 0; k < j->nsteps; k++)
+		for (int32_t r = 0; r < j->steps[k]->ntasks; r++)
+			if (!j->steps[k]->tasks[r].ended)
+				return false;
+	return true;
+}
+
+void srv_steps_node_lost(struct drv_server *s, struct srv_job *j, int32_t node, const char *why)
+{
+	(void)s;
+	for (int32_t k = 0; k < j->nsteps; k++) {
+		struct srv_step *st = j->steps[k];
+
+		for (int32_t r = 0; r < st->ntasks; r++) {
+			struct srv_task *t = &st->tasks[r];
+
+			if (t->ended || t->node != node)
+				continue;
+			t->ended = true;
+			t->state = T_LOST;
+			t->end_time = drv_wall_s();
+			srv_set_str(&t->reason, why);
+		}
+		step_check_done(st);
+	}
 }
 
 void srv_job_mark(struct drv_server *s, struct srv_job *j)
@@ -475,6 +596,8 @@ void srv_job_released(struct drv_server *s, struct srv_job *j)
 	for (int32_t i = 0; i < j->ntasks; i++)
 		if (!j->tasks[i].ended)
 			return;
+	if (!srv_steps_ended(j))
+		return;
 	j->holding = false;
 	srv_cost_accrue_job(s, j, now);   /* its final cost, counted */
 	srv_active_remove(s, j->id);
@@ -509,8 +632,9 @@ void srv_job_stop_tasks(struct drv_server *s, struct srv_job *j, const char *rea
 
 		if (t->ended)
 			continue;
-		if (t->state == T_PENDING) {
-			/* never reported started: nothing to wait for; a late start is
+		if (t->state == T_PENDING || srv_task_held(s, j, i)) {
+			/* never reported started (or a share held for steps, which
+			 * runs nothing): nothing to wait for; a late start is
 			 * fenced (absent from the assignments, stale in reports) */
 			t->ended = true;
 			t->state = T_CANCELLED;
@@ -518,9 +642,30 @@ void srv_job_stop_tasks(struct drv_server *s, struct srv_job *j, const char *rea
 			srv_set_str(&t->reason, reason);
 		}
 	}
+	srv_steps_stop(s, j, reason);
 	srv_job_bump_nodes(s, j);
 	srv_job_mark(s, j);
 	srv_job_released(s, j);
+}
+
+/*
+ * The batch task of an #SBATCH job ended: the job is over (Slurm's job
+ * ends with its batch script), so the shares held for steps end with it
+ * (as it did), and steps still running are stopped.
+ */
+static void batch_ended(struct drv_server *s, struct srv_job *j, const struct srv_task *b)
+{
+	for (int32_t i = 0; i < j->ntasks; i++) {
+		struct srv_task *t = &j->tasks[i];
+
+		if (t == b || t->ended)
+			continue;
+		t->ended = true;
+		t->state = b->state == T_SUCCEEDED ? T_SUCCEEDED : T_CANCELLED;
+		if (!t->start_time)
+			t->start_time = b->start_time;
+		t->end_time = b->end_time;
+	}
 }
 
 void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank)
@@ -532,6 +677,8 @@ void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank)
 	t->ended = true;
 	if (!t->end_time)
 		t->end_time = drv_wall_s();
+	if (rank == srv_job_batch_rank(s, j))
+		batch_ended(s, j, t);
 	/* no version bump for the task's own node: its agent reported the end
 	 * itself, and a reply just to drop it would cost the agent a wake-up
 	 * (it never starts a (task, epoch) twice); the next start bumps it */
@@ -571,7 +718,12 @@ void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank)
 			if (all_ended && all_ok) {
 				j->has_exit = true;
 				j->exit_code = 0;
-				srv_job_transition(s, j, J_SUCCEEDED, "every task exited with code 0");
+				srv_job_transition(s, j, J_SUCCEEDED,
+						   srv_job_batch_rank(s, j) >= 0
+							   ? "the batch script exited with code 0"
+							   : "every task exited with code 0");
+				if (!srv_steps_ended(j))
+					srv_job_stop_tasks(s, j, "the batch script ended");
 			}
 		}
 	}
@@ -593,6 +745,9 @@ void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const ch
 			srv_set_str(&t->reason, why);
 		}
 	}
+	for (int32_t i = 0; i < s->nnodes; i++)
+		if (strcmp(s->nodes[i].name, node) == 0)
+			srv_steps_node_lost(s, j, i, why);
 	srv_job_bump_nodes(s, j);
 	srv_job_mark(s, j);
 	if (srv_jstate_final(j->state) || j->stop_reason) {

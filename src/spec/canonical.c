@@ -176,6 +176,20 @@ static json_t *slurm_json(const struct drv_slurm_extra *e)
 	}
 	if (e->segment)
 		json_object_set_new(x, "segment", json_integer(e->segment));
+	if (e->ntasks)
+		json_object_set_new(x, "ntasks", json_integer(e->ntasks));
+	if (e->ntasks_per_node)
+		json_object_set_new(x, "ntasksPerNode", json_integer(e->ntasks_per_node));
+	if (e->cpus_per_task)
+		json_object_set_new(x, "cpusPerTask", json_integer(e->cpus_per_task));
+	if (e->per_node)
+		json_object_set_new(x, "perNode", json_true());
+	set_str(x, "output", e->output);
+	set_str(x, "error", e->error);
+	set_str(x, "input", e->input);
+	set_str(x, "openMode", e->open_mode);
+	set_str(x, "submitDir", e->submit_dir);
+	set_str(x, "submitHost", e->submit_host);
 	return x;
 }
 

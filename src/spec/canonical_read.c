@@ -546,7 +546,9 @@ static void read_deps(struct rd *r, const json_t *o, struct drv_jobspec *s)
 static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 {
 	static const char *const sk[] = { "partition", "qos", "account", "requeue", "hold", "begin", "signal",
-		"signalSeconds", "signalBatchOnly", "switches", "switchesWait", "segment", NULL };
+		"signalSeconds", "signalBatchOnly", "switches", "switchesWait", "segment", "ntasks",
+		"ntasksPerNode", "cpusPerTask", "perNode", "output", "error", "input", "openMode",
+		"submitDir", "submitHost", NULL };
 	const json_t *x = json_object_get(o, "slurm");
 	struct drv_slurm_extra *e = &s->slurm;
 	size_t save;
@@ -574,6 +576,18 @@ static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 	e->switches = (int32_t)get_int(r, x, "switches", 1, INT32_MAX, 0);
 	e->switches_wait_s = get_int(r, x, "switchesWait", 0, INT32_MAX, 0);
 	e->segment = (int32_t)get_int(r, x, "segment", 1, INT32_MAX, 0);
+	e->ntasks = (int32_t)get_int(r, x, "ntasks", 1, INT32_MAX, 0);
+	e->ntasks_per_node = (int32_t)get_int(r, x, "ntasksPerNode", 1, INT32_MAX, 0);
+	e->cpus_per_task = (int32_t)get_int(r, x, "cpusPerTask", 1, INT32_MAX, 0);
+	e->per_node = get_bool(r, x, "perNode");
+	e->output = get_str(r, x, "output", false);
+	e->error = get_str(r, x, "error", false);
+	e->input = get_str(r, x, "input", false);
+	e->open_mode = get_str(r, x, "openMode", false);
+	if (e->open_mode && strcmp(e->open_mode, "append") && strcmp(e->open_mode, "truncate"))
+		rd_err(r, "openMode", "found \"%s\", expected append or truncate", e->open_mode);
+	e->submit_dir = get_str(r, x, "submitDir", false);
+	e->submit_host = get_str(r, x, "submitHost", false);
 	pop(r, save);
 }
 

@@ -122,6 +122,12 @@ void drv_jobspec_release(struct drv_jobspec *s)
 	drv_free(s->slurm.account);
 	drv_free(s->slurm.begin);
 	drv_free(s->slurm.partition);
+	drv_free(s->slurm.output);
+	drv_free(s->slurm.error);
+	drv_free(s->slurm.input);
+	drv_free(s->slurm.open_mode);
+	drv_free(s->slurm.submit_dir);
+	drv_free(s->slurm.submit_host);
 	for (i = 0; i < s->nclasses; i++)
 		drv_spec_class_release(&s->classes[i]);
 	drv_free(s->classes);

@@ -15,7 +15,9 @@
  * Slurm allocation starts whole). A task is what lands on one node: with
  * --nodes (or any per-node request) a task is a node's share, otherwise it
  * is a Slurm task. docs/job-format.md gives the rules. The script body is
- * what each task runs. What each option does is sbatch_opts.c's.
+ * kept with each group; the server runs it once, on the first node of the
+ * allocation (the batch step), and srun starts the rest (src/server/steps.c).
+ * What each option does is sbatch_opts.c's.
  */
 #include "drover/spec.h"
 #include "spec_int.h"
@@ -443,6 +445,14 @@ static void build_job(struct sb_ctx *c, const char *buf, size_t len, const char 
 	}
 	for (i = 0; i < s->job.ngroups; i++)
 		tasks += s->job.groups[i].count;
+	if (c->ncomps > 0) {
+		const struct sb_comp *k = &c->comps[0];
+
+		s->slurm.ntasks = k->ntasks > 0 ? (int32_t)DRV_MIN(k->ntasks, INT32_MAX) : 0;
+		s->slurm.ntasks_per_node = k->tpn > 0 ? (int32_t)DRV_MIN(k->tpn, INT32_MAX) : 0;
+		s->slurm.cpus_per_task = k->cpt > 0 ? (int32_t)DRV_MIN(k->cpt, INT32_MAX) : 0;
+		s->slurm.per_node = k->nodes > 0 || k->gpn.n >= 0 || k->gres.n >= 0 || k->tpn > 0;
+	}
 	if (tasks > DRV_SPEC_MAX_TASKS)
 		drv_diag_err(c->d, 0, 0, NULL, "found %lld tasks in all, over the limit of %d",
 			     (long long)tasks, DRV_SPEC_MAX_TASKS);

@@ -28,7 +28,7 @@ static const struct sb_opt opts_tab[] = {
 	{ "cpus-per-gpu", 0, 1, O_CPUS_PER_GPU }, { "cpus-per-task", 'c', 1, O_CPUS_PER_TASK },
 	{ "deadline", 0, 1, O_IGNORED }, { "delay-boot", 0, 1, O_IGNORED },
 	{ "dependency", 'd', 1, O_DEPENDENCY }, { "distribution", 'm', 1, O_IGNORED },
-	{ "error", 'e', 1, O_IGNORED }, { "exclude", 'x', 1, O_IGNORED },
+	{ "error", 'e', 1, O_ERROR }, { "exclude", 'x', 1, O_IGNORED },
 	{ "exclusive", 0, 2, O_IGNORED }, { "export", 0, 1, O_EXPORT },
 	{ "export-file", 0, 1, O_IGNORED }, { "extra", 0, 1, O_IGNORED },
 	{ "extra-node-info", 'B', 1, O_IGNORED }, { "get-user-env", 0, 2, O_IGNORED },
@@ -37,7 +37,7 @@ static const struct sb_opt opts_tab[] = {
 	{ "gpus-per-socket", 0, 1, O_IGNORED }, { "gpus-per-task", 0, 1, O_GPUS_PER_TASK },
 	{ "gres", 0, 1, O_GRES }, { "gres-flags", 0, 1, O_IGNORED }, { "help", 'h', 0, O_HELP_LIKE },
 	{ "hint", 0, 1, O_IGNORED }, { "hold", 'H', 0, O_HOLD }, { "ignore-pbs", 0, 0, O_IGNORED },
-	{ "input", 'i', 1, O_IGNORED }, { "job-name", 'J', 1, O_JOB_NAME },
+	{ "input", 'i', 1, O_INPUT }, { "job-name", 'J', 1, O_JOB_NAME },
 	{ "kill-on-invalid-dep", 0, 1, O_IGNORED }, { "licenses", 'L', 1, O_IGNORED },
 	{ "mail-type", 0, 1, O_IGNORED }, { "mail-user", 0, 1, O_IGNORED },
 	{ "mcs-label", 0, 1, O_IGNORED }, { "mem", 0, 1, O_MEM }, { "mem-bind", 0, 1, O_IGNORED },
@@ -48,7 +48,7 @@ static const struct sb_opt opts_tab[] = {
 	{ "nodes", 'N', 1, O_NODES }, { "ntasks", 'n', 1, O_NTASKS },
 	{ "ntasks-per-core", 0, 1, O_IGNORED }, { "ntasks-per-gpu", 0, 1, O_IGNORED },
 	{ "ntasks-per-node", 0, 1, O_NTASKS_PER_NODE }, { "ntasks-per-socket", 0, 1, O_IGNORED },
-	{ "open-mode", 0, 1, O_IGNORED }, { "output", 'o', 1, O_IGNORED },
+	{ "open-mode", 0, 1, O_OPEN_MODE }, { "output", 'o', 1, O_OUTPUT },
 	{ "overcommit", 'O', 0, O_IGNORED }, { "oversubscribe", 's', 0, O_IGNORED },
 	{ "parsable", 0, 0, O_IGNORED }, { "partition", 'p', 1, O_PARTITION },
 	{ "power", 0, 1, O_IGNORED }, { "prefer", 0, 1, O_IGNORED }, { "priority", 0, 1, O_PRIORITY },
@@ -411,6 +411,25 @@ static bool opt_plain(struct sb_ctx *c, const struct sb_opt *o, const char *v, i
 		break;
 	case O_CHDIR:
 		str = &c->workdir;
+		break;
+	case O_OUTPUT:
+		str = &s->slurm.output;
+		break;
+	case O_ERROR:
+		str = &s->slurm.error;
+		break;
+	case O_INPUT:
+		str = &s->slurm.input;
+		break;
+	case O_OPEN_MODE:
+		if (!v || (strcmp(v, "append") && strcmp(v, "truncate") && strcmp(v, "a") &&
+			   strcmp(v, "t"))) {
+			sb_err(c, line, col, "--open-mode", "found \"%s\", expected append or truncate",
+			       v ? v : "");
+			return true;
+		}
+		str = &s->slurm.open_mode;
+		v = v[0] == 'a' ? "append" : "truncate";
 		break;
 	case O_EXPORT:
 		str = &c->export_raw;
