@@ -248,6 +248,7 @@ struct drv_task_group {
 	int8_t model;         /* catalog index; -1 = any */
 	int64_t cpu_milli;    /* per task */
 	int64_t mem_mib;      /* per task */
+	bool distinct_nodes;  /* no two tasks of the group on one node (Slurm's -N) */
 };
 
 /* A group that asks for a share of one GPU by its memory only. */

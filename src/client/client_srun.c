@@ -832,7 +832,9 @@ static int wait_running(struct conn *k, const struct srun *o, unsigned long long
 		if (call(k, "GET", path, NULL, &rep, false) != 0)
 			return 0;
 		st = drv_json_str(rep.json, "state");
-		if (st && !strcmp(st, "running")) {
+		/* running, or already over after it ran (a short job) */
+		if (st && (!strcmp(st, "running") ||
+			   json_is_string(json_object_get(rep.json, "start_time")))) {
 			*job = json_incref(rep.json);
 			drv_client_reply_release(&rep);
 			return 1;

@@ -303,6 +303,11 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 		return false;
 	if (x->job->nnode_selector > 0 && !drv_job_node_ok(x->c, x->job, n))
 		return false;
+	if (g->distinct_nodes)
+		for (k = 0; k < g->count; k++)
+			if (x->out->tasks[x->first[gi] + k].node == ni &&
+			    &x->out->tasks[x->first[gi] + k] != tp)
+				return false;
 	if (drv_group_mem_share(g)) {
 		/* asked by memory: this node's model sets the share (or rules it out) */
 		int32_t milli = n->ngpus > 0 ? drv_gpu_mem_milli(g->gpu_mem_mib, n->model) : -1;

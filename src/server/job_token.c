@@ -3,7 +3,8 @@
  * docs/security.md). Each task of a job finds DROVER_JOB_TOKEN in its
  * environment (added to every assignment by agent_api.c); the controller
  * takes it on that job's own routes (those flagged ROUTE_JOB: GET
- * /v1/jobs/ID, later POST /v1/jobs/ID/steps) for as long as that attempt
+ * /v1/jobs/ID, its logs, POST /v1/jobs/ID/steps and the steps' reads and
+ * cancel) for as long as that attempt
  * of the job is not over, acting as the job's user, and refuses it (403)
  * on any other route or job.
  *
@@ -199,8 +200,8 @@ int srv_job_auth(struct drv_server *s, struct drv_http_req *r, const struct drv_
 	if (!own_route(r, rt, id)) {
 		drv_http_resp_error(o, 403, "forbidden", NULL,
 				    "%s %s: a job token is good only for its own job's routes (GET "
-				    "/v1/jobs/%llu)", drv_http_req_method(r), drv_http_req_path(r),
-				    (unsigned long long)id);
+				    "/v1/jobs/%llu, its logs and its steps)", drv_http_req_method(r),
+				    drv_http_req_path(r), (unsigned long long)id);
 		return 1;
 	}
 	return 0;

@@ -187,6 +187,56 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	}
 }
 
+/* The steps srv_job_store_doc wrote (state_json.c) into j. */
+static void load_steps(struct drv_server *s, struct srv_job *j, const json_t *a, bool restoring)
+{
+	const json_t *x, *v;
+	size_t i, k;
+
+	json_array_foreach(a, i, x) {
+		struct srv_step *st = drv_calloc(1, sizeof(*st));
+		const json_t *tasks = json_object_get(x, "tasks"), *env = json_object_get(x, "env");
+		const json_t *argv = json_object_get(x, "argv");
+
+		st->id = (int32_t)drv_json_int(x, "id", 0);
+		st->nnodes = (int32_t)drv_json_int(x, "nnodes", 0);
+		st->tasks = drv_calloc(json_array_size(tasks) + 1, sizeof(*st->tasks));
+		st->local = drv_calloc(json_array_size(tasks) + 1, sizeof(*st->local));
+		st->nodeid = drv_calloc(json_array_size(tasks) + 1, sizeof(*st->nodeid));
+		json_array_foreach(tasks, k, v) {
+			if (!load_task(s, &st->tasks[st->ntasks], v, restoring))
+				continue;
+			st->local[st->ntasks] = (int32_t)json_integer_value(
+				json_array_get(json_object_get(x, "local"), k));
+			st->nodeid[st->ntasks] = (int32_t)json_integer_value(
+				json_array_get(json_object_get(x, "node_id"), k));
+			st->ntasks++;
+		}
+		st->argv = drv_calloc(json_array_size(argv) + 1, sizeof(*st->argv));
+		json_array_foreach(argv, k, v)
+			st->argv[st->nargv++] = drv_strdup(json_string_value(v) ? json_string_value(v)
+										 : "");
+		st->env = drv_calloc(json_array_size(env) + 1, sizeof(*st->env));
+		json_array_foreach(env, k, v) {
+			const char *n = json_string_value(json_array_get(v, 0));
+			const char *val = json_string_value(json_array_get(v, 1));
+
+			if (n && val)
+				st->env[st->nenv++] = (struct drv_env){ drv_strdup(n), drv_strdup(val) };
+		}
+		st->cwd = drv_json_str(x, "cwd") ? drv_strdup(drv_json_str(x, "cwd")) : NULL;
+		st->cpus_per_task = (int32_t)drv_json_int(x, "cpus_per_task", 0);
+		st->kill_on_bad_exit = drv_json_bool(x, "kill_on_bad_exit", 0);
+		st->stop_reason = drv_json_str(x, "stop_reason")
+					  ? drv_strdup(drv_json_str(x, "stop_reason")) : NULL;
+		st->done = drv_json_bool(x, "done", 0);
+		st->start_time = drv_json_int(x, "start_time", 0);
+		st->end_time = drv_json_int(x, "end_time", 0);
+		DRV_GROW(j->steps, (size_t)j->nsteps + 1, j->stepcap);
+		j->steps[j->nsteps++] = st;
+	}
+}
+
 struct srv_job *srv_job_from_row(struct drv_server *s, const struct drv_store_job *row,
 				 bool restoring)
 {
@@ -222,6 +272,7 @@ struct srv_job *srv_job_from_row(struct drv_server *s, const struct drv_store_jo
 			if (load_task(s, &j->tasks[j->ntasks], t, restoring))
 				j->ntasks++;
 	}
+	load_steps(s, j, json_object_get(doc, "steps"), restoring);
 	json_decref(doc);
 	return j;
 }

@@ -127,7 +127,7 @@ struct srv_job {
 	int64_t begin_time;        /* Slurm --begin: not before this wall s; 0 = none */
 	struct srv_dep_memo *dep_memo; /* [spec.ndeps] while waiting */
 	struct srv_job *parent_new; /* while being submitted: the parent, whose id is not set */
-	/* job steps of the current attempt (srun; steps.c), in memory only */
+	/* job steps of the current attempt (srun; steps.c) */
 	struct srv_step **steps;
 	int32_t nsteps;
 	size_t stepcap;
@@ -137,8 +137,7 @@ struct srv_job {
  * A job step (CONTRACTS.md section 7): tasks srun started inside job j's
  * allocation, on the job's nodes and GPUs. Its tasks are assignments like
  * the job's own (task id "JOB.sSTEP.RANK", the job's epoch); rank is
- * SLURM_PROCID. Steps live in memory only: after a controller restart
- * their tasks are stale and the agents stop them.
+ * SLURM_PROCID. Steps are written with the job's record (its "steps").
  */
 struct srv_step {
 	int32_t id;

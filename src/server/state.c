@@ -90,8 +90,10 @@ bool srv_task_held(const struct drv_server *s, const struct srv_job *j, int32_t 
 
 static void step_free(struct srv_step *st)
 {
-	for (int32_t k = 0; k < st->ntasks; k++)
+	for (int32_t k = 0; k < st->ntasks; k++) {
 		drv_free(st->tasks[k].reason);
+		json_decref(st->tasks[k].usage);
+	}
 	drv_free(st->tasks);
 	drv_free(st->local);
 	drv_free(st->nodeid);

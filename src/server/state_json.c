@@ -19,26 +19,60 @@ static json_t *gpus_array(uint64_t mask)
 	return a;
 }
 
+static json_t *task_doc(struct drv_server *s, const struct srv_task *t)
+{
+	json_t *o = json_pack("{s:s,s:i,s:o,s:i,s:I,s:I,s:s,s:b,s:i,s:i,s:b,s:s,s:I,s:I}", "node",
+			 s->nodes[t->node].name, "group", t->group, "gpus",
+			 gpus_array(t->gpu_mask), "gpu_milli", t->gpu_milli, "cpu_milli",
+			 (json_int_t)t->cpu_milli, "mem_mib", (json_int_t)t->mem_mib, "state",
+			 srv_tstate_name(t->state), "ended", t->ended, "exit_code", t->exit_code,
+			 "signal", t->signal, "oom", t->oom, "reason", t->reason ? t->reason : "",
+			 "start_time", (json_int_t)t->start_time, "end_time",
+			 (json_int_t)t->end_time);
+
+	if (t->usage)
+		json_object_set(o, "usage", t->usage);
+	return o;
+}
+
+/* j's steps as stored (restore.c's srv_steps_load reads them back). */
+static json_t *steps_doc(struct drv_server *s, const struct srv_job *j)
+{
+	json_t *a = json_array();
+
+	for (int32_t k = 0; k < j->nsteps; k++) {
+		const struct srv_step *st = j->steps[k];
+		json_t *tasks = json_array(), *argv = json_array(), *env = json_array();
+		json_t *local = json_array(), *nodeid = json_array();
+
+		for (int32_t r = 0; r < st->ntasks; r++) {
+			json_array_append_new(tasks, task_doc(s, &st->tasks[r]));
+			json_array_append_new(local, json_integer(st->local[r]));
+			json_array_append_new(nodeid, json_integer(st->nodeid[r]));
+		}
+		for (int32_t x = 0; x < st->nargv; x++)
+			json_array_append_new(argv, json_string(st->argv[x]));
+		for (int32_t x = 0; x < st->nenv; x++)
+			json_array_append_new(env, json_pack("[s,s]", st->env[x].name,
+							     st->env[x].value));
+		json_array_append_new(
+			a, json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:s*,s:i,s:b,s:s*,s:b,s:I,s:I}",
+				     "id", st->id, "nnodes", st->nnodes, "tasks", tasks, "local",
+				     local, "node_id", nodeid, "argv", argv, "env", env, "cwd",
+				     st->cwd, "cpus_per_task", st->cpus_per_task, "kill_on_bad_exit",
+				     st->kill_on_bad_exit, "stop_reason", st->stop_reason, "done",
+				     st->done, "start_time", (json_int_t)st->start_time, "end_time",
+				     (json_int_t)st->end_time));
+	}
+	return a;
+}
+
 json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 {
 	json_t *tasks = json_array(), *doc;
 
-	for (int32_t i = 0; i < j->ntasks; i++) {
-		struct srv_task *t = &j->tasks[i];
-
-		json_array_append_new(
-			tasks,
-			json_pack("{s:s,s:i,s:o,s:i,s:I,s:I,s:s,s:b,s:i,s:i,s:b,s:s,s:I,s:I}", "node",
-				  s->nodes[t->node].name, "group", t->group, "gpus",
-				  gpus_array(t->gpu_mask), "gpu_milli", t->gpu_milli, "cpu_milli",
-				  (json_int_t)t->cpu_milli, "mem_mib", (json_int_t)t->mem_mib, "state",
-				  srv_tstate_name(t->state), "ended", t->ended, "exit_code", t->exit_code,
-				  "signal", t->signal, "oom", t->oom, "reason",
-				  t->reason ? t->reason : "", "start_time", (json_int_t)t->start_time,
-				  "end_time", (json_int_t)t->end_time));
-		if (t->usage)
-			json_object_set(json_array_get(tasks, (size_t)i), "usage", t->usage);
-	}
+	for (int32_t i = 0; i < j->ntasks; i++)
+		json_array_append_new(tasks, task_doc(s, &j->tasks[i]));
 	doc = json_pack("{s:I,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:o,s:O,s:o,s:b,s:b,s:o,s:O}",
 			 "id", (json_int_t)j->id, "state", srv_jstate_name(j->state), "reason",
 			 j->reason ? j->reason : "", "attempt", j->attempt, "requeues", j->requeues,
@@ -53,6 +87,8 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 	json_object_set_new(doc, "cost_prev_micro", json_integer((json_int_t)j->cost_prev_micro));
 	json_object_set_new(doc, "cost_prev_time", json_integer((json_int_t)j->cost_prev_time));
 	json_object_set_new(doc, "budget_held", json_boolean(j->budget_held));
+	if (j->nsteps)
+		json_object_set_new(doc, "steps", steps_doc(s, j));
 	if (j->parent) {
 		json_object_set_new(doc, "parent", json_integer((json_int_t)j->parent));
 		json_object_set_new(doc, "index", json_integer(j->index));

@@ -12,7 +12,9 @@
  *
  * Steps share the allocation: two steps at once may use the same GPUs
  * (Slurm's --overlap); a step never holds resources of its own, so it never
- * waits. They live in memory only (server_int.h, struct srv_step).
+ * waits. They are kept with the job's record (state_json.c, restore.c), so
+ * a restarted controller carries on with them and a finished job's steps
+ * can still be read.
  */
 #include "server_int.h"
 
@@ -105,6 +107,7 @@ static void step_task_ended(struct drv_server *s, struct srv_job *j, struct srv_
 		st->done &= st->tasks[r].ended;
 	if (st->done)
 		st->end_time = drv_wall_s();
+	srv_job_mark(s, j);
 	pthread_cond_broadcast(&s->cv);
 	srv_job_released(s, j);   /* the job may have waited for its steps */
 }
@@ -124,6 +127,7 @@ int srv_step_report(struct drv_server *s, int32_t i, const struct drv_proto_repo
 		if (t->state == T_PENDING) {
 			t->state = T_RUNNING;
 			t->start_time = drv_wall_s();
+			srv_job_mark(s, j);
 		}
 		break;
 	case DRV_PROTO_EXITED:
@@ -520,28 +524,33 @@ static int read_run(const json_t *b, struct srv_step *st, struct drv_http_resp *
 
 /* --- routes --------------------------------------------------------------- */
 
-/* The job of r's first {}, when the caller may act on it; else 404 set. */
+/* The job of r's first {}, when the caller may act on it; else 404 set.
+ * tmp: a finished job may be read from the store (*tmp, caller frees);
+ * NULL: only jobs in memory (those that may still start steps). */
 static struct srv_job *step_job(struct drv_server *s, struct drv_http_req *r,
-				struct drv_http_resp *o)
+				struct drv_http_resp *o, struct srv_job **tmp)
 {
 	const char *v = drv_http_req_param(r, 0);
 	struct caller *c = drv_http_req_user(r);
 	char *end;
 	unsigned long long id = strtoull(v ? v : "", &end, 10);
-	struct srv_job *j = v && *v && !*end ? srv_job_get(s, id) : NULL;
+	struct srv_job *j = NULL;
 
+	if (v && *v && !*end)
+		j = tmp ? srv_job_lookup(s, id, tmp) : srv_job_get(s, id);
 	if (!j || !(c->admin || (j->spec.job.user && !strcmp(c->user, j->spec.job.user)))) {
-		drv_http_resp_error(o, 404, "not_found", NULL, "job %s not found among the jobs "
-				    "in memory (a finished job has no steps to start)", v ? v : "");
+		drv_http_resp_error(o, 404, "not_found", NULL, "job %s not found%s", v ? v : "",
+				    j || tmp ? "" : " among the running jobs");
 		return NULL;
 	}
 	return j;
 }
 
 static struct srv_step *route_step(struct drv_server *s, struct drv_http_req *r,
-				   struct drv_http_resp *o, struct srv_job **jp)
+				   struct drv_http_resp *o, struct srv_job **jp,
+				   struct srv_job **tmp)
 {
-	struct srv_job *j = step_job(s, r, o);
+	struct srv_job *j = step_job(s, r, o, tmp);
 	const char *v = drv_http_req_param(r, 1);
 	char *end;
 	long id = strtol(v ? v : "", &end, 10);
@@ -574,7 +583,7 @@ int srv_api_step_create(struct drv_http_req *r, struct drv_http_resp *o, void *c
 		return 0;
 	}
 	pthread_mutex_lock(&s->mu);
-	j = step_job(s, r, o);
+	j = step_job(s, r, o, NULL);
 	if (!j)
 		goto out;
 	if (j->state != J_RUNNING || j->stop_reason) {
@@ -597,6 +606,7 @@ int srv_api_step_create(struct drv_http_req *r, struct drv_http_resp *o, void *c
 		srv_node_bump(s, st->tasks[k].node);
 	drv_log(&s->log, "job %llu: step %d: %d task(s) on %d node(s): %s",
 		(unsigned long long)j->id, st->id, st->ntasks, st->nnodes, st->argv[0]);
+	srv_job_mark(s, j);
 	drv_http_resp_json(o, 201, step_json(s, j, st));
 	st = NULL;
 out:
@@ -615,25 +625,26 @@ out:
 int srv_api_step(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
-	struct srv_job *j;
+	struct srv_job *j, *tmp = NULL;
 	struct srv_step *st;
 
 	pthread_mutex_lock(&s->mu);
-	st = route_step(s, r, o, &j);
+	st = route_step(s, r, o, &j, &tmp);
 	if (st)
 		drv_http_resp_json(o, 200, step_json(s, j, st));
 	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
 	return 0;
 }
 
 int srv_api_steps(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
-	struct srv_job *j;
+	struct srv_job *j, *tmp = NULL;
 	json_t *items;
 
 	pthread_mutex_lock(&s->mu);
-	j = step_job(s, r, o);
+	j = step_job(s, r, o, &tmp);
 	if (j) {
 		items = json_array();
 		for (int32_t k = 0; k < j->nsteps; k++)
@@ -641,6 +652,7 @@ int srv_api_steps(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		drv_http_resp_json(o, 200, json_pack("{s:o}", "items", items));
 	}
 	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
 	return 0;
 }
 
@@ -653,7 +665,7 @@ int srv_api_step_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *c
 	char why[160];
 
 	pthread_mutex_lock(&s->mu);
-	st = route_step(s, r, o, &j);
+	st = route_step(s, r, o, &j, NULL);
 	if (st) {
 		snprintf(why, sizeof(why), "step cancelled by %s", c->user);
 		if (!st->done && !st->stop_reason) {
@@ -673,6 +685,7 @@ int srv_api_step_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *c
 			st->done = true;
 			for (int32_t k = 0; k < st->ntasks; k++)
 				st->done &= st->tasks[k].ended;
+			srv_job_mark(s, j);
 			srv_job_released(s, j);
 		}
 		drv_http_resp_json(o, 200, step_json(s, j, st));

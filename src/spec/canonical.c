@@ -77,6 +77,8 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 		json_object_set_new(o, "gpuModel", jstr(r->gpu_model_name));
 	json_object_set_new(o, "cpuMilli", json_integer(g->cpu_milli));
 	json_object_set_new(o, "memMiB", json_integer(g->mem_mib));
+	if (g->distinct_nodes)
+		json_object_set_new(o, "distinctNodes", json_true());
 	set_str(o, "container", r->container);
 	set_str(o, "image", r->image);
 	if (r->ncommand)

@@ -244,7 +244,7 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	static const char *const keys[] = { "name", "count", "gpus", "gpuMilli", "gpuMemMiB",
 		"gpuModel", "cpuMilli", "memMiB", "container", "image", "command", "args", "env", "workingDir",
 		"terminationGracePeriodSeconds", "restartPolicy", "imagePullPolicy", "runtime", "export",
-		"script", "hostIPC", "mounts", NULL };
+		"script", "hostIPC", "mounts", "distinctNodes", NULL };
 	char *name, *model;
 	struct drv_task_group *g;
 	struct drv_task_run *run;
@@ -271,6 +271,7 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	if (g->gpus && g->gpu_milli)
 		rd_err(r, "gpuMilli", "found both whole GPUs and a fraction%s, expected one of them", "");
 	g->gpu_mem_mib = (int32_t)get_int(r, go, "gpuMemMiB", 0, INT32_MAX, 0);
+	g->distinct_nodes = get_bool(r, go, "distinctNodes");
 	model = get_str(r, go, "gpuModel", false);
 	if (model) {
 		g->model = (int8_t)drv_gpu_model_find(model);

@@ -264,6 +264,8 @@ static void resolve(struct sb_ctx *c, struct sb_comp *k, int g)
 		sb_err(c, k->line, k->col, "--nodes", "found %lld tasks, over the limit of %d",
 		       (long long)count, DRV_SPEC_MAX_TASKS);
 	tg->count = (int32_t)DRV_MIN(count, DRV_SPEC_MAX_TASKS);
+	/* a task is a node's share: -N 2 means two nodes */
+	tg->distinct_nodes = per_node;
 	tg->gpus = (int32_t)DRV_MIN(gpus, DRV_MAX_NODE_GPUS);
 	cpus = k->cpg > 0 ? k->cpg * gpus : (k->cpt > 0 ? k->cpt : 1) * tpn;
 	tg->cpu_milli = cpus * 1000;
@@ -453,6 +455,10 @@ static void build_job(struct sb_ctx *c, const char *buf, size_t len, const char 
 		s->slurm.cpus_per_task = k->cpt > 0 ? (int32_t)DRV_MIN(k->cpt, INT32_MAX) : 0;
 		s->slurm.per_node = k->nodes > 0 || k->gpn.n >= 0 || k->gres.n >= 0 || k->tpn > 0;
 	}
+	/* NEEDSWORK: the agent is to write the batch step's files */
+	if (s->slurm.output || s->slurm.error || s->slurm.input || s->slurm.open_mode)
+		drv_jobspec_warn(s, "#SBATCH --output/--error/--input/--open-mode: kept, not yet "
+			"acted on (the batch step's output is in drover logs)");
 	if (tasks > DRV_SPEC_MAX_TASKS)
 		drv_diag_err(c->d, 0, 0, NULL, "found %lld tasks in all, over the limit of %d",
 			     (long long)tasks, DRV_SPEC_MAX_TASKS);

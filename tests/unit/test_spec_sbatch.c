@@ -89,7 +89,9 @@ Test(spec_sbatch, array_job_with_percent_limit)
 	cr_assert(eq(int, s.slurm.signal, 10));
 	cr_assert(eq(int, s.slurm.signal_secs, 300));
 	cr_assert(s.slurm.signal_batch_only);
-	cr_assert(not(eq(ptr, json_object_get(s.ignored, "#SBATCH --output"), NULL)));
+	/* --output is acted on now: the batch step's stdout goes there */
+	cr_assert(eq(ptr, json_object_get(s.ignored, "#SBATCH --output"), NULL));
+	cr_assert(eq(str, s.slurm.output, "logs/%x-%A_%a.out"));
 }
 
 Test(spec_sbatch, hetjob_components_are_groups_of_one_gang)
