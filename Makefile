@@ -4,7 +4,8 @@
 #   make run        install missing Debian packages, build, run the main job
 #   make test       install missing packages, build, run every test suite
 #   make fuzz       run each libFuzzer target for a while (FUZZ_SECONDS)
-#   make install    install drover into $(PREFIX)/bin, the Slurm links beside
+#   make install    install drover into $(PREFIX)/bin, the Slurm links beside,
+#                   its man pages into $(MANDIR)
 #   make uninstall  remove what make install put there
 #
 # Sources are found by wildcard: a new .c in src/<layer>/ joins libdrover.a,
@@ -142,3 +143,28 @@ uninstall:
 
 clean:
 	rm -rf build drover
+
+# --- man pages: drover(1), drover-CMD(1) from each command's option table
+# (drover CMD --help-man), and docs/man/*.5.scd; scdoc turns them into roff
+MANDIR ?= $(PREFIX)/share/man
+MAN5_SRC := $(wildcard docs/man/*.5.scd)
+
+man: build/man/.stamp
+
+build/man/.stamp: drover scripts/man-pages $(MAN5_SRC)
+	@rm -rf build/man
+	./scripts/man-pages ./drover build/man
+	@touch $@
+
+install: install-man
+install-man: man
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -m 644 build/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 build/man/*.5 $(DESTDIR)$(MANDIR)/man5/
+
+uninstall: uninstall-man
+uninstall-man:
+	rm -f $(DESTDIR)$(MANDIR)/man1/drover.1 $(DESTDIR)$(MANDIR)/man1/drover-*.1 \
+		$(DESTDIR)$(MANDIR)/man5/drover-*.5
+
+.PHONY: man install-man uninstall uninstall-man

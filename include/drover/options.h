@@ -37,11 +37,9 @@
  * DRV_OPT_GROUP go under "options:"), each as "  -s, --long ARG" padded to
  * a column and its help line word-wrapped to 80 columns, then -h, --help.
  *
- * NEEDSWORK: man pages. Every row already holds what an OPTIONS section
- * needs (names, argument name, help line, group); what is missing is a way
- * to reach the tables, which live in their commands' functions (values
- * point at locals, as git's do). A hidden built-in option, handled here
- * like --help, that prints the table as roff would reach all of them.
+ * Man pages: the hidden built-in --help-man, handled like --help, prints
+ * the same table as scdoc(5) source (drv_opts_man); scripts/man-pages
+ * builds drover-CMD(1) from it, so a page cannot drift from the parser.
  *
  * Ownership: the parser allocates nothing. String values point into argv
  * (borrowed); positional arguments are moved, in order, to argv[0..n-1].
@@ -194,6 +192,10 @@ int drv_opts_exit(int parse_rc);
 
 /* Prints the help for cmd to f: usage, about, the option table. */
 void drv_opts_help(const struct drv_opts *cmd, FILE *f);
+/* The same table as a man page's SYNOPSIS, DESCRIPTION and OPTIONS
+ * sections in scdoc(5) source: what `drover CMD --help-man` (a hidden
+ * built-in beside --help) prints for scripts/man-pages. */
+void drv_opts_man(const struct drv_opts *cmd, FILE *f);
 
 /*
  * Prints "NAME: " and the message, then " (see NAME --help)", to stderr.

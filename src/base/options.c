@@ -280,6 +280,12 @@ static int help(const struct parse *st)
 	return DRV_OPTS_HELP;
 }
 
+static int help_man(const struct parse *st)
+{
+	drv_opts_man(st->cmd, stdout);
+	return DRV_OPTS_HELP;
+}
+
 /* "--name", "--name=value", "--name value". Returns elements consumed, or
  * DRV_OPTS_HELP / DRV_OPTS_ERROR. */
 static int parse_long(struct parse *st, int i)
@@ -293,6 +299,8 @@ static int parse_long(struct parse *st, int i)
 	snprintf(spelled, sizeof(spelled), "--%.*s", (int)len, name);
 	if (!o && len == 4 && !strncmp(name, "help", 4))
 		return help(st);
+	if (!o && len == 8 && !strncmp(name, "help-man", 8))
+		return help_man(st);
 	if (!o)
 		return unknown(st, i, spelled);
 	if (!takes_value(o)) {
@@ -528,4 +536,64 @@ void drv_opts_help(const struct drv_opts *cmd, FILE *f)
 			fprintf(f, "%-*s", col, left);
 		wrap(f, o->help ? o->help : "", col);
 	}
+}
+
+/* ---- man page sections (scdoc) ----------------------------------------- */
+
+/* text with scdoc's inline markers (* _ \\) escaped */
+static void man_text(FILE *f, const char *text)
+{
+	for (const char *p = text; *p; p++) {
+		if (*p == '*' || *p == '_' || *p == '\\')
+			fputc('\\', f);
+		if (*p == '\n') {
+			fputs("\n\t", f);
+			continue;
+		}
+		fputc(*p, f);
+	}
+}
+
+void drv_opts_man(const struct drv_opts *cmd, FILE *f)
+{
+	const struct drv_option *o;
+	char arg[256];
+
+	fprintf(f, "# SYNOPSIS\n\n```\n%s\n```\n\n", cmd->usage);
+	if (cmd->about)
+		fprintf(f, "# DESCRIPTION\n\n```\n%s\n```\n\n", cmd->about);
+	fprintf(f, "# OPTIONS\n\n");
+	for (o = cmd->options; o->kind != DRV_OPTK_END; o++) {
+		if (o->kind == DRV_OPTK_GROUP) {
+			fprintf(f, "## ");
+			man_text(f, o->help ? o->help : "");
+			fprintf(f, "\n\n");
+			continue;
+		}
+		if (!shown(o))
+			continue;
+		arg[0] = 0;
+		if (takes_value(o)) {
+			if (o->kind == DRV_OPTK_ENUM && !o->argh)
+				choices_text(o->choices, "|", "|", arg, sizeof(arg));
+			else
+				snprintf(arg, sizeof(arg), "%s", o->argh ? o->argh : "VALUE");
+		}
+		if (o->short_name)
+			fprintf(f, "*-%c*%s", o->short_name, o->long_name ? ", " : "");
+		if (o->long_name) {
+			fprintf(f, "*--");
+			man_text(f, o->long_name);
+			fprintf(f, "*");
+		}
+		if (arg[0]) {
+			fprintf(f, " _");
+			man_text(f, arg);
+			fprintf(f, "_");
+		}
+		fprintf(f, "\n\t");
+		man_text(f, o->help ? o->help : "");
+		fprintf(f, "\n\n");
+	}
+	fprintf(f, "*-h*, *--help*\n\tprint this command's help and exit\n");
 }
