@@ -6,6 +6,7 @@
 #include "drover/client.h"
 #include "drover/cmd.h"
 #include "drover/common.h"
+#include "drover/options.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -37,18 +38,20 @@ int cmd_slurm_path(int argc, char **argv)
 	ssize_t n;
 	struct stat st;
 
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: drover slurm-path\n\nPrints the directory of the links named "
-		       "sbatch, srun, squeue, sacct, scancel,\nsinfo, scontrol and salloc that "
-		       "`make install` makes; put it first in PATH\nto use Slurm's commands "
-		       "against drover: export PATH=$(drover slurm-path):$PATH\n");
-		return DRV_EXIT_OK;
-	}
-	if (argc > 1) {
-		fprintf(stderr, "drover slurm-path: unexpected argument '%s' (see drover "
-				"slurm-path --help)\n", argv[1]);
-		return DRV_EXIT_USAGE;
-	}
+	static const struct drv_option opts[] = { DRV_OPT_END() };
+	static const struct drv_opts cmd = {
+		.name = "drover slurm-path",
+		.usage = "drover slurm-path",
+		.about = "Prints the directory of the links named sbatch, srun, squeue, sacct, "
+			 "scancel, sinfo, scontrol and salloc that `make install` makes; put it "
+			 "first in PATH to use Slurm's commands against drover: export "
+			 "PATH=$(drover slurm-path):$PATH",
+		.options = opts,
+	};
+	int rc = drv_opts_parse(&cmd, argc, argv);
+
+	if (rc < 0)
+		return drv_opts_exit(rc);
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		char *slash;
