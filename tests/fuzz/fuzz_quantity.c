@@ -20,8 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rb = drv_quantity_parse(s, 1000, &b);
 	drv_quantity_mib(s, &m);
 	if (ra == 0 && rb == 0) {
-		/* ceil(x) * 1000 >= ceil(1000 x) > (ceil(x) - 1) * 1000 */
-		if (a < 0 || b < 0 || b > a * 1000 || (a > 0 && b <= (a - 1) * 1000))
+		/* ceil(x) * 1000 >= ceil(1000 x) > (ceil(x) - 1) * 1000, in 128
+		 * bits: ceil(x) may be just over INT64_MAX / 1000 when 1000 x fits */
+		__int128 a1000 = (__int128)a * 1000;
+
+		if (a < 0 || b < 0 || b > a1000 || (a > 0 && b <= a1000 - 1000))
 			abort();
 	}
 	if (rb == 0 && ra != 0)

@@ -42,7 +42,8 @@ expect_eq "GPUs" "$(q '.nodes["node-a"].registers[0].gpus | length')" 8
 expect_eq "GPU model" "$(q '.nodes["node-a"].registers[0].gpus[3].model')" "NVIDIA H100 80GB HBM3"
 expect_eq "backend" "$(q '.nodes["node-a"].registers[0].backend')" fake
 expect_eq "matrix" "$(q '.nodes["node-a"].registers[0].topology.gpu_matrix[0][0:3] | join(" ")')" "X NV18 NV18"
-expect_eq "labels" "$(q '.nodes["node-a"].registers[0].labels | to_entries | map("\(.key)=\(.value)") | join(",")')" "zone=a,rack=r1"
+# (the agent adds drover.io/runtime, the runtime it runs tasks with: docs/agent.md)
+expect_eq "labels" "$(q '.nodes["node-a"].registers[0].labels | to_entries | map("\(.key)=\(.value)") | join(",")')" "zone=a,rack=r1,drover.io/runtime=host"
 expect_eq "HCAs of node-b" "$(q '.nodes["node-b"].registers[0].topology.nics | map(.name) | join(",")')" "mlx5_0,mlx5_1"
 expect_eq "HCA near GPUs" "$(q '.nodes["node-b"].registers[0].topology.nics[1].near_gpus | map(tostring) | join(",")')" "4,5,6,7"
 expect_eq "agent_url" "$(q '.nodes["node-a"].registers[0].agent_url')" "http://127.0.0.1:$PA"
