@@ -726,8 +726,20 @@ static char *spec_key(const json_t *canon)
 					    "annotations", "ignored", "warnings", "source", NULL };
 	char *k;
 
+	json_t *groups = json_object_get(c, "groups"), *g;
+	size_t gi;
+
 	for (int i = 0; drop[i]; i++)
 		json_object_del(c, drop[i]);
+	/* an imagePullPolicy equal to Kubernetes' default for the image is the
+	 * same as none: the API shows the default, and kubectl replace sends
+	 * back what it read */
+	json_array_foreach(groups, gi, g) {
+		const char *pp = drv_json_str(g, "imagePullPolicy");
+
+		if (pp && strcmp(pp, drv_pull_policy_default(drv_json_str(g, "image"))) == 0)
+			json_object_del(g, "imagePullPolicy");
+	}
 	k = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(c);
 	return k;
