@@ -52,6 +52,9 @@ expect_eq "squeue of an old job" "$out" "slurm_load_jobs error: Invalid job id s
 expect_eq "squeue exit" "$rc" 1
 out=$(squeue -h -j 99999 2>&1); rc=$?
 expect_eq "squeue of an unknown id" "$out:$rc" "slurm_load_jobs error: Invalid job id specified:1"
+# drover's CostUSD field is the job's cost_usd (issue 14), to the cent
+cost=$("$DROVER" get job "$id" -o json | jq -r .cost_usd)
+expect_eq "sacct CostUSD" "$(sacct -P -X -n -o JobID,CostUSD -j "$id")" "$id|$(printf '%.2f' "$cost")"
 # sacct still has it, from the store, with its batch step
 expect_eq "sacct steps" "$(sacct -P -n -o JobID,JobName,State -j "$id")" \
 	"$id|okjob|COMPLETED
