@@ -222,7 +222,7 @@ static void load_steps(struct drv_server *s, struct srv_job *j, const json_t *a,
 			const char *val = json_string_value(json_array_get(v, 1));
 
 			if (n && val)
-				st->env[st->nenv++] = (struct drv_env){ drv_strdup(n), drv_strdup(val), NULL };
+				st->env[st->nenv++] = (struct drv_env){ drv_strdup(n), drv_strdup(val) };
 		}
 		st->cwd = drv_json_str(x, "cwd") ? drv_strdup(drv_json_str(x, "cwd")) : NULL;
 		st->cpus_per_task = (int32_t)drv_json_int(x, "cpus_per_task", 0);
