@@ -608,21 +608,8 @@ static void gang_position(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->nnodes = nn;
 }
 
-/* An assignment's own strings, which it borrows until it is encoded. */
-struct task_strs {
-	char tid[48];
-	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
-	char *slurm;                     /* SLURM_* values (slurm_env.c); NULL none */
-	char **own;                      /* $(VAR)-expanded strings (k8s_expand) */
-	size_t nown;
-	bool *lit;                       /* env[i] is literal: a resolved Secret's value */
-	struct srv_strs res;             /* resolved values and volume files */
-};
-
-/* What task rank of j runs: command, script, env (Secrets and ConfigMaps
- * resolved: kube_config.c), volumes, image. */
-static void task_run(struct drv_server *s, const struct srv_job *j, const struct drv_task_run *run,
-		     struct drv_proto_task *a, struct task_strs *ts)
+/* What task rank of j runs: command, script, env, image. */
+static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 {
 	if (!run)
 		return;
@@ -653,9 +640,21 @@ static void task_run(struct drv_server *s, const struct srv_job *j, const struct
 		a->argv[a->nargv++] = run->command[k];
 	for (int32_t k = 0; k < run->nargs; k++)
 		a->argv[a->nargv++] = run->args[k];
-	srv_kobjs_task(s, j, run, a, 1 /* the job token */, &ts->lit, &ts->res);
+	a->env = drv_calloc((size_t)run->nenv + 1, sizeof(*a->env)); /* + the job token */
+	for (int32_t k = 0; k < run->nenv; k++)
+		if (run->env[k].value)
+			a->env[a->nenv++] = (struct drv_proto_kv){ run->env[k].name,
+								    run->env[k].value };
 }
 
+/* An assignment's own strings, which it borrows until it is encoded. */
+struct task_strs {
+	char tid[48];
+	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
+	char *slurm;                     /* SLURM_* values (slurm_env.c); NULL none */
+	char **own;                      /* $(VAR)-expanded strings (k8s_expand) */
+	size_t nown;
+};
 
 /*
  * A manifest's command, args and env with $(VAR) expanded as kubelet does
@@ -673,12 +672,11 @@ static void k8s_expand(const struct drv_task_run *run, struct drv_proto_task *a,
 	ts->own = drv_calloc(a->nenv + a->nargv + 1, sizeof(*ts->own));
 	env = drv_calloc(a->nenv + 1, sizeof(*env));
 	for (size_t k = 0; k < a->nenv; k++) {
-		char *v = ts->lit && ts->lit[k] ? drv_strdup(a->env[k].value)
-			: drv_k8s_expand(a->env[k].value, env, n);
+		char *v = drv_k8s_expand(a->env[k].value, env, n);
 
 		ts->own[ts->nown++] = v;
 		a->env[k].value = v;
-		env[n++] = (struct drv_env){ (char *)a->env[k].name, v, NULL };
+		env[n++] = (struct drv_env){ (char *)a->env[k].name, v };
 	}
 	for (size_t k = 0; k < a->nargv; k++) {
 		char *v = drv_k8s_expand(a->argv[k], env, n);
@@ -727,8 +725,6 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	drv_proto_task_init(a);
 	ts->own = NULL;
 	ts->nown = 0;
-	ts->lit = NULL;
-	memset(&ts->res, 0, sizeof(ts->res));
 	snprintf(ts->tid, sizeof(ts->tid), "%llu.%d", (unsigned long long)j->id, rank);
 	a->task_id = ts->tid;
 	a->job_id = (int64_t)j->id;
@@ -737,7 +733,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->stop = j->stop_reason != NULL;
 	a->stop_reason = j->stop_reason;
 	a->user = j->spec.job.user;
-	task_run(s, j, run, a, ts);
+	task_run(run, a);
 	if (j->spec.format == DRV_FMT_MANIFEST)
 		k8s_expand(run, a, ts);
 	/* last, so that the job's own env cannot replace it */
@@ -816,7 +812,6 @@ static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_
 static void assignment_release(struct drv_proto_task *a)
 {
 	drv_free(a->mounts);
-	srv_kobjs_task_release(a);
 	drv_free(a->argv);
 	drv_free(a->env);
 	drv_free(a->gpus);
@@ -906,8 +901,6 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 		for (size_t x = 0; x < tids[k].nown; x++)
 			drv_free(tids[k].own[x]);
 		drv_free(tids[k].own);
-		drv_free(tids[k].lit);
-		srv_strs_release(&tids[k].res);
 	}
 	drv_free(r.tasks);
 	drv_free(tids);

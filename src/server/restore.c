@@ -389,11 +389,7 @@ int srv_restore(struct drv_server *s, char *err, size_t errsz)
 	int64_t maxseq = 0, v, t0 = drv_mono_ms(), nlive = 0, ndone = 0;
 	int rc;
 
-	/* Secrets and ConfigMaps first: a restored pending job that uses a
-	 * missing one is held (srv_job_queue) */
-	rc = s->store->ops->load_kobjs(s->store, srv_kobj_restore, s);
-	if (rc == 0)
-		rc = s->store->ops->load_nodes(s->store, load_node, s);
+	rc = s->store->ops->load_nodes(s->store, load_node, s);
 	if (rc == 0)
 		rc = s->store->ops->load_live_jobs(s->store, load_job, s);
 	if (rc == 0)
