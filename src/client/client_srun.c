@@ -217,9 +217,9 @@ static int parse(struct srun *o, int argc, char **argv)
 	o->gpt = o->gpn = o->het_group = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+n:N:c:luo:e:i:KJ:t:p:A:G:D:Qv", long_opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "+n:N:c:luo:e:i:KJ:t:p:A:G:D:Qvh", long_opts, NULL)) !=
 	       -1) {
-		if (c == OPT_HELP) {
+		if (c == OPT_HELP || c == 'h') {   /* Slurm's srun takes -h too */
 			fputs(usage_text, stdout);
 			return 1;
 		}

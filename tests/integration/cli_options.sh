@@ -66,6 +66,20 @@ for c in $cmds; do
 			"1:$c: unknown option '--no-such-option' (see $c --help)"
 		continue
 		;;
+	srun | salloc)
+		# srun and salloc (docs/slurm.md): Slurm's usage line and error words
+		run h1 e1 "$DROVER" "$c" --help
+		expect_eq "$c --help exit" "$rc" 0
+		run h3 e3 "$DROVER" "$c" -h
+		cmp -s h1 h3 || fail "$c: --help and -h differ"
+		# NEEDSWORK: salloc prints srun's usage text (client_srun.c shares one)
+		head -1 h1 | grep -q "^usage: srun " || fail "$c help: $(head -1 h1)"
+		run o e "$DROVER" "$c" --no-such-option
+		expect_eq "$c unknown option exit" "$rc" 2
+		grep -q "^s[a-z]*: error: unrecognized option '--no-such-option'" e ||
+			fail "$c unknown option said: $(cat e)"
+		continue
+		;;
 	esac
 	check_help "$c" "$c"
 	# submit passes options it does not know on to sbatch (a Slurm face):
