@@ -24,16 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int split(char *buf, const char **list, int max)
-{
-	int n = 0;
-	char *tok, *save = NULL;
-
-	for (tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
-		list[n++] = tok;
-	return n;
-}
-
 static bool in_list(const char *v, const char *const *list, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -230,22 +220,22 @@ int drv_client_cmd_scancel(int argc, char **argv)
 		goto out;
 	if (users) {
 		snprintf(ubuf, sizeof(ubuf), "%s", users);
-		q.nusers = split(ubuf, q.users, 64);
+		q.nusers = sl_split(ubuf, q.users, 64);
 	}
 	if (parts) {
 		snprintf(pbuf, sizeof(pbuf), "%s", parts);
-		q.nparts = split(pbuf, q.parts, 64);
+		q.nparts = sl_split(pbuf, q.parts, 64);
 	}
 	if (jnames) {
 		snprintf(nbuf, sizeof(nbuf), "%s", jnames);
-		q.njnames = split(nbuf, q.jnames, 64);
+		q.njnames = sl_split(nbuf, q.jnames, 64);
 	}
 	if (states) {
 		const char *w[32];
 		int n;
 
 		snprintf(sbuf, sizeof(sbuf), "%s", states);
-		n = split(sbuf, w, 32);
+		n = sl_split(sbuf, w, 32);
 		for (int i = 0; i < n; i++) {
 			bool never;
 			const char *d = sl_state_parse(w[i], &never);
@@ -584,7 +574,7 @@ int drv_client_cmd_sinfo(int argc, char **argv)
 	}
 	if (parts) {
 		snprintf(pbuf, sizeof(pbuf), "%s", parts);
-		q.nparts = split(pbuf, q.parts, 64);
+		q.nparts = sl_split(pbuf, q.parts, 64);
 	}
 	(void)nodes;
 	if ((code = sl_connect(&cli, "sinfo")))

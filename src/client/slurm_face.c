@@ -102,6 +102,16 @@ const char *sl_sacct_state(const json_t *job, char *buf, size_t n)
 	return buf;
 }
 
+int sl_split(char *buf, const char **list, int max)
+{
+	int n = 0;
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
+		list[n++] = tok;
+	return n;
+}
+
 const char *sl_state_parse(const char *w, bool *never)
 {
 	*never = false;

@@ -36,6 +36,8 @@ const char *sl_sacct_state(const json_t *job, char *buf, size_t n);
  * as drover's state; NULL when it is none. "S"/"SUSPENDED" match no drover state:
  * *never is set true (the filter then matches nothing). */
 const char *sl_state_parse(const char *word, bool *never);
+/* Splits buf at commas in place: at most max words into list; their count. */
+int sl_split(char *buf, const char **list, int max);
 
 /* A job's state for the faces, and whether it is completing. */
 bool sl_job_completing(const json_t *job);

@@ -310,16 +310,6 @@ static int one_job(const json_t *job, void *cls)
 	return 0;
 }
 
-static int split(char *buf, const char **list, int max)
-{
-	int n = 0;
-	char *tok, *save = NULL;
-
-	for (tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
-		list[n++] = tok;
-	return n;
-}
-
 int drv_client_cmd_sacct(int argc, char **argv)
 {
 	struct cli cli;
@@ -367,7 +357,7 @@ int drv_client_cmd_sacct(int argc, char **argv)
 	snprintf(fbuf, sizeof(fbuf), "%s", format ? format : SA_DEFAULT);
 	{
 		const char *f[64];
-		int nf = split(fbuf, f, 64);
+		int nf = sl_split(fbuf, f, 64);
 
 		for (int i = 0; i < nf; i++) {
 			char *pc = strchr(f[i], '%');
@@ -379,18 +369,18 @@ int drv_client_cmd_sacct(int argc, char **argv)
 	}
 	if (users) {
 		snprintf(ubuf, sizeof(ubuf), "%s", users);
-		q.nusers = split(ubuf, q.users, 64);
+		q.nusers = sl_split(ubuf, q.users, 64);
 	}
 	if (jnames) {
 		snprintf(nbuf, sizeof(nbuf), "%s", jnames);
-		q.njnames = split(nbuf, q.jnames, 64);
+		q.njnames = sl_split(nbuf, q.jnames, 64);
 	}
 	if (states) {
 		const char *w[32];
 		int n;
 
 		snprintf(sbuf, sizeof(sbuf), "%s", states);
-		n = split(sbuf, w, 32);
+		n = sl_split(sbuf, w, 32);
 		for (int i = 0; i < n; i++) {
 			bool never;
 			const char *d = sl_state_parse(w[i], &never);
@@ -409,7 +399,7 @@ int drv_client_cmd_sacct(int argc, char **argv)
 		int n;
 
 		snprintf(jbuf, sizeof(jbuf), "%s", jobs);
-		n = split(jbuf, l, 256);
+		n = sl_split(jbuf, l, 256);
 		for (int i = 0; i < n; i++) {
 			char *end;
 

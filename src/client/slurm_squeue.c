@@ -237,21 +237,10 @@ static void print(const struct sq *q)
 	}
 }
 
-/* Splits a comma list into list (pointers into buf). */
-static int split(char *buf, const char **list, int max)
-{
-	int n = 0;
-	char *tok, *save = NULL;
-
-	for (tok = strtok_r(buf, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
-		list[n++] = tok;
-	return n;
-}
-
 static int by_ids(struct cli *cli, struct sq *q, char *ids)
 {
 	const char *list[256];
-	int n = split(ids, list, 256), found = 0;
+	int n = sl_split(ids, list, 256), found = 0;
 
 	for (int i = 0; i < n; i++) {
 		struct drv_client_reply r;
@@ -380,7 +369,7 @@ int drv_client_cmd_squeue(int argc, char **argv)
 	}
 	if (users) {
 		snprintf(ubuf, sizeof(ubuf), "%s", users);
-		q.nusers = split(ubuf, q.users, 64);
+		q.nusers = sl_split(ubuf, q.users, 64);
 	}
 	if (me) {
 		const char *u = getenv("USER");
@@ -390,18 +379,18 @@ int drv_client_cmd_squeue(int argc, char **argv)
 	}
 	if (parts) {
 		snprintf(pbuf, sizeof(pbuf), "%s", parts);
-		q.nparts = split(pbuf, q.parts, 64);
+		q.nparts = sl_split(pbuf, q.parts, 64);
 	}
 	if (jnames) {
 		snprintf(nbuf, sizeof(nbuf), "%s", jnames);
-		q.njnames = split(nbuf, q.jnames, 64);
+		q.njnames = sl_split(nbuf, q.jnames, 64);
 	}
 	if (states) {
 		const char *words[32];
 		int n;
 
 		snprintf(sbuf, sizeof(sbuf), "%s", states);
-		n = split(sbuf, words, 32);
+		n = sl_split(sbuf, words, 32);
 		for (int i = 0; i < n; i++) {
 			bool never;
 			const char *s = !strcasecmp(words[i], "all") ? NULL : sl_state_parse(words[i], &never);
