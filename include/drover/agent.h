@@ -270,6 +270,8 @@ struct drv_container_spec {
 	gid_t gid;
 	const gid_t *groups;
 	int ngroups;
+	bool non_root;               /* runAsNonRoot with no --user: the script refuses an
+				      * image whose USER is root (or not numeric), as kubelet */
 	const char *cgroup_parent;   /* the task's cgroup, relative to its hierarchy; NULL none */
 	int64_t mem_mib;             /* --memory (cgroup v2 only: on v1 the task cgroup's limit
 				      * is the one, so its OOM notification sees the kill) */

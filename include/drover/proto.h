@@ -235,6 +235,11 @@ struct drv_proto_task {
 	size_t nmounts;
 	int64_t shm_mib;             /* a container's /dev/shm; 0 (absent): the agent's default */
 	bool host_ipc;               /* the host's IPC namespace (no /dev/shm sizing) */
+	/* securityContext: run as this uid / gid instead of the user's (-1,
+	 * absent: the user's); runAsNonRoot: refuse to start it as uid 0 */
+	int64_t run_as_uid;
+	int64_t run_as_gid;
+	bool run_as_non_root;
 	const char *script;          /* a batch script, run with /bin/sh FILE */
 	const char *workdir;
 	struct drv_proto_kv *env;    /* applied on top of what the agent sets */

@@ -104,6 +104,12 @@ struct drv_task_run {
 	int32_t nmounts;
 	size_t mounts_cap;
 	bool host_ipc;          /* Pod hostIPC: true */
+	/* securityContext (the container's over the Pod's): the uid and gid
+	 * the task runs as, -1 when not given (the job's user's); and
+	 * runAsNonRoot, -1 not given, else 0 or 1 */
+	int64_t run_as_user;
+	int64_t run_as_group;
+	int8_t run_as_non_root;
 	char *gpu_model_name;   /* a GPU model the catalog does not know, as written (the
 				 * group's model is then -1): valid to write, refused at
 				 * submit while no node has it; NULL otherwise */

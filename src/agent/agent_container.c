@@ -365,6 +365,7 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	cs.gid = s->gid;
 	cs.groups = s->groups;
 	cs.ngroups = s->ngroups;
+	cs.non_root = j->run_as_non_root && !s->set_user;
 	cs.cgroup_parent = cgp[0] ? cgp : NULL;
 	cs.mem_mib = j->mem_mib;
 	cs.mem_in_container = !cgp[0] || a->cg.version == 2;

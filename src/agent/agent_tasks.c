@@ -146,18 +146,117 @@ struct run_as {
 	gid_t groups[256];
 };
 
+/* Another uid passes through the state directory to the task's own (as
+ * open_state_dir makes them for a root agent without --run-as-self:
+ * 0711), listing nothing. */
+static void state_dir_pass_through(struct drv_agent *a)
+{
+	char tasks[PATH_MAX + 8];
+	const char *dirs[] = { a->state_dir, tasks };
+	struct stat st;
+
+	snprintf(tasks, sizeof(tasks), "%s/tasks", a->state_dir);
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(dirs); i++)
+		if (stat(dirs[i], &st) == 0 && (st.st_mode & 0111) != 0111 &&
+		    chmod(dirs[i], (st.st_mode & 07777) | 0111) == 0)
+			drv_log(&a->log, "%s is 0%o now: a task's securityContext runs it as "
+				"another uid, which passes through to its own directory", dirs[i],
+				(unsigned)((st.st_mode & 07777) | 0111));
+}
+
+/*
+ * securityContext.runAsUser/runAsGroup (the controller let them through:
+ * the user's own, or an admin's job): the task runs as that uid and gid,
+ * whatever --run-as-self says, since they only narrow what a root agent
+ * would do. A gid not given is the uid's primary group in passwd, else 0
+ * (as Kubernetes does); supplementary groups are the uid's in passwd, or
+ * none. A non-root agent runs only its own uid and gid. -1 after failing.
+ */
+static int task_run_as(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+		       struct run_as *ra, struct drv_task_spec *s)
+{
+	struct passwd *pwp = NULL, *upw = NULL;
+	struct passwd upwbuf;
+	char ubuf[4096];
+	int ng = (int)DRV_ARRAY_SIZE(ra->groups);
+	uid_t uid;
+	gid_t gid;
+
+	if (j->run_as_uid >= 0) {
+		uid = (uid_t)j->run_as_uid;
+	} else if (j->user && *j->user && geteuid() == 0 && !a->run_as_self) {
+		if (getpwnam_r(j->user, &upwbuf, ubuf, sizeof(ubuf), &upw) != 0 || !upw) {
+			fail_task(t, "user %s does not exist on node %s", j->user, a->name);
+			return -1;
+		}
+		uid = upw->pw_uid;
+	} else {
+		uid = geteuid();
+	}
+	if (getpwuid_r(uid, &ra->pw, ra->buf, sizeof(ra->buf), &pwp) != 0)
+		pwp = NULL;
+	gid = j->run_as_gid >= 0 ? (gid_t)j->run_as_gid : pwp ? pwp->pw_gid : 0;
+	if (geteuid() != 0) {
+		if (uid == geteuid() && gid == getegid())
+			return 0;
+		fail_task(t, "securityContext: runAsUser %u, runAsGroup %u: the agent on node %s "
+			  "runs as uid %u gid %u, not as root, and cannot run a task as another "
+			  "user", (unsigned)uid, (unsigned)gid, a->name, (unsigned)geteuid(),
+			  (unsigned)getegid());
+		return -1;
+	}
+	if (uid == 0 && !a->allow_root_tasks) {
+		fail_task(t, "securityContext.runAsUser: 0 would run the task as root on node %s "
+			  "and the controller has allow_root_tasks: false", a->name);
+		return -1;
+	}
+	if (uid == 0 && j->run_as_non_root) {
+		fail_task(t, "CreateContainerConfigError: container has runAsNonRoot and "
+			  "runAsUser 0 would run it as root");
+		return -1;
+	}
+	if (!pwp || getgrouplist(pwp->pw_name, gid, ra->groups, &ng) < 0)
+		ng = 0;
+	s->set_user = true;
+	s->uid = uid;
+	s->gid = gid;
+	s->groups = ra->groups;
+	s->ngroups = ng;
+	s->user = pwp ? pwp->pw_name : j->user;
+	s->home = pwp ? pwp->pw_dir : "/";
+	if (chown(t->dir, uid, gid) < 0)
+		drv_log(&a->log, "task %s: cannot hand %s to uid %u: %s", t->id, t->dir,
+			(unsigned)uid, strerror(errno));
+	state_dir_pass_through(a);
+	drv_log(&a->log, "task %s: securityContext: runs as uid %u gid %u", t->id, (unsigned)uid,
+		(unsigned)gid);
+	return 0;
+}
+
 /* The job's user when the agent is root (and not --run-as-self); -1 after
  * failing the task, also when it would run as root and the controller's
- * allow_root_tasks is false, whatever the agent's flags. */
-static int task_user(struct drv_agent *a, struct task *t, const char *user, struct run_as *ra,
-		     struct drv_task_spec *s)
+ * allow_root_tasks is false, whatever the agent's flags, or when
+ * runAsNonRoot asks otherwise (a container's image user is checked by its
+ * script, podman.c). */
+static int task_user(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+		     struct run_as *ra, struct drv_task_spec *s)
 {
+	const char *user = j->user;
 	struct passwd *pwp = NULL;
 	int ng = (int)DRV_ARRAY_SIZE(ra->groups);
+	bool container = j->runtime && !strcmp(j->runtime, "podman");
 
+	if (j->run_as_uid >= 0 || j->run_as_gid >= 0)
+		return task_run_as(a, t, j, ra, s);
 	if (geteuid() != 0)
 		return 0;
 	if (a->run_as_self || !user || !*user || !strcmp(user, "root")) {
+		if (j->run_as_non_root && !container) {
+			fail_task(t, "CreateContainerConfigError: runAsNonRoot and the task would "
+				  "run as root on node %s (%s)", a->name, a->run_as_self ?
+				  "the agent runs as root with --run-as-self" : "user root");
+			return -1;
+		}
 		if (a->allow_root_tasks)
 			return 0;
 		fail_task(t, "the task would run as root on node %s (%s) and the controller has "
@@ -295,7 +394,7 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 
 	memset(&s, 0, sizeof(s));
 	if (task_gpus(a, t, j, &s) < 0 || task_dir_and_command(a, t, j) < 0 ||
-	    task_user(a, t, j->user, &ra, &s) < 0)
+	    task_user(a, t, j, &ra, &s) < 0)
 		goto out;
 	envv = task_env(j);
 	rank_addrs = task_rank_addrs(j);
@@ -436,11 +535,13 @@ static void cap_output(struct drv_agent *a, struct task *t)
 	cap_file(a, t, 1, t->proc.stderr_path);
 }
 
-/* A container task's script gave up on its image (podman.c's reasons). */
+/* A container task's script gave up before its container ran: its image,
+ * or kubelet's runAsNonRoot check (podman.c's reasons). */
 static bool image_failure(const char *reason)
 {
 	return !strncmp(reason, "ErrImagePull", 12) || !strncmp(reason, "ImagePullBackOff", 16) ||
-	       !strncmp(reason, "ErrImageNeverPull", 17);
+	       !strncmp(reason, "ErrImageNeverPull", 17) ||
+	       !strncmp(reason, "CreateContainerConfigError", 26);
 }
 
 /* Reaps and enforces limits. Caller holds a->mu. Returns running count. */

@@ -310,6 +310,15 @@ int drv_podman_script(const struct drv_podman_conf *pc, const struct drv_contain
 		q(&b, g[k]);
 	drv_dynbuf_addstr(&b, "\n");
 	script_pull(&b, pc, cs, policy);
+	if (cs->non_root)   /* kubelet's check, on the image's USER */
+		drv_dynbuf_addstr(&b, "u=$(\"$@\" image inspect --format '{{.Config.User}}' \"$IMAGE\")\n"
+				  "case \"${u%%:*}\" in\n"
+				  "''|0|root) reason \"CreateContainerConfigError: container has runAsNonRoot "
+				  "and image $IMAGE will run as root (USER ${u:-not set})\";;\n"
+				  "*[!0-9]*) reason \"CreateContainerConfigError: container has runAsNonRoot "
+				  "and image $IMAGE has non-numeric user ($u), cannot verify user is "
+				  "non-root\";;\n"
+				  "esac\n");
 	drv_dynbuf_addstr(&b, "\"$@\" create");
 	create_opts(&b, pc, cs);
 	drv_dynbuf_addstr(&b, " >/dev/null || { rc=$?; rm -f \"$ENVFILE\"; exit $rc; }\n"

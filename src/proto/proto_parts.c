@@ -270,6 +270,7 @@ void drv_proto_task_init(struct drv_proto_task *t)
 	t->master_port = 29500;
 	t->grace_s = -1;
 	t->command_len = -1;
+	t->run_as_uid = t->run_as_gid = -1;
 }
 
 static const char *const peer_keys[] = { "rank", "node", "address", NULL };
@@ -290,7 +291,8 @@ static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch
 	"stop_reason", "user", "runtime", "image", "container", "argv", "script", "workdir", "env",
 	"gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
-	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", "mounts", "shm_mib", "host_ipc", NULL };
+	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", "mounts", "shm_mib", "host_ipc",
+	"run_as_uid", "run_as_gid", "run_as_non_root", NULL };
 
 static const char *const mount_keys[] = { "name", "type", "host_path", "container_path",
 	"sub_path", "read_only", "memory", "size_mib", NULL };
@@ -340,6 +342,9 @@ static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task
 		       &t->nmounts);
 	proto_get_int(r, o, "shm_mib", false, &t->shm_mib);
 	proto_get_bool(r, o, "host_ipc", false, &t->host_ipc);
+	proto_get_int(r, o, "run_as_uid", false, &t->run_as_uid);
+	proto_get_int(r, o, "run_as_gid", false, &t->run_as_gid);
+	proto_get_bool(r, o, "run_as_non_root", false, &t->run_as_non_root);
 	proto_get_str(r, o, "script", false, &t->script);
 	proto_get_str(r, o, "workdir", false, &t->workdir);
 	proto_get_kv(r, o, "env", &t->env, &t->nenv);
@@ -431,6 +436,12 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 		proto_put_int(o, "shm_mib", t->shm_mib);
 	if (t->host_ipc)
 		json_object_set_new(o, "host_ipc", json_true());
+	if (t->run_as_uid >= 0)
+		proto_put_int(o, "run_as_uid", t->run_as_uid);
+	if (t->run_as_gid >= 0)
+		proto_put_int(o, "run_as_gid", t->run_as_gid);
+	if (t->run_as_non_root)
+		json_object_set_new(o, "run_as_non_root", json_true());
 	proto_put_str(o, "script", t->script);
 	proto_put_str(o, "workdir", t->workdir);
 	json_object_set_new(o, "env", drv_proto_kv_encode(t->env, t->nenv));

@@ -621,6 +621,9 @@ static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 	a->pull_policy = run->image_pull_policy;
 	a->command_len = run->ncommand;
 	a->host_ipc = run->host_ipc;
+	a->run_as_uid = run->run_as_user;
+	a->run_as_gid = run->run_as_group;
+	a->run_as_non_root = run->run_as_non_root == 1;
 	a->mounts = drv_calloc((size_t)run->nmounts + 1, sizeof(*a->mounts));
 	for (int32_t k = 0; k < run->nmounts; k++) {
 		const struct drv_mount *m = &run->mounts[k];

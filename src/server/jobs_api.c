@@ -11,6 +11,7 @@
 
 #include "drover/hostlist.h"
 
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +133,8 @@ static int parse_job(const char *body, size_t len, const char *ctype, const char
 	return 0;
 }
 
-static int container_refused(struct drv_server *s, bool admin, const struct drv_jobspec *spec,
-			     struct drv_http_resp *resp);
+static int container_refused(struct drv_server *s, bool admin, const char *user,
+			     const struct drv_jobspec *spec, struct drv_http_resp *resp);
 
 /*
  * What the tenants file lets a plain user set (admins set anything): the
@@ -210,7 +211,7 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 				    "(set allow_root_tasks: true in the server config to allow it)");
 		return -1;
 	}
-	if (container_refused(s, c->admin, spec, resp) < 0)
+	if (container_refused(s, c->admin, user, spec, resp) < 0)
 		return -1;
 	{
 		char *u = drv_strdup(user);
@@ -236,16 +237,60 @@ static bool under(const char *path, const char *dir)
 }
 
 /*
+ * securityContext.runAsUser/runAsGroup: uid 0 only with allow_root_tasks;
+ * another uid or gid than the user's own (as this host's passwd has them)
+ * only for admins. 403 naming the field otherwise.
+ */
+static int run_as_refused(struct drv_server *s, bool admin, const char *user,
+			  const struct drv_task_run *r, struct drv_http_resp *resp)
+{
+	struct passwd pw, *pwp = NULL;
+	char buf[4096];
+
+	if (r->run_as_user < 0 && r->run_as_group < 0)
+		return 0;
+	if (r->run_as_user == 0 && !s->cfg.allow_root_tasks) {
+		drv_http_resp_error(resp, 403, "forbidden", NULL,
+				    "securityContext.runAsUser: 0 would run the task as root "
+				    "(set allow_root_tasks: true in the server config to allow it)");
+		return -1;
+	}
+	if (admin)
+		return 0;
+	if (getpwnam_r(user, &pw, buf, sizeof(buf), &pwp) != 0)
+		pwp = NULL;
+	if (r->run_as_user >= 0 && (!pwp || (int64_t)pwp->pw_uid != r->run_as_user)) {
+		drv_http_resp_error(resp, 403, "forbidden", NULL,
+				    "securityContext.runAsUser: %lld is not the uid of user %s "
+				    "(%s); running as another uid needs the admin role",
+				    (long long)r->run_as_user, user, pwp ? "see id(1)" :
+				    "who has no uid on the controller");
+		return -1;
+	}
+	if (r->run_as_group >= 0 && (!pwp || (int64_t)pwp->pw_gid != r->run_as_group)) {
+		drv_http_resp_error(resp, 403, "forbidden", NULL,
+				    "securityContext.runAsGroup: %lld is not the primary gid of "
+				    "user %s; running as another gid needs the admin role",
+				    (long long)r->run_as_group, user);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Containers do not widen what a user may do (docs/agent.md, "Runtimes"):
  * a hostPath must be under one of host_path_allow's prefixes (none by
  * default), and read-only unless the caller is an admin. 403 naming the
  * field otherwise.
  */
-static int container_refused(struct drv_server *s, bool admin, const struct drv_jobspec *spec,
-			     struct drv_http_resp *resp)
+static int container_refused(struct drv_server *s, bool admin, const char *user,
+			     const struct drv_jobspec *spec, struct drv_http_resp *resp)
 {
 	for (int32_t g = 0; spec->run && g < spec->job.ngroups; g++) {
 		const struct drv_task_run *r = &spec->run[g];
+
+		if (run_as_refused(s, admin, user, r, resp) < 0)
+			return -1;
 
 		for (int32_t k = 0; k < r->nmounts; k++) {
 			const struct drv_mount *m = &r->mounts[k];

@@ -105,6 +105,12 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 	set_str(o, "runtime", r->runtime);
 	if (r->host_ipc)
 		json_object_set_new(o, "hostIPC", json_true());
+	if (r->run_as_user >= 0)
+		json_object_set_new(o, "runAsUser", json_integer(r->run_as_user));
+	if (r->run_as_group >= 0)
+		json_object_set_new(o, "runAsGroup", json_integer(r->run_as_group));
+	if (r->run_as_non_root >= 0)
+		json_object_set_new(o, "runAsNonRoot", json_boolean(r->run_as_non_root));
 	if (r->nmounts) {
 		json_t *a = json_array();
 

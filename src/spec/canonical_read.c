@@ -244,7 +244,8 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	static const char *const keys[] = { "name", "count", "gpus", "gpuMilli", "gpuMemMiB",
 		"gpuModel", "cpuMilli", "memMiB", "container", "image", "command", "args", "env", "workingDir",
 		"terminationGracePeriodSeconds", "restartPolicy", "imagePullPolicy", "runtime", "export",
-		"script", "hostIPC", "mounts", "distinctNodes", NULL };
+		"script", "hostIPC", "mounts", "distinctNodes", "runAsUser", "runAsGroup",
+		"runAsNonRoot", NULL };
 	char *name, *model;
 	struct drv_task_group *g;
 	struct drv_task_run *run;
@@ -330,6 +331,10 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	run->image_pull_policy = get_str(r, go, "imagePullPolicy", false);
 	run->runtime = get_str(r, go, "runtime", false);
 	run->host_ipc = get_bool(r, go, "hostIPC");
+	run->run_as_user = get_int(r, go, "runAsUser", 0, INT32_MAX, -1);
+	run->run_as_group = get_int(r, go, "runAsGroup", 0, INT32_MAX, -1);
+	if (json_object_get(go, "runAsNonRoot"))
+		run->run_as_non_root = get_bool(r, go, "runAsNonRoot");
 	read_mounts(r, go, run);
 	run->export_mode = get_str(r, go, "export", false);
 	run->script = get_str(r, go, "script", false);

@@ -179,6 +179,8 @@ int drv_jobspec_add_group(struct drv_jobspec *s, const char *name)
 	s->job.groups[n].name = drv_strdup(name);
 	s->job.groups[n].model = -1;
 	s->run[n].termination_grace_s = -1;
+	s->run[n].run_as_user = s->run[n].run_as_group = -1;
+	s->run[n].run_as_non_root = -1;
 	s->job.ngroups = n + 1;
 	return n;
 }

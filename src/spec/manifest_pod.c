@@ -157,7 +157,7 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 			   const char *path, bool main, struct res *sum)
 {
 	static const char *const known[] = { "name", "image", "command", "args", "env",
-		"workingDir", "resources", "imagePullPolicy", "volumeMounts", NULL };
+		"workingDir", "resources", "imagePullPolicy", "volumeMounts", "securityContext", NULL };
 	struct drv_task_run *r = &s->run[g];
 	struct fy_node *n;
 	struct res res;
@@ -207,6 +207,10 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 	if ((n = mf_field(cn, "workingDir"))) {
 		mf_join(fp, sizeof(fp), path, "workingDir");
 		r->working_dir = mf_str(c, n, fp);
+	}
+	if ((n = mf_field(cn, "securityContext"))) {
+		mf_join(fp, sizeof(fp), path, "securityContext");
+		mf_read_security(c, s, g, n, fp);
 	}
 	if ((n = mf_field(cn, "volumeMounts"))) {
 		c->mounts = n;
@@ -431,7 +435,7 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 {
 	static const char *const known[] = { "containers", "nodeSelector", "restartPolicy",
 		"terminationGracePeriodSeconds", "priorityClassName", "priority",
-		"activeDeadlineSeconds", "affinity", "volumes", "hostIPC", NULL };
+		"activeDeadlineSeconds", "affinity", "volumes", "hostIPC", "securityContext", NULL };
 	struct drv_task_group *tg = &s->job.groups[g];
 	struct fy_node *n;
 	struct res sum = { -1, 0, 0 };
@@ -467,6 +471,12 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 	}
 	read_pod_fields(c, s, g, ps, path);
 	mf_read_volumes(c, s, g, ps, path);
+	mf_join(fp, sizeof(fp), path, "securityContext");
+	if ((n = mf_field(ps, "securityContext")))
+		mf_read_security(c, s, g, n, fp);
+	if (s->run[g].run_as_non_root == 1 && s->run[g].run_as_user == 0)
+		mf_err(c, n ? n : ps, fp, "found runAsNonRoot: true with runAsUser: 0, expected a "
+		       "non-zero runAsUser (or runAsNonRoot: false)");
 	mf_keep_unknown(s, ps, path, known);
 }
 

@@ -176,3 +176,39 @@ void mf_read_volumes(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_n
 		i++;
 	}
 }
+
+/*
+ * A securityContext at path (the main container's, read first, or the
+ * Pod's, which fills only what the container left unset): runAsUser,
+ * runAsGroup and runAsNonRoot act (docs/agent.md, "Who"); its other keys
+ * are kept, one warning each.
+ */
+void mf_read_security(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *sc,
+		      const char *path)
+{
+	static const char *const known[] = { "runAsUser", "runAsGroup", "runAsNonRoot", NULL };
+	struct drv_task_run *run = &s->run[g];
+	struct fy_node *n;
+	char fp[700];
+	int64_t v;
+
+	if (!fy_node_is_mapping(sc)) {
+		mf_err(c, sc, path, "found %s, expected a securityContext mapping", drv_yaml_kind(sc));
+		return;
+	}
+	mf_keep_unknown(s, sc, path, known);
+	if ((n = mf_field(sc, "runAsUser")) && run->run_as_user < 0) {
+		mf_join(fp, sizeof(fp), path, "runAsUser");
+		if (mf_int(c, n, fp, INT32_MAX, &v))
+			run->run_as_user = v;
+	}
+	if ((n = mf_field(sc, "runAsGroup")) && run->run_as_group < 0) {
+		mf_join(fp, sizeof(fp), path, "runAsGroup");
+		if (mf_int(c, n, fp, INT32_MAX, &v))
+			run->run_as_group = v;
+	}
+	if ((n = mf_field(sc, "runAsNonRoot")) && run->run_as_non_root < 0) {
+		mf_join(fp, sizeof(fp), path, "runAsNonRoot");
+		run->run_as_non_root = is_true(c, n, fp);
+	}
+}

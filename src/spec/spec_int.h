@@ -85,6 +85,10 @@ struct mf_ctx {
  * container's volumeMounts (c->mounts) into group g. */
 void mf_read_volumes(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *ps,
 		     const char *path);
+/* A securityContext (the main container's first, then the Pod's) into
+ * group g: runAsUser, runAsGroup, runAsNonRoot; what is set stays. */
+void mf_read_security(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *sc,
+		      const char *path);
 
 /* One object of the stream: its root mapping, apiVersion and kind
  * (borrowed from the document) and its path ("" or "items[3]"). */

@@ -49,7 +49,8 @@ static const char *full_task =
 	" \"mounts\": [{\"name\": \"data\", \"type\": \"hostPath\", \"host_path\": \"/d\","
 	" \"container_path\": \"/data\", \"sub_path\": \"x\", \"read_only\": true},"
 	" {\"type\": \"emptyDir\", \"container_path\": \"/t\", \"memory\": true, \"size_mib\": 64}],"
-	" \"shm_mib\": 2048, \"host_ipc\": true,"
+	" \"shm_mib\": 2048, \"host_ipc\": true, \"run_as_uid\": 1234, \"run_as_gid\": 0,"
+	" \"run_as_non_root\": true,"
 	" \"script\": null, \"workdir\": \"/w\","
 	" \"env\": {\"B\": \"2\", \"A\": \"1\"}, \"gpus\": [4, 5], \"gpu_milli\": 1000,"
 	" \"cpu_milli\": 8000, \"mem_mib\": 65536, \"rank\": 1, \"world_size\": 2,"
@@ -91,6 +92,9 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(i64, r.tasks[0].mounts[1].size_mib, 64));
 	cr_assert(eq(i64, r.tasks[0].shm_mib, 2048));
 	cr_assert(r.tasks[0].host_ipc);
+	cr_assert(eq(i64, r.tasks[0].run_as_uid, 1234));
+	cr_assert(eq(i64, r.tasks[0].run_as_gid, 0), "gid 0 is a gid, not absent");
+	cr_assert(r.tasks[0].run_as_non_root);
 	cr_assert(eq(str, (char *)r.tasks[0].env[0].name, "B"), "env keeps its order");
 	cr_assert(eq(i64, r.tasks[0].gpus[1], 5));
 	cr_assert(eq(str, (char *)r.tasks[0].peers[1].address, "10.0.0.6"));
