@@ -168,3 +168,26 @@ uninstall-man:
 		$(DESTDIR)$(MANDIR)/man5/drover-*.5
 
 .PHONY: man install-man uninstall uninstall-man
+
+# --- shell completion: printed by the binary from its option tables
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
+
+build/completion/drover: drover
+	@mkdir -p $(dir $@)
+	./drover completion bash >$@.tmp && mv $@.tmp $@
+build/completion/_drover: drover
+	@mkdir -p $(dir $@)
+	./drover completion zsh >$@.tmp && mv $@.tmp $@
+
+install: install-completion
+install-completion: build/completion/drover build/completion/_drover
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 644 build/completion/drover $(DESTDIR)$(BASHCOMPDIR)/drover
+	install -m 644 build/completion/_drover $(DESTDIR)$(ZSHCOMPDIR)/_drover
+
+uninstall: uninstall-completion
+uninstall-completion:
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/drover $(DESTDIR)$(ZSHCOMPDIR)/_drover
+
+.PHONY: install-completion uninstall-completion

@@ -40,6 +40,8 @@
  * Man pages: the hidden built-in --help-man, handled like --help, prints
  * the same table as scdoc(5) source (drv_opts_man); scripts/man-pages
  * builds drover-CMD(1) from it, so a page cannot drift from the parser.
+ * The hidden --help-complete prints the table for shell completion
+ * (drv_opts_complete), read by `drover completion bash|zsh`.
  *
  * Ownership: the parser allocates nothing. String values point into argv
  * (borrowed); positional arguments are moved, in order, to argv[0..n-1].
@@ -196,6 +198,11 @@ void drv_opts_help(const struct drv_opts *cmd, FILE *f);
  * sections in scdoc(5) source: what `drover CMD --help-man` (a hidden
  * built-in beside --help) prints for scripts/man-pages. */
 void drv_opts_man(const struct drv_opts *cmd, FILE *f);
+/* The shown rows for `drover completion` (what --help-complete prints), one
+ * line each, five tab-separated fields: the short letter or empty, the long
+ * name or empty, the argument's name (empty: the option takes no value),
+ * an ENUM's choices separated by spaces (else empty), the help line. */
+void drv_opts_complete(const struct drv_opts *cmd, FILE *f);
 
 /*
  * Prints "NAME: " and the message, then " (see NAME --help)", to stderr.

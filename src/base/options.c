@@ -286,6 +286,12 @@ static int help_man(const struct parse *st)
 	return DRV_OPTS_HELP;
 }
 
+static int help_complete(const struct parse *st)
+{
+	drv_opts_complete(st->cmd, stdout);
+	return DRV_OPTS_HELP;
+}
+
 /* "--name", "--name=value", "--name value". Returns elements consumed, or
  * DRV_OPTS_HELP / DRV_OPTS_ERROR. */
 static int parse_long(struct parse *st, int i)
@@ -301,6 +307,8 @@ static int parse_long(struct parse *st, int i)
 		return help(st);
 	if (!o && len == 8 && !strncmp(name, "help-man", 8))
 		return help_man(st);
+	if (!o && len == 13 && !strncmp(name, "help-complete", 13))
+		return help_complete(st);
 	if (!o)
 		return unknown(st, i, spelled);
 	if (!takes_value(o)) {
@@ -596,4 +604,35 @@ void drv_opts_man(const struct drv_opts *cmd, FILE *f)
 		fprintf(f, "\n\n");
 	}
 	fprintf(f, "*-h*, *--help*\n\tprint this command's help and exit\n");
+}
+
+/* ---- the table for shell completion (src/cmd/cmd_completion.c) ------- */
+
+/* text on one line, without the field separator */
+static void complete_text(FILE *f, const char *text)
+{
+	for (const char *p = text; *p; p++)
+		fputc(*p == '\t' || *p == '\n' ? ' ' : *p, f);
+}
+
+void drv_opts_complete(const struct drv_opts *cmd, FILE *f)
+{
+	const struct drv_option *o;
+	char choices[256];
+
+	for (o = cmd->options; o->kind != DRV_OPTK_END; o++) {
+		if (!shown(o))
+			continue;
+		choices[0] = 0;
+		if (o->kind == DRV_OPTK_ENUM)
+			choices_text(o->choices, " ", " ", choices, sizeof(choices));
+		if (o->short_name)
+			fprintf(f, "%c", o->short_name);
+		fprintf(f, "\t%s\t", o->long_name ? o->long_name : "");
+		if (takes_value(o))
+			complete_text(f, o->argh ? o->argh : "VALUE");
+		fprintf(f, "\t%s\t", choices);
+		complete_text(f, o->help ? o->help : "");
+		fputc('\n', f);
+	}
 }

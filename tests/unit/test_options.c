@@ -302,3 +302,27 @@ Test(options, help_text)
 		     "                      that it has to be wrapped at eighty columns by the printer\n"));
 	free(buf);
 }
+
+/* --help-complete's table: five fields a row, hidden rows and headings out,
+ * an ENUM's choices without its aliases */
+Test(options, complete_table)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	drv_opts_complete(&cmd, f);
+	fclose(f);
+	cr_assert(eq(str, buf,
+		     "c\tcluster\tFILE\t\tthe cluster file\n"
+		     "\tjobs\tN\t\thow many jobs\n"
+		     "m\tmode\tVALUE\tstrict backfill greedy\thead-of-line handling (default backfill)\n"
+		     "\tseed\tN\t\tthe seed\n"
+		     "\tload\tRHO\t\toffered load\n"
+		     "\tregion\tR\t\tan allowed region (repeatable)\n"
+		     "j\tjson\t\t\tprint JSON\n"
+		     "v\t\t\t\tsay more\n"
+		     "o\toutput\tFMT\t\tjson or yaml; a longer help line that goes on and on so that "
+		     "it has to be wrapped at eighty columns by the printer\n"));
+	free(buf);
+}
