@@ -304,6 +304,15 @@ int drv_podman_script(const struct drv_podman_conf *pc, const struct drv_contain
 char **drv_podman_global_argv(const struct drv_podman_conf *pc, size_t *n);
 
 /*
+ * Runs podman (pc's global arguments, then args, NULL-terminated) and
+ * returns its stdout (malloc'd, NUL-terminated, at most 1 MiB kept) in
+ * *out: 0; or DRV_EIO with why (its last stderr line) when it failed or
+ * ran past timeout_ms. Blocks: for the agent's start, before its threads.
+ */
+int drv_podman_output(const struct drv_podman_conf *pc, const char *const *args,
+		      int64_t timeout_ms, char **out, char *why, size_t whysz);
+
+/*
  * The start check: runs `podman run --rm --rootfs /:O /bin/true` with the
  * settings tasks get (runc, ulimits, the store) and waits at most
  * timeout_ms. 0 and a line saying what works in msg, or a negative

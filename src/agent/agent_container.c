@@ -268,7 +268,7 @@ static void log_create(struct drv_agent *a, struct task *t, const char *script)
 		return;
 	line += 6;
 	podman_words(a, words, sizeof(words));
-	drv_log(&a->log, "task %s: container %s:%s%.*s (script %s/%s.script)", t->id, t->cname,
+	drv_log(&a->log, "task %s: container %s:%s %.*s (script %s/%s.script)", t->id, t->cname,
 		words, (int)strcspn(line, "\n"), line, t->dir, t->id);
 }
 
@@ -475,4 +475,89 @@ void agent_image_gc(struct drv_agent *a, int64_t now_ms)
 	drv_log(&a->log, "image store %s is %d%% full (threshold %d%%): pruning unused images",
 		store, used, pct);
 	helper(a, "image gc", cmd);
+}
+
+/* --- after a restart ---------------------------------------------------------- */
+
+void agent_container_mark(struct drv_agent *a, struct task *t)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup/memory", "/sys/fs/cgroup" };
+	char path[PATH_MAX + 64];
+
+	/* only a container task has a cleanup file (write_cleanup) */
+	snprintf(path, sizeof(path), "%s/%s.%s.cleanup", t->dir, t->id, t->key);
+	if (access(path, F_OK) != 0)
+		return;
+	t->container = true;
+	snprintf(t->cname, sizeof(t->cname), "drover-%s-e%lld", t->id, (long long)t->epoch);
+	/* its cgroup is the one its shim was given (an earlier agent's base),
+	 * for the v1 directories runc made; none known when it ended */
+	t->cg_rel[0] = '\0';
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(roots) && t->proc.cgroup[0]; i++) {
+		size_t rl = strlen(roots[i]);
+
+		if (!strncmp(t->proc.cgroup, roots[i], rl) && t->proc.cgroup[rl] == '/') {
+			snprintf(t->cg_rel, sizeof(t->cg_rel), "%s", t->proc.cgroup + rl);
+			break;
+		}
+	}
+}
+
+/* The names and drover.task labels of the containers labelled as this
+ * node's ("NAME\tTASK" lines, malloc'd); NULL when podman cannot say. */
+static char *node_containers(struct drv_agent *a)
+{
+	char label[300];
+	const char *args[] = { "ps", "--all", "--filter", label, "--format",
+		"{{.Names}}\t{{index .Labels \"drover.task\"}}", NULL };
+	char *out = NULL, why[300];
+
+	snprintf(label, sizeof(label), "label=drover.node=%s", a->name);
+	if (drv_podman_output(&a->podman, args, 60000, &out, why, sizeof(why)) < 0) {
+		drv_log(&a->log, "cannot list this node's containers: %s", why);
+		return NULL;
+	}
+	return out;
+}
+
+/* Whether name is the container of a task the agent knows. */
+static bool known_container(const struct drv_agent *a, const char *name)
+{
+	for (size_t k = 0; k < a->ntasks; k++)
+		if (a->tasks[k]->container && !strcmp(a->tasks[k]->cname, name))
+			return true;
+	return false;
+}
+
+void agent_containers_adopt(struct drv_agent *a)
+{
+	char *list, *line, *save = NULL;
+
+	for (size_t k = 0; k < a->ntasks; k++) {
+		struct task *t = a->tasks[k];
+
+		if (!t->container)
+			continue;
+		drv_log(&a->log, "container %s of task %s adopted%s", t->cname, t->id,
+			t->state == T_RUNNING ? "" : "; its task ended: removed");
+		if (t->state != T_RUNNING)
+			agent_container_ended(a, t);
+	}
+	if (!a->podman_on || !(list = node_containers(a)))
+		return;
+	for (line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(line, '\t'), cmd[4096];
+
+		if (tab)
+			*tab++ = '\0';
+		if (!*line || known_container(a, line))
+			continue;
+		drv_log(&a->log, "orphan container %s (task %s, unknown here): removed", line,
+			tab && *tab ? tab : "?");
+		podman_words(a, cmd, sizeof(cmd));
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " rm --force --time 0 --ignore");
+		shq(cmd, sizeof(cmd), line);
+		helper(a, "podman rm", cmd);
+	}
+	drv_free(list);
 }

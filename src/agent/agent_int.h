@@ -279,6 +279,14 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 			    struct drv_task_spec *s, char **owned);
 void agent_container_stop(struct drv_agent *a, struct task *t, int64_t grace_ms);
 void agent_container_ended(struct drv_agent *a, struct task *t);
+/* After a restart: t (from the journal) ran in a container when its cleanup
+ * file is there; marks it so (its name, its cgroup). Then, once the
+ * runtime is set up and before the threads, agent_containers_adopt logs
+ * each adopted container, removes those whose task ended meanwhile, and
+ * removes the containers labelled as this node's that no task it knows
+ * has (orphans: podman ps by label, then podman rm as helpers). */
+void agent_container_mark(struct drv_agent *a, struct task *t);
+void agent_containers_adopt(struct drv_agent *a);
 void agent_helpers_reap(struct drv_agent *a);
 void agent_image_gc(struct drv_agent *a, int64_t now_ms);
 /* agent_usage.c: samples the running tasks' usage when AGENT_USAGE_MS

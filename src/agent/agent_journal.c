@@ -337,6 +337,7 @@ static void resolve(struct drv_agent *a, struct task *t)
 	} else {
 		lost(a, t);
 	}
+	agent_container_mark(a, t);
 	DRV_GROW(a->tasks, a->ntasks + 1, a->tcap);
 	a->tasks[a->ntasks++] = t;
 }

@@ -355,6 +355,8 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	open_node(a);
 	rc = agent_runtime_setup(a, cfg, err, errsz);
 	if (rc == 0)
+		agent_containers_adopt(a);
+	if (rc == 0)
 		rc = agent_open_job_map(a, err, errsz);
 	if (rc == 0)
 		rc = start_listener(a, err, errsz);

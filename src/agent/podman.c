@@ -19,6 +19,7 @@
  * registry, but runc, the cgroups and the ulimits tasks get.
  */
 #include "drover/agent.h"
+#include "drover/clock.h"
 #include "drover/common.h"
 #include "drover/dynbuf.h"
 #include "drover/spec.h"
@@ -337,7 +338,92 @@ int drv_podman_script(const struct drv_podman_conf *pc, const struct drv_contain
 	return 0;
 }
 
-/* --- the start check ------------------------------------------------------ */
+/* --- the start check, and other podman calls at start ----------------------- */
+
+#define OUTPUT_MAX (1 << 20)
+
+/* Runs argv, its stdout into out (NUL-terminated, at most outsz - 1 bytes
+ * kept), stderr's last line into why, at most timeout_ms. 0 when it exited
+ * 0, else -1. */
+static int run_output(char **argv, int64_t timeout_ms, char *out, size_t outsz, char *why,
+		      size_t whysz)
+{
+	posix_spawn_file_actions_t fa;
+	char errpath[] = "/tmp/drover-podman-XXXXXX";
+	size_t len = 0;
+	int pfd[2], st = -1, efd;
+	pid_t pid;
+	int64_t t0 = drv_mono_ms();
+
+	out[0] = why[0] = '\0';
+	efd = mkstemp(errpath);
+	if (efd >= 0)
+		unlink(errpath);
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		snprintf(why, whysz, "pipe: %s", strerror(errno));
+		if (efd >= 0)
+			close(efd);
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	if (efd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, efd, 2);
+	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
+		snprintf(why, whysz, "cannot run %s: %s", argv[0], strerror(errno));
+		posix_spawn_file_actions_destroy(&fa);
+		close(pfd[0]);
+		close(pfd[1]);
+		if (efd >= 0)
+			close(efd);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	for (;;) {
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		int64_t el = drv_mono_ms() - t0;
+		char junk[4096];
+		ssize_t n;
+
+		if (el >= timeout_ms || poll(&p, 1, (int)(timeout_ms - el)) == 0) {
+			kill(pid, SIGKILL);
+			snprintf(why, whysz, "%s did not finish within %lld ms", argv[0],
+				 (long long)timeout_ms);
+			break;
+		}
+		if (len + 1 < outsz)
+			n = read(pfd[0], out + len, outsz - 1 - len);
+		else
+			n = read(pfd[0], junk, sizeof(junk));
+		if (n <= 0)
+			break;
+		if (len + 1 < outsz)
+			len += (size_t)n;
+	}
+	out[len] = '\0';
+	close(pfd[0]);
+	if (waitpid(pid, &st, 0) < 0)
+		st = -1;
+	if (efd >= 0) {
+		char e[1024];
+		ssize_t n = pread(efd, e, sizeof(e) - 1, 0);
+
+		if (n > 0 && !why[0]) {
+			e[n] = '\0';
+			while (n > 0 && (e[n - 1] == '\n' || e[n - 1] == ' '))
+				e[--n] = '\0';
+			snprintf(why, whysz, "%s", strrchr(e, '\n') ? strrchr(e, '\n') + 1 : e);
+		}
+		close(efd);
+	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (!why[0])
+		snprintf(why, whysz, "%s failed (status %d)", argv[0], st);
+	return -1;
+}
 
 /* Runs argv with stdout and stderr into a pipe, at most timeout_ms; its
  * exit status (-1: did not finish) and the last line of its output. */
@@ -402,6 +488,33 @@ static int run_capture(char **argv, int64_t timeout_ms, char *last, size_t lasts
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int drv_podman_output(const struct drv_podman_conf *pc, const char *const *args,
+		      int64_t timeout_ms, char **out, char *why, size_t whysz)
+{
+	size_t ng, k, na = 0;
+	char **g = drv_podman_global_argv(pc, &ng), **v;
+	char *buf = drv_malloc(OUTPUT_MAX + 1);
+	int rc;
+
+	while (args[na])
+		na++;
+	v = drv_calloc(ng + na + 1, sizeof(*v));
+	for (k = 0; k < ng; k++)
+		v[k] = g[k];
+	for (size_t i = 0; i < na; i++)
+		v[k++] = (char *)args[i];
+	rc = run_output(v, timeout_ms, buf, OUTPUT_MAX + 1, why, whysz);
+	drv_free(v);
+	drv_free(g);
+	if (rc != 0) {
+		drv_free(buf);
+		*out = NULL;
+		return DRV_EIO;
+	}
+	*out = buf;
+	return 0;
+}
+
 int drv_podman_check(const struct drv_podman_conf *pc, int64_t timeout_ms, char *msg,
 		     size_t msgsz)
 {
@@ -458,8 +571,8 @@ int drv_podman_check(const struct drv_podman_conf *pc, int64_t timeout_ms, char 
 		goto out;
 	}
 	snprintf(msg, msgsz, "runtime podman: a check container ran (%s, runc, ulimit %s %s, "
-		 "storage %s%s, registries %s)", ver, nofile, nproc,
-		 pc->root ? pc->root : "podman's default",
+		 "storage %s%s%s, registries %s)", ver, nofile, nproc,
+		 pc->root ? pc->root : "podman's default", pc->storage_driver ? " " : "",
 		 pc->storage_driver ? pc->storage_driver : "", pc->registries_conf
 		 ? pc->registries_conf : "podman's");
 	rc = 0;

@@ -1,0 +1,105 @@
+# container_adopt.sh: containers outlive their agent, as host tasks do
+# (docs/agent.md, "Stopping, removal, image GC"), with real podman and runc
+# (an image imported here from busybox-static into a store of the test's
+# own, imagePullPolicy Never):
+#   - a running container task survives `drover agent` SIGKILL; the
+#     restarted agent adopts it by name, the job ends succeeded in its first
+#     attempt, its end reported once, and its container is removed;
+#   - an orphan: a container labelled drover.node=NODE whose task the agent
+#     does not know (here one made by hand, as a crashed agent leaves one
+#     whose journal record is gone) is removed when the agent starts; one of
+#     another node is left alone.
+. "$ROOT/tests/integration/lib.sh"
+. "$ROOT/tests/integration/cp_common.shlib"
+
+for c in podman runc busybox; do
+	command -v "$c" >/dev/null || fail "$c is not installed (scripts/install-deps)"
+done
+bb=$(command -v busybox)
+file -L "$bb" 2>/dev/null | grep -q "statically linked" || fail "$bb is not busybox-static"
+
+P="$TEST_TMP/podman"
+podman_t() {
+	podman --runtime runc --cgroup-manager cgroupfs --root "$P/storage" --runroot "$P/run" \
+		--storage-driver vfs "$@"
+}
+on_exit "podman --runtime runc --cgroup-manager cgroupfs --root '$P/storage' --runroot '$P/run' --storage-driver vfs rm -af -t 0 >/dev/null 2>&1"
+# this host's RLIMIT_NOFILE cannot be raised: podman's default ulimits fail (docs/agent.md)
+LIMITS="--ulimit nofile=$(ulimit -n):$(ulimit -n) --ulimit nproc=32768:32768"
+names() { podman_t ps -a --format '{{.Names}}' | sort | tr '\n' ' '; }
+
+rootfs="$TEST_TMP/rootfs"
+mkdir -p "$rootfs/bin" "$rootfs/ctl"
+cp "$bb" "$rootfs/bin/busybox"
+for c in sh sleep echo; do ln -s busybox "$rootfs/bin/$c"; done
+tar -C "$rootfs" -cf "$TEST_TMP/rootfs.tar" .
+podman_t import "$TEST_TMP/rootfs.tar" localhost/adopt:1 >"$TEST_TMP/import.log" 2>&1 ||
+	{ cat "$TEST_TMP/import.log" >&2; fail "podman import failed"; }
+
+mkdir -p "$TEST_TMP/ctl"
+# the lease outlasts a restart on a loaded machine (cp_agent_lease.sh tests expiry)
+cp_setup "heartbeat_timeout_s: 10" "agent_lease_s: 30" "host_path_allow: [\"$TEST_TMP/ctl\"]"
+start_server
+AGENT_ARGS="--runtime podman --podman-root $P --podman-storage-driver vfs"
+# shellcheck disable=SC2086
+start_agent adopt-node 2xH100 $AGENT_ARGS
+log="$TEST_TMP/agent-adopt-node.log"
+
+# the task runs until the test releases it (at most 60 s)
+cat >"$TEST_TMP/long.yaml" <<EOF2
+apiVersion: v1
+kind: Pod
+metadata:
+  name: long
+  annotations: {drover.io/runtime: podman}
+spec:
+  volumes:
+  - name: ctl
+    hostPath: {path: $TEST_TMP/ctl}
+  containers:
+  - name: main
+    image: localhost/adopt:1
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "i=0; while [ ! -e /ctl/go ] && [ \$\$i -lt 600 ]; do sleep 0.1; i=\$\$((i + 1)); done; echo released"]
+    volumeMounts:
+    - {name: ctl, mountPath: /ctl, readOnly: true}
+EOF2
+id=$(submit "$TEST_TMP/long.yaml")
+wait_job "$id" running 60
+running() { podman_t ps --format '{{.Names}}' | grep "^drover-$id.0-e"; }
+wait_until 30 running || fail "the task's container is not running: $(names)"
+cname=$(running)
+
+# --- SIGKILL the agent; leave it an orphan of its own node and one of another's
+stop_agent adopt-node KILL
+# shellcheck disable=SC2086
+podman_t run -d $LIMITS --name drover-999.0-e1 --label drover.task=999.0 --label drover.job=999 \
+	--label drover.epoch=1 --label drover.node=adopt-node --network none localhost/adopt:1 \
+	/bin/sleep 600 >/dev/null || fail "cannot make the orphan container"
+# shellcheck disable=SC2086
+podman_t run -d $LIMITS --name drover-998.0-e1 --label drover.task=998.0 --label drover.node=other-node \
+	--network none localhost/adopt:1 /bin/sleep 600 >/dev/null || fail "cannot make the other node's container"
+# shellcheck disable=SC2086
+start_agent adopt-node 2xH100 $AGENT_ARGS
+# the node may still be up from before: wait for the new agent's words
+wait_until 30 grep -q "orphan container drover-999.0-e1" "$log" ||
+	fail "the restarted agent did not sweep: $(tail -5 "$log")"
+grep -q "task $id.0 (epoch [0-9]*) adopted" "$log" || fail "task $id.0 was not adopted: $(tail -5 "$log")"
+grep -q "container $cname of task $id.0 adopted" "$log" || fail "its container was not adopted by name: $(tail -5 "$log")"
+grep -q "orphan container drover-999.0-e1 (task 999.0, unknown here): removed" "$log" ||
+	fail "the orphan sweep did not say it removed drover-999.0-e1: $(grep -i orphan "$log")"
+wait_until 20 sh -c "! podman --runtime runc --cgroup-manager cgroupfs --root '$P/storage' --runroot '$P/run' --storage-driver vfs ps -a --format '{{.Names}}' | grep -q drover-999.0-e1" ||
+	fail "the orphan container is still there: $(names)"
+case " $(names)" in *" $cname "*) ;; *) fail "the adopted container is gone: $(names)" ;; esac
+case " $(names)" in *" drover-998.0-e1 "*) ;; *) fail "another node's container was removed: $(names)" ;; esac
+expect_eq "state after the restart" "$(jf "$id" 'j["state"]')" running
+
+# --- released, it ends once, in its first attempt, and its container goes
+touch "$TEST_TMP/ctl/go"
+wait_job "$id" succeeded 30
+expect_eq "attempt" "$(jf "$id" 'j["attempt"]')" 1
+"$DROVER" logs "$id" | grep -q "^released$" || fail "the task's output lacks its last line"
+expect_eq "ends the agent saw" "$(grep -c "task $id.0 (epoch [0-9]*) exited with code 0" "$log")" 1
+wait_until 20 sh -c "! podman --runtime runc --cgroup-manager cgroupfs --root '$P/storage' --runroot '$P/run' --storage-driver vfs ps -a --format '{{.Names}}' | grep -q '^$cname\$'" ||
+	fail "the adopted container is left after its end: $(names)"
+echo "ok: container $cname adopted after SIGKILL, ended once; orphan removed by label, another node's kept"
