@@ -324,8 +324,17 @@ struct drv_sched {
 	size_t scratch_slots_cap;
 	int32_t *scratch_slots2;
 	size_t scratch_slots2_cap;
-	struct queue_rest *fair_suffix; /* fair merge: what the rest of a tenant's queue needs */
+	/* the fair merge's chains as of pend_gen == fair_gen - 1 with
+	 * fair_nt tenants (sched__fair_setup): per tenant its first queue
+	 * position, per position the next of its tenant and what the rest of
+	 * the tenant's queue from it needs */
+	struct queue_rest *fair_suffix;
 	size_t fair_suffix_cap;
+	int32_t *fair_first, *fair_next;
+	size_t fair_first_cap, fair_next_cap;
+	uint64_t fair_gen;
+	int32_t fair_nt;
+	uint64_t pend_gen; /* moves whenever s->pend or its compact copy is written */
 	uint8_t *el_tenant;     /* per tenant: has a victim past its minimum run (pass) */
 	size_t el_tenant_cap;
 	/* per tenant: a cohort peer is over its quota of a model both have a
@@ -394,6 +403,7 @@ void sched__pend_reserve(struct drv_sched *s);
 static inline void sched__pend_touch(struct drv_sched *s, int32_t from, int32_t to)
 {
 	int32_t b, e;
+	s->pend_gen++;
 	if (from >= to)
 		return;
 	b = (s->pend_off + from) >> SCHED_PBLK_SHIFT;
@@ -622,12 +632,14 @@ struct queue_rest {
 	bool held;                       /* a preemptor holding its placement */
 };
 
-/* The fair merge's state, over s->scratch_slots2 and s->fair_suffix. */
+/* The fair merge's state: head and act over s->scratch_slots2, the rest
+ * the queue's per-tenant chains (s->fair_*), kept while the queue is. */
 struct fair_merge {
-	/* per tenant t: its queue is idx[cnt[t] .. cnt[t + 1]) (positions in
-	 * s->pend, in queue order) and head[t] its next; act[0 .. nact) the
-	 * tenants still merging; suf[i] what the rest of a queue from i needs */
-	int32_t *cnt, *head, *act, *idx;
+	/* per tenant t: head[t] the queue position of its next job (-1: none
+	 * left), then next[head[t]] and so on in queue order; act[0 .. nact)
+	 * the tenants still merging; suf[i] what the rest of the tenant's
+	 * queue from position i on needs */
+	int32_t *head, *act, *next;
 	struct queue_rest *suf;
 	int32_t nact;
 	int32_t swept_at;   /* visits when the active tenants were last checked */

@@ -265,6 +265,7 @@ void sched__rekey(struct pass *p)
 			}
 			s->pend[k] = x;
 		}
+		s->pend_gen++;
 		s->pend_compact_stale = true;
 		return;
 	}
@@ -283,57 +284,68 @@ void sched__rekey(struct pass *p)
  * cluster as it was when the pass began (nothing in a pass frees more) drops
  * out of the merge at once; the order of the others does not depend on it.
  */
+/* Per tenant its queue as a chain of positions, and what the rest of each
+ * chain needs, in one walk from the back of the queue. */
+static void fair_chains(struct drv_sched *s)
+{
+	int32_t nt = s->ntenants, i, t;
+	struct queue_rest *agg;
+	DRV_GROW(s->fair_first, (size_t)nt + 1, s->fair_first_cap);
+	DRV_GROW(s->fair_next, (size_t)s->npend + 1, s->fair_next_cap);
+	DRV_GROW(s->fair_suffix, (size_t)s->npend + (size_t)nt + 1, s->fair_suffix_cap);
+	agg = s->fair_suffix + s->npend; /* per tenant, the rest so far */
+	for (t = 0; t < nt; t++) {
+		s->fair_first[t] = -1;
+		agg[t] = (struct queue_rest){ INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN,
+					      T_INF, false, false };
+	}
+	for (i = s->npend - 1; i >= 0; i--) {
+		const struct pend_compact *h = &s->pend_compact[i];
+		struct queue_rest *a = &agg[h->tenant];
+		if (!h->never) {
+			if (h->gpuless)
+				a->gpuless = true;
+			if (h->held)
+				a->held = true;
+			if (h->need_whole > 0) {
+				a->min_need = DRV_MIN(a->min_need, h->need_whole);
+				a->min_task = DRV_MIN(a->min_task, h->max_task);
+				a->min_full_tasks = DRV_MIN(a->min_full_tasks, h->full_tasks);
+			} else if (h->min_frac > 0) {
+				a->min_frac = DRV_MIN(a->min_frac, h->min_frac);
+			}
+			a->max_prio = DRV_MAX(a->max_prio, h->prio);
+			if (h->dur > 0)
+				a->min_dur = DRV_MIN(a->min_dur, h->dur);
+		}
+		s->fair_suffix[i] = *a;
+		s->fair_next[i] = s->fair_first[h->tenant];
+		s->fair_first[h->tenant] = i;
+	}
+	s->fair_nt = nt;
+	s->fair_gen = s->pend_gen + 1;
+}
+
 void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 {
 	struct drv_sched *s = p->s;
-	int32_t nt = s->ntenants, i, t;
-	DRV_GROW(s->scratch_slots2, (size_t)s->npend + 3 * (size_t)nt + 3, s->scratch_slots2_cap);
-	DRV_GROW(s->fair_suffix, (size_t)s->npend + 1, s->fair_suffix_cap);
-	fm->cnt = s->scratch_slots2;
-	fm->head = s->scratch_slots2 + nt + 1;
-	fm->act = s->scratch_slots2 + 2 * nt + 2;
-	fm->idx = s->scratch_slots2 + 3 * nt + 3;
+	int32_t nt = s->ntenants, i;
+	/* the chains change only with the queue: most passes reuse them */
+	if (s->fair_gen != s->pend_gen + 1 || s->fair_nt != nt)
+		fair_chains(s);
+	DRV_GROW(s->scratch_slots2, 2 * (size_t)nt + 2, s->scratch_slots2_cap);
+	fm->head = s->scratch_slots2;
+	fm->act = s->scratch_slots2 + nt + 1;
+	fm->next = s->fair_next;
 	fm->suf = s->fair_suffix;
 	fm->nact = 0;
 	fm->swept_at = -1;
-	memset(fm->cnt, 0, (size_t)(nt + 1) * sizeof(*fm->cnt));
-	for (i = 0; i < s->npend; i++)
-		fm->cnt[s->pend_compact[i].tenant + 1]++;
-	for (i = 0; i < nt; i++)
-		fm->cnt[i + 1] += fm->cnt[i];
 	for (i = 0; i < nt; i++) {
-		fm->head[i] = fm->cnt[i];
+		fm->head[i] = s->fair_first[i];
 		sched__hist_advance(s, &s->tenants[i], p->now);
 		s->tenants[i].fair_use = s->tenants[i].usage_all + sched__hist_milli(s, &s->tenants[i]);
-	}
-	for (i = 0; i < s->npend; i++)
-		fm->idx[fm->head[s->pend_compact[i].tenant]++] = i;
-	for (t = 0; t < nt; t++) {
-		struct queue_rest a = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN, T_INF, false,
-				    false };
-		for (i = fm->cnt[t + 1] - 1; i >= fm->cnt[t]; i--) {
-			const struct pend_compact *h = &s->pend_compact[fm->idx[i]];
-			if (!h->never) {
-				if (h->gpuless)
-					a.gpuless = true;
-				if (h->held)
-					a.held = true;
-				if (h->need_whole > 0) {
-					a.min_need = DRV_MIN(a.min_need, h->need_whole);
-					a.min_task = DRV_MIN(a.min_task, h->max_task);
-					a.min_full_tasks = DRV_MIN(a.min_full_tasks, h->full_tasks);
-				} else if (h->min_frac > 0) {
-					a.min_frac = DRV_MIN(a.min_frac, h->min_frac);
-				}
-				a.max_prio = DRV_MAX(a.max_prio, h->prio);
-				if (h->dur > 0)
-					a.min_dur = DRV_MIN(a.min_dur, h->dur);
-			}
-			fm->suf[i] = a;
-		}
-		fm->head[t] = fm->cnt[t];
-		if (fm->cnt[t] < fm->cnt[t + 1])
-			fm->act[fm->nact++] = t;
+		if (fm->head[i] >= 0)
+			fm->act[fm->nact++] = i;
 	}
 }
 
@@ -384,7 +396,7 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 	bi = 0;
 	for (a = 1; a < fm->nact; a++) {
 		int32_t t = fm->act[a];
-		int32_t ht = fm->idx[fm->head[t]], hb = fm->idx[fm->head[best]];
+		int32_t ht = fm->head[t], hb = fm->head[best];
 		int64_t hk = s->pend_compact[ht].key_prio, bk = s->pend_compact[hb].key_prio;
 		__int128 x, y;
 		if (hk != bk) {
@@ -402,9 +414,10 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 			bi = a;
 		}
 	}
-	pos = fm->idx[fm->head[best]++];
+	pos = fm->head[best];
+	fm->head[best] = fm->next[pos];
 	s->tenants[best].fair_use += s->pend_compact[pos].need_milli;
-	if (fm->head[best] >= fm->cnt[best + 1]) {
+	if (fm->head[best] < 0) {
 		fm->act[bi] = fm->act[--fm->nact];
 	} else if (may_drop && suf_skip(drop, &fm->suf[fm->head[best]])) {
 		fm->act[bi] = fm->act[--fm->nact];

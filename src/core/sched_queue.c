@@ -178,6 +178,7 @@ void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 	h->dur = j->dur;
 	h->quota_seq = j->quota_seq;
 	s->pblk[(s->pend_off + pos) >> SCHED_PBLK_SHIFT].valid = false;
+	s->pend_gen++;
 }
 
 const struct pend_block *sched__pend_block(struct drv_sched *s, int32_t pos)
