@@ -4,9 +4,10 @@
 #   make run        install missing Debian packages, build, run the main job
 #   make test       install missing packages, build, run every test suite
 #   make fuzz       run each libFuzzer target for a while (FUZZ_SECONDS)
-#   make install    install drover into $(PREFIX)/bin, the Slurm links beside,
-#                   its man pages into $(MANDIR)
-#   make uninstall  remove what make install put there
+#   make install    install drover into $(PREFIX)/bin (DESTDIR too), the Slurm
+#                   links, man pages, bash and zsh completion, systemd units,
+#                   examples and deploy configs (see "make install" below)
+#   make uninstall  remove exactly what make install put there
 #
 # Sources are found by wildcard: a new .c in src/<layer>/ joins libdrover.a,
 # a new .c in src/cmd/ joins the binary, a new tests/unit/*.c joins the unit
@@ -128,18 +129,47 @@ SLURM_LINKS := sbatch srun squeue sacct scancel sinfo scontrol salloc
 build/rel/src/cmd/cmd_slurm.o build/asan/src/cmd/cmd_slurm.o: \
 	ALL_CFLAGS += -DDROVER_PREFIX='"$(PREFIX)"'
 
-install: drover
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 drover $(DESTDIR)$(PREFIX)/bin/drover
+# --- make install / uninstall (DESTDIR, PREFIX): the binary, the Slurm
+# links, the man pages, bash and zsh completion, the systemd units (their
+# ExecStart pointed at $(PREFIX)/bin/drover) and the examples and deploy
+# configs under $(DOCDIR). uninstall removes exactly the files install
+# puts, from the same lists, and then the directories of drover's own that
+# are left empty; tests/integration/install.sh checks both.
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(PREFIX)/share/doc/drover
+UNITS := $(wildcard deploy/systemd/*.service)
+DOC_FILES := $(wildcard examples/*/* deploy/README.md deploy/prometheus/* deploy/grafana/*)
+
+install: install-bin install-units install-examples
+install-bin: drover
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 drover $(DESTDIR)$(BINDIR)/drover
 	install -d $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)
 	for n in $(SLURM_LINKS); do \
 		ln -sfn ../../../../bin/drover $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)/$$n; done
+install-units:
+	install -d $(DESTDIR)$(UNITDIR)
+	for u in $(UNITS); do \
+		sed 's|/usr/local/bin/drover|$(BINDIR)/drover|g' $$u >$(DESTDIR)$(UNITDIR)/$${u##*/} && \
+		chmod 644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+install-examples:
+	for f in $(DOC_FILES); do install -D -m 644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
 
-uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/drover
+uninstall: uninstall-bin uninstall-units uninstall-examples
+uninstall-bin:
+	rm -f $(DESTDIR)$(BINDIR)/drover
 	for n in $(SLURM_LINKS); do rm -f $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)/$$n; done
 	-rmdir $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR) $(DESTDIR)$(PREFIX)/lib/drover/slurm \
 		$(DESTDIR)$(PREFIX)/lib/drover 2>/dev/null
+uninstall-units:
+	for u in $(UNITS); do rm -f $(DESTDIR)$(UNITDIR)/$${u##*/}; done
+uninstall-examples:
+	for f in $(DOC_FILES); do rm -f $(DESTDIR)$(DOCDIR)/$$f; done
+	-[ ! -d $(DESTDIR)$(DOCDIR) ] || find $(DESTDIR)$(DOCDIR) -depth -type d -empty -delete
+
+.PHONY: install-bin install-units install-examples uninstall-bin uninstall-units \
+	uninstall-examples
 
 clean:
 	rm -rf build drover
