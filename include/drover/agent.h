@@ -106,6 +106,15 @@ struct drv_task_spec {
 	const char *launch_key;        /* names the status and pid files: "EPOCH-LAUNCH" */
 	const char *lease_file;        /* NULL: the shim enforces no lease */
 	int64_t lease_grace_ms;        /* SIGTERM->SIGKILL when the lease runs out */
+	/* A Slurm batch step's -o/-e files (absolute): opened by the task's
+	 * user after the switch, with umask, and linked from <task_id>.out and
+	 * .err in log_dir (so the logs route reads them); stderr_file NULL:
+	 * stdout's file takes both. NULL stdout_file: the agent's own files. */
+	const char *stdout_file;
+	const char *stderr_file;
+	bool open_append;              /* else truncate */
+	bool set_umask;                /* else the agent's umask */
+	mode_t umask;
 };
 
 /*

@@ -262,6 +262,13 @@ struct drv_proto_task {
 	int64_t time_limit_s;        /* 0: none */
 	int64_t grace_s;             /* -1 (absent): the agent's --grace */
 	int64_t output_max_bytes;    /* per output file (stdout, stderr); 0 (absent): no cap */
+	/* A Slurm batch step's --output/--error, patterns expanded (relative:
+	 * to workdir), opened by the task's user; stderr_file NULL: stdout's
+	 * file takes both. NULL stdout_file: the agent's own log files. */
+	const char *stdout_file;
+	const char *stderr_file;
+	bool open_append;            /* --open-mode=append (or a requeued job's) */
+	int64_t umask;               /* the task's umask; -1 (absent): the agent's */
 };
 
 /* ---------------------------------------------------------------------------

@@ -173,8 +173,11 @@ struct drv_slurm_extra {
 	 * NULL = not given (-o defaults to slurm-%j.out in the submit dir) */
 	char *output, *error, *input;
 	char *open_mode;        /* --open-mode: "append" or "truncate"; NULL = not given */
-	/* where the script was submitted from, as the client says; NULL = unknown */
+	/* where the script was submitted from, as the client says; NULL = unknown.
+	 * With submit_dir the batch step runs there (or in --chdir) and writes
+	 * its output to the -o/-e files, default slurm-%j.out (docs/slurm.md). */
 	char *submit_dir, *submit_host;
+	char *umask;            /* the submitter's umask, 4 octal digits ("0022"); NULL = unknown */
 };
 
 /* Kubernetes controller fields that are kept. -1 = not given. */

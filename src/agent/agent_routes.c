@@ -122,6 +122,30 @@ static bool cluster_token_ok(const struct drv_agent *a, struct drv_http_req *req
 	return false;
 }
 
+/*
+ * A task's log file: the agent's own, or, for a Slurm batch step, a link
+ * to the job's -o/-e file (launch.c), read only when it is a regular file
+ * owned by whoever owns the link (the task's user), so that a user who
+ * points it at someone else's file reads nothing. -1 when none.
+ */
+static int open_log(const char *path, struct stat *st)
+{
+	struct stat ln;
+	int fd;
+
+	if (lstat(path, &ln) < 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) ||
+	    (S_ISLNK(ln.st_mode) && st->st_uid != ln.st_uid)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
 	struct drv_agent *a = ctx;
@@ -153,8 +177,8 @@ static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	}
 	snprintf(path, sizeof(path), "%s/tasks/%s/%s.%s", a->state_dir, id, id,
 		 strcmp(stream, "stdout") ? "err" : "out");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	fd = open_log(path, &st);
+	if (fd < 0) {
 		if (fd >= 0)
 			close(fd);
 		drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s", id,

@@ -346,6 +346,11 @@ static void task_spec(struct drv_agent *a, struct task *t, const struct drv_prot
 	s->nccl_socket_ifname = a->ifname;
 	s->mem_limit_mib = j->mem_mib;
 	s->cpu_milli = j->cpu_milli;
+	s->stdout_file = j->stdout_file;
+	s->stderr_file = j->stderr_file;
+	s->open_append = j->open_append;
+	s->set_umask = j->umask >= 0;
+	s->umask = j->umask >= 0 ? (mode_t)j->umask : 0;
 }
 
 /* The task started: its limits, its GPUs busy. Caller holds a->mu. */
@@ -507,7 +512,9 @@ static void cap_file(struct drv_agent *a, struct task *t, int which, const char 
 
 	n = snprintf(mark, sizeof(mark), "\n[drover: output capped at %lld bytes "
 		     "(task_output_max_bytes); later output is dropped]\n", (long long)t->output_max);
-	if (stat(path, &st) < 0 || st.st_size <= t->output_max + (t->capped[which] ? n : 0))
+	/* a link is a Slurm batch step's own file (launch.c): the user's, never cut */
+	if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode) ||
+	    st.st_size <= t->output_max + (t->capped[which] ? n : 0))
 		return;
 	if (t->capped[which]) {
 		if (truncate(path, t->output_max + n) < 0)

@@ -257,7 +257,8 @@ char **drv_task_env(const struct drv_task_spec *t)
 
 /* --- starting ------------------------------------------------------------ */
 
-enum { STAGE_CGROUP = 1, STAGE_CHDIR, STAGE_EXEC, STAGE_SETSID, STAGE_USER };
+enum { STAGE_CGROUP = 1, STAGE_CHDIR, STAGE_EXEC, STAGE_SETSID, STAGE_USER, STAGE_STDOUT,
+       STAGE_STDERR };
 
 /* What the child needs, prepared by the parent; stage and err come back. */
 struct child_args {
@@ -269,6 +270,28 @@ struct child_args {
 	volatile int stage;
 	volatile int err;
 };
+
+/* A batch step's -o/-e files, opened as the task's user (after the
+ * switch) with its umask, into a->out and a->errfd; -1 with a->stage. */
+static int child_user_files(struct child_args *a)
+{
+	const struct drv_task_spec *t = a->t;
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | (t->open_append ? O_APPEND : O_TRUNC);
+
+	if (!t->stdout_file)
+		return 0;
+	a->out = open(t->stdout_file, flags, 0666);
+	if (a->out < 0) {
+		a->stage = STAGE_STDOUT;
+		return -1;
+	}
+	a->errfd = t->stderr_file ? open(t->stderr_file, flags, 0666) : a->out;
+	if (a->errfd < 0) {
+		a->stage = STAGE_STDERR;
+		return -1;
+	}
+	return 0;
+}
 
 /* The child, until execve: system calls only, nothing that locks or
  * allocates, and every write to memory goes to a (the parent reads it). */
@@ -293,6 +316,8 @@ static int child_main(void *arg)
 		a->stage = STAGE_CGROUP;
 		goto fail;
 	}
+	if (t->set_umask)
+		umask(t->umask);
 	if (t->set_user) {
 		if (syscall(SYS_setgroups, (size_t)t->ngroups, t->groups) < 0 ||
 		    syscall(SYS_setgid, t->gid) < 0 || syscall(SYS_setuid, t->uid) < 0) {
@@ -304,6 +329,8 @@ static int child_main(void *arg)
 		a->stage = STAGE_CHDIR;
 		goto fail;
 	}
+	if (child_user_files(a) < 0)
+		goto fail;
 	dup2(a->devnull, 0);
 	dup2(a->out, 1);
 	dup2(a->errfd, 2);
@@ -433,6 +460,22 @@ static int task_command(struct drv_proc *p, const struct drv_task_spec *t, char 
 	return 0;
 }
 
+/*
+ * link -> target, owned by the task's user: the logs route reads through
+ * it only a regular file that this user owns (agent_routes.c), so a link
+ * the user turns towards another's file shows nothing.
+ */
+static int user_file_link(const struct drv_task_spec *t, const char *target, const char *link)
+{
+	if (unlink(link) < 0 && errno != ENOENT)
+		return -1;
+	if (symlink(target, link) < 0)
+		return -1;
+	if (t->set_user && lchown(link, t->uid, t->gid) < 0)
+		return -1;
+	return 0;
+}
+
 /* Opens the task's log files and its cgroup; an error with p->error set. */
 static int task_open_files(struct drv_proc *p, const struct drv_task_spec *t,
 			   const struct drv_cgroup *cg, const char *log_dir, struct task_fds *f)
@@ -440,9 +483,22 @@ static int task_open_files(struct drv_proc *p, const struct drv_task_spec *t,
 	char cgerr[512], procs_path[PATH_MAX + 16];
 
 	/* the agent's copies, its alone (0600 from the start, never widened);
-	 * O_APPEND: after the output cap cuts a file, writes go on at its end */
-	f->out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
-	f->err = open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	 * O_APPEND: after the output cap cuts a file, writes go on at its end.
+	 * A batch step's own files: links to them (the child opens them) */
+	if (t->stdout_file) {
+		if (user_file_link(t, t->stdout_file, p->stdout_path) < 0 ||
+		    (t->stderr_file && user_file_link(t, t->stderr_file, p->stderr_path) < 0)) {
+			snprintf(p->error, sizeof(p->error), "cannot link the job's output file in "
+				 "%s: %s", log_dir, strerror(errno));
+			return DRV_EIO;
+		}
+		f->out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	} else {
+		f->out = open(p->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+			      0600);
+	}
+	f->err = t->stderr_file ? open("/dev/null", O_WRONLY | O_CLOEXEC)
+		 : open(p->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	f->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (f->out < 0 || f->err < 0 || f->devnull < 0) {
 		snprintf(p->error, sizeof(p->error), "cannot open the task's log files in %s: %s",
@@ -486,6 +542,13 @@ static void child_failed(struct drv_proc *p, const struct drv_task_spec *t,
 		break;
 	case STAGE_SETSID:
 		snprintf(p->error, sizeof(p->error), "setsid: %s", strerror(ca->err));
+		break;
+	case STAGE_STDOUT:
+	case STAGE_STDERR:
+		snprintf(p->error, sizeof(p->error), "cannot open the job's %s file %s: %s",
+			 ca->stage == STAGE_STDOUT ? "output" : "error",
+			 ca->stage == STAGE_STDOUT ? t->stdout_file : t->stderr_file,
+			 strerror(ca->err));
 		break;
 	default:
 		snprintf(p->error, sizeof(p->error), "cannot execute %s: %s", ca->exe,

@@ -8,6 +8,7 @@
 
 #include "drover/common.h"
 #include "drover/hostlist.h"
+#include "drover/spec.h"
 
 #include <ctype.h>
 #include <pwd.h>
@@ -448,4 +449,22 @@ void sl_cell(FILE *f, const struct sl_col *c, const char *v, bool cut)
 		return;
 	}
 	fprintf(f, c->right ? "%*s" : "%-*s", w, v);
+}
+
+unsigned long long sl_array_element(const json_t *parent, long long task)
+{
+	const json_t *el = json_object_get(parent, "elements");
+	const char *spec = drv_json_str(el, "array");
+	struct drv_array a = { 0 };
+	unsigned long long id = 0;
+
+	if (!spec || drv_array_parse(spec, &a) < 0)
+		return 0;
+	for (int32_t k = 0; k < a.count; k++)
+		if (drv_array_index(&a, k) == task) {
+			id = (unsigned long long)drv_json_int(el, "first", 0) + (unsigned long long)k;
+			break;
+		}
+	drv_array_release(&a);
+	return id;
 }

@@ -38,6 +38,9 @@ const char *sl_sacct_state(const json_t *job, char *buf, size_t n);
 const char *sl_state_parse(const char *word, bool *never);
 /* Splits buf at commas in place: at most max words into list; their count. */
 int sl_split(char *buf, const char **list, int max);
+/* The job id of array task `task` of the array parent job (GET /v1/jobs/P's
+ * object: elements.first, count, array); 0 when it has none. */
+unsigned long long sl_array_element(const json_t *parent, long long task);
 
 /* A job's state for the faces, and whether it is completing. */
 bool sl_job_completing(const json_t *job);

@@ -185,6 +185,7 @@ struct sa {
 	bool noheader, X, parsable, parsable2;
 	const char *users[64], *states[32], *jnames[64];
 	unsigned long long ids[256];
+	long long tasks[256];       /* ID_N: the array element N of ID only; -1 all */
 	int nusers, nstates, njnames, nids;
 	int64_t since, until, now;
 	int printed;
@@ -270,8 +271,11 @@ static int one_job(const json_t *job, void *cls)
 		const json_t *a = json_object_get(job, "array_job_id");
 
 		for (int k = 0; k < q->nids; k++)
-			want |= q->ids[k] == (unsigned long long)id ||
-				(json_is_integer(a) && q->ids[k] == (unsigned long long)json_integer_value(a));
+			want |= (q->ids[k] == (unsigned long long)id && q->tasks[k] < 0) ||
+				(json_is_integer(a) &&
+				 q->ids[k] == (unsigned long long)json_integer_value(a) &&
+				 (q->tasks[k] < 0 ||
+				  q->tasks[k] == drv_json_int(job, "array_task_id", -1)));
 		if (!want)
 			return 0;
 	}
@@ -408,6 +412,8 @@ int drv_client_cmd_sacct(int argc, char **argv)
 				fprintf(stderr, "sacct: error: Invalid job id: %s\n", l[i]);
 				return 1;
 			}
+			q.tasks[q.nids] = *end == '_' && end[1] >= '0' && end[1] <= '9'
+					  ? strtoll(end + 1, NULL, 10) : -1;
 			q.nids++;
 		}
 	}

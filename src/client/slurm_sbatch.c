@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct sb_pass {
@@ -118,6 +120,38 @@ static void print_test_only(const json_t *j)
 		(long long)drv_json_int(j, "cpus", 1), nodes[0] ? nodes : "(null)", part);
 }
 
+/*
+ * Where sbatch ran, as Slurm's records it: the submit directory (the
+ * batch step runs there, or in --chdir taken relative to it, and its
+ * output files are named from there), the host, and the umask the output
+ * files are created with.
+ */
+static void submit_place(struct drv_jobspec *spec)
+{
+	char cwd[PATH_MAX], host[256], abs[PATH_MAX * 2], mask[8];
+	mode_t m = umask(0);
+
+	umask(m);
+	if (getcwd(cwd, sizeof(cwd))) {
+		spec->slurm.submit_dir = drv_strdup(cwd);
+		for (int32_t g = 0; spec->run && g < spec->job.ngroups; g++) {
+			char *wd = spec->run[g].working_dir;
+
+			if (!wd || wd[0] == '/')
+				continue;
+			snprintf(abs, sizeof(abs), "%s/%s", cwd, wd);
+			drv_free(wd);
+			spec->run[g].working_dir = drv_strdup(abs);
+		}
+	}
+	if (gethostname(host, sizeof(host)) == 0) {
+		host[sizeof(host) - 1] = '\0';
+		spec->slurm.submit_host = drv_strdup(host);
+	}
+	snprintf(mask, sizeof(mask), "%04o", (unsigned)m & 0777);
+	spec->slurm.umask = drv_strdup(mask);
+}
+
 /* The spec's warnings, as sbatch's. */
 static void warn_spec(const struct drv_jobspec *spec)
 {
@@ -152,6 +186,7 @@ static int submit(struct cli *cli, const char *file, const char *body, size_t le
 		drv_free(spec.job.name);
 		spec.job.name = drv_strdup(!strcmp(file, "-") ? "sbatch" : "wrap");
 	}
+	submit_place(&spec);
 	if (!quiet)
 		warn_spec(&spec);
 	json = drv_jobspec_dumps(&spec, 0);

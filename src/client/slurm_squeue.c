@@ -271,8 +271,26 @@ static int by_ids(struct cli *cli, struct sq *q, char *ids)
 		}
 		if (rc)
 			return 1;
-		if (*end == '_') {
+		if (*end == '_' && json_is_object(json_object_get(r.json, "elements"))) {
 			/* an array element by its parent's id: P_I */
+			unsigned long long e = sl_array_element(r.json, strtoll(end + 1, NULL, 10));
+
+			drv_client_reply_release(&r);
+			if (!e)
+				continue;
+			snprintf(path, sizeof(path), "/v1/jobs/%llu", e);
+			cli->keep_error = true;
+			rc = cli_call(cli, "GET", path, NULL, NULL, 0, &r);
+			if (rc) {
+				long st = r.status;
+
+				drv_client_reply_release(&r);
+				if (st == 404)
+					continue;
+				return 1;
+			}
+		}
+		if (*end == '_') {
 			const json_t *a = json_object_get(r.json, "array_job_id");
 
 			if (!json_is_integer(a) || drv_json_int(r.json, "array_task_id", -1) !=

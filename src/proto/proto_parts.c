@@ -271,6 +271,7 @@ void drv_proto_task_init(struct drv_proto_task *t)
 	t->grace_s = -1;
 	t->command_len = -1;
 	t->run_as_uid = t->run_as_gid = -1;
+	t->umask = -1;
 }
 
 static const char *const peer_keys[] = { "rank", "node", "address", NULL };
@@ -292,7 +293,8 @@ static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch
 	"gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
 	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", "mounts", "shm_mib", "host_ipc",
-	"run_as_uid", "run_as_gid", "run_as_non_root", NULL };
+	"run_as_uid", "run_as_gid", "run_as_non_root", "stdout_file", "stderr_file", "open_append",
+	"umask", NULL };
 
 static const char *const mount_keys[] = { "name", "type", "host_path", "container_path",
 	"sub_path", "read_only", "memory", "size_mib", NULL };
@@ -369,6 +371,12 @@ static void task_where(struct proto_rd *r, const json_t *o, struct drv_proto_tas
 	proto_get_int(r, o, "time_limit_s", false, &t->time_limit_s);
 	proto_get_int(r, o, "grace_s", false, &t->grace_s);
 	proto_get_int(r, o, "output_max_bytes", false, &t->output_max_bytes);
+	proto_get_str(r, o, "stdout_file", false, &t->stdout_file);
+	proto_get_str(r, o, "stderr_file", false, &t->stderr_file);
+	proto_get_bool(r, o, "open_append", false, &t->open_append);
+	proto_get_int(r, o, "umask", false, &t->umask);
+	if (t->umask < -1 || t->umask > 0777)
+		proto_fail_at(r, "umask", "%lld: expected 0..511 (0777)", (long long)t->umask);
 }
 
 void proto_item_task(struct proto_rd *r, const json_t *o, void *el)
@@ -471,6 +479,12 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 		proto_put_int(o, "grace_s", t->grace_s);
 	if (t->output_max_bytes > 0)
 		proto_put_int(o, "output_max_bytes", t->output_max_bytes);
+	proto_put_opt_str(o, "stdout_file", t->stdout_file);
+	proto_put_opt_str(o, "stderr_file", t->stderr_file);
+	if (t->open_append)
+		json_object_set_new(o, "open_append", json_true());
+	if (t->umask >= 0)
+		proto_put_int(o, "umask", t->umask);
 	return o;
 }
 

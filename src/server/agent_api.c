@@ -655,6 +655,7 @@ struct task_strs {
 	char tid[48];
 	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
 	char *slurm;                     /* SLURM_* values (slurm_env.c); NULL none */
+	char *batch_io;                  /* the batch step's files (slurm_env.c); NULL none */
 	char **own;                      /* $(VAR)-expanded strings (k8s_expand) */
 	size_t nown;
 };
@@ -749,6 +750,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->world_size = j->ntasks;
 	gang_position(s, j, rank, a);
 	ts->slurm = j->spec.format == DRV_FMT_SBATCH ? srv_slurm_env(s, j, rank, a) : NULL;
+	ts->batch_io = j->spec.format == DRV_FMT_SBATCH ? srv_slurm_batch_io(s, j, rank, a) : NULL;
 	a->master_addr = m->address ? m->address : m->name;
 	a->master_port = 29500 + j->epoch % 10000;
 	a->time_limit_s = j->spec.job.time_limit;
@@ -769,6 +771,7 @@ static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_
 	drv_proto_task_init(a);
 	ts->own = NULL;
 	ts->nown = 0;
+	ts->batch_io = NULL;
 	snprintf(ts->tid, sizeof(ts->tid), "%llu.s%d.%d", (unsigned long long)j->id, st->id, rank);
 	a->task_id = ts->tid;
 	a->job_id = (int64_t)j->id;
@@ -901,6 +904,7 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 	for (size_t k = 0; k < r.ntasks; k++) {
 		assignment_release(&r.tasks[k]);
 		drv_free(tids[k].slurm);
+		drv_free(tids[k].batch_io);
 		for (size_t x = 0; x < tids[k].nown; x++)
 			drv_free(tids[k].own[x]);
 		drv_free(tids[k].own);

@@ -126,6 +126,11 @@ static int parse_job(const char *body, size_t len, const char *ctype, const char
 		return -1;
 	}
 	drv_diags_release(&d);
+	if (spec->format == DRV_FMT_SBATCH && !spec->slurm.submit_dir &&
+	    (spec->slurm.output || spec->slurm.error || spec->slurm.open_mode))
+		drv_jobspec_warn(spec, "#SBATCH --output/--error/--open-mode: not acted on: the "
+				 "client did not say where the job was submitted (the sbatch command "
+				 "does; drover submit keeps the output in drover logs)");
 	if (drv_job_tasks(&spec->job) <= 0) {
 		drv_http_resp_error(resp, 400, "invalid", NULL, "%s: the job has no tasks", fname);
 		return -1;

@@ -725,6 +725,12 @@ char *srv_slurm_env(struct drv_server *s, const struct srv_job *j, int32_t rank,
 		    struct drv_proto_task *a);
 /* The same for task rank of step st, after a's env (srun's): the job's
  * variables, then the step's (SLURM_STEP_*, SLURM_PROCID, ...). */
+/* The batch step's working directory and -o/-e files (patterns expanded,
+ * absolute), open mode and umask into a, for a job whose client said where
+ * it was submitted (slurm.submitDir); rank must be the batch rank. Returns
+ * the buffer a's strings live in (caller frees), or NULL: nothing set. */
+char *srv_slurm_batch_io(struct drv_server *s, const struct srv_job *j, int32_t rank,
+			 struct drv_proto_task *a);
 char *srv_slurm_step_env(struct drv_server *s, const struct srv_job *j,
 			 const struct srv_step *st, int32_t rank, struct drv_proto_task *a);
 /* The most nodes a job's Slurm variables and steps consider. */

@@ -9,13 +9,20 @@
  * SLURM_NTASKS only when the job asked for a task count (-n, or
  * --ntasks-per-node, which makes it nodes x that), SLURM_CPUS_PER_TASK only
  * with -c, SLURM_JOB_ACCOUNT only with -A, SLURM_SUBMIT_DIR/_HOST when the
- * client said where it ran.
+ * client said where it ran (else SLURM_SUBMIT_DIR is --chdir's).
+ *
+ * The batch step of a job whose client said where it was submitted (the
+ * sbatch face does) runs in that directory, or in --chdir taken relative
+ * to it, and writes its stdout and stderr to the -o/-e files, Slurm's
+ * patterns expanded (srv_slurm_batch_io; default slurm-%j.out, an array
+ * element's slurm-%A_%a.out), which the agent opens as the job's user.
  *
  * An element of an array (sbatch --array) also gets SLURM_ARRAY_JOB_ID
  * (the parent's id), SLURM_ARRAY_TASK_ID (its index) and the array's
  * SLURM_ARRAY_TASK_COUNT, _MIN, _MAX and _STEP; SLURM_JOB_ID stays the
  * element's own id, as Slurm's JobIDRaw.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +150,8 @@ static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv
 	const struct drv_slurm_extra *e = &j->spec.slurm;
 	const struct drv_task_run *run = j->spec.run;
 	const char *part = e->partition ? e->partition : j->spec.queue;
-	const char *dir = run && run->working_dir ? run->working_dir : e->submit_dir;
+	/* where sbatch ran; a job whose client did not say: its --chdir */
+	const char *dir = e->submit_dir ? e->submit_dir : run ? run->working_dir : NULL;
 	char list[4096], gl[256];
 	uint64_t mask = 0;
 	int32_t nt;
@@ -289,4 +297,56 @@ char *srv_slurm_step_env(struct drv_server *s, const struct srv_job *j,
 	/* after srun's environment: these are the step's, whatever srun saw */
 	splice(a, a->nenv, &b);
 	return b.p;
+}
+
+/* pat expanded for the batch step of j on node, made absolute against wd
+ * (out holds PATH_MAX). */
+static void batch_path(const struct srv_job *j, const char *pat, const char *node,
+		       const char *wd, char *out)
+{
+	struct drv_slurm_pattern v = {
+		.job_id = j->id, .array_job_id = j->parent, .array_task_id = j->parent ? j->index : -1,
+		.job_name = j->spec.job.name, .user = j->spec.job.user, .node = node,
+		.node_id = 0, .task_id = 0, .step_id = -1 };
+	char name[PATH_MAX];
+
+	drv_slurm_pattern_expand(pat, &v, name, sizeof(name));
+	if (name[0] == '/')
+		snprintf(out, PATH_MAX, "%s", name);
+	else if (snprintf(out, PATH_MAX, "%s/%s", wd, name) >= PATH_MAX)
+		out[0] = '\0';
+}
+
+char *srv_slurm_batch_io(struct drv_server *s, const struct srv_job *j, int32_t rank,
+			 struct drv_proto_task *a)
+{
+	const struct drv_slurm_extra *e = &j->spec.slurm;
+	const struct drv_task_run *run = j->spec.run ? &j->spec.run[j->tasks[rank].group] : NULL;
+	const char *wd = run ? run->working_dir : NULL, *node = s->nodes[j->tasks[rank].node].name;
+	char *buf, *out, *err;
+
+	if (!e->submit_dir || rank != srv_job_batch_rank(s, j))
+		return NULL;
+	buf = drv_calloc(3, PATH_MAX);
+	out = buf + PATH_MAX;
+	err = buf + 2 * PATH_MAX;
+	if (!wd)
+		snprintf(buf, PATH_MAX, "%s", e->submit_dir);
+	else if (wd[0] == '/')
+		snprintf(buf, PATH_MAX, "%s", wd);
+	else
+		snprintf(buf, PATH_MAX, "%s/%s", e->submit_dir, wd);
+	a->workdir = buf;
+	batch_path(j, e->output ? e->output : j->parent ? "slurm-%A_%a.out" : "slurm-%j.out", node,
+		   buf, out);
+	a->stdout_file = out[0] ? out : NULL;
+	if (e->error) {
+		batch_path(j, e->error, node, buf, err);
+		a->stderr_file = err[0] && strcmp(err, out) ? err : NULL;
+	}
+	/* Slurm appends after a requeue unless told to truncate */
+	a->open_append = e->open_mode ? !strcmp(e->open_mode, "append") : j->attempt > 1;
+	if (e->umask)
+		a->umask = strtol(e->umask, NULL, 8);
+	return buf;
 }

@@ -198,6 +198,7 @@ static json_t *slurm_json(const struct drv_slurm_extra *e)
 	set_str(x, "openMode", e->open_mode);
 	set_str(x, "submitDir", e->submit_dir);
 	set_str(x, "submitHost", e->submit_host);
+	set_str(x, "umask", e->umask);
 	return x;
 }
 

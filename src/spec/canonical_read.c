@@ -554,7 +554,7 @@ static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 	static const char *const sk[] = { "partition", "qos", "account", "requeue", "hold", "begin", "signal",
 		"signalSeconds", "signalBatchOnly", "switches", "switchesWait", "segment", "ntasks",
 		"ntasksPerNode", "cpusPerTask", "perNode", "output", "error", "input", "openMode",
-		"submitDir", "submitHost", NULL };
+		"submitDir", "submitHost", "umask", NULL };
 	const json_t *x = json_object_get(o, "slurm");
 	struct drv_slurm_extra *e = &s->slurm;
 	size_t save;
@@ -594,6 +594,12 @@ static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 		rd_err(r, "openMode", "found \"%s\", expected append or truncate", e->open_mode);
 	e->submit_dir = get_str(r, x, "submitDir", false);
 	e->submit_host = get_str(r, x, "submitHost", false);
+	e->umask = get_str(r, x, "umask", false);
+	if (e->umask && (strlen(e->umask) != 4 || strspn(e->umask, "01234567") != 4 ||
+			 e->umask[0] != '0'))
+		rd_err(r, "umask", "found \"%s\", expected 4 octal digits such as 0022", e->umask);
+	if (e->submit_dir && e->submit_dir[0] != '/')
+		rd_err(r, "submitDir", "found \"%s\", expected an absolute path", e->submit_dir);
 	pop(r, save);
 }
 

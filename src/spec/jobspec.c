@@ -128,6 +128,7 @@ void drv_jobspec_release(struct drv_jobspec *s)
 	drv_free(s->slurm.open_mode);
 	drv_free(s->slurm.submit_dir);
 	drv_free(s->slurm.submit_host);
+	drv_free(s->slurm.umask);
 	for (i = 0; i < s->nclasses; i++)
 		drv_spec_class_release(&s->classes[i]);
 	drv_free(s->classes);

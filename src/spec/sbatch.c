@@ -455,10 +455,11 @@ static void build_job(struct sb_ctx *c, const char *buf, size_t len, const char 
 		s->slurm.cpus_per_task = k->cpt > 0 ? (int32_t)DRV_MIN(k->cpt, INT32_MAX) : 0;
 		s->slurm.per_node = k->nodes > 0 || k->gpn.n >= 0 || k->gres.n >= 0 || k->tpn > 0;
 	}
-	/* NEEDSWORK: the agent is to write the batch step's files */
-	if (s->slurm.output || s->slurm.error || s->slurm.input || s->slurm.open_mode)
-		drv_jobspec_warn(s, "#SBATCH --output/--error/--input/--open-mode: kept, not yet "
-			"acted on (the batch step's output is in drover logs)");
+	/* -o/-e/--open-mode: the agent writes them for a job whose client says
+	 * where it was submitted (the server warns when none did) */
+	if (s->slurm.input)
+		drv_jobspec_warn(s, "#SBATCH --input: kept, not acted on (the batch step reads "
+			"nothing on stdin)");
 	if (tasks > DRV_SPEC_MAX_TASKS)
 		drv_diag_err(c->d, 0, 0, NULL, "found %lld tasks in all, over the limit of %d",
 			     (long long)tasks, DRV_SPEC_MAX_TASKS);

@@ -207,6 +207,61 @@ Test(launch, argv_is_not_interpreted_and_workdir_is_used)
 	free(out);
 }
 
+/* A Slurm batch step's own files: both streams in -o's file, made with the
+ * task's umask, truncated or appended to; <task>.out links to it; a file
+ * that cannot be made fails the start, naming it. */
+Test(launch, batch_step_output_file_umask_and_open_mode)
+{
+	char *argv[] = { "sh", "-c", "echo out; echo err >&2", NULL };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	char file[128], bad[128], link[PATH_MAX], *out;
+	struct stat st;
+	ssize_t n;
+
+	snprintf(file, sizeof(file), "%s/slurm-7.out", dir);
+	snprintf(bad, sizeof(bad), "%s/nodir/x.out", dir);
+	{
+		FILE *f = fopen(file, "w");
+
+		cr_assert(not(eq(ptr, f, NULL)));
+		fputs("old\n", f);
+		fclose(f);
+	}
+	t.task_id = "7.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	t.stdout_file = file;
+	t.set_umask = true;
+	t.umask = 027;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(file);
+	cr_assert(eq(str, out, "out\nerr\n"), "truncated, both streams");
+	free(out);
+	n = readlink(p.stdout_path, link, sizeof(link) - 1);
+	cr_assert(gt(sz, (size_t)(n > 0 ? n : 0), 0), "%s is no link", p.stdout_path);
+	link[n] = '\0';
+	cr_assert(eq(str, link, file));
+	cr_assert(eq(int, unlink(file), 0));
+	t.task_id = "7.1";
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	run(&p);
+	cr_assert(eq(int, stat(file, &st), 0));
+	cr_assert(eq(int, (int)(st.st_mode & 0777), 0640), "made with umask 027");
+	t.task_id = "7.2";
+	t.open_append = true;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	run(&p);
+	out = slurp(file);
+	cr_assert(eq(str, out, "out\nerr\nout\nerr\n"), "appended");
+	free(out);
+	t.task_id = "7.3";
+	t.stdout_file = bad;
+	cr_assert(lt(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0));
+	cr_assert(not(eq(ptr, strstr(p.error, bad), NULL)), "%s", p.error);
+}
+
 Test(launch, exit_codes_signals_and_stderr)
 {
 	char *a1[] = { "sh", "-c", "echo oops >&2; exit 7", NULL };

@@ -58,7 +58,9 @@ static const char *full_task =
 	" \"master_addr\": \"10.0.0.5\", \"master_port\": 29507,"
 	" \"peers\": [{\"rank\": 0, \"node\": \"a\", \"address\": \"10.0.0.5\"},"
 	"             {\"rank\": 1, \"node\": \"b\", \"address\": \"10.0.0.6\"}],"
-	" \"time_limit_s\": 3600, \"grace_s\": 30, \"output_max_bytes\": 1048576}";
+	" \"time_limit_s\": 3600, \"grace_s\": 30, \"output_max_bytes\": 1048576,"
+	" \"stdout_file\": \"/h/slurm-42.out\", \"stderr_file\": \"/h/e-42.log\","
+	" \"open_append\": true, \"umask\": 18}";
 
 Test(proto, sync_reply_round_trip_with_every_assignment_field)
 {
@@ -101,6 +103,10 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(ptr, (void *)r.tasks[0].script, NULL));
 	cr_assert(eq(str, (char *)r.stale[0].reason, "stale epoch"));
 	cr_assert(eq(i64, r.tasks[0].output_max_bytes, 1048576));
+	cr_assert(eq(str, (char *)r.tasks[0].stdout_file, "/h/slurm-42.out"));
+	cr_assert(eq(str, (char *)r.tasks[0].stderr_file, "/h/e-42.log"));
+	cr_assert(r.tasks[0].open_append);
+	cr_assert(eq(i64, r.tasks[0].umask, 022));
 	a = dump(drv_proto_sync_reply_encode(&r));
 	b = dump(json_incref(j));
 	cr_assert(eq(str, a, b));
@@ -397,6 +403,8 @@ Test(proto, optional_keys_take_their_defaults)
 	cr_assert(eq(i64, t->master_port, 29500));
 	cr_assert(eq(i64, t->grace_s, -1));
 	cr_assert(eq(i64, t->output_max_bytes, 0), "no key: no cap");
+	cr_assert(eq(ptr, (void *)t->stdout_file, NULL), "no key: the agent's own files");
+	cr_assert(eq(i64, t->umask, -1), "no key: the agent's umask");
 	cr_assert(eq(sz, t->nargv, 0));
 	drv_proto_sync_reply_release(&r);
 	json_decref(j);
