@@ -5,7 +5,10 @@
  * with `kubectl delete` is cancelled and, once finished, gone from the
  * face (CONTRACTS.md section 1), while drover's own routes still show it.
  * The mark is a row of the store's meta table ("kube.deleted.ID"), so it
- * survives a restart with the job it marks.
+ * survives a restart with the job it marks. A batch/v1 Job's
+ * ttlSecondsAfterFinished deletes it the same way, as Kubernetes' TTL
+ * controller does: once the Job (the parent, for its elements' pods) has
+ * been finished that long, it and its pods are gone from the face.
  */
 #include "kube_int.h"
 
@@ -49,6 +52,24 @@ static void add(struct kube_jobs *js, struct srv_job *j, bool owned)
 	js->owned[js->n] = owned;
 	js->deleted[js->n] = false;
 	js->n++;
+}
+
+/* Whether j's Job (its parent, for an element) finished over its
+ * ttlSecondsAfterFinished ago: it and its pods are deleted then. */
+static bool ttl_expired(const struct kube_jobs *js, const struct srv_job *j, int64_t now)
+{
+	const struct srv_job *p = j;
+	int64_t ttl = j->spec.k8s.ttl_after_finished_s;
+
+	if (ttl < 0)
+		return false;
+	for (size_t i = 0; j->parent && i < js->n; i++)
+		if (js->v[i]->id == j->parent)
+			p = js->v[i];
+	if (j->parent && p == j)
+		return false;   /* its parent is not at hand: not known finished */
+	return srv_jstate_final(p->state) && !p->holding && !j->holding && p->end_time > 0 &&
+	       now >= p->end_time + ttl;
 }
 
 void kube_jobs_collect(struct drv_server *s, struct kube_jobs *js)
@@ -107,6 +128,9 @@ void kube_jobs_collect(struct drv_server *s, struct kube_jobs *js)
 	}
 	pthread_mutex_unlock(&s->rstore_mu);
 	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < js->n; i++)
+		if (!js->deleted[i] && ttl_expired(js, js->v[i], drv_wall_s()))
+			js->deleted[i] = true;
 }
 
 void kube_jobs_release(struct kube_jobs *js)

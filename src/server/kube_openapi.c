@@ -139,7 +139,7 @@ static const struct field fields[] = {
 	{ "JobSpec", "backoffLimitPerIndex", "integer", "Kept, not acted on." },
 	{ "JobSpec", "maxFailedIndexes", "integer", "Kept, not acted on." },
 	{ "JobSpec", "activeDeadlineSeconds", "integer", "The job's time limit." },
-	{ "JobSpec", "ttlSecondsAfterFinished", "integer", "Kept; drover's job_retention_s purges finished jobs." },
+	{ "JobSpec", "ttlSecondsAfterFinished", "integer", "Seconds after the Job finished when it and its pods are deleted from this API (drover's own routes keep them for job_retention_s)." },
 	{ "JobSpec", "suspend", "boolean", "Kept, not acted on by this version." },
 	{ "JobSpec", "selector", "object", "Kept, not acted on." },
 	{ "JobSpec", "manualSelector", "boolean", "Kept, not acted on." },
