@@ -7,7 +7,8 @@
 #   - the seed's Pod (examples/jobs/training-job.yaml), verbatim, runs the
 #     image's ENTRYPOINT and CMD in the container, with drover's env and the
 #     Pod's; the podman arguments are in the agent log; the env file is gone
-#   - the image is pulled once: a second Pod (IfNotPresent by its tag) does not pull
+#   - the image is pulled once: a second Pod (IfNotPresent by its tag) does not pull;
+#     one with imagePullPolicy: Always pulls again
 #   - command replaces ENTRYPOINT, args replace CMD; $(VAR) expanded
 #   - a missing image fails the job with ErrImagePull ... not found
 #   - a cancelled container job leaves no container (podman ps -a)
@@ -121,6 +122,13 @@ expect_eq "pulls of the first Pod" "$pulls1" "1"
 id2=$(submit "$ROOT/examples/jobs/training-job.yaml")
 wait_job "$id2" succeeded 60
 expect_eq "pulls of the second Pod" "$(grep -c "drover: pulling" "$TEST_TMP/agent-pod-node/tasks/$id2.0/$id2.0.err")" "0"
+
+# --- Always: pulls though the image is there -----------------------------------
+sed 's/^    image: pytorch\/pytorch:2.4-cuda12.4$/&\n    imagePullPolicy: Always/' "$ROOT/examples/jobs/training-job.yaml" >"$TEST_TMP/always.yaml"
+grep -q "imagePullPolicy: Always" "$TEST_TMP/always.yaml" || fail "the Always Pod was not written"
+ida=$(submit "$TEST_TMP/always.yaml")
+wait_job "$ida" succeeded 60
+expect_eq "pulls of the Always Pod" "$(grep -c "drover: pulling .*(policy Always" "$TEST_TMP/agent-pod-node/tasks/$ida.0/$ida.0.err")" "1"
 
 # --- command replaces ENTRYPOINT, args CMD, $(VAR) expanded, workingDir ---------
 cat >"$TEST_TMP/cmd.yaml" <<'EOF'
