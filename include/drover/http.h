@@ -286,7 +286,9 @@ int drv_http_req_query_int(const struct drv_http_req *r, const char *name, int64
 			   int64_t min, int64_t max, int64_t *out, struct drv_http_resp *resp);
 
 /* --- the reply --- */
-/* status with the compact dump of obj (consumes obj; NULL gives "{}"). */
+/* status with the compact dump of obj (consumes obj; NULL gives "{}"),
+ * made with DRV_HTTP_JSON_FLAGS and a newline after it. */
+#define DRV_HTTP_JSON_FLAGS (JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(16))
 void drv_http_resp_json(struct drv_http_resp *resp, int status, json_t *obj);
 /* status with raw bytes (copied) of the given content type. */
 void drv_http_resp_bytes(struct drv_http_resp *resp, int status, const char *ctype,

@@ -185,7 +185,7 @@ void drv_http_resp_json(struct drv_http_resp *resp, int status, json_t *obj)
 	resp->status = status;
 	/* 16 digits: a number rounded to micro-dollars prints as such
 	 * (0.041667, not 0.041667000000000003) up to ten billion */
-	s = obj ? json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(16)) : NULL;
+	s = obj ? json_dumps(obj, DRV_HTTP_JSON_FLAGS) : NULL;
 	if (!s)
 		s = strdup("{}");
 	resp->len = strlen(s);

@@ -906,9 +906,9 @@ int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 				 .tenant = drv_http_req_query(r, "tenant"),
 				 .name = drv_http_req_query(r, "name") };
 	struct drv_store_job_query q = { 0 };
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(DRV_HTTP_MAX_REPLY);
 	char sts[160];
 	int64_t limit, after;
-	json_t *items, *out;
 	uint64_t last = 0;
 	bool more = false;
 
@@ -920,13 +920,18 @@ int srv_api_jobs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	q = (struct drv_store_job_query){ .after = (uint64_t)after, .limit = (int)limit,
 		.user = f.c->admin ? f.user : f.c->user, .tenant = f.tenant, .name = f.name,
 		.states = *sts ? sts : NULL };
+	/* {"items":[JOB,...],"next_after":N} as drv_http_resp_json would
+	 * write it, the items' text kept from page to page (srv_job_api_text) */
+	drv_dynbuf_add(&b, "{\"items\":[", 10);
 	pthread_mutex_lock(&s->mu);
-	items = srv_jobs_page(s, &q, list_match, &f, &more, &last);
+	srv_jobs_page(s, &q, list_match, &f, &b, &more, &last);
 	pthread_mutex_unlock(&s->mu);
-	out = json_pack("{s:o}", "items", items);
+	drv_dynbuf_add(&b, "]", 1);
 	if (more)
-		json_object_set_new(out, "next_after", json_integer((json_int_t)last));
-	drv_http_resp_json(o, 200, out);
+		drv_dynbuf_addf(&b, ",\"next_after\":%llu", (unsigned long long)last);
+	drv_dynbuf_add(&b, "}\n", 2);
+	drv_http_resp_bytes(o, 200, "application/json", drv_dynbuf_str(&b), drv_dynbuf_len(&b));
+	drv_dynbuf_release(&b);
 	return 0;
 }
 

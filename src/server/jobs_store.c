@@ -139,26 +139,29 @@ static int read_page(struct drv_server *s, void *cls)
 	return s->rstore->ops->list_jobs(s->rstore, &p->q, keep_row, &p->rs);
 }
 
-/* Adds j to items if it matches; false when the page is full (j not added). */
-static bool page_add(struct drv_server *s, json_t *items, int limit, struct srv_job *j,
-		     bool (*match)(struct srv_job *, void *), void *cls)
+/* Adds j's text to items if it matches; false when the page is full (j
+ * not added). */
+static bool page_add(struct drv_server *s, struct drv_dynbuf *items, int *n, int limit,
+		     struct srv_job *j, bool (*match)(struct srv_job *, void *), void *cls)
 {
 	if (!match(j, cls))
 		return true;
-	if ((int)json_array_size(items) >= limit)
+	if (*n >= limit)
 		return false;
-	json_array_append_new(items, srv_job_api_json(s, j, false));
+	if ((*n)++)
+		drv_dynbuf_add(items, ",", 1);
+	srv_job_api_text(s, j, items);
 	return true;
 }
 
-json_t *srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
-		      bool (*match)(struct srv_job *j, void *cls), void *cls, bool *more,
-		      uint64_t *last)
+void srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
+		   bool (*match)(struct srv_job *j, void *cls), void *cls, struct drv_dynbuf *items,
+		   bool *more, uint64_t *last)
 {
 	struct page_read p = { .q = *q };
-	json_t *items = json_array();
 	uint64_t bound, id;
 	size_t k = 0;
+	int n = 0;
 	char err[256];
 
 	/* finished jobs from the store, one more than a page to know whether
@@ -180,7 +183,7 @@ json_t *srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
 			j = tmp = srv_job_from_row(s, &p.rs.v[k].r, false);
 		if (!j)
 			continue;
-		ok = page_add(s, items, q->limit, j, match, cls);
+		ok = page_add(s, items, &n, q->limit, j, match, cls);
 		srv_job_free(tmp);
 		if (!ok) {
 			*more = true;
@@ -193,7 +196,6 @@ json_t *srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
 		*last = bound;
 	}
 	rows_release(&p.rs);
-	return items;
 }
 
 /* --- retention ----------------------------------------------------------- */

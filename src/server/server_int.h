@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "drover/clock.h"
+#include "drover/dynbuf.h"
 #include "drover/http.h"
 #include "drover/log.h"
 #include "drover/metrics.h"
@@ -113,6 +114,8 @@ struct srv_job {
 	bool runtime_held;         /* pending: it needs a container and no node runs one
 				    * (reason code RuntimeUnavailable) */
 	bool dirty;
+	uint64_t ver;              /* bumped by every srv_job_mark */
+	struct srv_api_memo *memo; /* its list form's text while it holds (state_json.c) */
 	/* parents and elements (elements.c); all zero for other jobs */
 	struct srv_parent *par;    /* set: j is a parent */
 	uint64_t parent;           /* an element: its parent's id */
@@ -712,6 +715,11 @@ void srv_wacct_release(struct wacct *w);
 /* --- state_json.c: the store's documents and the API's forms (new references) --- */
 json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j);
 json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail);
+/* Appends the text of srv_job_api_json(s, j, false), dumped with
+ * DRV_HTTP_JSON_FLAGS, to b; kept in j->memo between calls while it stays
+ * the same (a pending job never placed: see state_json.c). Under s->mu. */
+void srv_job_api_text(struct drv_server *s, struct srv_job *j, struct drv_dynbuf *b);
+void srv_api_memo_free(struct srv_api_memo *m);
 json_t *srv_node_store_doc(struct drv_server *s, int32_t i);
 json_t *srv_node_api_json(struct drv_server *s, int32_t i);
 
@@ -806,13 +814,13 @@ struct srv_job *srv_job_from_row(struct drv_server *s, const struct drv_store_jo
  * releases while it reads the store.
  * srv_jobs_page: the jobs of a listing: those matching q in memory and, for
  * ids not in memory, in the store, by id, at most q->limit; *more when a
- * further page exists (then *last is the id to ask after). Each item from
- * srv_job_api_json. Under s->mu (released while reading the store); match
+ * further page exists (then *last is the id to ask after). The items go
+ * into items as JSON text, comma-separated (srv_job_api_text). Under s->mu (released while reading the store); match
  * decides for jobs in memory. */
 struct srv_job *srv_job_lookup(struct drv_server *s, uint64_t id, struct srv_job **tmp);
-json_t *srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
-		      bool (*match)(struct srv_job *j, void *cls), void *cls, bool *more,
-		      uint64_t *last);
+void srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
+		   bool (*match)(struct srv_job *j, void *cls), void *cls, struct drv_dynbuf *items,
+		   bool *more, uint64_t *last);
 /* Runs fn with s->mu released and the store's mutex held: the writer
  * (s->store) when write, else the reader (s->rstore); rc, and the store's
  * message in err. */

@@ -63,6 +63,7 @@ void srv_job_free(struct srv_job *j)
 	srv_deps_free(j);
 	srv_steps_free(j);
 	drv_free(j->steps);
+	srv_api_memo_free(j->memo);
 	drv_free(j);
 }
 
@@ -187,6 +188,7 @@ void srv_steps_node_lost(struct drv_server *s, struct srv_job *j, int32_t node, 
 
 void srv_job_mark(struct drv_server *s, struct srv_job *j)
 {
+	j->ver++;   /* what the API shows of it may have changed (srv_job_api_text) */
 	if (j->dirty)
 		return;
 	j->dirty = true;

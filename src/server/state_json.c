@@ -145,6 +145,21 @@ const char *srv_default_partition(struct drv_server *s)
 	return s->cluster.npools ? s->cluster.pools[0].name : "default";
 }
 
+/* The partition the Slurm faces show: the one asked for, else the pool of
+ * the job's first node, else the default. */
+static const char *job_partition(struct drv_server *s, const struct srv_job *j)
+{
+	const char *part = j->spec.slurm.partition;
+
+	if ((!part || !*part) && j->ntasks > 0) {
+		const struct drv_node *cn = &s->cluster.nodes[j->tasks[0].node];
+
+		if (cn->pool >= 0 && cn->pool < s->cluster.npools)
+			part = s->cluster.pools[cn->pool].name;
+	}
+	return part && *part ? part : srv_default_partition(s);
+}
+
 /*
  * What the Slurm faces show beside drover's own fields (docs/api.md):
  * the partition (the one asked for, else the pool of the job's first
@@ -156,18 +171,10 @@ const char *srv_default_partition(struct drv_server *s)
 static void slurm_fields(struct drv_server *s, struct srv_job *j, json_t *o, int nnodes)
 {
 	const struct drv_job *jb = &j->spec.job;
-	const char *part = j->spec.slurm.partition;
+	const char *part = job_partition(s, j);
 	int64_t cpu_milli = 0;
 	int32_t ntasks = drv_job_tasks(jb);
 
-	if ((!part || !*part) && j->ntasks > 0) {
-		const struct drv_node *cn = &s->cluster.nodes[j->tasks[0].node];
-
-		if (cn->pool >= 0 && cn->pool < s->cluster.npools)
-			part = s->cluster.pools[cn->pool].name;
-	}
-	if (!part || !*part)
-		part = srv_default_partition(s);
 	for (int32_t g = 0; g < jb->ngroups; g++) {
 		int64_t c = jb->groups[g].cpu_milli > 0 ? jb->groups[g].cpu_milli : 1000;
 
@@ -314,6 +321,125 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 		json_object_set_new(o, "events", evs);
 	}
 	return o;
+}
+
+/*
+ * The list form's text, kept. Listing a page of jobs is mostly building
+ * and dumping jansson objects (at 1,000 clients asking for the default
+ * page of 100 at once, 2 ms of CPU a page, nearly all of it that), and a
+ * queue of pending jobs shows the same text page after page. So a pending
+ * job that has never been placed keeps the text it was last shown with,
+ * with what it was made of: its version (srv_job_mark bumps it at every
+ * change that is stored), the fields that change without a store write
+ * or that the text reads besides the spec, and the two texts that come
+ * from elsewhere (the scheduler's reason, the partition the Slurm faces
+ * show). Nothing in such a job's list form reads the clock other than
+ * through the reason: no task has run, so its cost is its earlier
+ * attempts' and it has no efficiency. A parent (its counts are its
+ * elements') and a job with tasks are built every time, and drop their
+ * memo.
+ */
+struct memo_key {
+	uint64_t ver;
+	int64_t begin_time, start_time, end_time, cost_prev_micro, time_limit;
+	int32_t attempt, priority, exit_code, ntasks;
+	uint32_t state;
+	uint8_t hold;
+	bool budget_held, holding, has_exit, gated;
+	const char *code;   /* the reason code: a static string */
+};
+
+struct srv_api_memo {
+	struct memo_key k;
+	char *reason, *part;   /* the texts it was made with */
+	char *text;
+	size_t len;
+};
+
+void srv_api_memo_free(struct srv_api_memo *m)
+{
+	if (!m)
+		return;
+	drv_free(m->reason);
+	drv_free(m->part);
+	free(m->text);
+	drv_free(m);
+}
+
+static void memo_key_of(struct drv_server *s, struct srv_job *j, struct memo_key *k)
+{
+	memset(k, 0, sizeof(*k));   /* the padding too: keys compare with memcmp */
+	k->ver = j->ver;
+	k->begin_time = j->begin_time;
+	k->start_time = j->start_time;
+	k->end_time = j->end_time;
+	k->cost_prev_micro = j->cost_prev_micro;
+	k->time_limit = j->spec.job.time_limit;
+	k->attempt = j->attempt;
+	k->priority = j->spec.job.priority;
+	k->exit_code = j->exit_code;
+	k->ntasks = j->ntasks;
+	k->state = (uint32_t)j->state;
+	k->hold = j->hold;
+	k->budget_held = j->budget_held;
+	k->holding = j->holding;
+	k->has_exit = j->has_exit;
+	k->gated = j->gated;
+	k->code = srv_job_reason_code(s, j);
+}
+
+static bool memo_holds(struct drv_server *s, struct srv_job *j, const struct memo_key *k)
+{
+	const struct srv_api_memo *m = j->memo;
+	char why[512];
+
+	return m && memcmp(&m->k, k, sizeof(*k)) == 0 &&
+	       strcmp(m->reason, srv_job_reason(s, j, why, sizeof(why))) == 0 &&
+	       strcmp(m->part, job_partition(s, j)) == 0;
+}
+
+static char *dump_api(json_t *o, size_t *len)
+{
+	char *t = json_dumps(o, DRV_HTTP_JSON_FLAGS);
+
+	if (!t)
+		t = strdup("{}");
+	*len = strlen(t);
+	return t;
+}
+
+void srv_job_api_text(struct drv_server *s, struct srv_job *j, struct drv_dynbuf *b)
+{
+	struct memo_key k;
+	struct srv_api_memo *m;
+	json_t *o;
+
+	if (j->state != J_PENDING || j->ntasks || j->par) {
+		size_t len;
+		char *t;
+
+		srv_api_memo_free(j->memo);
+		j->memo = NULL;
+		o = srv_job_api_json(s, j, false);
+		t = dump_api(o, &len);
+		json_decref(o);
+		drv_dynbuf_add(b, t, len);
+		free(t);
+		return;
+	}
+	memo_key_of(s, j, &k);
+	if (!memo_holds(s, j, &k)) {
+		srv_api_memo_free(j->memo);
+		m = j->memo = drv_calloc(1, sizeof(*m));
+		o = srv_job_api_json(s, j, false);
+		m->k = k;
+		/* the texts as the object has them, not as asked again */
+		m->reason = drv_strdup(drv_json_str(o, "reason") ? drv_json_str(o, "reason") : "");
+		m->part = drv_strdup(drv_json_str(o, "partition") ? drv_json_str(o, "partition") : "");
+		m->text = dump_api(o, &m->len);
+		json_decref(o);
+	}
+	drv_dynbuf_add(b, j->memo->text, j->memo->len);
 }
 
 json_t *srv_node_store_doc(struct drv_server *s, int32_t i)

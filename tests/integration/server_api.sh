@@ -91,6 +91,37 @@ PY
 req alice-t POST /v1/jobs/batch application/json "$TEST_TMP/batch.json"
 expect_eq "batch" "$CODE" 201
 expect_eq "batch items" "$(js 'len(b["items"]), b["items"][0]["state"]')" "(100, 'pending')"
+b0=$(js 'b["items"][0]["id"]')
+
+# --- a listing shows every change of a job it listed before (the text a
+# pending job keeps between listings, state_json.c), as GET /v1/jobs/ID does ---
+listed_as_get() {
+	req ops-t GET "/v1/jobs?after=$((b0 - 1))&limit=1"
+	cp "$TEST_TMP/body" "$TEST_TMP/listed"
+	req ops-t GET "/v1/jobs/$b0"
+	python3 - "$TEST_TMP/listed" "$TEST_TMP/body" "$1" <<'PY'
+import json,sys
+item=json.load(open(sys.argv[1]))["items"][0]
+one={k: v for k, v in json.load(open(sys.argv[2])).items()
+     if k not in ("spec", "env", "task_states", "events")}
+if item != one:
+    sys.exit("listed %s differs from GET: %s" % (sys.argv[3],
+             {k: (item.get(k), one.get(k)) for k in set(item) | set(one) if item.get(k) != one.get(k)}))
+print(item["hold"], item["reason_code"], item["time_limit_s"], item["state"])
+PY
+}
+expect_eq "listed" "$(listed_as_get first)" "None RuntimeUnavailable None pending"
+expect_eq "listed again" "$(listed_as_get again)" "None RuntimeUnavailable None pending"
+req ops-t POST "/v1/jobs/$b0/hold"
+expect_eq "listed held" "$(listed_as_get held)" "admin JobHeldAdmin None pending"
+req ops-t POST "/v1/jobs/$b0/release"
+expect_eq "listed released" "$(listed_as_get released)" "None RuntimeUnavailable None pending"
+printf '{"time_limit_s": 600}' >"$TEST_TMP/patch.json"
+req ops-t PATCH "/v1/jobs/$b0" application/json "$TEST_TMP/patch.json"
+expect_eq "patch" "$CODE" 200
+expect_eq "listed patched" "$(listed_as_get patched)" "None RuntimeUnavailable 600 pending"
+req ops-t POST "/v1/jobs/$b0/cancel"
+expect_eq "listed cancelled" "$(listed_as_get cancelled)" "None None 600 cancelled"
 
 # --- apply: created, unchanged, configured ---
 pod() {
@@ -143,7 +174,7 @@ pending=$(js 'b["total"]')
 expect_eq "items of the first page" "$(js 'len(b["items"])')" 100
 depth=$(awk '/^drover_queue_depth\{/ {s += $2} END {print s}' "$TEST_TMP/metrics.txt")
 expect_eq "queue depth metric = the queue's total" "$depth" "$pending"
-grep -q '^drover_jobs{state="cancelled"} 2$' "$TEST_TMP/metrics.txt" || fail "drover_jobs cancelled"
+grep -q '^drover_jobs{state="cancelled"} 3$' "$TEST_TMP/metrics.txt" || fail "drover_jobs cancelled"
 
 # --- SIGKILL and restart: every job where it was, ids never reused ---
 req ops-t GET "/v1/jobs?limit=10000"
