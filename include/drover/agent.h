@@ -313,6 +313,30 @@ int drv_podman_script(const struct drv_podman_conf *pc, const struct drv_contain
 char **drv_podman_global_argv(const struct drv_podman_conf *pc, size_t *n);
 
 /*
+ * CDI (src/agent/cdi.c): the device names of one kind ("nvidia.com/gpu")
+ * in the CDI specs (*.yaml, *.json) of dirs (NULL-terminated; podman's
+ * own are /etc/cdi and /var/run/cdi), so a container gets its GPUs as
+ * --device KIND=NAME. drv_cdi_load fills c (release it with
+ * drv_cdi_release, also after a failure): 0, or DRV_ENOENT with err
+ * ("no CDI spec of kind K", or the first spec that could not be read).
+ * drv_cdi_gpu_devices names each of the n GPUs (index[k], uuid[k] or
+ * NULL) as "KIND=UUID" when the spec names the UUID, else "KIND=INDEX",
+ * into out[k]; DRV_ENOENT with err naming the GPU the spec does not name.
+ */
+#define DRV_CDI_NAME_MAX 160
+struct drv_cdi {
+	char *file;                  /* the first spec of the kind */
+	char **names;                /* its devices' names, all specs of the kind */
+	size_t n;
+};
+int drv_cdi_load(const char *const *dirs, const char *kind, struct drv_cdi *c, char *err,
+		 size_t errsz);
+int drv_cdi_gpu_devices(const struct drv_cdi *c, const char *kind, const int *index,
+			const char *const *uuid, int n, char (*out)[DRV_CDI_NAME_MAX], char *err,
+			size_t errsz);
+void drv_cdi_release(struct drv_cdi *c);
+
+/*
  * Runs podman (pc's global arguments, then args, NULL-terminated) and
  * returns its stdout (malloc'd, NUL-terminated, at most 1 MiB kept) in
  * *out: 0; or DRV_EIO with why (its last stderr line) when it failed or

@@ -308,6 +308,36 @@ static int task_mounts(struct task *t, const struct drv_proto_task *j,
 	return 0;
 }
 
+/* The task's GPUs as CDI names (cdi.c), from the specs podman reads (it
+ * reads no others); -1 and err when a GPU cannot be named. */
+static int gpu_devices(struct drv_agent *a, struct task *t, char (*out)[DRV_CDI_NAME_MAX],
+		       char *err, size_t errsz)
+{
+	static const char *const dirs[] = { "/etc/cdi", "/var/run/cdi", NULL };
+	const char *uuid[DRV_GPU_MAX];
+	int index[DRV_GPU_MAX];
+	struct drv_cdi cdi;
+	char why[600];
+	int rc;
+
+	for (int k = 0; k < t->ngpus; k++) {
+		const struct drv_gpu_info *g = &a->gpus.gpus[t->gpus[k]];
+
+		index[k] = g->index;
+		uuid[k] = g->uuid;
+	}
+	rc = drv_cdi_load(dirs, "nvidia.com/gpu", &cdi, why, sizeof(why));
+	if (rc == 0)
+		rc = drv_cdi_gpu_devices(&cdi, "nvidia.com/gpu", index, uuid, t->ngpus, out, why,
+					 sizeof(why));
+	drv_cdi_release(&cdi);
+	if (rc < 0)
+		snprintf(err, errsz, "the task's GPUs cannot be passed to its container: %s (in "
+			 "/etc/cdi or /var/run/cdi; nvidia-ctk cdi generate --output="
+			 "/etc/cdi/nvidia.yaml writes it)", why);
+	return rc < 0 ? -1 : 0;
+}
+
 int agent_container_prepare(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
 			    struct drv_task_spec *s, char **owned)
 {
@@ -316,7 +346,7 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	struct drv_container_spec cs;
 	char envf[PATH_MAX + 16], reasonf[PATH_MAX + 64], cgp[PATH_MAX], err[512];
 	const char *devs[DRV_GPU_MAX + 1];
-	char devbuf[DRV_GPU_MAX][128];
+	char devbuf[DRV_GPU_MAX][DRV_CDI_NAME_MAX];
 	char **env;
 	int64_t ncmd = j->command_len < 0 ? (int64_t)j->nargv : j->command_len;
 	int rc;
@@ -378,18 +408,16 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	paths = drv_calloc(j->nmounts + 1, sizeof(*paths));
 	cs.mounts = ms;
 	cs.nmounts = (int)j->nmounts;
-	if (a->backend && !strcmp(a->backend, "nvml")) {
-		for (int k = 0; k < t->ngpus; k++) {
-			const struct drv_gpu_info *g = &a->gpus.gpus[t->gpus[k]];
-
-			snprintf(devbuf[k], sizeof(devbuf[k]), "nvidia.com/gpu=%s",
-				 g->uuid[0] ? g->uuid : "");
+	rc = 0;
+	if (a->backend && !strcmp(a->backend, "nvml") && t->ngpus > 0) {
+		rc = gpu_devices(a, t, devbuf, err, sizeof(err));
+		for (int k = 0; k < t->ngpus; k++)
 			devs[k] = devbuf[k];
-		}
 		devs[t->ngpus] = NULL;
 		cs.devices = devs;
 	}
-	rc = task_mounts(t, j, s, ms, paths, err, sizeof(err));
+	if (rc == 0)
+		rc = task_mounts(t, j, s, ms, paths, err, sizeof(err));
 	if (rc == 0)
 		rc = drv_podman_script(&a->podman, &cs, owned, err, sizeof(err));
 	drv_env_free(env);

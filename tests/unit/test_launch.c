@@ -706,3 +706,86 @@ Test(podman, script_keeps_env_values_off_the_command_line, .init = setup)
 	cr_assert(eq(int, drv_podman_script(&pc, &cs, &script, err, sizeof(err)), DRV_EINVAL));
 	cr_assert(strstr(err, "BAD") != NULL, "%s", err);
 }
+
+/* --- CDI names for a container's GPUs (src/agent/cdi.c) ------------------- */
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f != NULL, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A spec as nvidia-ctk cdi generate writes it (devices by index, by UUID
+ * and "all"), and one of another kind beside it. */
+static void fake_cdi_specs(char *d1, char *d2, size_t n)
+{
+	char p[256];
+
+	snprintf(d1, n, "%s/etc-cdi", dir);
+	snprintf(d2, n, "%s/run-cdi", dir);
+	cr_assert(eq(int, mkdir(d1, 0700), 0));
+	cr_assert(eq(int, mkdir(d2, 0700), 0));
+	snprintf(p, sizeof(p), "%s/nvidia.yaml", d1);
+	write_file(p, "---\ncdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n"
+		   "- name: \"0\"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n"
+		   "- name: GPU-aaaa-0000\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n"
+		   "- name: \"1\"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia1\n"
+		   "- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n"
+		   "containerEdits:\n  env:\n  - NVIDIA_VISIBLE_DEVICES=void\n");
+	snprintf(p, sizeof(p), "%s/other.json", d2);
+	write_file(p, "{\"cdiVersion\": \"0.5.0\", \"kind\": \"example.com/fpga\","
+		   " \"devices\": [{\"name\": \"2\", \"containerEdits\": {}}]}");
+	snprintf(p, sizeof(p), "%s/notes.txt", d2);
+	write_file(p, "not a spec: skipped\n");
+}
+
+Test(podman, cdi_names_the_placed_gpus_by_uuid_else_index, .init = setup, .fini = teardown)
+{
+	char d1[128], d2[128], err[512], out[3][DRV_CDI_NAME_MAX];
+	const char *dirs[] = { NULL, NULL, NULL };
+	const char *uuid[] = { "GPU-aaaa-0000", "GPU-bbbb-1111", "GPU-cccc-2222" };
+	int index[] = { 0, 1, 2 };
+	struct drv_cdi c;
+
+	fake_cdi_specs(d1, d2, sizeof(d1));
+	dirs[0] = d1;
+	dirs[1] = d2;
+	cr_assert(eq(int, drv_cdi_load(dirs, "nvidia.com/gpu", &c, err, sizeof(err)), 0), "%s", err);
+	cr_assert(eq(sz, c.n, 4));
+	cr_assert(not(eq(ptr, strstr(c.file, "nvidia.yaml"), NULL)), "%s", c.file);
+	cr_assert(eq(int, drv_cdi_gpu_devices(&c, "nvidia.com/gpu", index, uuid, 2, out, err,
+					      sizeof(err)), 0), "%s", err);
+	cr_assert(eq(str, out[0], "nvidia.com/gpu=GPU-aaaa-0000"), "by UUID where the spec has it");
+	cr_assert(eq(str, out[1], "nvidia.com/gpu=1"), "else by index");
+	/* a GPU the spec does not name is an error naming it: never fewer GPUs */
+	cr_assert(eq(int, drv_cdi_gpu_devices(&c, "nvidia.com/gpu", index, uuid, 3, out, err,
+					      sizeof(err)), DRV_ENOENT));
+	cr_assert(not(eq(ptr, strstr(err, "no device for GPU 2 (GPU-cccc-2222)"), NULL)), "%s", err);
+	drv_cdi_release(&c);
+	cr_assert(eq(int, drv_cdi_load(dirs, "amd.com/gpu", &c, err, sizeof(err)), DRV_ENOENT));
+	cr_assert(eq(str, err, "no CDI spec of kind amd.com/gpu"));
+	drv_cdi_release(&c);
+	cr_assert(eq(int, drv_cdi_load(dirs, "example.com/fpga", &c, err, sizeof(err)), 0), "%s", err);
+	cr_assert(eq(sz, c.n, 1), "JSON specs are read too");
+	drv_cdi_release(&c);
+}
+
+Test(podman, script_passes_cdi_devices, .init = setup, .fini = teardown)
+{
+	char envf[128], *script = NULL, err[256];
+	char *env[] = { "RANK=0", NULL };
+	const char *devs[] = { "nvidia.com/gpu=GPU-aaaa-0000", "nvidia.com/gpu=1", NULL };
+	struct drv_podman_conf pc = { .nofile = 1024 };
+	struct drv_container_spec cs = { .name = "drover-1.0-e1", .image = "img:1", .env = env,
+		.env_file = envf, .task_id = "1.0", .job_id = "1", .node = "n", .epoch = 1,
+		.devices = devs };
+
+	snprintf(envf, sizeof(envf), "%s/1.0.env", dir);
+	cr_assert(eq(int, drv_podman_script(&pc, &cs, &script, err, sizeof(err)), 0), "%s", err);
+	cr_assert(not(eq(ptr, strstr(script, " '--device' 'nvidia.com/gpu=GPU-aaaa-0000' '--device' "
+				     "'nvidia.com/gpu=1' "), NULL)), "%s", script);
+	drv_free(script);
+}
