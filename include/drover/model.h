@@ -308,6 +308,25 @@ void drv_job_add_node_label(struct drv_job *j, const char *key, const char *valu
 bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
 		     const struct drv_node *n);
 #define DRV_LABEL_POOL "drover.io/pool"
+/*
+ * Slurm's -w, -x and -C as node_selector entries: DRV_LABEL_HOST's value is
+ * the node's name (-w: one entry per node the job may use); an entry keyed
+ * DRV_LABEL_EXCLUDE rules out the node it names (-x); one keyed
+ * DRV_LABEL_CONSTRAINT holds a feature expression the node must meet (-C,
+ * drv_constraint_eval; several entries: all).
+ */
+#define DRV_LABEL_HOST "kubernetes.io/hostname"
+#define DRV_LABEL_EXCLUDE "drover.io/exclude-node"
+#define DRV_LABEL_CONSTRAINT "drover.io/constraint"
+/* Checks a Slurm --constraint expression: features (letters, digits and
+ * _.:/=-) joined by & (and) and | (or, & binds first), grouped with () or
+ * [] (Slurm's matching OR, taken as a plain or). 0, or -1 with *at the
+ * offset of the first character that does not fit (counts, "a*2", among
+ * them). */
+int drv_constraint_check(const char *expr, size_t *at);
+/* Whether node n meets expr: a feature is the key of one of its labels, or
+ * KEY=VALUE of one. A malformed expression is met by no node. */
+bool drv_constraint_eval(const char *expr, const struct drv_node *n);
 /* Whole GPUs the job holds (fractional tasks count 0). */
 int64_t drv_job_whole_gpus(const struct drv_job *j);
 /* Checks the job is well-formed (counts > 0, gpus <= 64, milli in 1..999

@@ -22,7 +22,7 @@
 #include <string.h>
 
 /* Short sbatch options that take a value. */
-static const char sbatch_short_arg[] = "AabcDdeGiJLMmNnopqSTtwxF";
+static const char sbatch_short_arg[] = "AaBbCcDdeGiJLMmNnopqSTtwxF";
 /* Long sbatch options that take no value (the rest take one). */
 static const char *const sbatch_long_flag[] = {
 	"contiguous", "exclusive", "hold", "ignore-pbs", "no-kill", "no-requeue",

@@ -83,18 +83,141 @@ static const char *node_label(const struct drv_cluster *c, const struct drv_node
 {
 	if (strcmp(key, DRV_LABEL_POOL) == 0)
 		return n->pool >= 0 && n->pool < c->npools ? c->pools[n->pool].name : NULL;
+	if (strcmp(key, DRV_LABEL_HOST) == 0)
+		return n->name;
 	for (int32_t i = 0; i < n->nlabels; i++)
 		if (n->labels[i].key && strcmp(n->labels[i].key, key) == 0)
 			return n->labels[i].value;
 	return NULL;
 }
 
+/* --- Slurm feature expressions (-C) ----------------------------------- */
+
+struct cx {
+	const char *s, *p;
+	const struct drv_node *n;   /* NULL: check the syntax only */
+	bool bad;
+};
+
+static bool cx_or(struct cx *x);
+
+static bool feature_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '_' || ch == '.' || ch == ':' || ch == '/' || ch == '=' || ch == '-';
+}
+
+static bool has_feature(const struct drv_node *n, const char *f, size_t len)
+{
+	for (int32_t i = 0; n && i < n->nlabels; i++) {
+		const char *k = n->labels[i].key, *v = n->labels[i].value;
+		size_t kl = k ? strlen(k) : 0;
+
+		if (!k)
+			continue;
+		if (kl == len && !memcmp(k, f, len))
+			return true;
+		if (v && kl < len && f[kl] == '=' && !memcmp(k, f, kl) &&
+		    strlen(v) == len - kl - 1 && !memcmp(v, f + kl + 1, len - kl - 1))
+			return true;
+	}
+	return false;
+}
+
+static bool cx_atom(struct cx *x)
+{
+	const char *start = x->p;
+	bool v;
+
+	if (*x->p == '(' || *x->p == '[') {
+		char close = *x->p == '(' ? ')' : ']';
+
+		x->p++;
+		v = cx_or(x);
+		if (x->bad || *x->p != close) {
+			x->bad = true;
+			return false;
+		}
+		x->p++;
+		return v;
+	}
+	while (feature_char(*x->p))
+		x->p++;
+	if (x->p == start) {
+		x->bad = true;
+		return false;
+	}
+	return has_feature(x->n, start, (size_t)(x->p - start));
+}
+
+static bool cx_and(struct cx *x)
+{
+	bool v = cx_atom(x);
+
+	while (!x->bad && *x->p == '&') {
+		x->p++;
+		v = cx_atom(x) && v;
+	}
+	return v;
+}
+
+static bool cx_or(struct cx *x)
+{
+	bool v = cx_and(x);
+
+	while (!x->bad && *x->p == '|') {
+		x->p++;
+		v = cx_and(x) || v;
+	}
+	return v;
+}
+
+int drv_constraint_check(const char *expr, size_t *at)
+{
+	struct cx x = { expr, expr, NULL, false };
+
+	cx_or(&x);
+	if (x.bad || *x.p) {
+		*at = (size_t)(x.p - expr);
+		return -1;
+	}
+	return 0;
+}
+
+bool drv_constraint_eval(const char *expr, const struct drv_node *n)
+{
+	struct cx x = { expr, expr, n, false };
+	bool v = cx_or(&x);
+
+	return v && !x.bad && !*x.p;
+}
+
+/* Whether an entry keyed DRV_LABEL_EXCLUDE names n, or one keyed
+ * DRV_LABEL_CONSTRAINT is not met by n. */
+static bool slurm_rules_out(const struct drv_job *j, const struct drv_node *n)
+{
+	for (int32_t i = 0; i < j->nnode_selector; i++) {
+		const struct drv_label *l = &j->node_selector[i];
+
+		if (!strcmp(l->key, DRV_LABEL_EXCLUDE) && n->name && !strcmp(l->value, n->name))
+			return true;
+		if (!strcmp(l->key, DRV_LABEL_CONSTRAINT) && !drv_constraint_eval(l->value, n))
+			return true;
+	}
+	return false;
+}
+
 bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
 		     const struct drv_node *n)
 {
+	if (slurm_rules_out(j, n))
+		return false;
 	for (int32_t i = 0; i < j->nnode_selector; i++) {
 		const char *key = j->node_selector[i].key, *have;
 		bool ok = false, seen = false;
+
+		if (!strcmp(key, DRV_LABEL_EXCLUDE) || !strcmp(key, DRV_LABEL_CONSTRAINT))
+			continue;
 
 		for (int32_t k = 0; k < i && !seen; k++)
 			seen = strcmp(j->node_selector[k].key, key) == 0;

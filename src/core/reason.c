@@ -319,6 +319,47 @@ static bool view_never(const struct cap_view *w, const struct drv_cluster *c,
 	return false;
 }
 
+/* Whether job names nodes, excludes some or asks for features (Slurm's
+ * -w, -x, -C): the nodes it may use are then checked one by one. */
+static bool names_nodes(const struct drv_job *job)
+{
+	for (int32_t i = 0; i < job->nnode_selector; i++) {
+		const char *k = job->node_selector[i].key;
+
+		if (!strcmp(k, DRV_LABEL_HOST) || !strcmp(k, DRV_LABEL_EXCLUDE) ||
+		    !strcmp(k, DRV_LABEL_CONSTRAINT))
+			return true;
+	}
+	return false;
+}
+
+/* True (and why) when too few of the nodes the job may use can take a
+ * task of one of its groups (one node; count of them for distinct nodes). */
+static bool nodes_never(const struct drv_cluster *c, const struct drv_job *job,
+			struct drv_sched_decision *out)
+{
+	for (int32_t g = 0; g < job->ngroups; g++) {
+		const struct drv_task_group *tg = &job->groups[g];
+		int64_t fit = 0, need = tg->distinct_nodes ? tg->count : 1;
+
+		for (int32_t i = 0; i < c->nnodes && fit < need; i++) {
+			const struct drv_node *n = &c->nodes[i];
+
+			if (!drv_job_node_ok(c, job, n) || n->ngpus < tg->gpus ||
+			    n->cpu_milli < tg->cpu_milli || n->mem_mib < tg->mem_mib ||
+			    (tg->model >= 0 && (tg->gpus > 0 || tg->gpu_milli > 0) &&
+			     n->model != tg->model))
+				continue;
+			fit++;
+		}
+		if (fit < need) {
+			why_set(out, DRV_NEVER_NODES, -1, need, fit);
+			return true;
+		}
+	}
+	return false;
+}
+
 int drv_capacity_check(const struct drv_capacity *cap, const struct drv_cluster *c,
 		       const struct drv_job *job, struct drv_sched_decision *w)
 {
@@ -339,7 +380,7 @@ int drv_capacity_check(const struct drv_capacity *cap, const struct drv_cluster 
 		why_set(w, DRV_NEVER_POOLS, -1, job->nregions > 0, 0);
 		return DRV_REASON_NEVER;
 	}
-	if (view_never(&cap->v[0], c, job, ok, w)) {
+	if (view_never(&cap->v[0], c, job, ok, w) || (names_nodes(job) && nodes_never(c, job, w))) {
 		w->reason = DRV_REASON_NEVER;
 		return DRV_REASON_NEVER;
 	}
@@ -502,6 +543,15 @@ static void fput_never(struct fbuf *f, const struct drv_cluster *c,
 		fput(f, " of one GPU's memory; the largest GPU%s (%s) has ", up ? " up" : "",
 		     model_name(d->model));
 		fput_mem(f, d->n[1]);
+		break;
+	case DRV_NEVER_NODES:
+		if (d->n[1] == 0)
+			fput(f, "no node of the cluster is one it may use (its node list, exclusions "
+			     "and features: -w, -x, -C) and fits a task");
+		else
+			fput(f, "needs %" PRId64 " nodes it may use (its node list, exclusions and "
+			     "features: -w, -x, -C) that fit a task; the cluster has %" PRId64, d->n[0],
+			     d->n[1]);
 		break;
 	case DRV_NEVER_LEVEL:
 		fput(f, "needs %" PRId64 " GPUs under one %s; the largest %s%s has %" PRId64,

@@ -19,6 +19,7 @@
  * allocation (the batch step), and srun starts the rest (src/server/steps.c).
  * What each option does is sbatch_opts.c's.
  */
+#include "drover/hostlist.h"
 #include "drover/spec.h"
 #include "spec_int.h"
 
@@ -420,6 +421,70 @@ static void parse_last(struct sb_ctx *c, const struct drv_spec_opts *opts, struc
 	free_words(w, nw);
 }
 
+/* A host list of -w or -x into node_selector entries keyed key; the count
+ * of names, or -1 after an error. */
+static int64_t hosts_into(struct sb_ctx *c, const char *list, const char *key, const char *opt,
+			  int line, int col)
+{
+	char **names = NULL;
+	size_t n = 0;
+
+	if (strchr(list, '/')) {
+		sb_err(c, line, col, opt, "found \"%s\", a file name; expected a host list such as "
+		       "gpu-[01-04] (drover reads no node file)", list);
+		return -1;
+	}
+	if (drv_hostlist_expand(list, &names, &n, 4096) < 0 || n == 0) {
+		sb_err(c, line, col, opt, "found \"%s\", expected a host list such as gpu-[01-04],cpu-1",
+		       list);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		drv_job_add_node_label(&c->s->job, key, names[i]);
+	drv_hostlist_free(names, n);
+	return (int64_t)n;
+}
+
+/*
+ * -w, -x and -C: the nodes the job may use (node_selector entries the
+ * placement reads, drv_job_node_ok). -w without -N asks for as many nodes
+ * as it names, as sbatch does; with more, drover places only on the named
+ * ones (Slurm adds others), which is said.
+ */
+static void node_choice(struct sb_ctx *c)
+{
+	struct sb_comp *k = c->ncomps > 0 ? &c->comps[0] : NULL;
+	size_t at;
+
+	if (c->nodelist) {
+		int64_t n = hosts_into(c, c->nodelist, DRV_LABEL_HOST, "--nodelist", c->nodelist_line,
+				       c->nodelist_col);
+
+		if (n > 0 && k && k->nodes <= 0)
+			k->nodes = n;
+		else if (n > 0 && k && k->nodes > n)
+			drv_jobspec_warn(c->s, "--nodelist=%s with --nodes=%lld: drover places the job "
+					 "only on the %lld nodes named", c->nodelist,
+					 (long long)k->nodes, (long long)n);
+		else if (n > 0 && k && k->nodes < n)
+			drv_jobspec_warn(c->s, "--nodelist=%s with --nodes=%lld: drover uses %lld of "
+					 "the nodes named, not all", c->nodelist,
+					 (long long)k->nodes, (long long)k->nodes);
+	}
+	if (c->exclude)
+		hosts_into(c, c->exclude, DRV_LABEL_EXCLUDE, "--exclude", c->exclude_line,
+			   c->exclude_col);
+	if (c->constraint) {
+		if (drv_constraint_check(c->constraint, &at) < 0)
+			sb_err(c, c->constraint_line, c->constraint_col, "--constraint",
+			       "found \"%s\", which does not read at \"%s\"; expected features "
+			       "joined by & and |, grouped with () or [] (no counts)", c->constraint,
+			       c->constraint + at);
+		else
+			drv_job_add_node_label(&c->s->job, DRV_LABEL_CONSTRAINT, c->constraint);
+	}
+}
+
 /* The job from the components read: name, one group per component (the
  * script runs in each), export, and what Slurm's options mean to drover. */
 static void build_job(struct sb_ctx *c, const char *buf, size_t len, const char *name)
@@ -432,6 +497,7 @@ static void build_job(struct sb_ctx *c, const char *buf, size_t len, const char 
 	/* a script read from standard input is named "sbatch", as Slurm does */
 	s->job.name = drv_strdup(c->name ? c->name : !name || !strcmp(name, "-") ||
 				 !strcmp(name, "<stdin>") ? "sbatch" : base_name(name));
+	node_choice(c);
 	for (i = 0; i < c->ncomps; i++) {
 		int g;
 		if (c->ncomps == 1)
@@ -497,6 +563,9 @@ static void sctx_release(struct sb_ctx *c)
 	drv_free(c->name);
 	drv_free(c->export_raw);
 	drv_free(c->workdir);
+	drv_free(c->nodelist);
+	drv_free(c->exclude);
+	drv_free(c->constraint);
 }
 
 int drv_spec_parse_sbatch(const char *buf, size_t len, const char *name,

@@ -21,14 +21,14 @@ static const struct sb_opt opts_tab[] = {
 	{ "array", 'a', 1, O_ARRAY }, { "batch", 0, 1, O_IGNORED }, { "bb", 0, 1, O_IGNORED },
 	{ "bbf", 0, 1, O_IGNORED }, { "begin", 'b', 1, O_BEGIN }, { "chdir", 'D', 1, O_CHDIR },
 	{ "cluster-constraint", 0, 1, O_IGNORED }, { "clusters", 'M', 1, O_IGNORED },
-	{ "comment", 0, 1, O_IGNORED }, { "constraint", 'C', 1, O_IGNORED },
+	{ "comment", 0, 1, O_IGNORED }, { "constraint", 'C', 1, O_CONSTRAINT },
 	{ "container", 0, 1, O_IGNORED }, { "container-id", 0, 1, O_IGNORED },
 	{ "contiguous", 0, 0, O_IGNORED }, { "core-spec", 'S', 1, O_IGNORED },
 	{ "cores-per-socket", 0, 1, O_IGNORED }, { "cpu-freq", 0, 1, O_IGNORED },
 	{ "cpus-per-gpu", 0, 1, O_CPUS_PER_GPU }, { "cpus-per-task", 'c', 1, O_CPUS_PER_TASK },
 	{ "deadline", 0, 1, O_IGNORED }, { "delay-boot", 0, 1, O_IGNORED },
 	{ "dependency", 'd', 1, O_DEPENDENCY }, { "distribution", 'm', 1, O_IGNORED },
-	{ "error", 'e', 1, O_ERROR }, { "exclude", 'x', 1, O_IGNORED },
+	{ "error", 'e', 1, O_ERROR }, { "exclude", 'x', 1, O_EXCLUDE },
 	{ "exclusive", 0, 2, O_IGNORED }, { "export", 0, 1, O_EXPORT },
 	{ "export-file", 0, 1, O_IGNORED }, { "extra", 0, 1, O_IGNORED },
 	{ "extra-node-info", 'B', 1, O_IGNORED }, { "get-user-env", 0, 2, O_IGNORED },
@@ -44,7 +44,7 @@ static const struct sb_opt opts_tab[] = {
 	{ "mem-per-cpu", 0, 1, O_MEM_PER_CPU }, { "mem-per-gpu", 0, 1, O_MEM_PER_GPU },
 	{ "mincpus", 0, 1, O_IGNORED }, { "network", 0, 1, O_IGNORED }, { "nice", 0, 2, O_IGNORED },
 	{ "no-kill", 'k', 2, O_IGNORED }, { "no-requeue", 0, 0, O_NO_REQUEUE },
-	{ "nodefile", 'F', 1, O_IGNORED }, { "nodelist", 'w', 1, O_IGNORED },
+	{ "nodefile", 'F', 1, O_IGNORED }, { "nodelist", 'w', 1, O_NODELIST },
 	{ "nodes", 'N', 1, O_NODES }, { "ntasks", 'n', 1, O_NTASKS },
 	{ "ntasks-per-core", 0, 1, O_IGNORED }, { "ntasks-per-gpu", 0, 1, O_IGNORED },
 	{ "ntasks-per-node", 0, 1, O_NTASKS_PER_NODE }, { "ntasks-per-socket", 0, 1, O_IGNORED },
@@ -435,6 +435,21 @@ static bool opt_plain(struct sb_ctx *c, const struct sb_opt *o, const char *v, i
 		str = &c->export_raw;
 		c->export_line = line;
 		c->export_col = col;
+		break;
+	case O_NODELIST:
+		str = &c->nodelist;
+		c->nodelist_line = line;
+		c->nodelist_col = col;
+		break;
+	case O_EXCLUDE:
+		str = &c->exclude;
+		c->exclude_line = line;
+		c->exclude_col = col;
+		break;
+	case O_CONSTRAINT:
+		str = &c->constraint;
+		c->constraint_line = line;
+		c->constraint_col = col;
 		break;
 	case O_REQUEUE:
 	case O_NO_REQUEUE:

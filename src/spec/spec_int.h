@@ -231,7 +231,7 @@ enum sb_opt_id {
 	O_GPUS_PER_TASK, O_GRES, O_CPUS_PER_TASK, O_CPUS_PER_GPU, O_MEM, O_MEM_PER_GPU,
 	O_MEM_PER_CPU, O_TIME, O_PARTITION, O_QOS, O_ACCOUNT, O_REQUEUE, O_NO_REQUEUE, O_HOLD, O_BEGIN, O_SIGNAL,
 	O_SWITCHES, O_SEGMENT, O_ARRAY, O_DEPENDENCY, O_EXPORT, O_CHDIR, O_PRIORITY,
-	O_OUTPUT, O_ERROR, O_INPUT, O_OPEN_MODE,
+	O_OUTPUT, O_ERROR, O_INPUT, O_OPEN_MODE, O_NODELIST, O_EXCLUDE, O_CONSTRAINT,
 	O_HELP_LIKE,
 };
 
@@ -269,6 +269,10 @@ struct sb_ctx {
 	char *export_raw;
 	int export_line, export_col;
 	char *workdir;
+	/* -w, -x, -C as written (the last of each), and where */
+	char *nodelist, *exclude, *constraint;
+	int nodelist_line, nodelist_col, exclude_line, exclude_col, constraint_line,
+	    constraint_col;
 };
 
 /* sbatch.c: an error at line:col of option opt (line 0: the command line). */

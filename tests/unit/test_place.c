@@ -514,3 +514,36 @@ Test(place, node_selector_zone_and_pool)
 	cr_assert(eq(str, (char *)placed_on(&c, other, 1), "none"), "a label no node has");
 	drv_cluster_release(&c);
 }
+
+/* Slurm's -w, -x and -C as node_selector entries (model.h). */
+Test(place, slurm_nodelist_exclude_and_constraint)
+{
+	struct drv_cluster c;
+	static const char *const w2[] = { DRV_LABEL_HOST, "n2" };
+	static const char *const x1[] = { DRV_LABEL_EXCLUDE, "n1" };
+	static const char *const x12[] = { DRV_LABEL_EXCLUDE, "n1", DRV_LABEL_EXCLUDE, "n2" };
+	static const char *const c_z2[] = { DRV_LABEL_CONSTRAINT, "topology.kubernetes.io/zone=z2" };
+	static const char *const c_or[] = { DRV_LABEL_CONSTRAINT,
+					    "nosuch|(topology.kubernetes.io/zone&[x|y])" };
+	static const char *const c_and[] = { DRV_LABEL_CONSTRAINT,
+					     "topology.kubernetes.io/zone&nosuch" };
+	static const char *const c_key[] = { DRV_LABEL_CONSTRAINT, "topology.kubernetes.io/zone",
+					     DRV_LABEL_EXCLUDE, "n1" };
+	size_t at = 0;
+
+	build_zones(&c);
+	cr_assert(eq(str, (char *)placed_on(&c, w2, 1), "n2"));
+	cr_assert(eq(str, (char *)placed_on(&c, x1, 1), "n2"));
+	cr_assert(eq(str, (char *)placed_on(&c, x12, 2), "none"));
+	cr_assert(eq(str, (char *)placed_on(&c, c_z2, 1), "n2"), "KEY=VALUE");
+	cr_assert(eq(str, (char *)placed_on(&c, c_or, 1), "none"), "x|y: no such feature");
+	cr_assert(eq(str, (char *)placed_on(&c, c_and, 1), "none"));
+	cr_assert(eq(str, (char *)placed_on(&c, c_key, 2), "n2"), "a label's key, n1 excluded");
+	cr_assert(eq(int, drv_constraint_check("a&(b|c)|[d]", &at), 0));
+	cr_assert(eq(int, drv_constraint_check("a*2", &at), -1));
+	cr_assert(eq(sz, at, 1));
+	cr_assert(eq(int, drv_constraint_check("(a|b", &at), -1));
+	cr_assert(eq(int, drv_constraint_check("", &at), -1));
+	cr_assert(eq(int, drv_constraint_check("a&", &at), -1));
+	drv_cluster_release(&c);
+}

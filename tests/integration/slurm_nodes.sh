@@ -1,0 +1,68 @@
+# slurm_nodes.sh: sbatch's -w/--nodelist, -x/--exclude and -C/--constraint
+# are acted on in placement (docs/job-format.md): -w places only on the
+# named nodes and, without -N, on as many nodes as it names; -x keeps the
+# job off the named nodes; -C takes node features from node labels (the
+# agent's --labels: a label's key, or KEY=VALUE), with & and | and ();
+# a job no node can take is refused at submit with Slurm's words; a
+# malformed -C or -w is an error naming the text.
+. "$ROOT/tests/integration/lib.sh"
+
+bin=$TEST_TMP/slurm-bin
+mkdir -p "$bin"
+for n in sbatch sacct; do ln -s "$DROVER" "$bin/$n"; done
+PATH=$bin:$PATH
+export PATH
+start_server
+start_agent gpu-01 2xH100 --labels ib=1
+start_agent gpu-02 2xH100 --labels ib=1,fast=yes
+start_agent gpu-03 2xH100
+cd "$TEST_TMP" || fail "cd"
+
+acct() { sacct -P -X -n -o State -j "$1"; }
+done_ok() { [ "$(acct "$1")" = COMPLETED ]; }
+nodes_of() {   # nodes_of SBATCH-OPTIONS...: the SLURM_JOB_NODELIST the job saw
+	_id=$(sbatch --parsable "$@" --wrap 'echo "$SLURM_JOB_NODELIST $SLURM_NNODES"') ||
+		fail "sbatch $*"
+	wait_until 30 done_ok "$_id" || fail "job $_id ($*) ended '$(acct "$_id")'"
+	cat "slurm-$_id.out"
+}
+
+# each of these would fit on gpu-01 (the first node) without the option
+expect_eq "-w gpu-[02-03]: those two nodes" "$(nodes_of -w 'gpu-[02-03]')" "gpu-[02-03] 2"
+expect_eq "-w gpu-03 --gpus=2" "$(nodes_of -w gpu-03 --gpus=2)" "gpu-03 1"
+expect_eq "-x gpu-01,gpu-02" "$(nodes_of -x gpu-01,gpu-02)" "gpu-03 1"
+expect_eq "-C fast" "$(nodes_of -C fast)" "gpu-02 1"
+expect_eq "-C fast=yes (KEY=VALUE)" "$(nodes_of -C fast=yes)" "gpu-02 1"
+expect_eq "-C 'ib&fast'" "$(nodes_of -C 'ib&fast')" "gpu-02 1"
+expect_eq "-C 'nosuch|(ib&fast)'" "$(nodes_of -C 'nosuch|(ib&fast)')" "gpu-02 1"
+expect_eq "-N 2 -C ib" "$(nodes_of -N 2 -C ib)" "gpu-[01-02] 2"
+expect_eq "-N 2 -x gpu-02" "$(nodes_of -N 2 -x gpu-02)" "gpu-[01,03] 2"
+
+# no node can take it: refused at submit, as sbatch is
+refused() {   # refused WHAT SBATCH-OPTIONS...
+	_w=$1
+	shift
+	if sbatch --parsable "$@" --wrap true >"$TEST_TMP/out" 2>"$TEST_TMP/err"; then
+		fail "$_w was accepted: job $(cat "$TEST_TMP/out")"
+	fi
+	grep -q "sbatch: error: Batch job submission failed: Requested node configuration is not available" \
+		"$TEST_TMP/err" || fail "$_w: $(cat "$TEST_TMP/err")"
+}
+refused "-C nosuch" -C nosuch
+grep -q "sbatch: error: .*no node of the cluster is one it may use (its node list, exclusions and features: -w, -x, -C)" \
+	"$TEST_TMP/err" || fail "-C nosuch's reason: $(cat "$TEST_TMP/err")"
+refused "-w gpu-09" -w gpu-09
+refused "-x gpu-[01-03]" -x 'gpu-[01-03]'
+refused "-w gpu-01 -C fast" -w gpu-01 -C fast
+refused "-N 3 -C ib" -N 3 -C ib
+grep -q "needs 3 nodes it may use .*; the cluster has 2" "$TEST_TMP/err" ||
+	fail "-N 3 -C ib's reason: $(cat "$TEST_TMP/err")"
+
+# malformed: errors with the text, exit 1 as sbatch's
+if sbatch -C 'ib*2' --wrap true 2>"$TEST_TMP/err"; then fail "-C 'ib*2' was accepted"; fi
+grep -q 'constraint: found "ib\*2", which does not read at "\*2"' "$TEST_TMP/err" ||
+	fail "-C ib*2: $(cat "$TEST_TMP/err")"
+if sbatch -w 'gpu-[01' --wrap true 2>"$TEST_TMP/err"; then fail "-w 'gpu-[01' was accepted"; fi
+grep -q 'nodelist: found "gpu-\[01", expected a host list' "$TEST_TMP/err" ||
+	fail "-w gpu-[01: $(cat "$TEST_TMP/err")"
+echo "-w, -x and -C placed 9 jobs where they said, refused 5 that no node could take"
