@@ -592,6 +592,20 @@ static long long env_count(const char *name)
 	return *end == '\0' || *end == '(' ? x : 0;
 }
 
+/* srun's input variable name as it applies to this step: in a
+ * heterogeneous job (SLURM_HET_SIZE set) the component's, name with the
+ * _HET_GROUP_<n> suffix (component 0 without --het-group, as Slurm's srun);
+ * the job-wide value would count every component's nodes. */
+static long long step_count(const struct srun *o, const char *name)
+{
+	char het[96];
+
+	if (!getenv("SLURM_HET_SIZE"))
+		return env_count(name);
+	snprintf(het, sizeof(het), "%s_HET_GROUP_%lld", name, o->het_group > 0 ? o->het_group : 0);
+	return env_count(het);
+}
+
 static char *step_body(struct srun *o)
 {
 	json_t *b = json_object(), *argv = json_array();
@@ -601,13 +615,13 @@ static char *step_body(struct srun *o)
 
 	/* srun's input variables, as Slurm's srun reads them */
 	if (!tpn && !o->ntasks && !o->nodes)
-		tpn = env_count("SLURM_NTASKS_PER_NODE");
+		tpn = step_count(o, "SLURM_NTASKS_PER_NODE");
 	if (!N)
-		N = env_count("SLURM_NNODES");
+		N = step_count(o, "SLURM_NNODES");
 	if (!n && (o->nodes || tpn))
 		n = tpn ? tpn * (N ? N : 1) : N;
 	if (!n)
-		n = env_count("SLURM_NTASKS");
+		n = step_count(o, "SLURM_NTASKS");
 	if (n && N && n < N) {
 		if (o->nodes)
 			say(o, "warning", "can't run %lld processes on %lld nodes, setting nnodes to "

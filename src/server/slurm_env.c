@@ -31,7 +31,7 @@
 #include "drover/hostlist.h"
 #include "server_int.h"
 
-enum { SLURM_NVARS = 48, SLURM_BUF = 16384 };
+enum { SLURM_NVARS = 96, SLURM_BUF = 16384 };
 
 struct slurm_buf {
 	char *p;
@@ -48,7 +48,7 @@ static void add(struct slurm_buf *b, const char *name, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (b->len >= SLURM_BUF || b->n >= SLURM_NVARS)
+	if (b->len >= SLURM_BUF || b->n >= SLURM_NVARS || !name[0])
 		return;
 	va_start(ap, fmt);
 	n = vsnprintf(b->p + b->len, SLURM_BUF - b->len, fmt, ap);
@@ -57,6 +57,22 @@ static void add(struct slurm_buf *b, const char *name, const char *fmt, ...)
 		return;   /* too long for the buffer: not set rather than cut */
 	b->kv[b->n++] = (struct drv_proto_kv){ name, b->p + b->len };
 	b->len += (size_t)n + 1;
+}
+
+/* A copy of name in b's buffer, for a variable whose name is made at run
+ * time (the kv entries point into the buffer); "" when it is full, which
+ * add() then leaves unset. */
+static const char *het_name(struct slurm_buf *b, const char *name)
+{
+	size_t n = strlen(name) + 1;
+	char *at;
+
+	if (b->len + n > SLURM_BUF - 64)
+		return "";
+	at = b->p + b->len;
+	memcpy(at, name, n);
+	b->len += n;
+	return at;
 }
 
 /* "0,1,5": the GPU indexes of mask, as SLURM_JOB_GPUS lists them. */
@@ -139,6 +155,44 @@ int32_t srv_job_slurm_ntasks(const struct srv_job *j, const int *slots, size_t n
 	return sum;
 }
 
+/* A heterogeneous job's (#SBATCH hetjob): SLURM_HET_SIZE and each
+ * component's variables with the _HET_GROUP_<n> suffix, as Slurm sets them
+ * (scripts read SLURM_JOB_NODELIST_HET_GROUP_1; srun --het-group=N takes
+ * its default counts from them). drover's job has one id: every component
+ * names it, where Slurm gives components consecutive ids. nodes: the job's,
+ * in Slurm's order. At most 8 components get their variables (the buffer). */
+static void het_vars(struct slurm_buf *b, struct drv_server *s, const struct srv_job *j,
+		     const int32_t *nodes, size_t nn)
+{
+	char name[64], list[4096];
+	const char *names[SRV_MAX_JOB_NODES];
+
+	add(b, "SLURM_HET_SIZE", "%d", j->spec.job.ngroups);
+	for (int g = 0; g < j->spec.job.ngroups && g < 8; g++) {
+		size_t gn = 0;
+
+		for (size_t x = 0; x < nn; x++) {
+			bool here = false;
+
+			for (int32_t k = 0; k < j->ntasks && !here; k++)
+				here = j->tasks[k].node == nodes[x] && j->tasks[k].group == g;
+			if (here)
+				names[gn++] = s->nodes[nodes[x]].name;
+		}
+		drv_hostlist_compress(names, gn, list, sizeof(list));
+		snprintf(name, sizeof(name), "SLURM_JOB_ID_HET_GROUP_%d", g);
+		add(b, het_name(b, name), "%llu", (unsigned long long)j->id);
+		snprintf(name, sizeof(name), "SLURM_JOB_NODELIST_HET_GROUP_%d", g);
+		add(b, het_name(b, name), "%s", list);
+		snprintf(name, sizeof(name), "SLURM_NODELIST_HET_GROUP_%d", g);
+		add(b, het_name(b, name), "%s", list);
+		snprintf(name, sizeof(name), "SLURM_JOB_NUM_NODES_HET_GROUP_%d", g);
+		add(b, het_name(b, name), "%zu", gn);
+		snprintf(name, sizeof(name), "SLURM_NNODES_HET_GROUP_%d", g);
+		add(b, het_name(b, name), "%zu", gn);
+	}
+}
+
 /* What every task of the job sees, batch and steps alike. node: the task's. */
 static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv_job *j,
 		     int32_t node)
@@ -205,6 +259,8 @@ static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv
 	if (j->spec.job.user)
 		add(b, "SLURM_JOB_USER", "%s", j->spec.job.user);
 	add(b, "SLURMD_NODENAME", "%s", s->nodes[node].name);
+	if (j->spec.job.ngroups > 1)
+		het_vars(b, s, j, nodes, nn);
 	if (j->parent) {
 		const struct srv_job *p = srv_job_get(s, j->parent);
 
