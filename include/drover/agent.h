@@ -272,6 +272,7 @@ struct drv_container_spec {
 	char *const *env;            /* "K=V", in order, into the env file */
 	const char *env_file;        /* where the env file is written (0600) */
 	const char *reason_file;     /* where the script writes why it failed (image pulls) */
+	const char *pull_file;       /* where it writes how its image pull stands (a line) */
 	const char *task_id, *job_id, *node;  /* its labels drover.task, drover.job, drover.node */
 	int64_t epoch;
 	bool set_user;               /* --user uid:gid, supplementary groups */

@@ -118,6 +118,17 @@ struct drv_proto_usage {
  *           acknowledged (its report follows in the next sync)
  *   reason  a sync reply's stale list ("stale epoch")
  */
+/* A container task as its agent runs it (docs/agent.md, "Runtimes"): the
+ * container's name, the podman command that creates it (no env values:
+ * those are in its env file) and where its image pull stands ("pulled
+ * (attempt 1 of 3)", "present, not pulled (imagePullPolicy Never)",
+ * "pulling (attempt 2 of 3)", "failed: ..."). Each NULL when absent. */
+struct drv_proto_container {
+	const char *name;
+	const char *command;
+	const char *image_pull;
+};
+
 struct drv_proto_ref {
 	const char *task_id;
 	int64_t epoch;
@@ -125,6 +136,7 @@ struct drv_proto_ref {
 	const char *state;
 	const char *reason;
 	struct drv_proto_usage *usage;  /* a sync's running task: what it used so far; NULL absent */
+	struct drv_proto_container container;  /* a container task's (all NULL: none) */
 };
 
 /* One GPU of a register's inventory. index and model required. */
@@ -183,6 +195,7 @@ struct drv_proto_report {
 	bool fenced;
 	const char *reason;          /* failed: why; exited: why it was stopped */
 	struct drv_proto_usage *usage; /* exited: what it used in all; NULL absent */
+	struct drv_proto_container container;  /* a container task's (all NULL: none) */
 };
 
 /* A peer of a gang, by rank. */

@@ -12,6 +12,7 @@
  */
 #include "drover/clock.h"
 #include "drover/common.h"
+#include "drover/dynbuf.h"
 #include "drover/fsutil.h"
 #include "agent_int.h"
 
@@ -258,18 +259,89 @@ static int write_cleanup(struct drv_agent *a, struct task *t, char *err, size_t 
 	return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Logs the script's podman create line with the global arguments spelled out. */
+/* The value (quoted, as podman.c wrote it) of the script's line NAME=... */
+static void script_var(const char *script, const char *name, char *out, size_t n)
+{
+	char pat[32];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\n%s=", name);
+	p = strstr(script, pat);
+	if (!p) {
+		snprintf(out, n, "\"$%s\"", name);
+		return;
+	}
+	p += strlen(pat);
+	snprintf(out, n, "%.*s", (int)strcspn(p, "\n"), p);
+}
+
+/* The script's podman create line with the global arguments, the image and
+ * the env file's path spelled out, into t->runtime_cmd (for drover
+ * describe and the log); false when it has none. */
+static bool create_line(struct drv_agent *a, struct task *t, const char *script)
+{
+	const char *line = strstr(script, "\n\"$@\" create"), *end;
+	char words[2048], image[1024], envf[PATH_MAX + 8];
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(sizeof(t->runtime_cmd));
+	char *txt;
+
+	t->runtime_cmd[0] = '\0';
+	if (!line)
+		return false;
+	line += 6;
+	end = line + strcspn(line, "\n");
+	/* the error handling after the command is the script's own */
+	if (strstr(line, " >/dev/null ||") && strstr(line, " >/dev/null ||") < end)
+		end = strstr(line, " >/dev/null ||");
+	podman_words(a, words, sizeof(words));
+	script_var(script, "IMAGE", image, sizeof(image));
+	script_var(script, "ENVFILE", envf, sizeof(envf));
+	drv_dynbuf_addstr(&b, words + (words[0] == ' '));
+	drv_dynbuf_addstr(&b, " ");
+	while (line < end) {
+		if (!strncmp(line, "\"$IMAGE\"", 8)) {
+			drv_dynbuf_addstr(&b, image);
+			line += 8;
+		} else if (!strncmp(line, "\"$ENVFILE\"", 10)) {
+			drv_dynbuf_addstr(&b, envf);
+			line += 10;
+		} else {
+			drv_dynbuf_add(&b, line++, 1);
+		}
+	}
+	txt = drv_dynbuf_take(&b, NULL);
+	snprintf(t->runtime_cmd, sizeof(t->runtime_cmd), "%s", txt ? txt : "");
+	drv_free(txt);
+	return true;
+}
+
+/* Logs it. */
 static void log_create(struct drv_agent *a, struct task *t, const char *script)
 {
-	const char *line = strstr(script, "\n\"$@\" create");
-	char words[2048];
+	if (create_line(a, t, script))
+		drv_log(&a->log, "task %s: container %s: %s (script %s/%s.script)", t->id, t->cname,
+			t->runtime_cmd, t->dir, t->id);
+}
 
-	if (!line)
+void agent_container_msg(const struct task *t, struct drv_proto_container *c, char *pull,
+			 size_t pullsz)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	memset(c, 0, sizeof(*c));
+	pull[0] = '\0';
+	if (!t->container)
 		return;
-	line += 6;
-	podman_words(a, words, sizeof(words));
-	drv_log(&a->log, "task %s: container %s:%s %.*s (script %s/%s.script)", t->id, t->cname,
-		words, (int)strcspn(line, "\n"), line, t->dir, t->id);
+	c->name = t->cname;
+	c->command = t->runtime_cmd[0] ? t->runtime_cmd : NULL;
+	snprintf(path, sizeof(path), "%s/%s.%s.pull", t->dir, t->id, t->key);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(pull, (int)pullsz, f))
+			pull[strcspn(pull, "\n")] = '\0';
+		fclose(f);
+	}
+	c->image_pull = pull[0] ? pull : NULL;
 }
 
 /* The assignment's mounts into ms (paths in paths): hostPath (+ subPath)
@@ -344,7 +416,8 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	struct drv_container_mount *ms = NULL;
 	char (*paths)[PATH_MAX] = NULL;
 	struct drv_container_spec cs;
-	char envf[PATH_MAX + 16], reasonf[PATH_MAX + 64], cgp[PATH_MAX], err[512];
+	char envf[PATH_MAX + 16], reasonf[PATH_MAX + 64], pullf[PATH_MAX + 64], cgp[PATH_MAX];
+	char err[512];
 	const char *devs[DRV_GPU_MAX + 1];
 	char devbuf[DRV_GPU_MAX][DRV_CDI_NAME_MAX];
 	char **env;
@@ -372,6 +445,7 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	cgroup_rel(a, t);
 	snprintf(envf, sizeof(envf), "%s/%s.env", t->dir, t->id);
 	snprintf(reasonf, sizeof(reasonf), "%s/%s.%s.reason", t->dir, t->id, t->key);
+	snprintf(pullf, sizeof(pullf), "%s/%s.%s.pull", t->dir, t->id, t->key);
 	snprintf(cgp, sizeof(cgp), "%s", t->cg_rel);
 	memset(&cs, 0, sizeof(cs));
 	cs.name = t->cname;
@@ -386,6 +460,7 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	cs.env = env;
 	cs.env_file = envf;
 	cs.reason_file = reasonf;
+	cs.pull_file = pullf;
 	cs.task_id = t->id;
 	cs.job_id = t->job_id;
 	cs.node = a->name;
@@ -564,8 +639,16 @@ void agent_containers_adopt(struct drv_agent *a)
 	for (size_t k = 0; k < a->ntasks; k++) {
 		struct task *t = a->tasks[k];
 
+		char path[PATH_MAX + 16], *script = NULL;
+		size_t len = 0;
+
 		if (!t->container)
 			continue;
+		/* what creates it, for drover describe, from its script */
+		snprintf(path, sizeof(path), "%s/%s.script", t->dir, t->id);
+		if (drv_file_read(path, 1 << 20, &script, &len) == 0)
+			create_line(a, t, script);
+		drv_free(script);
 		drv_log(&a->log, "container %s of task %s adopted%s", t->cname, t->id,
 			t->state == T_RUNNING ? "" : "; its task ended: removed");
 		if (t->state != T_RUNNING)

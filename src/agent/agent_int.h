@@ -113,6 +113,7 @@ struct task {
 	char key[48];           /* "EPOCH-LAUNCH": names the shim's pid and status files */
 	bool container;         /* runs in a container (agent_container.c) */
 	char cname[128];        /* its name: drover-TASK-eEPOCH */
+	char runtime_cmd[4096]; /* the podman command that creates it, as logged ("" unknown) */
 	char cg_rel[PATH_MAX];  /* its task cgroup below the hierarchy's root ("" none) */
 	bool journaled;         /* its start is in the journal (agent_journal.c) */
 	bool end_journaled;     /* ... and so is its acknowledged end */
@@ -286,6 +287,10 @@ void agent_container_ended(struct drv_agent *a, struct task *t);
  * removes the containers labelled as this node's that no task it knows
  * has (orphans: podman ps by label, then podman rm as helpers). */
 void agent_container_mark(struct drv_agent *a, struct task *t);
+/* What a report or sync says of container task t: its name, command and
+ * pull state (read into pull, pullsz bytes); nothing for other tasks. */
+void agent_container_msg(const struct task *t, struct drv_proto_container *c, char *pull,
+			 size_t pullsz);
 void agent_containers_adopt(struct drv_agent *a);
 void agent_helpers_reap(struct drv_agent *a);
 void agent_image_gc(struct drv_agent *a, int64_t now_ms);

@@ -132,6 +132,8 @@ struct sync_out {
 	size_t nsent;
 	char now[32];
 	char (*signames)[16];
+	char (*pulls)[160];     /* image pull states (agent_container_msg), one per use */
+	size_t npulls;
 	int64_t sent_boot_ms;   /* when it was built: the lease counts from there */
 };
 
@@ -145,6 +147,9 @@ static void sync_reports(struct task *t, struct sync_out *x)
 			.task_id = t->id, .epoch = t->epoch, .state = DRV_PROTO_RUNNING,
 			.pid = t->proc.pid, .time = x->now, .exit_code = -1 };
 	if (t->rep_end) {
+		struct drv_proto_container c;
+
+		agent_container_msg(t, &c, x->pulls[x->npulls++], sizeof(x->pulls[0]));
 		r = &x->m.reports[x->m.nreports++];
 		*r = (struct drv_proto_report){ .task_id = t->id, .epoch = t->epoch,
 						.state = DRV_PROTO_FAILED, .time = x->now,
@@ -161,6 +166,7 @@ static void sync_reports(struct task *t, struct sync_out *x)
 			r->reason = t->reason[0] ? t->reason : NULL;
 			r->usage = agent_usage_msg(t);
 		}
+		r->container = c;
 	}
 	x->sent[x->nsent++] = (struct sent){ t, t->rep_running, t->rep_end };
 }
@@ -180,13 +186,18 @@ static void sync_build(struct drv_agent *a, struct sync_out *x)
 	x->m.reports = drv_calloc(2 * a->ntasks, sizeof(*x->m.reports));
 	x->sent = drv_calloc(a->ntasks, sizeof(*x->sent));
 	x->signames = drv_calloc(a->ntasks, sizeof(*x->signames));
+	x->pulls = drv_calloc(2 * a->ntasks + 1, sizeof(*x->pulls));
 	for (size_t k = 0; k < a->ntasks; k++) {
 		struct task *t = a->tasks[k];
 
-		if (t->state == T_RUNNING)
-			x->m.tasks[x->m.ntasks++] = (struct drv_proto_ref){
-				.task_id = t->id, .epoch = t->epoch, .state = "running",
-				.usage = agent_usage_msg(t) };
+		if (t->state == T_RUNNING) {
+			struct drv_proto_ref *r = &x->m.tasks[x->m.ntasks++];
+
+			*r = (struct drv_proto_ref){ .task_id = t->id, .epoch = t->epoch,
+						     .state = "running", .usage = agent_usage_msg(t) };
+			agent_container_msg(t, &r->container, x->pulls[x->npulls++],
+					    sizeof(x->pulls[0]));
+		}
 		if (t->rep_running || t->rep_end)
 			sync_reports(t, x);
 	}
@@ -200,6 +211,7 @@ static void sync_out_free(struct sync_out *x)
 	drv_proto_sync_release(&x->m);
 	drv_free(x->sent);
 	drv_free(x->signames);
+	drv_free(x->pulls);
 }
 
 /* The controller answered x with r: clear what it has, kill what it does

@@ -155,27 +155,36 @@ static void script_pull(struct drv_dynbuf *b, const struct drv_podman_conf *pc,
 
 	drv_dynbuf_addstr(b, "trap 'rm -f \"$ENVFILE\"' EXIT\n");
 	drv_dynbuf_addstr(b, "reason() { printf '%s\\n' \"$1\" > \"$REASON\"; echo \"drover: $1\" >&2; exit 125; }\n");
+	/* where the pull stands, for drover describe (the agent reports it) */
+	drv_dynbuf_addstr(b, "pstate() { printf '%s\\n' \"$1\" > \"$PULL\"; }\n"
+			  "pfail() { pstate \"failed: $1\"; reason \"$1\"; }\n");
 	if (!strcmp(policy, "Never")) {
-		drv_dynbuf_addstr(b, "\"$@\" image exists \"$IMAGE\" || reason \"ErrImageNeverPull: "
+		drv_dynbuf_addstr(b, "\"$@\" image exists \"$IMAGE\" || pfail \"ErrImageNeverPull: "
 				  "image $IMAGE is not present on node $NODE and its "
-				  "imagePullPolicy is Never\"\n");
+				  "imagePullPolicy is Never\"\n"
+				  "pstate 'present, not pulled (imagePullPolicy Never)'\n");
 		return;
 	}
 	if (!strcmp(policy, "IfNotPresent"))
-		drv_dynbuf_addstr(b, "if ! \"$@\" image exists \"$IMAGE\"; then\n");
+		drv_dynbuf_addstr(b, "if \"$@\" image exists \"$IMAGE\"; then\n"
+				  "  pstate 'present, not pulled (imagePullPolicy IfNotPresent)'\n"
+				  "else\n");
 	else
 		drv_dynbuf_addstr(b, "if true; then\n");
 	drv_dynbuf_addf(b, "  n=1; wait_ms=%lld\n", (long long)backoff);
 	drv_dynbuf_addstr(b, "  while :; do\n"
 			  "    echo \"drover: pulling $IMAGE (policy $POLICY, attempt $n of $TRIES)\" >&2\n"
-			  "    if out=$(\"$@\" pull $AUTH \"$IMAGE\" 2>&1 >/dev/null); then break; fi\n"
+			  "    pstate \"pulling (attempt $n of $TRIES, imagePullPolicy $POLICY)\"\n"
+			  "    if out=$(\"$@\" pull $AUTH \"$IMAGE\" 2>&1 >/dev/null); then\n"
+			  "      pstate \"pulled (attempt $n of $TRIES, imagePullPolicy $POLICY)\"; break\n"
+			  "    fi\n"
 			  "    msg=$(printf '%s' \"$out\" | grep -v '^Trying\\|^Getting\\|^Copying\\|^Writing\\|^Storing' | tail -n 1)\n"
 			  "    case \"$out\" in\n"
 			  "    *'manifest unknown'*|*'name unknown'*|*'not found'*|*'does not exist'*)\n"
-			  "      reason \"ErrImagePull: image not found: $IMAGE: $msg\";;\n"
+			  "      pfail \"ErrImagePull: image not found: $IMAGE: $msg\";;\n"
 			  "    esac\n"
 			  "    if [ \"$n\" -ge \"$TRIES\" ]; then\n"
-			  "      reason \"ImagePullBackOff: $IMAGE: gave up after $n pulls: $msg\"\n"
+			  "      pfail \"ImagePullBackOff: $IMAGE: gave up after $n pulls: $msg\"\n"
 			  "    fi\n"
 			  "    echo \"drover: ErrImagePull: $msg (again in $((wait_ms / 1000)) s)\" >&2\n"
 			  "    sleep $((wait_ms / 1000)).$((wait_ms % 1000 / 100))\n"
@@ -292,6 +301,8 @@ int drv_podman_script(const struct drv_podman_conf *pc, const struct drv_contain
 	q0(&b, cs->env_file);
 	drv_dynbuf_addstr(&b, "\nREASON=");
 	q0(&b, cs->reason_file ? cs->reason_file : "/dev/null");
+	drv_dynbuf_addstr(&b, "\nPULL=");
+	q0(&b, cs->pull_file ? cs->pull_file : "/dev/null");
 	drv_dynbuf_addf(&b, "\nTRIES=%d\nAUTH=", pc->pull_retries > 0 ? pc->pull_retries : 3);
 	if (pc->auth_file) {
 		char a[PATH_MAX + 16];

@@ -464,6 +464,33 @@ static const char *fmt_mib(const json_t *o, const char *key, char *buf, size_t n
 
 /* seff's lines: GPU utilisation and memory per GPU and in all, CPU and
  * memory efficiency (docs/client.md). */
+/* Each container task's container, image pull and the podman command
+ * that made it (env values are in its env file, not here). */
+static void print_containers(const json_t *tasks)
+{
+	const json_t *x;
+	size_t i;
+	bool any = false;
+
+	json_array_foreach(tasks, i, x) {
+		const json_t *c = json_object_get(x, "container");
+		const char *v;
+
+		if (!json_is_object(c))
+			continue;
+		if (!any)
+			printf("Containers:\n");
+		any = true;
+		v = drv_json_str(c, "name");
+		printf("  task %s: %s\n", drv_json_str(x, "task") ? drv_json_str(x, "task") : "?",
+		       v ? v : "(unnamed)");
+		if ((v = drv_json_str(c, "image_pull")))
+			printf("    image:   %s\n", v);
+		if ((v = drv_json_str(c, "command")))
+			printf("    command: %s\n", v);
+	}
+}
+
 static void print_efficiency(const json_t *job)
 {
 	const json_t *e = json_object_get(job, "efficiency"), *g;
@@ -659,6 +686,7 @@ static void describe_job(struct cli *cli, const json_t *job)
 		drv_table_print_indent(&t, stdout, 2);
 		drv_table_release(&t);
 	}
+	print_containers(json_object_get(job, "task_states"));
 	env = json_object_get(job, "env");
 	printf("Env:%s\n", json_object_size(env) ? "" : "         (none)");
 	json_object_foreach((json_t *)env, key, x) {

@@ -97,7 +97,38 @@ void proto_refs_release(struct drv_proto_ref *v, size_t n)
 /* --- (task_id, epoch) references -------------------------------------------- */
 
 static const char *const ref_keys[] = { "task_id", "epoch", "pid", "state", "reason", "usage",
-	NULL };
+	"container", NULL };
+static const char *const container_keys[] = { "name", "command", "image_pull", NULL };
+
+/* "container": {name, command, image_pull}, optional. */
+static void proto_get_container(struct proto_rd *r, const json_t *o,
+				struct drv_proto_container *c)
+{
+	json_t *v = proto_get(r, o, "container", false, proto_is_obj, "an object");
+	size_t mark;
+
+	if (!v)
+		return;
+	mark = proto_push_key(r, "container");
+	proto_get_str(r, v, "name", false, &c->name);
+	proto_get_str(r, v, "command", false, &c->command);
+	proto_get_str(r, v, "image_pull", false, &c->image_pull);
+	proto_unknown_keys(r, v, container_keys);
+	proto_pop(r, mark);
+}
+
+static void proto_put_container(json_t *o, const struct drv_proto_container *c)
+{
+	json_t *v;
+
+	if (!c->name && !c->command && !c->image_pull)
+		return;
+	v = json_object();
+	proto_put_opt_str(v, "name", c->name);
+	proto_put_opt_str(v, "command", c->command);
+	proto_put_opt_str(v, "image_pull", c->image_pull);
+	json_object_set_new(o, "container", v);
+}
 
 void proto_item_ref(struct proto_rd *r, const json_t *o, void *el)
 {
@@ -111,6 +142,7 @@ void proto_item_ref(struct proto_rd *r, const json_t *o, void *el)
 	proto_get_str(r, o, "state", false, &x->state);
 	proto_get_str(r, o, "reason", false, &x->reason);
 	proto_get_usage(r, o, &x->usage);
+	proto_get_container(r, o, &x->container);
 	proto_unknown_keys(r, o, ref_keys);
 }
 
@@ -129,6 +161,7 @@ json_t *proto_refs_encode(const struct drv_proto_ref *v, size_t n)
 		proto_put_opt_str(o, "reason", v[i].reason);
 		if (v[i].usage)
 			json_object_set_new(o, "usage", proto_usage_encode(v[i].usage));
+		proto_put_container(o, &v[i].container);
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -196,6 +229,7 @@ const char *drv_proto_task_state_name(enum drv_proto_task_state s)
 
 static const char *const report_keys[] = { "task_id", "epoch", "state", "pid", "time",
 	"exit_code", "signal", "signal_name", "oom_killed", "timed_out", "fenced", "reason", "usage",
+	"container",
 	NULL };
 
 void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
@@ -225,6 +259,7 @@ void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
 	proto_get_bool(r, o, "fenced", false, &x->fenced);
 	proto_get_str(r, o, "reason", false, &x->reason);
 	proto_get_usage(r, o, &x->usage);
+	proto_get_container(r, o, &x->container);
 	proto_unknown_keys(r, o, report_keys);
 }
 
@@ -254,6 +289,7 @@ json_t *proto_report_encode(const struct drv_proto_report *x)
 	proto_put_opt_str(o, "reason", x->reason);
 	if (x->usage)
 		json_object_set_new(o, "usage", proto_usage_encode(x->usage));
+	proto_put_container(o, &x->container);
 	return o;
 }
 

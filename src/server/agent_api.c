@@ -526,6 +526,7 @@ static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto
 	if (!j || j->epoch != rep->epoch || rank >= j->ntasks || j->tasks[rank].node != i)
 		return false;
 	t = &j->tasks[rank];
+	srv_task_set_container(t, &rep->container);
 	if (t->ended)
 		return rep->state != DRV_PROTO_RUNNING;
 	switch (rep->state) {
@@ -561,8 +562,10 @@ static void live_usage(struct drv_server *s, const struct drv_proto_ref *r)
 	struct srv_job *j;
 
 	if (parse_task_id(r->task_id, &jid, &rank) && (j = srv_job_get(s, jid)) &&
-	    rank < j->ntasks)
+	    rank < j->ntasks) {
 		srv_task_set_usage(&j->tasks[rank], r->usage);
+		srv_task_set_container(&j->tasks[rank], &r->container);
+	}
 }
 
 /* Task states and reports of the sync; the stale ones go to c. */

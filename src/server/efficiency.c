@@ -21,6 +21,20 @@ void srv_task_set_usage(struct srv_task *t, const struct drv_proto_usage *u)
 	t->usage = drv_proto_usage_encode(u);
 }
 
+void srv_task_set_container(struct srv_task *t, const struct drv_proto_container *c)
+{
+	const char *k[] = { "name", "command", "image_pull" };
+	const char *v[] = { c->name, c->command, c->image_pull };
+
+	if (!c->name && !c->command && !c->image_pull)
+		return;
+	if (!t->container)
+		t->container = json_object();
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(k); i++)
+		if (v[i])
+			json_object_set_new(t->container, k[i], json_string(v[i]));
+}
+
 static json_t *num_or_null(double v, bool known)
 {
 	return known ? json_real(round(v * 100.0) / 100.0) : json_null();

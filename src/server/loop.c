@@ -29,6 +29,7 @@ static void apply_start(struct drv_server *s, const struct drv_sched_decision *d
 		{
 		drv_free(j->tasks[i].reason);
 		json_decref(j->tasks[i].usage);
+		json_decref(j->tasks[i].container);
 	}
 	srv_cost_fold(s, j, drv_wall_s());
 	srv_steps_free(j);   /* a new attempt starts with no steps */

@@ -114,6 +114,8 @@ static bool load_task(struct drv_server *s, struct srv_task *k, const json_t *t,
 	k->end_time = drv_json_int(t, "end_time", 0);
 	if (json_is_object(json_object_get(t, "usage")))
 		k->usage = json_incref(json_object_get(t, "usage"));
+	if (json_is_object(json_object_get(t, "container")))
+		k->container = json_incref(json_object_get(t, "container"));
 	if (k->node < 0 || s->cluster.nodes[k->node].ngpus == 0) {
 		/* its node is gone from the cluster: the task is lost */
 		if (k->node < 0)

@@ -79,6 +79,8 @@ struct srv_task {
 	int64_t start_time, end_time;
 	int64_t counted_micro;     /* of its cost, what the counters have (cost.c) */
 	json_t *usage;             /* what it used, as its agent last said (proto's usage form) */
+	json_t *container;         /* a container task: {name, command, image_pull} as its
+				    * agent last said them; NULL none */
 };
 
 /*
@@ -705,6 +707,8 @@ void srv_job_evict(struct drv_server *s, struct srv_job *j);
  * NULL: nothing) on t. */
 json_t *srv_job_efficiency(struct drv_server *s, struct srv_job *j, int64_t now);
 void srv_task_set_usage(struct srv_task *t, const struct drv_proto_usage *u);
+/* Keeps what c says of t's container (the fields it has). */
+void srv_task_set_container(struct srv_task *t, const struct drv_proto_container *c);
 void srv_acct_row(struct drv_server *s, struct srv_job *j, const char *state, int64_t now,
 		  struct drv_store_acct *a);
 /* Queues j's ended attempt's accounting row for the next flush. */

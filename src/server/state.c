@@ -55,6 +55,7 @@ void srv_job_free(struct srv_job *j)
 		{
 		drv_free(j->tasks[i].reason);
 		json_decref(j->tasks[i].usage);
+		json_decref(j->tasks[i].container);
 	}
 	drv_free(j->tasks);
 	drv_free(j->stop_reason);
@@ -94,6 +95,7 @@ static void step_free(struct srv_step *st)
 	for (int32_t k = 0; k < st->ntasks; k++) {
 		drv_free(st->tasks[k].reason);
 		json_decref(st->tasks[k].usage);
+		json_decref(st->tasks[k].container);
 	}
 	drv_free(st->tasks);
 	drv_free(st->local);

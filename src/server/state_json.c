@@ -32,6 +32,8 @@ static json_t *task_doc(struct drv_server *s, const struct srv_task *t)
 
 	if (t->usage)
 		json_object_set(o, "usage", t->usage);
+	if (t->container)
+		json_object_set(o, "container", t->container);
 	return o;
 }
 
@@ -307,6 +309,9 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 					      "oom_killed", t->oom, "reason", t->reason ? t->reason : "",
 					      "start_time", srv_json_time(t->start_time), "end_time",
 					      srv_json_time(t->end_time)));
+			if (t->container)
+				json_object_set(json_array_get(ts, json_array_size(ts) - 1),
+						"container", t->container);
 		}
 		json_array_foreach(j->events, i, e) {
 			json_t *c = json_deep_copy(e);

@@ -117,11 +117,21 @@ grep -q "NCCL_NET_GDR_LEVEL" "$TEST_TMP/create.line" && fail "an env value is on
 ls "$TEST_TMP/agent-pod-node/tasks/$id.0/"*.env 2>/dev/null && fail "the env file was not removed"
 pulls1=$(grep -c "drover: pulling" "$TEST_TMP/agent-pod-node/tasks/$id.0/$id.0.err")
 expect_eq "pulls of the first Pod" "$pulls1" "1"
+# drover describe shows the container, its pull and the podman command, with the image
+"$DROVER" describe job "$id" >"$TEST_TMP/describe.out" 2>&1 || fail "drover describe $id failed"
+for want in "^Containers:" "^  task $id.0: drover-$id.0-e1$" \
+	"^    image:   pulled (attempt 1 of 3, imagePullPolicy IfNotPresent)$" \
+	"^    command: 'podman' '--runtime' 'runc' .* create --rm --pull never '--name' 'drover-$id.0-e1' .* --env-file '[^']*/$id.0.env'.* 'pytorch/pytorch:2.4-cuda12.4'$"; do
+	grep -q -- "$want" "$TEST_TMP/describe.out" || { cat "$TEST_TMP/describe.out" >&2; fail "drover describe lacks '$want'"; }
+done
+grep "^    command:" "$TEST_TMP/describe.out" | grep -q "NCCL_NET_GDR_LEVEL" && fail "an env value is in the described command"
 
 # --- IfNotPresent (the tag's default): no second pull ----------------------------
 id2=$(submit "$ROOT/examples/jobs/training-job.yaml")
 wait_job "$id2" succeeded 60
 expect_eq "pulls of the second Pod" "$(grep -c "drover: pulling" "$TEST_TMP/agent-pod-node/tasks/$id2.0/$id2.0.err")" "0"
+"$DROVER" describe job "$id2" | grep -q "^    image:   present, not pulled (imagePullPolicy IfNotPresent)$" ||
+	fail "drover describe does not say the second Pod's image was present"
 
 # --- Always: pulls though the image is there -----------------------------------
 sed 's/^    image: pytorch\/pytorch:2.4-cuda12.4$/&\n    imagePullPolicy: Always/' "$ROOT/examples/jobs/training-job.yaml" >"$TEST_TMP/always.yaml"

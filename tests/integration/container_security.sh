@@ -72,6 +72,10 @@ wait_job "$id" succeeded 60
 grep -q "^uid=1600 gid=2345 " "$TEST_TMP/ids.out" || { cat "$TEST_TMP/ids.out" >&2; fail "the container did not run as 1600:2345"; }
 grep "container drover-$id.0-e" "$log" | grep -q -- "--user 1600:2345 --cap-drop all" ||
 	{ grep "container drover-$id.0-e" "$log" >&2; fail "podman was not given --user 1600:2345"; }
+"$DROVER" describe job "$id" >"$TEST_TMP/ids.describe" 2>&1
+grep -q "^    command: .* create .*--user 1600:2345 --cap-drop all .* 'localhost/as-root:1'$" "$TEST_TMP/ids.describe" &&
+	grep -q "^    image:   present, not pulled (imagePullPolicy Never)$" "$TEST_TMP/ids.describe" ||
+	{ cat "$TEST_TMP/ids.describe" >&2; fail "drover describe does not show the container's user and pull"; }
 # the default: a private IPC namespace, not the host's
 host_ipc=$(readlink /proc/self/ns/ipc)
 grep -qF "ipc=$host_ipc" "$TEST_TMP/ids.out" && fail "a container without hostIPC shares the host's IPC namespace"

@@ -124,14 +124,17 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 
 Test(proto, sync_round_trip)
 {
-	struct drv_proto_ref tasks[] = { { .task_id = "42.0", .epoch = 7, .state = "running" } };
+	struct drv_proto_ref tasks[] = { { .task_id = "42.0", .epoch = 7, .state = "running",
+		.container = { .name = "drover-42.0-e7", .command = "podman create 'img'",
+			       .image_pull = "pulling (attempt 2 of 3)" } } };
 	struct drv_proto_report reps[] = {
 		{ .task_id = "42.0", .epoch = 7, .state = DRV_PROTO_RUNNING, .pid = 123,
 		  .time = "2026-12-01T05:00:00Z", .exit_code = -1 },
 		{ .task_id = "43.0", .epoch = 9, .state = DRV_PROTO_EXITED, .signal = 9,
 		  .signal_name = "SIGKILL", .oom_killed = true, .exit_code = -1 },
 		{ .task_id = "44.0", .epoch = 10, .state = DRV_PROTO_EXITED, .exit_code = 3,
-		  .fenced = true, .reason = "the agent's lease ran out" },
+		  .fenced = true, .reason = "the agent's lease ran out",
+		  .container = { .name = "drover-44.0-e10", .image_pull = "pulled (attempt 1 of 3)" } },
 		{ .task_id = "45.0", .epoch = 11, .state = DRV_PROTO_FAILED, .exit_code = -1,
 		  .reason = "no command" },
 	};
@@ -167,6 +170,10 @@ Test(proto, sync_round_trip)
 	cr_assert(eq(i64, back.reports[1].exit_code, -1), "a signal, no exit code");
 	cr_assert(eq(i64, back.gpus[1].temperature_c, -1), "absent: -1");
 	cr_assert(isnan(back.gpus[1].power_w));
+	cr_assert(eq(str, (char *)back.tasks[0].container.image_pull, "pulling (attempt 2 of 3)"));
+	cr_assert(eq(str, (char *)back.reports[2].container.name, "drover-44.0-e10"));
+	cr_assert(eq(ptr, (void *)back.reports[2].container.command, NULL), "absent: NULL");
+	cr_assert(eq(ptr, (void *)back.reports[1].container.name, NULL), "no container: none");
 	a = dump(j);
 	b = dump(drv_proto_sync_encode(&back));
 	cr_assert(eq(str, a, b));
