@@ -521,6 +521,7 @@ void drv_server_stop(struct drv_server *s)
 	if (s->sched)
 		drv_sched_free(s->sched);
 	drv_capacity_free(s->capacity);
+	drv_dynbuf_release(&s->cap_inputs);
 	drv_sched_decisions_release(&s->dec);
 	for (uint64_t i = 0; i < s->njobs; i++)
 		srv_job_free(s->jobs[i]);
