@@ -8,7 +8,9 @@
 #   - an orphan: a container labelled drover.node=NODE whose task the agent
 #     does not know (here one made by hand, as a crashed agent leaves one
 #     whose journal record is gone) is removed when the agent starts; one of
-#     another node is left alone.
+#     another node is left alone;
+#   - image GC: with --image-gc-percent 1 the agent prunes the images no
+#     container uses, and keeps the one a container uses.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 
@@ -102,4 +104,20 @@ expect_eq "attempt" "$(jf "$id" 'j["attempt"]')" 1
 expect_eq "ends the agent saw" "$(grep -c "task $id.0 (epoch [0-9]*) exited with code 0" "$log")" 1
 wait_until 20 sh -c "! podman --runtime runc --cgroup-manager cgroupfs --root '$P/storage' --runroot '$P/run' --storage-driver vfs ps -a --format '{{.Names}}' | grep -q '^$cname\$'" ||
 	fail "the adopted container is left after its end: $(names)"
-echo "ok: container $cname adopted after SIGKILL, ended once; orphan removed by label, another node's kept"
+
+# --- image GC: past --image-gc-percent of the store's disk, unused images go,
+# the one a container (the other node's, still running) uses stays
+# (another image: its own config, so its own id)
+podman_t import --change 'CMD ["/bin/sleep", "1"]' "$TEST_TMP/rootfs.tar" localhost/unused:2 \
+	>>"$TEST_TMP/import.log" 2>&1 || fail "podman import"
+[ "$(podman_t image inspect --format '{{.Id}}' localhost/unused:2)" != \
+	"$(podman_t image inspect --format '{{.Id}}' localhost/adopt:1)" ] || fail "the unused image is the used one"
+stop_agent adopt-node
+# shellcheck disable=SC2086
+start_agent adopt-node 2xH100 $AGENT_ARGS --image-gc-percent 1
+wait_until 30 grep -q "image store .* full (threshold 1%): pruning unused images" "$log" ||
+	fail "the agent did not prune: $(tail -3 "$log")"
+wait_until 30 sh -c "! podman --runtime runc --cgroup-manager cgroupfs --root '$P/storage' --runroot '$P/run' --storage-driver vfs image exists localhost/unused:2" ||
+	fail "an unused image is left after the GC: $(podman_t images --format '{{.Repository}}:{{.Tag}}' | tr '\n' ' ')"
+podman_t image exists localhost/adopt:1 || fail "the GC removed an image a container uses"
+echo "ok: container $cname adopted after SIGKILL, ended once; orphan removed by label, another node's kept; image GC"
