@@ -34,6 +34,26 @@ static char *dup_or_null(const char *s)
 	return s ? drv_strdup(s) : NULL;
 }
 
+/* The registry credentials file: readable, a regular file, and no one's
+ * but its owner's (CONTRACTS.md section 6, as for tokens). */
+static bool auth_file_refused(const char *path, char *err, size_t errsz)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || access(path, R_OK) != 0) {
+		snprintf(err, errsz, "--registry-auth-file %s: %s", path, strerror(errno));
+		return true;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+		snprintf(err, errsz, "--registry-auth-file %s: %s mode 0%o: it holds registry "
+			 "credentials, so group and others may not read it (chmod 600)", path,
+			 S_ISREG(st.st_mode) ? "a file of" : "not a regular file,",
+			 (unsigned)(st.st_mode & 07777));
+		return true;
+	}
+	return false;
+}
+
 int agent_runtime_setup(struct drv_agent *a, const struct drv_agent_config *cfg, char *err,
 			size_t errsz)
 {
@@ -52,11 +72,8 @@ int agent_runtime_setup(struct drv_agent *a, const struct drv_agent_config *cfg,
 		drv_log(&a->log, "%s", a->runtime_line);
 		return 0;
 	}
-	if (a->podman.auth_file && access(a->podman.auth_file, R_OK) != 0) {
-		snprintf(err, errsz, "--registry-auth-file %s: %s", a->podman.auth_file,
-			 strerror(errno));
+	if (a->podman.auth_file && auth_file_refused(a->podman.auth_file, err, errsz))
 		return DRV_EINVAL;
-	}
 	a->podman_on = drv_podman_check(&a->podman, 120000, msg, sizeof(msg)) == 0;
 	if (!a->podman_on && !strcmp(rt, "podman")) {
 		snprintf(err, errsz, "--runtime podman: %s", msg);
