@@ -186,6 +186,11 @@ int drv_proc_poll(struct drv_proc *p, int64_t now_ms);
 /* SIGTERM to the whole process group now, SIGKILL after grace_ms (0:
  * SIGKILL at once). Repeated calls keep the earlier deadline. */
 void drv_proc_terminate(struct drv_proc *p, int64_t grace_ms, int64_t now_ms);
+/* Sends sig to a running task: with group to its whole process group,
+ * else to its main process alone (through its shim, which forwards what is
+ * queued to it with this value). 0, or DRV_ENOENT when it does not run. */
+#define DRV_SHIM_FORWARD 0x64727673
+int drv_proc_signal(struct drv_proc *p, int sig, bool group);
 
 /*
  * Watches a shim an earlier agent started (pid, checked by the caller):

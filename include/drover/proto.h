@@ -282,6 +282,13 @@ struct drv_proto_task {
 	const char *stderr_file;
 	bool open_append;            /* --open-mode=append (or a requeued job's) */
 	int64_t umask;               /* the task's umask; -1 (absent): the agent's */
+	/* The last signal sent to the task (scancel -s, sbatch --signal): the
+	 * agent delivers each signal_seq once, to the task's main process
+	 * (a batch shell) or with signal_group to its whole process group.
+	 * 0 (absent): none. */
+	int64_t signal;
+	int64_t signal_seq;
+	bool signal_group;
 };
 
 /* ---------------------------------------------------------------------------

@@ -119,6 +119,8 @@ struct task {
 	bool end_journaled;     /* ... and so is its acknowledged end */
 	int32_t gpu_milli;      /* its share of each of its GPUs (1000: whole) */
 	struct task_use use;    /* what it used so far (agent_usage.c) */
+	int64_t sig_seen;       /* the assignments' signal_seq delivered (or older) */
+	bool sig_known;         /* sig_seen holds: false for an adopted task until listed */
 };
 
 /* A task that ended, remembered for its metrics (agent_metrics.c). */

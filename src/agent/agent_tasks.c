@@ -95,6 +95,8 @@ static struct task *task_add(struct drv_agent *a, const struct drv_proto_task *j
 	t->epoch = j->epoch;
 	snprintf(t->job_id, sizeof(t->job_id), "%lld", (long long)j->job_id);
 	t->listed = true;
+	t->sig_seen = j->signal_seq;   /* a signal sent before it started is not its */
+	t->sig_known = true;
 	DRV_GROW(a->tasks, a->ntasks + 1, a->tcap);
 	a->tasks[a->ntasks++] = t;
 	return t;
@@ -440,6 +442,28 @@ void agent_stop_task(struct drv_agent *a, struct task *t, int64_t grace_ms, cons
 		drv_proc_terminate(&t->proc, grace_ms, drv_mono_ms());
 }
 
+/* A signal the controller sent the task (scancel -s, sbatch --signal) that
+ * it has not had yet. Caller holds a->mu. */
+static void signal_task(struct drv_agent *a, struct task *t, const struct drv_proto_task *j)
+{
+	char sn[16];
+
+	if (!t->sig_known) {   /* adopted: whatever was sent, it was delivered */
+		t->sig_known = true;
+		t->sig_seen = j->signal_seq;
+		return;
+	}
+	if (j->signal_seq <= t->sig_seen)
+		return;
+	t->sig_seen = j->signal_seq;
+	if (j->signal <= 0 || t->state != T_RUNNING || t->proc.terminating)
+		return;
+	if (drv_proc_signal(&t->proc, (int)j->signal, j->signal_group) == 0)
+		drv_log(&a->log, "task %s (epoch %lld): sent %s to %s", t->id, (long long)t->epoch,
+			drv_signal_name((int)j->signal, sn, sizeof(sn)),
+			j->signal_group ? "its processes" : "its main process");
+}
+
 /* One task of the controller's list: stop it, start it, or leave it be. */
 static void apply_one(struct drv_agent *a, const struct drv_proto_task *j)
 {
@@ -450,8 +474,10 @@ static void apply_one(struct drv_agent *a, const struct drv_proto_task *j)
 		return;
 	}
 	t = agent_find_task(a, j->task_id, j->epoch);
-	if (t)
+	if (t) {
 		t->listed = true;
+		signal_task(a, t, j);
+	}
 	if (j->stop) {
 		if (t)
 			agent_stop_task(a, t, j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000,

@@ -822,6 +822,22 @@ void drv_proc_terminate(struct drv_proc *p, int64_t grace_ms, int64_t now_ms)
 	kill_group(p, SIGCONT); /* a stopped task must see its SIGTERM */
 }
 
+int drv_proc_signal(struct drv_proc *p, int sig, bool group)
+{
+	union sigval v = { .sival_int = DRV_SHIM_FORWARD };
+	int rc;
+
+	if (p->state != DRV_PROC_RUNNING || p->pid <= 0)
+		return DRV_ENOENT;
+	if (group)
+		rc = kill(-p->pid, sig);
+	else if (p->shim)
+		rc = sigqueue(p->pid, sig, v);
+	else
+		rc = kill(p->pid, sig);
+	return rc < 0 ? DRV_ENOENT : 0;
+}
+
 void drv_proc_cleanup(struct drv_proc *p)
 {
 	int i;

@@ -260,6 +260,40 @@ static int claim(const struct shim *sh)
 	return ok ? 0 : -1;
 }
 
+/*
+ * Signals: the shim ignores what reaches its whole group (the agent's
+ * kill(-pgid) is for the task), but forwards to the task alone what the
+ * agent queues to the shim with DRV_SHIM_FORWARD (drv_proc_signal: a
+ * Slurm batch shell's signal, which only the shell gets). fwd_pid is set
+ * in the shim after the fork, so a handler run in the child before its
+ * execve forwards nothing.
+ */
+static volatile pid_t fwd_pid;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (si->si_code == SI_QUEUE && si->si_value.sival_int == DRV_SHIM_FORWARD && fwd_pid > 0)
+		kill(fwd_pid, sig);
+}
+
+static void shim_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int sig = 1; sig < SIGRTMIN; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == SIGSEGV ||
+		    sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT ||
+		    sig == SIGTRAP || sig == SIGSYS || sig == SIGCONT)
+			continue;
+		sigaction(sig, &sa, NULL);
+	}
+}
+
 /* Starts the task; a pipe tells whether execve worked. -1 after recording why not. */
 static int start_child(struct shim *sh, char **argv)
 {
@@ -284,6 +318,7 @@ static int start_child(struct shim *sh, char **argv)
 		_exit(127);
 	}
 	close(pfd[1]);
+	fwd_pid = sh->child;
 	n = sh->child < 0 ? 0 : read(pfd[0], &err, sizeof(err));
 	close(pfd[0]);
 	if (sh->child < 0 || n == (ssize_t)sizeof(err)) {
@@ -382,10 +417,9 @@ int drv_task_shim_main(int argc, char **argv)
 	sh.grace_ms = atoll(argv[5]);
 	sh.cgroup = strcmp(argv[6], "-") ? argv[6] : "";
 	drv_shim_paths(sh.dir, sh.task_id, sh.key, sh.status, sh.pidfile, sizeof(sh.status));
-	/* the agent's SIGTERM is for the task; SIGCHLD is waited for */
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
+	/* the agent's SIGTERM is for the task, and any other signal to the
+	 * group; SIGCHLD is waited for */
+	shim_signals();
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);

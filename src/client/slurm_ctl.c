@@ -115,6 +115,34 @@ static int cancel_one(struct cli *cli, const char *shown, unsigned long long id,
 	return 1;
 }
 
+/* A signal other than a cancel's (scancel -s USR1): to the job's steps,
+ * its batch shell (--batch) or both (--full), as Slurm's scancel sends it;
+ * errors as cancel_one says them. */
+static int signal_one(struct cli *cli, const char *shown, unsigned long long id, int sig,
+		      const char *to, bool verbose)
+{
+	char path[96], body[96], msg[512];
+	long status;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%llu/signal", id);
+	snprintf(body, sizeof(body), "{\"signal\": %d, \"to\": \"%s\"}", sig, to);
+	if (!post(cli, path, body, &status, msg, sizeof(msg)))
+		return 0;
+	if ((status == 404 || status == 409) && !verbose)
+		return 0;
+	if (status == 404)
+		fprintf(stderr, "scancel: error: Kill job error on job id %s: Invalid job id "
+				"specified\n", shown);
+	else if (status == 409)
+		fprintf(stderr, "scancel: error: Kill job error on job id %s: Job/step already "
+				"completing or completed\n", shown);
+	if (status == 404 || status == 409)
+		return 0;
+	if (status)
+		fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", shown, msg);
+	return 1;
+}
+
 /* An array element "P_I": the element's own id, from the parent's list. */
 static int element_id(struct cli *cli, unsigned long long parent, long long index,
 		      unsigned long long *out)
@@ -122,7 +150,6 @@ static int element_id(struct cli *cli, unsigned long long parent, long long inde
 	struct drv_client_reply r;
 	char path[64];
 	int rc;
-	long long first, count;
 
 	snprintf(path, sizeof(path), "/v1/jobs/%llu", parent);
 	cli->keep_error = true;
@@ -132,33 +159,30 @@ static int element_id(struct cli *cli, unsigned long long parent, long long inde
 			drv_client_reply_release(&r);
 		return -1;
 	}
-	first = drv_json_int(json_object_get(r.json, "elements"), "first", 0);
-	count = drv_json_int(json_object_get(r.json, "elements"), "count", 0);
+	/* the element of task id index, not the index-th one (--array=1-3) */
+	*out = sl_array_element(r.json, index);
 	drv_client_reply_release(&r);
-	if (!first || index < 0 || index >= count)
-		return -1;
-	/* elements get consecutive ids in index order (CONTRACTS.md section 2) */
-	*out = (unsigned long long)(first + index);
-	return 0;
+	return *out ? 0 : -1;
 }
 
-static const struct {
-	const char *name;
-	int num;
-} signals[] = {
-	{ "HUP", 1 }, { "INT", 2 }, { "QUIT", 3 }, { "KILL", 9 }, { "USR1", 10 },
-	{ "USR2", 12 }, { "TERM", 15 }, { "CONT", 18 }, { "STOP", 19 },
-};
-
+/* SIGUSR1, USR1 or 10: the number; -1 when it names none. */
 static int signal_num(const char *s)
 {
-	if (isdigit((unsigned char)*s))
-		return atoi(s);
+	char *end;
+	long n;
+
+	if (isdigit((unsigned char)*s)) {
+		n = strtol(s, &end, 10);
+		return *end || n < 1 || n > 64 ? -1 : (int)n;
+	}
 	if (!strncasecmp(s, "SIG", 3))
 		s += 3;
-	for (size_t i = 0; i < DRV_ARRAY_SIZE(signals); i++)
-		if (!strcasecmp(s, signals[i].name))
-			return signals[i].num;
+	for (int i = 1; i < 32; i++) {
+		const char *abbr = sigabbrev_np(i);
+
+		if (abbr && !strcasecmp(s, abbr))
+			return i;
+	}
 	return -1;
 }
 
@@ -166,15 +190,18 @@ int drv_client_cmd_scancel(int argc, char **argv)
 {
 	struct cli cli;
 	struct sc q = { .cli = &cli };
-	bool batch = false, quiet = false, verbose = false;
+	bool batch = false, full = false, quiet = false, verbose = false;
 	const char *users = NULL, *states = NULL, *parts = NULL, *jnames = NULL, *sig = NULL;
+	int signo = 0;   /* a signal to send, not a cancel */
+	const char *to;
 	const struct drv_option table[] = {
 		DRV_OPT_STRING('u', "user", &users, "USERS", "every job of these users"),
 		DRV_OPT_STRING('n', "name", &jnames, "NAMES", "every job of these names"),
 		DRV_OPT_STRING('t', "state", &states, "STATES", "only jobs in these states (PENDING, RUNNING)"),
 		DRV_OPT_STRING('p', "partition", &parts, "PARTS", "only jobs in these partitions"),
-		DRV_OPT_STRING('s', "signal", &sig, "SIGNAL", "KILL, TERM or INT: cancel (others: refused, see docs/slurm.md)"),
-		DRV_OPT_FLAG('b', "batch", &batch, "the batch step only (drover: the whole job)"),
+		DRV_OPT_STRING('s', "signal", &sig, "SIGNAL", "KILL, TERM or INT: cancel; others: sent to the job's steps"),
+		DRV_OPT_FLAG('b', "batch", &batch, "with -s: to the batch shell only (a cancel: the whole job)"),
+		DRV_OPT_FLAG('f', "full", &full, "with -s: to the batch shell and the steps"),
 		DRV_OPT_FLAG('Q', "quiet", &quiet, "say nothing about finished or unknown jobs, even with -v"),
 		DRV_OPT_FLAG('v', "verbose", &verbose, "say each job, and those finished or unknown"),
 		DRV_OPT_GROUP("server"),
@@ -200,16 +227,11 @@ int drv_client_cmd_scancel(int argc, char **argv)
 			fprintf(stderr, "scancel: error: Invalid job signal: %s\n", sig);
 			return 1;
 		}
-		if (n != 9 && n != 15 && n != 2) {
-			/* NEEDSWORK: a signal route; until then a signal is never
-			 * turned into a cancel the user did not ask for */
-			fprintf(stderr, "scancel: error: drover sends only KILL, TERM or INT "
-					"(a cancel) to jobs; signal %s is not sent (docs/slurm.md)\n",
-				sig);
-			return 1;
-		}
+		if (n != 9 && n != 15 && n != 2)
+			signo = n;
 	}
-	if (batch && !quiet)
+	to = full ? "all" : batch ? "batch" : "steps";
+	if (batch && !signo && !quiet)
 		sl_warn("scancel", "--batch: drover cancels the whole job, not the batch step "
 			"alone");
 	if (!cli.nargs && !users && !states && !parts && !jnames) {
@@ -288,7 +310,8 @@ int drv_client_cmd_scancel(int argc, char **argv)
 				drv_client_reply_release(&r);
 			}
 		}
-		fails += cancel_one(&cli, a, id, verbose && !quiet);
+		fails += signo ? signal_one(&cli, a, id, signo, to, verbose && !quiet)
+			       : cancel_one(&cli, a, id, verbose && !quiet);
 	}
 	if (!cli.nargs) {
 		if ((code = sl_each_job(&cli, "/v1/queue", sc_match, &q)))
@@ -297,7 +320,11 @@ int drv_client_cmd_scancel(int argc, char **argv)
 			char shown[32];
 
 			snprintf(shown, sizeof(shown), "%llu", q.ids[i]);
-			cancel_one(&cli, shown, q.ids[i], false);   /* a race with its end is no error */
+			/* a race with its end is no error */
+			if (signo)
+				signal_one(&cli, shown, q.ids[i], signo, to, false);
+			else
+				cancel_one(&cli, shown, q.ids[i], false);
 			if (verbose)
 				fprintf(stderr, "scancel: Terminating job %s\n", shown);
 		}

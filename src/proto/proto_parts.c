@@ -330,7 +330,7 @@ static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
 	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", "mounts", "shm_mib", "host_ipc",
 	"run_as_uid", "run_as_gid", "run_as_non_root", "stdout_file", "stderr_file", "open_append",
-	"umask", NULL };
+	"umask", "signal", "signal_seq", "signal_group", NULL };
 
 static const char *const mount_keys[] = { "name", "type", "host_path", "container_path",
 	"sub_path", "read_only", "memory", "size_mib", NULL };
@@ -413,6 +413,12 @@ static void task_where(struct proto_rd *r, const json_t *o, struct drv_proto_tas
 	proto_get_int(r, o, "umask", false, &t->umask);
 	if (t->umask < -1 || t->umask > 0777)
 		proto_fail_at(r, "umask", "%lld: expected 0..511 (0777)", (long long)t->umask);
+	proto_get_int(r, o, "signal", false, &t->signal);
+	proto_get_int(r, o, "signal_seq", false, &t->signal_seq);
+	proto_get_bool(r, o, "signal_group", false, &t->signal_group);
+	if (t->signal < 0 || t->signal > 64)
+		proto_fail_at(r, "signal", "%lld: expected a signal number 1..64",
+			      (long long)t->signal);
 }
 
 void proto_item_task(struct proto_rd *r, const json_t *o, void *el)
@@ -521,6 +527,12 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 		json_object_set_new(o, "open_append", json_true());
 	if (t->umask >= 0)
 		proto_put_int(o, "umask", t->umask);
+	if (t->signal_seq > 0) {
+		proto_put_int(o, "signal", t->signal);
+		proto_put_int(o, "signal_seq", t->signal_seq);
+		if (t->signal_group)
+			json_object_set_new(o, "signal_group", json_true());
+	}
 	return o;
 }
 

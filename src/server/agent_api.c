@@ -758,6 +758,12 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->master_port = 29500 + j->epoch % 10000;
 	a->time_limit_s = j->spec.job.time_limit;
 	a->output_max_bytes = s->cfg.task_output_max_bytes;
+	/* an #SBATCH job's own task is its batch shell; others' tasks are the job */
+	if (j->sig_seq && (j->spec.format != DRV_FMT_SBATCH || (j->sig_to & SRV_SIG_BATCH))) {
+		a->signal = j->sig_num;
+		a->signal_seq = j->sig_seq;
+		a->signal_group = j->spec.format != DRV_FMT_SBATCH;
+	}
 	a->grace_s = j->requeue_quiet ? 0
 		     : run && run->termination_grace_s >= 0 ? run->termination_grace_s : 30;
 }
@@ -815,6 +821,11 @@ static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_
 	a->master_addr = m->address ? m->address : m->name;
 	a->master_port = 29500 + j->epoch % 10000;
 	a->output_max_bytes = s->cfg.task_output_max_bytes;
+	if (j->sig_seq && (j->sig_to & SRV_SIG_STEPS)) {
+		a->signal = j->sig_num;
+		a->signal_seq = j->sig_seq;
+		a->signal_group = true;
+	}
 	a->grace_s = run && run->termination_grace_s >= 0 ? run->termination_grace_s : 30;
 }
 

@@ -1206,6 +1206,74 @@ out:
 }
 
 /*
+ * POST /v1/jobs/ID/signal {"signal": N, "to": "steps"|"batch"|"all"}:
+ * signal N (1..64) to a running job's processes (signals.c); "to" as
+ * scancel's: "steps" (default) its steps' tasks, "batch" its batch shell
+ * (every task of a job that is no #SBATCH script), "all" both. 409 when
+ * it does not run.
+ */
+int srv_api_signal(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct srv_job *j, *tmp = NULL;
+	json_t *body = drv_http_req_json(r, o), *sig;
+	const char *to;
+	int whom;
+
+	if (!body)
+		return 0;
+	sig = json_object_get(body, "signal");
+	to = drv_json_str(body, "to");
+	if (!json_is_integer(sig) || json_integer_value(sig) < 1 || json_integer_value(sig) > 64) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "signal: expected a signal number 1..64");
+		goto done;
+	}
+	whom = !to || !strcmp(to, "steps") ? SRV_SIG_STEPS : !strcmp(to, "batch") ? SRV_SIG_BATCH
+	       : !strcmp(to, "all") ? SRV_SIG_BATCH | SRV_SIG_STEPS : 0;
+	if (!whom) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "to: \"%s\", expected steps, batch or all",
+				    to);
+		goto done;
+	}
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o, &tmp);
+	if (!j)
+		goto out;
+	if (!tmp && j->par) {   /* an array or Job: its running elements */
+		int n = 0;
+
+		for (int32_t k = 0; k < j->par->n; k++) {
+			struct srv_job *e = srv_job_get(s, j->par->first + (uint64_t)k);
+
+			if (e && e->holding && e->state != J_PENDING && !srv_jstate_final(e->state) &&
+			    !e->stop_reason) {
+				srv_job_signal(s, e, (int)json_integer_value(sig), whom);
+				n++;
+			}
+		}
+		if (n)
+			goto sent;
+	}
+	if (tmp || j->par || !j->holding || srv_jstate_final(j->state) || j->state == J_PENDING ||
+	    j->stop_reason) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu is %s: only a running job "
+				    "is signalled", (unsigned long long)j->id, srv_jstate_name(j->state));
+		goto out;
+	}
+	srv_job_signal(s, j, (int)json_integer_value(sig), whom);
+sent:
+	drv_http_resp_json(o, 200, json_pack("{s:I,s:i,s:s}", "id", (json_int_t)j->id, "signal",
+					     (int)json_integer_value(sig), "to",
+					     to ? to : "steps"));
+out:
+	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
+done:
+	json_decref(body);
+	return 0;
+}
+
+/*
  * PATCH /v1/jobs/ID {"time_limit_s": N}: a pending job's time limit
  * (CONTRACTS.md section 4): a user may only lower it, an admin may also
  * raise it (0: none, admins only); Slurm's scontrol update TimeLimit=.

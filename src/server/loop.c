@@ -159,6 +159,7 @@ static void cost_tick(struct drv_server *s)
 	srv_budget_release(s);
 	srv_elements_tick(s, now);
 	srv_deps_tick(s, now);
+	srv_signal_tick(s, now);
 }
 
 /* A tenth of the retention time, between a second and ten minutes. */

@@ -37,6 +37,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "POST", "/v1/jobs/{}/release", srv_api_release, ROUTE_USER },
 	{ "POST", "/v1/jobs/{}/hold", srv_api_hold, ROUTE_USER },
 	{ "POST", "/v1/jobs/{}/requeue", srv_api_requeue, ROUTE_USER },
+	{ "POST", "/v1/jobs/{}/signal", srv_api_signal, ROUTE_USER },
 	{ "PATCH", "/v1/jobs/{}", srv_api_job_patch, ROUTE_USER },
 	{ "GET", "/v1/jobs/{}/logs", srv_api_logs, ROUTE_USER | ROUTE_JOB },
 	{ "POST", "/v1/jobs/{}/steps", srv_api_step_create, ROUTE_USER | ROUTE_JOB },

@@ -99,6 +99,12 @@ struct srv_job {
 	int32_t requeues;          /* after node failures (the retry limit counts these) */
 	int64_t epoch;             /* of the current/last start; 0 = never */
 	int64_t durable_epoch;     /* the epoch whose start is on disk: agents see only that */
+	/* the last signal sent to its processes (signals.c): a number from the
+	 * server's epoch counter, so that agents deliver each one once */
+	int64_t sig_seq;
+	int32_t sig_num;
+	uint8_t sig_to;            /* SRV_SIG_BATCH | SRV_SIG_STEPS */
+	int64_t sig_timer_epoch;   /* the attempt whose --signal timer fired */
 	int64_t submit_time, start_time, end_time;
 	int exit_code;             /* valid when has_exit */
 	bool has_exit;
@@ -565,6 +571,17 @@ void srv_active_remove(struct drv_server *s, uint64_t id);
  * sync is woken (SRV_KEY_NODE). */
 void srv_node_bump(struct drv_server *s, int32_t node);
 void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j);
+
+/* signals.c: a signal to a running job's processes (scancel -s, sbatch
+ * --signal). SRV_SIG_BATCH: its batch script's shell (an #SBATCH job) or
+ * every task (other jobs); SRV_SIG_STEPS: every process of its steps'
+ * tasks. Agents deliver it once per task (assignment signal_seq). */
+enum { SRV_SIG_BATCH = 1, SRV_SIG_STEPS = 2 };
+void srv_job_signal(struct drv_server *s, struct srv_job *j, int sig, int to);
+/* Once a second: jobs whose --signal time before their limit has come. */
+void srv_signal_tick(struct drv_server *s, int64_t now);
+/* POST /v1/jobs/ID/signal {"signal": N, "to": "steps"|"batch"|"all"}. */
+int srv_api_signal(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 double srv_job_gpus(const struct srv_job *j);
 /* New jobs, now on disk, join memory and the scheduler. */
 void srv_jobs_adopt(struct drv_server *s, struct srv_job **js, size_t n);

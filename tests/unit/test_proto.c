@@ -60,7 +60,8 @@ static const char *full_task =
 	"             {\"rank\": 1, \"node\": \"b\", \"address\": \"10.0.0.6\"}],"
 	" \"time_limit_s\": 3600, \"grace_s\": 30, \"output_max_bytes\": 1048576,"
 	" \"stdout_file\": \"/h/slurm-42.out\", \"stderr_file\": \"/h/e-42.log\","
-	" \"open_append\": true, \"umask\": 18}";
+	" \"open_append\": true, \"umask\": 18, \"signal\": 10, \"signal_seq\": 77,"
+	" \"signal_group\": true}";
 
 Test(proto, sync_reply_round_trip_with_every_assignment_field)
 {
@@ -107,6 +108,9 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(str, (char *)r.tasks[0].stderr_file, "/h/e-42.log"));
 	cr_assert(r.tasks[0].open_append);
 	cr_assert(eq(i64, r.tasks[0].umask, 022));
+	cr_assert(eq(i64, r.tasks[0].signal, 10));
+	cr_assert(eq(i64, r.tasks[0].signal_seq, 77));
+	cr_assert(r.tasks[0].signal_group);
 	a = dump(drv_proto_sync_reply_encode(&r));
 	b = dump(json_incref(j));
 	cr_assert(eq(str, a, b));
