@@ -455,6 +455,35 @@ static const char *final_reason(enum jstate st)
 	}
 }
 
+/* A container whose image could not be pulled (or whose securityContext
+ * its image breaks) never ran: kubelet shows it waiting with the reason's
+ * code (ErrImagePull, ImagePullBackOff, ErrImageNeverPull,
+ * CreateContainerConfigError) and the rest as the message. NULL otherwise. */
+static json_t *waiting_for_image(const struct srv_task *t)
+{
+	static const char *const codes[] = { "ErrImagePull", "ImagePullBackOff",
+		"ErrImageNeverPull", "CreateContainerConfigError" };
+	const char *r = t && t->reason ? t->reason : "";
+
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(codes); i++) {
+		size_t n = strlen(codes[i]);
+
+		if (!strncmp(r, codes[i], n) && r[n] == ':')
+			return json_pack("{s:{s:s,s:s}}", "waiting", "reason", codes[i], "message",
+					 r + n + 1 + (r[n + 1] == ' '));
+	}
+	return NULL;
+}
+
+/* A container task still pulling its image (what its agent last said). */
+static bool pulling(const struct srv_task *t)
+{
+	const char *p = t && t->container ? json_string_value(json_object_get(t->container,
+								      "image_pull")) : NULL;
+
+	return p && !strncmp(p, "pulling", 7);
+}
+
 static void pod_view(struct drv_server *s, struct srv_job *j, int32_t rank, struct pod_view *v,
 		     char *why, size_t whysz)
 {
@@ -477,6 +506,13 @@ static void pod_view(struct drv_server *s, struct srv_job *j, int32_t rank, stru
 	if (st == J_SCHEDULED || (st == J_RUNNING && t && (t->state == T_PENDING || t->state == T_STARTING))) {
 		v->phase = "Pending";
 		v->state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
+		return;
+	}
+	if (st == J_RUNNING && pulling(t) && !t->ended) {
+		v->phase = "Pending";
+		v->state = json_pack("{s:{s:s,s:s}}", "waiting", "reason", "ContainerCreating",
+				     "message", json_string_value(json_object_get(t->container,
+									  "image_pull")));
 		return;
 	}
 	if (st == J_RUNNING && (!t || !t->ended)) {
@@ -506,7 +542,11 @@ static void pod_view(struct drv_server *s, struct srv_job *j, int32_t rank, stru
 			json_object_set_new(term, "message", json_string(t->reason));
 		if (json_is_null(json_object_get(term, "startedAt")))
 			json_object_del(term, "startedAt");
-		v->state = json_pack("{s:o}", "terminated", term);
+		v->state = waiting_for_image(t);
+		if (v->state)
+			json_decref(term);
+		else
+			v->state = json_pack("{s:o}", "terminated", term);
 		if (st == J_RUNNING) {
 			v->phase = "Running";
 			return;

@@ -197,6 +197,10 @@ wait_job "$id5" failed 60
 reason=$(jf "$id5" 'j["reason"]')
 case "$reason" in *ErrImagePull*"not found"*) ;; *) fail "missing image: reason '$reason'" ;; esac
 ls "$TEST_TMP/agent-pod-node/tasks/$id5.0/"*.env 2>/dev/null && fail "a failed pull left the env file"
+# the Kubernetes face shows it as kubelet does: the container waiting, ErrImagePull
+curl -sf -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL/api/v1/namespaces/default/pods/missing-$id5" |
+	python3 -c 'import json,sys; s=json.load(sys.stdin)["status"]["containerStatuses"][0]["state"]; w=s.get("waiting", {}); sys.exit(0 if w.get("reason") == "ErrImagePull" and "not found" in w.get("message", "") else "state: %s" % s)' ||
+	fail "the Pod's container is not shown waiting with ErrImagePull"
 
 # --- a cancelled container job leaves no container -------------------------------
 cat >"$TEST_TMP/sleep.yaml" <<'EOF'
