@@ -586,7 +586,11 @@ int srv_api_step_create(struct drv_http_req *r, struct drv_http_resp *o, void *c
 	j = step_job(s, r, o, NULL);
 	if (!j)
 		goto out;
-	if (j->state != J_RUNNING || j->stop_reason) {
+	/* a batch script's first srun may come before its start is reported:
+	 * the job holds its allocation from scheduled on, as Slurm's runs */
+	if ((j->state != J_RUNNING &&
+	     !(j->state == J_SCHEDULED && j->holding && srv_job_batch_rank(s, j) >= 0)) ||
+	    j->stop_reason) {
 		drv_http_resp_error(o, 409, "conflict", NULL, "job %llu is %s%s: a step starts only "
 				    "in a running job", (unsigned long long)j->id,
 				    srv_jstate_name(j->state), j->stop_reason ? " and stopping" : "");
