@@ -9,6 +9,8 @@
 #     runAsNonRoot is refused at submit (exit 2, the field path)
 #   - imagePullPolicy Never with no image on the node: ErrImageNeverPull
 #   - hostIPC: true gives the host's IPC namespace; the default a private one
+#   - the annotation drover.io/runtime: podman on a Job's pod template runs
+#     that pod in its image; the same Job without it runs on the host
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 
@@ -143,4 +145,33 @@ wait_job "$id" succeeded 60
 "$DROVER" logs "$id" | grep -qF "ipc=$host_ipc" || fail "hostIPC: true did not give the host's IPC namespace"
 grep "container drover-$id.0-e" "$log" | grep -q -- "--ipc host" || fail "podman was not given --ipc host"
 
-echo "ok: runAsUser/runAsGroup in a container and on the host; non-admins refused; runAsNonRoot; Never; hostIPC"
+# --- drover.io/runtime chooses the runtime per pod, also on a Job's pod template
+tmpl_job() {
+	cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $1}
+spec:
+  template:
+    metadata:
+      annotations: {$2}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: localhost/as-root:1
+        imagePullPolicy: Never
+        command: ["/bin/sh", "-c", "if [ -e /etc/os-release ]; then echo on-host; else echo in-image; fi"]
+YAML
+}
+for want in podman host; do
+	if [ "$want" = podman ]; then tmpl_job tmpl-podman "drover.io/runtime: podman"; else tmpl_job tmpl-host ""; fi >"$TEST_TMP/tmpl-$want.yaml"
+	id=$(submit "$TEST_TMP/tmpl-$want.yaml")
+	wait_job "$id" succeeded 60
+	el=$(jf "$id" 'j["elements"]["first"]')
+	expect_eq "runtime of the $want pod" "$(jf "$el" 'j["runtime"]')" "$want"
+	out=$("$DROVER" logs "$el" 2>&1)
+	expect_eq "where the $want pod ran" "$out" "$([ "$want" = podman ] && echo in-image || echo on-host)"
+done
+
+echo "ok: runAsUser/runAsGroup in a container and on the host; non-admins refused; runAsNonRoot; Never; hostIPC; drover.io/runtime per pod"
