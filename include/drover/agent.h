@@ -106,6 +106,10 @@ struct drv_task_spec {
 	const char *launch_key;        /* names the status and pid files: "EPOCH-LAUNCH" */
 	const char *lease_file;        /* NULL: the shim enforces no lease */
 	int64_t lease_grace_ms;        /* SIGTERM->SIGKILL when the lease runs out */
+	/* The output cap (task_output_max_bytes), 0 none: the shim relays the
+	 * task's stdout and stderr through pipes into the files and keeps
+	 * each at most this many bytes of output and the line saying so. */
+	int64_t output_max;
 	/* A Slurm batch step's -o/-e files (absolute): opened by the task's
 	 * user after the switch, with umask, and linked from <task_id>.out and
 	 * .err in log_dir (so the logs route reads them); stderr_file NULL:

@@ -387,6 +387,7 @@ static int task_journal(struct drv_agent *a, struct task *t, const struct drv_pr
 	s->launch_key = t->key;
 	s->lease_file = a->lease_path;
 	s->lease_grace_ms = DRV_MIN(t->grace_ms, AGENT_LEASE_GRACE_MS);
+	s->output_max = t->output_max;
 	return 0;
 }
 
@@ -528,7 +529,10 @@ void agent_apply_desired(struct drv_agent *a)
  * back to them and a line saying so follows (once); what the task writes
  * later is cut again at the next look (every second while it runs, and
  * when it ends). The task's files are opened O_APPEND, so after a cut its
- * writes land at the new end, not past a hole.
+ * writes land at the new end, not past a hole. The shim (shim.c) already
+ * stops at the cap, writing the same line, so this finds a file of the
+ * cap and that line and rewrites the same bytes: it is what holds for a
+ * task started by an older agent's shim, and it says so in the log.
  */
 static void cap_file(struct drv_agent *a, struct task *t, int which, const char *path)
 {

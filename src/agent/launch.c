@@ -577,16 +577,17 @@ static pid_t task_clone(struct child_args *ca)
 /* The shim's argv around the task's (docs: src/agent/shim.c); the
  * numbers live in nums. Free the array only. */
 static char **shim_argv(struct drv_proc *p, const struct drv_task_spec *t, const char *log_dir,
-			const char *exe, char *const *argv, char nums[2][48])
+			const char *exe, char *const *argv, char nums[3][48])
 {
 	size_t n = 0, k;
 	char **v;
 
 	for (k = 0; argv[k]; k++)
 		;
-	v = drv_calloc(k + 11, sizeof(*v));
+	v = drv_calloc(k + 12, sizeof(*v));
 	snprintf(nums[0], 48, "%s", t->launch_key ? t->launch_key : "0");
 	snprintf(nums[1], 48, "%lld", (long long)t->lease_grace_ms);
+	snprintf(nums[2], 48, "%lld", (long long)(t->output_max > 0 ? t->output_max : 0));
 	v[n++] = (char *)"drover";
 	v[n++] = (char *)"task-shim";
 	v[n++] = (char *)t->task_id;
@@ -595,6 +596,7 @@ static char **shim_argv(struct drv_proc *p, const struct drv_task_spec *t, const
 	v[n++] = (char *)(t->lease_file ? t->lease_file : "-");
 	v[n++] = nums[1];
 	v[n++] = p->cgroup[0] ? p->cgroup : (char *)"-";
+	v[n++] = nums[2];
 	v[n++] = (char *)"--";
 	v[n++] = (char *)exe;
 	for (k = 0; argv[k]; k++)
@@ -610,7 +612,7 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 	struct task_fds f = { -1, -1, -1, -1 };
 	struct child_args ca;
 	char *const *argv = NULL;
-	char **env = NULL, **sargv = NULL, nums[2][48];
+	char **env = NULL, **sargv = NULL, nums[3][48];
 	pid_t pid;
 	int rc;
 

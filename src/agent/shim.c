@@ -20,7 +20,20 @@
  * agent then reports the signal itself). Once the task is over the shim
  * kills what the task left in its group, itself last.
  *
- *   drover task-shim TASK_ID KEY DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 ARG...
+ *   drover task-shim TASK_ID KEY DIR LEASE_FILE|- GRACE_MS CGROUP|- [OUTPUT_MAX] -- EXE ARGV0 ARG...
+ *
+ * The output cap: with OUTPUT_MAX > 0, each of the shim's stdout and
+ * stderr that is a regular file (the agent's copies of the task's output;
+ * not a Slurm batch step's own files, for which the task gets /dev/null
+ * here) reaches the task through a pipe that the shim relays into the
+ * file, writing at most OUTPUT_MAX bytes of the task's output and then
+ * the line "[drover: output capped at N bytes ...]" once, dropping the
+ * rest. So a task writing as fast as it can never puts a byte past the
+ * cap on disk: the file is never longer than the cap and that line. (The
+ * agent's once-a-second look, agent_tasks.c, then finds nothing to cut.)
+ * The shim reads whenever the pipe has data and never waits on anything
+ * else while it does, so a task blocks on a full pipe only while the
+ * shim's write to the file takes.
  *
  * KEY is "EPOCH-LAUNCH", LAUNCH unique to this launch (agent_journal.c):
  * its files are DIR/TASK_ID.KEY.pid and DIR/TASK_ID.KEY.status.
@@ -50,8 +63,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,9 +160,21 @@ int drv_shim_read_status(const char *path, struct drv_proc *p)
 	return 0;
 }
 
+/* One of the task's stdout and stderr, relayed under the output cap. */
+struct relay {
+	int in;                /* the pipe's read end; -1 once at its end (or none) */
+	int wr;                /* its write end, the task's fd; -1 in the shim after the fork */
+	int fd;                /* the file: the shim's own 1 or 2 */
+	int64_t written;       /* bytes of the task's output in the file */
+	bool capped;           /* the line is written; the rest is dropped */
+};
+
 struct shim {
 	const char *task_id, *key, *dir, *lease, *cgroup;
 	int64_t grace_ms;
+	int64_t output_max;    /* 0: no relay */
+	struct relay rel[2];   /* stdout, stderr */
+	int sigfd;             /* SIGCHLD while relaying; -1 otherwise */
 	char status[PATH_MAX], pidfile[PATH_MAX];
 	pid_t child;
 	bool stopping;
@@ -294,6 +322,158 @@ static void shim_signals(void)
 	}
 }
 
+/* Pipes for the shim's stdout and stderr that are regular files, when
+ * there is a cap. A stream without one goes to the task as it is. */
+static void relays_open(struct shim *sh)
+{
+	sh->sigfd = -1;
+	for (int i = 0; i < 2; i++) {
+		struct relay *r = &sh->rel[i];
+		struct stat st;
+		int p[2];
+
+		r->in = r->wr = -1;
+		r->fd = i + 1;
+		if (sh->output_max <= 0 || fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    pipe2(p, O_CLOEXEC) < 0)
+			continue;
+		r->in = p[0];
+		r->wr = p[1];
+		r->written = st.st_size;
+		r->capped = st.st_size > sh->output_max;
+	}
+	if (sh->rel[0].in >= 0 || sh->rel[1].in >= 0) {
+		sigset_t chld;
+
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		sh->sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+	}
+}
+
+/* In the task, before execve: the pipes become its stdout and stderr. */
+static void relays_child(struct shim *sh)
+{
+	for (int i = 0; i < 2; i++)
+		if (sh->rel[i].wr >= 0 && dup2(sh->rel[i].wr, sh->rel[i].fd) < 0)
+			_exit(127);
+}
+
+/* In the shim, after the fork: only the task writes to the pipes. */
+static void relays_parent(struct shim *sh)
+{
+	for (int i = 0; i < 2; i++) {
+		struct relay *r = &sh->rel[i];
+
+		if (r->wr >= 0)
+			close(r->wr);
+		r->wr = -1;
+		if (r->in >= 0)
+			fcntl(r->in, F_SETFL, fcntl(r->in, F_GETFL) | O_NONBLOCK);
+	}
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;   /* a full disk: the output is lost, the task goes on */
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* n bytes of the task's output: into the file while under the cap; past
+ * it, the line saying so (the agent's cut writes the same one). */
+static void relay_put(struct shim *sh, struct relay *r, const char *p, size_t n)
+{
+	int64_t room = sh->output_max - r->written;
+	size_t k = room > 0 ? (size_t)DRV_MIN((int64_t)n, room) : 0;
+	char mark[160];
+	int m;
+
+	if (r->capped)
+		return;
+	write_all(r->fd, p, k);
+	r->written += (int64_t)k;
+	if (k == n)
+		return;
+	m = snprintf(mark, sizeof(mark), "\n[drover: output capped at %lld bytes "
+		     "(task_output_max_bytes); later output is dropped]\n",
+		     (long long)sh->output_max);
+	write_all(r->fd, mark, (size_t)m);
+	r->capped = true;
+}
+
+/* Reads what the pipe holds (at most rounds reads); closes it at its end. */
+static void relay_read(struct shim *sh, struct relay *r, int rounds)
+{
+	char buf[65536];
+
+	while (r->in >= 0 && rounds-- > 0) {
+		ssize_t n = read(r->in, buf, sizeof(buf));
+
+		if (n > 0) {
+			relay_put(sh, r, buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		close(r->in);   /* its end (every writer gone), or an error */
+		r->in = -1;
+	}
+}
+
+/* Sleeps up to ms for the task's exit (SIGCHLD) or its output, relaying
+ * what comes; false when there is nothing to relay (the caller waits). */
+static bool relays_wait(struct shim *sh, int ms)
+{
+	struct pollfd pf[3];
+	int n = 0;
+
+	if (sh->sigfd < 0 || (sh->rel[0].in < 0 && sh->rel[1].in < 0))
+		return false;
+	pf[n++] = (struct pollfd){ .fd = sh->sigfd, .events = POLLIN };
+	for (int i = 0; i < 2; i++)
+		if (sh->rel[i].in >= 0)
+			pf[n++] = (struct pollfd){ .fd = sh->rel[i].in, .events = POLLIN };
+	if (poll(pf, (nfds_t)n, ms) <= 0)
+		return true;
+	if (pf[0].revents) {
+		struct signalfd_siginfo si;
+
+		while (read(sh->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			;
+	}
+	for (int i = 0; i < 2; i++)
+		relay_read(sh, &sh->rel[i], 16);
+	return true;
+}
+
+/* The task is over: what it left in the pipes goes to the files (a
+ * process it left behind may write on; that is cut short, and killed with
+ * the group right after). */
+static void relays_close(struct shim *sh)
+{
+	for (int i = 0; i < 2; i++) {
+		relay_read(sh, &sh->rel[i], 256);
+		if (sh->rel[i].in >= 0)
+			close(sh->rel[i].in);
+		if (sh->rel[i].wr >= 0)
+			close(sh->rel[i].wr);
+		sh->rel[i].in = sh->rel[i].wr = -1;
+	}
+	if (sh->sigfd >= 0)
+		close(sh->sigfd);
+	sh->sigfd = -1;
+}
+
 /* Starts the task; a pipe tells whether execve worked. -1 after recording why not. */
 static int start_child(struct shim *sh, char **argv)
 {
@@ -312,6 +492,7 @@ static int start_child(struct shim *sh, char **argv)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		close(pfd[0]);
+		relays_child(sh);
 		execve(argv[0], argv + 1, environ);
 		err = errno;
 		n = write(pfd[1], &err, sizeof(err));
@@ -319,6 +500,7 @@ static int start_child(struct shim *sh, char **argv)
 	}
 	close(pfd[1]);
 	fwd_pid = sh->child;
+	relays_parent(sh);
 	n = sh->child < 0 ? 0 : read(pfd[0], &err, sizeof(err));
 	close(pfd[0]);
 	if (sh->child < 0 || n == (ssize_t)sizeof(err)) {
@@ -367,25 +549,33 @@ static void enforce_lease(struct shim *sh, int64_t now)
 	kill(0, SIGCONT);
 }
 
-/* Waits for the task, enforcing the lease; fills sh->end. */
+/* Waits for the task, enforcing the lease (every second, every 100 ms
+ * once stopping) and relaying its output meanwhile; fills sh->end. */
 static void wait_child(struct shim *sh)
 {
 	sigset_t chld;
 	struct rusage ru = { 0 };
+	int64_t next = 0;
 	int st;
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	for (;;) {
-		struct timespec ts = { 1, 0 };
 		pid_t r = wait4(sh->child, &st, WNOHANG, &ru);
+		int64_t now, ms;
+		struct timespec ts;
 
 		if (r == sh->child || (r < 0 && errno != EINTR))
 			break;
-		enforce_lease(sh, drv_boottime_ms());
-		if (sh->stopping)
-			ts = (struct timespec){ 0, 100 * 1000000 };
-		sigtimedwait(&chld, NULL, &ts);
+		now = drv_boottime_ms();
+		if (now >= next) {
+			enforce_lease(sh, now);
+			next = now + (sh->stopping ? 100 : 1000);
+		}
+		ms = next - now;
+		ts = (struct timespec){ ms / 1000, ms % 1000 * 1000000 };
+		if (!relays_wait(sh, (int)ms))
+			sigtimedwait(&chld, NULL, &ts);
 	}
 	sh->end.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	sh->end.signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
@@ -397,8 +587,8 @@ static void wait_child(struct shim *sh)
 static int shim_usage(void)
 {
 	fprintf(stderr, "drover task-shim: internal: run by the agent as\n"
-		"  drover task-shim TASK_ID KEY DIR LEASE_FILE|- GRACE_MS CGROUP|- -- EXE ARGV0 "
-		"[ARG...]\n");
+		"  drover task-shim TASK_ID KEY DIR LEASE_FILE|- GRACE_MS CGROUP|- [OUTPUT_MAX] -- "
+		"EXE ARGV0 [ARG...]\n");
 	return DRV_EXIT_USAGE;
 }
 
@@ -406,10 +596,13 @@ int drv_task_shim_main(int argc, char **argv)
 {
 	struct shim sh;
 	sigset_t chld;
+	int at;   /* where "--" is: OUTPUT_MAX before it is optional */
 
-	if (argc < 10 || strcmp(argv[7], "--"))
+	at = argc >= 10 && !strcmp(argv[7], "--") ? 7 : argc >= 11 && !strcmp(argv[8], "--") ? 8 : 0;
+	if (!at)
 		return shim_usage();
 	memset(&sh, 0, sizeof(sh));
+	sh.output_max = at == 8 ? atoll(argv[7]) : 0;
 	sh.task_id = argv[1];
 	sh.key = argv[2];
 	sh.dir = argv[3];
@@ -429,8 +622,10 @@ int drv_task_shim_main(int argc, char **argv)
 		return DRV_EXIT_FAIL;
 	}
 	sh.oom_efd = oom_watch(sh.cgroup);
-	if (start_child(&sh, argv + 8) == 0)
+	relays_open(&sh);
+	if (start_child(&sh, argv + at + 1) == 0)
 		wait_child(&sh);
+	relays_close(&sh);
 	run_cleanup(&sh);
 	write_status(sh.status, &sh.end);
 	/* nothing the task started outlives it (the shim goes too) */
