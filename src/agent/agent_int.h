@@ -209,6 +209,9 @@ struct drv_agent {
 	/* the lease: renewed after each successful exchange (deadline on
 	 * CLOCK_BOOTTIME, ms; 0 none), written to lease_path for the shims */
 	char lease_path[PATH_MAX];
+	/* STATE/slurm-bin: srun, salloc, sbatch... linked to this drover, put
+	 * first in PATH of a Slurm job's tasks (agent_slurm_bin); "" none */
+	char slurm_bin[PATH_MAX];
 	int64_t lease_s;
 	int64_t lease_deadline;
 	bool lease_out;          /* its tasks were stopped for it */
@@ -222,6 +225,7 @@ struct drv_agent {
 
 /* agent_start.c: wakes every thread waiting on a->cv and the supervisor in poll(). */
 void agent_wake(struct drv_agent *a);
+void agent_slurm_bin(struct drv_agent *a);
 
 /* agent_journal.c */
 unsigned long long agent_proc_starttime(pid_t pid);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,6 +158,48 @@ static int open_state_dir(struct drv_agent *a, const char *dir, char *err, size_
 		return DRV_EIO;
 	}
 	return 0;
+}
+
+/*
+ * STATE/slurm-bin (0755): links named as Slurm's commands to the drover
+ * this agent runs, which agent_tasks.c puts first in the PATH of a Slurm
+ * job's host tasks, so that a batch script's `srun` is drover's srun
+ * whether or not the node has drover's links installed, and never a real
+ * Slurm's /usr/bin/srun, which knows nothing of drover's allocation. A
+ * failure is logged, and such tasks keep their PATH.
+ */
+void agent_slurm_bin(struct drv_agent *a)
+{
+	static const char *const names[] = { "srun", "salloc", "sbatch", "squeue", "sacct",
+					     "scancel", "sinfo", "scontrol" };
+	char exe[PATH_MAX], link[PATH_MAX + 16], cur[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	a->slurm_bin[0] = '\0';
+	if (n <= 0) {
+		drv_log(&a->log, "cannot read /proc/self/exe: %s; Slurm jobs' PATH is left as it is",
+			strerror(errno));
+		return;
+	}
+	exe[n] = '\0';
+	snprintf(link, sizeof(link), "%s/slurm-bin", a->state_dir);
+	if (drv_mkdir_p(link, 0755) < 0 || chmod(link, 0755) < 0) {
+		drv_log(&a->log, "cannot create %s: %s; Slurm jobs' PATH is left as it is", link,
+			strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < DRV_ARRAY_SIZE(names); i++) {
+		snprintf(link, sizeof(link), "%s/slurm-bin/%s", a->state_dir, names[i]);
+		n = readlink(link, cur, sizeof(cur) - 1);
+		if (n > 0 && (size_t)n == strlen(exe) && !memcmp(cur, exe, (size_t)n))
+			continue;
+		if ((unlink(link) < 0 && errno != ENOENT) || symlink(exe, link) < 0) {
+			drv_log(&a->log, "cannot link %s to %s: %s; Slurm jobs' PATH is left as it is",
+				link, exe, strerror(errno));
+			return;
+		}
+	}
+	snprintf(a->slurm_bin, sizeof(a->slurm_bin), "%s/slurm-bin", a->state_dir);
 }
 
 /*
@@ -353,6 +396,7 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 	if (rc < 0)
 		goto fail;
 	open_node(a);
+	agent_slurm_bin(a);
 	rc = agent_runtime_setup(a, cfg, err, errsz);
 	if (rc == 0)
 		agent_containers_adopt(a);

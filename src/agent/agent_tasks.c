@@ -294,16 +294,44 @@ static char **task_argv(const struct drv_proto_task *j)
 	return v;
 }
 
-/* The job's env as "K=V" strings, NULL-terminated; free with strv_free. */
-static char **task_env(const struct drv_proto_task *j)
+/* The job's env as "K=V" strings, NULL-terminated; free with strv_free.
+ * A Slurm job's host task (SLURM_JOB_ID set) gets the agent's slurm-bin
+ * first in its PATH (agent_slurm_bin), or as PATH before the usual
+ * directories when the job sets none. */
+static char **task_env(struct drv_agent *a, const struct drv_proto_task *j)
 {
-	char **v = drv_calloc(j->nenv + 1, sizeof(*v));
+	char **v = drv_calloc(j->nenv + 2, sizeof(*v));
+	bool slurm = false, path = false;
+	size_t i;
 
-	for (size_t i = 0; i < j->nenv; i++) {
+	for (i = 0; i < j->nenv; i++)
+		slurm |= !strcmp(j->env[i].name, "SLURM_JOB_ID");
+	slurm = slurm && a->slurm_bin[0] && !(j->runtime && !strcmp(j->runtime, "podman"));
+	for (i = 0; i < j->nenv; i++) {
+		bool p = slurm && !strcmp(j->env[i].name, "PATH");
 		size_t len = strlen(j->env[i].name) + strlen(j->env[i].value) + 2;
 
+		/* srun hands a step its own environment: the batch step's PATH,
+		 * which already starts with slurm-bin */
+		if (p && !strncmp(j->env[i].value, a->slurm_bin, strlen(a->slurm_bin)) &&
+		    (j->env[i].value[strlen(a->slurm_bin)] == ':' ||
+		     !j->env[i].value[strlen(a->slurm_bin)]))
+			p = false, path = true;
+		if (p)
+			len += strlen(a->slurm_bin) + 1;
 		v[i] = drv_malloc(len);
-		snprintf(v[i], len, "%s=%s", j->env[i].name, j->env[i].value);
+		if (p)
+			snprintf(v[i], len, "PATH=%s%s%s", a->slurm_bin, j->env[i].value[0] ? ":" : "",
+				 j->env[i].value);
+		else
+			snprintf(v[i], len, "%s=%s", j->env[i].name, j->env[i].value);
+		path |= p;
+	}
+	if (slurm && !path) {
+		size_t len = strlen(a->slurm_bin) + 64;
+
+		v[i] = drv_malloc(len);
+		snprintf(v[i], len, "PATH=%s:/usr/local/bin:/usr/bin:/bin", a->slurm_bin);
 	}
 	return v;
 }
@@ -404,7 +432,7 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 	if (task_gpus(a, t, j, &s) < 0 || task_dir_and_command(a, t, j) < 0 ||
 	    task_user(a, t, j, &ra, &s) < 0)
 		goto out;
-	envv = task_env(j);
+	envv = task_env(a, j);
 	rank_addrs = task_rank_addrs(j);
 	task_spec(a, t, j, &s);
 	s.argv = j->nargv ? argv : NULL;

@@ -29,6 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+extern char **environ;
+
 struct sb_pass {
 	const struct drv_opts *cmd;
 	char **sargv;
@@ -152,6 +154,70 @@ static void submit_place(struct drv_jobspec *spec)
 	spec->slurm.umask = drv_strdup(mask);
 }
 
+/* Whether the submitter's variable name=... travels with the job under
+ * --export=ALL: not drover's own (credentials, server addresses: the agent
+ * gives the job its own) nor Slurm's (the server sets the job's SLURM_*;
+ * a copy from a job sbatch ran in would name the wrong job). */
+static bool exported_var(const char *kv)
+{
+	return strncmp(kv, "DROVER_", 7) && strncmp(kv, "SLURM_", 6) && strncmp(kv, "SBATCH_", 7) &&
+	       strncmp(kv, "_=", 2) && strchr(kv, '=') != kv;
+}
+
+/*
+ * The job's environment, as sbatch sends it: under --export=ALL (the
+ * default) every variable of sbatch's environment (exported_var) that the
+ * script's --export entries do not set themselves; in any mode, a bare
+ * name in --export (a null value) takes its value from here, or is left
+ * out with a warning when this environment has none.
+ */
+static void submit_env(struct drv_jobspec *spec)
+{
+	for (int32_t g = 0; spec->run && g < spec->job.ngroups; g++) {
+		struct drv_task_run *r = &spec->run[g];
+		bool all = !r->export_mode || !strcmp(r->export_mode, "ALL");
+		int32_t given = r->nenv;
+
+		for (int32_t i = 0; i < given; i++) {
+			const char *v;
+
+			if (r->env[i].value)
+				continue;
+			v = getenv(r->env[i].name);
+			if (v)
+				r->env[i].value = drv_strdup(v);
+			else
+				sl_warn("sbatch", "--export names %s, which is not in sbatch's "
+					"environment: not set", r->env[i].name);
+		}
+		for (char **e = environ; all && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			bool set = false;
+
+			if (!eq || !exported_var(*e))
+				continue;
+			for (int32_t i = 0; i < given && !set; i++)
+				set = strlen(r->env[i].name) == (size_t)(eq - *e) &&
+				      !strncmp(r->env[i].name, *e, (size_t)(eq - *e));
+			if (set)
+				continue;
+			if (r->nenv >= DRV_SPEC_MAX_ITEMS) {
+				sl_warn("sbatch", "the environment has more than %d variables: %.*s and "
+					"those after it are not exported", DRV_SPEC_MAX_ITEMS,
+					(int)(eq - *e), *e);
+				break;
+			}
+			char name[4096];
+
+			if ((size_t)(eq - *e) >= sizeof(name))
+				continue;   /* no shell makes such a name */
+			memcpy(name, *e, (size_t)(eq - *e));
+			name[eq - *e] = '\0';
+			drv_jobspec_add_env(spec, g, name, eq + 1);
+		}
+	}
+}
+
 /* The spec's warnings, as sbatch's. */
 static void warn_spec(const struct drv_jobspec *spec)
 {
@@ -187,6 +253,7 @@ static int submit(struct cli *cli, const char *file, const char *body, size_t le
 		spec.job.name = drv_strdup(!strcmp(file, "-") ? "sbatch" : "wrap");
 	}
 	submit_place(&spec);
+	submit_env(&spec);
 	if (!quiet)
 		warn_spec(&spec);
 	json = drv_jobspec_dumps(&spec, 0);
