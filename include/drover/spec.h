@@ -154,6 +154,7 @@ struct drv_slurm_extra {
 	char *account;
 	char *partition;        /* also copied to queue */
 	bool requeue;           /* --requeue (false: --no-requeue or not given) */
+	bool no_requeue;        /* --no-requeue: a node failure ends it (node_fail) */
 	bool hold;              /* -H/--hold: submitted with a user hold */
 	char *begin;            /* --begin as written (the server turns it into a time
 				 * when the job is submitted); NULL = none */

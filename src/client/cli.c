@@ -329,7 +329,7 @@ const char *job_state_short(const char *s)
 		{ "pending", "PD" },   { "scheduled", "S" },  { "running", "R" },
 		{ "succeeded", "CD" }, { "failed", "F" },      { "cancelled", "CA" },
 		{ "preempted", "PR" }, { "out_of_memory", "OOM" },
-		{ "timeout", "TO" },
+		{ "timeout", "TO" },   { "node_fail", "NF" },
 	};
 	size_t i;
 

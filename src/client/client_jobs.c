@@ -829,7 +829,7 @@ static int job_finished(struct cli *cli, const char *id)
 	drv_json_text(r.json, "state", state, sizeof(state));
 	done = !strcmp(state, "succeeded") || !strcmp(state, "failed") ||
 	       !strcmp(state, "cancelled") || !strcmp(state, "out_of_memory") ||
-	       !strcmp(state, "timeout");
+	       !strcmp(state, "timeout") || !strcmp(state, "node_fail");
 	drv_client_reply_release(&r);
 	return done;
 }

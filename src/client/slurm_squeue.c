@@ -467,7 +467,7 @@ int drv_client_cmd_squeue(int argc, char **argv)
 			q.min_age = drv_json_int(c, "min_job_age_s", 300);
 			json_decref(c);
 			code = sl_each_job(&cli, "/v1/jobs?state=succeeded,failed,cancelled,timeout,"
-						 "out_of_memory", add_row, &q);
+						 "out_of_memory,node_fail", add_row, &q);
 		}
 	}
 	if (!code)

@@ -1478,7 +1478,7 @@ static int queue_query(struct drv_http_req *r, struct drv_http_resp *o, struct q
 {
 	const char *cur = drv_http_req_query(r, "cursor");
 	const unsigned finished = (1u << J_SUCCEEDED) | (1u << J_FAILED) | (1u << J_CANCELLED) |
-				  (1u << J_OUT_OF_MEMORY) | (1u << J_TIMEOUT);
+				  (1u << J_OUT_OF_MEMORY) | (1u << J_TIMEOUT) | (1u << J_NODE_FAIL);
 
 	*q = (struct queue_q){ .user = drv_http_req_query(r, "user"),
 			       .tenant = drv_http_req_query(r, "tenant") };

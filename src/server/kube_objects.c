@@ -451,6 +451,7 @@ static const char *final_reason(enum jstate st)
 	case J_PREEMPTED: return "Preempted";
 	case J_TIMEOUT: return "DeadlineExceeded";
 	case J_OUT_OF_MEMORY: return "OOMKilled";
+	case J_NODE_FAIL: return "NodeLost";
 	default: return "Error";
 	}
 }

@@ -47,6 +47,7 @@ enum jstate {
 	J_PREEMPTED,
 	J_OUT_OF_MEMORY,        /* final: the kernel's OOM killer ended a task */
 	J_TIMEOUT,              /* final: a task was stopped at the job's time limit */
+	J_NODE_FAIL,            /* final: a node of it went down and it may not be requeued */
 	J_NSTATES
 };
 

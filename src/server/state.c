@@ -805,6 +805,14 @@ void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const ch
 		srv_job_released(s, j);
 		return;
 	}
+	if (j->spec.format == DRV_FMT_SBATCH && j->spec.slurm.no_requeue) {
+		/* Slurm's --no-requeue: the node failure ends it (NODE_FAIL) */
+		snprintf(reason, sizeof(reason), "node %s %s; not requeued (--no-requeue)", node,
+			 why);
+		srv_job_transition(s, j, J_NODE_FAIL, reason);
+		srv_job_stop_tasks(s, j, "the job ended: a node went down (--no-requeue)");
+		return;
+	}
 	if (j->requeues >= s->cfg.retry_limit) {
 		snprintf(reason, sizeof(reason), "node %s %s; retry limit %d reached", node, why,
 			 s->cfg.retry_limit);

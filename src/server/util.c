@@ -23,7 +23,7 @@ json_t *srv_json_usd(int64_t micro)
 
 static const char *const jnames[J_NSTATES] = { "pending", "scheduled", "running", "succeeded",
 					       "failed", "cancelled", "preempted",
-					       "out_of_memory", "timeout" };
+					       "out_of_memory", "timeout", "node_fail" };
 static const char *const tnames[T_NSTATES] = { "pending", "starting", "running", "succeeded",
 					       "failed", "cancelled", "lost" };
 
@@ -58,7 +58,7 @@ const char *srv_nstate_name(enum drv_node_state st)
 bool srv_jstate_final(enum jstate st)
 {
 	return st == J_SUCCEEDED || st == J_FAILED || st == J_CANCELLED || st == J_OUT_OF_MEMORY ||
-	       st == J_TIMEOUT;
+	       st == J_TIMEOUT || st == J_NODE_FAIL;
 }
 
 void srv_set_str(char **dst, const char *src)

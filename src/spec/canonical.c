@@ -170,6 +170,8 @@ static json_t *slurm_json(const struct drv_slurm_extra *e)
 	set_str(x, "account", e->account);
 	if (e->requeue)
 		json_object_set_new(x, "requeue", json_true());
+	if (e->no_requeue)
+		json_object_set_new(x, "noRequeue", json_true());
 	if (e->hold)
 		json_object_set_new(x, "hold", json_true());
 	set_str(x, "begin", e->begin);

@@ -551,7 +551,7 @@ static void read_deps(struct rd *r, const json_t *o, struct drv_jobspec *s)
 /* slurm: the sbatch options drover keeps but does not act on. */
 static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 {
-	static const char *const sk[] = { "partition", "qos", "account", "requeue", "hold", "begin", "signal",
+	static const char *const sk[] = { "partition", "qos", "account", "requeue", "noRequeue", "hold", "begin", "signal",
 		"signalSeconds", "signalBatchOnly", "switches", "switchesWait", "segment", "ntasks",
 		"ntasksPerNode", "cpusPerTask", "perNode", "output", "error", "input", "openMode",
 		"submitDir", "submitHost", "umask", NULL };
@@ -571,6 +571,7 @@ static void read_slurm(struct rd *r, const json_t *o, struct drv_jobspec *s)
 	e->qos = get_str(r, x, "qos", false);
 	e->account = get_str(r, x, "account", false);
 	e->requeue = get_bool(r, x, "requeue");
+	e->no_requeue = get_bool(r, x, "noRequeue");
 	e->hold = get_bool(r, x, "hold");
 	e->begin = get_str(r, x, "begin", false);
 	if (e->begin && drv_slurm_begin_parse(e->begin, 0, &(int64_t){ 0 }) < 0)

@@ -454,6 +454,7 @@ static bool opt_plain(struct sb_ctx *c, const struct sb_opt *o, const char *v, i
 	case O_REQUEUE:
 	case O_NO_REQUEUE:
 		s->slurm.requeue = o->id == O_REQUEUE;
+		s->slurm.no_requeue = o->id == O_NO_REQUEUE;
 		return true;
 	case O_HOLD:
 		s->slurm.hold = true;   /* submitted with a user hold (CONTRACTS.md section 4) */
