@@ -93,7 +93,9 @@ scancel "$cid" || fail "scancel $cid"
 ops_uid=$(getent passwd ops | cut -d: -f3); ops_uid=${ops_uid:-0}
 cancelled() { acct "$cid" | grep -q "^$cid|CANCELLED by $ops_uid|"; }
 wait_until 30 cancelled || fail "sacct -j $cid after scancel: '$(acct "$cid")'"
-expect_eq "squeue %t of a cancelled job" "$(squeue -h -j "$cid" -o %t)" CA
+# completing (CG) until its task is reported gone, as Slurm's, then CA
+ca() { [ "$(squeue -h -j "$cid" -o %t)" = CA ]; }
+wait_until 10 ca || fail "squeue %t of a cancelled job: $(squeue -h -j "$cid" -o %t)"
 # Slurm 22.05: a finished or unknown id is no failure, said only with -v
 out=$(scancel "$cid" 2>&1); rc=$?
 expect_eq "scancel of a finished job" "$out:$rc" ":0"
