@@ -127,6 +127,17 @@ expect_eq "runAsUser 0 with runAsNonRoot: exit" "$?" "2"
 grep -q "nr3.yaml:.*spec.securityContext: found runAsNonRoot: true with runAsUser: 0" "$TEST_TMP/nr3.out" ||
 	{ cat "$TEST_TMP/nr3.out" >&2; fail "runAsUser 0 with runAsNonRoot: no field path"; }
 
+# on the host, as the --run-as-self root agent would run it: refused too
+sed 's/{runAsUser: 1234, runAsGroup: 4321}/{runAsNonRoot: true}/' "$TEST_TMP/host.yaml" >"$TEST_TMP/nr-host.yaml"
+id=$(submit "$TEST_TMP/nr-host.yaml")
+wait_job "$id" failed 30
+reason=$(jf "$id" 'j["reason"]')
+case "$reason" in
+*"CreateContainerConfigError: runAsNonRoot and the task would run as root on node sec-node (the agent runs as root with --run-as-self)"*) ;;
+*) fail "runAsNonRoot on the host as root: reason '$reason'" ;;
+esac
+[ -s "$TEST_TMP/agent-sec-node/tasks/$id.0/$id.0.out" ] && fail "the root task ran"
+
 # --- imagePullPolicy Never, no such image on the node ----------------------------
 pod never localhost/not-here:1 '{}' '{}' >"$TEST_TMP/never.yaml"
 id=$(submit "$TEST_TMP/never.yaml")
