@@ -263,7 +263,34 @@ static void read_tokens(struct cload *L, struct fy_node_pair *tp)
 	}
 }
 
-#define SCHEDULER_FIELDS "order, mode, pools, preemption, placement, placement_half_life"
+#define SCHEDULER_FIELDS                                                                     \
+	"order, mode, pools, preemption, placement, placement_half_life, min_run_s, "        \
+	"las_promote_s, fair_half_life_s"
+
+/* LAS's minimum run when the file gives none: 12 h, as drover sim's
+ * (docs/scheduling.md) */
+#define SRV_LAS_MIN_RUN_S 43200
+
+/* scheduler.min_run_s, las_promote_s and fair_half_life_s: seconds, 0 for
+ * none. False when k is none of them. */
+static bool read_sched_seconds(struct cload *L, struct fy_node_pair *p, const char *k,
+			       const char *path, struct drv_sched_policy *pol, bool *min_run_set)
+{
+	int64_t *at, x;
+	if (strcmp(k, "min_run_s") == 0)
+		at = &pol->min_run_s;
+	else if (strcmp(k, "las_promote_s") == 0)
+		at = &pol->las_promote_s;
+	else if (strcmp(k, "fair_half_life_s") == 0)
+		at = &pol->fair_half_life_s;
+	else
+		return false;
+	if (want_int(L, p, path, 0, INT64_C(10) * 365 * 86400, &x)) {
+		*at = x;
+		*min_run_set |= at == &pol->min_run_s;
+	}
+	return true;
+}
 
 static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 {
@@ -271,6 +298,7 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 	struct drv_sched_policy *pol = &L->c->policy;
 	struct fy_node_pair *p;
 	void *it = NULL;
+	bool min_run_set = false;
 	char f[80];
 
 	if (!v || !fy_node_is_mapping(v)) {
@@ -300,6 +328,8 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 				pol->mix_half_life = (int32_t)hl;
 			continue;
 		}
+		if (read_sched_seconds(L, p, k, path, pol, &min_run_set))
+			continue;
 		if (strcmp(k, "order") && strcmp(k, "mode") && strcmp(k, "pools") &&
 		    strcmp(k, "placement")) {
 			unknown(L, fy_node_pair_key(p), path, "field", SCHEDULER_FIELDS);
@@ -319,6 +349,10 @@ static void read_scheduler(struct cload *L, struct fy_node_pair *sp)
 			drv_yaml_err(L->d, val, path, "found '%s', expected " DRV_PLACE_NAMES, s);
 		drv_free(s);
 	}
+	/* LAS preempts by attained service: without a minimum run a job that
+	 * has just started is the next victim (drover sim's default too) */
+	if (pol->order == DRV_ORDER_LAS && !min_run_set)
+		pol->min_run_s = SRV_LAS_MIN_RUN_S;
 }
 
 /* tls: {cert_file, key_file, ca_file}: files; cert and key go together. */

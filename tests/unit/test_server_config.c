@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "drover/server.h"
+#include "../../src/server/server_int.h" /* srv_config_load: what a start would apply */
 
 static char dir[] = "/tmp/drv-srvcfg-XXXXXX";
 
@@ -252,7 +253,72 @@ Test(server_config, scheduler_placement_names_and_half_life)
 		     "c.yaml:3:24: error: scheduler.placement_half_life: found '0', expected an "
 		     "integer from 1 to 1000000000\n"
 		     "c.yaml:4:3: error: scheduler.placment: found an unknown field, expected one of: "
-		     "order, mode, pools, preemption, placement, placement_half_life"));
+		     "order, mode, pools, preemption, placement, placement_half_life, min_run_s, "
+		     "las_promote_s, fair_half_life_s"));
+}
+
+/* Loads text as DIR/c.yaml into a bare server's config (nothing started);
+ * returns rc, and the scheduling policy it would apply in *pol. */
+static int load_policy(const char *text, struct drv_sched_policy *pol, char *err, size_t errsz)
+{
+	struct drv_server_opts o;
+	struct drv_server *s = calloc(1, sizeof(*s));
+	char path[256];
+	FILE *f;
+	int rc;
+
+	cr_assert(s != NULL);
+	snprintf(path, sizeof(path), "%s/c.yaml", dir);
+	f = fopen(path, "w");
+	cr_assert(f != NULL);
+	fputs(text, f);
+	fclose(f);
+	chmod(path, 0600);
+	memset(&o, 0, sizeof(o));
+	o.config_file = path;
+	o.log = stderr;
+	err[0] = '\0';
+	rc = srv_config_load(s, path, &o, err, errsz);
+	if (rc == 0) {
+		*pol = s->cfg.policy;
+		srv_config_release(&s->cfg);
+	}
+	free(s);
+	return rc;
+}
+
+/* scheduler.min_run_s, las_promote_s and fair_half_life_s reach the policy;
+ * las without min_run_s gets drover sim's 12 h, other orders none. */
+Test(server_config, scheduler_seconds)
+{
+	struct drv_sched_policy pol;
+	char err[1024];
+
+	cr_assert(eq(int, load_policy("scheduler: {order: fair, min_run_s: 600, "
+				      "las_promote_s: 7200, fair_half_life_s: 86400}\n",
+				      &pol, err, sizeof(err)),
+		     0), "%s", err);
+	cr_assert(eq(i64, pol.min_run_s, 600));
+	cr_assert(eq(i64, pol.las_promote_s, 7200));
+	cr_assert(eq(i64, pol.fair_half_life_s, 86400));
+	cr_assert(eq(int, load_policy("scheduler: {order: las}\n", &pol, err, sizeof(err)), 0),
+		  "%s", err);
+	cr_assert(eq(i64, pol.min_run_s, 43200));
+	cr_assert(eq(int, load_policy("scheduler: {min_run_s: 0, order: las}\n", &pol, err,
+				      sizeof(err)),
+		     0), "%s", err);
+	cr_assert(eq(i64, pol.min_run_s, 0));
+	cr_assert(eq(int, load_policy("scheduler: {order: sjf}\n", &pol, err, sizeof(err)), 0),
+		  "%s", err);
+	cr_assert(eq(i64, pol.min_run_s, 0));
+	cr_assert(eq(int, start("scheduler:\n  min_run_s: -1\n  fair_half_life_s: 1h\n", err,
+				sizeof(err)),
+		     DRV_EINVAL));
+	cr_assert(eq(str, (char *)rel(err),
+		     "c.yaml:2:14: error: scheduler.min_run_s: found '-1', expected an integer "
+		     "from 0 to 315360000\n"
+		     "c.yaml:3:21: error: scheduler.fair_half_life_s: found '1h', expected an "
+		     "integer from 0 to 315360000"));
 }
 
 /* `tenants:` names a file next to the config; its errors carry its own
