@@ -314,6 +314,16 @@ void drv_http_resp_stream(struct drv_http_resp *resp, int status, const char *ct
 			  void (*free_fn)(void *cls));
 
 /* ---------------------------------------------------------------------------
+ * Base64 (RFC 4648, with padding; GnuTLS's, in http_tls.c): Kubernetes
+ * Secrets and the agent protocol's volume files carry bytes so.
+ * encode: a new NUL-terminated string (caller frees). decode: 0 and a new
+ * buffer of *n bytes plus a NUL (caller frees), or DRV_EINVAL when in is
+ * not base64 (*out NULL).
+ */
+char *drv_base64_encode(const void *data, size_t len);
+int drv_base64_decode(const char *in, unsigned char **out, size_t *n);
+
+/* ---------------------------------------------------------------------------
  * Client
  */
 

@@ -217,6 +217,32 @@ struct drv_proto_mount {
 	int64_t size_mib;            /* its sizeLimit; 0 none */
 };
 
+/* One file of a volume: a key of a Secret or ConfigMap. */
+struct drv_proto_file {
+	const char *path;            /* below the volume's directory; no "..", no leading / */
+	int64_t mode;                /* file mode; default 0644 (0600 for a secret) */
+	const char *data;            /* the bytes, base64 (RFC 4648) */
+};
+
+/*
+ * A volume of a task (docs/kubernetes.md, "Secrets and ConfigMaps"): files
+ * the agent writes under the task's directory, volumes/NAME/, before it
+ * starts the task; a runtime that can mount (a container runtime) mounts
+ * that directory at mount_path (or, with sub_path, that one file there),
+ * read-only when read_only. The host runtime cannot mount: the task finds
+ * the directory in $DROVER_VOLUME_<NAME> (upper case, '-' and '.' as '_').
+ * Required: name, mount_path.
+ */
+struct drv_proto_volume {
+	const char *name;
+	const char *mount_path;      /* absolute, inside the task's view */
+	const char *sub_path;        /* NULL: the whole directory */
+	bool read_only;              /* default true */
+	bool secret;                 /* a Secret's: files 0600, the directory 0700 */
+	struct drv_proto_file *files;
+	size_t nfiles;
+};
+
 /*
  * One task the controller wants on the node: an element of the task set
  * (docs/api.md, "POST /v1/agent/sync").
@@ -257,6 +283,8 @@ struct drv_proto_task {
 	const char *workdir;
 	struct drv_proto_kv *env;    /* applied on top of what the agent sets */
 	size_t nenv;
+	struct drv_proto_volume *volumes; /* Secrets and ConfigMaps as files */
+	size_t nvolumes;
 	int64_t *gpus;               /* GPU indexes on the node */
 	size_t ngpus;
 	int64_t gpu_milli;           /* default 1000 */

@@ -60,10 +60,14 @@ enum drv_spec_format {
 const char *drv_spec_format_name(enum drv_spec_format f);
 
 /* One environment variable; a NULL value means "take it from the
- * submitter's environment" (Slurm --export=NAME without a value). */
+ * submitter's environment" (Slurm --export=NAME without a value), unless
+ * value_from is set: then the value comes from a Secret or ConfigMap when
+ * the task is launched (value_from is {"secretKeyRef"|"configMapKeyRef":
+ * {name, key[, optional]}}, checked by drv_spec_check_value_from). */
 struct drv_env {
 	char *name;
 	char *value;
+	json_t *value_from;     /* owned; NULL for a plain value */
 };
 
 /* A volume the main container mounts (a Pod's volumes joined with its
@@ -92,6 +96,14 @@ struct drv_task_run {
 	int32_t nenv;
 	size_t envcap;
 	char *working_dir;
+	/* Secrets and ConfigMaps (docs/job-format.md, "Secrets and ConfigMaps"),
+	 * in Kubernetes' shape, checked; owned; NULL when none. env_from: the
+	 * container's envFrom list. volumes: its volumeMounts of secret and
+	 * configMap volumes, each joined with its volume: {name, mountPath,
+	 * readOnly, subPath, secret: {secretName, items, defaultMode, optional}
+	 * | configMap: {name, items, defaultMode, optional}}. */
+	json_t *env_from;
+	json_t *volumes;
 	int64_t termination_grace_s; /* -1 = not given (Kubernetes default 30) */
 	char *script;           /* batch script body (the whole script); NULL for manifests */
 	char *export_mode;      /* Slurm --export: "ALL", "NONE" or NULL (not given) */
@@ -244,6 +256,21 @@ void drv_jobspec_release(struct drv_jobspec *s);
 int drv_jobspec_add_group(struct drv_jobspec *s, const char *name);
 /* Appends an env entry to group g (value may be NULL); copies both. */
 void drv_jobspec_add_env(struct drv_jobspec *s, int g, const char *name, const char *value);
+/* Appends an env entry whose value comes from value_from (consumed). */
+void drv_jobspec_add_env_from(struct drv_jobspec *s, int g, const char *name, json_t *value_from);
+/*
+ * The checks of the Secret and ConfigMap references in their canonical
+ * shape (struct drv_env, struct drv_task_run): true when v is one; else
+ * false with where (the path below v, "" for v itself, e.g.
+ * ".secretKeyRef.key") and what ("found 3, expected a string").
+ */
+bool drv_spec_check_value_from(const json_t *v, char *where, size_t wn, char *what, size_t n);
+bool drv_spec_check_env_from(const json_t *v, char *where, size_t wn, char *what, size_t n);
+bool drv_spec_check_volumes(const json_t *v, char *where, size_t wn, char *what, size_t n);
+/* How env entry e is shown (describe, validate, the job's JSON): its
+ * value; "<secret>" for a Secret's (never its value); "<configMap NAME.KEY>";
+ * NULL for a value taken from the submitter. Into buf when made. */
+const char *drv_env_shown(const struct drv_env *e, char *buf, size_t n);
 /* Value of env name in group g, or NULL. */
 const char *drv_jobspec_env(const struct drv_jobspec *s, int g, const char *name);
 /*

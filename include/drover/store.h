@@ -119,6 +119,21 @@ struct drv_store_idem {
 };
 
 /*
+ * A Kubernetes object drover keeps as it is (docs/kubernetes.md): a
+ * Secret or ConfigMap, by kind ("Secret", "ConfigMap"), namespace and
+ * name; owner is the user who made it. The store file is the
+ * controller's alone (mode 0600): Secrets' values live there and nowhere
+ * else on the controller's disk.
+ */
+struct drv_store_kobj {
+	const char *kind;
+	const char *ns;
+	const char *name;
+	const char *owner;
+	const char *doc;           /* the object, JSON */
+};
+
+/*
  * The backend table. Every function returns 0 or a negative drv_err
  * (DRV_EIO when the medium failed, DRV_ENOENT when a key is absent).
  * Writes outside begin/commit are each their own transaction.
@@ -188,6 +203,12 @@ struct drv_store_ops {
 	 * transaction, that the leader lease's term is still term, and is
 	 * refused with DRV_EPERM when another controller took it. 0: none. */
 	int (*fence)(struct drv_store *s, int64_t term);
+	/* Kubernetes objects: insert or replace; delete (DRV_ENOENT when
+	 * absent); all of them, by kind, namespace, name. */
+	int (*put_kobj)(struct drv_store *s, const struct drv_store_kobj *o);
+	int (*del_kobj)(struct drv_store *s, const char *kind, const char *ns, const char *name);
+	int (*load_kobjs)(struct drv_store *s,
+			  int (*fn)(const struct drv_store_kobj *o, void *cls), void *cls);
 	void (*close)(struct drv_store *s);
 };
 

@@ -496,10 +496,10 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	 * request, else 8 GiB (podman.c); none of it with the host's IPC */
 	cs.shm_mib = j->shm_mib > 0 ? j->shm_mib : j->mem_mib > 0 ? j->mem_mib / 2 : 0;
 	cs.host_ipc = j->host_ipc;
-	ms = drv_calloc(j->nmounts + 1, sizeof(*ms));
-	paths = drv_calloc(j->nmounts + 1, sizeof(*paths));
+	ms = drv_calloc(j->nmounts + j->nvolumes + 1, sizeof(*ms));
+	paths = drv_calloc(j->nmounts + j->nvolumes + 1, sizeof(*paths));
 	cs.mounts = ms;
-	cs.nmounts = (int)j->nmounts;
+	cs.nmounts = (int)(j->nmounts + j->nvolumes);
 	rc = 0;
 	if (a->backend && !strcmp(a->backend, "nvml") && t->ngpus > 0) {
 		rc = gpu_devices(a, t, devbuf, err, sizeof(err));
@@ -510,6 +510,17 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 	}
 	if (rc == 0)
 		rc = task_mounts(t, j, s, ms, paths, err, sizeof(err));
+	for (size_t k = 0; rc == 0 && k < j->nvolumes; k++) {
+		/* Secrets and ConfigMaps: the files task_volumes wrote, at their mountPath */
+		const struct drv_proto_volume *v = &j->volumes[k];
+		size_t i = j->nmounts + k;
+
+		snprintf(paths[i], PATH_MAX, "%s/volumes/%s%s%s", t->dir, v->name,
+			 v->sub_path ? "/" : "", v->sub_path ? v->sub_path : "");
+		ms[i] = (struct drv_container_mount){ .host_path = paths[i],
+						      .container_path = v->mount_path,
+						      .read_only = v->read_only };
+	}
 	if (rc == 0)
 		rc = drv_podman_script(&a->podman, &cs, owned, err, sizeof(err));
 	drv_env_free(env);

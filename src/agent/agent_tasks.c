@@ -8,6 +8,7 @@
 #include "drover/fsutil.h"
 #include "agent_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -294,15 +295,26 @@ static char **task_argv(const struct drv_proto_task *j)
 	return v;
 }
 
+/* A volume's variable: DROVER_VOLUME_<NAME>, '-' and '.' as '_'. */
+static void volume_var(const char *name, char *out, size_t n)
+{
+	size_t k = (size_t)snprintf(out, n, "DROVER_VOLUME_");
+
+	for (const char *p = name; *p && k + 1 < n; p++)
+		out[k++] = *p == '-' || *p == '.' ? '_' : (char)toupper((unsigned char)*p);
+	out[k] = '\0';
+}
+
 /* The job's env as "K=V" strings, NULL-terminated; free with strv_free.
  * A Slurm job's host task (SLURM_JOB_ID set) gets the agent's slurm-bin
  * first in its PATH (agent_slurm_bin), or as PATH before the usual
- * directories when the job sets none. */
-static char **task_env(struct drv_agent *a, const struct drv_proto_task *j)
+ * directories when the job sets none. Then, for the host runtime, where
+ * each volume's files are (its directory, or with subPath that one file). */
+static char **task_env(struct drv_agent *a, const struct drv_proto_task *j, const struct task *t)
 {
-	char **v = drv_calloc(j->nenv + 2, sizeof(*v));
+	char **v = drv_calloc(j->nenv + j->nvolumes + 2, sizeof(*v));
 	bool slurm = false, path = false;
-	size_t i;
+	size_t i, n;
 
 	for (i = 0; i < j->nenv; i++)
 		slurm |= !strcmp(j->env[i].name, "SLURM_JOB_ID");
@@ -327,13 +339,120 @@ static char **task_env(struct drv_agent *a, const struct drv_proto_task *j)
 			snprintf(v[i], len, "%s=%s", j->env[i].name, j->env[i].value);
 		path |= p;
 	}
+	n = i;
 	if (slurm && !path) {
 		size_t len = strlen(a->slurm_bin) + 64;
 
-		v[i] = drv_malloc(len);
-		snprintf(v[i], len, "PATH=%s:/usr/local/bin:/usr/bin:/bin", a->slurm_bin);
+		v[n] = drv_malloc(len);
+		snprintf(v[n++], len, "PATH=%s:/usr/local/bin:/usr/bin:/bin", a->slurm_bin);
+	}
+	for (i = 0; i < j->nvolumes; i++) {
+		const struct drv_proto_volume *vol = &j->volumes[i];
+		char var[160];
+		size_t len;
+
+		volume_var(vol->name, var, sizeof(var));
+		len = strlen(var) + strlen(t->dir) + strlen(vol->name) +
+		      (vol->sub_path ? strlen(vol->sub_path) : 0) + 16;
+		v[n] = drv_malloc(len);
+		snprintf(v[n++], len, "%s=%s/volumes/%s%s%s", var, t->dir, vol->name,
+			 vol->sub_path ? "/" : "", vol->sub_path ? vol->sub_path : "");
 	}
 	return v;
+}
+
+/* Whether a volume's name or a file's path stays below its directory. */
+static bool below(const char *p, bool one_segment)
+{
+	const char *s = p;
+
+	if (!*p || *p == '/' || (one_segment && strchr(p, '/')))
+		return false;
+	while (*s) {
+		const char *e = strchr(s, '/');
+		size_t l = e ? (size_t)(e - s) : strlen(s);
+
+		if (l == 0 || (l == 2 && s[0] == '.' && s[1] == '.') || (l == 1 && s[0] == '.'))
+			return false;
+		s += l + (e ? 1 : 0);
+	}
+	return true;
+}
+
+/* One file of a volume under dir, owned by the task's user; -1 (errno) when not made. */
+static int volume_file(const char *dir, const struct drv_proto_file *f, bool secret,
+		       const struct drv_task_spec *s, char *err, size_t errsz)
+{
+	char path[PATH_MAX];
+	unsigned char *data;
+	size_t n;
+	mode_t mode = (mode_t)(f->mode >= 0 ? f->mode : secret ? 0600 : 0644);
+	int fd, rc = 0;
+
+	if (secret)
+		mode &= 0700;
+	if (drv_base64_decode(f->data, &data, &n) < 0) {
+		snprintf(err, errsz, "file %s: its data is not base64", f->path);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, f->path);
+	if (strchr(f->path, '/')) {
+		char sub[PATH_MAX];
+
+		snprintf(sub, sizeof(sub), "%s", path);
+		*strrchr(sub, '/') = '\0';
+		if (drv_mkdir_p(sub, secret ? 0700 : 0755) < 0)
+			rc = -1;
+	}
+	fd = rc < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, data, n) != (ssize_t)n ||
+	    (s->set_user && fchown(fd, s->uid, s->gid) < 0) || fchmod(fd, mode) < 0) {
+		snprintf(err, errsz, "cannot write %s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	drv_free(data);
+	return rc;
+}
+
+/* The task's volumes (Secrets and ConfigMaps) as files under its
+ * directory, volumes/NAME/, the task's user's; a Secret's directory and
+ * files for that user alone. -1 after failing the task. */
+static int task_volumes(struct drv_agent *a, struct task *t, const struct drv_proto_task *j,
+			const struct drv_task_spec *s)
+{
+	char dir[PATH_MAX], err[PATH_MAX + 200];
+
+	for (size_t i = 0; i < j->nvolumes; i++) {
+		const struct drv_proto_volume *v = &j->volumes[i];
+
+		if (!below(v->name, true)) {
+			fail_task(t, "volume \"%s\": not a name for a directory", v->name);
+			return -1;
+		}
+		snprintf(dir, sizeof(dir), "%s/volumes", t->dir);
+		if (drv_mkdir_p(dir, 0711) < 0 ||
+		    (snprintf(dir, sizeof(dir), "%s/volumes/%s", t->dir, v->name),
+		     drv_mkdir_p(dir, v->secret ? 0700 : 0755) < 0) ||
+		    (s->set_user && chown(dir, s->uid, s->gid) < 0)) {
+			fail_task(t, "volume %s: cannot create %s: %s", v->name, dir, strerror(errno));
+			return -1;
+		}
+		for (size_t k = 0; k < v->nfiles; k++) {
+			if (!below(v->files[k].path, false)) {
+				fail_task(t, "volume %s: file \"%s\" is not below its directory",
+					  v->name, v->files[k].path);
+				return -1;
+			}
+			if (volume_file(dir, &v->files[k], v->secret, s, err, sizeof(err)) < 0) {
+				fail_task(t, "volume %s: %s", v->name, err);
+				return -1;
+			}
+		}
+	}
+	(void)a;
+	return 0;
 }
 
 /* Each rank's node address, rank order; NULL when the gang is unknown. */
@@ -430,9 +549,9 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 
 	memset(&s, 0, sizeof(s));
 	if (task_gpus(a, t, j, &s) < 0 || task_dir_and_command(a, t, j) < 0 ||
-	    task_user(a, t, j, &ra, &s) < 0)
+	    task_user(a, t, j, &ra, &s) < 0 || task_volumes(a, t, j, &s) < 0)
 		goto out;
-	envv = task_env(a, j);
+	envv = task_env(a, j, t);
 	rank_addrs = task_rank_addrs(j);
 	task_spec(a, t, j, &s);
 	s.argv = j->nargv ? argv : NULL;

@@ -248,9 +248,12 @@ static void print_job_text(const char *path, const struct drv_jobspec *s)
 		printf("\n");
 		if (r->image)
 			printf("    image: %s\n", r->image);
-		for (e = 0; e < r->nenv; e++)
-			printf("    env: %s=%s\n", r->env[e].name,
-			       r->env[e].value ? r->env[e].value : "(from the submitter)");
+		for (e = 0; e < r->nenv; e++) {
+			char b[600];
+			const char *v = drv_env_shown(&r->env[e], b, sizeof(b));
+
+			printf("    env: %s=%s\n", r->env[e].name, v ? v : "(from the submitter)");
+		}
 	}
 	if (j->topo_mode != DRV_TOPO_NONE)
 		printf("  topology: %s %s\n", j->topo_mode == DRV_TOPO_REQUIRED ? "required" : "preferred",

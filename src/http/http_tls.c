@@ -524,3 +524,40 @@ const char *drv_tls_local_names(char *buf, size_t bufsz)
 	add_addresses(buf, bufsz);
 	return buf;
 }
+
+/* --- base64 ----------------------------------------------------------------- */
+
+char *drv_base64_encode(const void *data, size_t len)
+{
+	gnutls_datum_t in = { (unsigned char *)data, (unsigned)len }, out = { NULL, 0 };
+	char *r;
+
+	if (len == 0)
+		return drv_strdup("");
+	if (len > UINT32_MAX / 2 || gnutls_base64_encode2(&in, &out) < 0)
+		abort();   /* out of memory: as drv_malloc */
+	r = drv_strndup((const char *)out.data, out.size);
+	gnutls_free(out.data);
+	return r;
+}
+
+int drv_base64_decode(const char *in, unsigned char **out, size_t *n)
+{
+	gnutls_datum_t b = { (unsigned char *)in, (unsigned)strlen(in) }, o = { NULL, 0 };
+
+	*out = NULL;
+	*n = 0;
+	if (b.size == 0) {
+		*out = drv_calloc(1, 1);
+		return 0;
+	}
+	if (strlen(in) > UINT32_MAX / 2 || strlen(in) % 4 != 0 ||
+	    gnutls_base64_decode2(&b, &o) < 0)
+		return DRV_EINVAL;
+	*out = drv_malloc((size_t)o.size + 1);
+	memcpy(*out, o.data, o.size);
+	(*out)[o.size] = 0;
+	*n = o.size;
+	gnutls_free(o.data);
+	return 0;
+}

@@ -326,7 +326,7 @@ static void one_peer(struct proto_rd *r, const json_t *o, void *el)
 
 static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch", "desired",
 	"stop_reason", "user", "runtime", "image", "container", "argv", "script", "workdir", "env",
-	"gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
+	"volumes", "gpus", "gpu_milli", "cpu_milli", "mem_mib", "rank", "world_size", "local_rank",
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
 	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", "mounts", "shm_mib", "host_ipc",
 	"run_as_uid", "run_as_gid", "run_as_non_root", "stdout_file", "stderr_file", "open_append",
@@ -350,6 +350,66 @@ static void one_mount(struct proto_rd *r, const json_t *o, void *el)
 	proto_get_bool(r, o, "memory", false, &m->memory);
 	proto_get_int(r, o, "size_mib", false, &m->size_mib);
 	proto_unknown_keys(r, o, mount_keys);
+}
+
+static const char *const file_keys[] = { "path", "mode", "data", NULL };
+static const char *const volume_keys[] = { "name", "mount_path", "sub_path", "read_only",
+	"secret", "files", NULL };
+
+static void one_file(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_file *f = el;
+
+	f->mode = -1;
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_str(r, o, "path", true, &f->path);
+	proto_get_int(r, o, "mode", false, &f->mode);
+	proto_get_str(r, o, "data", true, &f->data);
+	proto_unknown_keys(r, o, file_keys);
+}
+
+static void one_volume(struct proto_rd *r, const json_t *o, void *el)
+{
+	struct drv_proto_volume *v = el;
+
+	v->read_only = true;
+	if (!proto_expect_obj(r, o))
+		return;
+	proto_get_str(r, o, "name", true, &v->name);
+	proto_get_str(r, o, "mount_path", true, &v->mount_path);
+	proto_get_str(r, o, "sub_path", false, &v->sub_path);
+	proto_get_bool(r, o, "read_only", false, &v->read_only);
+	proto_get_bool(r, o, "secret", false, &v->secret);
+	proto_get_list(r, o, "files", false, sizeof(*v->files), one_file, &v->files, &v->nfiles);
+	proto_unknown_keys(r, o, volume_keys);
+}
+
+static json_t *volumes_encode(const struct drv_proto_volume *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object(), *fs = json_array();
+
+		proto_put_str(o, "name", v[i].name);
+		proto_put_str(o, "mount_path", v[i].mount_path);
+		proto_put_opt_str(o, "sub_path", v[i].sub_path);
+		json_object_set_new(o, "read_only", json_boolean(v[i].read_only));
+		json_object_set_new(o, "secret", json_boolean(v[i].secret));
+		for (size_t k = 0; k < v[i].nfiles; k++) {
+			json_t *f = json_object();
+
+			proto_put_str(f, "path", v[i].files[k].path);
+			if (v[i].files[k].mode >= 0)
+				proto_put_int(f, "mode", v[i].files[k].mode);
+			proto_put_str(f, "data", v[i].files[k].data);
+			json_array_append_new(fs, f);
+		}
+		json_object_set_new(o, "files", fs);
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 /* The identity and what to run. */
@@ -386,6 +446,8 @@ static void task_what(struct proto_rd *r, const json_t *o, struct drv_proto_task
 	proto_get_str(r, o, "script", false, &t->script);
 	proto_get_str(r, o, "workdir", false, &t->workdir);
 	proto_get_kv(r, o, "env", &t->env, &t->nenv);
+	proto_get_list(r, o, "volumes", false, sizeof(*t->volumes), one_volume, &t->volumes,
+		       &t->nvolumes);
 }
 
 /* Where it runs, its share and its gang. */
@@ -437,6 +499,9 @@ void proto_task_release(struct drv_proto_task *t)
 {
 	drv_free(t->argv);
 	drv_free(t->env);
+	for (size_t i = 0; i < t->nvolumes; i++)
+		drv_free(t->volumes[i].files);
+	drv_free(t->volumes);
 	drv_free(t->gpus);
 	drv_free(t->peers);
 	drv_free(t->mounts);
@@ -495,6 +560,8 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 	proto_put_str(o, "script", t->script);
 	proto_put_str(o, "workdir", t->workdir);
 	json_object_set_new(o, "env", drv_proto_kv_encode(t->env, t->nenv));
+	if (t->nvolumes)
+		json_object_set_new(o, "volumes", volumes_encode(t->volumes, t->nvolumes));
 	json_object_set_new(o, "gpus", proto_int_list(t->gpus, t->ngpus));
 	proto_put_int(o, "gpu_milli", t->gpu_milli);
 	proto_put_int(o, "cpu_milli", t->cpu_milli);

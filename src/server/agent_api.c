@@ -611,8 +611,30 @@ static void gang_position(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->nnodes = nn;
 }
 
-/* What task rank of j runs: command, script, env, image. */
-static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
+/* An assignment's own strings, which it borrows until it is encoded. */
+struct task_strs {
+	char tid[48];
+	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
+	char *slurm;                     /* SLURM_* values (slurm_env.c); NULL none */
+	char *batch_io;                  /* the batch step's files (slurm_env.c); NULL none */
+	char **own;                      /* $(VAR)-expanded strings (k8s_expand) */
+	size_t nown;
+	bool *lit;                       /* env[i] is literal: a resolved Secret's value */
+	struct srv_strs res;             /* resolved values and volume files */
+};
+
+/* ts empty: every pointer NULL. The array ts lives in grows by realloc,
+ * so each entry is set here before anything may free it (a step's entry
+ * too: sync_answer frees lit and res for every one). */
+static void task_strs_init(struct task_strs *ts)
+{
+	memset(ts, 0, sizeof(*ts));
+}
+
+/* What task rank of j runs: command, script, env (Secrets and ConfigMaps
+ * resolved: kube_config.c), volumes, image. */
+static void task_run(struct drv_server *s, const struct srv_job *j, const struct drv_task_run *run,
+		     struct drv_proto_task *a, struct task_strs *ts)
 {
 	if (!run)
 		return;
@@ -646,22 +668,9 @@ static void task_run(const struct drv_task_run *run, struct drv_proto_task *a)
 		a->argv[a->nargv++] = run->command[k];
 	for (int32_t k = 0; k < run->nargs; k++)
 		a->argv[a->nargv++] = run->args[k];
-	a->env = drv_calloc((size_t)run->nenv + 1, sizeof(*a->env)); /* + the job token */
-	for (int32_t k = 0; k < run->nenv; k++)
-		if (run->env[k].value)
-			a->env[a->nenv++] = (struct drv_proto_kv){ run->env[k].name,
-								    run->env[k].value };
+	srv_kobjs_task(s, j, run, a, 1 /* the job token */, &ts->lit, &ts->res);
 }
 
-/* An assignment's own strings, which it borrows until it is encoded. */
-struct task_strs {
-	char tid[48];
-	char token[SRV_JOB_TOKEN_MAX];   /* DROVER_JOB_TOKEN (job_token.c) */
-	char *slurm;                     /* SLURM_* values (slurm_env.c); NULL none */
-	char *batch_io;                  /* the batch step's files (slurm_env.c); NULL none */
-	char **own;                      /* $(VAR)-expanded strings (k8s_expand) */
-	size_t nown;
-};
 
 /*
  * A manifest's command, args and env with $(VAR) expanded as kubelet does
@@ -679,11 +688,12 @@ static void k8s_expand(const struct drv_task_run *run, struct drv_proto_task *a,
 	ts->own = drv_calloc(a->nenv + a->nargv + 1, sizeof(*ts->own));
 	env = drv_calloc(a->nenv + 1, sizeof(*env));
 	for (size_t k = 0; k < a->nenv; k++) {
-		char *v = drv_k8s_expand(a->env[k].value, env, n);
+		char *v = ts->lit && ts->lit[k] ? drv_strdup(a->env[k].value)
+			: drv_k8s_expand(a->env[k].value, env, n);
 
 		ts->own[ts->nown++] = v;
 		a->env[k].value = v;
-		env[n++] = (struct drv_env){ (char *)a->env[k].name, v };
+		env[n++] = (struct drv_env){ (char *)a->env[k].name, v, NULL };
 	}
 	for (size_t k = 0; k < a->nargv; k++) {
 		char *v = drv_k8s_expand(a->argv[k], env, n);
@@ -730,8 +740,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	struct srv_node *m = &s->nodes[j->tasks[0].node];
 
 	drv_proto_task_init(a);
-	ts->own = NULL;
-	ts->nown = 0;
+	task_strs_init(ts);
 	snprintf(ts->tid, sizeof(ts->tid), "%llu.%d", (unsigned long long)j->id, rank);
 	a->task_id = ts->tid;
 	a->job_id = (int64_t)j->id;
@@ -740,7 +749,7 @@ static void assignment(struct drv_server *s, struct srv_job *j, int32_t rank,
 	a->stop = j->stop_reason != NULL;
 	a->stop_reason = j->stop_reason;
 	a->user = j->spec.job.user;
-	task_run(run, a);
+	task_run(s, j, run, a, ts);
 	if (j->spec.format == DRV_FMT_MANIFEST)
 		k8s_expand(run, a, ts);
 	/* last, so that the job's own env cannot replace it */
@@ -778,9 +787,7 @@ static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_
 	int32_t nodes = 0, last = -1;
 
 	drv_proto_task_init(a);
-	ts->own = NULL;
-	ts->nown = 0;
-	ts->batch_io = NULL;
+	task_strs_init(ts);
 	snprintf(ts->tid, sizeof(ts->tid), "%llu.s%d.%d", (unsigned long long)j->id, st->id, rank);
 	a->task_id = ts->tid;
 	a->job_id = (int64_t)j->id;
@@ -832,6 +839,7 @@ static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_
 static void assignment_release(struct drv_proto_task *a)
 {
 	drv_free(a->mounts);
+	srv_kobjs_task_release(a);
 	drv_free(a->argv);
 	drv_free(a->env);
 	drv_free(a->gpus);
@@ -922,6 +930,8 @@ static void sync_answer(struct drv_server *s, const struct sync_call *c, struct 
 		for (size_t x = 0; x < tids[k].nown; x++)
 			drv_free(tids[k].own[x]);
 		drv_free(tids[k].own);
+		drv_free(tids[k].lit);
+		srv_strs_release(&tids[k].res);
 	}
 	drv_free(r.tasks);
 	drv_free(tids);

@@ -22,6 +22,10 @@ const struct kube_res kube_resources[] = {
 	  "create,delete,get,list,patch,update,watch", "po", "log,status", "Pod" },
 	{ "", "v1", "nodes", "node", "Node", false, "get,list,watch", "no", "status", "Node" },
 	{ "", "v1", "events", "event", "Event", true, "get,list,watch", "ev", "", "Event" },
+	{ "", "v1", "secrets", "secret", "Secret", true, "create,delete,get,list,patch,update", "",
+	  "", "Secret" },
+	{ "", "v1", "configmaps", "configmap", "ConfigMap", true,
+	  "create,delete,get,list,patch,update", "cm", "", "ConfigMap" },
 	{ "batch", "v1", "jobs", "job", "Job", true,
 	  "create,delete,get,list,patch,update,watch", "", "status", "Job" },
 	{ "kubeflow.org", "v1", "pytorchjobs", "pytorchjob", "PyTorchJob", true,
@@ -201,10 +205,11 @@ static json_t *agg_group(const char *group)
 
 	for (const struct kube_res *k = kube_resources; k->plural; k++) {
 		char buf[256], *tok, *save = NULL;
-		json_t *e, *subs = json_array();
+		json_t *e, *subs;
 
 		if (strcmp(k->group, group) != 0)
 			continue;
+		subs = json_array();
 		e = json_pack("{s:s,s:{s:s,s:s,s:s},s:s,s:s,s:o}", "resource", k->plural,
 			      "responseKind", "group", k->group, "version", k->version, "kind",
 			      k->kind, "scope", k->namespaced ? "Namespaced" : "Cluster",
@@ -412,7 +417,7 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 		kube_status(o, 404, "NotFound", NULL,
 			    "the server could not find the requested resource (%s %s): drover "
 			    "serves %s only (docs/kubernetes.md)", m, drv_http_req_path(r),
-			    "namespaces, pods, nodes, events, batch/v1 jobs, "
+			    "namespaces, pods, nodes, events, secrets, configmaps, batch/v1 jobs, "
 			    "kubeflow.org/v1 pytorchjobs, batch.volcano.sh/v1alpha1 jobs, "
 			    "scheduling.k8s.io/v1 priorityclasses");
 		return 0;
@@ -455,6 +460,19 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 			return 0;
 		}
 		return whoami(r, o, q.c);
+	}
+	if (strcmp(q.res->type, "Secret") == 0 || strcmp(q.res->type, "ConfigMap") == 0) {
+		if (strcmp(m, "GET") == 0 && q.watch) {
+			kube_status(o, 405, "MethodNotAllowed", NULL,
+				    "drover does not serve watch on %s", q.res->plural);
+			return 0;
+		}
+		if (strcmp(m, "POST") == 0 && !q.name[0])
+			return kube_config_create(s, &q, r, o);
+		if ((strcmp(m, "PATCH") == 0 || strcmp(m, "PUT") == 0) && q.name[0])
+			return kube_config_patch(s, &q, r, o, strcmp(m, "PUT") == 0);
+		if (strcmp(m, "DELETE") == 0 && q.name[0])
+			return kube_config_delete(s, &q, r, o);
 	}
 	if (strcmp(m, "GET") == 0) {
 		if (q.sub[0] && strcmp(q.sub, "log") == 0)

@@ -166,6 +166,26 @@ int kube_logs(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 json_t *kube_merge_patch(const json_t *target, const json_t *patch);
 json_t *kube_strategic_patch(const json_t *target, const json_t *patch, const char *path);
 
+/* --- kube_config.c: Secrets and ConfigMaps (under s->mu where said) --- */
+/* Copies of the objects of q's kind the caller may see, into arr (s->mu). */
+void kube_config_collect(struct drv_server *s, const struct kube_req *q, json_t *arr);
+int kube_config_create(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		       struct drv_http_resp *o);
+int kube_config_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		      struct drv_http_resp *o, bool replace);
+int kube_config_delete(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		       struct drv_http_resp *o);
+/* kube_pb.c: a v1 Secret or ConfigMap sent as Protocol Buffers
+ * (application/vnd.kubernetes.protobuf) as JSON, or NULL with err. */
+json_t *kube_pb_object(const void *buf, size_t len, char *err, size_t errsz);
+/* kube_write.c's helpers it shares: dryRun=All; a new uid; a JSON or YAML
+ * body; fieldValidation (false after a 400 in o; warnings added). */
+bool kube_dry_run(struct drv_http_req *r);
+void kube_new_uid(char *out, size_t n);
+json_t *kube_load_body(const char *body, size_t len, json_error_t *je);
+bool kube_check_unknown(struct drv_http_req *r, struct drv_http_resp *o, const char *kind,
+			const json_t *obj);
+
 /* --- kube_watch.c --- */
 int kube_watch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	       struct drv_http_resp *o);

@@ -358,7 +358,8 @@ json_t *kube_collect(struct drv_server *s, struct kube_req *q, const struct kube
 	struct kube_rvs rvs;
 	struct kube_jobs js = { 0 };
 
-	if (strcmp(kind, "Node") != 0 && strcmp(kind, "PriorityClass") != 0)
+	if (strcmp(kind, "Node") != 0 && strcmp(kind, "PriorityClass") != 0 &&
+	    strcmp(kind, "Secret") != 0 && strcmp(kind, "ConfigMap") != 0)
 		kube_jobs_collect(s, &js);
 	kube_rvs_build(s, &rvs);
 	*rv = s->last_seq > 0 ? s->last_seq : 1;
@@ -369,6 +370,17 @@ json_t *kube_collect(struct drv_server *s, struct kube_req *q, const struct kube
 	} else if (strcmp(kind, "PriorityClass") == 0) {
 		for (int32_t i = 0; i < s->cfg.tenants.nclasses; i++)
 			add_if(arr, kube_priorityclass_json(s, i), q, sel);
+	} else if (strcmp(kind, "Secret") == 0 || strcmp(kind, "ConfigMap") == 0) {
+		json_t *objs = json_array();
+		size_t i;
+		json_t *x;
+
+		kube_config_collect(s, q, objs);
+		json_array_foreach(objs, i, x)
+			add_if(arr, json_incref(x), q, sel);
+		json_decref(objs);
+		if (s->kobj_rv > *rv)
+			*rv = s->kobj_rv;
 	} else if (strcmp(kind, "Namespace") == 0) {
 		json_t *seen = json_object();
 		const char *k;
@@ -482,6 +494,13 @@ static json_t *columns(const char *kind)
 		json_array_append_new(c, col("Global-Default", "boolean", "", 0, "Never: drover has tenants' default classes."));
 		json_array_append_new(c, col("Age", "string", "", 0, "Time since the server started."));
 		json_array_append_new(c, col("PreemptionPolicy", "string", "", 0, "PreemptLowerPriority or Never."));
+	} else if (strcmp(kind, "Secret") == 0) {
+		json_array_append_new(c, col("Type", "string", "", 0, "The secret's type."));
+		json_array_append_new(c, col("Data", "integer", "", 0, "How many keys."));
+		json_array_append_new(c, col("Age", "string", "", 0, "Time since creation."));
+	} else if (strcmp(kind, "ConfigMap") == 0) {
+		json_array_append_new(c, col("Data", "integer", "", 0, "How many keys."));
+		json_array_append_new(c, col("Age", "string", "", 0, "Time since creation."));
 	} else if (strcmp(kind, "Event") == 0) {
 		json_array_insert_new(c, 0, col("Last Seen", "string", "", 0, "When."));
 		json_array_insert_new(c, 1, col("Type", "string", "", 0, "Normal or Warning."));
@@ -645,6 +664,16 @@ json_t *kube_table(struct drv_server *s, const struct kube_req *q, json_t *objs,
 			cells = event_row(o);
 		else if (strcmp(kind, "PyTorchJob") == 0 || strcmp(kind, "VolcanoJob") == 0)
 			cells = workload_row(o);
+		else if (strcmp(kind, "Secret") == 0)
+			cells = json_pack("[s,s,I,o]", drv_json_str(json_object_get(o, "metadata"), "name"),
+					  drv_json_str(o, "type"),
+					  (json_int_t)json_object_size(json_object_get(o, "data")),
+					  age_of(o, "creationTimestamp"));
+		else if (strcmp(kind, "ConfigMap") == 0)
+			cells = json_pack("[s,I,o]", drv_json_str(json_object_get(o, "metadata"), "name"),
+					  (json_int_t)(json_object_size(json_object_get(o, "data")) +
+						       json_object_size(json_object_get(o, "binaryData"))),
+					  age_of(o, "creationTimestamp"));
 		else if (strcmp(kind, "PriorityClass") == 0)
 			cells = json_pack("[s,O,b,o,s]", drv_json_str(json_object_get(o, "metadata"), "name"),
 					  json_object_get(o, "value"), false, age_of(o, "creationTimestamp"),
@@ -720,7 +749,6 @@ int kube_get(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 				    "%s \"%s\" not found", q->res->plural, q->name);
 		} else if (q->table) {
 			kube_reply(o, 200, kube_table(s, q, items, true, rv, true));
-			items = NULL;
 		} else {
 			kube_reply(o, 200, json_incref(json_array_get(items, 0)));
 		}

@@ -313,6 +313,25 @@ static json_t *quantity_milli(int64_t milli)
 	return json_sprintf("%lldm", (long long)milli);
 }
 
+/* The secret and configMap volumes group g mounts, as spec.volumes. */
+static void set_volumes(json_t *spec, const struct srv_job *j, int32_t g)
+{
+	const struct drv_task_run *run = j->spec.run ? &j->spec.run[g] : NULL;
+	json_t *a, *v;
+	size_t i;
+
+	if (!run || !json_array_size(run->volumes))
+		return;
+	a = json_array();
+	json_array_foreach(run->volumes, i, v) {
+		const char *src = json_object_get(v, "secret") ? "secret" : "configMap";
+
+		json_array_append_new(a, json_pack("{s:O,s:O}", "name", json_object_get(v, "name"),
+						   src, json_object_get(v, src)));
+	}
+	json_object_set_new(spec, "volumes", a);
+}
+
 static json_t *container_json(const struct srv_job *j, int32_t g)
 {
 	const struct drv_task_run *run = j->spec.run ? &j->spec.run[g] : NULL;
@@ -343,11 +362,29 @@ static json_t *container_json(const struct srv_job *j, int32_t g)
 		for (int32_t i = 0; i < run->nenv; i++) {
 			json_t *e = json_pack("{s:s}", "name", run->env[i].name);
 
-			if (run->env[i].value)
+			if (run->env[i].value_from)
+				json_object_set(e, "valueFrom", run->env[i].value_from);
+			else if (run->env[i].value)
 				json_object_set_new(e, "value", json_string(run->env[i].value));
 			json_array_append_new(a, e);
 		}
 		json_object_set_new(c, "env", a);
+	}
+	if (run && run->env_from)
+		json_object_set(c, "envFrom", run->env_from);
+	if (run && json_array_size(run->volumes)) {
+		json_t *a = json_array();
+		size_t i;
+		json_t *v;
+
+		json_array_foreach(run->volumes, i, v) {
+			json_t *m = json_deep_copy(v);
+
+			json_object_del(m, "secret");
+			json_object_del(m, "configMap");
+			json_array_append_new(a, m);
+		}
+		json_object_set_new(c, "volumeMounts", a);
 	}
 	if (run && run->working_dir)
 		json_object_set_new(c, "workingDir", json_string(run->working_dir));
@@ -500,7 +537,12 @@ static void pod_view(struct drv_server *s, struct srv_job *j, int32_t rank, stru
 		v->message = srv_job_reason(s, j, why, whysz);
 		v->state = json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
 		json_object_set_new(json_object_get(v->state, "waiting"), "reason",
-				    json_string(j->budget_held ? "SchedulingGated" : "Pending"));
+				    json_string(j->budget_held ? "SchedulingGated"
+						: j->config_held ? "CreateContainerConfigError"
+								 : "Pending"));
+		if (j->config_held)
+			json_object_set_new(json_object_get(v->state, "waiting"), "message",
+					    json_string(v->message));
 		return;
 	}
 	v->scheduled = true;
@@ -591,6 +633,7 @@ json_t *kube_pod_json(struct drv_server *s, struct srv_job *j, int32_t rank, int
 	 * shown here would read back as a change of spec */
 	if (j->spec.run && j->spec.run[g].restart_policy)
 		json_object_set_new(spec, "restartPolicy", json_string(j->spec.run[g].restart_policy));
+	set_volumes(spec, j, g);
 	if (j->spec.priority_class && *j->spec.priority_class)
 		json_object_set_new(spec, "priorityClassName", json_string(j->spec.priority_class));
 	if (j->spec.run && j->spec.run[g].termination_grace_s >= 0)
@@ -622,7 +665,7 @@ json_t *kube_pod_json(struct drv_server *s, struct srv_job *j, int32_t rank, int
 		       j->attempt > 1 ? j->attempt - 1 : 0, "state", v.state);
 	status = json_pack("{s:s,s:o,s:s}", "phase", v.phase, "conditions", conds, "qosClass",
 			   "Guaranteed");
-	if (v.scheduled)
+	if (v.scheduled || j->config_held)   /* held: what kubectl shows as its STATUS */
 		json_object_set_new(status, "containerStatuses", json_pack("[o]", cs));
 	else
 		json_decref(cs);
@@ -685,6 +728,7 @@ json_t *kube_batchjob_json(struct drv_server *s, struct srv_job *j, int64_t rv, 
 	for (int32_t g = 0; g < j->spec.job.ngroups; g++)
 		json_array_append_new(json_object_get(json_object_get(tmpl, "spec"), "containers"),
 				      container_json(j, g));
+	set_volumes(json_object_get(tmpl, "spec"), j, 0);
 	spec = json_pack("{s:i,s:i,s:i,s:b,s:o}", "parallelism", k->parallelism >= 0 ? k->parallelism : n,
 			 "completions", k->completions >= 0 ? k->completions : n, "backoffLimit",
 			 k->backoff_limit >= 0 ? k->backoff_limit : 6, "suspend", false, "template",
@@ -951,6 +995,7 @@ static json_t *template_of(const struct srv_job *j, int32_t g)
 
 	if (rp)
 		json_object_set_new(json_object_get(t, "spec"), "restartPolicy", json_string(rp));
+	set_volumes(json_object_get(t, "spec"), j, g);
 	return t;
 }
 

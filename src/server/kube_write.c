@@ -82,7 +82,7 @@ static json_t *render(struct drv_server *s, struct kube_req *q, struct srv_job *
 	return o;
 }
 
-static bool dry_run(struct drv_http_req *r)
+bool kube_dry_run(struct drv_http_req *r)
 {
 	const char *d = drv_http_req_query(r, "dryRun");
 
@@ -103,7 +103,7 @@ static void set_annotation(json_t *obj, const char *key, const char *val)
 	json_object_set_new(an, key, json_string(val));
 }
 
-static void new_uid(char *out, size_t n)
+void kube_new_uid(char *out, size_t n)
 {
 	unsigned char b[16] = { 0 };
 
@@ -159,7 +159,7 @@ static bool live_name_taken(struct drv_server *s, const char *ns, const char *na
 
 /* fieldValidation: Strict refuses fields Kubernetes does not know (400);
  * Warn (the default) and Ignore let them through, Warn with a header. */
-static bool check_unknown(struct drv_http_req *r, struct drv_http_resp *o, const char *kind,
+bool kube_check_unknown(struct drv_http_req *r, struct drv_http_resp *o, const char *kind,
 			  const json_t *obj)
 {
 	const char *fv = drv_http_req_query(r, "fieldValidation");
@@ -248,7 +248,7 @@ static int create_obj(struct drv_server *s, struct kube_req *q, struct drv_http_
 	if ((!name || !*name) && drv_json_str(md, "generateName")) {
 		char sfx[8];
 
-		new_uid(uid, sizeof(uid));
+		kube_new_uid(uid, sizeof(uid));
 		snprintf(sfx, sizeof(sfx), "%.5s", uid);
 		snprintf(nbuf, sizeof(nbuf), "%.240s%s", drv_json_str(md, "generateName"), sfx);
 		json_object_set_new(md, "name", json_string(nbuf));
@@ -260,9 +260,9 @@ static int create_obj(struct drv_server *s, struct kube_req *q, struct drv_http_
 		goto out;
 	}
 	snprintf(nbuf, sizeof(nbuf), "%s", name);
-	if (!check_unknown(r, o, q->res->type, obj))
+	if (!kube_check_unknown(r, o, q->res->type, obj))
 		goto out;
-	new_uid(uid, sizeof(uid));
+	kube_new_uid(uid, sizeof(uid));
 	set_annotation(obj, KUBE_ANN_API, "kubernetes-api");
 	set_annotation(obj, KUBE_ANN_UID, uid);
 	if (manager) {
@@ -306,7 +306,7 @@ static int create_obj(struct drv_server *s, struct kube_req *q, struct drv_http_
 		struct srv_job *j = srv_job_new(&spec);
 		json_t *out;
 
-		if (dry_run(r)) {
+		if (kube_dry_run(r)) {
 			j->state = J_PENDING;
 			j->submit_time = drv_wall_s();
 			j->reason = drv_strdup("dry run: not created");
@@ -519,7 +519,7 @@ static json_t *ssa_merge(const json_t *cur, const json_t *body, const char *mana
 }
 
 /* A body as JSON, or else as YAML (server-side apply sends either). */
-static json_t *load_body(const char *body, size_t len, json_error_t *je)
+json_t *kube_load_body(const char *body, size_t len, json_error_t *je)
 {
 	json_t *j = json_loadb(body, len, 0, je);
 	struct drv_diags d;
@@ -876,7 +876,7 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 			    "PATCH with Content-Type application/apply-patch+yaml needs fieldManager");
 		goto out;
 	}
-	patch = ssa ? load_body(body, len, &je) : json_loadb(body, len, 0, &je);
+	patch = ssa ? kube_load_body(body, len, &je) : json_loadb(body, len, 0, &je);
 	if (!json_is_object(patch)) {
 		kube_status(o, 400, "BadRequest", NULL, "the body is not a JSON object: %s",
 			    patch ? "" : je.text);
@@ -913,7 +913,7 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		: smp ? kube_strategic_patch(cur, patch, "") : kube_merge_patch(cur, patch);
 	json_decref(conflicts);
 	conflicts = NULL;
-	if (!check_unknown(r, o, q->res->type, patched))
+	if (!kube_check_unknown(r, o, q->res->type, patched))
 		goto out;
 	if (!json_equal(json_object_get(json_object_get(cur, "metadata"), "name"),
 			json_object_get(json_object_get(patched, "metadata"), "name"))) {
@@ -987,7 +987,7 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		kube_reply(o, 200, json_incref(cur));
 		goto out;
 	}
-	if (dry_run(r)) {
+	if (kube_dry_run(r)) {
 		kube_reply(o, 200, json_incref(patched));
 		goto out;
 	}
@@ -1045,7 +1045,7 @@ int kube_delete(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 	struct kube_jobs js;
 	struct srv_job *j;
 	int32_t rank = 0;
-	bool deleted = false, dry = dry_run(r);
+	bool deleted = false, dry = kube_dry_run(r);
 	uint64_t id;
 	char why[300];
 

@@ -224,7 +224,7 @@ static void load_steps(struct drv_server *s, struct srv_job *j, const json_t *a,
 			const char *val = json_string_value(json_array_get(v, 1));
 
 			if (n && val)
-				st->env[st->nenv++] = (struct drv_env){ drv_strdup(n), drv_strdup(val) };
+				st->env[st->nenv++] = (struct drv_env){ drv_strdup(n), drv_strdup(val), NULL };
 		}
 		st->cwd = drv_json_str(x, "cwd") ? drv_strdup(drv_json_str(x, "cwd")) : NULL;
 		st->cpus_per_task = (int32_t)drv_json_int(x, "cpus_per_task", 0);
@@ -391,7 +391,11 @@ int srv_restore(struct drv_server *s, char *err, size_t errsz)
 	int64_t maxseq = 0, v, t0 = drv_mono_ms(), nlive = 0, ndone = 0;
 	int rc;
 
-	rc = s->store->ops->load_nodes(s->store, load_node, s);
+	/* Secrets and ConfigMaps first: a restored pending job that uses a
+	 * missing one is held (srv_job_queue) */
+	rc = s->store->ops->load_kobjs(s->store, srv_kobj_restore, s);
+	if (rc == 0)
+		rc = s->store->ops->load_nodes(s->store, load_node, s);
 	if (rc == 0)
 		rc = s->store->ops->load_live_jobs(s->store, load_job, s);
 	if (rc == 0)

@@ -554,6 +554,7 @@ void drv_server_stop(struct drv_server *s)
 		json_decref(e->ev);
 	}
 	drv_free(s->ring);
+	srv_kobjs_free(s);
 	for (size_t k = 0; k < s->npend; k++)
 		srv_pend_release(&s->pend[k]);
 	drv_free(s->pend);

@@ -122,6 +122,8 @@ struct srv_job {
 	bool budget_held;          /* pending, held: its tenant's budget is spent (`budget` hold) */
 	bool runtime_held;         /* pending: it needs a container and no node runs one
 				    * (reason code RuntimeUnavailable) */
+	bool config_held;          /* pending, held: a Secret or ConfigMap it uses is missing
+				    * (kube_config.c) */
 	bool dirty;
 	uint64_t ver;              /* bumped by every srv_job_mark */
 	struct srv_api_memo *memo; /* its list form's text while it holds (state_json.c) */
@@ -468,6 +470,9 @@ struct drv_server {
 	struct month_cell *months;
 	size_t nmonths, monthcap;
 	int64_t month_start;       /* wall s: 00:00 UTC on the 1st of this month */
+	struct srv_kobj *kobjs;    /* Secrets and ConfigMaps (kube_config.c) */
+	size_t nkobjs, kobjcap;
+	int64_t kobj_rv;           /* their last resourceVersion */
 	uint64_t *held;            /* ids of jobs under a budget hold */
 	size_t nheld, heldcap;
 	uint64_t *rt_held;         /* ids of jobs waiting for a container runtime */
@@ -482,6 +487,41 @@ struct drv_server {
 	bool loop_started;
 	struct drv_http_server *http;
 };
+
+/* --- kube_config.c: Secrets and ConfigMaps (docs/kubernetes.md) --- */
+/* One object: kind "Secret" or "ConfigMap"; doc is the object as served. */
+struct srv_kobj {
+	char *kind, *ns, *name, *owner;
+	json_t *doc;
+};
+/* Strings an assignment owns until it is encoded. */
+struct srv_strs {
+	char **v;
+	size_t n, cap;
+};
+/* Takes str; returns it. */
+const char *srv_strs_add(struct srv_strs *ss, char *str);
+void srv_strs_release(struct srv_strs *ss);
+/* srv_restore's loader of one stored object (cls: the server). */
+int srv_kobj_restore(const struct drv_store_kobj *o, void *cls);
+void srv_kobjs_free(struct drv_server *s);
+/* Under s->mu: whether a Secret or ConfigMap job j needs (not optional)
+ * is missing, with the sentence in why. */
+bool srv_kobjs_missing(struct drv_server *s, const struct srv_job *j, char *why, size_t n);
+/* Under s->mu: after a Secret or ConfigMap changed, jobs held for one
+ * that now resolve go to the scheduler. */
+void srv_kobjs_unhold(struct drv_server *s);
+/*
+ * Under s->mu: the env of task group run of j at launch into a->env
+ * (allocated with room for extra more entries): envFrom's keys first, then
+ * env in order, valueFrom resolved; *lit (allocated, parallel) says which
+ * values are literal (resolved ones: no $(VAR) expansion); and a->volumes.
+ * The strings are own's or run's.
+ */
+void srv_kobjs_task(struct drv_server *s, const struct srv_job *j,
+		     const struct drv_task_run *run, struct drv_proto_task *a, size_t extra,
+		     bool **lit, struct srv_strs *own);
+void srv_kobjs_task_release(struct drv_proto_task *a);
 
 /* --- cost.c --- */
 /* What t cost from since (wall s; 0 = its start) to its end, or to now. */

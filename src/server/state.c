@@ -372,6 +372,15 @@ void srv_job_queue(struct drv_server *s, struct srv_job *j)
 		return;
 	}
 	j->budget_held = false;
+	if (srv_kobjs_missing(s, j, why, sizeof(why))) {
+		/* a Secret or ConfigMap it uses is not there yet (kube_config.c) */
+		if (!j->config_held || !j->reason || strcmp(j->reason, why) != 0) {
+			j->config_held = true;
+			srv_job_transition(s, j, J_PENDING, why);
+		}
+		return;
+	}
+	j->config_held = false;
 	if (runtime_hold(s, j))
 		return;
 	j->in_sched = drv_sched_submit(s->sched, &j->spec.job, srv_job_class(s, &j->spec)) == 0;
@@ -561,6 +570,8 @@ const char *srv_job_reason_code(struct drv_server *s, const struct srv_job *j)
 								    : "Dependency";
 	if (j->runtime_held)
 		return "RuntimeUnavailable";
+	if (j->config_held)
+		return "CreateContainerConfigError";
 	if (j->par) {
 		const struct srv_job *e = srv_parent_first_pending(s, j);
 

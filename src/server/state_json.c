@@ -289,10 +289,14 @@ json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)
 		json_t *e;
 
 		for (int32_t g = 0; g < jb->ngroups && j->spec.run; g++)
-			for (int32_t k = 0; k < j->spec.run[g].nenv; k++)
-				if (j->spec.run[g].env[k].value)
+			for (int32_t k = 0; k < j->spec.run[g].nenv; k++) {
+				char b[600];
+				const char *v = drv_env_shown(&j->spec.run[g].env[k], b, sizeof(b));
+
+				if (v)   /* a Secret's: "<secret>", never its value */
 					json_object_set_new(env, j->spec.run[g].env[k].name,
-							    json_string(j->spec.run[g].env[k].value));
+							    json_string(v));
+			}
 		for (int32_t r = 0; r < j->ntasks; r++) {
 			struct srv_task *t = &j->tasks[r];
 			char tid[48];

@@ -504,7 +504,7 @@ static int read_run(const json_t *b, struct srv_step *st, struct drv_http_resp *
 		if (agent_owned(k))
 			continue;
 		st->env[st->nenv++] = (struct drv_env){ drv_strdup(k),
-							drv_strdup(json_string_value(v)) };
+							drv_strdup(json_string_value(v)), NULL };
 	}
 	v = json_object_get(b, "cwd");
 	if (v && !json_is_null(v) && (!json_is_string(v) || json_string_value(v)[0] != '/'))

@@ -90,12 +90,19 @@ static json_t *group_json(const struct drv_task_group *g, const struct drv_task_
 		for (i = 0; i < r->nenv; i++) {
 			json_t *e = json_object();
 			json_object_set_new(e, "name", jstr(r->env[i].name));
-			json_object_set_new(e, "value", r->env[i].value ? jstr(r->env[i].value)
-								       : json_null());
+			if (r->env[i].value_from)
+				json_object_set(e, "valueFrom", r->env[i].value_from);
+			else
+				json_object_set_new(e, "value", r->env[i].value ? jstr(r->env[i].value)
+									       : json_null());
 			json_array_append_new(a, e);
 		}
 		json_object_set_new(o, "env", a);
 	}
+	if (r->env_from)
+		json_object_set(o, "envFrom", r->env_from);
+	if (r->volumes)
+		json_object_set(o, "volumes", r->volumes);
 	set_str(o, "workingDir", r->working_dir);
 	if (r->termination_grace_s >= 0)
 		json_object_set_new(o, "terminationGracePeriodSeconds",

@@ -239,10 +239,24 @@ static void read_mounts(struct rd *r, const json_t *go, struct drv_task_run *run
 	}
 }
 
+/* A Secret or ConfigMap reference at key, checked by check (kuberefs.c). */
+static bool ref_ok(struct rd *r, const json_t *v, const char *key,
+		   bool (*check)(const json_t *, char *, size_t, char *, size_t))
+{
+	char where[300], what[300], k[340];
+
+	if (check(v, where, sizeof(where), what, sizeof(what)))
+		return true;
+	snprintf(k, sizeof(k), "%s%s", key, where);
+	rd_err(r, k, "%s", what);
+	return false;
+}
+
 static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 {
 	static const char *const keys[] = { "name", "count", "gpus", "gpuMilli", "gpuMemMiB",
-		"gpuModel", "cpuMilli", "memMiB", "container", "image", "command", "args", "env", "workingDir",
+		"gpuModel", "cpuMilli", "memMiB", "container", "image", "command", "args", "env",
+		"envFrom", "volumes", "workingDir",
 		"terminationGracePeriodSeconds", "restartPolicy", "imagePullPolicy", "runtime", "export",
 		"script", "hostIPC", "mounts", "distinctNodes", "runAsUser", "runAsGroup",
 		"runAsNonRoot", NULL };
@@ -304,7 +318,7 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 		size_t i;
 		json_t *e;
 		json_array_foreach(env, i, e) {
-			static const char *const ekeys[] = { "name", "value", NULL };
+			static const char *const ekeys[] = { "name", "value", "valueFrom", NULL };
 			char k[32], *en, *ev;
 			size_t save;
 			snprintf(k, sizeof(k), "env[%zu]", i);
@@ -317,13 +331,25 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 			check_keys(r, e, ekeys);
 			en = get_str(r, e, "name", true);
 			ev = get_str(r, e, "value", false);
-			if (en)
+			if (en && json_object_get(e, "valueFrom")) {
+				json_t *vf = json_object_get(e, "valueFrom");
+
+				if (ref_ok(r, vf, "valueFrom", drv_spec_check_value_from))
+					drv_jobspec_add_env_from(s, gi, en, json_incref(vf));
+			} else if (en) {
 				drv_jobspec_add_env(s, gi, en, ev);
+			}
 			drv_free(en);
 			drv_free(ev);
 			pop(r, save);
 		}
 	}
+	if (json_object_get(go, "envFrom") &&
+	    ref_ok(r, json_object_get(go, "envFrom"), "envFrom", drv_spec_check_env_from))
+		run->env_from = json_incref(json_object_get(go, "envFrom"));
+	if (json_object_get(go, "volumes") &&
+	    ref_ok(r, json_object_get(go, "volumes"), "volumes", drv_spec_check_volumes))
+		run->volumes = json_incref(json_object_get(go, "volumes"));
 	run->working_dir = get_str(r, go, "workingDir", false);
 	run->termination_grace_s = get_int(r, go, "terminationGracePeriodSeconds", 0,
 					   INT32_MAX, -1);

@@ -67,8 +67,11 @@ void drv_spec_run_release(struct drv_task_run *r)
 	for (i = 0; i < r->nenv; i++) {
 		drv_free(r->env[i].name);
 		drv_free(r->env[i].value);
+		json_decref(r->env[i].value_from);
 	}
 	drv_free(r->env);
+	json_decref(r->env_from);
+	json_decref(r->volumes);
 	drv_free(r->working_dir);
 	drv_free(r->script);
 	drv_free(r->export_mode);
@@ -192,6 +195,17 @@ void drv_jobspec_add_env(struct drv_jobspec *s, int g, const char *name, const c
 	DRV_GROW(r->env, (size_t)r->nenv + 1, r->envcap);
 	r->env[r->nenv].name = drv_strdup(name);
 	r->env[r->nenv].value = drv_strdup(value);
+	r->env[r->nenv].value_from = NULL;
+	r->nenv++;
+}
+
+void drv_jobspec_add_env_from(struct drv_jobspec *s, int g, const char *name, json_t *value_from)
+{
+	struct drv_task_run *r = &s->run[g];
+	DRV_GROW(r->env, (size_t)r->nenv + 1, r->envcap);
+	r->env[r->nenv].name = drv_strdup(name);
+	r->env[r->nenv].value = NULL;
+	r->env[r->nenv].value_from = value_from;
 	r->nenv++;
 }
 

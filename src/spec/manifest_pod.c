@@ -132,8 +132,24 @@ static void read_env(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_n
 			continue;
 		}
 		if (mf_field(e, "valueFrom")) {
+			struct fy_node *vf = mf_field(e, "valueFrom");
+			json_t *j = drv_yaml_node_json(vf);
+			char where[300], what[300];
+
 			mf_join(fp, sizeof(fp), ep, "valueFrom");
-			drv_spec_keep_ignored(s, fp, drv_yaml_node_json(mf_field(e, "valueFrom")));
+			if (!json_object_get(j, "secretKeyRef") && !json_object_get(j, "configMapKeyRef")) {
+				/* fieldRef, resourceFieldRef: kept */
+				drv_spec_keep_ignored(s, fp, j);
+			} else if (!drv_spec_check_value_from(j, where, sizeof(where), what,
+							      sizeof(what))) {
+				char wp[900];
+
+				snprintf(wp, sizeof(wp), "%s%s", fp, where);
+				mf_err(c, vf, wp, "%s", what);
+				json_decref(j);
+			} else {
+				drv_jobspec_add_env_from(s, g, name, j);
+			}
 			continue;
 		}
 		mf_keep_unknown(s, e, ep, known);
@@ -151,13 +167,89 @@ static void read_env(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_n
 	}
 }
 
+/* The pod's volume named name (a mapping), or NULL. */
+static struct fy_node *pod_volume(struct mf_ctx *c, const char *name)
+{
+	void *it = NULL;
+	struct fy_node *v;
+
+	if (!c->pod_volumes || !fy_node_is_sequence(c->pod_volumes))
+		return NULL;
+	while ((v = fy_node_sequence_iterate(c->pod_volumes, &it))) {
+		const char *vn = mf_scalar(mf_field(v, "name"));
+
+		if (vn && strcmp(vn, name) == 0)
+			return v;
+	}
+	return NULL;
+}
+
+/*
+ * The main container's volumeMounts at path: a mount of a secret or
+ * configMap volume joins its volume into run[g].volumes (checked); a mount
+ * of any other volume is kept, not acted on.
+ */
+static void read_mounts(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *n,
+			const char *path)
+{
+	void *it = NULL;
+	struct fy_node *m;
+	json_t *out = json_array();
+	int i = 0;
+
+	if (!fy_node_is_sequence(n)) {
+		mf_err(c, n, path, "found %s, expected a list of {name, mountPath}", drv_yaml_kind(n));
+		json_decref(out);
+		return;
+	}
+	while ((m = fy_node_sequence_iterate(n, &it))) {
+		char mp[600];
+		const char *name = mf_scalar(mf_field(m, "name"));
+		struct fy_node *v;
+		json_t *j, *src;
+
+		snprintf(mp, sizeof(mp), "%.500s[%d]", path, i++);
+		if (!fy_node_is_mapping(m) || !name) {
+			mf_err(c, m, mp, "found %s, expected {name, mountPath}",
+			       fy_node_is_mapping(m) ? "a mount without a name" : drv_yaml_kind(m));
+			continue;
+		}
+		v = pod_volume(c, name);
+		if (!v || !(mf_field(v, "secret") || mf_field(v, "configMap")))
+			continue;   /* other kinds, and unknown names: mf_read_volumes */
+		src = drv_yaml_node_json(mf_field(v, "secret") ? mf_field(v, "secret")
+					 : mf_field(v, "configMap"));
+		j = drv_yaml_node_json(m);
+		json_object_set_new(j, mf_field(v, "secret") ? "secret" : "configMap", src);
+		json_object_del(j, "mountPropagation");   /* no meaning for a file volume */
+		json_array_append_new(out, j);
+		if (c->mounted)
+			json_array_append_new(c->mounted, json_string(name));
+	}
+	if (json_array_size(out)) {
+		char where[300], what[300], wp[900];
+
+		if (!drv_spec_check_volumes(out, where, sizeof(where), what, sizeof(what))) {
+			snprintf(wp, sizeof(wp), "%s%s", path, where);
+			mf_err(c, n, wp, "%s (the mount joined with its volume)", what);
+			json_decref(out);
+			return;
+		}
+		json_decref(s->run[g].volumes);
+		s->run[g].volumes = out;
+		return;
+	}
+	json_decref(out);
+}
+
 /* The main container (the first, or the one kubectl.kubernetes.io/default-container
  * names) runs the task; the others count toward resources and are kept. */
 static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *cn,
 			   const char *path, bool main, struct res *sum)
 {
 	static const char *const known[] = { "name", "image", "command", "args", "env",
-		"workingDir", "resources", "imagePullPolicy", "volumeMounts", "securityContext", NULL };
+		"workingDir", "resources", "imagePullPolicy", "envFrom", "volumeMounts", "securityContext",
+		NULL };
 	struct drv_task_run *r = &s->run[g];
 	struct fy_node *n;
 	struct res res;
@@ -224,6 +316,23 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 		    strcmp(r->image_pull_policy, "Never"))
 			mf_err(c, n, fp, "found \"%.64s\", expected Always, IfNotPresent or Never",
 			       r->image_pull_policy);
+	}
+	if ((n = mf_field(cn, "envFrom"))) {
+		json_t *j = drv_yaml_node_json(n);
+		char where[300], what[300], wp[900];
+
+		mf_join(fp, sizeof(fp), path, "envFrom");
+		if (!drv_spec_check_env_from(j, where, sizeof(where), what, sizeof(what))) {
+			snprintf(wp, sizeof(wp), "%s%s", fp, where);
+			mf_err(c, n, wp, "%s", what);
+			json_decref(j);
+		} else {
+			r->env_from = j;
+		}
+	}
+	if ((n = mf_field(cn, "volumeMounts"))) {
+		mf_join(fp, sizeof(fp), path, "volumeMounts");
+		read_mounts(c, s, g, n, fp);
 	}
 	mf_keep_unknown(s, cn, path, known);
 }
@@ -426,6 +535,40 @@ static void read_affinity(struct mf_ctx *c, struct drv_jobspec *s, int g, struct
 	}
 }
 
+/* The pod's volumes: those the main container mounts from a secret or
+ * configMap are acted on (read_mounts); every other one is kept. */
+static void read_volumes(struct mf_ctx *c, struct drv_jobspec *s, const char *path)
+{
+	void *it = NULL;
+	struct fy_node *v;
+	char fp[600];
+	int i = 0;
+
+	if (!c->pod_volumes)
+		return;
+	mf_join(fp, sizeof(fp), path, "volumes");
+	if (!fy_node_is_sequence(c->pod_volumes)) {
+		mf_err(c, c->pod_volumes, fp, "found %s, expected a list of volumes",
+		       drv_yaml_kind(c->pod_volumes));
+		return;
+	}
+	while ((v = fy_node_sequence_iterate(c->pod_volumes, &it))) {
+		const char *name = mf_scalar(mf_field(v, "name"));
+		bool acted = false;
+		char vp[640];
+		size_t k;
+		json_t *x;
+
+		snprintf(vp, sizeof(vp), "%.560s[%d]", fp, i++);
+		json_array_foreach(c->mounted, k, x)
+			if (name && strcmp(json_string_value(x), name) == 0)
+				acted = true;
+		/* hostPath and emptyDir: mf_read_volumes' (manifest_volumes.c) */
+		if (!acted && !mf_field(v, "hostPath") && !mf_field(v, "emptyDir"))
+			drv_spec_keep_ignored(s, vp, drv_yaml_node_json(v));
+	}
+}
+
 /*
  * Pod spec at path into group g (already added, count set): containers,
  * nodeSelector, restart policy, grace period, priority.
@@ -451,8 +594,15 @@ void mf_read_pod_spec(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_
 	if (!n || !fy_node_is_sequence(n) || fy_node_sequence_item_count(n) == 0)
 		mf_err(c, n ? n : ps, fp, "found %s, expected a list of at least one container",
 		       n && fy_node_is_sequence(n) ? "an empty list" : drv_yaml_kind(n));
-	else
+	else {
+		c->pod_volumes = mf_field(ps, "volumes");
+		c->mounted = json_array();
 		read_containers(c, s, g, n, fp, md, &sum);
+		read_volumes(c, s, path);
+		json_decref(c->mounted);
+		c->mounted = NULL;
+		c->pod_volumes = NULL;
+	}
 	tg->gpus = sum.gpus > 0 ? (int32_t)sum.gpus : 0;
 	if (sum.gpus > DRV_MAX_NODE_GPUS)
 		mf_err(c, n, fp, "found %lld GPUs in one pod, expected at most %d",

@@ -110,6 +110,8 @@ static void read_mount(struct mf_ctx *c, struct drv_jobspec *s, struct drv_task_
 	if (m.name && !vn) {
 		mf_err(c, mf_field(mn, "name"), mp, "found volume \"%.64s\", expected the name of "
 		       "one of the Pod's volumes", m.name);
+	} else if (vn && (mf_field(vn, "secret") || mf_field(vn, "configMap"))) {
+		/* files the agent writes (manifest_pod.c's read_mounts, kube_config.c) */
 	} else if (vn) {
 		snprintf(vp, sizeof(vp), "%s.volumes[%d]", path, vi);
 		if (volume_source(c, s, vn, vp, &m)) {

@@ -79,6 +79,10 @@ struct mf_ctx {
 	 * (manifest_volumes.c) once both are known */
 	struct fy_node *mounts;
 	char mounts_path[600];
+	/* while a pod spec is read: its volumes (borrowed) and the names of
+	 * those the main container mounts (manifest_pod.c) */
+	struct fy_node *pod_volumes;
+	json_t *mounted;
 };
 
 /* manifest_volumes.c: the Pod spec's volumes, hostIPC and the main

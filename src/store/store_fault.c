@@ -241,6 +241,28 @@ static int f_fence(struct drv_store *s, int64_t term)
 	return drv_store_fence(INNER(s), term);
 }
 
+static int f_put_kobj(struct drv_store *s, const struct drv_store_kobj *o)
+{
+	if (should_fail(s, "put_kobj", true))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->put_kobj(INNER(s), o));
+}
+
+static int f_del_kobj(struct drv_store *s, const char *kind, const char *ns, const char *name)
+{
+	if (should_fail(s, "del_kobj", true))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->del_kobj(INNER(s), kind, ns, name));
+}
+
+static int f_load_kobjs(struct drv_store *s,
+			int (*fn)(const struct drv_store_kobj *, void *), void *cls)
+{
+	if (should_fail(s, "load_kobjs", false))
+		return FERR(s);
+	return copy_err(s, INNER(s)->ops->load_kobjs(INNER(s), fn, cls));
+}
+
 static void f_close(struct drv_store *s)
 {
 	struct fault *f = s->impl;
@@ -279,6 +301,9 @@ static const struct drv_store_ops fault_ops = {
 	.get_idem = f_get_idem,
 	.purge_idem = f_purge_idem,
 	.fence = f_fence,
+	.put_kobj = f_put_kobj,
+	.del_kobj = f_del_kobj,
+	.load_kobjs = f_load_kobjs,
 	.close = f_close,
 };
 

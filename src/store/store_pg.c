@@ -132,6 +132,9 @@ static const char *const migrations[] = {
 	"INSERT INTO drover_leader VALUES (1, 0, '', '', '-infinity');",
 	/* 1 -> 2: each attempt's efficiency (seff's figures) as JSON */
 	"ALTER TABLE acct ADD COLUMN efficiency TEXT;",
+	/* 2 -> 3: Kubernetes Secrets and ConfigMaps, kept as they are */
+	"CREATE TABLE kobjs (kind TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  owner TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (kind, ns, name));",
 };
 
 enum {
@@ -160,6 +163,9 @@ enum {
 	ST_SUM_TENANT,
 	ST_SUM_USER,
 	ST_SUM_POOL,
+	ST_PUT_KOBJ,
+	ST_DEL_KOBJ,
+	ST_LOAD_KOBJS,
 	ST_N
 };
 
@@ -225,6 +231,11 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_SUM_TENANT] = SUM_ACCT("tenant"),
 	[ST_SUM_USER] = SUM_ACCT("uname"),
 	[ST_SUM_POOL] = SUM_ACCT("pool"),
+	[ST_PUT_KOBJ] = "INSERT INTO kobjs(kind,ns,name,owner,doc) VALUES($1,$2,$3,$4,$5)"
+			" ON CONFLICT (kind, ns, name) DO UPDATE SET owner = EXCLUDED.owner,"
+			" doc = EXCLUDED.doc",
+	[ST_DEL_KOBJ] = "DELETE FROM kobjs WHERE kind = $1 AND ns = $2 AND name = $3",
+	[ST_LOAD_KOBJS] = "SELECT kind,ns,name,owner,doc FROM kobjs ORDER BY kind,ns,name",
 };
 
 struct pg {
@@ -993,6 +1004,48 @@ static int pg_purge_idem(struct drv_store *s, int64_t before, int64_t *n)
 	return write1(s, ST_PURGE_IDEM, &p, n);
 }
 
+static int pg_put_kobj(struct drv_store *s, const struct drv_store_kobj *o)
+{
+	struct params p = { .n = 0 };
+
+	p_text(&p, o->kind);
+	p_text(&p, o->ns);
+	p_text(&p, o->name);
+	p_text(&p, o->owner);
+	p_text(&p, o->doc);
+	return write1(s, ST_PUT_KOBJ, &p, NULL);
+}
+
+static int pg_del_kobj(struct drv_store *s, const char *kind, const char *ns, const char *name)
+{
+	struct params p = { .n = 0 };
+	int64_t n = 0;
+	int rc;
+
+	p_text(&p, kind);
+	p_text(&p, ns);
+	p_text(&p, name);
+	rc = write1(s, ST_DEL_KOBJ, &p, &n);
+	return rc == 0 && n == 0 ? DRV_ENOENT : rc;
+}
+
+static int pg_load_kobjs(struct drv_store *s, int (*fn)(const struct drv_store_kobj *, void *),
+			 void *cls)
+{
+	PGresult *r;
+	int rc = read1(s, ST_LOAD_KOBJS, NULL, &r);
+
+	for (int row = 0; rc == 0 && row < PQntuples(r); row++) {
+		struct drv_store_kobj o = { .kind = val(r, row, 0), .ns = val(r, row, 1),
+					    .name = val(r, row, 2), .owner = val(r, row, 3),
+					    .doc = val(r, row, 4) };
+
+		rc = fn(&o, cls);
+	}
+	PQclear(r);
+	return rc;
+}
+
 static int pg_fence(struct drv_store *s, int64_t term)
 {
 	((struct pg *)s->impl)->fence = term;
@@ -1043,6 +1096,9 @@ static const struct drv_store_ops pg_ops = {
 	.get_idem = pg_get_idem,
 	.purge_idem = pg_purge_idem,
 	.fence = pg_fence,
+	.put_kobj = pg_put_kobj,
+	.del_kobj = pg_del_kobj,
+	.load_kobjs = pg_load_kobjs,
 	.close = pg_close,
 };
 

@@ -120,6 +120,14 @@ static const char *const migrations[] = {
 	 * only finished rows: without it each page scanned every unfinished
 	 * row after its start (14,000 pending jobs: 11 ms a page) */
 	"CREATE INDEX jobs_finished ON jobs(id) WHERE done = 1;",
+	/* 7 -> 8: Kubernetes Secrets and ConfigMaps, kept as they are */
+	"CREATE TABLE kobjs ("
+	"  kind TEXT NOT NULL,"
+	"  ns TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  owner TEXT NOT NULL,"
+	"  doc TEXT NOT NULL,"
+	"  PRIMARY KEY (kind, ns, name));",
 };
 
 enum {
@@ -146,6 +154,9 @@ enum {
 	ST_PUT_IDEM,
 	ST_GET_IDEM,
 	ST_PURGE_IDEM,
+	ST_PUT_KOBJ,
+	ST_DEL_KOBJ,
+	ST_LOAD_KOBJS,
 	ST_N
 };
 
@@ -199,6 +210,9 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_GET_IDEM] = "SELECT user,key,fingerprint,status,body,headers,created FROM idem"
 			" WHERE user = ? AND key = ?",
 	[ST_PURGE_IDEM] = "DELETE FROM idem WHERE created < ?",
+	[ST_PUT_KOBJ] = "INSERT OR REPLACE INTO kobjs(kind,ns,name,owner,doc) VALUES(?,?,?,?,?)",
+	[ST_DEL_KOBJ] = "DELETE FROM kobjs WHERE kind = ? AND ns = ? AND name = ?",
+	[ST_LOAD_KOBJS] = "SELECT kind,ns,name,owner,doc FROM kobjs ORDER BY kind,ns,name",
 };
 
 struct sq {
@@ -745,6 +759,55 @@ static int sq_purge_idem(struct drv_store *s, int64_t before, int64_t *n)
 	return rc;
 }
 
+static int sq_put_kobj(struct drv_store *s, const struct drv_store_kobj *o)
+{
+	sqlite3_stmt *st = stmt(s, ST_PUT_KOBJ);
+
+	bind_text(st, 1, o->kind);
+	bind_text(st, 2, o->ns);
+	bind_text(st, 3, o->name);
+	bind_text(st, 4, o->owner);
+	bind_text(st, 5, o->doc);
+	return step_done(s, st, "put_kobj");
+}
+
+static int sq_del_kobj(struct drv_store *s, const char *kind, const char *ns, const char *name)
+{
+	struct sq *q = s->impl;
+	sqlite3_stmt *st = stmt(s, ST_DEL_KOBJ);
+	int rc;
+
+	bind_text(st, 1, kind);
+	bind_text(st, 2, ns);
+	bind_text(st, 3, name);
+	rc = step_done(s, st, "del_kobj");
+	if (rc == 0 && sqlite3_changes(q->db) == 0)
+		rc = DRV_ENOENT;
+	return rc;
+}
+
+static int sq_load_kobjs(struct drv_store *s,
+			 int (*fn)(const struct drv_store_kobj *, void *), void *cls)
+{
+	sqlite3_stmt *st = stmt(s, ST_LOAD_KOBJS);
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct drv_store_kobj o = { .kind = col(st, 0), .ns = col(st, 1),
+					    .name = col(st, 2), .owner = col(st, 3),
+					    .doc = col(st, 4) };
+		int r = fn(&o, cls);
+
+		if (r) {
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : fail(s, "load_kobjs");
+	sqlite3_reset(st);
+	return rc;
+}
+
 static void sq_close(struct drv_store *s)
 {
 	struct sq *q = s->impl;
@@ -786,6 +849,9 @@ static const struct drv_store_ops sqlite_ops = {
 	.put_idem = sq_put_idem,
 	.get_idem = sq_get_idem,
 	.purge_idem = sq_purge_idem,
+	.put_kobj = sq_put_kobj,
+	.del_kobj = sq_del_kobj,
+	.load_kobjs = sq_load_kobjs,
 	.close = sq_close,
 };
 

@@ -53,6 +53,11 @@ static const char *full_task =
 	" \"run_as_non_root\": true,"
 	" \"script\": null, \"workdir\": \"/w\","
 	" \"env\": {\"B\": \"2\", \"A\": \"1\"}, \"gpus\": [4, 5], \"gpu_milli\": 1000,"
+	" \"volumes\": [{\"name\": \"creds\", \"mount_path\": \"/etc/creds\","
+	"   \"sub_path\": \"token\", \"read_only\": true, \"secret\": true,"
+	"   \"files\": [{\"path\": \"token\", \"mode\": 384, \"data\": \"aGk=\"}]},"
+	"  {\"name\": \"cfg\", \"mount_path\": \"/etc/cfg\", \"read_only\": false,"
+	"   \"secret\": false, \"files\": []}],"
 	" \"cpu_milli\": 8000, \"mem_mib\": 65536, \"rank\": 1, \"world_size\": 2,"
 	" \"local_rank\": 0, \"local_world_size\": 1, \"node_rank\": 1, \"nnodes\": 2,"
 	" \"master_addr\": \"10.0.0.5\", \"master_port\": 29507,"
@@ -111,6 +116,11 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(i64, r.tasks[0].signal, 10));
 	cr_assert(eq(i64, r.tasks[0].signal_seq, 77));
 	cr_assert(r.tasks[0].signal_group);
+	cr_assert(eq(sz, r.tasks[0].nvolumes, 2));
+	cr_assert(r.tasks[0].volumes[0].secret && r.tasks[0].volumes[0].read_only);
+	cr_assert(eq(str, (char *)r.tasks[0].volumes[0].files[0].data, "aGk="));
+	cr_assert(eq(i64, r.tasks[0].volumes[0].files[0].mode, 0600));
+	cr_assert(not(r.tasks[0].volumes[1].read_only));
 	a = dump(drv_proto_sync_reply_encode(&r));
 	b = dump(json_incref(j));
 	cr_assert(eq(str, a, b));

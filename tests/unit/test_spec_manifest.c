@@ -138,7 +138,7 @@ Test(spec_manifest, batch_job_parallelism_and_quantity_forms)
 
 Test(spec_manifest, k8s_expand_as_kubelet)
 {
-	struct drv_env env[] = { { "A", "x" }, { "B", "$(A)y" }, { "A", "z" } };
+	struct drv_env env[] = { { "A", "x", NULL }, { "B", "$(A)y", NULL }, { "A", "z", NULL } };
 	static const char *const cases[][3] = {
 		{ "$(A)", "z", "the last entry of a name wins" },
 		{ "$$(A)", "$(A)", "$$ escapes" },
@@ -390,4 +390,44 @@ Test(spec_manifest, default_container_annotation_picks_the_main_container)
 	cr_assert(eq(str, s.run[0].container, "train"));
 	cr_assert(eq(int, s.job.groups[0].gpus, 4));
 	cr_assert(not(eq(ptr, json_object_get(s.ignored, "spec.containers[0].image"), NULL)));
+}
+
+Test(spec_manifest, secret_and_configmap_references_are_kept_checked)
+{
+	static const char pod[] =
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+		"  containers:\n  - name: main\n    image: busybox\n    command: [\"true\"]\n"
+		"    env:\n    - name: T\n      valueFrom:\n        secretKeyRef: {name: hf, key: token}\n"
+		"    - name: N\n      valueFrom:\n        fieldRef: {fieldPath: spec.nodeName}\n"
+		"    envFrom:\n    - configMapRef: {name: cfg}\n      prefix: C_\n"
+		"    volumeMounts:\n    - {name: creds, mountPath: /etc/creds}\n"
+		"    - {name: scratch, mountPath: /scratch}\n"
+		"  volumes:\n  - name: creds\n    secret: {secretName: hf, defaultMode: 256}\n"
+		"  - name: scratch\n    persistentVolumeClaim: {claimName: c}\n";
+	char b[64];
+
+	cr_assert(eq(int, parse(pod), 0));
+	cr_assert(eq(int, s.run[0].nenv, 1), "fieldRef is kept, not an env entry");
+	cr_assert(s.run[0].env[0].value_from != NULL);
+	cr_assert(eq(str, (char *)drv_env_shown(&s.run[0].env[0], b, sizeof(b)), "<secret>"));
+	cr_assert(eq(sz, json_array_size(s.run[0].env_from), 1));
+	cr_assert(eq(sz, json_array_size(s.run[0].volumes), 1));
+	cr_assert(eq(str, (char *)json_string_value(json_object_get(json_object_get(
+		json_array_get(s.run[0].volumes, 0), "secret"), "secretName")), "hf"));
+	cr_assert(warned("spec.volumes[1]"), "the PVC volume is kept with a warning");
+	cr_assert(warned("volumeMounts[1]"));
+	cr_assert(not(warned("spec.volumes[0]")), "the secret volume is acted on");
+}
+
+Test(spec_manifest, bad_secret_references_name_the_field)
+{
+	static const char pod[] =
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+		"  containers:\n  - name: main\n    image: busybox\n    command: [\"true\"]\n"
+		"    env:\n    - name: T\n      valueFrom:\n        secretKeyRef: {name: hf}\n"
+		"    volumeMounts:\n    - {name: nope, mountPath: /x}\n";
+
+	cr_assert(lt(int, parse(pod), 0));
+	cr_assert(diag_at("spec.containers[0].env[0].valueFrom.secretKeyRef.key") != NULL);
+	cr_assert(diag_at("spec.containers[0].volumeMounts[0]") != NULL);
 }

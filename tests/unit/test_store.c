@@ -783,3 +783,35 @@ Test(store, pg_a_takeover_waits_for_the_leaders_open_transaction)
 	drv_store_close(la);
 	drv_store_close(lb);
 }
+
+static int kobj_seen(const struct drv_store_kobj *o, void *cls)
+{
+	char *buf = cls;
+
+	snprintf(buf + strlen(buf), 256 - strlen(buf), "%s %s/%s %s %s;", o->kind, o->ns, o->name,
+		 o->owner, o->doc);
+	return 0;
+}
+
+Test(store, kubernetes_objects_kept_replaced_and_deleted)
+{
+	struct drv_store *s = open_store();
+	struct drv_store_kobj a = { "Secret", "default", "hf", "ana", "{\"v\":1}" };
+	struct drv_store_kobj b = { "ConfigMap", "default", "cfg", "bo", "{}" };
+	char buf[256] = "";
+
+	cr_assert(eq(int, s->ops->put_kobj(s, &a), 0));
+	cr_assert(eq(int, s->ops->put_kobj(s, &b), 0));
+	a.doc = "{\"v\":2}";
+	cr_assert(eq(int, s->ops->put_kobj(s, &a), 0));
+	drv_store_close(s);
+	s = open_store();
+	cr_assert(eq(int, s->ops->load_kobjs(s, kobj_seen, buf), 0));
+	cr_assert(eq(str, buf, "ConfigMap default/cfg bo {};Secret default/hf ana {\"v\":2};"));
+	cr_assert(eq(int, s->ops->del_kobj(s, "Secret", "default", "hf"), 0));
+	cr_assert(eq(int, s->ops->del_kobj(s, "Secret", "default", "hf"), DRV_ENOENT));
+	buf[0] = 0;
+	cr_assert(eq(int, s->ops->load_kobjs(s, kobj_seen, buf), 0));
+	cr_assert(eq(str, buf, "ConfigMap default/cfg bo {};"));
+	drv_store_close(s);
+}
