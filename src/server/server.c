@@ -560,6 +560,7 @@ void drv_server_stop(struct drv_server *s)
 	drv_free(s->pend);
 	srv_cost_release(s);
 	drv_free(s->active);
+	drv_free(s->parents);
 	drv_free(s->dirty);
 	drv_free(s->announce);
 	drv_free(s->callers);
