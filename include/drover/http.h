@@ -442,6 +442,10 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 /* Percent-encodes s for a query value or path segment into a new string. */
 char *drv_http_escape(const char *s);
 
+/* Whether bearer token got is want, in time that depends only on their
+ * lengths (gnutls_memcmp), not on where they first differ. */
+bool drv_http_token_eq(const char *want, const char *got);
+
 /* ---------------------------------------------------------------------------
  * Certificates for a first cluster (GnuTLS's x509 API): ECDSA P-256 keys,
  * SHA-256 signatures. Certificates are written 0644, keys 0600, each

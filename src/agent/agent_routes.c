@@ -106,18 +106,9 @@ static bool cluster_token_ok(const struct drv_agent *a, struct drv_http_req *req
 			     struct drv_http_resp *resp, const char *why)
 {
 	const char *auth = drv_http_req_header(req, "Authorization");
-	size_t n = strlen(a->token), m;
-	unsigned char diff = 0;
 
-	if (auth && !strncmp(auth, "Bearer ", 7)) {
-		auth += 7;
-		m = strlen(auth);
-		diff = m != n;
-		for (size_t i = 0; i < n; i++)
-			diff |= (unsigned char)a->token[i] ^ (unsigned char)auth[i < m ? i : 0];
-		if (!diff)
-			return true;
-	}
+	if (auth && !strncmp(auth, "Bearer ", 7) && drv_http_token_eq(a->token, auth + 7))
+		return true;
 	drv_http_resp_error(resp, 401, "unauthorized", NULL, "%s", why);
 	return false;
 }

@@ -43,6 +43,13 @@ static const char *gnutls_why(int g, char *buf, size_t n)
 	return buf;
 }
 
+bool drv_http_token_eq(const char *want, const char *got)
+{
+	size_t n = want ? strlen(want) : 0;
+
+	return want && got && strlen(got) == n && gnutls_memcmp(want, got, n) == 0;
+}
+
 /* --- a server's certificate and key --------------------------------------- */
 
 /* The key file: owner-only (as a token file), PEM; into *out. */

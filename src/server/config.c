@@ -730,8 +730,12 @@ void srv_config_release(struct srv_config *c)
 
 const struct token *srv_config_find_token(const struct srv_config *c, const char *tok)
 {
+	const struct token *found = NULL;
+
+	/* every token looked at, each in constant time: how long this takes
+	 * says nothing about which token, or how much of one, was right */
 	for (int i = 0; i < c->ntokens; i++)
-		if (strcmp(c->tokens[i].token, tok) == 0)
-			return &c->tokens[i];
-	return NULL;
+		if (drv_http_token_eq(c->tokens[i].token, tok) && !found)
+			found = &c->tokens[i];
+	return found;
 }

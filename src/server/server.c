@@ -129,7 +129,7 @@ static int auth_filter_drover(struct drv_http_req *r, const struct drv_http_rout
 	if (srv_job_token_like(tok))
 		return srv_job_auth(s, r, rt, tok, o);
 	if (rt->flags & ROUTE_AGENT) {
-		if (!s->cfg.cluster_token || strcmp(tok, s->cfg.cluster_token) != 0) {
+		if (!drv_http_token_eq(s->cfg.cluster_token, tok)) {
 			drv_http_resp_error(o, 401, "unauthorized", NULL,
 					    "agent routes need the cluster token");
 			return 1;
