@@ -259,8 +259,19 @@ out:
 	return cc == CURLE_OPERATION_TIMEDOUT ? DRV_ETIMEDOUT : DRV_ECONN;
 }
 
+/*
+ * The request's headers. A body under EXPECT_MIN bytes goes at once (no
+ * "Expect: 100-continue", which costs a round trip); a larger one waits
+ * for the server's go-ahead, so that a refusal the server sends before
+ * reading any of it (401, 413: it then closes the connection) arrives
+ * before the body is sent: sent into a closing connection, the body
+ * would make the server's kernel answer with a reset that can destroy
+ * the refusal before it is read.
+ */
+#define EXPECT_MIN (1u << 20)
+
 static struct curl_slist *make_headers(struct drv_http_client *c, const char *ctype,
-				       const char *accept)
+				       const char *accept, size_t body_len)
 {
 	struct curl_slist *h = NULL;
 	char line[1024];
@@ -279,7 +290,7 @@ static struct curl_slist *make_headers(struct drv_http_client *c, const char *ct
 	}
 	if (c->header)
 		h = curl_slist_append(h, c->header);
-	h = curl_slist_append(h, "Expect:");
+	h = curl_slist_append(h, body_len >= EXPECT_MIN ? "Expect: 100-continue" : "Expect:");
 	return h;
 }
 
@@ -470,7 +481,8 @@ static int request_once(struct drv_http_client *c, const char *method, const cha
 			const char *ctype, const void *body, size_t len, long timeout_ms,
 			struct drv_http_reply *out, CURLcode *ccp)
 {
-	struct curl_slist *h = make_headers(c, body || strcmp(method, "GET") ? ctype : NULL, NULL);
+	struct curl_slist *h = make_headers(c, body || strcmp(method, "GET") ? ctype : NULL, NULL,
+					    body ? len : 0);
 	struct drv_dynbuf b = DRV_DYNBUF_INIT(DRV_HTTP_MAX_REPLY);
 	struct drv_dynbuf hb = DRV_DYNBUF_INIT(MAX_HEADERS);
 	CURLcode cc;
@@ -636,7 +648,7 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 		 int (*fn)(const char *event, const char *id, const char *data, void *cls),
 		 void *cls)
 {
-	struct curl_slist *h = make_headers(c, NULL, "text/event-stream");
+	struct curl_slist *h = make_headers(c, NULL, "text/event-stream", 0);
 	struct sse s;
 	CURLcode cc;
 	int rc = 0;
