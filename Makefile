@@ -24,6 +24,12 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) -Iinclude $(PKG_CFLAGS) $(CFLAGS) -D_GNU_SOURCE \
 	-include drover/banned.h -fno-omit-frame-pointer
 LIBS := $(PKG_LIBS) -lm -ldl -lpthread
+# The light binaries (src/lite/): drover-slurm, the Slurm faces tools call
+# once per job, and drover-shim, each task's parent. Linked --as-needed,
+# each loads only the libraries its code calls (libcurl's; libc only), not
+# libpq's, SQLite's and libmicrohttpd's: a process start costs less.
+LITE_LIBS := -Wl,--as-needed $(LIBS)
+LITE := drover-slurm drover-shim
 
 # The first goal: plain `make` builds ./drover.
 all: drover
@@ -48,6 +54,7 @@ define flavour
 $(1)_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(LIB_SRC))
 $(1)_CMD_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(CMD_SRC))
 $(1)_UNIT_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(UNIT_SRC))
+$(1)_LITE_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(wildcard src/lite/*.c))
 build/$(1)/%.o: %.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_CFLAGS) $(2) -MMD -MP -c $$< -o $$@
@@ -56,9 +63,12 @@ build/$(1)/libdrover.a: $$($(1)_OBJ)
 	ar rcs $$@ $$^
 build/$(1)/drover: $$($(1)_CMD_OBJ) build/$(1)/libdrover.a
 	$$(CC) $(2) -o $$@ $$($(1)_CMD_OBJ) build/$(1)/libdrover.a $$(LIBS)
+build/$(1)/drover-%: build/$(1)/src/lite/%_main.o build/$(1)/libdrover.a
+	$$(CC) $(2) -o $$@ $$< build/$(1)/libdrover.a $$(LITE_LIBS)
 build/$(1)/unit-tests: $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a | $(NVML_STANDIN)
 	$$(CC) $(2) -o $$@ $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a $$(LIBS) -lcriterion
--include $$($(1)_OBJ:.o=.d) $$($(1)_CMD_OBJ:.o=.d) $$($(1)_UNIT_OBJ:.o=.d)
+-include $$($(1)_OBJ:.o=.d) $$($(1)_CMD_OBJ:.o=.d) $$($(1)_UNIT_OBJ:.o=.d) \
+	$$($(1)_LITE_OBJ:.o=.d)
 endef
 
 $(eval $(call flavour,rel,))
@@ -67,8 +77,9 @@ $(eval $(call flavour,asan,$(SAN_FLAGS)))
 .PHONY: all run test deps install uninstall clean fuzz test-unit test-asan test-golden \
 	test-integration test-fuzz check-deps
 
-drover: build/rel/drover
+drover: build/rel/drover $(LITE:%=build/rel/%)
 	cp build/rel/drover drover
+	for b in $(LITE); do cp build/rel/$$b $$b; done
 
 deps:
 	@./scripts/install-deps
@@ -150,10 +161,10 @@ DOC_FILES := $(wildcard examples/*/* deploy/README.md deploy/prometheus/* deploy
 install: install-bin install-units install-examples
 install-bin: drover
 	install -d $(DESTDIR)$(BINDIR)
-	install -m 755 drover $(DESTDIR)$(BINDIR)/drover
+	install -m 755 drover $(LITE) $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)
-	for n in $(SLURM_LINKS); do \
-		ln -sfn ../../../../bin/drover $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)/$$n; done
+	for n in $(SLURM_LINKS); do t=drover-slurm; case $$n in srun|salloc) t=drover ;; esac; \
+		ln -sfn ../../../../bin/$$t $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)/$$n; done
 install-units:
 	install -d $(DESTDIR)$(UNITDIR)
 	for u in $(UNITS); do \
@@ -164,7 +175,7 @@ install-examples:
 
 uninstall: uninstall-bin uninstall-units uninstall-examples
 uninstall-bin:
-	rm -f $(DESTDIR)$(BINDIR)/drover
+	rm -f $(DESTDIR)$(BINDIR)/drover $(LITE:%=$(DESTDIR)$(BINDIR)/%)
 	for n in $(SLURM_LINKS); do rm -f $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR)/$$n; done
 	-rmdir $(DESTDIR)$(PREFIX)/$(SLURM_LINK_DIR) $(DESTDIR)$(PREFIX)/lib/drover/slurm \
 		$(DESTDIR)$(PREFIX)/lib/drover 2>/dev/null
@@ -178,7 +189,7 @@ uninstall-examples:
 	uninstall-examples
 
 clean:
-	rm -rf build drover
+	rm -rf build drover $(LITE)
 
 # --- man pages: drover(1), drover-CMD(1) from each command's option table
 # (drover CMD --help-man), and docs/man/*.5.scd; scdoc turns them into roff

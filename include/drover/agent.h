@@ -427,6 +427,12 @@ struct drv_agent;
  * setting that cannot work here: drover agent exits 2). cfg's strings are
  * copied.
  */
+/* The shim_exe drover passes: drover-shim beside this binary when it is
+ * there (a small build of the shim that links libc only, so that a task's
+ * start does not load drover's libraries: the Makefile builds it beside
+ * drover), else "/proc/self/exe" (drover task-shim). Static storage. */
+const char *drv_agent_shim_exe(void);
+
 int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, char *err,
 		    size_t errsz);
 

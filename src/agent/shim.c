@@ -59,6 +59,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -582,6 +583,28 @@ static void wait_child(struct shim *sh)
 	sh->end.oom_killed = drv_cgroup_oom_kills(sh->cgroup) > 0 || oom_seen(sh->oom_efd);
 	read_reason(sh);
 	rusage_into(&sh->end, &ru);
+}
+
+/* drover-shim beside this binary, else drover itself: drover's start
+ * loads some forty shared libraries (libcurl's, libpq's), milliseconds of
+ * CPU for each task of a busy node; drover-shim loads libc only. */
+const char *drv_agent_shim_exe(void)
+{
+	static char path[PATH_MAX];
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return "/proc/self/exe";
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return "/proc/self/exe";
+	*slash = '\0';
+	if ((size_t)snprintf(path, sizeof(path), "%s/drover-shim", exe) >= sizeof(path) ||
+	    access(path, X_OK))
+		return "/proc/self/exe";
+	return path;
 }
 
 static int shim_usage(void)

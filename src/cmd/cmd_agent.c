@@ -165,7 +165,7 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		return DRV_OPTS_ERROR;
 	}
 	cfg->no_gpu_metrics = !gpu_metrics;
-	cfg->shim_exe = "/proc/self/exe";   /* each task runs under drover task-shim */
+	cfg->shim_exe = drv_agent_shim_exe();   /* each task runs under drover task-shim */
 	return 0;
 }
 

@@ -268,7 +268,7 @@ static int start_agent(const struct up_args *a, struct drv_server *srv, struct d
 		ac.tls_key = a->key;
 		ac.tls_ca = a->ca;
 	}
-	ac.shim_exe = "/proc/self/exe";
+	ac.shim_exe = drv_agent_shim_exe();
 	ac.stop_tasks_on_exit = true;   /* Ctrl-C stops drover up's own tasks */
 	rc = drv_agent_start(&ac, agent, err, sizeof(err));
 	if (rc < 0) {

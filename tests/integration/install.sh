@@ -15,6 +15,9 @@ src="$TEST_TMP/src"
 mkdir -p "$src"
 (cd "$ROOT" && cp -R Makefile scripts docs deploy examples "$src/") || fail "cannot copy the tree"
 cp "$DROVER" "$src/drover" || fail "cannot copy $DROVER"
+for b in drover-slurm drover-shim; do   # the light binaries built beside it
+	cp "$(dirname "$DROVER")/$b" "$src/$b" || fail "cannot copy $b from beside $DROVER"
+done
 dest="$TEST_TMP/dest"
 # -o drover: the binary under test is the one copied, not rebuilt here
 make -s -C "$src" -o drover install DESTDIR="$dest" PREFIX=/usr >"$TEST_TMP/make.log" 2>&1 ||
@@ -27,8 +30,14 @@ cmp -s "$u/bin/drover" "$DROVER" || fail "the installed drover is not the built 
 for n in sbatch srun squeue sacct scancel sinfo scontrol salloc; do
 	l="$u/lib/drover/slurm/bin/$n"
 	[ -L "$l" ] || fail "no link $l"
-	[ "$(readlink -f "$l")" = "$(readlink -f "$u/bin/drover")" ] || fail "$l does not lead to drover"
+	t=drover-slurm
+	case $n in srun|salloc) t=drover ;; esac
+	[ "$(readlink -f "$l")" = "$(readlink -f "$u/bin/$t")" ] || fail "$l does not lead to $t"
 done
+for b in drover-slurm drover-shim; do
+	cmp -s "$u/bin/$b" "$(dirname "$DROVER")/$b" || fail "the installed $b is not the built one"
+done
+"$u/lib/drover/slurm/bin/sbatch" --help | grep -q '^usage: sbatch' || fail "sbatch by its link"
 "$u/lib/drover/slurm/bin/squeue" --help | grep -q '^usage: squeue' || fail "squeue by its link"
 expect_eq "drover slurm-path, installed" "$("$u/bin/drover" slurm-path)" "$u/lib/drover/slurm/bin"
 [ ! -e "$u/bin/sbatch" ] || fail "a Slurm link in bin/ would shadow a real Slurm"

@@ -36,7 +36,11 @@ start_agent n1 2xH100
 start_agent n2 2xH100
 bin=$TEST_TMP/slurm-bin
 mkdir -p "$bin"
-for n in sbatch squeue sacct scancel sinfo scontrol; do ln -s "$DROVER" "$bin/$n"; done
+# the faces' links lead to drover-slurm, as make install's do (drover
+# itself where a build has none beside it)
+faces=$(dirname "$DROVER")/drover-slurm
+[ -x "$faces" ] || faces=$DROVER
+for n in sbatch squeue sacct scancel sinfo scontrol; do ln -s "$faces" "$bin/$n"; done
 cd "$TEST_TMP" || fail cd
 real() {
 	c=$1; shift
@@ -96,20 +100,26 @@ expect_eq "refusal line" "$refuse_ours" "$refuse_real"
 expect_eq "sbatch's line" "$(echo "$sub_ours" | sed 's/[0-9]*$/N/')" "$(echo "$sub_real" | sed 's/[0-9]*$/N/')"
 # Guard: the sbatch face submits at least as many jobs a second as Slurm's
 # sbatch here, one process a job as tools call it (40 each, `true` jobs).
+# Each side is measured twice, alternating, and its better run counts: the
+# machine is shared, and one run of either can lose half its speed to a
+# neighbour's burst.
 rate() {   # rate SYS: jobs per second of 40 sbatch processes
 	t0=$(date +%s.%N)
 	for _ in $(seq 40); do $1 sbatch -o /dev/null --wrap true >/dev/null || fail "$1 sbatch"; done
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", 40 / (b - a) }'
 }
-step "sbatch rate"
-r_real=$(rate real)
-r_ours=$(rate ours)
-stuck
-echo "sbatch jobs/s: slurm $r_real, drover $r_ours"
-# NEEDSWORK: not met yet (2026-12-01: slurm 32.4/s, drover 7.3/s here): drover's
-# process start alone (`drover --version`, 39 shared libraries) costs ~80 ms on this
-# loaded machine. Enforced with DROVER_SBATCH_GUARD=1 until the start is cheaper.
+best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
+r_real=$(rate real) r_ours=$(rate ours)
+r_real=$(best "$r_real" "$(rate real)") r_ours=$(best "$r_ours" "$(rate ours)")
+echo "sbatch jobs/s (best of 2): slurm $r_real, drover $r_ours"
+# NEEDSWORK: not met yet. 2026-12-02 here: slurm 40-88/s, drover 19-31/s with
+# drover-slurm and drover-shim (drover alone: 20/s beside slurm's 50-66/s). What is
+# left is mostly libcurl's start: a program that only links Debian's libcurl (31
+# libraries come with it: GnuTLS, Kerberos, LDAP, libssh2...) and POSTs once takes
+# 4.6 ms of CPU, Slurm's whole sbatch 3.0 ms, drover-slurm 6.7 ms; and the daemons'
+# CPU for a `true` job, 9 ms here beside slurm's 6. Enforced with
+# DROVER_SBATCH_GUARD=1 until these are cheaper.
 if [ "${DROVER_SBATCH_GUARD:-0}" = 1 ]; then
 	awk -v a="$r_ours" -v b="$r_real" 'BEGIN { exit !(a >= b) }' ||
 		fail "the sbatch face submits $r_ours jobs/s, Slurm's sbatch $r_real"
