@@ -81,6 +81,21 @@ drover: build/rel/drover $(LITE:%=build/rel/%)
 	cp build/rel/drover drover
 	for b in $(LITE); do cp build/rel/$$b $$b; done
 
+# `drover version`: the commit it is built from. git describe at build time
+# when this directory is a git checkout's top (a tarball unpacked inside
+# some other repository is not), else DROVER_COMMIT as a packager gives it,
+# else none ("commit unknown"). build/commit changes only when the commit
+# does, so only main's objects are rebuilt then.
+DROVER_COMMIT ?= $(shell [ "$$(git -C $(CURDIR) rev-parse --show-toplevel 2>/dev/null)" = \
+	"$(CURDIR)" ] && git -C $(CURDIR) describe --always --dirty 2>/dev/null)
+build/commit: FORCE
+	@mkdir -p build
+	@echo '$(DROVER_COMMIT)' | cmp -s - $@ || echo '$(DROVER_COMMIT)' >$@
+build/rel/src/cmd/cmd_version.o build/asan/src/cmd/cmd_version.o: build/commit
+build/rel/src/cmd/cmd_version.o build/asan/src/cmd/cmd_version.o: \
+	ALL_CFLAGS += -DDROVER_COMMIT='"$(DROVER_COMMIT)"'
+FORCE:
+
 deps:
 	@./scripts/install-deps
 

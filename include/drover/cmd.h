@@ -46,6 +46,7 @@ int cmd_tls(int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
 int cmd_slurm_path(int argc, char **argv);
 int cmd_completion(int argc, char **argv);
+int cmd_version(int argc, char **argv);
 int cmd_sbatch(int argc, char **argv);
 int cmd_squeue(int argc, char **argv);
 int cmd_sacct(int argc, char **argv);

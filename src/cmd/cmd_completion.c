@@ -532,7 +532,7 @@ static void zsh_commands(FILE *f)
 		zsh_text(f, c->help, false);
 		fputs("'\n", f);
 	}
-	fputs("\t\t'help:a command'\\''s help' 'version:the version and the commit'\n", f);
+	fputs("\t\t'help:a command'\\''s help'\n", f);
 	fputs("\t)\n\t_describe -t commands 'drover command' cmds\n}\n", f);
 }
 
@@ -581,7 +581,7 @@ int cmd_completion(int argc, char **argv)
 			fprintf(f, "%s ", c->name);
 	}
 	if (!shell)
-		fputs("help version'\n", f);
+		fputs("help'\n", f);
 	for (c = drv_commands; c->name; c++) {
 		if (!c->help)
 			continue;
@@ -595,13 +595,10 @@ int cmd_completion(int argc, char **argv)
 	}
 	if (!shell)
 		fputs("_drover_flags_help=''\n_drover_pos_help=('commands' 'none')\n"
-		      "_drover_value_help() { return 1; }\n"
-		      "_drover_flags_version=''\n_drover_pos_version=()\n"
-		      "_drover_value_version() { return 1; }\n\n",
+		      "_drover_value_help() { return 1; }\n\n",
 		      f);
 	else
-		fputs("_drover_cmd_help() { _arguments '1:command:_drover_commands'; }\n"
-		      "_drover_cmd_version() { return 1; }\n\n",
+		fputs("_drover_cmd_help() { _arguments '1:command:_drover_commands'; }\n\n",
 		      f);
 	fputs(shell ? zsh_main : bash_main, f);
 	return fflush(f) ? DRV_EXIT_FAIL : DRV_EXIT_OK;

@@ -32,6 +32,7 @@ const struct drv_command drv_commands[] = {
 	{ "backup", cmd_backup, "an online copy of the SQLite state (PostgreSQL: pg_dump)" },
 	{ "tls", cmd_tls, "certificates for https: a CA and certificates it signs" },
 	{ "bench", cmd_bench, "run a benchmark (place, sched, api, agent) and print JSON" },
+	{ "version", cmd_version, "the release and the commit it is built from" },
 	{ "completion", cmd_completion, "a bash or zsh completion script (completion bash|zsh)" },
 	{ "slurm-path", cmd_slurm_path, "the directory of the Slurm command links (docs/slurm.md)" },
 	/* the Slurm faces (docs/slurm.md): `drover sbatch`, or a link named sbatch */

@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef DROVER_VERSION
-#define DROVER_VERSION DRV_VERSION
-#endif
-
 static void usage(FILE *f)
 {
 	const struct drv_command *c;
@@ -100,10 +96,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "help"))
 		return help(argc, argv);
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("drover %s\n", DROVER_VERSION);
-		return DRV_EXIT_OK;
-	}
+	if (!strcmp(argv[1], "--version"))
+		return cmd_version(argc - 1, argv + 1);
 	c = find(argv[1]);
 	return c ? c->fn(argc - 1, argv + 1) : DRV_EXIT_USAGE;
 }
