@@ -109,6 +109,7 @@ struct drv_http_resp {
 	ssize_t (*stream)(void *cls, char *buf, size_t max);
 	void *stream_cls;
 	void (*stream_free)(void *cls);
+	void *ws;                   /* a WebSocket switch (drv_http_resp_websocket) */
 };
 
 /*
@@ -312,6 +313,35 @@ void drv_http_resp_header(struct drv_http_resp *resp, const char *name, const ch
 void drv_http_resp_stream(struct drv_http_resp *resp, int status, const char *ctype,
 			  ssize_t (*fn)(void *cls, char *buf, size_t max), void *cls,
 			  void (*free_fn)(void *cls));
+/* Every value of query parameter name, in order (a new array of strings). */
+json_t *drv_http_req_query_all(const struct drv_http_req *r, const char *name);
+
+/*
+ * WebSocket (RFC 6455, http_ws.c). drv_http_resp_websocket answers req
+ * with 101 Switching Protocols (subprotocol proto, one the client offered,
+ * or NULL) and, once that is sent, runs fn(cls, ws) on a thread of its own;
+ * free_fn(cls) runs after fn returns, or when the switch never happens.
+ * Returns 0, or DRV_EINVAL with resp untouched when req asks for no
+ * WebSocket (Upgrade: websocket, Sec-WebSocket-Key, version 13).
+ * drv_http_server_stop waits (a few seconds at most) for running sessions;
+ * their reads fail once it has begun.
+ *
+ * drv_ws_read: the next data message (pings answered, fragments joined)
+ * into *data (owned by the caller, NUL-terminated), *len and *opcode.
+ * Returns 0; 1 when the peer closed; DRV_ETIMEDOUT after timeout_ms (-1:
+ * none); DRV_ELIMIT past 16 MiB; DRV_EIO. drv_ws_send: one frame;
+ * drv_ws_close: the close frame (code, reason), once.
+ */
+struct drv_ws;
+typedef void (*drv_ws_fn)(void *cls, struct drv_ws *ws);
+enum { DRV_WS_TEXT = 1, DRV_WS_BINARY = 2, DRV_WS_CLOSE = 8, DRV_WS_PING = 9, DRV_WS_PONG = 10 };
+bool drv_http_req_is_websocket(const struct drv_http_req *req);
+bool drv_http_req_ws_offers(const struct drv_http_req *req, const char *proto);
+int drv_http_resp_websocket(struct drv_http_req *req, struct drv_http_resp *resp, const char *proto,
+			    drv_ws_fn fn, void *cls, void (*free_fn)(void *cls));
+int drv_ws_read(struct drv_ws *w, int *opcode, unsigned char **data, size_t *len, int timeout_ms);
+int drv_ws_send(struct drv_ws *w, int opcode, const void *data, size_t len);
+int drv_ws_close(struct drv_ws *w, int code, const char *reason);
 
 /* ---------------------------------------------------------------------------
  * Base64 (RFC 4648, with padding; GnuTLS's, in http_tls.c): Kubernetes

@@ -192,6 +192,14 @@ static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
+/* A command in a running task (agent_exec.c), with the cluster token. */
+static int h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	if (!cluster_token_ok(ctx, req, resp, "exec in a task needs the cluster token"))
+		return 0;
+	return agent_h_exec(req, resp, ctx);
+}
+
 /* What the agent tells the controller at register: GPUs, matrix, HCAs, and
  * the tasks running now (cluster token). */
 static int h_inventory(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
@@ -217,6 +225,7 @@ const struct drv_http_route agent_http_routes[] = {
 	{ "GET", "/v1/inventory", h_inventory, 0 },
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
+	{ "POST", "/v1/tasks/{}/exec", h_exec, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -224,6 +233,7 @@ const struct drv_http_route agent_private_routes[] = {
 	{ "GET", "/v1/inventory", h_inventory, 0 },
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
+	{ "POST", "/v1/tasks/{}/exec", h_exec, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

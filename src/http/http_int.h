@@ -31,6 +31,10 @@ struct drv_http_tls_pem {
 
 struct drv_http_server {
 	struct MHD_Daemon *mhd;
+	/* WebSocket sessions (http_ws.c) */
+	pthread_mutex_t wsmu;
+	int nws;                       /* running */
+	bool ws_stopping;
 	struct drv_http_tls_pem tls;   /* cert NULL: plain HTTP */
 	const struct drv_http_route *routes;
 	drv_http_filter filter;
@@ -103,6 +107,12 @@ struct drv_http_req {
 	int sock;
 	struct drv_http_req *next;
 };
+
+/* http_ws.c: the upgrade response of resp (its switch then taken), NULL
+ * on failure; dropping a switch never sent; waiting for sessions. */
+struct MHD_Response *http_ws_response(struct drv_http_resp *resp);
+void http_ws_drop(struct drv_http_resp *resp);
+void http_ws_wait(struct drv_http_server *s, int64_t max_ms);
 
 /* http_wait.c */
 int http_wait_start(struct drv_http_server *s);

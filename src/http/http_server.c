@@ -170,6 +170,8 @@ static void resp_clear_body(struct drv_http_resp *resp)
 	resp->stream = NULL;
 	resp->stream_cls = NULL;
 	resp->stream_free = NULL;
+	if (resp->ws)
+		http_ws_drop(resp);
 }
 
 static void set_ctype(struct drv_http_resp *resp, const char *ctype)
@@ -290,6 +292,30 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 	return MHD_YES;
 }
 
+struct qall {
+	const char *name;
+	json_t *v;
+};
+
+static enum MHD_Result add_named(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
+{
+	struct qall *q = cls;
+
+	(void)kind;
+	if (key && strcmp(key, q->name) == 0)
+		json_array_append_new(q->v, json_string(value ? value : ""));
+	return MHD_YES;
+}
+
+json_t *drv_http_req_query_all(const struct drv_http_req *r, const char *name)
+{
+	struct qall q = { name, json_array() };
+
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_named, &q);
+	return q.v;
+}
+
 void drv_http_req_query_string(const struct drv_http_req *r, char *buf, size_t n)
 {
 	struct qs q = { buf, n, 0 };
@@ -398,7 +424,9 @@ static enum MHD_Result send_resp(struct drv_http_req *req, struct drv_http_resp 
 	struct MHD_Response *mr;
 	enum MHD_Result ret;
 
-	if (resp->stream) {
+	if (resp->ws) {
+		mr = http_ws_response(resp);
+	} else if (resp->stream) {
 		struct stream_wrap *w = drv_calloc(1, sizeof(*w));
 
 		w->req = req;
@@ -703,7 +731,8 @@ static unsigned connection_limit(void)
 
 static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_ALLOW_UPGRADE;
 	struct MHD_OptionItem tls[] = {
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls.cert },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key },
@@ -728,6 +757,7 @@ static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 static void server_free(struct drv_http_server *s)
 {
 	http_tls_release(&s->tls);
+	pthread_mutex_destroy(&s->wsmu);
 	drv_free(s);
 }
 
@@ -745,6 +775,8 @@ int drv_http_server_start_opts(const char *addr, const struct drv_http_server_op
 {
 	struct drv_http_server *s = drv_calloc(1, sizeof(*s));
 	char dummy[8];
+
+	pthread_mutex_init(&s->wsmu, NULL);
 	int fd, port, rc;
 
 	if (!errmsg) {
@@ -807,6 +839,7 @@ void drv_http_server_stop(struct drv_http_server *s)
 	/* every parked request is answered and resumed first: libmicrohttpd
 	 * must not be stopped with a connection suspended */
 	fd = MHD_quiesce_daemon(s->mhd);
+	http_ws_wait(s, 5000);
 	http_wait_stop(s);
 	MHD_stop_daemon(s->mhd);
 	http_conns_release(s);

@@ -19,7 +19,7 @@ const struct kube_res kube_resources[] = {
 	{ "", "v1", "namespaces", "namespace", "Namespace", false, "get,list,watch", "ns", "",
 	  "Namespace" },
 	{ "", "v1", "pods", "pod", "Pod", true,
-	  "create,delete,get,list,patch,update,watch", "po", "log,status", "Pod" },
+	  "create,delete,get,list,patch,update,watch", "po", "log,status,exec", "Pod" },
 	{ "", "v1", "nodes", "node", "Node", false, "get,list,watch", "no", "status", "Node" },
 	{ "", "v1", "events", "event", "Event", true, "get,list,watch", "ev", "", "Event" },
 	{ "", "v1", "secrets", "secret", "Secret", true, "create,delete,get,list,patch,update", "",
@@ -179,6 +179,7 @@ static json_t *resource_list(const char *group, const char *version)
 				rs, json_pack("{s:s,s:s,s:b,s:s,s:o}", "name", nm, "singularName", "",
 					      "namespaced", k->namespaced, "kind", k->kind, "verbs",
 					      split_list(strcmp(tok, "log") == 0 ? "get"
+							 : strcmp(tok, "exec") == 0 ? "create,get"
 									  : "get,patch,update")));
 		}
 	}
@@ -223,6 +224,7 @@ static json_t *agg_group(const char *group)
 						"responseKind", "group", k->group, "version",
 						k->version, "kind", k->kind, "verbs",
 						split_list(strcmp(tok, "log") == 0 ? "get"
+							 : strcmp(tok, "exec") == 0 ? "create,get"
 										    : "get,patch,update")));
 		if (json_array_size(subs))
 			json_object_set_new(e, "subresources", subs);
@@ -474,6 +476,9 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 		if (strcmp(m, "DELETE") == 0 && q.name[0])
 			return kube_config_delete(s, &q, r, o);
 	}
+	if ((strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0) && q.name[0] &&
+	    strcmp(q.sub, "exec") == 0)
+		return kube_exec(s, &q, r, o);
 	if (strcmp(m, "GET") == 0) {
 		if (q.sub[0] && strcmp(q.sub, "log") == 0)
 			return kube_logs(s, &q, r, o);

@@ -160,6 +160,9 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	       struct drv_http_resp *o, bool replace);
 int kube_delete(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		struct drv_http_resp *o);
+/* pods/exec over WebSocket (kube_exec.c). */
+int kube_exec(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+	      struct drv_http_resp *o);
 int kube_logs(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	      struct drv_http_resp *o);
 /* JSON merge patch (RFC 7386) and strategic merge patch of target by patch. */
