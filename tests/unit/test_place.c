@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "drover/model.h"
@@ -158,6 +159,107 @@ Test(place, required_leaf_is_never_broken)
 	drv_job_release(&j);
 	drv_placement_release(&p);
 	drv_placement_release(&q);
+	drv_cluster_release(&c);
+}
+
+/* cluster -> 2 spines -> 2 leaves each -> 2 nodes of 8 H100 each; the nodes
+ * of spine s, leaf l are "s<s>l<l>n<n>", node index 4s + 2l + n */
+static void build_spines(struct drv_cluster *c)
+{
+	static const char *const lv[] = { "cluster", "spine", "leaf", "node" };
+	int h100 = drv_gpu_model_find("H100"), s, l, n;
+	char name[64];
+
+	drv_cluster_init(c, "t");
+	cr_assert(eq(int, drv_cluster_set_levels(c, lv, 4), 0));
+	for (s = 0; s < 2; s++) {
+		int32_t sv;
+		snprintf(name, sizeof(name), "spine%d", s);
+		sv = drv_cluster_add_vertex(c, 0, name);
+		for (l = 0; l < 2; l++) {
+			int32_t lvx;
+			snprintf(name, sizeof(name), "s%dl%d", s, l);
+			lvx = drv_cluster_add_vertex(c, sv, name);
+			for (n = 0; n < 2; n++) {
+				snprintf(name, sizeof(name), "s%dl%dn%d", s, l, n);
+				cr_assert(ge(int, drv_cluster_add_node(c, lvx, name, h100, 8, 64000,
+								       512 * 1024), 0));
+			}
+		}
+	}
+	cr_assert(eq(int, drv_cluster_check(c), 0));
+}
+
+/* Takes every GPU of the named node. */
+static void take_node(struct drv_cluster *c, const char *name)
+{
+	struct drv_placement p;
+	int32_t i;
+	drv_placement_init(&p);
+	p.tasks = calloc(1, sizeof(*p.tasks));
+	p.cap = 1;
+	p.ntasks = 1;
+	for (i = 0; i < c->nnodes && strcmp(c->nodes[i].name, name); i++)
+		;
+	cr_assert(lt(int, i, c->nnodes), "no node %s", name);
+	p.tasks[0].node = i;
+	p.tasks[0].gpu_milli = 1000;
+	p.tasks[0].gpu_mask = 0xff;
+	drv_cluster_commit(c, &p);
+	drv_placement_release(&p);
+}
+
+/* The leaf every task of p sits under, or "spread" when they are not under one. */
+static const char *one_leaf(const struct drv_cluster *c, const struct drv_placement *p)
+{
+	int32_t i, leaf = -1;
+	for (i = 0; i < p->ntasks; i++) {
+		int32_t l = c->vertices[c->nodes[p->tasks[i].node].vertex].parent;
+		if (leaf >= 0 && l != leaf)
+			return "spread";
+		leaf = l;
+	}
+	return leaf >= 0 ? c->vertices[leaf].name : "spread";
+}
+
+/*
+ * A gang that prefers a level is searched first as if it required it, then
+ * as it is. Spine0 has one free node in each leaf (2 free), spine1 a whole
+ * free leaf and one more node (3 free): best-fit alone takes the fuller
+ * spine0 and spreads the 2-node gang over its two leaves; preferring leaf,
+ * it lands in s1l0. When no leaf has room the preference falls back to
+ * spreading (a required leaf is refused there).
+ */
+Test(place, preferred_level_first_then_fallback)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	char why[256];
+
+	build_spines(&c);
+	drv_placement_init(&p);
+	take_node(&c, "s0l0n0");
+	take_node(&c, "s0l1n0");
+	take_node(&c, "s1l1n0");
+	job1(&j, 2, 8, 0);
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	cr_assert(eq(str, (char *)one_leaf(&c, &p), "spread"), "best-fit alone keeps to spine0");
+	drv_job_set_topology(&j, DRV_TOPO_PREFERRED, "leaf");
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	cr_assert(eq(str, (char *)one_leaf(&c, &p), "s1l0"));
+	/* no leaf with two free nodes left: preferred spreads, required waits */
+	take_node(&c, "s1l0n0");
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	cr_assert(eq(int, p.ntasks, 2));
+	cr_assert(eq(str, (char *)one_leaf(&c, &p), "spread"));
+	drv_job_set_topology(&j, DRV_TOPO_REQUIRED, "leaf");
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), DRV_ENOSPACE));
+	/* a preferred level the cluster lacks is no constraint at all */
+	drv_job_set_topology(&j, DRV_TOPO_PREFERRED, "rack");
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	drv_job_release(&j);
+	drv_placement_release(&p);
 	drv_cluster_release(&c);
 }
 
