@@ -415,6 +415,12 @@ struct drv_agent_config {
 	 * host; the log line says which). */
 	const char *runtime;
 	struct drv_podman_conf podman;
+	/* --prolog / --epilog: site programs run as the agent's user (root)
+	 * before a job's first task on the node and once the controller no
+	 * longer wants any of its tasks here (agent_hooks.c); NULL none.
+	 * hook_timeout_s: either is killed past it (0 = 300). */
+	const char *prolog, *epilog;
+	int64_t hook_timeout_s;
 };
 
 struct drv_agent;

@@ -194,6 +194,14 @@ struct drv_proto_report {
 	 * the node, not as the task's failure. false when absent. */
 	bool fenced;
 	const char *reason;          /* failed: why; exited: why it was stopped */
+	/* failed: it never started through no fault of the job (the node's
+	 * prolog failed): the controller requeues the job as for a lost node
+	 * (counted against retry_limit, so a prolog failing everywhere cannot
+	 * requeue it forever). false when absent. */
+	bool requeue;
+	/* the node should be drained, for this reason (a site prolog or
+	 * epilog failed, as Slurm drains); NULL absent */
+	const char *drain;
 	struct drv_proto_usage *usage; /* exited: what it used in all; NULL absent */
 	struct drv_proto_container container;  /* a container task's (all NULL: none) */
 };

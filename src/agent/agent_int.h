@@ -121,6 +121,21 @@ struct task {
 	struct task_use use;    /* what it used so far (agent_usage.c) */
 	int64_t sig_seen;       /* the assignments' signal_seq delivered (or older) */
 	bool sig_known;         /* sig_seen holds: false for an adopted task until listed */
+	bool requeue;           /* failed: the node's prolog failed (the report's "requeue") */
+	bool hook_wait;         /* its end report waits for the job's epilog (agent_hooks.c) */
+	char drain[320];        /* the report's "drain": a prolog or epilog failed; "" none */
+};
+
+/* A job's prolog or epilog on this node (agent_hooks.c). */
+struct agent_hook {
+	char job[32];
+	int64_t epoch;          /* the job's attempt (its tasks' epoch) */
+	bool epilog;            /* else the prolog */
+	bool ran;               /* prolog: a task of the job was started after it */
+	enum { H_RUNNING, H_OK, H_FAILED } state;
+	pid_t pid;
+	int64_t deadline_ms;    /* monotonic: killed past it */
+	char why[300];          /* H_FAILED: what went wrong */
 };
 
 /* A task that ended, remembered for its metrics (agent_metrics.c). */
@@ -217,6 +232,12 @@ struct drv_agent {
 	bool lease_out;          /* its tasks were stopped for it */
 	bool lease_write_failed;
 
+	/* --prolog / --epilog (agent_hooks.c), with mu held */
+	char *prolog, *epilog;
+	int64_t hook_timeout_ms;
+	struct agent_hook *hooks;
+	size_t nhooks, hookcap;
+
 	struct drv_http_server *http, *mhttp; /* --listen, --metrics-listen */
 	pthread_t syncer, super;
 	bool syncer_on, super_on;
@@ -226,6 +247,16 @@ struct drv_agent {
 /* agent_start.c: wakes every thread waiting on a->cv and the supervisor in poll(). */
 void agent_wake(struct drv_agent *a);
 void agent_slurm_bin(struct drv_agent *a);
+
+/* agent_hooks.c, mu held: whether j's task may start now (1), waits for
+ * the job's prolog (0), or must fail because it failed (-1, why set). */
+int agent_prolog_gate(struct drv_agent *a, const struct drv_proto_task *j, char *why,
+		      size_t whysz);
+/* Reaps the hooks, kills those past their time, starts epilogs of jobs
+ * the controller no longer wants here; true when a prolog ended (the
+ * desired set is worth applying again). *due: the next look (monotonic). */
+bool agent_hooks_step(struct drv_agent *a, int64_t *due);
+void agent_hooks_release(struct drv_agent *a);
 
 /* agent_journal.c */
 unsigned long long agent_proc_starttime(pid_t pid);

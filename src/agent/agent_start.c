@@ -79,6 +79,9 @@ static void agent_free(struct drv_agent *a)
 	drv_free(a->tls_key);
 	drv_free(a->metrics_listen);
 	drv_free(a->hpc_dir);
+	agent_hooks_release(a);
+	drv_free(a->prolog);
+	drv_free(a->epilog);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cv);
 	if (a->wakefd >= 0)
@@ -112,6 +115,9 @@ static struct drv_agent *agent_new(const struct drv_agent_config *cfg)
 	a->fake_gpus = dupe(cfg->fake_gpus);
 	a->metrics_listen = dupe(cfg->metrics_listen ? cfg->metrics_listen : "");
 	a->hpc_dir = dupe(cfg->hpc_job_mapping_dir);
+	a->prolog = dupe(cfg->prolog);
+	a->epilog = dupe(cfg->epilog);
+	a->hook_timeout_ms = (cfg->hook_timeout_s > 0 ? cfg->hook_timeout_s : 300) * 1000;
 	a->gpu_metrics = !cfg->no_gpu_metrics;
 	a->fake_hcas = cfg->fake_hcas;
 	a->fake_fallback = cfg->fake_fallback;

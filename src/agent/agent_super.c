@@ -84,7 +84,7 @@ static bool reports_owed(const struct drv_agent *a)
 	size_t k;
 
 	for (k = 0; k < a->ntasks; k++)
-		if (a->tasks[k]->rep_running || a->tasks[k]->rep_end)
+		if (a->tasks[k]->rep_running || (a->tasks[k]->rep_end && !a->tasks[k]->hook_wait))
 			return true;
 	return false;
 }
@@ -101,7 +101,7 @@ void *agent_super_main(void *arg)
 
 	pthread_mutex_lock(&a->mu);
 	while (!a->stopping) {
-		int64_t lease_due;
+		int64_t lease_due, hook_due = INT64_MAX;
 		int running;
 
 		if (a->desired_new) {
@@ -109,6 +109,9 @@ void *agent_super_main(void *arg)
 			agent_apply_desired(a);
 		}
 		running = agent_reap(a);
+		/* before the reports are owed: an epilog holds its job's ends */
+		if (agent_hooks_step(a, &hook_due))
+			agent_apply_desired(a);   /* a prolog ended: its tasks start now */
 		if (a->running_dirty) {
 			a->running_dirty = false;
 			agent_write_job_map(a);
@@ -129,6 +132,7 @@ void *agent_super_main(void *arg)
 			int64_t due = running ? DRV_MIN(next_task_due(a, now), lease_due) : INT64_MAX;
 
 			due = DRV_MIN(due, a->next_clean_ms);
+			due = DRV_MIN(due, hook_due);
 
 			wait_events(a, DRV_MAX(DRV_MIN(due - now, 60000), 1));
 		}

@@ -146,14 +146,16 @@ static void sync_reports(struct task *t, struct sync_out *x)
 		x->m.reports[x->m.nreports++] = (struct drv_proto_report){
 			.task_id = t->id, .epoch = t->epoch, .state = DRV_PROTO_RUNNING,
 			.pid = t->proc.pid, .time = x->now, .exit_code = -1 };
-	if (t->rep_end) {
+	if (t->rep_end && !t->hook_wait) {
 		struct drv_proto_container c;
 
 		agent_container_msg(t, &c, x->pulls[x->npulls++], sizeof(x->pulls[0]));
 		r = &x->m.reports[x->m.nreports++];
 		*r = (struct drv_proto_report){ .task_id = t->id, .epoch = t->epoch,
 						.state = DRV_PROTO_FAILED, .time = x->now,
-						.exit_code = -1, .reason = t->reason };
+						.exit_code = -1, .reason = t->reason,
+						.requeue = t->requeue,
+						.drain = t->drain[0] ? t->drain : NULL };
 		if (t->state != T_FAILED) {
 			r->state = DRV_PROTO_EXITED;
 			r->signal = t->proc.signal;
@@ -168,7 +170,7 @@ static void sync_reports(struct task *t, struct sync_out *x)
 		}
 		r->container = c;
 	}
-	x->sent[x->nsent++] = (struct sent){ t, t->rep_running, t->rep_end };
+	x->sent[x->nsent++] = (struct sent){ t, t->rep_running, t->rep_end && !t->hook_wait };
 }
 
 /* The sync to send now: task states, owed reports, GPU health. It waits
@@ -198,7 +200,7 @@ static void sync_build(struct drv_agent *a, struct sync_out *x)
 			agent_container_msg(t, &r->container, x->pulls[x->npulls++],
 					    sizeof(x->pulls[0]));
 		}
-		if (t->rep_running || t->rep_end)
+		if (t->rep_running || (t->rep_end && !t->hook_wait))
 			sync_reports(t, x);
 	}
 	sync_health(a, &x->m);

@@ -636,8 +636,23 @@ static void apply_one(struct drv_agent *a, const struct drv_proto_task *j)
 		/* a task of the same id with an older epoch must go first */
 		struct task *old = agent_find_task(a, j->task_id, -1);
 
+		char why[320];
+		int gate;
+
 		if (old && old->state == T_RUNNING)
 			agent_stop_task(a, old, 0, "superseded by a newer epoch");
+		gate = agent_prolog_gate(a, j, why, sizeof(why));
+		if (gate == 0)
+			return;   /* the job's prolog (or last epilog) runs: applied again after */
+		if (gate < 0) {
+			t = task_add(a, j);
+			fail_task(t, "%s", why);
+			t->requeue = true;
+			snprintf(t->drain, sizeof(t->drain), "%s", why);
+			drv_log(&a->log, "task %s (epoch %lld) not started: %s", t->id,
+				(long long)t->epoch, why);
+			return;
+		}
 		start_task(a, j);
 	}
 }

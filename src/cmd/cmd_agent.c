@@ -8,6 +8,7 @@
  *                [--state DIR] [--sysfs-root DIR] [--cgroup DIR]
  *                [--advertise ADDR] [--grace SECONDS] [--nvml-lib PATH]
  *                [--tls-cert FILE --tls-key FILE] [--tls-ca FILE]
+ *                [--prolog PROGRAM] [--epilog PROGRAM] [--prolog-epilog-timeout S]
  *
  * Everything happens in src/agent/agent.c; this file parses the options
  * (one table, include/drover/options.h), starts the agent, waits for
@@ -59,6 +60,7 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		      const char **token_file)
 {
 	int grace = -1, gpu_metrics = 1, retention = 0, nofile = 0, nproc = 0, gc = 0;
+	int hook_timeout = 0;
 	const struct drv_option table[] = {
 		DRV_OPT_STRING(0, "server", &cfg->server_url, "URL",
 			       "the controller, e.g. http://10.0.0.1:8080 (env DROVER_SERVER)"),
@@ -94,6 +96,15 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 		DRV_OPT_INT(0, "task-retention", &retention, 1, INT32_MAX, "SECONDS",
 			    "keep a finished task's directory (its logs) this long after its last "
 			    "output (default 604800: 7 days)", .expect = "seconds"),
+		DRV_OPT_STRING(0, "prolog", &cfg->prolog, "PROGRAM",
+			       "run PROGRAM (as the agent's user) before a job's first task on "
+			       "this node; a failure drains the node and requeues the job"),
+		DRV_OPT_STRING(0, "epilog", &cfg->epilog, "PROGRAM",
+			       "run PROGRAM once none of a job's tasks runs here; the job's end "
+			       "waits for it; a failure drains the node"),
+		DRV_OPT_INT(0, "prolog-epilog-timeout", &hook_timeout, 1, 86400, "SECONDS",
+			    "kill a prolog or epilog running longer, as a failure (default 300)",
+			    .expect = "seconds"),
 		DRV_OPT_FLAG(0, "stop-tasks-on-exit", &cfg->stop_tasks_on_exit,
 			     "on SIGINT/SIGTERM stop the tasks and report them (default: leave "
 			     "them running for the next agent to adopt)"),
@@ -155,6 +166,7 @@ static int parse_args(int argc, char **argv, struct drv_agent_config *cfg,
 	if (grace >= 0)
 		cfg->grace_ms = grace * 1000LL;
 	cfg->task_retention_s = retention;
+	cfg->hook_timeout_s = hook_timeout;
 	cfg->podman.nofile = nofile;
 	cfg->podman.nproc = nproc;
 	cfg->podman.image_gc_percent = gc;
@@ -254,6 +266,17 @@ static int check_config(struct drv_agent_config *cfg, char *name, size_t namesz)
 	}
 	if (cfg->labels && check_labels(cfg->labels) < 0)
 		return DRV_EXIT_USAGE;
+	/* a site hook that cannot run would fail every job here: say so now */
+	for (int h = 0; h < 2; h++) {
+		const char *prog = h ? cfg->epilog : cfg->prolog;
+
+		if (prog && (prog[0] != '/' || access(prog, X_OK) < 0)) {
+			fprintf(stderr, "drover agent: --%s: '%s': %s, expected the absolute path of "
+				"an executable program\n", h ? "epilog" : "prolog", prog,
+				prog[0] != '/' ? "not an absolute path" : strerror(errno));
+			return DRV_EXIT_USAGE;
+		}
+	}
 	return check_tls(cfg);
 }
 

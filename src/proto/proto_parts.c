@@ -229,7 +229,7 @@ const char *drv_proto_task_state_name(enum drv_proto_task_state s)
 
 static const char *const report_keys[] = { "task_id", "epoch", "state", "pid", "time",
 	"exit_code", "signal", "signal_name", "oom_killed", "timed_out", "fenced", "reason", "usage",
-	"container",
+	"container", "requeue", "drain",
 	NULL };
 
 void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
@@ -258,6 +258,8 @@ void proto_item_report(struct proto_rd *r, const json_t *o, void *el)
 	proto_get_bool(r, o, "timed_out", false, &x->timed_out);
 	proto_get_bool(r, o, "fenced", false, &x->fenced);
 	proto_get_str(r, o, "reason", false, &x->reason);
+	proto_get_bool(r, o, "requeue", false, &x->requeue);
+	proto_get_str(r, o, "drain", false, &x->drain);
 	proto_get_usage(r, o, &x->usage);
 	proto_get_container(r, o, &x->container);
 	proto_unknown_keys(r, o, report_keys);
@@ -287,6 +289,9 @@ json_t *proto_report_encode(const struct drv_proto_report *x)
 			json_object_set_new(o, "fenced", json_true());
 	}
 	proto_put_opt_str(o, "reason", x->reason);
+	if (x->requeue)
+		json_object_set_new(o, "requeue", json_true());
+	proto_put_opt_str(o, "drain", x->drain);
 	if (x->usage)
 		json_object_set_new(o, "usage", proto_usage_encode(x->usage));
 	proto_put_container(o, &x->container);

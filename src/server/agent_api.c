@@ -512,6 +512,20 @@ static void report_exited(struct drv_server *s, struct srv_job *j, int32_t rank,
 	srv_task_ended(s, j, rank);
 }
 
+/* A report's "drain": the node's prolog or epilog failed. The node drains
+ * (new work goes elsewhere; what runs there keeps running) until an admin
+ * resumes it, as Slurm drains a node whose Prolog or Epilog fails. */
+static void hook_drain(struct drv_server *s, int32_t i, const char *why)
+{
+	struct srv_node *n = &s->nodes[i];
+
+	if (n->health_drain || n->admin_drain || n->state != DRV_NODE_UP)
+		return;
+	n->health_drain = true;
+	n->dirty = true;
+	srv_node_set_state(s, i, DRV_NODE_DRAINING, why);
+}
+
 /* Applies one report from node i; false when its (task, epoch) is stale. */
 static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto_report *rep)
 {
@@ -520,6 +534,8 @@ static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto
 	struct srv_job *j;
 	struct srv_task *t;
 
+	if (rep->drain)   /* the node's, whatever the task's fate */
+		hook_drain(s, i, rep->drain);
 	if (!parse_task_id(rep->task_id, &jid, &rank))
 		return srv_step_report(s, i, rep) == 0;
 	j = srv_job_get(s, jid);
@@ -544,6 +560,14 @@ static bool apply_report(struct drv_server *s, int32_t i, const struct drv_proto
 		report_exited(s, j, rank, rep);
 		break;
 	case DRV_PROTO_FAILED:
+		if (rep->requeue && !j->stop_reason && !srv_jstate_final(j->state)) {
+			char why[600];
+
+			snprintf(why, sizeof(why), "could not start the job's task: %s",
+				 rep->reason ? rep->reason : "no reason given");
+			srv_job_requeue_node_down(s, j, s->nodes[i].name, why);
+			break;
+		}
 		t->state = j->stop_reason ? T_CANCELLED : T_FAILED;
 		srv_set_str(&t->reason, rep->reason ? rep->reason : "could not start");
 		srv_task_ended(s, j, rank);

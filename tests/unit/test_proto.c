@@ -150,7 +150,7 @@ Test(proto, sync_round_trip)
 		  .fenced = true, .reason = "the agent's lease ran out",
 		  .container = { .name = "drover-44.0-e10", .image_pull = "pulled (attempt 1 of 3)" } },
 		{ .task_id = "45.0", .epoch = 11, .state = DRV_PROTO_FAILED, .exit_code = -1,
-		  .reason = "no command" },
+		  .reason = "no command", .requeue = true, .drain = "prolog failed: exit 3" },
 	};
 	struct drv_proto_gpu_health gpus[] = {
 		{ .index = 0, .healthy = true, .xid = 0, .ecc_uncorrected = 0, .temperature_c = 41,
@@ -181,6 +181,10 @@ Test(proto, sync_round_trip)
 	cr_assert(eq(i64, back.reports[2].exit_code, 3));
 	cr_assert(back.reports[2].fenced);
 	cr_assert(not(back.reports[1].fenced), "absent: false");
+	cr_assert(back.reports[3].requeue);
+	cr_assert(not(back.reports[2].requeue), "absent: false");
+	cr_assert(eq(str, (char *)back.reports[3].drain, "prolog failed: exit 3"));
+	cr_assert(eq(ptr, (void *)back.reports[2].drain, NULL), "absent: NULL");
 	cr_assert(eq(i64, back.reports[1].exit_code, -1), "a signal, no exit code");
 	cr_assert(eq(i64, back.gpus[1].temperature_c, -1), "absent: -1");
 	cr_assert(isnan(back.gpus[1].power_w));
