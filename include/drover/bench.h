@@ -14,6 +14,7 @@ int drv_bench_sched(int argc, char **argv);
 int drv_bench_api(int argc, char **argv);
 int drv_bench_agent(int argc, char **argv);
 int drv_bench_agents(int argc, char **argv);
+int drv_bench_control(int argc, char **argv);
 int drv_bench_soak(int argc, char **argv);
 
 /* The choices of every --placement option (drover place, sim, bench place

@@ -22,6 +22,7 @@ static const struct {
 	{ "api", drv_bench_api, "durable submits per second and submit-to-running latency" },
 	{ "agent", drv_bench_agent, "an idle agent's memory and CPU footprint" },
 	{ "agents", drv_bench_agents, "many agents' sync exchanges against one server" },
+	{ "control", drv_bench_control, "12,500 simulated agents and jobs flowing on one controller" },
 	{ "soak", drv_bench_soak, "exactly-once under controller and agent SIGKILLs: lost, twice, stuck" },
 };
 
