@@ -304,6 +304,10 @@ void drv_job_set_topology(struct drv_job *j, enum drv_topo_mode mode, const char
 void drv_job_add_region(struct drv_job *j, const char *region);
 /* Appends a node label requirement key=value (copied; see node_selector). */
 void drv_job_add_node_label(struct drv_job *j, const char *key, const char *value);
+/* Whether j's node_selector lets it use the pool named pool_name: true
+ * unless it names pools (DRV_LABEL_POOL) and not this one. Placement and
+ * the scheduler rule out a pool this way once, not node by node. */
+bool drv_job_pool_ok(const struct drv_job *j, const char *pool_name);
 /* Whether node n of c meets j's node_selector. */
 bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
 		     const struct drv_node *n);

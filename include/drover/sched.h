@@ -225,7 +225,9 @@ int drv_sched_set_user(struct drv_sched *s, const struct drv_sched_user *u);
  * drv_sched_update_estimate: the caller learned a better runtime estimate
  *   for a job (seconds from start); 0 = unknown.
  * drv_sched_cluster_changed: the caller changed node states or added nodes
- *   (after growing an elastic pool: drv_sched_pool_grown instead).
+ *   (after growing an elastic pool: drv_sched_pool_grown instead). Cheap
+ *   when only states changed: the jobs are derived again (O(nodes + jobs))
+ *   by the next pass, once for however many changes came before it.
  * drv_sched_pool_grown: nodes the pass asked for arrived (or failed to:
  *   count 0 clears the request); added nodes are already in the cluster.
  */

@@ -76,6 +76,7 @@ struct opts {
 /* What one process of agents did. */
 struct tally {
 	long registered, syncs, started, ended, errors;
+	long gone;                   /* syncs answered 409: the session was gone */
 };
 
 /* The name of node k (0-based) as the cluster file makes it. */
@@ -291,6 +292,7 @@ static bool take_reply(struct swarm *w, struct sim *a, long status)
 	if (status == 409 && a->session) {
 		a->session = 0;
 		a->ntasks = 0;
+		w->t.gone++;
 	} else if (status == 200 && !a->session) {
 		struct drv_proto_registered r;
 
@@ -702,17 +704,21 @@ struct stream {
 	long long *ids;
 	double *sent, *ran;          /* per submit: when sent, when seen running (0) */
 	size_t n, cap;
+	long long *seen;             /* jobs seen going to running, in order */
+	double *seen_at;             /* when */
+	size_t nseen, seencap;
 	long failed;
 	volatile int stop_submit, stop_watch;
 };
 
-/* The submit of id: index into the stream's arrays, or -1. Caller locks. */
-static long submit_index(const struct stream *st, long long id)
+/* Each submit's time running, from the watch's sightings: a job may be
+ * seen running before its submit's answer is read. Caller locks. */
+static void match(struct stream *st)
 {
-	for (size_t i = st->n; i-- > 0;)
-		if (st->ids[i] == id)
-			return (long)i;
-	return -1;
+	for (size_t i = 0; i < st->n; i++)
+		for (size_t k = 0; !st->ran[i] && k < st->nseen; k++)
+			if (st->seen[k] == st->ids[i])
+				st->ran[i] = st->seen_at[k];
 }
 
 static void *watcher(void *p)
@@ -744,11 +750,16 @@ static void *watcher(void *p)
 		pthread_mutex_lock(&st->mu);
 		json_array_foreach(json_object_get(r.json, "items"), i, e) {
 			const char *to = json_string_value(json_object_get(e, "to"));
-			long k = to && !strcmp(to, "running")
-					 ? submit_index(st, drv_json_int(e, "job", 0)) : -1;
 
-			if (k >= 0 && !st->ran[k])
-				st->ran[k] = t;
+			if (!to || strcmp(to, "running"))
+				continue;
+			if (st->nseen == st->seencap) {
+				DRV_GROW(st->seen, st->nseen + 1, st->seencap);
+				st->seen_at = drv_realloc(st->seen_at,
+							  st->seencap * sizeof(*st->seen_at));
+			}
+			st->seen[st->nseen] = drv_json_int(e, "job", 0);
+			st->seen_at[st->nseen++] = t;
 		}
 		pthread_mutex_unlock(&st->mu);
 		if (json_is_integer(json_object_get(r.json, "next")))
@@ -930,7 +941,7 @@ static bool wait_up(struct run *R, struct drv_client *c)
 }
 
 struct window {
-	double seconds, heartbeats, cpu_s;
+	double seconds, heartbeats, cpu_s, passes, pass_s;
 	size_t submits, ran;
 	long failed;
 	double p50, p99, max;
@@ -948,6 +959,8 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 	pthread_create(&wt, NULL, watcher, &st);
 	usleep(300000);
 	hb0 = metric(c, "drover_agent_heartbeats_total");
+	w->passes = -metric(c, "drover_sched_pass_seconds_count");
+	w->pass_s = -metric(c, "drover_sched_pass_seconds_sum");
 	c0 = cpu_ticks(R->server);
 	t0 = drv_mono_s();
 	pthread_create(&sb, NULL, submitter, &st);
@@ -958,6 +971,8 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 	}
 	c1 = cpu_ticks(R->server);
 	hb1 = metric(c, "drover_agent_heartbeats_total");
+	w->passes += metric(c, "drover_sched_pass_seconds_count");
+	w->pass_s += metric(c, "drover_sched_pass_seconds_sum");
 	w->seconds = drv_mono_s() - t0;
 	st.stop_submit = 1;
 	pthread_join(sb, NULL);
@@ -966,6 +981,7 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 		size_t ran = 0;
 
 		pthread_mutex_lock(&st.mu);
+		match(&st);
 		for (size_t i = 0; i < st.n; i++)
 			ran += st.ran[i] > 0;
 		pthread_mutex_unlock(&st.mu);
@@ -975,6 +991,7 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 	}
 	st.stop_watch = 1;
 	pthread_join(wt, NULL);
+	match(&st);
 	w->heartbeats = hb1 - hb0;
 	w->cpu_s = (double)(c1 - c0) / (double)sysconf(_SC_CLK_TCK);
 	w->submits = st.n;
@@ -992,6 +1009,8 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 	drv_free(st.ids);
 	drv_free(st.sent);
 	drv_free(st.ran);
+	drv_free(st.seen);
+	drv_free(st.seen_at);
 	pthread_mutex_destroy(&st.mu);
 }
 
@@ -1013,6 +1032,7 @@ static struct tally stop_swarms(struct run *R)
 		sum.started += t.started;
 		sum.ended += t.ended;
 		sum.errors += t.errors;
+		sum.gone += t.gone;
 	}
 	return sum;
 }
@@ -1032,16 +1052,18 @@ static bool print_result(const struct run *R, const struct window *w, const stru
 	       "\"submit_rate\":%d,\"submits\":%zu,\"failed_submits\":%ld,\"ran\":%zu,"
 	       "\"submit_to_running_p50_ms\":%.1f,\"submit_to_running_p99_ms\":%.1f,"
 	       "\"submit_to_running_max_ms\":%.1f,\"cpu_percent\":%.1f,\"rss_mb\":%.1f,"
-	       "\"server\":{\"threads_max\":%ld,\"fds_max\":%ld},"
+	       "\"server\":{\"threads_max\":%ld,\"fds_max\":%ld,\"passes\":%.0f,"
+	       "\"pass_mean_ms\":%.1f},"
 	       "\"agents_side\":{\"registered\":%ld,\"syncs\":%ld,\"tasks_started\":%ld,"
-	       "\"tasks_ended\":%ld,\"errors\":%ld},"
+	       "\"tasks_ended\":%ld,\"sessions_gone\":%ld,\"errors\":%ld},"
 	       "\"targets\":{\"cpu_percent\":100,\"submit_to_running_p99_ms\":100,"
 	       "\"rss_mb\":1024},\"pass\":%s}\n",
 	       R->o.agents, R->o.gpus, (long long)R->o.agents * R->o.gpus, R->spines, R->leaves,
 	       R->o.agents, R->o.procs, R->o.addrs, R->register_s, pending, w->seconds, hb_s,
 	       R->o.agents / 5.0, R->o.rate, w->submits, w->failed, w->ran, w->p50, w->p99,
-	       w->max, cpu, rss, R->max.threads, R->max.fds, t->registered, t->syncs, t->started,
-	       t->ended, t->errors, pass ? "true" : "false");
+	       w->max, cpu, rss, R->max.threads, R->max.fds, w->passes,
+	       w->passes > 0 ? 1000.0 * w->pass_s / w->passes : 0.0, t->registered, t->syncs,
+	       t->started, t->ended, t->gone, t->errors, pass ? "true" : "false");
 	return ok;
 }
 

@@ -207,6 +207,20 @@ static bool slurm_rules_out(const struct drv_job *j, const struct drv_node *n)
 	return false;
 }
 
+bool drv_job_pool_ok(const struct drv_job *j, const char *pool_name)
+{
+	bool keyed = false;
+
+	for (int32_t i = 0; i < j->nnode_selector; i++) {
+		if (strcmp(j->node_selector[i].key, DRV_LABEL_POOL) != 0)
+			continue;
+		keyed = true;
+		if (pool_name && strcmp(j->node_selector[i].value, pool_name) == 0)
+			return true;
+	}
+	return !keyed;
+}
+
 bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
 		     const struct drv_node *n)
 {

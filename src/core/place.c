@@ -596,13 +596,15 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 		}
 	}
 	x->pools_ok = ~0ULL;
-	if ((opts && opts->pool_mask) || job->nregions > 0) {
+	/* a selector naming pools rules the others out here, at their
+	 * vertex, rather than on each of their nodes */
+	if ((opts && opts->pool_mask) || job->nregions > 0 || !drv_job_pool_ok(job, NULL)) {
 		x->pool_restricted = true;
 		x->pools_ok = 0;
 		for (p = 0; p < c->npools; p++) {
 			if (opts && opts->pool_mask && !((opts->pool_mask >> p) & 1))
 				continue;
-			if (!region_ok(job, c->pools[p].region))
+			if (!region_ok(job, c->pools[p].region) || !drv_job_pool_ok(job, c->pools[p].name))
 				continue;
 			x->pools_ok |= 1ULL << p;
 		}

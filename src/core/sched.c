@@ -123,6 +123,7 @@ void sched__refresh_cluster(struct drv_sched *s)
 	struct drv_cluster *c = s->c;
 	int32_t i, p;
 
+	s->cluster_stale = false;
 	if (c->nnodes > s->nnodes_seen) {
 		s->idle_since = drv_realloc(s->idle_since, (size_t)c->nnodes * sizeof(*s->idle_since));
 		s->resv_mask = drv_realloc(s->resv_mask, (size_t)c->nnodes * sizeof(*s->resv_mask));
@@ -243,7 +244,8 @@ static void derive(struct drv_sched *s, struct sched_job *j)
 	if (c->npools > 0) {
 		uint64_t m = 0;
 		for (p = 0; p < c->npools && p < SCHED_MAX_POOLS; p++) {
-			if (!region_ok(job, c->pools[p].region))
+			if (!region_ok(job, c->pools[p].region) ||
+			    !drv_job_pool_ok(job, c->pools[p].name))
 				continue;
 			if (c->pools[p].spot && !j->preemptible)
 				continue;
@@ -637,6 +639,13 @@ void drv_sched_cluster_changed(struct drv_sched *s, int64_t now)
 	int32_t old = s->nnodes_seen;
 	s->occ_gen++;
 	s->rel_gen++;
+	if (s->c->nnodes == old) {
+		/* Only states changed: the refresh (capacity and every job's
+		 * derived fields, O(nodes + jobs)) waits for the next pass, so
+		 * 12,500 agents registering cost one, not 12,500. */
+		s->cluster_stale = true;
+		return;
+	}
 	sched__refresh_cluster(s);
 	for (i = old; i < s->nnodes_seen; i++)
 		if (s->idle_since[i] == INT64_MIN)

@@ -204,6 +204,9 @@ struct reservation {
 
 struct drv_sched {
 	struct drv_cluster *c;
+	/* a node changed state since the jobs were derived: the next pass
+	 * refreshes them first (drv_sched_cluster_changed) */
+	bool cluster_stale;
 
 	struct sched_job *jobs;
 	int32_t njobs;          /* slots used (including free ones) */

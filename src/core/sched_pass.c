@@ -208,7 +208,7 @@ static void pass_begin(struct pass *p, struct drv_sched *s, int64_t now,
 	s->last_now = now;
 	sched__run_sync(s);
 	s->fair_half_life = pol->fair_half_life_s;
-	if (s->c->nnodes != s->nnodes_seen)
+	if (s->cluster_stale || s->c->nnodes != s->nnodes_seen)
 		sched__refresh_cluster(s);
 	if (s->idle_unknown) {
 		for (i = 0; i < s->nnodes_seen; i++)

@@ -219,7 +219,7 @@ static void open_session(struct drv_server *s, int32_t i, const struct drv_proto
 	json_object_del(n->inventory, "running");
 	srv_set_str(&n->address, m->address ? m->address : drv_http_req_peer(r));
 	srv_set_str(&n->agent_url, m->agent_url);
-	n->dirty = true;
+	srv_node_mark(s, i);
 	if (n->state == DRV_NODE_DOWN)
 		srv_node_set_state(s, i, n->admin_drain ? DRV_NODE_DRAINING : DRV_NODE_UP,
 			       n->admin_drain ? n->reason : "agent registered");

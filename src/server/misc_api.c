@@ -117,7 +117,7 @@ int srv_api_drain(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 	i = route_node(s, r, o);
 	if (i >= 0) {
 		s->nodes[i].admin_drain = true;
-		s->nodes[i].dirty = true;
+		srv_node_mark(s, i);
 		if (s->nodes[i].state == DRV_NODE_DOWN)
 			srv_set_str(&s->nodes[i].reason, s->nodes[i].reason);
 		else
@@ -152,7 +152,7 @@ int srv_api_resume(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 		} else {
 			s->nodes[i].admin_drain = false;
 			s->nodes[i].health_drain = false;
-			s->nodes[i].dirty = true;
+			srv_node_mark(s, i);
 			srv_node_set_state(s, i, DRV_NODE_UP, "");
 			drv_http_resp_json(o, 200, srv_node_api_json(s, i));
 			srv_reply_when_durable(s, r, srv_enqueue(s), "");

@@ -59,13 +59,22 @@ int32_t srv_node_find(struct drv_server *s, const char *name)
 	return -1;
 }
 
+void srv_node_mark(struct drv_server *s, int32_t i)
+{
+	if (s->nodes[i].dirty)
+		return;
+	s->nodes[i].dirty = true;
+	DRV_GROW(s->dirty_nodes, s->ndirty_nodes + 1, s->dncap);
+	s->dirty_nodes[s->ndirty_nodes++] = i;
+}
+
 void srv_node_set_state(struct drv_server *s, int32_t i, enum drv_node_state st, const char *reason)
 {
 	struct srv_node *n = &s->nodes[i];
 	enum drv_node_state from = n->state;
 
 	srv_set_str(&n->reason, reason ? reason : "");
-	n->dirty = true;
+	srv_node_mark(s, i);
 	if (from == st)
 		return;
 	n->state = st;
@@ -205,7 +214,7 @@ int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, i
 	nodes_sync(s);
 	json_decref(s->nodes[idx].labels);
 	s->nodes[idx].labels = labels ? json_deep_copy(labels) : json_object();
-	s->nodes[idx].dirty = true;
+	srv_node_mark(s, idx);
 	if (s->sched)
 		drv_sched_cluster_changed(s->sched, drv_wall_s());
 	return idx;
@@ -359,7 +368,7 @@ static void node_timed_out(struct drv_server *s, int32_t i, int64_t now)
 		 (long long)s->cfg.heartbeat_timeout_s);
 	n->registered = false;
 	n->lease_wait = true;
-	n->dirty = true;
+	srv_node_mark(s, i);
 	drv_http_wake_key(s->http, SRV_KEY_NODE(i));
 	srv_node_set_state(s, i, DRV_NODE_DOWN, reason);
 	snprintf(why, sizeof(why), "node %s is unreachable (%s); its tasks may still run until "

@@ -562,6 +562,7 @@ void drv_server_stop(struct drv_server *s)
 	drv_free(s->active);
 	drv_free(s->parents);
 	drv_free(s->dirty);
+	drv_free(s->dirty_nodes);
 	drv_free(s->announce);
 	drv_free(s->callers);
 	srv_waits_release(s);

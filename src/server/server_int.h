@@ -391,6 +391,8 @@ struct drv_server {
 	size_t nactive, acap;
 	uint64_t *dirty;          /* ids of jobs to write at the next flush */
 	size_t ndirty, dcap;
+	int32_t *dirty_nodes;     /* indexes of the nodes to write (srv_node_mark) */
+	size_t ndirty_nodes, dncap;
 	int64_t done_counts[J_NSTATES];   /* finished jobs in the store only, by state */
 	struct wacct *acct_pend;  /* accounting rows for the next flush */
 	size_t nacct, acctcap;
@@ -837,6 +839,9 @@ int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err,
 int srv_node_add(struct drv_server *s, const char *name, int model, int ngpus, int64_t cpu,
 		 int64_t mem, json_t *labels);
 int32_t srv_node_find(struct drv_server *s, const char *name);
+/* Node i is to be written at the next flush (its dirty flag, and the
+ * list srv_enqueue takes). Caller holds s->mu. */
+void srv_node_mark(struct drv_server *s, int32_t i);
 /* The heartbeat timeout marks a silent node down; agent_lease_s + 5 s
  * after the last reply sent to it, its gangs are requeued (their tasks
  * there have surely stopped: the agent and each task's shim stop them

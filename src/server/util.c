@@ -63,7 +63,12 @@ bool srv_jstate_final(enum jstate st)
 
 void srv_set_str(char **dst, const char *src)
 {
-	char *n = src ? drv_strdup(src) : NULL;
+	char *n;
+
+	/* a pass sets every pending job's reason again, mostly to the same */
+	if (*dst && src && strcmp(*dst, src) == 0)
+		return;
+	n = src ? drv_strdup(src) : NULL;
 
 	drv_free(*dst);
 	*dst = n;
