@@ -5,8 +5,10 @@
  *
  * Batching: a submit, a finished job or a node change only sets
  * sched_dirty; the loop runs one pass sched_delay_ms after the first such
- * change, so a burst of 10,000 submits costs a handful of passes. A pass
- * also runs every 5 s while jobs wait (reservations, aging).
+ * change, so a burst of 10,000 submits costs a handful of passes, and
+ * never sooner after the last pass than that pass took (passes hold the
+ * big lock at most half the time). A pass also runs every 5 s while jobs
+ * wait (reservations, aging).
  *
  * Decisions are applied in memory, flushed to the store, and only then
  * announced to agents (node versions bumped): written before acted on.
@@ -127,7 +129,8 @@ static void run_pass(struct drv_server *s)
 			break;
 		}
 	}
-	s->last_pass_ms = drv_mono_ms() - t0;
+	s->last_pass_end_ms = drv_mono_ms();
+	s->last_pass_ms = s->last_pass_end_ms - t0;
 	drv_histogram_observe(&s->pass_hist, (double)(drv_mono_ms() - t0) / 1000.0);
 }
 
@@ -184,7 +187,11 @@ void *srv_loop_main(void *arg)
 		int64_t now = drv_mono_ms(), wake = now + 500;
 		struct timespec ts;
 
-		if (s->sched_dirty && now >= s->dirty_since_ms + s->cfg.sched_delay_ms) {
+		/* at least as long between passes as the last one took: a pass
+		 * holds s->mu, and during a storm of changes (12,500 agents
+		 * registering) back-to-back passes would starve every handler */
+		if (s->sched_dirty && now >= s->dirty_since_ms + s->cfg.sched_delay_ms &&
+		    now >= s->last_pass_end_ms + s->last_pass_ms) {
 			run_pass(s);
 			s->last_periodic_pass_ms = now;
 		} else if (!s->sched_dirty && drv_sched_pending_count(s->sched) > 0 &&
@@ -211,7 +218,8 @@ void *srv_loop_main(void *arg)
 		if (srv_flush(s) == 0 && s->nannounce)
 			announce(s);
 		if (s->sched_dirty)
-			wake = DRV_MIN(wake, s->dirty_since_ms + s->cfg.sched_delay_ms);
+			wake = DRV_MIN(wake, DRV_MAX(s->dirty_since_ms + s->cfg.sched_delay_ms,
+						     s->last_pass_end_ms + s->last_pass_ms));
 		now = drv_mono_ms();
 		if (wake > now) {
 			ts = drv_realtime_after_ms(wake - now);

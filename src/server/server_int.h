@@ -458,6 +458,7 @@ struct drv_server {
 	size_t nannounce, anncap;
 	int64_t last_pass_now;
 	int64_t last_pass_ms;
+	int64_t last_pass_end_ms;  /* drv_mono_ms() when the last pass ended */
 	uint64_t passes;
 	uint64_t preemptions;
 	uint64_t submits;
