@@ -378,16 +378,33 @@ bool srv_elements_resume(struct drv_server *s, struct srv_job *j, const char *wh
 	return true;
 }
 
-/* canon without what may change after submission (and who, which) */
+/* canon without what may change after submission (and who, which):
+ * labels, annotations and what drover keeps without acting on too; an
+ * imagePullPolicy equal to the image's default is none (the Kubernetes
+ * API shows the default, and a patch of what it showed sends it back). */
 static char *fixed_part(const json_t *canon)
 {
-	json_t *c = json_deep_copy(canon), *k;
+	static const char *const drop[] = { "user", "id", "submitTime", "labels", "annotations",
+					    "ignored", "warnings", "source", NULL };
+	json_t *c = json_deep_copy(canon), *k, *g;
+	size_t gi;
 	char *t;
 
-	json_object_del(c, "user");
-	json_object_del(c, "id");
-	json_object_del(c, "submitTime");
+	for (int i = 0; drop[i]; i++)
+		json_object_del(c, drop[i]);
+	json_array_foreach(json_object_get(c, "groups"), gi, g) {
+		const char *pp = drv_json_str(g, "imagePullPolicy");
+
+		if (pp && strcmp(pp, drv_pull_policy_default(drv_json_str(g, "image"))) == 0)
+			json_object_del(g, "imagePullPolicy");
+	}
 	if ((k = json_object_get(c, "kubernetes"))) {
+		/* Kubernetes' defaults, which its API shows, are none */
+		if (json_integer_value(json_object_get(k, "backoffLimit")) == 6)
+			json_object_del(k, "backoffLimit");
+		if (drv_json_str(k, "completionMode") &&
+		    strcmp(drv_json_str(k, "completionMode"), "NonIndexed") == 0)
+			json_object_del(k, "completionMode");
 		json_object_del(k, "parallelism");
 		json_object_del(k, "suspend");
 	}
@@ -396,17 +413,23 @@ static char *fixed_part(const json_t *canon)
 	return t;
 }
 
-/* Suspends parent p none of whose pods has started: its pending ones wait. */
+/* Suspends parent p: its pending pods wait; those that run stop and wait
+ * too, as a new attempt (CONTRACTS.md section 4: Kueue preempts so). */
 static bool suspend(struct drv_server *s, struct srv_job *p, char *why, size_t n)
 {
 	struct srv_job *e;
 
 	FOR_ELEMENTS(s, p, e)
-		if (!srv_jstate_final(e->state) && e->state != J_PENDING) {
-			snprintf(why, n, "Job %llu has pods that run (%llu); suspending it then is "
-				 "not implemented: cancel it", (unsigned long long)p->id,
-				 (unsigned long long)e->id);
-			return false;
+		if (!srv_jstate_final(e->state) && e->state != J_PENDING && e->holding) {
+			char r[200];
+
+			snprintf(r, sizeof(r), "stopped: Job %llu is suspended (spec.suspend: true)",
+				 (unsigned long long)p->id);
+			srv_job_transition(s, e, J_PENDING, r);
+			e->requeue_on_stop = true;
+			e->requeue_quiet = true;
+			srv_set_str(&e->stop_reason, NULL);
+			srv_job_stop_tasks(s, e, r);
 		}
 	p->par->suspended = true;
 	snprintf(why, n, "held: Job %llu is suspended (spec.suspend: true); POST "

@@ -731,8 +731,13 @@ json_t *kube_batchjob_json(struct drv_server *s, struct srv_job *j, int64_t rv, 
 	set_volumes(json_object_get(tmpl, "spec"), j, 0);
 	spec = json_pack("{s:i,s:i,s:i,s:b,s:o}", "parallelism", k->parallelism >= 0 ? k->parallelism : n,
 			 "completions", k->completions >= 0 ? k->completions : n, "backoffLimit",
-			 k->backoff_limit >= 0 ? k->backoff_limit : 6, "suspend", false, "template",
-			 tmpl);
+			 k->backoff_limit >= 0 ? k->backoff_limit : 6, "suspend",
+			 j->par ? j->par->suspended : k->suspend == 1, "template", tmpl);
+	json_object_set_new(spec, "completionMode", json_string(k->indexed == 1 ? "Indexed"
+								 : "NonIndexed"));
+	if (k->active_deadline_s >= 0)
+		json_object_set_new(spec, "activeDeadlineSeconds",
+				    json_integer(k->active_deadline_s));
 	status = json_object();
 	if (active)
 		json_object_set_new(status, "active", json_integer(active));

@@ -832,6 +832,39 @@ static bool labels_equal(const struct drv_label *a, int32_t na, const struct drv
 	return eq;
 }
 
+/*
+ * A batch/v1 Job's spec as patched (spec, taken): of its spec only
+ * suspend and parallelism change, in any state (srv_elements_update;
+ * suspending stops the pods that run); anything else is 422. Caller holds
+ * s->mu.
+ */
+static void patch_job(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		      struct drv_http_resp *o, struct srv_job *j, struct drv_jobspec *spec,
+		      json_t *patched, int32_t rank, bool deleted)
+{
+	char why[320];
+	json_t *canon;
+
+	spec->job.id = j->id;
+	spec->job.submit_time = j->submit_time;
+	srv_set_str(&spec->job.user, j->spec.job.user);
+	srv_set_str(&spec->job.tenant, j->spec.job.tenant);
+	srv_set_str(&spec->job.name, j->spec.job.name);
+	canon = drv_jobspec_to_json(spec);
+	if (kube_dry_run(r)) {
+		json_decref(canon);
+		kube_reply(o, 200, json_incref(patched));
+		return;
+	}
+	if (srv_elements_update(s, j, spec, canon, why, sizeof(why)) < 0) {
+		json_decref(canon);
+		forbidden(o, q, "spec", why);
+		return;
+	}
+	kube_reply(o, 200, render(s, q, j, rank, deleted));
+	srv_reply_when_durable(s, r, srv_enqueue(s), "the change is not on disk yet: ");
+}
+
 int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	       struct drv_http_resp *o, bool replace)
 {
@@ -971,6 +1004,11 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 			invalid(o, q, q->name, &d);
 			goto out;
 		}
+	}
+	if (spec_touched && j->par && !j->par->array && srv_job_get(s, j->id) == j) {
+		/* a batch/v1 Job: suspend and parallelism change in any state */
+		patch_job(s, q, r, o, j, &spec, patched, rank, deleted);
+		goto out;
 	}
 	if (spec_touched && (srv_job_get(s, j->id) != j || j->state != J_PENDING || j->holding)) {
 		char why[200];
