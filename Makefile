@@ -78,8 +78,10 @@ $(eval $(call flavour,asan,$(SAN_FLAGS)))
 	test-integration test-fuzz check-deps
 
 drover: build/rel/drover $(LITE:%=build/rel/%)
-	cp build/rel/drover drover
-	for b in $(LITE); do cp build/rel/$$b $$b; done
+	@# by rename, not over the file: a ./drover that runs (a test, a
+	@# server) makes cp fail with "Text file busy"
+	cp build/rel/drover drover.new && mv -f drover.new drover
+	for b in $(LITE); do cp build/rel/$$b $$b.new && mv -f $$b.new $$b; done
 
 # `drover version`: the commit it is built from. git describe at build time
 # when this directory is a git checkout's top (a tarball unpacked inside
