@@ -1526,49 +1526,77 @@ static struct qent *queue_entries(struct drv_server *s, const struct queue_q *q,
 	return v;
 }
 
-/* One item of the queue: the job, its position (rank among the pending
- * jobs listed, null for others), wait and queue. */
-static json_t *queue_item(struct drv_server *s, const struct qent *e, size_t rank, int64_t now)
+/* A JSON string's text as drv_http_resp_json writes it. */
+static void add_json_string(struct drv_dynbuf *b, const char *v)
+{
+	json_t *j = json_string(v ? v : "");
+	char *t = json_dumps(j, JSON_ENCODE_ANY | DRV_HTTP_JSON_FLAGS);
+
+	drv_dynbuf_addstr(b, t ? t : "\"\"");
+	free(t);
+	json_decref(j);
+}
+
+/* One item of the queue: the job (its list form's text, srv_job_api_text),
+ * then its position (rank among the pending jobs listed, null for others),
+ * wait and queue, as the object's last members. */
+static void queue_item(struct drv_server *s, const struct qent *e, size_t rank, int64_t now,
+		       struct drv_dynbuf *b)
 {
 	struct srv_job *j = srv_job_get(s, e->id);
-	json_t *o = srv_job_api_json(s, j, false);
 	int64_t until = e->other && j->start_time ? j->start_time : now;
 
-	json_object_set_new(o, "position", e->other ? json_null() : json_integer((json_int_t)rank));
-	json_object_set_new(o, "wait_s", json_integer(until - j->submit_time));
-	json_object_set_new(o, "queue", json_string(j->spec.job.tenant));
-	return o;
+	srv_job_api_text(s, j, b);
+	drv_dynbuf_trim(b, 1);   /* its closing brace */
+	if (e->other)
+		drv_dynbuf_addstr(b, ",\"position\":null");
+	else
+		drv_dynbuf_addf(b, ",\"position\":%zu", rank);
+	drv_dynbuf_addf(b, ",\"wait_s\":%lld", (long long)(until - j->submit_time));
+	if (j->spec.job.tenant) {
+		drv_dynbuf_addstr(b, ",\"queue\":");
+		add_json_string(b, j->spec.job.tenant);
+	}
+	drv_dynbuf_add(b, "}", 1);
 }
 
 int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(DRV_HTTP_MAX_REPLY);
 	struct queue_q q;
 	struct qent *v;
 	size_t n, k = 0, end;
-	json_t *items = json_array(), *out;
 	int64_t now = drv_wall_s();
 	char next[96] = "";
 
-	if (queue_query(r, o, &q) < 0) {
-		json_decref(items);
+	if (queue_query(r, o, &q) < 0)
 		return 0;
-	}
+	/* {"items":[...],"total":T,"next_cursor":"C"} as drv_http_resp_json
+	 * would write it, each item's job text kept between pages */
+	drv_dynbuf_add(&b, "{\"items\":[", 10);
 	pthread_mutex_lock(&s->mu);
 	v = queue_entries(s, &q, &n);
 	while (q.from_cursor && k < n && qcmp(&v[k], &q.cursor) <= 0)
 		k++;
 	end = DRV_MIN(n, k + (size_t)q.limit);
-	for (size_t i = k; i < end; i++)
-		json_array_append_new(items, queue_item(s, &v[i], i + 1, now));
+	for (size_t i = k; i < end; i++) {
+		if (i > k)
+			drv_dynbuf_add(&b, ",", 1);
+		queue_item(s, &v[i], i + 1, now, &b);
+	}
 	if (end < n)
 		cursor_of(&v[end - 1], next, sizeof(next));
 	pthread_mutex_unlock(&s->mu);
-	out = json_pack("{s:o,s:I}", "items", items, "total", (json_int_t)n);
-	if (*next)
-		json_object_set_new(out, "next_cursor", json_string(next));
+	drv_dynbuf_addf(&b, "],\"total\":%zu", n);
+	if (*next) {
+		drv_dynbuf_addstr(&b, ",\"next_cursor\":");
+		add_json_string(&b, next);
+	}
+	drv_dynbuf_add(&b, "}\n", 2);
 	drv_free(v);
-	drv_http_resp_json(o, 200, out);
+	drv_http_resp_bytes(o, 200, "application/json", drv_dynbuf_str(&b), drv_dynbuf_len(&b));
+	drv_dynbuf_release(&b);
 	return 0;
 }
 
