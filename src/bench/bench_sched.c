@@ -1,7 +1,7 @@
 /*
  * bench_sched.c: 'drover bench sched': the cost of a scheduling pass.
  *
- *   drover bench sched [--json] [--pending N] [--preemption on|off]
+ *   drover bench sched [--json] [--pending N] [--runs N] [--preemption on|off]
  *                      [--mode strict|backfill|greedy] [--order fifo|sjf|las|fair]
  *
  * Builds the largest cluster of 'bench place' (100,352 H100 GPUs: 8 GPUs a
@@ -9,8 +9,11 @@
  * jobs, queues 50,000 pending jobs (gangs of 1 to 64 GPUs, some fractional,
  * four priorities, 32 tenants, some requiring one leaf), times one full pass
  * and then the steady-state pass after one running job ends (the median of
- * many such passes). Prints
- *   {"pending":…,"gpus":…,"full_pass_ms":…,"incremental_pass_us":…}
+ * many such passes), all of it --runs times (default 3), and prints the
+ * medians over the runs, wall and CPU (the figure to compare on a shared
+ * machine):
+ *   {"pending":…,"gpus":…,"runs":…,"full_pass_ms":…,"full_pass_cpu_ms":…,
+ *    "incremental_pass_us":…,"incremental_pass_cpu_us":…}
  *
  * It also carries the golden-scenario driver used by tests/golden/run
  * (hidden: 'drover bench sched --golden FILE'), which replays a scenario
@@ -29,6 +32,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +123,7 @@ static const struct drv_opt_choice on_off[] = { { "on", 1 }, { "off", 0 }, { NUL
 struct bench_args {
 	struct drv_sched_policy pol;
 	int32_t npending;
+	int runs;
 	bool json, quiet;
 	const char *golden; /* a tests/golden/ scenario to replay instead */
 };
@@ -127,10 +132,12 @@ struct bench_args {
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	struct drv_sched_policy *pol = &a->pol;
-	int order, mode, preemption, n = 50000;
+	int order, mode, preemption, n = 50000, runs = 3;
 	const struct drv_option table[] = {
 		DRV_OPT_FLAG(0, "json", &a->json, "print one JSON object"),
 		DRV_OPT_INT(0, "pending", &n, 1, 10000000, "N", "pending jobs (default 50000)"),
+		DRV_OPT_INT(0, "runs", &runs, 1, 63, "N",
+			    "build the world N times, print the medians (default 3)"),
 		DRV_OPT_ENUM(0, "preemption", &preemption, on_off,
 			     "preemption in the pass (default off)"),
 		DRV_OPT_ENUM(0, "mode", &mode, modes, "head-of-line handling (default backfill)"),
@@ -144,7 +151,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	};
 	const struct drv_opts usage = {
 		.name = "drover bench sched",
-		.usage = "drover bench sched [--json] [--pending N] [--preemption on|off] "
+		.usage = "drover bench sched [--json] [--pending N] [--runs N] [--preemption on|off] "
 			 "[--mode strict|backfill|greedy] [--order fifo|sjf|las|fair]\n"
 			 "       drover bench sched --golden FILE [--quiet]",
 		.about = "One scheduling pass over N pending jobs on a 100,352-GPU cluster, "
@@ -165,6 +172,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	pol->mode = (enum drv_sched_mode)mode;
 	pol->preemption = preemption;
 	a->npending = n;
+	a->runs = runs;
 	return 0;
 }
 
@@ -260,17 +268,26 @@ static void bench_release(struct sched_bench *b)
 	drv_cluster_release(&b->c);
 }
 
-/* Builds the world, times the full pass and the steady-state passes, and
- * prints them. */
-static int bench_measure(const struct drv_sched_policy *pol, int32_t npending, bool json)
+/* What one build of the world measured. */
+struct sched_run {
+	double full_ms, full_cpu_ms;   /* the full pass, wall and CPU */
+	double inc_us, inc_cpu_us;     /* the steady-state passes' medians */
+	double inc_p90_us;
+	int64_t gpus;
+	int32_t nstart, ndec, nrunning;
+};
+
+/* Builds the world, times the full pass and the steady-state passes. */
+static int bench_once(const struct drv_sched_policy *pol, int32_t npending, struct sched_run *r)
 {
 	struct sched_bench B, *b = &B;
 	struct drv_sched_decisions d;
-	int32_t i, reps = 200, nstart = 0;
-	double t0, c0, full_ms, full_cpu_ms, *inc, *inc_cpu;
+	int32_t i, reps = 200;
+	double t0, c0, *inc, *inc_cpu;
 	int rc;
 
 	memset(b, 0, sizeof(*b));
+	memset(r, 0, sizeof(*r));
 	b->rng = 42;
 	b->id = 1;
 	b->now = 1000000;
@@ -287,14 +304,17 @@ static int bench_measure(const struct drv_sched_policy *pol, int32_t npending, b
 	t0 = drv_mono_s();
 	c0 = bench_cpu_s();
 	rc = drv_sched_pass(b->s, b->now, pol, &d);
-	full_ms = (drv_mono_s() - t0) * 1e3;
-	full_cpu_ms = (bench_cpu_s() - c0) * 1e3;
+	r->full_ms = (drv_mono_s() - t0) * 1e3;
+	r->full_cpu_ms = (bench_cpu_s() - c0) * 1e3;
 	if (rc < 0) {
 		fprintf(stderr, "bench sched: pass: %s\n", drv_strerror(rc));
 		return 1;
 	}
+	r->ndec = rc;
+	r->nrunning = b->nrunning;
+	r->gpus = b->total;
 	for (i = 0; i < d.n; i++)
-		nstart += d.v[i].kind == DRV_DEC_START;
+		r->nstart += d.v[i].kind == DRV_DEC_START;
 	/* settle: passes until nothing more starts */
 	for (i = 0; i < 4; i++)
 		drv_sched_pass(b->s, ++b->now, pol, &d);
@@ -302,22 +322,57 @@ static int bench_measure(const struct drv_sched_policy *pol, int32_t npending, b
 	inc = drv_calloc((size_t)reps, sizeof(*inc));
 	inc_cpu = drv_calloc((size_t)reps, sizeof(*inc_cpu));
 	bench_steady(b, pol, &d, reps, inc, inc_cpu);
-	if (json)
-		printf("{\"pending\":%d,\"gpus\":%" PRId64 ",\"full_pass_ms\":%.1f,"
-		       "\"incremental_pass_us\":%.1f}\n",
-		       npending, b->total, full_ms, inc[reps / 2]);
-	else
-		printf("pending %d, GPUs %" PRId64 " (%d running jobs)\n"
-		       "full pass: %.1f ms wall, %.1f ms CPU (%d started, %d decisions)\n"
-		       "incremental pass after one job ends: median %.1f us wall, %.1f us CPU; "
-		       "p90 %.1f us wall (%d passes)\n",
-		       npending, b->total, b->nrunning, full_ms, full_cpu_ms, nstart, rc,
-		       inc[reps / 2], inc_cpu[reps / 2], inc[reps * 9 / 10], reps);
-
+	r->inc_us = inc[reps / 2];
+	r->inc_cpu_us = inc_cpu[reps / 2];
+	r->inc_p90_us = inc[reps * 9 / 10];
 	drv_free(inc);
 	drv_free(inc_cpu);
 	drv_sched_decisions_release(&d);
 	bench_release(b);
+	return 0;
+}
+
+/* The median over runs of the figure at offset off of struct sched_run. */
+static double run_median(const struct sched_run *r, int runs, size_t off)
+{
+	double v[64];
+	int i;
+	for (i = 0; i < runs; i++)
+		memcpy(&v[i], (const char *)&r[i] + off, sizeof(double));
+	qsort(v, (size_t)runs, sizeof(*v), cmp_d);
+	return v[runs / 2];
+}
+
+/* Builds the world runs times and prints the medians of what each measured:
+ * CPU time is the figure to compare (the wall clock waits for other
+ * processes on a shared machine). */
+static int bench_measure(const struct drv_sched_policy *pol, int32_t npending, int runs, bool json)
+{
+	struct sched_run r[64];
+	double full, full_cpu, inc, inc_cpu, p90;
+	int i;
+
+	memset(r, 0, sizeof(r));
+	for (i = 0; i < runs; i++)
+		if (bench_once(pol, npending, &r[i]))
+			return 1;
+	full = run_median(r, runs, offsetof(struct sched_run, full_ms));
+	full_cpu = run_median(r, runs, offsetof(struct sched_run, full_cpu_ms));
+	inc = run_median(r, runs, offsetof(struct sched_run, inc_us));
+	inc_cpu = run_median(r, runs, offsetof(struct sched_run, inc_cpu_us));
+	p90 = run_median(r, runs, offsetof(struct sched_run, inc_p90_us));
+	if (json)
+		printf("{\"pending\":%d,\"gpus\":%" PRId64 ",\"runs\":%d,\"full_pass_ms\":%.1f,"
+		       "\"full_pass_cpu_ms\":%.1f,\"incremental_pass_us\":%.1f,"
+		       "\"incremental_pass_cpu_us\":%.1f}\n",
+		       npending, r[0].gpus, runs, full, full_cpu, inc, inc_cpu);
+	else
+		printf("pending %d, GPUs %" PRId64 " (%d running jobs), median of %d run%s\n"
+		       "full pass: %.1f ms wall, %.1f ms CPU (%d started, %d decisions)\n"
+		       "incremental pass after one job ends: median %.1f us wall, %.1f us CPU; "
+		       "p90 %.1f us wall (200 passes a run)\n",
+		       npending, r[0].gpus, r[0].nrunning, runs, runs == 1 ? "" : "s", full, full_cpu,
+		       r[0].nstart, r[0].ndec, inc, inc_cpu, p90);
 	return 0;
 }
 
@@ -989,5 +1044,5 @@ int drv_bench_sched(int argc, char **argv)
 		return drv_opts_exit(rc);
 	if (a.golden)
 		return golden_main(a.golden, a.quiet);
-	return bench_measure(&a.pol, a.npending, a.json);
+	return bench_measure(&a.pol, a.npending, a.runs, a.json);
 }
