@@ -144,6 +144,29 @@ static const char usage_text[] =
 	"      --overlap             share the job's resources with other steps (always)\n"
 	"  -J, -t, -p, -A, -G, --gres, --mem, -D: allocation options outside a job\n";
 
+static const char salloc_usage_text[] =
+	"usage: salloc [OPTIONS] [COMMAND [ARGS...]]\n\n"
+	"Makes an allocation (a job that only holds it), says \"salloc: Granted job allocation N\",\n"
+	"runs COMMAND (default $SHELL) with SLURM_JOB_ID set, in which srun starts steps of the\n"
+	"job, and cancels the job when COMMAND ends.\n\n"
+	"  -N, --nodes=N             nodes of the allocation\n"
+	"  -n, --ntasks=N            tasks (SLURM_NTASKS)\n"
+	"      --ntasks-per-node=N   tasks on each node\n"
+	"  -c, --cpus-per-task=N     CPUs of each task\n"
+	"      --gpus-per-task=N     GPUs of each task\n"
+	"      --gpus-per-node=N     GPUs on each node\n"
+	"  -G, --gpus=N              GPUs of the whole allocation\n"
+	"      --gres=gpu[:TYPE]:N   GPUs on each node\n"
+	"      --mem=SIZE            memory on each node\n"
+	"  -J, --job-name=NAME       the job's name\n"
+	"  -t, --time=TIME           the time limit\n"
+	"  -p, --partition=PARTS     the pools it may use\n"
+	"  -A, --account=NAME        the tenant\n"
+	"  -D, --chdir=DIR           where COMMAND and the job run\n"
+	"      --exclusive           whole nodes (warned: not acted on)\n"
+	"  -Q, --quiet               no informational lines\n"
+	"  -v, --verbose             more of them\n";
+
 static bool count(const char *v, long long min, long long *out)
 {
 	char *end;
@@ -220,7 +243,7 @@ static int parse(struct srun *o, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+n:N:c:luo:e:i:KJ:t:p:A:G:D:Qvh", long_opts, NULL)) !=
 	       -1) {
 		if (c == OPT_HELP || c == 'h') {   /* Slurm's srun takes -h too */
-			fputs(usage_text, stdout);
+			fputs(strcmp(o->prog, "salloc") ? usage_text : salloc_usage_text, stdout);
 			return 1;
 		}
 		if (c == '?') {

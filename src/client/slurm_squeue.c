@@ -91,7 +91,12 @@ static void value(const json_t *job, const char *f, int64_t now, char *buf, size
 	int64_t start = drv_json_time(job, "start_time"), lim = drv_json_int(job, "time_limit_s", 0);
 
 	buf[0] = '\0';
-	if (!strcmp(f, "jobid")) {
+	if (!strcmp(f, "jobid") && drv_json_str(job, "_pending_tasks")) {
+		snprintf(buf, n, "%lld_[%s]", (long long)drv_json_int(job, "array_job_id", 0),
+			 drv_json_str(job, "_pending_tasks"));
+	} else if (!strcmp(f, "array_task_id") && drv_json_str(job, "_pending_tasks")) {
+		snprintf(buf, n, "%s", drv_json_str(job, "_pending_tasks"));
+	} else if (!strcmp(f, "jobid")) {
 		sl_job_id(job, buf, n);
 	} else if (!strcmp(f, "jobid_raw")) {
 		snprintf(buf, n, "%lld", (long long)drv_json_int(job, "id", 0));
@@ -167,6 +172,7 @@ struct sq {
 	bool noheader;
 	int64_t now, min_age;
 	json_t *rows;      /* the jobs to print, in order */
+	json_t *throttle;  /* array parent id -> its %N limit, from the listing */
 };
 
 static bool in_list(const char *v, const char *const *list, int n)
@@ -209,10 +215,104 @@ static bool match(const struct sq *q, const json_t *job, bool by_id)
 static int add_row(const json_t *job, void *cls)
 {
 	struct sq *q = cls;
+	const char *spec = drv_json_str(json_object_get(job, "elements"), "array");
 
+	if (spec && strchr(spec, '%')) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%lld", (long long)drv_json_int(job, "id", 0));
+		json_object_set_new(q->throttle, key, json_string(strchr(spec, '%')));
+	}
 	if (match(q, job, false))
 		json_array_append(q->rows, (json_t *)job);
 	return 0;
+}
+
+/* "3-5,7,9-10" from the sorted ids v (n of them) into buf. */
+static void id_ranges(const long long *v, size_t n, char *buf, size_t bn)
+{
+	size_t len = 0, i = 0;
+
+	buf[0] = '\0';
+	while (i < n && len < bn) {
+		size_t k = i;
+
+		while (k + 1 < n && v[k + 1] == v[k] + 1)
+			k++;
+		len += (size_t)snprintf(buf + len, bn - len, k > i ? "%s%lld-%lld" : "%s%lld",
+					len ? "," : "", v[i], v[k]);
+		i = k + 1;
+	}
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Slurm's squeue shows the pending tasks of an array as one line,
+ * P_[3-15%4] (%K: 3-15%4), where the started ones have a line each; -r
+ * (and --array-unique) asks for a line each. The line stands where the
+ * first of them would.
+ */
+static void collapse_pending(struct sq *q)
+{
+	json_t *out = json_array(), *at = json_object(), *job;
+	size_t i;
+
+	json_array_foreach(q->rows, i, job) {
+		const json_t *p = json_object_get(job, "array_job_id");
+		char key[32];
+		json_t *ids;
+
+		if (!pending(job) || !json_is_integer(p) ||
+		    !json_is_integer(json_object_get(job, "array_task_id"))) {
+			json_array_append(out, job);
+			continue;
+		}
+		snprintf(key, sizeof(key), "%lld", (long long)json_integer_value(p));
+		ids = json_object_get(at, key);
+		if (!ids) {
+			ids = json_array();
+			json_object_set_new(at, key, ids);
+			json_array_append_new(out, json_pack("{s:O,s:O}", "row", job, "ids", ids));
+		}
+		json_array_append_new(ids, json_integer(drv_json_int(job, "array_task_id", 0)));
+	}
+	json_array_foreach(out, i, job) {
+		const json_t *row = json_object_get(job, "row"), *ids = json_object_get(job, "ids");
+		size_t n = json_array_size(ids);
+		long long *v;
+		char list[2048], key[32];
+		const char *thr;
+		json_t *r;
+
+		if (!row)
+			continue;
+		if (n < 2) {
+			json_array_set(out, i, (json_t *)row);
+			continue;
+		}
+		v = drv_calloc(n, sizeof(*v));
+		for (size_t k = 0; k < n; k++)
+			v[k] = (long long)json_integer_value(json_array_get(ids, k));
+		qsort(v, n, sizeof(*v), cmp_ll);
+		id_ranges(v, n, list, sizeof(list) - 16);
+		drv_free(v);
+		snprintf(key, sizeof(key), "%lld", (long long)drv_json_int(row, "array_job_id", 0));
+		thr = drv_json_str(q->throttle, key);
+		if (thr)
+			snprintf(list + strlen(list), 16, "%s", thr);
+		r = json_copy((json_t *)row);
+		json_object_set_new(r, "_pending_tasks", json_string(list));
+		json_array_set_new(out, i, r);
+	}
+	json_decref(at);
+	json_decref(q->rows);
+	q->rows = out;
 }
 
 static void print(const struct sq *q)
@@ -350,8 +450,8 @@ int drv_client_cmd_squeue(int argc, char **argv)
 		DRV_OPT_FLAG(0, "start", &start, "pending jobs with their expected start"),
 		DRV_OPT_STRING('o', "format", &format, "FORMAT", "columns as Slurm's % fields"),
 		DRV_OPT_STRING('O', "Format", &Format, "FIELDS", "columns by name (Name[:width],...)"),
-		DRV_OPT_FLAG('r', "array", &array, "one array element a line (always so)"),
-		DRV_OPT_FLAG(0, "array-unique", &raw, "one array element a line (always so)"),
+		DRV_OPT_FLAG('r', "array", &array, "one line per array element (pending ones too)"),
+		DRV_OPT_FLAG(0, "array-unique", &raw, "the same as -r"),
 		DRV_OPT_FLAG('l', "long", &lng, "more columns"),
 		DRV_OPT_GROUP("server"),
 		CLI_SERVER_OPTS(&cli),
@@ -373,6 +473,7 @@ int drv_client_cmd_squeue(int argc, char **argv)
 	q.noheader = noheader;
 	q.now = (int64_t)time(NULL);
 	q.rows = json_array();
+	q.throttle = json_object();
 	if (Format)
 		rc = sl_fmt_names(Format, names, ',', &q.fmt, err, sizeof(err));
 	else
@@ -451,6 +552,8 @@ int drv_client_cmd_squeue(int argc, char **argv)
 		goto out;
 	}
 	code = sl_each_job(&cli, qpath, add_row, &q);
+	if (!code && !array && !raw)
+		collapse_pending(&q);
 	if (!code && q.nstates) {
 		/* finished states: the store's recent ones */
 		bool fin = false;
@@ -474,6 +577,7 @@ int drv_client_cmd_squeue(int argc, char **argv)
 		print(&q);
 out:
 	json_decref(q.rows);
+	json_decref(q.throttle);
 	cli_release(&cli);
 	return code;
 }

@@ -158,4 +158,15 @@ done_h() { [ "$(acct "$hid")" = "$hid|COMPLETED|0:0" ]; }
 wait_until 30 done_h || fail "released job $hid: '$(acct "$hid")'"
 out=$(scontrol hold 99999 2>&1) && fail "scontrol hold of an unknown job passed: $out"
 expect_eq "scontrol hold of an unknown job" "$out" "Invalid job id specified for job 99999"
+# ---- an array's pending tasks are one line, P_[first-last%N], as Slurm's
+aid=$(sbatch --parsable --array=3-15%4 --wrap 'sleep 30') || fail "sbatch --array"
+four() { [ "$(squeue -h -t R -o %i | grep -c "^${aid}_")" = 4 ]; }
+wait_until 30 four || fail "array $aid: $(squeue -h -o '%i %t')"
+expect_eq "the started tasks" "$(squeue -h -t R -o %i | grep "^${aid}_" | sort | tr '\n' ' ')" \
+	"${aid}_3 ${aid}_4 ${aid}_5 ${aid}_6 "
+expect_eq "the pending rest" "$(squeue -h -t PD -o '%i %K %t %r')" "${aid}_[7-15%4] 7-15%4 PD JobArrayTaskLimit"
+expect_eq "squeue -r: a line each" "$(squeue -h -r -t PD -o %i | wc -l)" 9
+scancel "$aid" || fail "scancel $aid"
+gone_a() { [ -z "$(squeue -h -o %i | grep "^${aid}_")" ]; }
+wait_until 20 gone_a || fail "array $aid after scancel: $(squeue -h -o '%i %t')"
 echo "ok: sbatch/squeue/sacct/scancel/sinfo/scontrol answered as Slurm's do (jobs $id $fid $cid)"
