@@ -293,17 +293,29 @@ static int claim(const struct shim *sh)
  * Signals: the shim ignores what reaches its whole group (the agent's
  * kill(-pgid) is for the task), but forwards to the task alone what the
  * agent queues to the shim with DRV_SHIM_FORWARD (drv_proc_signal: a
- * Slurm batch shell's signal, which only the shell gets). fwd_pid is set
- * in the shim after the fork, so a handler run in the child before its
- * execve forwards nothing.
+ * Slurm batch shell's signal, which only the shell gets). A signal to the
+ * group that comes before the task exists (the agent stopping a task that
+ * is just starting) is kept in early_sig and sent to the task once it is
+ * there; the fork itself runs with every signal blocked, so one sent
+ * after it is pending in the child, which resets every handler before it
+ * unblocks them.
  */
 static volatile pid_t fwd_pid;
+static volatile sig_atomic_t early_sig;
+static pid_t shim_pid;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	if (si->si_code == SI_QUEUE && si->si_value.sival_int == DRV_SHIM_FORWARD && fwd_pid > 0)
-		kill(fwd_pid, sig);
+	if (getpid() != shim_pid)
+		return;
+	if (si->si_code == SI_QUEUE && si->si_value.sival_int == DRV_SHIM_FORWARD) {
+		if (fwd_pid > 0)
+			kill(fwd_pid, sig);
+		return;
+	}
+	if (fwd_pid <= 0)
+		early_sig = sig;
 }
 
 static void shim_signals(void)
@@ -481,15 +493,21 @@ static int start_child(struct shim *sh, char **argv)
 	int pfd[2], err = 0;
 	ssize_t n;
 
+	sigset_t all, old;
+
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
 	sh->child = fork();
 	if (sh->child == 0) {
+		struct sigaction dfl;
 		sigset_t none;
 
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		for (int sig = 1; sig < NSIG; sig++)
+			sigaction(sig, &dfl, NULL);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		close(pfd[0]);
@@ -501,6 +519,9 @@ static int start_child(struct shim *sh, char **argv)
 	}
 	close(pfd[1]);
 	fwd_pid = sh->child;
+	if (sh->child > 0 && early_sig)
+		kill(sh->child, early_sig);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	relays_parent(sh);
 	n = sh->child < 0 ? 0 : read(pfd[0], &err, sizeof(err));
 	close(pfd[0]);
@@ -635,6 +656,7 @@ int drv_task_shim_main(int argc, char **argv)
 	drv_shim_paths(sh.dir, sh.task_id, sh.key, sh.status, sh.pidfile, sizeof(sh.status));
 	/* the agent's SIGTERM is for the task, and any other signal to the
 	 * group; SIGCHLD is waited for */
+	shim_pid = getpid();
 	shim_signals();
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
