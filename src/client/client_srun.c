@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -326,6 +327,15 @@ static json_t *task_env(const struct srun *o)
 			}
 		}
 		drv_free(copy);
+	}
+	/* srun's umask, as Slurm's srun passes it to its tasks */
+	{
+		mode_t m = umask(0);
+		char mask[8];
+
+		umask(m);
+		snprintf(mask, sizeof(mask), "%04o", (unsigned)m & 0777);
+		json_object_set_new(env, "SLURM_UMASK", json_string(mask));
 	}
 	return env;
 }

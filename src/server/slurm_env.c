@@ -204,6 +204,7 @@ static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv
 	const struct drv_slurm_extra *e = &j->spec.slurm;
 	const struct drv_task_run *run = j->spec.run;
 	const char *part = e->partition ? e->partition : j->spec.queue;
+	int32_t pool = s->cluster.nodes[node].pool;
 	/* where sbatch ran; a job whose client did not say: its --chdir */
 	const char *dir = e->submit_dir ? e->submit_dir : run ? run->working_dir : NULL;
 	char list[4096], gl[256];
@@ -242,13 +243,18 @@ static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv
 	add(b, "SLURM_JOB_CPUS_PER_NODE", "%s", list);
 	if (e->cpus_per_task > 0)
 		add(b, "SLURM_CPUS_PER_TASK", "%d", e->cpus_per_task);
-	add(b, "SLURM_GPUS_ON_NODE", "%d", __builtin_popcountll(mask));
-	if (mask)
+	/* only with GPUs, as Slurm's */
+	if (mask) {
+		add(b, "SLURM_GPUS_ON_NODE", "%d", __builtin_popcountll(mask));
 		add(b, "SLURM_JOB_GPUS", "%s", mask_list(mask, gl, sizeof(gl)));
+	}
 	if (dir)
 		add(b, "SLURM_SUBMIT_DIR", "%s", dir);
 	if (e->submit_host)
 		add(b, "SLURM_SUBMIT_HOST", "%s", e->submit_host);
+	/* without -p: the partition (pool) it runs in, as Slurm's default one */
+	if (!part && pool >= 0 && pool < s->cluster.npools)
+		part = s->cluster.pools[pool].name;
 	if (part)
 		add(b, "SLURM_JOB_PARTITION", "%s", part);
 	if (e->account)
@@ -259,6 +265,8 @@ static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv
 	if (j->spec.job.user)
 		add(b, "SLURM_JOB_USER", "%s", j->spec.job.user);
 	add(b, "SLURMD_NODENAME", "%s", s->nodes[node].name);
+	add(b, "SLURM_TOPOLOGY_ADDR", "%s", s->nodes[node].name);
+	add(b, "SLURM_TOPOLOGY_ADDR_PATTERN", "node");
 	if (j->spec.job.ngroups > 1)
 		het_vars(b, s, j, nodes, nn);
 	if (j->parent) {
@@ -302,10 +310,38 @@ char *srv_slurm_env(struct drv_server *s, const struct srv_job *j, int32_t rank,
 	add(&b, "SLURM_NODEID", "%d", srv_job_node_index(s, j, node));
 	add(&b, "SLURM_PROCID", "0");
 	add(&b, "SLURM_LOCALID", "0");
+	add(&b, "SLURM_GTIDS", "0");
 	add(&b, "SLURM_CPUS_ON_NODE", "%d", cpus);
 	/* before the job's own env, so that it may replace them */
 	splice(a, 0, &b);
 	return b.p;
+}
+
+static bool job_has_gpus_on(const struct srv_job *j, int32_t node)
+{
+	for (int32_t k = 0; k < j->ntasks; k++)
+		if (j->tasks[k].node == node && j->tasks[k].gpu_mask)
+			return true;
+	return false;
+}
+
+/* A step task's SLURM_GTIDS (the step's ranks on its node) and
+ * SLURM_CPUS_ON_NODE (the job's CPUs there), as srun sets them. */
+static void step_node_vars(struct slurm_buf *b, const struct srv_job *j,
+			   const struct srv_step *st, int32_t node, char *list, size_t n)
+{
+	size_t len = 0;
+	int cpus = 0;
+
+	list[0] = '\0';
+	for (int32_t k = 0; k < st->ntasks && len < n; k++)
+		if (st->tasks[k].node == node)
+			len += (size_t)snprintf(list + len, n - len, "%s%d", len ? "," : "", k);
+	add(b, "SLURM_GTIDS", "%s", list);
+	for (int32_t k = 0; k < j->ntasks; k++)
+		if (j->tasks[k].node == node)
+			cpus += (int)((j->tasks[k].cpu_milli + 999) / 1000);
+	add(b, "SLURM_CPUS_ON_NODE", "%d", cpus);
 }
 
 char *srv_slurm_step_env(struct drv_server *s, const struct srv_job *j,
@@ -349,7 +385,9 @@ char *srv_slurm_step_env(struct drv_server *s, const struct srv_job *j,
 	add(&b, "SLURM_PROCID", "%d", rank);
 	add(&b, "SLURM_LOCALID", "%d", st->local[rank]);
 	add(&b, "SLURM_NODEID", "%d", st->nodeid[rank]);
-	add(&b, "SLURM_GPUS_ON_NODE", "%d", __builtin_popcountll(st->tasks[rank].gpu_mask));
+	step_node_vars(&b, j, st, node, list, sizeof(list));
+	if (st->tasks[rank].gpu_mask || job_has_gpus_on(j, node))
+		add(&b, "SLURM_GPUS_ON_NODE", "%d", __builtin_popcountll(st->tasks[rank].gpu_mask));
 	/* after srun's environment: these are the step's, whatever srun saw */
 	splice(a, a->nenv, &b);
 	return b.p;

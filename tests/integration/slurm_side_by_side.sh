@@ -3,7 +3,9 @@
 # this test holds the "slurm" lock) and against drover's Slurm faces, and
 # what tools parse compared: squeue's and sinfo's headers and layouts,
 # state words, sbatch --parsable and --test-only lines, the refusal line,
-# squeue's and scancel's answers for unknown ids, scontrol show hostnames.
+# squeue's and scancel's answers for unknown ids, scontrol show hostnames,
+# and the non-GPU SLURM_* variables a batch step and an srun step's tasks
+# see (names and values, the job id and submit host aside).
 # Skipped, saying why, only where Slurm cannot start here.
 . "$ROOT/tests/integration/lib.sh"
 
@@ -30,17 +32,18 @@ export SLURM_CONF=$SLURM_LOCAL_DIR/slurm.conf
 timeout 20 /usr/bin/sinfo -h >/dev/null 2>&1 || skip "slurm-local's controller does not answer: $(slurm_log)"
 
 # drover's pool (partition) named as slurm-local's: gpu
-server_config 'default_pool: gpu'
+server_config 'default_pool: gpu' 'cluster_name: local'
 start_server
 start_agent n1 2xH100
 start_agent n2 2xH100
 bin=$TEST_TMP/slurm-bin
 mkdir -p "$bin"
 # the faces' links lead to drover-slurm, as make install's do (drover
-# itself where a build has none beside it)
+# itself where a build has none beside it); srun's to drover, as there
 faces=$(dirname "$DROVER")/drover-slurm
 [ -x "$faces" ] || faces=$DROVER
 for n in sbatch squeue sacct scancel sinfo scontrol; do ln -s "$faces" "$bin/$n"; done
+ln -s "$DROVER" "$bin/srun"
 cd "$TEST_TMP" || fail cd
 real() {
 	c=$1; shift
@@ -98,6 +101,53 @@ expect_eq "squeue line of a running job" "$line_ours" "$line_real"
 expect_eq "--test-only" "$test_ours" "$test_real"
 expect_eq "refusal line" "$refuse_ours" "$refuse_real"
 expect_eq "sbatch's line" "$(echo "$sub_ours" | sed 's/[0-9]*$/N/')" "$(echo "$sub_real" | sed 's/[0-9]*$/N/')"
+# The SLURM_* variables of a batch step and of a 2-node step's tasks: the
+# script writes them to files in the submit directory, one per task.
+step "SLURM_* of a batch step and of srun's tasks"
+for sys in real ours; do
+	srun=/usr/bin/srun
+	[ $sys = ours ] && srun=$bin/srun
+	cat >"env-$sys.sh" <<EOF
+#!/bin/sh
+#SBATCH -J envjob -N 2 --ntasks-per-node=1 -c 1 -o /dev/null
+env | grep '^SLURM' | sort >"$TEST_TMP/env-$sys.batch"
+$srun sh -c 'env | grep "^SLURM" | sort >"$TEST_TMP/env-$sys.step.\$SLURM_PROCID"'
+EOF
+	eid=$($sys sbatch --parsable "env-$sys.sh") || { stuck; fail "$sys sbatch env-$sys.sh"; }
+	eval "eid_$sys=$eid"
+	have() { [ -s "$TEST_TMP/env-$sys.step.1" ] && [ -s "$TEST_TMP/env-$sys.batch" ]; }
+	wait_until 30 have || { stuck; fail "$sys: job $eid wrote no SLURM_* files: $(ls "$TEST_TMP")"; }
+done
+# what is compared: what drover sets (docs/job-format.md, docs/slurm.md);
+# the job id becomes ID
+batch_vars="SLURM_JOB_ID SLURM_JOBID SLURM_JOB_NAME SLURM_JOB_NUM_NODES SLURM_NNODES
+SLURM_JOB_NODELIST SLURM_NODELIST SLURM_NTASKS SLURM_NPROCS SLURM_NTASKS_PER_NODE
+SLURM_TASKS_PER_NODE SLURM_JOB_CPUS_PER_NODE SLURM_CPUS_ON_NODE SLURM_CPUS_PER_TASK
+SLURM_PROCID SLURM_LOCALID SLURM_NODEID SLURMD_NODENAME SLURM_SUBMIT_DIR SLURM_SUBMIT_HOST
+SLURM_JOB_PARTITION SLURM_CLUSTER_NAME SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID"
+batch_vars="$batch_vars SLURM_GTIDS SLURM_TOPOLOGY_ADDR SLURM_TOPOLOGY_ADDR_PATTERN
+SLURM_GPUS_ON_NODE SLURM_JOB_GPUS"
+step_vars="$batch_vars SLURM_STEP_ID SLURM_STEPID SLURM_STEP_NUM_TASKS SLURM_STEP_NUM_NODES
+SLURM_STEP_NODELIST SLURM_STEP_TASKS_PER_NODE SLURM_UMASK"
+pick() {   # pick FILE JOBID VARS: NAME=VALUE of each of VARS FILE has, the id as ID
+	for v in $3; do
+		grep "^$v=" "$1" | sed "s/=$2\$/=ID/"
+	done
+}
+for f in batch step.0 step.1; do
+	vars=$batch_vars
+	[ $f = batch ] || vars=$step_vars
+	expect_eq "SLURM_* of the $f task" "$(pick "$TEST_TMP/env-ours.$f" "$eid_ours" "$vars")" \
+		"$(pick "$TEST_TMP/env-real.$f" "$eid_real" "$vars")"
+done
+# said, not failed: what Slurm sets beside them that drover does not
+only=$(for f in batch step.0; do
+	sed 's/=.*//' "$TEST_TMP/env-real.$f" | while read -r v; do
+		grep -q "^$v=" "$TEST_TMP/env-ours.$f" || echo "$v"
+	done
+done | sort -u | tr '\n' ' ')
+echo "set by Slurm, not by drover (not compared): $only"
+
 # Guard: the sbatch face submits at least as many jobs a second as Slurm's
 # sbatch here, one process a job as tools call it (40 each, `true` jobs).
 # Each side is measured twice, alternating, and its better run counts: the
