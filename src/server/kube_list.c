@@ -335,6 +335,8 @@ json_t *kube_job_objects(struct drv_server *s, const struct kube_req *q,
 	}
 	for (int32_t r = 0; r < kube_job_npods(j); r++) {
 		if (strcmp(kind, "Pod") == 0) {
+			if (j->par)
+				break;   /* a parent never runs: its elements are the pods */
 			add_if(arr, kube_pod_json(s, j, r, rv, deleted), q, sel);
 		} else if (strcmp(kind, "Event") == 0) {
 			json_t *evs = json_array();

@@ -723,6 +723,19 @@ json_t *kube_batchjob_json(struct drv_server *s, struct srv_job *j, int64_t rv, 
 			active++;
 		json_decref(v.state);
 	}
+	if (j->par) {
+		/* a Job with elements: they are its pods (the parent never runs) */
+		active = 0;
+		for (uint64_t id = j->par->first; id < j->par->first + (uint64_t)j->par->n; id++) {
+			const struct srv_job *e = srv_job_get(s, id);
+
+			if (e && e->parent == j->id && !srv_jstate_final(e->state) &&
+			    e->state != J_PENDING)
+				active++;
+		}
+		ok = j->par->succeeded;
+		bad = j->par->failed;
+	}
 	tmpl = json_pack("{s:{},s:{s:o,s:s}}", "metadata", "spec", "containers", json_array(),
 			 "restartPolicy", "Never");
 	for (int32_t g = 0; g < j->spec.job.ngroups; g++)
