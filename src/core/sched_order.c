@@ -300,25 +300,27 @@ static void fair_chains(struct drv_sched *s)
 					      T_INF, false, false };
 	}
 	for (i = s->npend - 1; i >= 0; i--) {
+		/* the aggregate is taken and put back whole: updated field by
+		 * field in place and then copied whole, the copy waited for
+		 * the fields' stores (store forwarding) */
 		const struct pend_compact *h = &s->pend_compact[i];
-		struct queue_rest *a = &agg[h->tenant];
+		struct queue_rest a = agg[h->tenant];
 		if (!h->never) {
-			if (h->gpuless)
-				a->gpuless = true;
-			if (h->held)
-				a->held = true;
+			a.gpuless |= h->gpuless;
+			a.held |= h->held;
 			if (h->need_whole > 0) {
-				a->min_need = DRV_MIN(a->min_need, h->need_whole);
-				a->min_task = DRV_MIN(a->min_task, h->max_task);
-				a->min_full_tasks = DRV_MIN(a->min_full_tasks, h->full_tasks);
+				a.min_need = DRV_MIN(a.min_need, h->need_whole);
+				a.min_task = DRV_MIN(a.min_task, h->max_task);
+				a.min_full_tasks = DRV_MIN(a.min_full_tasks, h->full_tasks);
 			} else if (h->min_frac > 0) {
-				a->min_frac = DRV_MIN(a->min_frac, h->min_frac);
+				a.min_frac = DRV_MIN(a.min_frac, h->min_frac);
 			}
-			a->max_prio = DRV_MAX(a->max_prio, h->prio);
+			a.max_prio = DRV_MAX(a.max_prio, h->prio);
 			if (h->dur > 0)
-				a->min_dur = DRV_MIN(a->min_dur, h->dur);
+				a.min_dur = DRV_MIN(a.min_dur, h->dur);
 		}
-		s->fair_suffix[i] = *a;
+		agg[h->tenant] = a;
+		s->fair_suffix[i] = a;
 		s->fair_next[i] = s->fair_first[h->tenant];
 		s->fair_first[h->tenant] = i;
 	}
