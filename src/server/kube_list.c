@@ -328,12 +328,15 @@ json_t *kube_job_objects(struct drv_server *s, const struct kube_req *q,
 
 	if (!may_see(q->c, j) || (deleted && srv_jstate_final(j->state) && !j->holding))
 		return arr;
+	/* a parent's pods are its elements (CONTRACTS.md section 2): the
+	 * parent is the Job and has no pod of its own; an element is a pod of
+	 * its parent's Job, never a Job of its own */
 	if (strcmp(kind, "Pod") != 0 && strcmp(kind, "Event") != 0) {
-		if (kube_job_is_res(j, q->res))
+		if (kube_job_is_res(j, q->res) && !j->parent)
 			add_if(arr, kube_workload_json(s, q->res, j, rv, deleted), q, sel);
 		return arr;
 	}
-	for (int32_t r = 0; r < kube_job_npods(j); r++) {
+	for (int32_t r = 0; !j->par && r < kube_job_npods(j); r++) {
 		if (strcmp(kind, "Pod") == 0) {
 			if (j->par)
 				break;   /* a parent never runs: its elements are the pods */

@@ -97,7 +97,9 @@ void kube_pod_name(const struct srv_job *j, int32_t rank, char *out, size_t n)
 	char base[300];
 
 	kube_job_name(j, base, sizeof(base));
-	if (kube_job_npods(j) > 1 ||
+	if (j->parent)   /* an element: its name is its parent's with its index */
+		snprintf(out, n, "%s", base);
+	else if (kube_job_npods(j) > 1 ||
 	    (kube_job_from_api(j) && !(j->spec.kind && strcmp(j->spec.kind, "Pod") == 0)))
 		snprintf(out, n, "%s-%d", base, rank);
 	else
@@ -1021,11 +1023,13 @@ json_t *kube_workload_json(struct drv_server *s, const struct kube_res *k, struc
 			   int64_t rv, bool deleted)
 {
 	char name[300], av[128];
-	json_t *spec = json_object(), *status = json_object(), *obj;
+	json_t *spec, *status, *obj;
 	struct counts all = { 0 };
 
 	if (strcmp(k->type, "Job") == 0)
 		return kube_batchjob_json(s, j, rv, deleted);
+	spec = json_object();
+	status = json_object();
 	kube_job_name(j, name, sizeof(name));
 	snprintf(av, sizeof(av), "%s/%s", k->group, k->version);
 	group_counts(s, j, -1, &all);

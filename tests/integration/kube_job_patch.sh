@@ -14,7 +14,7 @@ export KUBECONFIG="$XDG_CONFIG_HOME/drover/kubeconfig"
 k() { timeout 60 $KUBECTL "$@"; }
 # how many of the Job's pods are in phase $1
 phase_n() { k get pods -o jsonpath='{range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}' |
-	grep -Ec "^sweep-[0-9]+-[0-9]+ $1\$"; }
+	grep -Ec "^sweep-[0-9]+ $1\$"; }
 
 cat >"$TEST_TMP/job.yaml" <<YAML
 apiVersion: batch/v1
@@ -55,7 +55,7 @@ expect_eq "suspend reads back" "$(k get job sweep -o jsonpath='{.spec.suspend}')
 pid=$(cat "$TEST_TMP/pid-0")
 wait_until 10 eval "! kill -0 $pid" || fail "a suspended Job's process $pid still runs"
 rm -f "$TEST_TMP"/pid-*
-out=$(k describe pod sweep-0-0 2>&1)
+out=$(k describe pod sweep-0 2>&1)
 echo "$out" | grep -q 'suspended' || fail "describe does not say the pod waits for the suspend: $out"
 
 out=$(k patch job sweep --type=merge -p '{"spec":{"suspend":false}}' 2>&1) || fail "resume: $out"

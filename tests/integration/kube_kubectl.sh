@@ -102,6 +102,11 @@ echo "$out" | grep -q 'pod/training-job created' || fail "the seed's Pod: $out"
 out=$(k apply -f "$ROOT/examples/jobs/batch-eval.yaml" 2>&1) || fail "batch-eval: $out"
 echo "$out" | grep -q 'job.batch/eval-checkpoints created' || fail "batch-eval: $out"
 k get jobs | grep -q '^eval-checkpoints ' || fail "get jobs: $(k get jobs 2>&1)"
+# its 8 completions are its pods, not Jobs of their own (CONTRACTS.md §2)
+expect_eq "Jobs named eval-checkpoints*" "$(k get jobs -o name | grep -c 'eval-checkpoints')" 1
+expect_eq "the Job's completions" "$(k get job eval-checkpoints -o jsonpath='{.spec.completions}')" 8
+expect_eq "its pods" "$(k get pods -o name | grep 'eval-checkpoints' | sort | tr '\n' ' ')" \
+	"$(for i in 0 1 2 3 4 5 6 7; do printf 'pod/eval-checkpoints-%s ' "$i"; done)"
 "$DROVER" get jobs -o json | grep -q '"eval-checkpoints"' || fail "drover does not see the Job"
 
 # Server-side apply: created, applied again, a second manager's change of a
