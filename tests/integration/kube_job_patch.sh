@@ -42,7 +42,9 @@ expect_eq "patch parallelism" "$out" "job.batch/sweep patched"
 wait_until 30 eval '[ "$(phase_n Running)" = 3 ]' || fail "3 pods should run: $(k get pods)"
 expect_eq "parallelism reads back" "$(k get job sweep -o jsonpath='{.spec.parallelism}')" 3
 expect_eq "the Job counts its running pods" "$(k get job sweep -o jsonpath='{.status.active}')" 3
-k get pods sweep-0 >/dev/null 2>&1 && fail "the Job itself shows as a pod: $(k get pods)"
+# its pods are its 3 elements, sweep-0..2: the Job itself is none of them
+expect_eq "the Job's pods" "$(k get pods -o name | sort | tr '\n' ' ')" \
+	"pod/sweep-0 pod/sweep-1 pod/sweep-2 "
 
 out=$(k patch job sweep --dry-run=server --type=merge -p '{"spec":{"suspend":true}}' 2>&1) ||
 	fail "dry-run suspend: $out"
