@@ -398,6 +398,14 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms < 0 ? c->timeout_ms : timeout_ms);
+	/* a large body waits for the server's go-ahead (make_headers) as long
+	 * as the request may take, not curl's 1 s: on a loaded machine a
+	 * server slower than that to answer got the body anyway, and its
+	 * refusal (401, 413) was lost to the reset (http::a_whole_body_...) */
+	long wait = timeout_ms < 0 ? c->timeout_ms : timeout_ms;
+
+	/* (0, no time limit, would mean "send at once" to curl) */
+	curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, wait > 0 ? wait : 60000L);
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_cb);
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c);
 	curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
