@@ -14,20 +14,8 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 
-for c in podman runc busybox; do
-	command -v "$c" >/dev/null || fail "$c is not installed (scripts/install-deps)"
-done
-bb=$(command -v busybox)
-file -L "$bb" 2>/dev/null | grep -q "statically linked" || fail "$bb is not busybox-static"
-
-P="$TEST_TMP/podman"
-podman_t() {
-	podman --runtime runc --cgroup-manager cgroupfs --root "$P/storage" --runroot "$P/run" \
-		--storage-driver vfs "$@"
-}
-on_exit "podman --runtime runc --cgroup-manager cgroupfs --root '$P/storage' --runroot '$P/run' --storage-driver vfs rm -af -t 0 >/dev/null 2>&1"
-# this host's RLIMIT_NOFILE cannot be raised: podman's default ulimits fail (docs/agent.md)
-LIMITS="--ulimit nofile=$(ulimit -n):$(ulimit -n) --ulimit nproc=32768:32768"
+. "$ROOT/tests/integration/podman.shlib"
+podman_setup
 names() { podman_t ps -a --format '{{.Names}}' | sort | tr '\n' ' '; }
 
 rootfs="$TEST_TMP/rootfs"
