@@ -316,12 +316,13 @@ static bool discovery(struct drv_http_req *r, struct drv_http_resp *o, char **se
 		return true;
 	}
 	if (apis && nseg == 0) {
-		json_t *gs = json_array();
+		json_t *gs;
 
 		if (agg) {
 			agg_reply(o, agg, false);
 			return true;
 		}
+		gs = json_array();
 		for (int i = 0; groups[i]; i++) {
 			json_t *g = api_group(groups[i]);
 
