@@ -170,10 +170,20 @@ static int h_logs(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 		 strcmp(stream, "stdout") ? "err" : "out");
 	fd = open_log(path, &st);
 	if (fd < 0) {
-		if (fd >= 0)
-			close(fd);
-		drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s", id,
-				    a->name);
+		char to[PATH_MAX];
+		ssize_t tl = readlink(path, to, sizeof(to) - 1);
+
+		/* a Slurm job's -o/-e file: the link to it is there, the file
+		 * is not a regular one of the task's user (/dev/null, say) */
+		if (tl > 0) {
+			to[tl] = '\0';
+			drv_http_resp_error(resp, 404, "not_found", NULL, "task %s's %s went to %s, "
+					    "which is not a file of the task's user: nothing kept",
+					    id, stream, to);
+		} else {
+			drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s",
+					    id, a->name);
+		}
 		return 0;
 	}
 	if (offset > st.st_size)
