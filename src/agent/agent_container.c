@@ -54,6 +54,52 @@ static bool auth_file_refused(const char *path, char *err, size_t errsz)
 	return false;
 }
 
+/* The fake GPUs' CDI spec: a device per GPU, named by its index, whose
+ * only edit is DROVER_FAKE_GPU_<index>=<uuid> in the container's env. */
+static int put_fake_cdi(FILE *f, void *arg)
+{
+	const struct drv_agent *a = arg;
+
+	fprintf(f, "{\"cdiVersion\": \"0.5.0\", \"kind\": \"%s\", \"devices\": [", a->fake_cdi_kind);
+	for (int k = 0; k < a->gpus.ngpus; k++)
+		fprintf(f, "%s{\"name\": \"%d\", \"containerEdits\": {\"env\": "
+			"[\"DROVER_FAKE_GPU_%d=%s\"]}}", k ? ", " : "", a->gpus.gpus[k].index,
+			a->gpus.gpus[k].index, a->gpus.gpus[k].uuid);
+	fprintf(f, "], \"containerEdits\": {}}\n");
+	return 0;
+}
+
+/*
+ * With fake GPUs, a CDI spec of the agent's own, so that a container
+ * task's command has the shape it has on a GPU node (--device KIND=NAME,
+ * exactly the placement's GPUs), the devices' edits being env lines only.
+ * podman reads specs only from /etc/cdi and /var/run/cdi, machine-wide:
+ * the kind and file are this agent's alone (drover.io/fakegpu-HASH, HASH
+ * of its state directory), written at start and removed at stop. Where
+ * it cannot be written (an agent not root) no devices are passed, as the
+ * log says.
+ */
+static void fake_cdi_write(struct drv_agent *a)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = a->state_dir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	snprintf(a->fake_cdi_kind, sizeof(a->fake_cdi_kind), "drover.io/fakegpu-%012llx",
+		 (unsigned long long)(h & 0xffffffffffffull));
+	snprintf(a->fake_cdi_file, sizeof(a->fake_cdi_file), "/var/run/cdi/drover-fake-%012llx.json",
+		 (unsigned long long)(h & 0xffffffffffffull));
+	if (drv_mkdir_p("/var/run/cdi", 0755) < 0 ||
+	    drv_file_write_durable(a->fake_cdi_file, 0644, put_fake_cdi, a) < 0) {
+		drv_log(&a->log, "fake GPUs: cannot write the CDI spec %s (%s); containers get no "
+			"GPU devices", a->fake_cdi_file, strerror(errno));
+		a->fake_cdi_kind[0] = a->fake_cdi_file[0] = '\0';
+		return;
+	}
+	drv_log(&a->log, "fake GPUs: CDI spec %s, devices %s=INDEX", a->fake_cdi_file,
+		a->fake_cdi_kind);
+}
+
 int agent_runtime_setup(struct drv_agent *a, const struct drv_agent_config *cfg, char *err,
 			size_t errsz)
 {
@@ -84,6 +130,8 @@ int agent_runtime_setup(struct drv_agent *a, const struct drv_agent_config *cfg,
 					"runtime auto: host, since ") : "", msg,
 		 a->podman_on ? "" : "");
 	drv_log(&a->log, "%s", a->runtime_line);
+	if (a->podman_on && a->backend && !strcmp(a->backend, "fake") && a->gpus.ngpus > 0)
+		fake_cdi_write(a);
 	return 0;
 }
 
@@ -112,6 +160,8 @@ void agent_runtime_release(struct drv_agent *a)
 	for (int k = 0; k < a->nhelpers; k++)
 		waitpid(a->helpers[k], &st, 0);
 	a->nhelpers = 0;
+	if (a->fake_cdi_file[0])
+		unlink(a->fake_cdi_file);
 	v1_parents_remove(a);
 	drv_free((char *)a->podman.podman);
 	drv_free((char *)a->podman.root);
@@ -505,6 +555,15 @@ int agent_container_prepare(struct drv_agent *a, struct task *t, const struct dr
 		rc = gpu_devices(a, t, devbuf, err, sizeof(err));
 		for (int k = 0; k < t->ngpus; k++)
 			devs[k] = devbuf[k];
+		devs[t->ngpus] = NULL;
+		cs.devices = devs;
+	} else if (a->fake_cdi_kind[0] && t->ngpus > 0) {
+		/* the agent's own spec (fake_cdi_write): the GPUs by index */
+		for (int k = 0; k < t->ngpus; k++) {
+			snprintf(devbuf[k], sizeof(devbuf[k]), "%s=%d", a->fake_cdi_kind,
+				 a->gpus.gpus[t->gpus[k]].index);
+			devs[k] = devbuf[k];
+		}
 		devs[t->ngpus] = NULL;
 		cs.devices = devs;
 	}

@@ -162,6 +162,10 @@ struct drv_agent {
 	bool podman_on;
 	struct drv_podman_conf podman;   /* owned copies of the strings */
 	char runtime_line[768];  /* what the start check said */
+	/* podman with fake GPUs: the CDI spec the agent wrote for them
+	 * (agent_container.c), its kind and file; "" none */
+	char fake_cdi_kind[64];
+	char fake_cdi_file[PATH_MAX];
 	pid_t helpers[64];       /* podman stop/rm/prune calls running, reaped by the supervisor */
 	int nhelpers;
 	int64_t next_gc_ms;

@@ -89,7 +89,7 @@ expect_eq "runtime" "$(jf "$id" 'j["runtime"]')" "podman"
 for want in "entrypoint: busybox-static test image" "args: the-image-cmd" "DROVER_JOB_ID=$id" \
 	"DROVER_IMAGE=pytorch/pytorch:2.4-cuda12.4" "NCCL_IB_DISABLE=0" "NCCL_NET_GDR_LEVEL=5" \
 	"RANK=0" "WORLD_SIZE=1" "MASTER_ADDR=" "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" \
-	"JAX_PROCESS_ID=0" "container=podman"; do
+	"JAX_PROCESS_ID=0" "container=podman" "DROVER_FAKE_GPU_0=GPU-" "DROVER_FAKE_GPU_7=GPU-"; do
 	grep -q "^$want" "$TEST_TMP/seed.out" || { cat "$TEST_TMP/seed.out" >&2; fail "the seed's output lacks '$want'"; }
 done
 # the image's own PATH, not the agent's
@@ -103,6 +103,13 @@ for want in "--runtime' 'runc'" "create --rm --pull never" "--network host" "--i
 	grep -q -- "$want" "$TEST_TMP/create.line" || { cat "$TEST_TMP/create.line" >&2; fail "the podman line lacks '$want'"; }
 done
 grep -q "NCCL_NET_GDR_LEVEL" "$TEST_TMP/create.line" && fail "an env value is on podman's command line"
+# the fake GPUs go in as CDI devices of the agent's own spec, as on a GPU node
+spec=$(sed -n 's/.*fake GPUs: CDI spec \([^ ]*\), devices.*/\1/p' "$log")
+[ -f "$spec" ] || fail "the agent's fake-GPU CDI spec '$spec' is not there: $(grep CDI "$log")"
+for g in 0 7; do
+	grep -q -- "'--device' 'drover.io/fakegpu-[0-9a-f]*=$g'" "$TEST_TMP/create.line" ||
+		{ cat "$TEST_TMP/create.line" >&2; fail "the podman line lacks GPU $g as a CDI device"; }
+done
 ls "$TEST_TMP/agent-pod-node/tasks/$id.0/"*.env 2>/dev/null && fail "the env file was not removed"
 pulls1=$(grep -c "drover: pulling" "$TEST_TMP/agent-pod-node/tasks/$id.0/$id.0.err")
 expect_eq "pulls of the first Pod" "$pulls1" "1"
