@@ -832,18 +832,19 @@ unsigned drv_http_server_connection_limit(const struct drv_http_server *s)
 
 void drv_http_server_stop(struct drv_http_server *s)
 {
-	MHD_socket fd;
-
 	if (!s)
 		return;
 	/* every parked request is answered and resumed first: libmicrohttpd
-	 * must not be stopped with a connection suspended */
-	fd = MHD_quiesce_daemon(s->mhd);
+	 * must not be stopped with a connection suspended; once closed, a
+	 * request that comes meanwhile is answered without parking. No
+	 * MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races a worker
+	 * thread of the pool, which can then take the listen socket it
+	 * cleared (-1) out of its epoll set and abort the process ("Failed to
+	 * remove listen FD from epoll set", daemon.c:4976; 1 in 5 unit runs
+	 * here). MHD_stop_daemon closes the listen socket itself. */
 	http_ws_wait(s, 5000);
 	http_wait_stop(s);
 	MHD_stop_daemon(s->mhd);
 	http_conns_release(s);
-	if (fd >= 0)
-		close(fd);
 	server_free(s);
 }
