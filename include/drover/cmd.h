@@ -42,6 +42,8 @@ int cmd_validate(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
 int cmd_place(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* "word place pack ...": the benchmarks, as completion offers them */
+const char *cmd_bench_words(void);
 int cmd_tls(int argc, char **argv);
 int cmd_kubeconfig(int argc, char **argv);
 int cmd_slurm_path(int argc, char **argv);

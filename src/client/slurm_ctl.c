@@ -199,7 +199,7 @@ int drv_client_cmd_scancel(int argc, char **argv)
 		DRV_OPT_STRING('n', "name", &jnames, "NAMES", "every job of these names"),
 		DRV_OPT_STRING('t', "state", &states, "STATES", "only jobs in these states (PENDING, RUNNING)"),
 		DRV_OPT_STRING('p', "partition", &parts, "PARTS", "only jobs in these partitions"),
-		DRV_OPT_STRING('s', "signal", &sig, "SIGNAL", "KILL, TERM or INT: cancel; others: sent to the job's steps"),
+		DRV_OPT_STRING('s', "signal", &sig, "SIGNAL", "KILL: cancel; another (TERM, INT, USR1...): sent to the job's steps, the job is not cancelled"),
 		DRV_OPT_FLAG('b', "batch", &batch, "with -s: to the batch shell only (a cancel: the whole job)"),
 		DRV_OPT_FLAG('f', "full", &full, "with -s: to the batch shell and the steps"),
 		DRV_OPT_FLAG('Q', "quiet", &quiet, "say nothing about finished or unknown jobs, even with -v"),
@@ -227,7 +227,9 @@ int drv_client_cmd_scancel(int argc, char **argv)
 			fprintf(stderr, "scancel: error: Invalid job signal: %s\n", sig);
 			return 1;
 		}
-		if (n != 9 && n != 15 && n != 2)
+		/* as Slurm's: a signal is sent, not a cancel (a TERM the
+		 * script traps lets it go on); KILL ends the job as a cancel */
+		if (n != 9)
 			signo = n;
 	}
 	to = full ? "all" : batch ? "batch" : "steps";

@@ -26,6 +26,19 @@ static const struct {
 	{ "soak", drv_bench_soak, "exactly-once under controller and agent SIGKILLs: lost, twice, stuck" },
 };
 
+const char *cmd_bench_words(void)
+{
+	static char words[512];
+
+	if (!words[0]) {
+		size_t l = (size_t)snprintf(words, sizeof(words), "word");
+
+		for (size_t i = 0; i < DRV_ARRAY_SIZE(benches) && l < sizeof(words); i++)
+			l += (size_t)snprintf(words + l, sizeof(words) - l, " %s", benches[i].name);
+	}
+	return words;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	static const struct drv_option table[] = { DRV_OPT_END() };

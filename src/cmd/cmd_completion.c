@@ -48,7 +48,7 @@ static const struct {
 	{ "get", { "word jobs nodes", "subject" } },
 	{ "describe", { "word job node", "subject" } },
 	{ "tls", { "word init cert", "dir" } },
-	{ "bench", { "word place pack sched api agent agents soak", "none" } },
+	/* bench: its table's names (pos_kinds) */
 	{ "scontrol", { "word show hold release requeue update", "jobs" } },
 	{ "srun", { "command" } },
 	{ "salloc", { "command" } },
@@ -241,7 +241,12 @@ static void value_kind(const struct opt *o, char *buf, size_t n)
 static const char *const *pos_kinds(const char *cmd)
 {
 	static const char *const none[2] = { "none", NULL };
+	static const char *bench[2] = { NULL, "none" };
 
+	if (!strcmp(cmd, "bench")) {
+		bench[0] = cmd_bench_words();   /* from bench's own table: no drift */
+		return bench;
+	}
 	for (size_t i = 0; i < DRV_ARRAY_SIZE(positional); i++)
 		if (!strcmp(positional[i].cmd, cmd))
 			return positional[i].pos;

@@ -2,7 +2,8 @@
 # (docs/slurm.md): sbatch --signal=B:SIG@SECS reaches the batch shell that
 # many seconds before the time limit, --signal=SIG@SECS the steps' tasks
 # and not the batch shell; scancel -s USR1 ID signals the steps, scancel
-# -s USR2 --batch ID the batch shell alone; a job that is not running
+# -s USR2 --batch ID the batch shell alone; scancel -s TERM signals
+# rather than cancels (a trapping step lets the job complete); a job that is not running
 # takes no signal (scancel -v says so).
 . "$ROOT/tests/integration/lib.sh"
 
@@ -73,6 +74,21 @@ esac
 wait_until 20 completed "$st" || fail "job $st: $(acct "$st"): $(cat "slurm-$st.out")"
 expect_eq "--signal=USR2@4: the step, not the batch shell" "$(grep -v '^User defined signal' "slurm-$st.out")" "step got USR2
 step over"
+
+# ---- scancel -s TERM signals, as Slurm's: a step that traps it ends on its
+# own terms and the job goes on to COMPLETED, never CANCELLED
+cat >t.sh <<'EOF'
+#!/bin/sh
+srun sh -c 'trap "echo step TERM; exit 0" TERM; echo ready; while :; do sleep 0.1; done'
+echo "after the step"
+EOF
+t=$(sbatch --parsable t.sh) || fail "sbatch t.sh"
+wait_until 20 says "$t" ready || fail "job $t's step did not start: $(cat "slurm-$t.out")"
+scancel -s TERM "$t" || fail "scancel -s TERM $t"
+wait_until 20 completed "$t" || fail "job $t after scancel -s TERM: $(acct "$t"): $(cat "slurm-$t.out")"
+expect_eq "scancel -s TERM: the step's trap, then the script" "$(grep -v '^Terminated' "slurm-$t.out")" "ready
+step TERM
+after the step"
 
 # ---- a finished job takes no signal; said only with -v, exit 0 as Slurm's
 expect_eq "scancel -s USR1 of a finished job" "$(scancel -s USR1 "$c" 2>&1; echo "rc=$?")" "rc=0"
