@@ -129,6 +129,10 @@ void kube_jobs_release(struct kube_jobs *js);
 /* Whether job id was deleted through this API (reads the store; s->mu
  * released meanwhile). */
 bool kube_job_deleted(struct drv_server *s, uint64_t id);
+/* Whether j's Job (its parent's, for an element) finished more than its
+ * ttlSecondsAfterFinished ago: then it and its pods are gone from the
+ * face (a watch sends their DELETED). s->mu held; may release it. */
+bool kube_job_ttl_gone(struct drv_server *s, const struct srv_job *j);
 /* Marks job id deleted through this API (a row in the store's meta). */
 int kube_job_mark_deleted(struct drv_server *s, uint64_t id);
 

@@ -72,6 +72,23 @@ static bool ttl_expired(const struct kube_jobs *js, const struct srv_job *j, int
 	       now >= p->end_time + ttl;
 }
 
+bool kube_job_ttl_gone(struct drv_server *s, const struct srv_job *j)
+{
+	struct srv_job *tmp = NULL;
+	const struct srv_job *p = j;
+	int64_t ttl = j->spec.k8s.ttl_after_finished_s;
+	bool gone;
+
+	if (ttl < 0)
+		return false;
+	if (j->parent && !(p = srv_job_lookup(s, j->parent, &tmp)))
+		return false;   /* its parent is gone: not known finished */
+	gone = srv_jstate_final(p->state) && !p->holding && !j->holding && p->end_time > 0 &&
+	       drv_wall_s() >= p->end_time + ttl;
+	srv_job_free(tmp);
+	return gone;
+}
+
 void kube_jobs_collect(struct drv_server *s, struct kube_jobs *js)
 {
 	struct krows rs = { 0 };

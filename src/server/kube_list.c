@@ -326,7 +326,8 @@ json_t *kube_job_objects(struct drv_server *s, const struct kube_req *q,
 	const char *kind = q->res->type;
 	json_t *arr = json_array();
 
-	if (!may_see(q->c, j) || (deleted && srv_jstate_final(j->state) && !j->holding))
+	if (!may_see(q->c, j) || (deleted && srv_jstate_final(j->state) && !j->holding) ||
+	    kube_job_ttl_gone(s, j))
 		return arr;
 	/* a parent's pods are its elements (CONTRACTS.md section 2): the
 	 * parent is the Job and has no pod of its own; an element is a pod of

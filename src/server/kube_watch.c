@@ -25,6 +25,7 @@ struct kwatch {
 	size_t olen, ooff;
 	bool bookmarks, headers_sent, done;
 	int64_t last_out_ms, deadline_ms;
+	int64_t ttl_check_ms;  /* monotonic: when finished objects were last looked at */
 };
 
 static void key_of(const json_t *o, char *k, size_t n)
@@ -189,6 +190,39 @@ static void catch_up(struct kwatch *w)
 	}
 }
 
+/* A finished Job's ttlSecondsAfterFinished passing is no event of the
+ * ring either: once a second the jobs of the finished objects sent (a Job
+ * complete or failed, a pod Succeeded or Failed) are rendered again, and
+ * those past their ttl go as DELETED. */
+static void recheck_finished(struct kwatch *w)
+{
+	uint64_t ids[64];
+	size_t n = 0;
+	const char *k;
+	json_t *v;
+
+	if (drv_mono_ms() - w->ttl_check_ms < 1000)
+		return;
+	w->ttl_check_ms = drv_mono_ms();
+	json_object_foreach(w->known, k, v) {
+		const json_t *md = json_object_get(v, "metadata"), *st = json_object_get(v, "status");
+		const char *id = drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB);
+		const char *phase = drv_json_str(st, "phase");
+		bool done = json_object_get(st, "completionTime") || json_object_get(st, "failed") ||
+			    (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
+		bool seen = false;
+
+		if (!id || !done || n == 64)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			seen |= ids[i] == strtoull(id, NULL, 10);
+		if (!seen)
+			ids[n++] = strtoull(id, NULL, 10);
+	}
+	for (size_t i = 0; i < n; i++)
+		job_changed(w, ids[i], w->since);
+}
+
 /* Objects sent as terminating (deleted, tasks still stopping) go when their
  * tasks have ended, which is no event of the ring: their jobs are looked
  * at again on each poll. */
@@ -232,6 +266,7 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
 		}
 		catch_up(w);
 		recheck_terminating(w);
+		recheck_finished(w);
 		if (w->olen == 0 && w->bookmarks && drv_mono_ms() - w->last_out_ms >= 5000) {
 			char av[96];
 			json_t *b;

@@ -44,6 +44,10 @@ create() {
 
 short=$(create short "ttlSecondsAfterFinished: 4")
 kept=$(create kept)
+# a watch of the Jobs, as kubectl get jobs -w keeps one: the ttl's end is a DELETED event
+curl -sN -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL$JOBS?watch=true&timeoutSeconds=25" \
+	>"$TEST_TMP/watch.out" 2>/dev/null &
+track $!
 wait_job "$short" succeeded 30
 wait_job "$kept" succeeded 30
 # just finished: still there
@@ -58,6 +62,16 @@ curl -sf -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL$JOBS" |
 	python3 -c 'import json,sys; n=[j["metadata"]["name"] for j in json.load(sys.stdin)["items"]]; sys.exit(0 if "kept" in n and not any(x.startswith("short") for x in n) else "jobs listed: %s" % n)' ||
 	fail "the Job list still has short, or lacks kept"
 expect_eq "GET kept" "$(code "$JOBS/kept")" 200
+deleted() {   # deleted NAME: the watch has sent a DELETED event for Job NAME
+	python3 -c 'import json,sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["type"] == "DELETED" and e["object"]["metadata"]["name"] == sys.argv[2]:
+        sys.exit(0)
+sys.exit(1)' "$TEST_TMP/watch.out" "$1"
+}
+wait_until 10 deleted short || fail "the watch saw no DELETED for short: $(cut -c1-120 "$TEST_TMP/watch.out")"
+deleted kept && fail "the watch saw kept DELETED"
 # drover's own routes keep it
 expect_eq "drover get job short" "$(jf "$short" 'j["state"]')" succeeded
 echo "ok: ttlSecondsAfterFinished 4 deleted Job short from the Kubernetes API $gone_after s after it finished; kept stays"
