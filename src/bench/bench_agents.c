@@ -379,38 +379,6 @@ static bool server_up(const char *url, const char *ca, pid_t pid)
 	return ok;
 }
 
-/* Threads and open files of pid now; -1 when gone. */
-struct counts {
-	long threads, fds, rss_kb;
-};
-
-static void proc_counts(pid_t pid, struct counts *c)
-{
-	char path[64], line[256];
-	struct dirent *de;
-	FILE *f;
-	DIR *d;
-
-	c->threads = c->fds = c->rss_kb = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Threads:", 8))
-			c->threads = strtol(line + 8, NULL, 10);
-		else if (!strncmp(line, "VmRSS:", 6))
-			c->rss_kb = strtol(line + 6, NULL, 10);
-	if (f)
-		fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return;
-	c->fds = 0;
-	while ((de = readdir(d)))
-		c->fds += de->d_name[0] != '.';
-	closedir(d);
-}
-
 /* --- the bench ------------------------------------------------------------------------ */
 
 /* Forks the agent processes; each writes its tally to the pipe. */
@@ -436,14 +404,14 @@ static int start_swarms(const struct opts *o, const char *url, pid_t *kids, int 
 }
 
 /* Samples the server every 250 ms until the agent processes are done. */
-static void watch(pid_t server, pid_t *kids, int nkids, struct counts *max)
+static void watch(pid_t server, pid_t *kids, int nkids, struct bench_counts *max)
 {
 	int done = 0;
 
 	while (done < nkids) {
-		struct counts c;
+		struct bench_counts c;
 
-		proc_counts(server, &c);
+		bench_proc_counts(server, &c);
 		max->threads = DRV_MAX(max->threads, c.threads);
 		max->fds = DRV_MAX(max->fds, c.fds);
 		max->rss_kb = DRV_MAX(max->rss_kb, c.rss_kb);
@@ -457,30 +425,8 @@ static void watch(pid_t server, pid_t *kids, int nkids, struct counts *max)
 }
 
 /* rm -rf dir (a temporary directory of ours). */
-static void remove_tree(const char *dir)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		execlp("rm", "rm", "-rf", dir, (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-}
-
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
-static void print_result(const struct opts *o, const struct tally *t, const struct counts *max,
-			 const struct counts *end)
+static void print_result(const struct opts *o, const struct tally *t, const struct bench_counts *max,
+			 const struct bench_counts *end)
 {
 	bool pass = t->served == o->agents && max->threads <= o->max_threads;
 
@@ -547,14 +493,14 @@ int drv_bench_agents(int argc, char **argv)
 			  .max_threads = 16 };
 	char dir[] = "/tmp/drover-bench-agents-XXXXXX", url[64];
 	struct tally sum = { 0 }, t;
-	struct counts max = { 0 }, end;
+	struct bench_counts max = { 0 }, end;
 	int pipefd[2] = { -1, -1 }, port, rc = DRV_EXIT_FAIL, i;
 	pid_t server = -1, kids[64];
 
 	i = parse(argc, argv, &o);
 	if (i < 0)
 		return drv_opts_exit(i);
-	raise_nofile();
+	bench_raise_nofile();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	/* the server must not hold the pipe open: close-on-exec */
 	if (!mkdtemp(dir) || pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -584,7 +530,7 @@ int drv_bench_agents(int argc, char **argv)
 		sum.errors += t.errors;
 		sum.register_ms = DRV_MAX(sum.register_ms, t.register_ms);
 	}
-	proc_counts(server, &end);
+	bench_proc_counts(server, &end);
 	print_result(&o, &sum, &max, &end);
 	rc = sum.served == o.agents && max.threads <= o.max_threads ? DRV_EXIT_OK : DRV_EXIT_FAIL;
 out:
@@ -595,6 +541,6 @@ out:
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);
 	if (rc == DRV_EXIT_OK)
-		remove_tree(dir);
+		bench_remove_tree(dir);
 	return rc;
 }

@@ -654,42 +654,11 @@ static long long cpu_ticks(pid_t pid)
 	return (long long)(ut + st);
 }
 
-struct counts {
-	long threads, fds, rss_kb;
-};
-
-static void proc_counts(pid_t pid, struct counts *c)
+static void counts_max(struct bench_counts *max, pid_t pid)
 {
-	char path[64], line[256];
-	struct dirent *de;
-	FILE *f;
-	DIR *d;
+	struct bench_counts c;
 
-	c->threads = c->fds = c->rss_kb = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Threads:", 8))
-			c->threads = strtol(line + 8, NULL, 10);
-		else if (!strncmp(line, "VmRSS:", 6))
-			c->rss_kb = strtol(line + 6, NULL, 10);
-	if (f)
-		fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return;
-	c->fds = 0;
-	while ((de = readdir(d)))
-		c->fds += de->d_name[0] != '.';
-	closedir(d);
-}
-
-static void counts_max(struct counts *max, pid_t pid)
-{
-	struct counts c;
-
-	proc_counts(pid, &c);
+	bench_proc_counts(pid, &c);
 	max->threads = DRV_MAX(max->threads, c.threads);
 	max->fds = DRV_MAX(max->fds, c.fds);
 	max->rss_kb = DRV_MAX(max->rss_kb, c.rss_kb);
@@ -866,25 +835,6 @@ static int parse(int argc, char **argv, struct opts *o)
 	return i;
 }
 
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
-static void remove_tree(const char *dir)
-{
-	char *argv[] = { "/bin/rm", "-rf", (char *)dir, NULL };
-	pid_t pid = bench_spawn(argv, "/dev/null");
-
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-}
-
 struct run {
 	struct opts o;
 	char dir[64], url[64], self[4096];
@@ -892,7 +842,7 @@ struct run {
 	int stop[2], res[2];
 	int spines, leaves;
 	double register_s;
-	struct counts max;
+	struct bench_counts max;
 };
 
 static int start_swarms(struct run *R)
@@ -1119,7 +1069,7 @@ int drv_bench_control(int argc, char **argv)
 		return DRV_EXIT_FAIL;
 	}
 	R.self[n] = '\0';
-	raise_nofile();
+	bench_raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	snprintf(path, sizeof(path), "%s/cluster.yaml", R.dir);
@@ -1142,6 +1092,6 @@ out:
 	close(R.res[0]);
 	close(R.res[1]);
 	if (rc == DRV_EXIT_OK)
-		remove_tree(R.dir);
+		bench_remove_tree(R.dir);
 	return rc;
 }

@@ -30,4 +30,18 @@ json_t *bench_restart(const char *self, const char *tmp, int njobs);
  * else runs on the machine. */
 double bench_cpu_s(void);
 
+/* A process's threads, open files and resident memory (kB), from /proc;
+ * -1 each when it is gone. */
+struct bench_counts {
+	long threads, fds, rss_kb;
+};
+void bench_proc_counts(pid_t pid, struct bench_counts *c);
+
+/* RLIMIT_NOFILE raised to its hard limit (simulated agents by the
+ * thousand each hold a connection). */
+void bench_raise_nofile(void);
+
+/* rm -rf dir, waited for. */
+void bench_remove_tree(const char *dir);
+
 #endif

@@ -3,10 +3,15 @@
  * --placement choices every command line shares (bench.h).
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,4 +67,50 @@ double bench_cpu_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bench_proc_counts(pid_t pid, struct bench_counts *c)
+{
+	char path[64], line[256];
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	c->threads = c->fds = c->rss_kb = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Threads:", 8))
+			c->threads = strtol(line + 8, NULL, 10);
+		else if (!strncmp(line, "VmRSS:", 6))
+			c->rss_kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	c->fds = 0;
+	while ((de = readdir(d)))
+		c->fds += de->d_name[0] != '.';
+	closedir(d);
+}
+
+void bench_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+void bench_remove_tree(const char *dir)
+{
+	char *argv[] = { "/bin/rm", "-rf", (char *)dir, NULL };
+	pid_t pid = bench_spawn(argv, "/dev/null");
+
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
 }
