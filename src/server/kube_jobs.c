@@ -54,37 +54,42 @@ static void add(struct kube_jobs *js, struct srv_job *j, bool owned)
 	js->n++;
 }
 
-/* Whether j's Job (its parent, for an element) finished over its
- * ttlSecondsAfterFinished ago: it and its pods are deleted then. */
+/* Whether j (its parent p, itself when it is no element) finished over its
+ * ttlSecondsAfterFinished ago: its Job and pods are deleted then. */
+static bool ttl_passed(const struct srv_job *j, const struct srv_job *p, int64_t now)
+{
+	int64_t ttl = j->spec.k8s.ttl_after_finished_s;
+
+	return ttl >= 0 && srv_jstate_final(p->state) && !p->holding && !j->holding &&
+	       p->end_time > 0 && now >= p->end_time + ttl;
+}
+
+/* The same, the parent of an element taken from the snapshot js. */
 static bool ttl_expired(const struct kube_jobs *js, const struct srv_job *j, int64_t now)
 {
 	const struct srv_job *p = j;
-	int64_t ttl = j->spec.k8s.ttl_after_finished_s;
 
-	if (ttl < 0)
+	if (j->spec.k8s.ttl_after_finished_s < 0)
 		return false;
 	for (size_t i = 0; j->parent && i < js->n; i++)
 		if (js->v[i]->id == j->parent)
 			p = js->v[i];
 	if (j->parent && p == j)
 		return false;   /* its parent is not at hand: not known finished */
-	return srv_jstate_final(p->state) && !p->holding && !j->holding && p->end_time > 0 &&
-	       now >= p->end_time + ttl;
+	return ttl_passed(j, p, now);
 }
 
 bool kube_job_ttl_gone(struct drv_server *s, const struct srv_job *j)
 {
 	struct srv_job *tmp = NULL;
 	const struct srv_job *p = j;
-	int64_t ttl = j->spec.k8s.ttl_after_finished_s;
 	bool gone;
 
-	if (ttl < 0)
-		return false;
+	if (j->spec.k8s.ttl_after_finished_s < 0)
+		return false;   /* before any lookup: most jobs have no ttl */
 	if (j->parent && !(p = srv_job_lookup(s, j->parent, &tmp)))
 		return false;   /* its parent is gone: not known finished */
-	gone = srv_jstate_final(p->state) && !p->holding && !j->holding && p->end_time > 0 &&
-	       drv_wall_s() >= p->end_time + ttl;
+	gone = ttl_passed(j, p, drv_wall_s());
 	srv_job_free(tmp);
 	return gone;
 }

@@ -190,43 +190,25 @@ static void catch_up(struct kwatch *w)
 	}
 }
 
-/* A finished Job's ttlSecondsAfterFinished passing is no event of the
- * ring either: once a second the jobs of the finished objects sent (a Job
- * complete or failed, a pod Succeeded or Failed) are rendered again, and
- * those past their ttl go as DELETED. */
-static void recheck_finished(struct kwatch *w)
+/* Whether a sent object is terminating: deleted, its tasks still stopping. */
+static bool terminating(const json_t *o)
 {
-	uint64_t ids[64];
-	size_t n = 0;
-	const char *k;
-	json_t *v;
-
-	if (drv_mono_ms() - w->ttl_check_ms < 1000)
-		return;
-	w->ttl_check_ms = drv_mono_ms();
-	json_object_foreach(w->known, k, v) {
-		const json_t *md = json_object_get(v, "metadata"), *st = json_object_get(v, "status");
-		const char *id = drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB);
-		const char *phase = drv_json_str(st, "phase");
-		bool done = json_object_get(st, "completionTime") || json_object_get(st, "failed") ||
-			    (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
-		bool seen = false;
-
-		if (!id || !done || n == 64)
-			continue;
-		for (size_t i = 0; i < n; i++)
-			seen |= ids[i] == strtoull(id, NULL, 10);
-		if (!seen)
-			ids[n++] = strtoull(id, NULL, 10);
-	}
-	for (size_t i = 0; i < n; i++)
-		job_changed(w, ids[i], w->since);
+	return drv_json_str(json_object_get(o, "metadata"), "deletionTimestamp") != NULL;
 }
 
-/* Objects sent as terminating (deleted, tasks still stopping) go when their
- * tasks have ended, which is no event of the ring: their jobs are looked
- * at again on each poll. */
-static void recheck_terminating(struct kwatch *w)
+/* Whether a sent object is finished: a Job complete or failed, a pod
+ * Succeeded or Failed. */
+static bool finished(const json_t *o)
+{
+	const json_t *st = json_object_get(o, "status");
+	const char *phase = drv_json_str(st, "phase");
+
+	return json_object_get(st, "completionTime") || json_object_get(st, "failed") ||
+	       (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
+}
+
+/* Renders again the jobs (up to 64) of the sent objects that match. */
+static void recheck(struct kwatch *w, bool (*match)(const json_t *o))
 {
 	uint64_t ids[64];
 	size_t n = 0;
@@ -238,7 +220,7 @@ static void recheck_terminating(struct kwatch *w)
 		const char *id = drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB);
 		bool seen = false;
 
-		if (!id || !drv_json_str(md, "deletionTimestamp") || n == 64)
+		if (!id || !match(v) || n == 64)
 			continue;
 		for (size_t i = 0; i < n; i++)
 			seen |= ids[i] == strtoull(id, NULL, 10);
@@ -247,6 +229,20 @@ static void recheck_terminating(struct kwatch *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		job_changed(w, ids[i], w->since);
+}
+
+/* Neither of these is an event of the ring, so the jobs are looked at
+ * again: objects sent as terminating go when their tasks have ended (on
+ * each poll); a finished Job's ttlSecondsAfterFinished passing makes it
+ * and its pods go (once a second: kube_job_objects renders nothing for
+ * it, and the diff sends DELETED). */
+static void recheck_gone(struct kwatch *w)
+{
+	recheck(w, terminating);
+	if (drv_mono_ms() - w->ttl_check_ms >= 1000) {
+		w->ttl_check_ms = drv_mono_ms();
+		recheck(w, finished);
+	}
 }
 
 static ssize_t watch_read(void *cls, char *buf, size_t max)
@@ -265,8 +261,7 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
 			return -1;
 		}
 		catch_up(w);
-		recheck_terminating(w);
-		recheck_finished(w);
+		recheck_gone(w);
 		if (w->olen == 0 && w->bookmarks && drv_mono_ms() - w->last_out_ms >= 5000) {
 			char av[96];
 			json_t *b;
