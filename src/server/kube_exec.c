@@ -223,6 +223,9 @@ int kube_exec(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	json_t *cmd = drv_http_req_query_all(r, "command"), *pod = NULL;
 	struct kube_jobs js;
 	struct kexec *x = NULL;
+	struct srv_job *j;
+	const char *cname;
+	int32_t rk;
 	const char *proto = drv_http_req_ws_offers(r, "v5.channel.k8s.io") ? "v5.channel.k8s.io"
 			    : drv_http_req_ws_offers(r, "v4.channel.k8s.io") ? "v4.channel.k8s.io"
 			    : NULL;
@@ -240,53 +243,23 @@ int kube_exec(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	}
 	pthread_mutex_lock(&s->mu);
 	kube_jobs_collect(s, &js);
-	for (size_t i = 0; i < js.n && !x; i++) {
-		struct srv_job *j = js.v[i];
-
-		if (strcmp(kube_job_ns(j), q->ns[0] ? q->ns : "default") != 0 ||
-		    (js.deleted[i] && srv_jstate_final(j->state) && !j->holding) ||
-		    (!q->c->admin && strcmp(q->c->user, j->spec.job.user) != 0))
-			continue;
-		for (int32_t rk = 0; rk < kube_job_npods(j); rk++) {
-			char nm[320];
-			const char *cname;
-
-			kube_pod_name(j, rk, nm, sizeof(nm));
-			if (strcmp(nm, q->name) != 0)
-				continue;
-			pod = kube_pod_json(s, j, rk, 1, false);
-			cname = drv_json_str(json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0), "name");
-			if (cont && strcmp(cont, cname) != 0) {
-				kube_status(o, 400, "BadRequest", NULL,
-					    "container %s is not valid for pod %s (its container: %s)",
-					    cont, q->name, cname);
-				goto out;
-			}
-			if (rk >= j->ntasks || j->tasks[rk].state != T_RUNNING ||
-			    !s->nodes[j->tasks[rk].node].agent_url) {
-				kube_status(o, 400, "BadRequest", NULL,
-					    "cannot exec in pod %s: its container \"%s\" is not running "
-					    "(job %llu is %s)", q->name, cname,
-					    (unsigned long long)j->id, srv_jstate_name(j->state));
-				goto out;
-			}
-			x = drv_calloc(1, sizeof(*x));
-			x->s = s;
-			x->url = drv_strdup(s->nodes[j->tasks[rk].node].agent_url);
-			x->tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
-			snprintf(x->nodename, sizeof(x->nodename), "%s", s->nodes[j->tasks[rk].node].name);
-			snprintf(x->tid, sizeof(x->tid), "%llu.%d", (unsigned long long)j->id, rk);
-			snprintf(x->pod, sizeof(x->pod), "%s", nm);
-			break;
-		}
-	}
-	if (!x) {
-		if (!o->status)
-			kube_status(o, 404, "NotFound",
-				    json_pack("{s:s,s:s}", "name", q->name, "kind", "pods"),
-				    "pods \"%s\" not found", q->name);
+	if (kube_find_pod(s, q, &js, cont, o, &j, &rk, &pod, &cname) < 0)
+		goto out;
+	if (rk >= j->ntasks || j->tasks[rk].state != T_RUNNING ||
+	    !s->nodes[j->tasks[rk].node].agent_url) {
+		kube_status(o, 400, "BadRequest", NULL,
+			    "cannot exec in pod %s: its container \"%s\" is not running "
+			    "(job %llu is %s)", q->name, cname,
+			    (unsigned long long)j->id, srv_jstate_name(j->state));
 		goto out;
 	}
+	x = drv_calloc(1, sizeof(*x));
+	x->s = s;
+	x->url = drv_strdup(s->nodes[j->tasks[rk].node].agent_url);
+	x->tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
+	snprintf(x->nodename, sizeof(x->nodename), "%s", s->nodes[j->tasks[rk].node].name);
+	snprintf(x->tid, sizeof(x->tid), "%llu.%d", (unsigned long long)j->id, rk);
+	snprintf(x->pod, sizeof(x->pod), "%s", q->name);
 	/* after the pod's checks: kubectl falls back to SPDY when the switch
 	 * is refused, and its user should read why the pod cannot exec */
 	if (!drv_http_req_is_websocket(r) || !proto || s->stopping) {

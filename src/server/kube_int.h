@@ -129,6 +129,15 @@ void kube_jobs_release(struct kube_jobs *js);
 /* Whether job id was deleted through this API (reads the store; s->mu
  * released meanwhile). */
 bool kube_job_deleted(struct drv_server *s, uint64_t id);
+/* The pod q names, among js (kube_jobs_collect), that the caller may
+ * see, its container checked against cont (NULL: any): 0 with its job,
+ * rank, JSON (*pod, the caller's) and container name (in *pod); -1 when
+ * o is answered (400 for another container, 404 for no such pod). The
+ * logs and exec subresources (kube_logs.c). s->mu held. */
+struct kube_jobs;
+int kube_find_pod(struct drv_server *s, const struct kube_req *q, const struct kube_jobs *js,
+		  const char *cont, struct drv_http_resp *o, struct srv_job **jp, int32_t *rkp,
+		  json_t **pod, const char **cname);
 /* Whether j's Job (its parent's, for an element) finished more than its
  * ttlSecondsAfterFinished ago: then it and its pods are gone from the
  * face (a watch sends their DELETED). s->mu held; may release it. */

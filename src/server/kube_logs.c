@@ -191,6 +191,42 @@ static ssize_t klog_read(void *cls, char *buf, size_t max)
 	return n;
 }
 
+int kube_find_pod(struct drv_server *s, const struct kube_req *q, const struct kube_jobs *js,
+		  const char *cont, struct drv_http_resp *o, struct srv_job **jp, int32_t *rkp,
+		  json_t **pod, const char **cname)
+{
+	for (size_t i = 0; i < js->n; i++) {
+		struct srv_job *j = js->v[i];
+
+		if (strcmp(kube_job_ns(j), q->ns[0] ? q->ns : "default") != 0 ||
+		    (js->deleted[i] && srv_jstate_final(j->state) && !j->holding) ||
+		    (!q->c->admin && strcmp(q->c->user, j->spec.job.user) != 0))
+			continue;
+		for (int32_t rk = 0; rk < kube_job_npods(j); rk++) {
+			char nm[320];
+
+			kube_pod_name(j, rk, nm, sizeof(nm));
+			if (strcmp(nm, q->name) != 0)
+				continue;
+			*pod = kube_pod_json(s, j, rk, 1, false);
+			*cname = drv_json_str(json_array_get(json_object_get(json_object_get(*pod, "spec"),
+									     "containers"), 0), "name");
+			if (cont && strcmp(cont, *cname) != 0) {
+				kube_status(o, 400, "BadRequest", NULL,
+					    "container %s is not valid for pod %s (its container: %s)",
+					    cont, q->name, *cname);
+				return -1;
+			}
+			*jp = j;
+			*rkp = rk;
+			return 0;
+		}
+	}
+	kube_status(o, 404, "NotFound", json_pack("{s:s,s:s}", "name", q->name, "kind", "pods"),
+		    "pods \"%s\" not found", q->name);
+	return -1;
+}
+
 int kube_logs(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	      struct drv_http_resp *o)
 {
@@ -202,6 +238,9 @@ int kube_logs(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	pthread_t th;
 	pthread_attr_t attr;
 	json_t *pod = NULL;
+	struct srv_job *j;
+	const char *cname;
+	int32_t rk;
 
 	if (strcmp(q->res->kind, "Pod") != 0) {
 		kube_status(o, 404, "NotFound", NULL, "only pods have logs");
@@ -214,56 +253,28 @@ int kube_logs(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	}
 	pthread_mutex_lock(&s->mu);
 	kube_jobs_collect(s, &js);
-	for (size_t i = 0; i < js.n && !l; i++) {
-		struct srv_job *j = js.v[i];
-
-		if (strcmp(kube_job_ns(j), q->ns[0] ? q->ns : "default") != 0 ||
-		    (js.deleted[i] && srv_jstate_final(j->state) && !j->holding) ||
-		    (!q->c->admin && strcmp(q->c->user, j->spec.job.user) != 0))
-			continue;
-		for (int32_t rk = 0; rk < kube_job_npods(j); rk++) {
-			char nm[320];
-			const char *cname;
-
-			kube_pod_name(j, rk, nm, sizeof(nm));
-			if (strcmp(nm, q->name) != 0)
-				continue;
-			pod = kube_pod_json(s, j, rk, 1, false);
-			cname = drv_json_str(json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0), "name");
-			if (cont && strcmp(cont, cname) != 0) {
-				kube_status(o, 400, "BadRequest", NULL,
-					    "container %s is not valid for pod %s (its container: %s)",
-					    cont, q->name, cname);
-				goto out;
-			}
-			if (rk >= j->ntasks || j->tasks[rk].state == T_PENDING ||
-			    !s->nodes[j->tasks[rk].node].agent_url) {
-				kube_status(o, 400, "BadRequest", NULL,
-					    "container \"%s\" in pod \"%s\" is waiting to start: %s",
-					    cname, q->name,
-					    j->state == J_PENDING ? "the job is pending" : "ContainerCreating");
-				goto out;
-			}
-			l = drv_calloc(1, sizeof(*l));
-			l->s = s;
-			pthread_mutex_init(&l->mu, NULL);
-			atomic_init(&l->refs, 2);
-			l->url = drv_strdup(s->nodes[j->tasks[rk].node].agent_url);
-			l->tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
-			snprintf(l->nodename, sizeof(l->nodename), "%s", s->nodes[j->tasks[rk].node].name);
-			l->job = j->id;
-			l->rank = rk;
-			l->epoch = j->epoch;
-			l->follow = fol && strcmp(fol, "true") == 0;
-			l->tail = tail;
-			break;
-		}
-	}
-	if (!l) {
-		kube_status(o, 404, "NotFound", json_pack("{s:s,s:s}", "name", q->name, "kind", "pods"),
-			    "pods \"%s\" not found", q->name);
+	if (kube_find_pod(s, q, &js, cont, o, &j, &rk, &pod, &cname) < 0)
+		goto out;
+	if (rk >= j->ntasks || j->tasks[rk].state == T_PENDING ||
+	    !s->nodes[j->tasks[rk].node].agent_url) {
+		kube_status(o, 400, "BadRequest", NULL,
+			    "container \"%s\" in pod \"%s\" is waiting to start: %s",
+			    cname, q->name,
+			    j->state == J_PENDING ? "the job is pending" : "ContainerCreating");
 		goto out;
 	}
+	l = drv_calloc(1, sizeof(*l));
+	l->s = s;
+	pthread_mutex_init(&l->mu, NULL);
+	atomic_init(&l->refs, 2);
+	l->url = drv_strdup(s->nodes[j->tasks[rk].node].agent_url);
+	l->tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
+	snprintf(l->nodename, sizeof(l->nodename), "%s", s->nodes[j->tasks[rk].node].name);
+	l->job = j->id;
+	l->rank = rk;
+	l->epoch = j->epoch;
+	l->follow = fol && strcmp(fol, "true") == 0;
+	l->tail = tail;
 	if (s->stopping) {
 		kube_status(o, 503, "ServiceUnavailable", NULL, "the server is stopping");
 		goto out;
