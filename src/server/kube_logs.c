@@ -198,7 +198,9 @@ int kube_find_pod(struct drv_server *s, const struct kube_req *q, const struct k
 	for (size_t i = 0; i < js->n; i++) {
 		struct srv_job *j = js->v[i];
 
-		if (strcmp(kube_job_ns(j), q->ns[0] ? q->ns : "default") != 0 ||
+		/* a parent is no pod: its elements are (as kube_job_objects
+		 * lists them), and element 0 bears the name its rank 0 would */
+		if (j->par || strcmp(kube_job_ns(j), q->ns[0] ? q->ns : "default") != 0 ||
 		    (js->deleted[i] && srv_jstate_final(j->state) && !j->holding) ||
 		    (!q->c->admin && strcmp(q->c->user, j->spec.job.user) != 0))
 			continue;

@@ -37,6 +37,8 @@ out=$(k apply -f "$TEST_TMP/job.yaml" 2>&1) || fail "apply: $out"
 wait_until 30 eval '[ "$(phase_n Running)" = 1 ]' || fail "one pod should run: $(k get pods)"
 expect_eq "pods waiting at parallelism 1" "$(phase_n Pending)" 2
 
+# an element's pod is the one its name gives, not the Job (which is none)
+out=$(k logs sweep-0 2>&1) || fail "kubectl logs sweep-0: $out"
 out=$(k patch job sweep -p '{"spec":{"parallelism":3}}' 2>&1) || fail "patch parallelism: $out"
 expect_eq "patch parallelism" "$out" "job.batch/sweep patched"
 wait_until 30 eval '[ "$(phase_n Running)" = 3 ]' || fail "3 pods should run: $(k get pods)"
