@@ -87,16 +87,13 @@ static int sc_match(const json_t *job, void *cls)
 /*
  * Slurm 22.05's scancel (measured against slurm-local): a finished or
  * unknown job is no failure (exit 0) and is said only with -v. Other
- * failures are said always and exit 1.
+ * failures are said always and exit 1. What the server answered a POST
+ * of a cancel or a signal, in those words; denied: a 403 in Slurm's
+ * words (a cancel), else with the server's message.
  */
-static int cancel_one(struct cli *cli, const char *shown, unsigned long long id, bool verbose)
+static int kill_answer(const char *shown, long status, const char *msg, bool verbose,
+		       bool denied)
 {
-	char path[96], msg[512];
-	long status;
-
-	snprintf(path, sizeof(path), "/v1/jobs/%llu/cancel", id);
-	if (!post(cli, path, NULL, &status, msg, sizeof(msg)))
-		return 0;
 	if ((status == 404 || status == 409) && !verbose)
 		return 0;
 	if (status == 404)
@@ -107,12 +104,23 @@ static int cancel_one(struct cli *cli, const char *shown, unsigned long long id,
 				"completing or completed\n", shown);
 	if (status == 404 || status == 409)
 		return 0;
-	else if (status == 403)
+	if (status == 403 && denied)
 		fprintf(stderr, "scancel: error: Kill job error on job id %s: Access/permission "
 				"denied\n", shown);
 	else if (status)
 		fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", shown, msg);
 	return 1;
+}
+
+static int cancel_one(struct cli *cli, const char *shown, unsigned long long id, bool verbose)
+{
+	char path[96], msg[512];
+	long status;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%llu/cancel", id);
+	if (!post(cli, path, NULL, &status, msg, sizeof(msg)))
+		return 0;
+	return kill_answer(shown, status, msg, verbose, true);
 }
 
 /* A signal other than a cancel's (scancel -s USR1): to the job's steps,
@@ -128,19 +136,7 @@ static int signal_one(struct cli *cli, const char *shown, unsigned long long id,
 	snprintf(body, sizeof(body), "{\"signal\": %d, \"to\": \"%s\"}", sig, to);
 	if (!post(cli, path, body, &status, msg, sizeof(msg)))
 		return 0;
-	if ((status == 404 || status == 409) && !verbose)
-		return 0;
-	if (status == 404)
-		fprintf(stderr, "scancel: error: Kill job error on job id %s: Invalid job id "
-				"specified\n", shown);
-	else if (status == 409)
-		fprintf(stderr, "scancel: error: Kill job error on job id %s: Job/step already "
-				"completing or completed\n", shown);
-	if (status == 404 || status == 409)
-		return 0;
-	if (status)
-		fprintf(stderr, "scancel: error: Kill job error on job id %s: %s\n", shown, msg);
-	return 1;
+	return kill_answer(shown, status, msg, verbose, false);
 }
 
 /* An array element "P_I": the element's own id, from the parent's list. */
