@@ -190,25 +190,33 @@ static void catch_up(struct kwatch *w)
 	}
 }
 
-/* Whether a sent object is terminating: deleted, its tasks still stopping. */
-static bool terminating(const json_t *o)
+/* Whether a sent object (of job id) is terminating: deleted, its tasks
+ * still stopping. */
+static bool terminating(struct kwatch *w, const json_t *o, uint64_t id)
 {
+	(void)w;
+	(void)id;
 	return drv_json_str(json_object_get(o, "metadata"), "deletionTimestamp") != NULL;
 }
 
-/* Whether a sent object is finished: a Job complete or failed, a pod
- * Succeeded or Failed. */
-static bool finished(const json_t *o)
+/* Whether a sent object is finished (a Job complete or failed, a pod
+ * Succeeded or Failed) and its job may have a ttl: one known to have none
+ * is not rendered again each second for nothing. */
+static bool finished(struct kwatch *w, const json_t *o, uint64_t id)
 {
 	const json_t *st = json_object_get(o, "status");
 	const char *phase = drv_json_str(st, "phase");
+	const struct srv_job *j = srv_job_get(w->s, id);
 
+	if (j && j->spec.k8s.ttl_after_finished_s < 0)
+		return false;
 	return json_object_get(st, "completionTime") || json_object_get(st, "failed") ||
 	       (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
 }
 
 /* Renders again the jobs (up to 64) of the sent objects that match. */
-static void recheck(struct kwatch *w, bool (*match)(const json_t *o))
+static void recheck(struct kwatch *w,
+		    bool (*match)(struct kwatch *w, const json_t *o, uint64_t id))
 {
 	uint64_t ids[64];
 	size_t n = 0;
@@ -220,7 +228,7 @@ static void recheck(struct kwatch *w, bool (*match)(const json_t *o))
 		const char *id = drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB);
 		bool seen = false;
 
-		if (!id || !match(v) || n == 64)
+		if (!id || n == 64 || !match(w, v, strtoull(id, NULL, 10)))
 			continue;
 		for (size_t i = 0; i < n; i++)
 			seen |= ids[i] == strtoull(id, NULL, 10);
