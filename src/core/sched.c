@@ -65,6 +65,8 @@ void sched__usage(struct drv_sched *s, struct sched_job *j, int sign, int64_t no
 			t->quota_changed[m] = ++s->quota_seq;
 			if (t->cohort >= 0)
 				s->cohort_changed[t->cohort].m[m] = s->quota_seq;
+			if (j->user >= 0)
+				t->users_changed[m] = s->quota_seq;
 		}
 		t->usage_all += sign * milli;
 		if (j->user >= 0)

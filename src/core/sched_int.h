@@ -31,6 +31,14 @@ struct sched_class {
 	enum drv_preempt_policy policy;
 };
 
+/* What a quota check's answer and reason depend on besides the job's need
+ * and the settings: the tenant's use of the model (sched__quota_use), what
+ * it may borrow, and when its users' state last changed (users_changed). */
+struct quota_vals {
+	int64_t use, may;
+	uint64_t users;
+};
+
 struct sched_tenant {
 	char *name;
 	int32_t cohort;   /* -1 = none */
@@ -53,6 +61,16 @@ struct sched_tenant {
 	/* s->quota_seq when usage[m] last changed (sched__quota_check's
 	 * answers for m may have changed since; see sched_job.quota_seq) */
 	uint64_t quota_changed[DRV_MAX_MODELS];
+	/* s->quota_seq when a job of it with a user (limits) started or
+	 * stopped on m: its users' limits may answer otherwise */
+	uint64_t users_changed[DRV_MAX_MODELS];
+	/* per model, what a quota check's answer and reason depend on besides
+	 * the job's need (sched__quota_sig_changed) */
+	struct quota_sig {
+		uint64_t at;            /* s->quota_seq when taken (0: never) */
+		uint64_t changed;       /* s->quota_seq when it last differed */
+		struct quota_vals v;
+	} sig[DRV_MAX_MODELS];
 	int64_t fair_use;       /* fair: virtual use while a pass merges */
 	double hist;            /* fair: decayed milli-GPU-seconds up to hist_at */
 	int64_t hist_at;
@@ -74,11 +92,13 @@ struct sched_job {
 	 * when s->quota_seq had this value (0 = its reason is not that). While
 	 * nothing that check reads changed since (its tenant's use of its
 	 * model, the cohort's, the tenants' settings: quota_changed,
-	 * cohort_changed, quota_all_changed all <= quota_seq), a pass would
-	 * set the same reason again, so it may skip the job (next to state
+	 * cohort_changed, quota_all_changed all <= quota_seq), or changed
+	 * only in ways that leave its answer as it was (sched__quota_held), a
+	 * pass would set the same reason again, so it may skip the job (next to state
 	 * and reason_pass: one cache line) */
 	uint64_t quota_seq;
 	uint32_t reason_pass;   /* pending: pass number that set why */
+	struct quota_vals quota_vals; /* what that check read, with quota_seq */
 	uint8_t state;          /* enum drv_sched_job_state, or SJ_FREE */
 	bool preemptible;
 	bool never_preempts;    /* class policy Never */
@@ -460,18 +480,43 @@ static inline int64_t sched__reclaim_use(const struct sched_tenant *t, int m)
 }
 int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement *p, int model);
 
-/* A pending job (its compact entry) whose reason is "quota" and that a pass
- * would give the same reason again, numbers and all: nothing that check
- * reads has changed since. */
-static inline bool sched__quota_held(const struct drv_sched *s, const struct pend_compact *h)
+/*
+ * What a quota check of tenant ti for model m reads, taken again only when
+ * the counters it depends on moved, with the quota_seq at which its values
+ * last changed. A counter that moved (a cohort peer's job started) with the
+ * values the same changes no answer: a tenant at its borrowing limit may
+ * borrow nothing whatever its peers do. The pass takes it when it sets a
+ * job's quota reason (sched_job.quota_vals).
+ */
+const struct quota_sig *sched__quota_sig(struct drv_sched *s, int32_t ti, int m);
+
+/* A pending job (at queue position pos) whose reason is "quota" and that a
+ * pass would give the same reason again, numbers and all: nothing that
+ * check reads has changed since, or it is back at the values it read (a
+ * capped tenant's job ended and another of the same size started). */
+static inline bool sched__quota_held(struct drv_sched *s, int32_t pos)
 {
+	const struct pend_compact *h = &s->pend_compact[pos];
 	const struct sched_tenant *t;
-	uint64_t q = h->quota_seq;
+	const struct quota_sig *g;
+	const struct quota_vals *v;
+	uint64_t q = h->quota_seq, latest;
+	int m = h->quota_model;
 	if (!q || q < s->quota_all_changed)
 		return false;
 	t = &s->tenants[h->tenant];
-	return q >= t->quota_changed[h->quota_model] &&
-	       (t->cohort < 0 || q >= s->cohort_changed[t->cohort].m[h->quota_model]);
+	latest = t->quota_changed[m];
+	if (t->cohort >= 0)
+		latest = DRV_MAX(latest, s->cohort_changed[t->cohort].m[m]);
+	if (q >= latest)
+		return true; /* nothing moved since */
+	g = &t->sig[m];
+	if (g->at < latest || g->at < s->quota_all_changed)
+		g = sched__quota_sig(s, h->tenant, m);
+	if (q >= g->changed)
+		return true; /* the values did not change since */
+	v = &s->jobs[s->pend[pos]].quota_vals;
+	return v->use == g->v.use && v->may == g->v.may && v->users == g->v.users;
 }
 
 /* ==== the pass ======================================================== */

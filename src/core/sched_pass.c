@@ -255,20 +255,22 @@ static bool strict_stop(struct pass *p)
 }
 
 /* The job at queue position pos takes its turn, unless it is held at
- * quota as it was (passed over) or no longer pending. */
-static inline void visit(struct pass *p, struct walk *wk, int32_t pos)
+ * quota as it was (passed over) or no longer pending. True when it took
+ * it (what the pass may assume can have changed). */
+static inline bool visit(struct pass *p, struct walk *wk, int32_t pos)
 {
 	struct drv_sched *s = p->s;
 	int32_t slot = s->pend[pos];
-	if (wk->quota_skip && sched__quota_held(s, &s->pend_compact[pos])) {
+	if (wk->quota_skip && sched__quota_held(s, pos)) {
 		s->quota_held_seen[wk->nquota_held++] = slot;
-		return;
+		return false;
 	}
 	if (s->jobs[slot].state != DRV_SJ_PENDING)
-		return;
+		return false;
 	s->visited[wk->nvis++] = slot;
 	sched__scan_one(p, slot);
 	s->pend_compact[pos].quota_seq = s->jobs[slot].quota_seq;
+	return true;
 }
 
 /* The walk in fair-share order: the tenants' queues merged lazily. What
@@ -297,8 +299,8 @@ static void walk_fair(struct pass *p, struct walk *wk)
 			wk->skipped = true;
 			continue;
 		}
-		visit(p, wk, pos);
-		fresh = false;
+		if (visit(p, wk, pos))
+			fresh = false;
 	}
 }
 

@@ -9,6 +9,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What tenant t may take of model m beyond its own headroom: the cohort's
+ * unused quota, within its borrowing limit (0 without a cohort). */
+static int64_t may_borrow(const struct drv_sched *s, const struct sched_tenant *t, int m)
+{
+	int64_t cq = 0, cu = 0, may, head;
+	int32_t i;
+	if (t->cohort < 0)
+		return 0;
+	head = DRV_MAX(0, t->quota[m] - sched__quota_use(t, m));
+	for (i = 0; i < s->ntenants; i++) {
+		const struct sched_tenant *o = &s->tenants[i];
+		if (o->cohort != t->cohort || o->quota[m] < 0)
+			continue;
+		cq += o->quota[m];
+		cu += sched__quota_use(o, m);
+	}
+	may = cq - cu - head;
+	if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - sched__quota_use(t, m) - head < may)
+		may = t->quota[m] + t->limit[m] - sched__quota_use(t, m) - head;
+	return DRV_MAX(may, 0);
+}
+
+const struct quota_sig *sched__quota_sig(struct drv_sched *s, int32_t ti, int m)
+{
+	struct sched_tenant *t = &s->tenants[ti];
+	struct quota_sig *g = &t->sig[m];
+	uint64_t latest = DRV_MAX(t->quota_changed[m], s->quota_all_changed);
+	struct quota_vals v;
+	if (t->cohort >= 0)
+		latest = DRV_MAX(latest, s->cohort_changed[t->cohort].m[m]);
+	if (g->at && g->at >= latest)
+		return g;
+	v.use = sched__quota_use(t, m);
+	v.may = t->quota[m] >= 0 ? may_borrow(s, t, m) : 0;
+	v.users = t->users_changed[m];
+	if (!g->at || g->at < s->quota_all_changed || v.use != g->v.use || v.may != g->v.may ||
+	    v.users != g->v.users) {
+		g->changed = s->quota_seq;
+		g->v = v;
+	}
+	g->at = s->quota_seq;
+	return g;
+}
+
 /*
  * May tenant t take need more milli-GPUs of model m? 0 = within its
  * nominal quota, 1 = by borrowing from its cohort, -1 = no (w filled).
@@ -17,33 +61,15 @@ int sched__quota_check(const struct drv_sched *s, int32_t ti, int m, int64_t nee
 		       struct drv_sched_decision *w)
 {
 	const struct sched_tenant *t = &s->tenants[ti];
-	int64_t cq = 0, cu = 0, may;
-	int32_t i;
+	int64_t may;
 
 	if (m < 0 || m >= DRV_MAX_MODELS || t->quota[m] < 0)
 		return 0;
 	if (sched__quota_use(t, m) + need <= t->quota[m])
 		return 0;
-	may = 0;
-	if (t->cohort >= 0) {
-		int64_t head = DRV_MAX(0, t->quota[m] - sched__quota_use(t, m));
-		for (i = 0; i < s->ntenants; i++) {
-			const struct sched_tenant *o = &s->tenants[i];
-			if (o->cohort != t->cohort || o->quota[m] < 0)
-				continue;
-			cq += o->quota[m];
-			cu += sched__quota_use(o, m);
-		}
-		/* what it may take beyond its own headroom: the cohort's unused
-		 * quota, within its borrowing limit */
-		may = cq - cu - head;
-		if (t->limit[m] >= 0 && t->quota[m] + t->limit[m] - sched__quota_use(t, m) - head < may)
-			may = t->quota[m] + t->limit[m] - sched__quota_use(t, m) - head;
-		if (may < 0)
-			may = 0;
-		if (need <= head + may)
-			return 1;
-	}
+	may = may_borrow(s, t, m);
+	if (t->cohort >= 0 && need <= DRV_MAX(0, t->quota[m] - sched__quota_use(t, m)) + may)
+		return 1;
 	if (w) {
 		sched__why_init(w, DRV_REASON_QUOTA);
 		w->model = m;

@@ -312,7 +312,9 @@ void sched__scan_one(struct pass *p, int32_t slot)
 		qrc = sched__quota_check(s, j->tenant, j->quota_model, j->need_milli, &w);
 		if (qrc < 0) {
 			sched__set_why(p, j, &w);
-			j->quota_seq = s->quota_seq; /* the same answer until quota_seq moves */
+			/* the same answer while what it read keeps its value */
+			j->quota_seq = s->quota_seq;
+			j->quota_vals = sched__quota_sig(s, j->tenant, j->quota_model)->v;
 			return;
 		}
 	}

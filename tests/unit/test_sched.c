@@ -1015,6 +1015,86 @@ Test(sched_quota, cohort_peer_frees_what_to_borrow)
 }
 
 /*
+ * What a held job's quota check read is compared by value, not by when it
+ * last moved: t (cap 2, no cohort) runs a1 and a2 (1 GPU each); big (2)
+ * waits at 2 of 2. a1 ends and small (1 GPU, ahead of big in the queue)
+ * takes its place in the same pass: t is back at 2 of 2, big's reason is
+ * the same and not reported again. When a2 ends with nothing to take its
+ * place, big's reason counts the new use at once; and a (cohort c, quota
+ * 2, may borrow 2) at its borrowing limit keeps its reason while its peer
+ * b's use moves, and starts x in the pass after one of its own jobs ends.
+ */
+Test(sched_quota, held_compared_by_value)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job j[9];
+	int i;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = DRV_ORDER_FAIR;
+	drv_sched_decisions_init(&d);
+	qtenant(s, "t", NULL, 2, -1);
+	qtenant(s, "a", "c", 2, 2);
+	qtenant(s, "b", "c", 4, -1);
+	qjob(&j[0], 1, 1, "t", 0, 100);  /* a1 */
+	qjob(&j[1], 2, 1, "t", 0, 1000); /* a2 */
+	qjob(&j[2], 3, 2, "t", 2, 100);  /* big */
+	qjob(&j[3], 4, 1, "t", 1, 100);  /* small */
+	qjob(&j[4], 5, 2, "a", 0, 1000); /* a's two running */
+	qjob(&j[5], 6, 2, "a", 0, 50);
+	qjob(&j[6], 7, 1, "a", 3, 100);  /* x */
+	qjob(&j[7], 8, 1, "b", 0, 10);   /* b's, in and out */
+	qjob(&j[8], 9, 1, "b", 20, 10);
+	for (i = 0; i < 3; i++)
+		cr_assert(eq(int, drv_sched_submit(s, &j[i], NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &j[4], NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &j[5], NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &j[6], NULL), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &j[7], NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 2, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 7), 0), "x waits: a is at its limit");
+	expect_quota(s, 3, 2000, 2000);
+	expect_quota(s, 7, 4000, 2000);
+	cr_assert(ge(int, drv_sched_pass(s, 3, &pol, &d), 0));
+
+	cr_assert(eq(int, drv_sched_finish(s, 1, 5), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &j[3], NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 5, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 4), 1), "small takes a1's place");
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PENDING, 3), 0), "big: the same reason");
+	expect_quota(s, 3, 2000, 2000);
+
+	/* b's use moves (out, in) while a is at its limit: x's reason holds */
+	cr_assert(eq(int, drv_sched_finish(s, 8, 10), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
+	expect_quota(s, 7, 4000, 2000);
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PENDING, 7), 0), "x: the same reason");
+	cr_assert(eq(int, drv_sched_submit(s, &j[8], NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 20, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 9), 1));
+	expect_quota(s, 7, 4000, 2000);
+
+	cr_assert(eq(int, drv_sched_finish(s, 2, 30), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 30, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PENDING, 3), 1), "big's new numbers");
+	expect_quota(s, 3, 1000, 2000);
+	cr_assert(eq(int, drv_sched_finish(s, 6, 40), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 40, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 7), 1), "x starts once a job of a ends");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	for (i = 0; i < 9; i++)
+		drv_job_release(&j[i]);
+	drv_cluster_release(&c);
+}
+
+/*
  * A change that does not free enough still changes the reason's numbers:
  * t (quota 4) runs x and y (2 GPUs each); z (4 GPUs) waits at 4 of 4. When
  * x finishes z still cannot start (2 of 4 used), and that pass reports z's
