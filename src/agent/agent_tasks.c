@@ -524,7 +524,9 @@ static int task_journal(struct drv_agent *a, struct task *t, const struct drv_pr
 
 	t->grace_ms = j->grace_s >= 0 ? j->grace_s * 1000 : a->grace_ms / 1000 * 1000;
 	t->deadline_ms = j->time_limit_s > 0 ? now + j->time_limit_s * 1000 : 0;
-	t->output_max = j->output_max_bytes > 0 ? j->output_max_bytes : 0;
+	/* a batch step writing to the job's own -o/-e files is not capped:
+	 * they are the user's, as under Slurm (docs/agent.md) */
+	t->output_max = j->output_max_bytes > 0 && !j->stdout_file ? j->output_max_bytes : 0;
 	if (agent_journal_start(a, t) < 0) {
 		fail_task(t, "cannot record the task in the agent's journal: %s", strerror(errno));
 		return -1;

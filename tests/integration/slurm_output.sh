@@ -11,7 +11,9 @@
 #     there, SLURM_SUBMIT_DIR stays where sbatch ran), slurm-%A_%a.out for
 #     array elements, --open-mode=append keeps what was there and the
 #     default truncates; drover logs reads the file;
-#   - an output file that cannot be created fails the job, saying which.
+#   - an output file that cannot be created fails the job, saying which;
+#   - the output cap (task_output_max_bytes) does not apply to the job's
+#     own files (docs/agent.md).
 . "$ROOT/tests/integration/lib.sh"
 
 bin=$TEST_TMP/slurm-bin
@@ -19,6 +21,7 @@ mkdir -p "$bin"
 for n in sbatch squeue sacct srun; do ln -s "$DROVER" "$bin/$n"; done
 PATH=$bin:$PATH
 export PATH
+server_config "task_output_max_bytes: 4096"
 start_server
 start_agent gpu-01 2xH100
 start_agent gpu-02 2xH100
@@ -88,4 +91,9 @@ case $("$DROVER" get job "$id4" -o json | jq -r .reason) in
 *"nodir/x-$id4.out"*) ;;
 *) fail "job $id4's reason: $("$DROVER" get job "$id4" -o json | jq -r .reason)" ;;
 esac
+# ---- the job's own file is never capped (the cap is 4096 bytes here)
+id5=$(sbatch --parsable -o big-%j.out --wrap 'head -c 20000 /dev/zero | tr "\\0" x; echo')
+finish "$id5" "COMPLETED|0:0"
+expect_eq "an -o file past the output cap" "$(wc -c <"big-$id5.out")" 20001
+grep -q 'output capped' "big-$id5.out" && fail "the -o file got the cap's mark"
 echo "output files: patterns, umask, -D, open modes, arrays, and a failure, as Slurm's"
