@@ -269,6 +269,10 @@ sed "s|path: $TEST_TMP/hostdata/sets|path: /etc|" "$TEST_TMP/vols.yaml" >"$TEST_
 if "$DROVER" submit "$TEST_TMP/etc.yaml" >"$TEST_TMP/etc.out" 2>&1; then fail "a hostPath of /etc was accepted"; fi
 grep -q "hostPath.path: /etc is not under the server's host_path_allow" "$TEST_TMP/etc.out" ||
 	{ cat "$TEST_TMP/etc.out" >&2; fail "the refusal does not name the field"; }
+# a path that climbs out of an allowed prefix with .. is never under it
+sed "s|path: $TEST_TMP/hostdata/sets|path: $TEST_TMP/hostdata/sets/../../..|" "$TEST_TMP/vols.yaml" >"$TEST_TMP/dots.yaml"
+if "$DROVER" submit "$TEST_TMP/dots.yaml" >"$TEST_TMP/dots.out" 2>&1; then fail "a hostPath with .. was accepted"; fi
+grep -q "hostPath" "$TEST_TMP/dots.out" || { cat "$TEST_TMP/dots.out" >&2; fail "the .. refusal does not name the field"; }
 
 # --- an OOM kill in the container is the job's out_of_memory ----------------------
 cat >"$TEST_TMP/oom.yaml" <<'EOF'

@@ -1,6 +1,7 @@
 # cp_cancel.sh: cancel stops the processes: a running job's task (and a
 # child it started) are gone within seconds of 'drover cancel', the job is
-# cancelled with a reason naming who did it, and the GPUs come back.
+# cancelled with a reason naming who did it, and the GPUs come back; a task
+# killed by a signal drover did not send fails saying so.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/cp_common.shlib"
 cp_setup
@@ -38,4 +39,11 @@ wait_job "$b2" running 60
 expect_eq "third 8-GPU job while both nodes are full" "$(jf "$b3" 'j["state"]')" "pending"
 "$DROVER" cancel "$b3" >/dev/null || fail "cancel pending"
 expect_eq "pending job cancelled" "$(jf "$b3" 'j["state"]')" "cancelled"
+# a signal from outside drover: the reason says it was not drover's
+"$DROVER" cancel "$b1" >/dev/null || fail "cancel $b1"
+pod_yaml selfkill 1 'kill -9 $$' >"$TEST_TMP/selfkill.yaml"
+sk=$(submit "$TEST_TMP/selfkill.yaml")
+wait_job "$sk" failed 60
+expect_eq "reason of a task killed from outside" "$(jf "$sk" 'j["reason"]')" \
+	"task $sk.0 killed by signal 9 (KILL), not sent by drover"
 echo "ok: cancel stopped job $id's processes"

@@ -3,7 +3,7 @@
 # cluster, a task of 400 CPUs on 224-CPU nodes) get the same sentence from
 # `drover place`, from `drover sim` (rejected) and from the server, which
 # refuses them at submit (400, `drover submit` exits 2) on /v1/jobs,
-# /v1/jobs/batch and /v1/apply. A job that fits once its nodes are up (the
+# /v1/jobs/batch and /v1/apply, and a dry run the same. A job that fits once its nodes are up (the
 # cluster file's nodes are down until agents register) is accepted and
 # waits with reason code NodeDown naming a down node, not "never fits".
 . "$ROOT/tests/integration/lib.sh"
@@ -55,6 +55,18 @@ printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  
 out=$("$DROVER" apply -f pod.yaml 2>&1); rc=$?
 expect_eq "apply exit" "$rc" 2
 case "$out" in *"$want_big"*) ;; *) fail "apply: '$out'" ;; esac
+# a dry run is refused as a submit is, and one that fits takes no id
+code=$(curl -s -o body.json -w '%{http_code}' -H "Authorization: Bearer $ADMIN_TOKEN" \
+	-H 'Content-Type: application/json' --data-binary \
+	'{"apiVersion":"drover/v1","kind":"Job","name":"d","groups":[{"name":"d","count":1,"gpus":16}]}' \
+	"$SERVER_URL/v1/jobs?dry_run=1")
+expect_eq "dry run of a 16-GPU task" "$code $(python3 -c 'import json,sys; e=json.load(open("body.json"))["error"]; print(e["code"], e["message"])')" \
+	"400 unsatisfiable $want_big"
+code=$(curl -s -o body.json -w '%{http_code}' -H "Authorization: Bearer $ADMIN_TOKEN" \
+	-H 'Content-Type: application/json' --data-binary \
+	'{"apiVersion":"drover/v1","kind":"Job","name":"d","groups":[{"name":"d","count":1,"gpus":8}]}' \
+	"$SERVER_URL/v1/jobs?dry_run=1")
+expect_eq "dry run of an 8-GPU task" "$code" 200
 expect_eq "nothing accepted" "$("$DROVER" get jobs -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')" 0
 
 # a job that fits once the nodes are up waits for them

@@ -45,6 +45,9 @@ expect_eq "submit pod" "$CODE" 201
 seed_id=$(js 'b["id"]')
 expect_eq "seed fields" "$(js 'b["name"], b["user"], b["state"], b["gpus"], b["placement"]')" \
 	"('training-job', 'alice', 'pending', 8, [])"
+# no agent runs here: the pending job's task never started, so no logs
+req alice-t GET "/v1/jobs/$seed_id/logs"
+expect_eq "logs of a task that never started" "$CODE" 404
 req alice-t POST /v1/jobs text/x-slurm "$ROOT/examples/jobs/training-job.sbatch"
 expect_eq "submit slurm" "$CODE" 201
 slurm_id=$(js 'b["id"]')
