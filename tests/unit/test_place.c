@@ -649,3 +649,32 @@ Test(place, slurm_nodelist_exclude_and_constraint)
 	cr_assert(eq(int, drv_constraint_check("a&", &at), -1));
 	drv_cluster_release(&c);
 }
+
+/* Slurm's -N: a group with distinct_nodes never puts two of its tasks on
+ * one node, where best-fit alone would pack them together. */
+Test(place, distinct_nodes_never_share_a_node)
+{
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_placement p;
+	char why[256];
+	int i, k;
+
+	build(&c, 2, 4, 8);
+	drv_placement_init(&p);
+	job1(&j, 4, 1, 0);
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	cr_assert(eq(int, p.tasks[0].node, p.tasks[3].node), "best-fit packs 4 one-GPU tasks");
+	j.groups[0].distinct_nodes = true;
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	for (i = 0; i < p.ntasks; i++)
+		for (k = i + 1; k < p.ntasks; k++)
+			cr_assert(ne(int, p.tasks[i].node, p.tasks[k].node), "tasks %d and %d", i, k);
+	drv_job_release(&j);
+	job1(&j, 9, 1, 0); /* 9 tasks on 8 nodes: impossible */
+	j.groups[0].distinct_nodes = true;
+	cr_assert(ne(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0));
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_cluster_release(&c);
+}
