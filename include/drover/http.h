@@ -342,6 +342,27 @@ int drv_http_resp_websocket(struct drv_http_req *req, struct drv_http_resp *resp
 int drv_ws_read(struct drv_ws *w, int *opcode, unsigned char **data, size_t *len, int timeout_ms);
 int drv_ws_send(struct drv_ws *w, int opcode, const void *data, size_t len);
 int drv_ws_close(struct drv_ws *w, int code, const char *reason);
+/*
+ * For a caller that polls a WebSocket beside other descriptors: its
+ * socket, and whether bytes already read wait in it (a message may be
+ * there while the socket has nothing more to read).
+ */
+int drv_ws_fd(const struct drv_ws *w);
+bool drv_ws_buffered(const struct drv_ws *w);
+/*
+ * The client side (http_wsc.c, libcurl's CONNECT_ONLY for the socket and
+ * TLS): drv_ws_connect opens base (http[s]://host:port, its first URL
+ * when a list) and asks for path (with its query) as a WebSocket with
+ * subprotocol proto, token as the bearer (may be NULL), ca_file as the
+ * CA (NULL: the system's). Returns 0 and *out (free with drv_ws_free,
+ * which closes the connection), or an error with a line for a person in
+ * err: DRV_EIO when the server cannot be reached; when it answers other
+ * than 101, *status (otherwise 101) and its message. Frames sent are
+ * masked; drv_ws_read/send/close work on it as on a server's.
+ */
+int drv_ws_connect(const char *base, const char *path, const char *token, const char *ca_file,
+		   const char *proto, struct drv_ws **out, long *status, char *err, size_t errn);
+void drv_ws_free(struct drv_ws *w);
 
 /* ---------------------------------------------------------------------------
  * Base64 (RFC 4648, with padding; GnuTLS's, in http_tls.c): Kubernetes

@@ -1,13 +1,17 @@
 /*
- * agent_exec.c: POST /v1/tasks/ID/exec (cluster token): a command run in
- * a running task's environment, for kubectl exec (the controller's
- * kube_exec.c). A container task: `podman exec` in its container. A host
- * task: the environment, working directory and user of the task's own
- * process (the shim's child, read from /proc). The body is {command:
- * [...], stdin: base64, timeout_s}; the answer {exit_code, signal,
- * stdout, stderr (base64)} once the command has ended, or {error} when it
- * could not start. It runs on the HTTP thread that took the request,
- * bounded by timeout_s (at most 300); output past EXEC_OUT_MAX is cut.
+ * agent_exec.c: GET /v1/tasks/ID/exec as a WebSocket (cluster token): a
+ * command run in a running task's environment, for kubectl exec (the
+ * controller's kube_exec.c relays to it). A container
+ * task: `podman exec` in its container. A host task: the environment,
+ * working directory and user of the task's own process (the shim's child,
+ * read from /proc). The query is Kubernetes' exec subresource's
+ * (command=ARG repeated, stdin, stdout, stderr, tty); the frames are
+ * v5.channel.k8s.io's: 0 stdin, 1 stdout, 2 stderr, 3 the end as a
+ * Kubernetes Status, 4 a terminal size ({"Width":W,"Height":H}), 255 the
+ * close of a channel (255 0: stdin's end). Bytes go both ways as they
+ * come. With tty the command gets a pseudo-terminal (podman exec -t gets
+ * one, and passes on its size); stderr is then the terminal too. The
+ * command is killed when the peer goes away; no other time limit.
  */
 #include "drover/clock.h"
 #include "drover/dynbuf.h"
@@ -17,14 +21,18 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define EXEC_OUT_MAX (8u << 20)
+#define EXEC_PROTO "v5.channel.k8s.io"
+#define IN_PENDING_MAX (1u << 20)
+#define RESIZE_WAIT_MS 500
 
 /* The task's own process below its shim (sid leader), or 0. */
 static pid_t task_child(pid_t shim)
@@ -74,173 +82,402 @@ static void strv_free(char **v)
 	drv_free(v);
 }
 
-struct exec_out {
-	struct drv_dynbuf b[2];
-	int status;
-	bool timed_out;
-	char error[300];
+/* One exec: what the handler found, for the session's thread. */
+struct aexec {
+	char **argv, **envp;
+	char cwd[PATH_MAX];
+	int uid, gid;
+	bool in, out, err, tty;
+	struct winsize ws;          /* the size given before the start */
+	struct drv_dynbuf pend;     /* stdin not yet written */
+	bool in_eof;                /* stdin ended: close it once pend is out */
+	pid_t pid;
+	int fin, fout, ferr;        /* -1 once closed; with tty all the master */
 };
 
-/* Runs argv (env: envp or the agent's; cwd; uid/gid when >= 0) with in as
- * stdin; collects both outputs until it ends or timeout_ms passes. */
-static void run(char **argv, char **envp, const char *cwd, int uid, int gid, const char *in,
-		size_t nin, int64_t timeout_ms, struct exec_out *x)
+static void aexec_free(void *cls)
 {
-	int pin[2], pout[2], perr[2], pex[2];
-	int64_t until = drv_mono_ms() + timeout_ms;
-	size_t off = 0;
-	pid_t pid;
-	int e = 0;
+	struct aexec *x = cls;
 
-	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
-	    pipe2(pex, O_CLOEXEC) < 0) {
-		snprintf(x->error, sizeof(x->error), "pipe: %s", strerror(errno));
-		return;
-	}
-	pid = fork();
-	if (pid == 0) {
-		extern char **environ;
-
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		dup2(perr[1], 2);
-		if (cwd && chdir(cwd) < 0 && chdir("/") < 0)
-			_exit(127);
-		if (gid >= 0 && (setgroups(0, NULL), setgid((gid_t)gid)) < 0)
-			goto fail;
-		if (uid >= 0 && setuid((uid_t)uid) < 0)
-			goto fail;
-		if (envp)
-			environ = envp;
-		execvp(argv[0], argv);
-fail:
-		e = errno;
-		if (write(pex[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	close(perr[1]);
-	close(pex[1]);
-	if (pid < 0) {
-		snprintf(x->error, sizeof(x->error), "fork: %s", strerror(errno));
-		close(pin[1]);
-		close(pout[0]);
-		close(perr[0]);
-		close(pex[0]);
-		return;
-	}
-	if (read(pex[0], &e, sizeof(e)) == (ssize_t)sizeof(e))
-		snprintf(x->error, sizeof(x->error), "exec %s: %s", argv[0], strerror(e));
-	close(pex[0]);
-	fcntl(pin[1], F_SETFL, O_NONBLOCK);
-	if (!nin) {
-		close(pin[1]);
-		pin[1] = -1;
-	}
-	for (;;) {
-		struct pollfd p[3] = { { pout[0], POLLIN, 0 }, { perr[0], POLLIN, 0 },
-				       { pin[1], POLLOUT, 0 } };
-		int64_t left = until - drv_mono_ms();
-		char buf[16384];
-
-		if (p[0].fd < 0 && p[1].fd < 0)
-			break;
-		if (left <= 0) {
-			x->timed_out = true;
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(p, 3, (int)(left < 1000 ? left : 1000)) < 0 && errno != EINTR)
-			break;
-		for (int k = 0; k < 2; k++) {
-			ssize_t r;
-
-			if (p[k].fd < 0 || !(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = read(p[k].fd, buf, sizeof(buf));
-			if (r <= 0) {
-				close(p[k].fd);
-				*(k ? &perr[0] : &pout[0]) = -1;
-			} else {
-				(void)drv_dynbuf_add(&x->b[k], buf, (size_t)r);   /* cut at the cap */
-			}
-		}
-		if (pin[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			ssize_t w = write(pin[1], in + off, nin - off);
-
-			if (w > 0)
-				off += (size_t)w;
-			if ((w < 0 && errno != EAGAIN) || off >= nin) {
-				close(pin[1]);
-				pin[1] = -1;
-			}
-		}
-	}
-	if (pin[1] >= 0)
-		close(pin[1]);
-	if (pout[0] >= 0)
-		close(pout[0]);
-	if (perr[0] >= 0)
-		close(perr[0]);
-	while (waitpid(pid, &x->status, 0) < 0 && errno == EINTR)
-		;
+	strv_free(x->argv);
+	strv_free(x->envp);
+	drv_dynbuf_release(&x->pend);
+	drv_free(x);
 }
 
-static json_t *answer(struct exec_out *x)
+/* In the child: the task's user, directory and environment, then argv. */
+static void child(struct aexec *x, int pex)
 {
-	char *o = drv_base64_encode(x->b[0].buf ? x->b[0].buf : "", x->b[0].len);
-	char *e = drv_base64_encode(x->b[1].buf ? x->b[1].buf : "", x->b[1].len);
-	json_t *r = json_pack("{s:s,s:s}", "stdout", o, "stderr", e);
+	extern char **environ;
+	int e;
 
-	drv_free(o);
-	drv_free(e);
-	if (x->error[0])
-		json_object_set_new(r, "error", json_string(x->error));
-	else if (x->timed_out)
-		json_object_set_new(r, "error", json_string("the command ran past its time limit "
-							     "and was killed"));
-	json_object_set_new(r, "exit_code", json_integer(WIFEXITED(x->status)
-							 ? WEXITSTATUS(x->status)
-							 : 128 + WTERMSIG(x->status)));
-	json_object_set_new(r, "signal", json_integer(WIFSIGNALED(x->status)
-						      ? WTERMSIG(x->status) : 0));
-	return r;
+	if (x->cwd[0] && chdir(x->cwd) < 0 && chdir("/") < 0)
+		_exit(127);
+	if (x->gid >= 0 && (setgroups(0, NULL), setgid((gid_t)x->gid)) < 0)
+		goto fail;
+	if (x->uid >= 0 && setuid((uid_t)x->uid) < 0)
+		goto fail;
+	if (x->envp)
+		environ = x->envp;
+	execvp(x->argv[0], x->argv);
+fail:
+	e = errno;
+	if (write(pex, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* Starts the command on pipes or a pty; 0, or an error in why. */
+static int spawn(struct aexec *x, char *why, size_t n)
+{
+	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 }, pex[2], m = -1, sl = -1;
+	int e = 0;
+
+	if (pipe2(pex, O_CLOEXEC) < 0)
+		goto sys;
+	if (x->tty) {
+		if (openpty(&m, &sl, NULL, NULL, x->ws.ws_col ? &x->ws : NULL) < 0)
+			goto sys;
+		fcntl(m, F_SETFD, FD_CLOEXEC);
+		fcntl(sl, F_SETFD, FD_CLOEXEC);
+	} else if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 ||
+		   pipe2(perr, O_CLOEXEC) < 0) {
+		goto sys;
+	}
+	x->pid = fork();
+	if (x->pid == 0) {
+		if (x->tty) {
+			setsid();
+			ioctl(sl, TIOCSCTTY, 0);
+			dup2(sl, 0), dup2(sl, 1), dup2(sl, 2);
+		} else {
+			dup2(pin[0], 0), dup2(pout[1], 1), dup2(perr[1], 2);
+		}
+		child(x, pex[1]);
+	}
+	close(pex[1]);
+	if (x->tty) {
+		close(sl);
+		x->fin = x->fout = m;
+		x->ferr = -1;
+	} else {
+		close(pin[0]), close(pout[1]), close(perr[1]);
+		x->fin = pin[1], x->fout = pout[0], x->ferr = perr[0];
+		if (!x->in) {
+			close(x->fin);
+			x->fin = -1;
+		}
+	}
+	if (x->pid < 0) {
+		snprintf(why, n, "fork: %s", strerror(errno));
+		close(pex[0]);
+		return DRV_EIO;
+	}
+	if (read(pex[0], &e, sizeof(e)) == (ssize_t)sizeof(e))
+		snprintf(why, n, "exec %s: %s", x->argv[0], strerror(e));
+	close(pex[0]);
+	if (x->fin >= 0)
+		fcntl(x->fin, F_SETFL, fcntl(x->fin, F_GETFL) | O_NONBLOCK);
+	return e ? DRV_EIO : 0;
+sys:
+	snprintf(why, n, "%s: %s", x->tty ? "openpty" : "pipe", strerror(errno));
+	return DRV_EIO;
+}
+
+static void send_chan(struct drv_ws *w, int ch, const char *p, size_t n)
+{
+	char *m = drv_malloc(n + 1);
+
+	m[0] = (char)ch;
+	memcpy(m + 1, p, n);
+	drv_ws_send(w, DRV_WS_BINARY, m, n + 1);
+	drv_free(m);
+}
+
+/* The end on channel 3 as Kubernetes' Status, then the close. */
+static void finish(struct drv_ws *w, int status, const char *error)
+{
+	char msg[512], c[32];
+	json_t *st;
+	char *t;
+
+	if (error) {
+		st = json_pack("{s:{},s:s,s:s,s:s,s:i}", "metadata", "status", "Failure", "reason",
+			       "InternalError", "message", error, "code", 500);
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		st = json_pack("{s:{},s:s}", "metadata", "status", "Success");
+	} else {
+		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+		snprintf(c, sizeof(c), "%d", code);
+		snprintf(msg, sizeof(msg), "command terminated with non-zero exit code: exit "
+			 "status %d", code);
+		st = json_pack("{s:{},s:s,s:s,s:s,s:{s:[{s:s,s:s}]}}", "metadata", "status",
+			       "Failure", "reason", "NonZeroExitCode", "message", msg, "details",
+			       "causes", "reason", "ExitCode", "message", c);
+	}
+	t = json_dumps(st, JSON_COMPACT);
+	send_chan(w, 3, t, strlen(t));
+	free(t);
+	json_decref(st);
+	drv_ws_close(w, 1000, NULL);
+}
+
+static void resize(struct aexec *x, const unsigned char *p, size_t n)
+{
+	json_t *o = json_loadb((const char *)p, n, 0, NULL);
+	json_int_t wd = json_integer_value(json_object_get(o, "Width"));
+	json_int_t ht = json_integer_value(json_object_get(o, "Height"));
+
+	json_decref(o);
+	if (wd <= 0 || ht <= 0 || wd > 65535 || ht > 65535)
+		return;
+	x->ws = (struct winsize){ .ws_row = (unsigned short)ht, .ws_col = (unsigned short)wd };
+	if (x->fout >= 0)
+		ioctl(x->fout, TIOCSWINSZ, &x->ws);
+}
+
+static void close_in(struct aexec *x)
+{
+	if (x->tty) {
+		if (x->fin >= 0)   /* the terminal's end of file */
+			(void)!write(x->fin, "\x04", 1);
+		x->in_eof = false;
+		return;
+	}
+	if (x->fin >= 0)
+		close(x->fin);
+	x->fin = -1;
+}
+
+/* A message from the peer: stdin, its end, a size. */
+static void take_msg(struct aexec *x, const unsigned char *m, size_t len)
+{
+	if (len >= 1 && m[0] == 0 && x->in) {
+		(void)drv_dynbuf_add(&x->pend, (const char *)m + 1, len - 1);
+	} else if (len >= 2 && m[0] == 255 && m[1] == 0) {
+		x->in_eof = true;
+	} else if (len >= 1 && m[0] == 4 && x->tty) {
+		resize(x, m + 1, len - 1);
+	}
+}
+
+/* Writes what stdin has pending, as much as the pipe takes. */
+static void flush_in(struct aexec *x)
+{
+	ssize_t k;
+
+	if (x->fin < 0) {
+		x->pend.len = 0;
+		return;
+	}
+	if (x->pend.len) {
+		k = write(x->fin, x->pend.buf, x->pend.len);
+		if (k > 0) {
+			memmove(x->pend.buf, x->pend.buf + k, x->pend.len - (size_t)k);
+			x->pend.len -= (size_t)k;
+		} else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+			x->pend.len = 0;
+			if (!x->tty) {
+				close(x->fin);
+				x->fin = -1;
+			}
+		}
+	}
+	if (!x->pend.len && x->in_eof)
+		close_in(x);
+}
+
+/* One output's bytes to its channel; false at its end. */
+static bool pump(struct drv_ws *w, int fd, int ch, bool want)
+{
+	char buf[32768];
+	ssize_t r = read(fd, buf, sizeof(buf));
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (r <= 0)
+		return false;
+	if (want)
+		send_chan(w, ch, buf, (size_t)r);
+	return true;
+}
+
+/* A TTY's first size, which kubectl sends at once: the command should
+ * start with it (stty size), so it is waited for, briefly. */
+static int early_size(struct drv_ws *w, struct aexec *x)
+{
+	int64_t until = drv_mono_ms() + RESIZE_WAIT_MS;
+
+	while (!x->ws.ws_col) {
+		int64_t left = until - drv_mono_ms();
+		unsigned char *m;
+		size_t len;
+		int op, rc;
+
+		if (left <= 0)
+			return 0;
+		rc = drv_ws_read(w, &op, &m, &len, (int)left);
+		if (rc == DRV_ETIMEDOUT)
+			return 0;
+		if (rc != 0)
+			return rc;
+		take_msg(x, m, len);
+		drv_free(m);
+	}
+	return 0;
+}
+
+/* Relays until the command's outputs end or the peer goes: 0, or 1 when
+ * the peer went (the command is then killed). */
+static int relay(struct drv_ws *w, struct aexec *x)
+{
+	while (x->fout >= 0 || x->ferr >= 0) {
+		struct pollfd p[4] = { { x->fout, POLLIN, 0 }, { x->ferr, POLLIN, 0 },
+				       { x->pend.len ? x->fin : -1, POLLOUT, 0 },
+				       { x->pend.len >= IN_PENDING_MAX ? -1 : drv_ws_fd(w), POLLIN,
+					 0 } };
+		int rc;
+
+		if (drv_ws_buffered(w) && p[3].fd >= 0)
+			p[3].revents = POLLIN;
+		else if (poll(p, 4, 1000) < 0 && errno != EINTR)
+			return 1;
+		if (p[3].revents & (POLLIN | POLLHUP | POLLERR)) {
+			unsigned char *m;
+			size_t len;
+			int op;
+
+			rc = drv_ws_read(w, &op, &m, &len, 100);
+			if (rc == 0) {
+				take_msg(x, m, len);
+				drv_free(m);
+			} else if (rc != DRV_ETIMEDOUT) {
+				return 1;
+			}
+		}
+		flush_in(x);
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR) &&
+		    !pump(w, x->fout, 1, x->out || x->tty)) {
+			if (x->tty)
+				x->fin = -1;
+			close(x->fout);
+			x->fout = -1;
+		}
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR) && !pump(w, x->ferr, 2, x->err)) {
+			close(x->ferr);
+			x->ferr = -1;
+		}
+	}
+	return 0;
+}
+
+static void session(void *cls, struct drv_ws *w)
+{
+	struct aexec *x = cls;
+	char why[400] = "";
+	int status = 0, rc = 0;
+
+	x->fin = x->fout = x->ferr = -1;
+	if (x->tty && (rc = early_size(w, x)) != 0)
+		return;
+	if (spawn(x, why, sizeof(why)) == 0 || x->pid > 0) {
+		if (!why[0])
+			rc = relay(w, x);
+		if (rc)
+			kill(x->tty ? -x->pid : x->pid, SIGKILL);
+		while (waitpid(x->pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (x->fin >= 0 && x->fin != x->fout)
+		close(x->fin);
+	if (x->fout >= 0)
+		close(x->fout);
+	if (x->ferr >= 0)
+		close(x->ferr);
+	if (rc)
+		return;
+	finish(w, status, why[0] ? why : NULL);
+	/* the peer's close, briefly */
+	for (;;) {
+		unsigned char *m;
+		size_t len;
+		int op;
+
+		if (drv_ws_read(w, &op, &m, &len, 1000) != 0)
+			break;
+		drv_free(m);
+	}
+}
+
+static bool flag(struct drv_http_req *r, const char *name)
+{
+	const char *v = drv_http_req_query(r, name);
+
+	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+/* argv for a container task: podman exec [-i] [-t] NAME. */
+static size_t podman_argv(struct drv_agent *a, struct aexec *x, const char *cname, size_t n)
+{
+	size_t ng, i;
+	char **g = drv_podman_global_argv(&a->podman, &ng);
+
+	x->argv = drv_calloc(ng + n + 5, sizeof(*x->argv));
+	for (i = 0; i < ng; i++)
+		x->argv[i] = drv_strdup(g[i]);
+	drv_free(g);
+	x->argv[i++] = drv_strdup("exec");
+	if (x->in || x->tty)
+		x->argv[i++] = drv_strdup("-i");
+	if (x->tty)
+		x->argv[i++] = drv_strdup("-t");
+	x->argv[i++] = drv_strdup(cname);
+	return i;
+}
+
+/* argv for a host task, with its process's env, cwd and user. */
+static size_t host_argv(struct aexec *x, pid_t pid, size_t n)
+{
+	pid_t c = task_child(pid);
+	char link[64];
+	struct stat st;
+
+	if (c > 0)
+		pid = c;
+	x->envp = proc_environ(pid);
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	if (readlink(link, x->cwd, sizeof(x->cwd) - 1) < 0)
+		x->cwd[0] = '\0';
+	snprintf(link, sizeof(link), "/proc/%d", (int)pid);
+	if (stat(link, &st) == 0 && geteuid() == 0 && st.st_uid != 0) {
+		x->uid = (int)st.st_uid;
+		x->gid = (int)st.st_gid;
+	}
+	x->argv = drv_calloc(n + 1, sizeof(*x->argv));
+	return 0;
 }
 
 int agent_h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
 	struct drv_agent *a = ctx;
 	const char *id = drv_http_req_param(req, 0);
-	json_t *b = drv_http_req_json(req, resp), *cmd;
-	struct exec_out x;
+	json_t *cmd = drv_http_req_query_all(req, "command");
+	struct aexec *x = NULL;
 	struct task *t;
-	char **argv = NULL, **envp = NULL, cwd[PATH_MAX] = "", link[64], cname[128] = "";
-	unsigned char *in = NULL;
-	size_t nin = 0, n, i;
-	json_int_t tmo;
+	char cname[128] = "";
+	size_t n = json_array_size(cmd), i;
 	bool container = false;
 	pid_t pid = 0;
-	struct stat st;
-	int uid = -1, gid = -1;
 
-	memset(&x, 0, sizeof(x));
-	drv_dynbuf_init(&x.b[0], EXEC_OUT_MAX);
-	drv_dynbuf_init(&x.b[1], EXEC_OUT_MAX);
-	if (!b)
-		return 0;
-	cmd = json_object_get(b, "command");
-	tmo = json_integer_value(json_object_get(b, "timeout_s"));
-	if (tmo <= 0 || tmo > 300)
-		tmo = 60;
-	if (!json_is_array(cmd) || !json_array_size(cmd)) {
+	if (!n) {
 		drv_http_resp_error(resp, 400, "invalid", NULL,
-				    "command: expected an array of one string or more");
+				    "command: none given, expected one query parameter or more");
 		goto out;
 	}
-	if (drv_json_str(b, "stdin") && drv_base64_decode(drv_json_str(b, "stdin"), &in, &nin) < 0) {
-		drv_http_resp_error(resp, 400, "invalid", NULL, "stdin: expected base64");
+	if (!drv_http_req_is_websocket(req) || !drv_http_req_ws_offers(req, EXEC_PROTO)) {
+		drv_http_resp_error(resp, 400, "invalid", NULL, "exec is a WebSocket with the "
+				    "subprotocol " EXEC_PROTO);
 		goto out;
 	}
 	pthread_mutex_lock(&a->mu);
@@ -261,47 +498,19 @@ int agent_h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx
 				    id, a->name);
 		goto out;
 	}
-	n = json_array_size(cmd);
-	if (container) {
-		size_t ng;
-		char **g = drv_podman_global_argv(&a->podman, &ng);
-
-		argv = drv_calloc(ng + n + 4, sizeof(*argv));
-		for (i = 0; i < ng; i++)
-			argv[i] = drv_strdup(g[i]);
-		drv_free(g);
-		argv[i++] = drv_strdup("exec");
-		if (nin)
-			argv[i++] = drv_strdup("-i");
-		argv[i++] = drv_strdup(cname);
-	} else {
-		pid_t c = task_child(pid);
-
-		if (c > 0)
-			pid = c;
-		envp = proc_environ(pid);
-		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
-		if (readlink(link, cwd, sizeof(cwd) - 1) < 0)
-			cwd[0] = '\0';
-		snprintf(link, sizeof(link), "/proc/%d", (int)pid);
-		if (stat(link, &st) == 0 && geteuid() == 0 && st.st_uid != 0) {
-			uid = (int)st.st_uid;
-			gid = (int)st.st_gid;
-		}
-		argv = drv_calloc(n + 1, sizeof(*argv));
-		i = 0;
-	}
+	x = drv_calloc(1, sizeof(*x));
+	x->uid = x->gid = -1;
+	x->in = flag(req, "stdin");
+	x->out = flag(req, "stdout");
+	x->err = flag(req, "stderr");
+	x->tty = flag(req, "tty");
+	drv_dynbuf_init(&x->pend, IN_PENDING_MAX + (64u << 10));
+	i = container ? podman_argv(a, x, cname, n) : host_argv(x, pid, n);
 	for (size_t k = 0; k < n; k++)
-		argv[i++] = drv_strdup(json_string_value(json_array_get(cmd, k)) ?: "");
-	argv[i] = NULL;
-	run(argv, envp, cwd[0] ? cwd : NULL, uid, gid, (const char *)in, nin, tmo * 1000, &x);
-	drv_http_resp_json(resp, 200, answer(&x));
+		x->argv[i++] = drv_strdup(json_string_value(json_array_get(cmd, k)) ?: "");
+	x->argv[i] = NULL;
+	drv_http_resp_websocket(req, resp, EXEC_PROTO, session, x, aexec_free);
 out:
-	drv_dynbuf_release(&x.b[0]);
-	drv_dynbuf_release(&x.b[1]);
-	strv_free(argv);
-	strv_free(envp);
-	drv_free(in);
-	json_decref(b);
+	json_decref(cmd);
 	return 0;
 }

@@ -309,7 +309,7 @@ void agent_close_job_map(struct drv_agent *a);
  * (their OOM kills counted) and forgets those past DRV_AGENT_KEEP_ENDED_MS.
  * mu held. */
 void agent_note_ended(struct drv_agent *a, int64_t now_ms);
-/* agent_exec.c: POST /v1/tasks/ID/exec (the caller checked the token). */
+/* agent_exec.c: GET /v1/tasks/ID/exec, a WebSocket (the caller checked the token). */
 int agent_h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx);
 
 /* agent_container.c (mu held unless said) */

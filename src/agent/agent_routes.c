@@ -235,7 +235,7 @@ const struct drv_http_route agent_http_routes[] = {
 	{ "GET", "/v1/inventory", h_inventory, 0 },
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
-	{ "POST", "/v1/tasks/{}/exec", h_exec, 0 },
+	{ "GET", "/v1/tasks/{}/exec", h_exec, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -243,7 +243,7 @@ const struct drv_http_route agent_private_routes[] = {
 	{ "GET", "/v1/inventory", h_inventory, 0 },
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
-	{ "POST", "/v1/tasks/{}/exec", h_exec, 0 },
+	{ "GET", "/v1/tasks/{}/exec", h_exec, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
 

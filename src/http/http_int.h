@@ -71,6 +71,22 @@ struct drv_http_server {
 	int64_t next_expire_ms;        /* the waiter thread's own */
 };
 
+/* One WebSocket connection (http_ws.c): a session the server runs (srv,
+ * urh) or a client's (http_wsc.c: curl, the handle whose socket fd is). */
+struct drv_ws {
+	struct drv_http_server *srv;
+	int fd;
+	struct MHD_UpgradeResponseHandle *urh;
+	void *curl;                 /* a client's CURL handle (CONNECT_ONLY) */
+	unsigned char *in;          /* bytes read, not yet taken */
+	size_t nin, incap;
+	bool closed;                /* a close frame came or went */
+};
+int http_wsc_fill(struct drv_ws *w, size_t n, int64_t until);
+int http_wsc_write(struct drv_ws *w, const unsigned char *p, size_t n);
+int http_wsc_send_masked(struct drv_ws *w, const unsigned char *h, size_t hn, const void *data,
+			 size_t len);
+
 enum park_kind { PARK_DEFER = 1, PARK_STREAM };
 
 struct drv_http_req {

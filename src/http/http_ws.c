@@ -22,15 +22,6 @@
 #define WS_MAX_MESSAGE (16u << 20)
 #define WS_TICK_MS 200
 
-struct drv_ws {
-	struct drv_http_server *srv;
-	int fd;
-	struct MHD_UpgradeResponseHandle *urh;
-	unsigned char *in;          /* bytes read, not yet taken */
-	size_t nin, incap;
-	bool closed;                /* a close frame came or went */
-};
-
 struct ws_start {
 	struct drv_http_server *srv;
 	drv_ws_fn fn;
@@ -184,6 +175,8 @@ static bool stopping(struct drv_ws *w)
 {
 	bool st;
 
+	if (!w->srv)
+		return false;
 	pthread_mutex_lock(&w->srv->wsmu);
 	st = w->srv->ws_stopping;
 	pthread_mutex_unlock(&w->srv->wsmu);
@@ -193,6 +186,8 @@ static bool stopping(struct drv_ws *w)
 /* Until w->in holds n bytes: 0; 1 peer gone; DRV_ETIMEDOUT; DRV_EIO. */
 static int fill(struct drv_ws *w, size_t n, int64_t until)
 {
+	if (w->curl)
+		return http_wsc_fill(w, n, until);
 	while (w->nin < n) {
 		struct pollfd p = { w->fd, POLLIN, 0 };
 		int64_t left = until < 0 ? WS_TICK_MS : until - drv_mono_ms();
@@ -221,14 +216,28 @@ static int fill(struct drv_ws *w, size_t n, int64_t until)
 	return 0;
 }
 
+int drv_ws_fd(const struct drv_ws *w)
+{
+	return w->fd;
+}
+
+bool drv_ws_buffered(const struct drv_ws *w)
+{
+	return w->nin > 0;
+}
+
 static void take(struct drv_ws *w, size_t n)
 {
 	memmove(w->in, w->in + n, w->nin - n);
 	w->nin -= n;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
+static int write_all(struct drv_ws *w, const unsigned char *p, size_t n)
 {
+	int fd = w->fd;
+
+	if (w->curl)
+		return http_wsc_write(w, p, n);
 	while (n) {
 		ssize_t k = write(fd, p, n);
 
@@ -261,7 +270,9 @@ int drv_ws_send(struct drv_ws *w, int opcode, const void *data, size_t len)
 			h[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
 		hn = 10;
 	}
-	if (write_all(w->fd, h, hn) < 0 || write_all(w->fd, data, len) < 0)
+	if (w->curl)   /* a client's frames are masked (RFC 6455 5.3) */
+		return http_wsc_send_masked(w, h, hn, data, len);
+	if (write_all(w, h, hn) < 0 || write_all(w, data, len) < 0)
 		return DRV_EIO;
 	return 0;
 }

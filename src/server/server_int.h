@@ -993,6 +993,19 @@ void srv_logs_fetch(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 		    struct srv_logs_req *q);
 /* Waits until no fetch thread runs (at stop, after the HTTP server). */
 void srv_logs_drain(struct drv_server *s);
+/*
+ * exec in a running task (kube_exec.c), for kubectl exec and drover exec:
+ * srv_exec_proto is the subprotocol r offers (v5.channel.k8s.io, else
+ * v4), NULL when r is no WebSocket or offers neither. srv_exec_answer
+ * (under s->mu; task rk of j is running on a node with an agent; r offers
+ * a protocol) answers r with the switch and relays its frames to the
+ * agent's exec of cmd (Kubernetes' query flags stdin, stdout, stderr,
+ * tty, read from r) on a thread of its own; what names the task in
+ * messages ("pod NAME").
+ */
+const char *srv_exec_proto(struct drv_http_req *r);
+void srv_exec_answer(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+		     const struct srv_job *j, int32_t rk, const char *what, json_t *cmd);
 
 /* --- jobs_api.c / nodes_api.c / agent_api.c / watch.c --- */
 extern const struct drv_http_route srv_routes[];
