@@ -211,9 +211,15 @@ int drv_cluster_add_pool(struct drv_cluster *c, const struct drv_pool *p); /* co
 int drv_cluster_add_node(struct drv_cluster *c, int32_t parent, const char *name,
 			 int model, int ngpus, int64_t cpu_milli, int64_t mem_mib);
 /* Index of the level called name (case-insensitive; "nvlink-domain" maps to
- * nvl_level, "node" to the last level), or whose Kubernetes node label
- * (level_labels) is name; -1 when none. */
+ * nvl_level, "node" to the last level), else whose Kubernetes node label
+ * (level_labels) is name, else the level drv_topo_label_level names for
+ * it: the cluster file's own labels win over the name rules; -1 when none. */
 int drv_cluster_level(const struct drv_cluster *c, const char *name);
+/* The drover level name Kueue's node label key stands for by its last path
+ * segment (kubernetes.io/hostname: "node", ...rack: "leaf", ...block:
+ * "spine", nvidia.com/gpu.clique: "nvlink-domain", ...zone: "pool"), a
+ * level name as it is; NULL when none (constant strings). */
+const char *drv_topo_label_level(const char *key);
 int drv_cluster_find_node(const struct drv_cluster *c, const char *name);
 /* Changes a node's state and fixes the aggregates. */
 void drv_cluster_set_node_state(struct drv_cluster *c, int32_t node, enum drv_node_state st);
@@ -270,7 +276,13 @@ struct drv_job {
 	int32_t ngroups;
 	int32_t gang_min;      /* tasks that must start together; 0 = all of them */
 	enum drv_topo_mode topo_mode;
-	char *topo_level;      /* level name: "nvlink-domain", "node", "leaf", "spine", "pool" */
+	char *topo_level;      /* level name: "nvlink-domain", "node", "leaf", "spine", "pool",
+				* or a Kubernetes node label (drv_cluster_level resolves it) */
+	/* Slices (Kueue's podset-slice-required-topology and -slice-size): the
+	 * tasks in index order (group by group) cut into runs of slice_size,
+	 * each run under one vertex of slice_level; NULL / 0 = none. */
+	char *slice_level;
+	int32_t slice_size;
 	char **regions;        /* allowed regions; none = anywhere */
 	int32_t nregions;
 	/* Node labels a node must carry (Kubernetes nodeSelector and required
@@ -300,6 +312,8 @@ struct drv_task_group *drv_job_add_group(struct drv_job *j, const char *name, in
 					 int32_t gpus, int32_t gpu_milli);
 /* Sets the topology constraint (level copied; NULL with DRV_TOPO_NONE). */
 void drv_job_set_topology(struct drv_job *j, enum drv_topo_mode mode, const char *level);
+/* Sets the slices (level copied; NULL or size 0 clears them). */
+void drv_job_set_slice(struct drv_job *j, const char *level, int32_t size);
 /* Appends an allowed region (copied). */
 void drv_job_add_region(struct drv_job *j, const char *region);
 /* Appends a node label requirement key=value (copied; see node_selector). */

@@ -319,7 +319,8 @@ enum drv_short_what {
  *                          n[1] free milli usable by it, n[2] GPUs per task,
  *                          n[3] most free GPUs on one node; CPU/MEM: n[0] need
  *                          per task, n[1] most free on one node
- *             TOPOLOGY     n[0] need milli, n[1] free milli, level = required level
+ *             TOPOLOGY     n[0] need milli, n[1] free milli, level = required level,
+ *                          or the slice level with count = tasks per slice
  *             QUOTA        model, n[0] need milli, n[1] tenant's use, n[2] nominal,
  *                          n[3] cohort capacity it may still borrow
  *             RESERVATION  n[0] id of the reserving job, at = its start time

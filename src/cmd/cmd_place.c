@@ -162,9 +162,13 @@ static int check_level(const struct drv_cluster *c, const struct drv_job *job,
 {
 	char lv[256];
 	size_t len = 0;
+	const char *bad = job->topo_mode != DRV_TOPO_NONE &&
+			  drv_cluster_level(c, job->topo_level) < 0 ? job->topo_level :
+			  job->slice_size > 0 && drv_cluster_level(c, job->slice_level) < 0 ?
+			  job->slice_level : NULL;
 	int l, k;
 
-	if (job->topo_mode == DRV_TOPO_NONE || drv_cluster_level(c, job->topo_level) >= 0)
+	if (!bad)
 		return 0;
 	lv[0] = 0;
 	for (l = 0; l < c->nlevels; l++) {
@@ -173,7 +177,7 @@ static int check_level(const struct drv_cluster *c, const struct drv_job *job,
 			len += (size_t)k;
 	}
 	fprintf(stderr, "drover place: level '%s': found no such level in %s; expected one of: "
-			"%snvlink-domain\n", job->topo_level, cluster_path, lv);
+			"%snvlink-domain\n", bad, cluster_path, lv);
 	return DRV_EXIT_USAGE;
 }
 

@@ -48,9 +48,10 @@ static int node_level(const struct drv_cluster *c)
 
 static void ensure_scratch(struct drv_cluster *c)
 {
-	/* drv_place keeps two nested stacks of child lists with their keys
-	 * (each at most every vertex once, twice with keys): four times. */
-	size_t need = 4 * (size_t)c->nvertices + 64;
+	/* drv_place keeps up to three nested stacks of child lists with their
+	 * keys (search, a slice's, a task's: each at most every vertex once,
+	 * twice with keys): six times. */
+	size_t need = 6 * (size_t)c->nvertices + 64;
 	if (c->scratch_cap < need) {
 		size_t cap = c->scratch_cap ? c->scratch_cap : 64;
 		while (cap < need)
@@ -212,6 +213,7 @@ int drv_cluster_set_levels(struct drv_cluster *c, const char *const *names, int 
 
 int drv_cluster_level(const struct drv_cluster *c, const char *name)
 {
+	const char *plain;
 	int l;
 
 	if (!name)
@@ -226,7 +228,42 @@ int drv_cluster_level(const struct drv_cluster *c, const char *name)
 	for (l = 0; l < c->nlevels; l++)   /* a Kueue topology label the cluster file names */
 		if (c->level_labels[l] && strcmp(name, c->level_labels[l]) == 0)
 			return l;
+	/* only then the name rules: "...-rack" is the leaf unless the file says
+	 * which level carries that label (an NVL72 rack is the NVLink domain) */
+	if (strchr(name, '/') && (plain = drv_topo_label_level(name)))
+		return drv_cluster_level(c, plain);
 	return -1;
+}
+
+const char *drv_topo_label_level(const char *key)
+{
+	static const struct {
+		const char *needle;
+		const char *level;
+	} map[] = {
+		{ "nvlink-domain", "nvlink-domain" }, { "nvlink", "nvlink-domain" },
+		{ "gpu.clique", "nvlink-domain" }, { "clique", "nvlink-domain" },
+		{ "hostname", "node" }, { "subblock", "leaf" }, { "rack", "leaf" },
+		{ "leaf", "leaf" }, { "block", "spine" }, { "spine", "spine" },
+		{ "superpod", "spine" }, { "zone", "pool" }, { "region", "pool" },
+		{ "pool", "pool" },
+	};
+	static const char *const plain[] = { "nvlink-domain", "node", "leaf", "spine", "pool",
+					     "cluster" };
+	size_t i;
+	const char *base;
+
+	if (!key || !*key)
+		return NULL;
+	for (i = 0; i < DRV_ARRAY_SIZE(plain); i++)
+		if (drv_strcaseeq(key, plain[i]))
+			return plain[i];
+	base = strrchr(key, '/');
+	base = base ? base + 1 : key;
+	for (i = 0; i < DRV_ARRAY_SIZE(map); i++)
+		if (strstr(base, map[i].needle))
+			return map[i].level;
+	return NULL;
 }
 
 int drv_cluster_add_vertex(struct drv_cluster *c, int32_t parent, const char *name)

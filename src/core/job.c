@@ -31,6 +31,7 @@ void drv_job_release(struct drv_job *j)
 	drv_free(j->tenant);
 	drv_free(j->user);
 	drv_free(j->topo_level);
+	drv_free(j->slice_level);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -43,6 +44,7 @@ void drv_job_copy(struct drv_job *dst, const struct drv_job *src)
 	dst->tenant = drv_strdup(src->tenant);
 	dst->user = drv_strdup(src->user);
 	dst->topo_level = drv_strdup(src->topo_level);
+	dst->slice_level = drv_strdup(src->slice_level);
 	dst->groups = NULL;
 	if (src->ngroups > 0) {
 		dst->groups = drv_malloc(sizeof(*dst->groups) * (size_t)src->ngroups);
@@ -275,6 +277,13 @@ void drv_job_set_topology(struct drv_job *j, enum drv_topo_mode mode, const char
 		j->topo_mode = DRV_TOPO_NONE;
 }
 
+void drv_job_set_slice(struct drv_job *j, const char *level, int32_t size)
+{
+	drv_free(j->slice_level);
+	j->slice_level = level && size > 0 ? drv_strdup(level) : NULL;
+	j->slice_size = level && size > 0 ? size : 0;
+}
+
 void drv_job_add_region(struct drv_job *j, const char *region)
 {
 	j->regions = drv_realloc(j->regions, sizeof(*j->regions) * ((size_t)j->nregions + 1));
@@ -307,6 +316,23 @@ int64_t drv_job_whole_gpus(const struct drv_job *j)
 	for (i = 0; i < j->ngroups; i++)
 		n += (int64_t)j->groups[i].count * j->groups[i].gpus;
 	return n;
+}
+
+/* Kueue's rule: slices of one size that cut the tasks evenly. */
+static int check_slice(const struct drv_job *j, char *why, size_t whysz)
+{
+	int32_t n = drv_job_tasks(j);
+
+	if (!j->slice_level || !*j->slice_level || j->slice_size < 1) {
+		snprintf(why, whysz, "topology slices need a level and a size of at least 1");
+		return DRV_EINVAL;
+	}
+	if (n % j->slice_size != 0) {
+		snprintf(why, whysz, "topology slice size %d does not divide the job's %d tasks",
+			 (int)j->slice_size, (int)n);
+		return DRV_EINVAL;
+	}
+	return 0;
 }
 
 int drv_job_check(const struct drv_job *j, char *why, size_t whysz)
@@ -360,5 +386,7 @@ int drv_job_check(const struct drv_job *j, char *why, size_t whysz)
 		snprintf(why, whysz, "a topology constraint needs a level");
 		return DRV_EINVAL;
 	}
+	if (j->slice_size != 0 || j->slice_level)
+		return check_slice(j, why, whysz);
 	return 0;
 }

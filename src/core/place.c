@@ -12,7 +12,10 @@
  *              place the tasks one by one under v.
  *
  * So the gang lands in the smallest subtree that holds it, and a required
- * level is never broken (no spreading above it). Each task descends from
+ * level is never broken (no spreading above it). A job cut into slices
+ * (drv_job.slice_level/slice_size) spreads above its slice level only
+ * slice by slice: each slice in turn goes whole under the fullest vertex
+ * of that level that holds it (greedy, no backtracking over slices). Each task descends from
  * that subtree root to the best-fitting node (the one with the fewest free
  * GPUs that still has enough), so big holes stay whole; fractional tasks
  * go to the fullest partly used GPU that still fits. Tasks are marked in
@@ -57,6 +60,11 @@ struct ctx {
 	bool fgd;                 /* fragmentation-aware node and GPU choice */
 	const struct drv__mix_flat *flat; /* multi-resource choice: its mix; NULL = not */
 	int32_t unmarked;         /* the task placed but not marked in the cluster */
+	int slice_level;          /* -1: no slices */
+	int32_t slice_size;       /* tasks per slice */
+	int32_t slice_gpus;       /* most whole GPUs one slice takes */
+	int32_t cur_gpus, cur_max; /* the slice being placed: whole GPUs, largest task */
+	int64_t cur_milli;
 };
 
 /* ---- placement buffers ---------------------------------------------- */
@@ -126,6 +134,8 @@ static bool gang_fits(const struct ctx *x, const struct drv_vertex *v)
 		return false;
 	if (x->req_level >= 0 && v->level <= x->req_level &&
 	    v->max_free_at[x->req_level] < x->need_gpus)
+		return false;
+	if (x->slice_level >= 0 && v->max_free_at[x->slice_level] < x->slice_gpus)
 		return false;
 	if (x->need_gpus == 0 && x->min_frac == 0 && v->total_nodes == 0)
 		return false; /* CPU-only job: needs some up node */
@@ -438,6 +448,106 @@ static bool place_all(struct ctx *x, int32_t vi)
 	return true;
 }
 
+/* ---- slices ------------------------------------------------------------- */
+
+/* The group of task index t (tasks are numbered group by group). */
+static int32_t group_of(const struct ctx *x, int32_t t)
+{
+	int32_t gi = 0;
+	while (gi + 1 < x->job->ngroups && x->first[gi + 1] <= t)
+		gi++;
+	return gi;
+}
+
+/* What slice s needs, into cur_*: whole GPUs, largest task, milli. */
+static void slice_need(struct ctx *x, int32_t s)
+{
+	int32_t t;
+	x->cur_gpus = x->cur_max = 0;
+	x->cur_milli = 0;
+	for (t = s * x->slice_size; t < (s + 1) * x->slice_size; t++) {
+		const struct drv_task_group *g = &x->job->groups[group_of(x, t)];
+		x->cur_gpus += g->gpus;
+		x->cur_max = DRV_MAX(x->cur_max, g->gpus);
+		x->cur_milli += g->gpus > 0 ? (int64_t)g->gpus * DRV_MILLI : drv_group_min_milli(g);
+	}
+}
+
+/* Necessary test: can the current slice fit under v? */
+static bool slice_fits(const struct ctx *x, const struct drv_vertex *v)
+{
+	return vertex_allowed(x, v) && v->free_gpus >= x->cur_gpus &&
+	       v->free_milli >= x->cur_milli && v->max_node_free >= x->cur_max &&
+	       v->max_free_at[x->slice_level] >= x->cur_gpus && v->total_nodes > 0;
+}
+
+/* Takes back the tasks of slice s placed so far. */
+static void slice_undo(struct ctx *x, int32_t s)
+{
+	int32_t t;
+	for (t = s * x->slice_size; t < (s + 1) * x->slice_size; t++)
+		if (x->out->tasks[t].node >= 0) {
+			drv__task_apply(x->c, &x->out->tasks[t], -1);
+			x->out->tasks[t].node = -1;
+		}
+}
+
+/* Slice s's tasks under vi, one vertex of the slice level (or below). */
+static bool slice_tasks(struct ctx *x, int32_t vi, int32_t s)
+{
+	int32_t t;
+	for (t = s * x->slice_size; t < (s + 1) * x->slice_size; t++) {
+		struct drv_task_place *tp = &x->out->tasks[t];
+		if (!place_task(x, vi, group_of(x, t), tp)) {
+			slice_undo(x, s);
+			return false;
+		}
+		drv__task_apply(x->c, tp, +1);
+	}
+	return true;
+}
+
+/* Slice s under vi: under the fullest vertex of the slice level that
+ * holds it, trying the next on failure. */
+static bool place_slice(struct ctx *x, int32_t vi, int32_t s)
+{
+	const struct drv_cluster *c = x->c;
+	const struct drv_vertex *v = &c->vertices[vi];
+	const int32_t *kid;
+	int32_t *base = x->sp, n = 0, i, *saved = x->sp;
+	bool ok = false;
+
+	if (!slice_fits(x, v))
+		return false;
+	if (v->level >= x->slice_level || v->node >= 0)
+		return slice_tasks(x, vi, s);
+	kid = c->kids + v->kid_first;
+	for (i = 0; i < v->nkids; i++)
+		if (slice_fits(x, &c->vertices[kid[i]]))
+			base[n++] = kid[i];
+	for (i = 0; i < n; i++)
+		base[n + i] = c->vertices[base[i]].free_gpus;
+	x->sp = base + 2 * n;
+	for (i = 0; i < n && !ok; i++)
+		ok = place_slice(x, next_best(base, n, i), s);
+	x->sp = saved;
+	return ok;
+}
+
+/* Every slice under vi in turn; all or nothing. Every task is marked. */
+static bool place_slices(struct ctx *x, int32_t vi)
+{
+	int32_t s;
+	for (s = 0; s < x->ntasks / x->slice_size; s++) {
+		slice_need(x, s);
+		if (!place_slice(x, vi, s)) {
+			rollback(x);
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool search(struct ctx *x, int32_t vi)
 {
 	const struct drv_vertex *v = &x->c->vertices[vi];
@@ -457,6 +567,8 @@ static bool search(struct ctx *x, int32_t vi)
 	/* one task: the children were every way to place it */
 	if (x->ntasks == 1 || (x->req_level >= 0 && v->level < x->req_level))
 		return false;
+	if (x->slice_level >= 0 && v->level < x->slice_level)
+		return place_slices(x, vi);
 	return place_all(x, vi);
 }
 
@@ -551,6 +663,31 @@ static void set_info(const struct ctx *x, enum drv_place_why why, int64_t need, 
 	info->never = never;
 }
 
+/* The slice level and the most whole GPUs of one slice. */
+static int setup_slices(struct ctx *x, const struct drv_cluster *c, const struct drv_job *job,
+			char *reason, size_t rsz)
+{
+	int32_t gi, t = 0, sum = 0;
+
+	x->slice_level = drv_cluster_level(c, job->slice_level);
+	if (x->slice_level < 0) {
+		snprintf(reason, rsz, "the cluster has no topology level '%s' (slices)",
+			 job->slice_level);
+		set_info(x, DRV_WHY_INVALID, x->need_gpus, 0, true);
+		return DRV_ENOSPACE;
+	}
+	x->slice_size = job->slice_size;
+	for (gi = 0; gi < job->ngroups; gi++)
+		for (int32_t k = 0; k < job->groups[gi].count; k++) {
+			sum += job->groups[gi].gpus;
+			if (++t % x->slice_size == 0) {
+				x->slice_gpus = DRV_MAX(x->slice_gpus, sum);
+				sum = 0;
+			}
+		}
+	return 0;
+}
+
 /*
  * Fills the context from the job: sums, largest task, models, pools,
  * required level. Returns 0, or DRV_EINVAL / DRV_ENOSPACE with a reason
@@ -568,6 +705,7 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 	x->opts = opts;
 	x->req_level = -1;
 	x->pref_level = -1;
+	x->slice_level = -1;
 	x->fgd = opts && opts->strategy == DRV_PLACE_FGD;
 	rc = drv_job_check(job, reason, rsz);
 	if (rc) {
@@ -628,15 +766,29 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 			return DRV_ENOSPACE;
 		}
 	}
+	if (job->slice_size > 0) {
+		rc = setup_slices(x, c, job, reason, rsz);
+		if (rc)
+			return rc;
+	}
 	/* an unknown preferred level is warned about by the callers that read it */
 	if (job->topo_mode == DRV_TOPO_PREFERRED && job->topo_level)
 		x->pref_level = drv_cluster_level(c, job->topo_level);
 	return 0;
 }
 
+/* The required level as the job names it, or as the cluster does for a
+ * node label. */
 static const char *level_word(const struct ctx *x)
 {
-	return x->job->topo_level ? x->job->topo_level : x->c->levels[x->req_level];
+	const char *w = x->job->topo_level;
+	return w && !strchr(w, '/') ? w : x->c->levels[x->req_level];
+}
+
+static const char *slice_word(const struct ctx *x)
+{
+	const char *w = x->job->slice_level;
+	return w && !strchr(w, '/') ? w : x->c->levels[x->slice_level];
 }
 
 static void gpus_phrase(char *buf, size_t sz, int64_t milli)
@@ -722,6 +874,14 @@ static bool explain_view(const struct ctx *x, const struct view *w, char *reason
 			set_info(x, DRV_WHY_TOPOLOGY, x->need_gpus, w->max_free_at[x->req_level], false);
 		return true;
 	}
+	if (x->slice_level >= 0 && w->max_free_at[x->slice_level] < x->slice_gpus) {
+		snprintf(reason, rsz, "needs %d GPUs in a slice of %d tasks under one %s; the emptiest %s has %d free",
+			 (int)x->slice_gpus, (int)x->slice_size, slice_word(x), slice_word(x),
+			 (int)w->max_free_at[x->slice_level]);
+		if (set)
+			set_info(x, DRV_WHY_TOPOLOGY, x->slice_gpus, w->max_free_at[x->slice_level], false);
+		return true;
+	}
 	if (x->max_task_gpus > w->max_node_free) {
 		snprintf(reason, rsz, "a task needs %d free GPUs on one node; the emptiest node%s has %d",
 			 (int)x->max_task_gpus, where, (int)w->max_node_free);
@@ -763,6 +923,61 @@ static int32_t best_free_nodes_at(const struct ctx *x, int32_t vi, int L)
 	return best;
 }
 
+/* Slices of per whole GPUs that fit under the slice-level vertices below vi
+ * (each on its own; for explaining refusals only). */
+static int64_t slice_room(const struct ctx *x, int32_t vi, int32_t per)
+{
+	const struct drv_vertex *v = &x->c->vertices[vi];
+	int32_t ch;
+	int64_t n = 0;
+
+	if (!vertex_allowed(x, v))
+		return 0;
+	if (v->level >= x->slice_level || v->node >= 0)
+		return v->free_gpus / per;
+	for (ch = v->first_child; ch >= 0; ch = x->c->vertices[ch].next_sibling)
+		n += slice_room(x, ch, per);
+	return n;
+}
+
+/* The same under the one vertex of the required level with the most. */
+static int64_t slice_room_req(const struct ctx *x, int32_t vi, int32_t per)
+{
+	const struct drv_vertex *v = &x->c->vertices[vi];
+	int32_t ch;
+	int64_t best = 0;
+
+	if (x->req_level < 0 || v->level >= x->req_level || v->node >= 0)
+		return slice_room(x, vi, per);
+	for (ch = v->first_child; ch >= 0; ch = x->c->vertices[ch].next_sibling)
+		best = DRV_MAX(best, slice_room_req(x, ch, per));
+	return best;
+}
+
+/* A sliced job that found no placement though the aggregates allowed it. */
+static bool explain_slices(const struct ctx *x, const struct view *w, char *reason, size_t rsz)
+{
+	int32_t nslices = x->ntasks / x->slice_size;
+	int64_t room;
+
+	if (x->slice_level < 0 || (x->req_level >= 0 && x->slice_level <= x->req_level))
+		return false;
+	room = x->slice_gpus > 0 ? slice_room_req(x, 0, x->slice_gpus) : -1;
+	if (room >= 0 && room < nslices)
+		snprintf(reason, rsz,
+			 "needs %d slices of %d tasks (%d GPUs each), each under one %s; %s%s%sthere is room for %lld (%lld GPUs free in all)",
+			 (int)nslices, (int)x->slice_size, (int)x->slice_gpus, slice_word(x),
+			 x->req_level >= 0 ? "under the best " : "",
+			 x->req_level >= 0 ? level_word(x) : "", x->req_level >= 0 ? " " : "",
+			 (long long)room, (long long)w->free_gpus);
+	else
+		snprintf(reason, rsz,
+			 "needs %d slices of %d tasks, each under one %s; no %s has free GPUs, CPU and memory that fit a slice",
+			 (int)nslices, (int)x->slice_size, slice_word(x), slice_word(x));
+	set_info(x, DRV_WHY_TOPOLOGY, nslices, room < 0 ? 0 : room, false);
+	return true;
+}
+
 static void explain(const struct ctx *x, char *reason, size_t rsz)
 {
 	struct view w;
@@ -770,7 +985,7 @@ static void explain(const struct ctx *x, char *reason, size_t rsz)
 	int32_t whole;
 
 	make_view(x, &w);
-	if (explain_view(x, &w, reason, rsz, true))
+	if (explain_view(x, &w, reason, rsz, true) || explain_slices(x, &w, reason, rsz))
 		return;
 	if (x->need_milli == 0) {
 		snprintf(reason, rsz, "needs %d CPU-only tasks; no %s has the CPU and memory free for them",
@@ -877,9 +1092,10 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 		x.flat = &flat;
 	}
 	if (search_preferring(&x)) {
-		if (keep)
-			drv__task_apply(x.c, &out->tasks[x.unmarked], +1);
-		else
+		if (keep) {
+			if (x.unmarked >= 0) /* slices leave every task marked */
+				drv__task_apply(x.c, &out->tasks[x.unmarked], +1);
+		} else
 			for (i = ntasks - 1; i >= 0; i--)
 				if (i != x.unmarked)
 					drv__task_apply(x.c, &out->tasks[i], -1);
@@ -924,6 +1140,26 @@ int drv_place_may_fit(const struct drv_cluster *c, const struct drv_job *job,
 	return explain_view(&x, &w, r, sizeof(r), false) ? DRV_ENOSPACE : 0;
 }
 
+/* The largest total under one topmost allowed vertex at level >= L. */
+static void static_level_max(const struct ctx *x, struct view *w, int L)
+{
+	const struct drv_cluster *c = x->c;
+	int32_t i;
+
+	if (L < 0)
+		return;
+	for (i = 0; i < c->nvertices; i++) {
+		const struct drv_vertex *v = &c->vertices[i];
+		if (v->level < L)
+			continue;
+		if (v->parent >= 0 && c->vertices[v->parent].level >= L)
+			continue;
+		if (v->pool >= 0 && !((x->pools_ok >> v->pool) & 1))
+			continue;
+		w->max_free_at[L] = DRV_MAX(w->max_free_at[L], v->total_gpus);
+	}
+}
+
 int drv_place_check_static(const struct drv_cluster *c, const struct drv_job *job,
 			   const struct drv_place_opts *opts, char *reason, size_t reasonsz)
 {
@@ -962,19 +1198,8 @@ int drv_place_check_static(const struct drv_cluster *c, const struct drv_job *jo
 		if (n->model >= 0)
 			w.by_model[n->model] += n->ngpus, w.total_by_model[n->model] += n->ngpus;
 	}
-	if (x.req_level >= 0) {
-		/* largest total under one topmost vertex at level >= req_level */
-		for (i = 0; i < c->nvertices; i++) {
-			const struct drv_vertex *v = &c->vertices[i];
-			if (v->level < x.req_level)
-				continue;
-			if (v->parent >= 0 && c->vertices[v->parent].level >= x.req_level)
-				continue;
-			if (v->pool >= 0 && !((x.pools_ok >> v->pool) & 1))
-				continue;
-			w.max_free_at[x.req_level] = DRV_MAX(w.max_free_at[x.req_level], v->total_gpus);
-		}
-	}
+	static_level_max(&x, &w, x.req_level);
+	static_level_max(&x, &w, x.slice_level);
 	if (explain_view(&x, &w, reason, reasonsz, true)) {
 		if (opts && opts->info)
 			opts->info->never = true;

@@ -280,6 +280,44 @@ static bool group_never(const struct cap_view *w, const bool *ok, const struct d
 	return false;
 }
 
+/* The most whole GPUs one of the job's slices takes; 0 without slices. */
+static int64_t slice_gpus(const struct drv_job *job)
+{
+	int64_t best = 0, sum = 0, t = 0;
+	int32_t g, k;
+
+	if (job->slice_size <= 0)
+		return 0;
+	for (g = 0; g < job->ngroups; g++)
+		for (k = 0; k < job->groups[g].count; k++) {
+			sum += job->groups[g].gpus;
+			if (++t % job->slice_size == 0) {
+				best = DRV_MAX(best, sum);
+				sum = 0;
+			}
+		}
+	return best;
+}
+
+/* A slice larger than any vertex of its level (n[2] = tasks per slice). */
+static bool slice_never(const struct cap_view *w, const struct drv_cluster *c,
+			const struct drv_job *job, const bool *ok, struct drv_sched_decision *out)
+{
+	int64_t need = slice_gpus(job);
+	int l, m;
+
+	if (need == 0 || (l = drv_cluster_level(c, job->slice_level)) < 0 || l >= DRV_MAX_LEVELS ||
+	    need <= w->level_max[l])
+		return false;
+	for (m = 0; m < CAP_POOLS; m++)
+		if (ok[m] && w->unknown[m])
+			return false;
+	why_set(out, DRV_NEVER_LEVEL, -1, need, w->level_max[l]);
+	out->level = l;
+	out->n[2] = job->slice_size;
+	return true;
+}
+
 /* The job against a view: its groups, its whole GPUs by model, its level. */
 static bool view_never(const struct cap_view *w, const struct drv_cluster *c,
 		       const struct drv_job *job, const bool *ok, struct drv_sched_decision *out)
@@ -316,7 +354,7 @@ static bool view_never(const struct cap_view *w, const struct drv_cluster *c,
 		out->level = l;
 		return true;
 	}
-	return false;
+	return slice_never(w, c, job, ok, out);
 }
 
 /* Whether job names nodes, excludes some or asks for features (Slurm's
@@ -554,8 +592,10 @@ static void fput_never(struct fbuf *f, const struct drv_cluster *c,
 			     d->n[1]);
 		break;
 	case DRV_NEVER_LEVEL:
-		fput(f, "needs %" PRId64 " GPUs under one %s; the largest %s%s has %" PRId64,
-		     d->n[0], level_name(c, d->level), level_name(c, d->level), up ? " up" : "",
+		fput(f, "needs %" PRId64 " GPUs under one %s", d->n[0], level_name(c, d->level));
+		if (d->n[2] > 0)
+			fput(f, " for each slice of %" PRId64 " tasks", d->n[2]);
+		fput(f, "; the largest %s%s has %" PRId64, level_name(c, d->level), up ? " up" : "",
 		     d->n[1]);
 		break;
 	default:
@@ -638,6 +678,8 @@ static void fput_reason(struct fbuf *f, const struct drv_cluster *c,
 	case DRV_REASON_TOPOLOGY:
 		fput(f, "needs ");
 		fput_gpus(f, d->n[0]);
+		if (d->count > 0)
+			fput(f, " in slices of %d tasks, each", (int)d->count);
 		fput(f, " within one %s; ", level_name(c, d->level));
 		fput_gpus(f, d->n[1]);
 		fput(f, " free in all, not together");

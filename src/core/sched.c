@@ -237,6 +237,8 @@ static void derive(struct drv_sched *s, struct sched_job *j)
 	j->level = -1;
 	if (job->topo_mode == DRV_TOPO_REQUIRED && job->topo_level)
 		j->level = drv_cluster_level(c, job->topo_level);
+	j->slice_level = job->slice_size > 0 ? drv_cluster_level(c, job->slice_level) : -1;
+	j->slice_size = j->slice_level >= 0 ? job->slice_size : 0;
 	j->dur = job->runtime_estimate > 0 ? job->runtime_estimate : job->time_limit;
 	if (j->dur < 0)
 		j->dur = 0;

@@ -116,6 +116,8 @@ struct sched_job {
 	int32_t min_frac;       /* smallest fractional task (milli), 0 = none */
 	bool gpuless;           /* asks for no GPU at all */
 	int32_t level;          /* required topology level, -1 = none */
+	int32_t slice_level;    /* level each slice lies under, -1 = no slices */
+	int32_t slice_size;     /* tasks per slice */
 	uint64_t pool_mask;     /* pools it may use (0 with pools_none) */
 	bool pools_none;        /* no pool allowed at all */
 	bool never;             /* can never fit the cluster, or not while nodes are down */

@@ -91,6 +91,8 @@ static bool shape_failed(struct pass *p, const struct sched_job *j, int32_t jq)
 {
 	const struct drv_sched *s = p->s;
 	int32_t i;
+	if (j->slice_size > 0)
+		return false; /* its slices are no part of the shape */
 	for (i = 0; i < p->nfailed; i++) {
 		const struct failed_shape *f0 = &p->failed[i];
 		if (f0->need_milli == j->need_milli && f0->need_whole == j->need_whole &&
@@ -110,7 +112,7 @@ static bool shape_failed(struct pass *p, const struct sched_job *j, int32_t jq)
 static void remember_failed_shape(struct pass *p, const struct sched_job *j, int32_t jq)
 {
 	struct failed_shape *f0;
-	if (p->nfailed >= (int32_t)DRV_ARRAY_SIZE(p->failed))
+	if (p->nfailed >= (int32_t)DRV_ARRAY_SIZE(p->failed) || j->slice_size > 0)
 		return;
 	f0 = &p->failed[p->nfailed++];
 	f0->need_milli = j->need_milli;

@@ -81,14 +81,19 @@ static void resources_why(struct pass *p, const struct sched_job *j, const struc
 	sched__job_avail(p->s, j, j->pool_mask, &a);
 	if (sched__avail_fits(j, &a) && cpu_mem_why(p->s, j, w))
 		return;
-	/* "not together" is topology only for a job that asked for a level */
-	sched__why_init(w, f->topology && j->level >= 0 ? DRV_REASON_TOPOLOGY :
-							  DRV_REASON_RESOURCES);
+	/* "not together" is topology only for a job that asked for a level;
+	 * slices below its required level are what keeps it apart */
+	sched__why_init(w, f->topology && (j->level >= 0 || j->slice_level >= 0) ?
+				   DRV_REASON_TOPOLOGY : DRV_REASON_RESOURCES);
 	w->n[0] = j->need_milli;
 	w->n[1] = j->need_whole > 0 ? DRV_MIN(a.whole * DRV_MILLI, a.milli) : a.milli;
 	w->n[2] = j->max_task;
 	w->n[3] = a.maxnode;
 	w->level = j->level;
+	if (j->slice_level > j->level) {
+		w->level = j->slice_level;
+		w->count = j->slice_size;
+	}
 	if (f->topology)
 		w->n[2] = w->n[3] = 0;
 	/* It would fit now if reserved GPUs were free: say so. */

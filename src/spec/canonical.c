@@ -274,10 +274,14 @@ static void job_fields(json_t *o, const struct drv_jobspec *s)
 	json_object_set_new(o, "priority", json_integer(j->priority));
 	json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
 	json_object_set_new(o, "gangMin", json_integer(j->gang_min));
-	if (j->topo_mode != DRV_TOPO_NONE) {
+	if (j->topo_mode != DRV_TOPO_NONE || j->slice_size > 0) {
 		x = json_object();
 		json_object_set_new(x, "mode", jstr(topo_mode_name(j->topo_mode)));
-		json_object_set_new(x, "level", jstr(j->topo_level ? j->topo_level : ""));
+		if (j->topo_mode != DRV_TOPO_NONE)
+			json_object_set_new(x, "level", jstr(j->topo_level ? j->topo_level : ""));
+		if (j->slice_size > 0)
+			json_object_set_new(x, "slice", json_pack("{s:s,s:i}", "level",
+				j->slice_level ? j->slice_level : "", "size", (int)j->slice_size));
 		json_object_set_new(o, "topology", x);
 	}
 	if (j->nregions)

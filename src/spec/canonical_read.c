@@ -408,10 +408,32 @@ static void read_source(struct rd *r, const json_t *o, struct drv_jobspec *s)
 	pop(r, save);
 }
 
-/* topology: {mode, level}; level required unless mode is none. */
+/* topology.slice: {level, size}, both required. */
+static void read_slice(struct rd *r, const json_t *x, struct drv_jobspec *s)
+{
+	static const char *const sk[] = { "level", "size", NULL };
+	const json_t *y = json_object_get(x, "slice");
+	size_t save;
+
+	if (!y)
+		return;
+	if (!json_is_object(y)) {
+		rd_err(r, "slice", "found %s, expected an object {level, size}", type_name(y));
+		return;
+	}
+	push(r, "slice", &save);
+	check_keys(r, y, sk);
+	s->job.slice_level = get_str(r, y, "level", true);
+	s->job.slice_size = (int32_t)get_int(r, y, "size", 1, DRV_SPEC_MAX_TASKS, 0);
+	if (!json_object_get(y, "size"))
+		rd_err(r, "size", "found nothing, expected the tasks per slice%s", "");
+	pop(r, save);
+}
+
+/* topology: {mode, level, slice}; level required unless mode is none. */
 static void read_topology(struct rd *r, const json_t *o, struct drv_jobspec *s)
 {
-	static const char *const tk[] = { "mode", "level", NULL };
+	static const char *const tk[] = { "mode", "level", "slice", NULL };
 	const json_t *x = json_object_get(o, "topology");
 	size_t save;
 	char *t;
@@ -437,6 +459,7 @@ static void read_topology(struct rd *r, const json_t *o, struct drv_jobspec *s)
 		drv_free(s->job.topo_level);
 		s->job.topo_level = NULL;
 	}
+	read_slice(r, x, s);
 	pop(r, save);
 }
 
@@ -755,6 +778,11 @@ int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_dia
 	read_k8s(&r, o, s);
 	read_classes(&r, o, s);
 	read_kept(&r, o, s);
+	if (d->nerrors == errs0 && s->job.slice_size > 0 &&
+	    drv_job_tasks(&s->job) % s->job.slice_size != 0)
+		drv_diag_err(d, 0, 0, "topology.slice.size",
+			     "found %d, expected a size that divides the job's %d tasks",
+			     (int)s->job.slice_size, (int)drv_job_tasks(&s->job));
 	if (d->nerrors == errs0) {
 		char why[256];
 		if (drv_job_check(&s->job, why, sizeof(why)) != 0)

@@ -43,13 +43,35 @@ struct drv_jobspec *mf_begin_job(struct mf_ctx *c, const struct mf_object *o)
 	return s;
 }
 
+/* Kueue's slice size against the pods it cuts: drover slices the job's
+ * pods as one gang, so the annotations go where they cover every pod. */
+static void check_slice(struct mf_ctx *c, struct drv_jobspec *s, int64_t tasks)
+{
+	if (s->api_version && strcmp(s->api_version, "batch/v1") == 0 && s->kind &&
+	    strcmp(s->kind, "Job") == 0)
+		mf_err(c, c->slice_node, c->slice_path,
+		       "found slices on a batch/v1 Job, whose pods drover schedules one by "
+		       "one, expected a gang to cut into slices (a PyTorchJob, a Volcano "
+		       "Job)");
+	else if (c->slice_group >= 0 && s->job.ngroups > 1)
+		mf_err(c, c->slice_node, c->slice_path,
+		       "found slices on one of %d pod templates, expected them on the "
+		       "object's metadata.annotations (drover cuts all the job's pods into "
+		       "slices)", s->job.ngroups);
+	else if (tasks % s->job.slice_size != 0)
+		mf_err(c, c->slice_node, c->slice_path,
+		       "found %d, expected a size that divides the job's %lld pods",
+		       (int)s->job.slice_size, (long long)tasks);
+}
+
 /* Job-level annotations apply to every group: call after the groups exist. */
 void mf_end_job(struct mf_ctx *c, struct drv_jobspec *s, const struct mf_object *o)
 {
-	char fp[160];
+	char md[160], fp[180];
 	int64_t tasks = 0;
 	int i;
-	mf_path(fp, sizeof(fp), o, "metadata.annotations");
+	mf_path(md, sizeof(md), o, "metadata"); /* a key with a dot would be quoted */
+	mf_join(fp, sizeof(fp), md, "annotations");
 	mf_apply_annotations(c, s, -1, mf_field(mf_field(o->root, "metadata"), "annotations"), fp);
 	for (i = 0; i < s->job.ngroups; i++)
 		tasks += s->job.groups[i].count;
@@ -58,6 +80,9 @@ void mf_end_job(struct mf_ctx *c, struct drv_jobspec *s, const struct mf_object 
 		       DRV_SPEC_MAX_TASKS);
 	if (s->job.ngroups == 0)
 		mf_err(c, o->root, o->path, "found no task groups, expected at least one");
+	if (c->slice_node)
+		check_slice(c, s, tasks);
+	c->slice_node = NULL;
 }
 
 int mf_add_group(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *n, const char *path,

@@ -16,32 +16,7 @@
 
 const char *drv_spec_topo_level(const char *key)
 {
-	static const struct {
-		const char *needle;
-		const char *level;
-	} map[] = {
-		{ "nvlink-domain", "nvlink-domain" }, { "nvlink", "nvlink-domain" },
-		{ "gpu.clique", "nvlink-domain" }, { "clique", "nvlink-domain" },
-		{ "hostname", "node" }, { "subblock", "leaf" }, { "rack", "leaf" },
-		{ "leaf", "leaf" }, { "block", "spine" }, { "spine", "spine" },
-		{ "superpod", "spine" }, { "zone", "pool" }, { "region", "pool" },
-		{ "pool", "pool" },
-	};
-	static const char *const plain[] = { "nvlink-domain", "node", "leaf", "spine", "pool",
-					     "cluster" };
-	size_t i;
-	const char *base;
-	if (!key || !*key)
-		return NULL;
-	for (i = 0; i < DRV_ARRAY_SIZE(plain); i++)
-		if (drv_strcaseeq(key, plain[i]))
-			return plain[i];
-	base = strrchr(key, '/');
-	base = base ? base + 1 : key;
-	for (i = 0; i < DRV_ARRAY_SIZE(map); i++)
-		if (strstr(base, map[i].needle))
-			return map[i].level;
-	return NULL;
+	return drv_topo_label_level(key);
 }
 
 
@@ -85,6 +60,74 @@ void mf_read_metadata(struct mf_ctx *c, struct drv_jobspec *s, struct fy_node *m
 		s->annotations = mf_labels(c, n, fp, &s->nannotations);
 	}
 	mf_keep_unknown(s, md, path, known);
+}
+
+/*
+ * A Kueue topology annotation's value as the job keeps it: a node label key
+ * as written (the cluster resolves it: its levelLabels first, then the name
+ * rules of drv_spec_topo_level), or a drover level name; NULL after an
+ * error.
+ */
+static const char *topo_level_of(struct mf_ctx *c, struct fy_node *vn, const char *v,
+				 const char *fp)
+{
+	const char *lvl = drv_spec_topo_level(v);
+	if (strchr(v, '/')) {
+		if (!lvl) {
+			int line, col;
+			drv_spec_node_mark(vn, &line, &col);
+			drv_diag_warn(c->d, line, col, fp, "topology label \"%.128s\" is no "
+				      "level drover knows by itself: kept; a cluster file must "
+				      "name it in levelLabels", v);
+		}
+		return v;
+	}
+	if (!lvl)
+		mf_err(c, vn, fp, "found \"%.128s\", expected a topology label drover maps "
+		       "to a level (kubernetes.io/hostname, ...-rack, ...-block, "
+		       "nvidia.com/gpu.clique), a label of the cluster file's "
+		       "levelLabels or a level name", v);
+	return lvl;
+}
+
+/*
+ * Kueue's slices: podset-slice-required-topology names the level, and
+ * podset-slice-size, beside it in the same annotations, the pods per slice
+ * (both or neither, as Kueue's webhook has it). The size is checked against
+ * the pod count once the job is complete (mf_end_job).
+ */
+static void read_slice(struct mf_ctx *c, struct drv_jobspec *s, int g, struct fy_node *anns,
+		       const char *k, struct fy_node *vn, const char *fp, const char *path)
+{
+	struct fy_node *sn = mf_field(anns, ANN_TOPO_SLICE_SIZE);
+	const char *v = mf_scalar(vn), *lvl, *sv;
+	char *end = NULL;
+	long n = 0;
+
+	if (strcmp(k, ANN_TOPO_SLICE_SIZE) == 0) {
+		if (!mf_field(anns, ANN_TOPO_SLICE))
+			mf_err(c, vn, fp, "found a slice size without %s, expected both or neither",
+			       ANN_TOPO_SLICE);
+		return; /* read with the level */
+	}
+	if (!(lvl = topo_level_of(c, vn, v, fp)))
+		return;
+	if (!sn) {
+		mf_err(c, vn, fp, "found no %s beside it, expected the pods per slice", ANN_TOPO_SLICE_SIZE);
+		return;
+	}
+	mf_join(c->slice_path, sizeof(c->slice_path), path, ANN_TOPO_SLICE_SIZE);
+	sv = mf_scalar(sn);
+	if (sv && *sv)
+		n = strtol(sv, &end, 10);
+	if (!sv || !*sv || *end || n < 1 || n > DRV_SPEC_MAX_TASKS) {
+		mf_err(c, sn, c->slice_path, "found \"%.64s\", expected a number of pods, at least 1",
+		       sv ? sv : "");
+		return;
+	}
+	drv_job_set_slice(&s->job, lvl, (int32_t)n);
+	c->slice_node = sn;
+	c->slice_group = g;
 }
 
 /* Annotations that act on the job (from object or pod template metadata). */
@@ -134,30 +177,17 @@ void mf_apply_annotations(struct mf_ctx *c, struct drv_jobspec *s, int g,
 			for (i = (g < 0 ? 0 : g); i < (g < 0 ? s->job.ngroups : g + 1); i++)
 				s->job.groups[i].gpu_mem_mib = (int32_t)mib;
 		} else if (strcmp(k, ANN_TOPO_REQUIRED) == 0 || strcmp(k, ANN_TOPO_PREFERRED) == 0) {
-			const char *lvl = drv_spec_topo_level(v);
+			const char *lvl = topo_level_of(c, vn, v, fp);
 			bool req = strcmp(k, ANN_TOPO_REQUIRED) == 0;
-			if (!lvl && strchr(v, '/')) {
-				/* a node label of the site's own: the cluster file's levelLabels
-				 * say which level carries it */
-				int line, col;
-				drv_spec_node_mark(vn, &line, &col);
-				drv_diag_warn(c->d, line, col, fp, "topology label \"%.128s\" is no "
-					      "level drover knows by itself: kept; a cluster file must "
-					      "name it in levelLabels", v);
-				lvl = v;
-			}
-			if (!lvl) {
-				mf_err(c, vn, fp, "found \"%.128s\", expected a topology label drover maps "
-				       "to a level (kubernetes.io/hostname, ...-rack, ...-block, "
-				       "nvidia.com/gpu.clique), a label of the cluster file's "
-				       "levelLabels or a level name", v);
+			if (!lvl)
 				continue;
-			}
 			if (s->job.topo_mode == DRV_TOPO_REQUIRED && !req)
 				continue; /* required wins over preferred */
 			drv_free(s->job.topo_level);
 			s->job.topo_level = drv_strdup(lvl);
 			s->job.topo_mode = req ? DRV_TOPO_REQUIRED : DRV_TOPO_PREFERRED;
+		} else if (strcmp(k, ANN_TOPO_SLICE) == 0 || strcmp(k, ANN_TOPO_SLICE_SIZE) == 0) {
+			read_slice(c, s, g, anns, k, vn, fp, path);
 		} else if (strcmp(k, ANN_PREEMPTIBLE) == 0) {
 			if (strcmp(v, "true") == 0)
 				s->job.preemptible = true;

@@ -52,6 +52,8 @@ bool drv_spec_check_text(const char *buf, size_t len, bool controls, struct drv_
 #define ANN_CONTAINER_RUNTIME "drover.io/runtime"
 #define ANN_TOPO_REQUIRED "kueue.x-k8s.io/podset-required-topology"
 #define ANN_TOPO_PREFERRED "kueue.x-k8s.io/podset-preferred-topology"
+#define ANN_TOPO_SLICE "kueue.x-k8s.io/podset-slice-required-topology"
+#define ANN_TOPO_SLICE_SIZE "kueue.x-k8s.io/podset-slice-size"
 #define ANN_VOLCANO_GROUP "scheduling.k8s.io/group-name"
 #define ANN_KAI_GROUP "pod-group-name"
 #define LABEL_COSCHED_GROUP "scheduling.x-k8s.io/pod-group"
@@ -83,6 +85,12 @@ struct mf_ctx {
 	 * those the main container mounts (manifest_pod.c) */
 	struct fy_node *pod_volumes;
 	json_t *mounted;
+	/* Kueue's slice annotations once read: the size's node and path, and
+	 * the pod template's group (-1: the object's metadata), checked
+	 * against the pod count when the job is complete (mf_end_job) */
+	struct fy_node *slice_node;
+	char slice_path[600];
+	int slice_group;
 };
 
 /* manifest_volumes.c: the Pod spec's volumes, hostIPC and the main

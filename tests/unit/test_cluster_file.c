@@ -234,3 +234,41 @@ Test(cluster_file, level_labels_name_levels_for_kueue)
 	drv_cluster_release(&c);
 	drv_diags_release(&d);
 }
+
+/* A GB200 site: its NVL72 racks carry example.com/topology-rack, and that
+ * rack is the NVLink domain, not the leaf the name rules would make of
+ * "...rack". The cluster file's levelLabels win over those rules; without
+ * them the rules still map the label. */
+Test(cluster_file, level_labels_win_over_the_name_rules)
+{
+	struct drv_cluster c;
+	struct drv_diags d;
+	const char *nvl = "kind: Cluster\nname: t\nlevels: [pool, leaf, rack, node]\n"
+			  "nvlinkDomain: rack\n"
+			  "levelLabels: {rack: example.com/topology-rack, leaf: example.com/ib-leaf}\n"
+			  "topology:\n- name: dc\n  children:\n  - name: lf\n    children:\n"
+			  "    - name: r1\n      children:\n"
+			  "      - {name: n1, gpus: 4, gpuModel: H100, cpu: 8, memory: 64Gi}\n";
+	const char *plain = "kind: Cluster\nname: t\nlevels: [pool, leaf, node]\n"
+			    "topology:\n- name: dc\n  children:\n  - name: lf\n    children:\n"
+			    "    - {name: n1, gpus: 4, gpuModel: H100, cpu: 8, memory: 64Gi}\n";
+
+	drv_diags_init(&d, "nvl.yaml");
+	cr_assert(eq(int, load(nvl, &c, &d), 0));
+	cr_assert(ne(int, drv_cluster_level(&c, "rack"), drv_cluster_level(&c, "leaf")));
+	cr_assert(eq(int, drv_cluster_level(&c, "example.com/topology-rack"),
+		     drv_cluster_level(&c, "rack")),
+		  "levelLabels says rack; the name rules would say leaf");
+	cr_assert(eq(int, drv_cluster_level(&c, "example.com/ib-leaf"), drv_cluster_level(&c, "leaf")));
+	cr_assert(eq(int, drv_cluster_level(&c, "kubernetes.io/hostname"),
+		     drv_cluster_level(&c, "node")), "the rules still map what the file does not name");
+	drv_cluster_release(&c);
+	drv_diags_release(&d);
+	drv_diags_init(&d, "plain.yaml");
+	cr_assert(eq(int, load(plain, &c, &d), 0));
+	cr_assert(eq(int, drv_cluster_level(&c, "example.com/topology-rack"),
+		     drv_cluster_level(&c, "leaf")), "by the rules: leaf");
+	cr_assert(eq(int, drv_cluster_level(&c, "example.com/fabric"), -1));
+	drv_cluster_release(&c);
+	drv_diags_release(&d);
+}

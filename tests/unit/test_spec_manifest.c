@@ -70,7 +70,8 @@ Test(spec_manifest, pytorchjob_master_and_workers_are_one_gang)
 	cr_assert(eq(i64, s.job.groups[0].cpu_milli, 96000));
 	cr_assert(eq(i64, s.job.groups[0].mem_mib, 1024 * 1024));
 	cr_assert(eq(int, s.job.topo_mode, DRV_TOPO_REQUIRED));
-	cr_assert(eq(str, s.job.topo_level, "leaf"));
+	cr_assert(eq(str, s.job.topo_level, "cloud.provider.com/topology-rack"),
+		  "a label is kept as written: the cluster resolves it");
 	cr_assert(eq(str, s.queue, "research"));
 	cr_assert(eq(i64, s.job.time_limit, 86400));
 	cr_assert(eq(int, s.k8s.backoff_limit, 3));
@@ -430,4 +431,67 @@ Test(spec_manifest, bad_secret_references_name_the_field)
 	cr_assert(lt(int, parse(pod), 0));
 	cr_assert(diag_at("spec.containers[0].env[0].valueFrom.secretKeyRef.key") != NULL);
 	cr_assert(diag_at("spec.containers[0].volumeMounts[0]") != NULL);
+}
+
+/* Kueue's slices: a PyTorchJob's workers cut in pairs under one rack; the
+ * label kept as written; the errors where Kueue's webhook has them, and
+ * where drover cannot cut the pods as one gang. */
+Test(spec_manifest, kueue_slices_and_their_errors)
+{
+	static const char *const head =
+		"apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: p\n%s"
+		"spec:\n  pytorchReplicaSpecs:\n%s"
+		"    Worker:\n      replicas: 4\n      template:\n        metadata:\n"
+		"          annotations:\n%s"
+		"        spec:\n          containers: [{name: c, image: i, command: [\"true\"]}]\n";
+	static const char *const master =
+		"    Master:\n      replicas: 1\n      template:\n        spec:\n"
+		"          containers: [{name: c, image: i, command: [\"true\"]}]\n";
+	static const char *const wp = "spec.pytorchReplicaSpecs.Worker.template.metadata.annotations"
+				      "[\"kueue.x-k8s.io/podset-slice-size\"]";
+	char text[2048];
+
+	snprintf(text, sizeof(text), head, "", "",
+		 "            kueue.x-k8s.io/podset-slice-required-topology: example.com/topology-rack\n"
+		 "            kueue.x-k8s.io/podset-slice-size: \"2\"\n");
+	cr_assert(eq(int, parse(text), 0));
+	cr_assert(eq(str, s.job.slice_level, "example.com/topology-rack"));
+	cr_assert(eq(int, s.job.slice_size, 2));
+	cr_assert(eq(int, s.job.topo_mode, DRV_TOPO_NONE));
+	teardown();
+	setup();
+
+	snprintf(text, sizeof(text), head, "", "",
+		 "            kueue.x-k8s.io/podset-slice-required-topology: rack\n"
+		 "            kueue.x-k8s.io/podset-slice-size: \"0\"\n");
+	cr_assert(ne(int, parse(text), 0));
+	cr_assert(not(eq(ptr, (void *)diag_at(wp), NULL)));
+	cr_assert(eq(str, diag_at(wp)->msg, "found \"0\", expected a number of pods, at least 1"));
+	teardown();
+	setup();
+
+	snprintf(text, sizeof(text), head, "", "",
+		 "            kueue.x-k8s.io/podset-slice-size: \"2\"\n");
+	cr_assert(ne(int, parse(text), 0));
+	cr_assert(not(eq(ptr, (void *)diag_at(wp), NULL)), "a size alone is an error");
+	teardown();
+	setup();
+
+	/* on one of two templates: drover cuts all the pods */
+	snprintf(text, sizeof(text), head, "", master,
+		 "            kueue.x-k8s.io/podset-slice-required-topology: rack\n"
+		 "            kueue.x-k8s.io/podset-slice-size: \"2\"\n");
+	cr_assert(ne(int, parse(text), 0));
+	cr_assert(not(eq(ptr, (void *)diag_at(wp), NULL)));
+	cr_assert(not(eq(ptr, strstr(diag_at(wp)->msg, "found slices on one of 2 pod templates"), NULL)));
+	teardown();
+	setup();
+
+	/* on the object: the 5 pods do not split in pairs; in one they do */
+	snprintf(text, sizeof(text), head,
+		 "  annotations:\n    kueue.x-k8s.io/podset-slice-required-topology: rack\n"
+		 "    kueue.x-k8s.io/podset-slice-size: \"2\"\n", master, "            a: b\n");
+	cr_assert(ne(int, parse(text), 0));
+	cr_assert(eq(str, diag_at("metadata.annotations[\"kueue.x-k8s.io/podset-slice-size\"]")->msg,
+		     "found 2, expected a size that divides the job's 5 pods"));
 }
