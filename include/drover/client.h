@@ -171,6 +171,8 @@ int drv_client_cmd_nodes(int argc, char **argv);
 int drv_client_cmd_describe(int argc, char **argv);
 int drv_client_cmd_cancel(int argc, char **argv);
 int drv_client_cmd_logs(int argc, char **argv);
+/* exec (client_exec.c): exits with the command's exit code. */
+int drv_client_cmd_exec(int argc, char **argv);
 /* srun and salloc (client_srun.c, docs/slurm.md): argv[0] is the name they
  * were called by; exit codes as Slurm's (the worst task's status). */
 int drv_client_cmd_srun(int argc, char **argv);

@@ -33,6 +33,7 @@ int cmd_nodes(int argc, char **argv);
 int cmd_describe(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
 int cmd_srun(int argc, char **argv);
 int cmd_salloc(int argc, char **argv);
 int cmd_top(int argc, char **argv);

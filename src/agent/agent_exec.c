@@ -1,7 +1,7 @@
 /*
  * agent_exec.c: GET /v1/tasks/ID/exec as a WebSocket (cluster token): a
  * command run in a running task's environment, for kubectl exec (the
- * controller's kube_exec.c relays to it). A container
+ * controller's kube_exec.c relays to it) and drover exec. A container
  * task: `podman exec` in its container. A host task: the environment,
  * working directory and user of the task's own process (the shim's child,
  * read from /proc). The query is Kubernetes' exec subresource's

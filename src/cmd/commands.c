@@ -20,6 +20,7 @@ const struct drv_command drv_commands[] = {
 	{ "describe", cmd_describe, "one job in full: placement, env, events, why pending" },
 	{ "cancel", cmd_cancel, "cancel a job" },
 	{ "logs", cmd_logs, "a job's task output" },
+	{ "exec", cmd_exec, "run a command in a running task of a job (-i stdin, -t a terminal)" },
 	{ "srun", cmd_srun, "Slurm's srun: a job step inside a job, or an allocation and its step" },
 	{ "salloc", cmd_salloc, "Slurm's salloc: an allocation and a shell in which srun uses it" },
 	{ "top", cmd_top, "a live terminal view of GPUs and jobs" },

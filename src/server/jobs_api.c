@@ -1344,6 +1344,52 @@ out:
 	return 0;
 }
 
+/*
+ * GET /v1/jobs/ID/exec?task=N&command=ARG...: a command in a running task
+ * over WebSocket (drover exec; the frames and flags of kubectl exec,
+ * kube_exec.c).
+ */
+int srv_api_exec(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct srv_job *j, *tmp = NULL;
+	json_t *cmd = drv_http_req_query_all(r, "command");
+	char what[96];
+	int64_t task;
+
+	if (drv_http_req_query_int(r, "task", 0, 0, 1000000, &task, o) < 0)
+		goto out;
+	if (!json_array_size(cmd)) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "command: none given, expected one "
+				    "query parameter command=ARG or more (drover exec ID -- CMD ARG...)");
+		goto out;
+	}
+	pthread_mutex_lock(&s->mu);
+	j = route_job(s, r, o, &tmp);
+	if (!j) {
+		;
+	} else if (!srv_exec_proto(r)) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "exec is a WebSocket with the "
+				    "subprotocol v5.channel.k8s.io (drover exec)");
+	} else if (s->stopping) {
+		drv_http_resp_error(o, 503, "unavailable", NULL, "the server is stopping");
+	} else if (tmp || task >= j->ntasks || j->tasks[task].state != T_RUNNING ||
+		   !s->nodes[j->tasks[task].node].agent_url) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "cannot exec in task %lld of job %llu: "
+				    "it is not running (the job is %s)", (long long)task,
+				    (unsigned long long)j->id, srv_jstate_name(j->state));
+	} else {
+		snprintf(what, sizeof(what), "task %lld of job %llu", (long long)task,
+			 (unsigned long long)j->id);
+		srv_exec_answer(s, r, o, j, (int32_t)task, what, cmd);
+	}
+	pthread_mutex_unlock(&s->mu);
+	srv_job_free(tmp);
+out:
+	json_decref(cmd);
+	return 0;
+}
+
 int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 {
 	struct drv_server *s = ctx;

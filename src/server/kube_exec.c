@@ -9,7 +9,8 @@
  * user), which speaks the same frames. The session's thread relays the
  * frames both ways as they come, so output shows while the command runs
  * and stdin (-i) reaches it as typed; a TTY (-t) is the agent's pty. The
- * command ends when either side goes.
+ * command ends when either side goes. drover exec's route (GET
+ * /v1/jobs/ID/exec, jobs_api.c) is the same session (srv_exec_answer).
  * SPDY is not served: it is answered with a message that says so.
  */
 #include "kube_int.h"

@@ -40,6 +40,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "POST", "/v1/jobs/{}/signal", srv_api_signal, ROUTE_USER },
 	{ "PATCH", "/v1/jobs/{}", srv_api_job_patch, ROUTE_USER },
 	{ "GET", "/v1/jobs/{}/logs", srv_api_logs, ROUTE_USER | ROUTE_JOB },
+	{ "GET", "/v1/jobs/{}/exec", srv_api_exec, ROUTE_USER | ROUTE_JOB },
 	{ "POST", "/v1/jobs/{}/steps", srv_api_step_create, ROUTE_USER | ROUTE_JOB },
 	{ "GET", "/v1/jobs/{}/steps", srv_api_steps, ROUTE_USER | ROUTE_JOB },
 	{ "GET", "/v1/jobs/{}/steps/{}", srv_api_step, ROUTE_USER | ROUTE_JOB },

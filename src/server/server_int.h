@@ -1020,6 +1020,7 @@ int srv_api_hold(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_requeue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_job_patch(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_logs(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_exec(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_queue(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_nodes(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_node(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
