@@ -33,6 +33,7 @@ void trace_job_free_fields(struct drv_sim_job *sj)
 	drv_free(j->name);
 	drv_free(j->groups);
 	drv_free(j->topo_level);
+	drv_free(j->slice_level);
 	for (i = 0; i < j->nregions; i++)
 		drv_free(j->regions[i]);
 	drv_free(j->regions);

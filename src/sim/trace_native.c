@@ -116,7 +116,7 @@ static const char *const col_expect[C_NCOLS] = {
 	[C_PRIO] = "an integer priority, a priority class of the tenants file, or empty",
 	[C_PREEMPT] = "true or false, or empty",
 	[C_TENANT] = "a tenant name of letters, digits and -_.:/@, or empty",
-	[C_TOPO] = "required:LEVEL or preferred:LEVEL, or empty",
+	[C_TOPO] = "required:LEVEL or preferred:LEVEL, slice:LEVEL:N, both joined by +, or empty",
 	[C_REGIONS] = "region names separated by '|', or empty",
 	[C_GANGMIN] = "tasks that must start together, 0 = all, or empty",
 	[C_USER] = "a user name of letters, digits and -_.:/@ (per-user limits), or empty",
@@ -146,6 +146,70 @@ static void expectation(const struct drv_sim_workload *w, int c, char *buf, size
 }
 
 /* Fills the job-level fields of sj; returns the failing column or -1. */
+
+/* MODE:LEVEL into j's topology; false when it is not one. */
+static bool read_mode(struct drv_job *j, const char *s, size_t len)
+{
+	const char *colon = memchr(s, ':', len);
+	size_t ml;
+
+	if (!colon)
+		return false;
+	ml = (size_t)(colon - s);
+	if (ml == 8 && !memcmp(s, "required", 8))
+		j->topo_mode = DRV_TOPO_REQUIRED;
+	else if (ml == 9 && !memcmp(s, "preferred", 9))
+		j->topo_mode = DRV_TOPO_PREFERRED;
+	else
+		return false;
+	if (!drv_spec_name_ok(colon + 1, len - ml - 1))
+		return false;
+	drv_free(j->topo_level);
+	j->topo_level = drv_strndup(colon + 1, len - ml - 1);
+	return true;
+}
+
+/* slice:LEVEL:N into j's slices; false when it is not one. */
+static bool read_slice(struct drv_job *j, const char *s, size_t len)
+{
+	const char *colon;
+	char num[12];
+	size_t ll, nl;
+	char *end;
+	long n;
+
+	if (len < 6 || memcmp(s, "slice:", 6))
+		return false;
+	s += 6, len -= 6;
+	colon = memchr(s, ':', len);
+	if (!colon)
+		return false;
+	ll = (size_t)(colon - s);
+	nl = len - ll - 1;
+	if (!drv_spec_name_ok(s, ll) || nl == 0 || nl >= sizeof(num))
+		return false;
+	memcpy(num, colon + 1, nl);
+	num[nl] = 0;
+	n = strtol(num, &end, 10);
+	if (*end || n < 1 || n > 1000000)
+		return false;
+	drv_free(j->slice_level);
+	j->slice_level = drv_strndup(s, ll);
+	j->slice_size = (int32_t)n;
+	return true;
+}
+
+/* The topology column: MODE:LEVEL, slice:LEVEL:N, or MODE:LEVEL+slice:LEVEL:N. */
+static bool read_topo(struct drv_job *j, const char *s, size_t len)
+{
+	const char *plus = memchr(s, '+', len);
+
+	if (plus)
+		return read_mode(j, s, (size_t)(plus - s)) &&
+		       read_slice(j, plus + 1, len - (size_t)(plus - s) - 1);
+	return read_slice(j, s, len) || read_mode(j, s, len);
+}
+
 static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv_sim_job *sj)
 {
 	struct drv_job *j = &sj->job;
@@ -208,23 +272,8 @@ static int parse_job(struct drv_sim_workload *w, const struct row *r, struct drv
 		j->user = drv_strndup(fd->s, fd->len);
 	}
 	fd = &r->v[C_TOPO];
-	if (fd->len) {
-		const char *colon = memchr(fd->s, ':', fd->len);
-		size_t ml, ll;
-		if (!colon)
-			return C_TOPO;
-		ml = (size_t)(colon - fd->s);
-		ll = fd->len - ml - 1;
-		if (ml == 8 && !memcmp(fd->s, "required", 8))
-			j->topo_mode = DRV_TOPO_REQUIRED;
-		else if (ml == 9 && !memcmp(fd->s, "preferred", 9))
-			j->topo_mode = DRV_TOPO_PREFERRED;
-		else
-			return C_TOPO;
-		if (!drv_spec_name_ok(colon + 1, ll))
-			return C_TOPO;
-		j->topo_level = drv_strndup(colon + 1, ll);
-	}
+	if (fd->len && !read_topo(j, fd->s, fd->len))
+		return C_TOPO;
 	fd = &r->v[C_REGIONS];
 	if (fd->len) {
 		size_t i, start = 0;
@@ -530,6 +579,10 @@ int drv_sim_write_native(FILE *f, const struct drv_sim_workload *w)
 						j->topo_mode == DRV_TOPO_REQUIRED ? "required"
 										  : "preferred",
 						j->topo_level);
+				if (j->slice_size > 0 && j->slice_level)
+					fprintf(f, "%sslice:%s:%d",
+						j->topo_mode != DRV_TOPO_NONE ? "+" : "",
+						j->slice_level, (int)j->slice_size);
 				fprintf(f, ",");
 				for (r = 0; r < j->nregions; r++)
 					fprintf(f, "%s%s", r ? "|" : "", j->regions[r]);

@@ -362,3 +362,42 @@ Test(sim_trace, priority_classes_from_a_tenants_file)
 	drv_sim_workload_release(&w);
 	drv_tenants_release(&t);
 }
+
+/* The topology column carries Kueue's slices: slice:LEVEL:N, alone or after
+ * a mode with +; they come back as written, and a size below 1 is refused. */
+Test(sim_trace, native_slices)
+{
+	static const char *csv =
+		"name,submit_s,duration_s,tasks,gpus,topology\n"
+		"a,0,10,4,8,required:spine+slice:leaf:2\n"
+		"b,1,10,4,8,slice:leaf:4\n"
+		"c,2,10,4,8,slice:leaf:0\n"
+		"d,3,10,4,8,slice:leaf\n";
+	struct drv_sim_workload w;
+	struct drv_diags d;
+	FILE *f = mem(csv), *out;
+	char *buf = NULL;
+	size_t len = 0;
+
+	drv_sim_workload_init(&w);
+	drv_diags_init(&d, "s.csv");
+	cr_assert(eq(int, drv_sim_read_native(f, false, &w, &d), 0));
+	fclose(f);
+	cr_assert(eq(int, w.njobs, 2));
+	cr_assert(eq(i64, w.malformed, 2));
+	cr_assert(eq(str, d.v[0].path, "topology"));
+	cr_assert(eq(int, w.jobs[0].job.topo_mode, DRV_TOPO_REQUIRED));
+	cr_assert(eq(str, w.jobs[0].job.topo_level, "spine"));
+	cr_assert(eq(str, w.jobs[0].job.slice_level, "leaf"));
+	cr_assert(eq(int, w.jobs[0].job.slice_size, 2));
+	cr_assert(eq(int, w.jobs[1].job.topo_mode, DRV_TOPO_NONE));
+	cr_assert(eq(int, w.jobs[1].job.slice_size, 4));
+	out = open_memstream(&buf, &len);
+	cr_assert(eq(int, drv_sim_write_native(out, &w), 0));
+	fclose(out);
+	cr_assert(not(eq(ptr, strstr(buf, ",required:spine+slice:leaf:2,"), NULL)), "%s", buf);
+	cr_assert(not(eq(ptr, strstr(buf, ",slice:leaf:4,"), NULL)), "%s", buf);
+	free(buf);
+	drv_diags_release(&d);
+	drv_sim_workload_release(&w);
+}
