@@ -5,6 +5,9 @@
 # examples/, ../shared/data/), with three rewrites: localhost:8080 is this
 # drover up's API port, localhost:9400 its agent's metrics port, /tmp/ this
 # test's directory. A block that fails names its file and line.
+# A block tagged ```console tested is a transcript: each line starting
+# "$ " is a command, run as the sh blocks are, and the lines up to the
+# next command are what it prints (stdout and stderr), compared exactly.
 . "$ROOT/tests/integration/lib.sh"
 need_data philly.csv
 
@@ -18,6 +21,7 @@ ln -s "$DATA" "$TEST_TMP/shared/data"
 # file:line of each block's first line, and the block's text in blocks/N.sh
 (cd "$ROOT" && awk -v out="$TEST_TMP/blocks" '
 	/^```sh tested[ \t]*$/ { n++; f = out "/" n ".sh"; print FILENAME ":" FNR + 1 >(out "/" n ".where"); on = 1; next }
+	/^```console tested[ \t]*$/ { n++; f = out "/" n ".con"; print FILENAME ":" FNR + 1 >(out "/" n ".where"); on = 1; next }
 	on && /^```/ { on = 0; close(f); next }
 	on { print >f }
 	END { print n + 0 >(out "/count") }' README.md docs/*.md)
@@ -30,6 +34,37 @@ i=1
 t0=$(date +%s)
 while [ "$i" -le "$count" ]; do
 	where=$(cat "$TEST_TMP/blocks/$i.where")
+	if [ -f "$TEST_TMP/blocks/$i.con" ]; then
+		sed -e "s|localhost:8080|127.0.0.1:$SERVER_PORT|g" -e "s|localhost:9400|127.0.0.1:$AGENT_PORT|g" \
+			-e "s|/tmp/|$TEST_TMP/|g" "$TEST_TMP/blocks/$i.con" >"$TEST_TMP/blocks/$i.run"
+		(cd "$w" && PATH="$TEST_TMP/bin:$PATH" python3 - "$TEST_TMP/blocks/$i.run" "$where") <<'PY' ||
+import subprocess, sys
+path, where = sys.argv[1], sys.argv[2]
+file, line = where.rsplit(":", 1)
+steps = []
+for k, text in enumerate(open(path).read().split("\n")[:-1]):
+    if text.startswith("$ "):
+        steps.append([int(line) + k, text[2:], []])
+    elif steps:
+        steps[-1][2].append(text)
+    else:
+        sys.exit("%s:%s: a transcript starts with a '$ ' command" % (file, line))
+for at, cmd, want in steps:
+    got = subprocess.run(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True).stdout.split("\n")
+    if got and got[-1] == "":
+        got.pop()
+    if got != want:
+        import difflib
+        sys.exit("%s:%d: '%s' printed otherwise:\n%s" % (file, at, cmd, "\n".join(
+            difflib.unified_diff(want, got, "the doc", "the command", lineterm=""))))
+print("%d commands" % len(steps))
+PY
+			fail "$where: the transcript differs"
+		echo "ok: $where (transcript)"
+		i=$((i + 1))
+		continue
+	fi
 	sed -e "s|localhost:8080|127.0.0.1:$SERVER_PORT|g" -e "s|localhost:9400|127.0.0.1:$AGENT_PORT|g" \
 		-e "s|/tmp/|$TEST_TMP/|g" "$TEST_TMP/blocks/$i.sh" >"$TEST_TMP/blocks/$i.run"
 	(cd "$w" && PATH="$TEST_TMP/bin:$PATH" sh -e "$TEST_TMP/blocks/$i.run") >"$TEST_TMP/blocks/$i.out" 2>&1 ||
