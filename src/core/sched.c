@@ -762,6 +762,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->fair_suffix);
 	drv_free(s->fair_first);
 	drv_free(s->fair_next);
+	drv_free(s->fair_prev);
 	drv_free(s->el_tenant);
 	drv_free(s->may_reclaim);
 	for (int32_t u = 0; u < s->nusers; u++)

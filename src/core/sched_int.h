@@ -39,6 +39,8 @@ struct quota_vals {
 	uint64_t users;
 };
 
+#define QUOTA_SEEN 4
+
 struct sched_tenant {
 	char *name;
 	int32_t cohort;   /* -1 = none */
@@ -68,8 +70,13 @@ struct sched_tenant {
 	 * the job's need (sched__quota_sig_changed) */
 	struct quota_sig {
 		uint64_t at;            /* s->quota_seq when taken (0: never) */
-		uint64_t changed;       /* s->quota_seq when it last differed */
+		uint32_t vid;           /* names v among the values it had */
+		uint32_t last_vid;      /* the last name given */
 		struct quota_vals v;
+		/* the last values it had, with their names: a use that goes
+		 * back and forth (31, 32, 31 GPUs) keeps its names */
+		struct quota_seen { struct quota_vals v; uint32_t vid; } seen[QUOTA_SEEN];
+		uint32_t nseen;
 	} sig[DRV_MAX_MODELS];
 	int64_t fair_use;       /* fair: virtual use while a pass merges */
 	double hist;            /* fair: decayed milli-GPU-seconds up to hist_at */
@@ -98,7 +105,7 @@ struct sched_job {
 	 * and reason_pass: one cache line) */
 	uint64_t quota_seq;
 	uint32_t reason_pass;   /* pending: pass number that set why */
-	struct quota_vals quota_vals; /* what that check read, with quota_seq */
+	uint32_t quota_vid;     /* names the values that check saw: quota_sig.vid */
 	uint8_t state;          /* enum drv_sched_job_state, or SJ_FREE */
 	bool preemptible;
 	bool never_preempts;    /* class policy Never */
@@ -185,6 +192,7 @@ struct pend_compact {
 	uint8_t held;           /* holds a nominated placement: never skipped */
 	int8_t quota_model;     /* sched_job.quota_model */
 	int8_t las_q;           /* LAS: its queue (key_policy), else 0 */
+	uint32_t quota_vid;     /* sched_job.quota_vid (in what was padding) */
 	int64_t dur;
 	uint64_t quota_seq;          /* sched_job.quota_seq as of its last visit (0: visit it) */
 };
@@ -355,8 +363,8 @@ struct drv_sched {
 	 * the tenant's queue from it needs */
 	struct queue_rest *fair_suffix;
 	size_t fair_suffix_cap;
-	int32_t *fair_first, *fair_next;
-	size_t fair_first_cap, fair_next_cap;
+	int32_t *fair_first, *fair_next, *fair_prev;
+	size_t fair_first_cap, fair_next_cap, fair_prev_cap;
 	uint64_t fair_gen;
 	int32_t fair_nt;
 	uint64_t pend_gen; /* moves whenever s->pend or its compact copy is written */
@@ -441,6 +449,14 @@ static inline void sched__pend_touch(struct drv_sched *s, int32_t from, int32_t 
 const struct pend_block *sched__pend_block(struct drv_sched *s, int32_t pos);
 void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);
+/* sched_order.c: the fair merge's chains kept current as one entry is
+ * inserted at queue position pos, removed from it (its tenant given), or
+ * rewritten in place, when they were current before (sched__fair_current);
+ * else they are built again at the next fair pass. */
+bool sched__fair_current(const struct drv_sched *s);
+void sched__fair_inserted(struct drv_sched *s, int32_t pos);
+void sched__fair_removed(struct drv_sched *s, int32_t pos, int32_t tenant);
+void sched__fair_rewritten(struct drv_sched *s, int32_t pos);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 
 /* sched_queue.c: the running list, its compact copy and the bounds over
@@ -484,24 +500,23 @@ int64_t sched__model_milli(const struct drv_sched *s, const struct drv_placement
 
 /*
  * What a quota check of tenant ti for model m reads, taken again only when
- * the counters it depends on moved, with the quota_seq at which its values
- * last changed. A counter that moved (a cohort peer's job started) with the
- * values the same changes no answer: a tenant at its borrowing limit may
- * borrow nothing whatever its peers do. The pass takes it when it sets a
- * job's quota reason (sched_job.quota_vals).
+ * the counters it depends on moved, with a name for those values (the same
+ * name while they are equal, also when they come back). A counter that
+ * moved (a cohort peer's job started) with the values the same changes no
+ * answer: a tenant at its borrowing limit may borrow nothing whatever its
+ * peers do. The pass takes it when it sets a job's quota reason
+ * (sched_job.quota_vid).
  */
 const struct quota_sig *sched__quota_sig(struct drv_sched *s, int32_t ti, int m);
 
-/* A pending job (at queue position pos) whose reason is "quota" and that a
+/* A pending job (its compact entry) whose reason is "quota" and that a
  * pass would give the same reason again, numbers and all: nothing that
- * check reads has changed since, or it is back at the values it read (a
+ * check reads has changed since, or it is at the values it read (a
  * capped tenant's job ended and another of the same size started). */
-static inline bool sched__quota_held(struct drv_sched *s, int32_t pos)
+static inline bool sched__quota_held(struct drv_sched *s, const struct pend_compact *h)
 {
-	const struct pend_compact *h = &s->pend_compact[pos];
 	const struct sched_tenant *t;
 	const struct quota_sig *g;
-	const struct quota_vals *v;
 	uint64_t q = h->quota_seq, latest;
 	int m = h->quota_model;
 	if (!q || q < s->quota_all_changed)
@@ -515,10 +530,7 @@ static inline bool sched__quota_held(struct drv_sched *s, int32_t pos)
 	g = &t->sig[m];
 	if (g->at < latest || g->at < s->quota_all_changed)
 		g = sched__quota_sig(s, h->tenant, m);
-	if (q >= g->changed)
-		return true; /* the values did not change since */
-	v = &s->jobs[s->pend[pos]].quota_vals;
-	return v->use == g->v.use && v->may == g->v.may && v->users == g->v.users;
+	return h->quota_vid == g->vid;
 }
 
 /* ==== the pass ======================================================== */
@@ -693,6 +705,11 @@ struct fair_merge {
 	struct queue_rest *suf;
 	int32_t nact;
 	int32_t swept_at;   /* visits when the active tenants were last checked */
+	/* the tenant last taken (-1: none, or the active ones changed since),
+	 * its slot in act, and the one that came second then (-1: none): only
+	 * the one taken moved, so it is next again while it still comes
+	 * before that second one */
+	int32_t last, last_i, second;
 };
 
 struct bounds;

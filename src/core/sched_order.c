@@ -284,47 +284,173 @@ void sched__rekey(struct pass *p)
  * cluster as it was when the pass began (nothing in a pass frees more) drops
  * out of the merge at once; the order of the others does not depend on it.
  */
-/* Per tenant its queue as a chain of positions, and what the rest of each
- * chain needs, in one walk from the back of the queue. */
+/* Per tenant its queue as a chain of positions (both ways), and what the
+ * rest of each chain needs from each position on. */
+
+static const struct queue_rest REST_NONE = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN,
+					     T_INF, false, false };
+
+/* What the rest of a chain needs from h on, given what it needs after h.
+ * (The aggregate is taken and returned whole: updated field by field in
+ * place and then copied whole, the copy waited for the fields' stores.) */
+static inline struct queue_rest rest_fold(const struct pend_compact *h, struct queue_rest a)
+{
+	if (h->never)
+		return a;
+	a.gpuless |= h->gpuless;
+	a.held |= h->held;
+	if (h->need_whole > 0) {
+		a.min_need = DRV_MIN(a.min_need, h->need_whole);
+		a.min_task = DRV_MIN(a.min_task, h->max_task);
+		a.min_full_tasks = DRV_MIN(a.min_full_tasks, h->full_tasks);
+	} else if (h->min_frac > 0) {
+		a.min_frac = DRV_MIN(a.min_frac, h->min_frac);
+	}
+	a.max_prio = DRV_MAX(a.max_prio, h->prio);
+	if (h->dur > 0)
+		a.min_dur = DRV_MIN(a.min_dur, h->dur);
+	return a;
+}
+
+static bool rest_eq(const struct queue_rest *a, const struct queue_rest *b)
+{
+	return a->min_need == b->min_need && a->min_task == b->min_task &&
+	       a->min_full_tasks == b->min_full_tasks && a->min_frac == b->min_frac &&
+	       a->max_prio == b->max_prio && a->min_dur == b->min_dur &&
+	       a->gpuless == b->gpuless && a->held == b->held;
+}
+
+static void fair_grow(struct drv_sched *s)
+{
+	size_t n = (size_t)s->npend + 1;
+	DRV_GROW(s->fair_first, (size_t)s->ntenants + 1, s->fair_first_cap);
+	DRV_GROW(s->fair_next, n, s->fair_next_cap);
+	DRV_GROW(s->fair_prev, n, s->fair_prev_cap);
+	DRV_GROW(s->fair_suffix, n + (size_t)s->ntenants, s->fair_suffix_cap);
+}
+
 static void fair_chains(struct drv_sched *s)
 {
 	int32_t nt = s->ntenants, i, t;
 	struct queue_rest *agg;
-	DRV_GROW(s->fair_first, (size_t)nt + 1, s->fair_first_cap);
-	DRV_GROW(s->fair_next, (size_t)s->npend + 1, s->fair_next_cap);
-	DRV_GROW(s->fair_suffix, (size_t)s->npend + (size_t)nt + 1, s->fair_suffix_cap);
+	fair_grow(s);
 	agg = s->fair_suffix + s->npend; /* per tenant, the rest so far */
 	for (t = 0; t < nt; t++) {
 		s->fair_first[t] = -1;
-		agg[t] = (struct queue_rest){ INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN,
-					      T_INF, false, false };
+		agg[t] = REST_NONE;
 	}
 	for (i = s->npend - 1; i >= 0; i--) {
-		/* the aggregate is taken and put back whole: updated field by
-		 * field in place and then copied whole, the copy waited for
-		 * the fields' stores (store forwarding) */
 		const struct pend_compact *h = &s->pend_compact[i];
-		struct queue_rest a = agg[h->tenant];
-		if (!h->never) {
-			a.gpuless |= h->gpuless;
-			a.held |= h->held;
-			if (h->need_whole > 0) {
-				a.min_need = DRV_MIN(a.min_need, h->need_whole);
-				a.min_task = DRV_MIN(a.min_task, h->max_task);
-				a.min_full_tasks = DRV_MIN(a.min_full_tasks, h->full_tasks);
-			} else if (h->min_frac > 0) {
-				a.min_frac = DRV_MIN(a.min_frac, h->min_frac);
-			}
-			a.max_prio = DRV_MAX(a.max_prio, h->prio);
-			if (h->dur > 0)
-				a.min_dur = DRV_MIN(a.min_dur, h->dur);
-		}
+		struct queue_rest a = rest_fold(h, agg[h->tenant]);
 		agg[h->tenant] = a;
 		s->fair_suffix[i] = a;
 		s->fair_next[i] = s->fair_first[h->tenant];
 		s->fair_first[h->tenant] = i;
 	}
+	for (i = 0; i < s->npend; i++)
+		if (s->fair_next[i] >= 0)
+			s->fair_prev[s->fair_next[i]] = i;
+	for (t = 0; t < nt; t++)
+		if (s->fair_first[t] >= 0)
+			s->fair_prev[s->fair_first[t]] = -1;
 	s->fair_nt = nt;
+	s->fair_gen = s->pend_gen + 1;
+}
+
+bool sched__fair_current(const struct drv_sched *s)
+{
+	return s->fair_gen == s->pend_gen + 1 && s->fair_nt == s->ntenants;
+}
+
+/* The rest from pos on, and back along its chain until one is as it was
+ * (those before it depend on nothing else). */
+static void refold_back(struct drv_sched *s, int32_t pos)
+{
+	while (pos >= 0) {
+		int32_t nx = s->fair_next[pos];
+		struct queue_rest a = rest_fold(&s->pend_compact[pos],
+						nx >= 0 ? s->fair_suffix[nx] : REST_NONE);
+		if (rest_eq(&a, &s->fair_suffix[pos]))
+			break;
+		s->fair_suffix[pos] = a;
+		pos = s->fair_prev[pos];
+	}
+}
+
+typedef int32_t v8i32 __attribute__((vector_size(32)));
+
+/* Adds d to every value of a[0..n) at or past from (-1, none, stays), eight
+ * at a time: an arrival or a start shifts the positions of a long queue. */
+static void shift_values(int32_t *a, int32_t n, int32_t from, int32_t d)
+{
+	v8i32 f = (v8i32){ 0 } + from, dv = (v8i32){ 0 } + d;
+	int32_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		v8i32 v;
+		memcpy(&v, a + i, sizeof(v));
+		v += (v >= f) & dv; /* a true comparison is all ones */
+		memcpy(a + i, &v, sizeof(v));
+	}
+	for (; i < n; i++)
+		a[i] += a[i] >= from ? d : 0;
+}
+
+/* Every position stored at or past from moves by d (+1, -1). */
+static void shift_positions(struct drv_sched *s, int32_t from, int32_t d)
+{
+	shift_values(s->fair_next, s->npend, from, d);
+	shift_values(s->fair_prev, s->npend, from, d);
+	shift_values(s->fair_first, s->fair_nt, from, d);
+}
+
+void sched__fair_inserted(struct drv_sched *s, int32_t pos)
+{
+	int32_t n = s->npend, t = s->pend_compact[pos].tenant, pred, succ;
+	size_t tail = (size_t)(n - 1 - pos);
+	fair_grow(s);
+	memmove(&s->fair_next[pos + 1], &s->fair_next[pos], tail * sizeof(*s->fair_next));
+	memmove(&s->fair_prev[pos + 1], &s->fair_prev[pos], tail * sizeof(*s->fair_prev));
+	memmove(&s->fair_suffix[pos + 1], &s->fair_suffix[pos], tail * sizeof(*s->fair_suffix));
+	s->fair_next[pos] = s->fair_prev[pos] = -1; /* (set below) */
+	shift_positions(s, pos, 1);
+	for (pred = pos - 1; pred >= 0 && s->pend_compact[pred].tenant != t; pred--)
+		;
+	succ = pred >= 0 ? s->fair_next[pred] : s->fair_first[t];
+	s->fair_next[pos] = succ;
+	s->fair_prev[pos] = pred;
+	if (succ >= 0)
+		s->fair_prev[succ] = pos;
+	if (pred >= 0)
+		s->fair_next[pred] = pos;
+	else
+		s->fair_first[t] = pos;
+	s->fair_suffix[pos] = rest_fold(&s->pend_compact[pos],
+					succ >= 0 ? s->fair_suffix[succ] : REST_NONE);
+	refold_back(s, pred);
+	s->fair_gen = s->pend_gen + 1;
+}
+
+void sched__fair_removed(struct drv_sched *s, int32_t pos, int32_t tenant)
+{
+	int32_t n = s->npend, pred = s->fair_prev[pos], succ = s->fair_next[pos];
+	size_t tail = (size_t)(n - pos);
+	if (pred >= 0)
+		s->fair_next[pred] = succ;
+	else
+		s->fair_first[tenant] = succ;
+	if (succ >= 0)
+		s->fair_prev[succ] = pred;
+	memmove(&s->fair_next[pos], &s->fair_next[pos + 1], tail * sizeof(*s->fair_next));
+	memmove(&s->fair_prev[pos], &s->fair_prev[pos + 1], tail * sizeof(*s->fair_prev));
+	memmove(&s->fair_suffix[pos], &s->fair_suffix[pos + 1], tail * sizeof(*s->fair_suffix));
+	shift_positions(s, pos + 1, -1);
+	refold_back(s, pred);
+	s->fair_gen = s->pend_gen + 1;
+}
+
+void sched__fair_rewritten(struct drv_sched *s, int32_t pos)
+{
+	refold_back(s, pos);
 	s->fair_gen = s->pend_gen + 1;
 }
 
@@ -332,8 +458,9 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 {
 	struct drv_sched *s = p->s;
 	int32_t nt = s->ntenants, i;
-	/* the chains change only with the queue: most passes reuse them */
-	if (s->fair_gen != s->pend_gen + 1 || s->fair_nt != nt)
+	/* the chains change only with the queue, and are kept as entries
+	 * come and go: most passes reuse them */
+	if (!sched__fair_current(s))
 		fair_chains(s);
 	DRV_GROW(s->scratch_slots2, 2 * (size_t)nt + 2, s->scratch_slots2_cap);
 	fm->head = s->scratch_slots2;
@@ -342,6 +469,7 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 	fm->suf = s->fair_suffix;
 	fm->nact = 0;
 	fm->swept_at = -1;
+	fm->last = -1;
 	for (i = 0; i < nt; i++) {
 		fm->head[i] = s->fair_first[i];
 		sched__hist_advance(s, &s->tenants[i], p->now);
@@ -352,7 +480,7 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 }
 
 /* True when no job of the tenant from merge slot i on can start now. */
-static bool suf_skip(const struct bounds *b, const struct queue_rest *a)
+static inline bool suf_skip(const struct bounds *b, const struct queue_rest *a)
 {
 	int64_t w, n;
 	int32_t m;
@@ -365,6 +493,42 @@ static bool suf_skip(const struct bounds *b, const struct queue_rest *a)
 	if (a->min_frac != INT32_MAX && (w > 0 || a->min_frac <= b->part_max))
 		return false;
 	return true;
+}
+
+/* Does tenant t's next job come before u's in the merge? Higher priority
+ * first, then the lesser weighted use, then the one ahead in the queue
+ * (its total order): a total order. */
+static inline bool fair_before(const struct drv_sched *s, const struct fair_merge *fm, int32_t t,
+			       int32_t u)
+{
+	int32_t ht = fm->head[t], hu = fm->head[u];
+	int64_t kt = s->pend_compact[ht].key_prio, ku = s->pend_compact[hu].key_prio;
+	__int128 x, y;
+	if (kt != ku)
+		return kt > ku;
+	x = (__int128)s->tenants[t].fair_use * s->tenants[u].weight;
+	y = (__int128)s->tenants[u].fair_use * s->tenants[t].weight;
+	return x < y || (x == y && ht < hu);
+}
+
+/* The active tenant whose next job comes first (*bi its slot in act), and
+ * fm->second the one that comes second. */
+static int32_t fair_first_two(const struct drv_sched *s, struct fair_merge *fm, int32_t *bi)
+{
+	int32_t a, best = fm->act[0], sec = -1;
+	*bi = 0;
+	for (a = 1; a < fm->nact; a++) {
+		int32_t t = fm->act[a];
+		if (fair_before(s, fm, t, best)) {
+			sec = best;
+			best = t;
+			*bi = a;
+		} else if (sec < 0 || fair_before(s, fm, t, sec)) {
+			sec = t;
+		}
+	}
+	fm->second = sec;
+	return best;
 }
 
 /* Next queue position in fair order, or -1. *dropped: jobs were left out. */
@@ -387,6 +551,7 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 			if (!reclaims && suf_skip(drop, &fm->suf[fm->head[t]])) {
 				fm->act[a] = fm->act[--fm->nact];
 				*dropped = true;
+				fm->last = -1;
 			} else {
 				a++;
 			}
@@ -394,36 +559,24 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 	}
 	if (fm->nact == 0)
 		return -1;
-	best = fm->act[0];
-	bi = 0;
-	for (a = 1; a < fm->nact; a++) {
-		int32_t t = fm->act[a];
-		int32_t ht = fm->head[t], hb = fm->head[best];
-		int64_t hk = s->pend_compact[ht].key_prio, bk = s->pend_compact[hb].key_prio;
-		__int128 x, y;
-		if (hk != bk) {
-			if (hk > bk) {
-				best = t;
-				bi = a;
-			}
-			continue;
-		}
-		x = (__int128)s->tenants[t].fair_use * s->tenants[best].weight;
-		y = (__int128)s->tenants[best].fair_use * s->tenants[t].weight;
-		/* equal shares: the one ahead in the queue (its total order) */
-		if (x < y || (x == y && ht < hb)) {
-			best = t;
-			bi = a;
-		}
+	if (fm->last >= 0 && (fm->second < 0 || fair_before(s, fm, fm->last, fm->second))) {
+		best = fm->last;
+		bi = fm->last_i;
+	} else {
+		best = fair_first_two(s, fm, &bi);
 	}
 	pos = fm->head[best];
 	fm->head[best] = fm->next[pos];
 	s->tenants[best].fair_use += s->pend_compact[pos].need_milli;
+	fm->last = best;
+	fm->last_i = bi;
 	if (fm->head[best] < 0) {
 		fm->act[bi] = fm->act[--fm->nact];
+		fm->last = -1;
 	} else if (may_drop && suf_skip(drop, &fm->suf[fm->head[best]])) {
 		fm->act[bi] = fm->act[--fm->nact];
 		*dropped = true;
+		fm->last = -1;
 	}
 	return pos;
 }

@@ -261,7 +261,7 @@ static inline bool visit(struct pass *p, struct walk *wk, int32_t pos)
 {
 	struct drv_sched *s = p->s;
 	int32_t slot = s->pend[pos];
-	if (wk->quota_skip && sched__quota_held(s, pos)) {
+	if (wk->quota_skip && sched__quota_held(s, &s->pend_compact[pos])) {
 		s->quota_held_seen[wk->nquota_held++] = slot;
 		return false;
 	}
@@ -270,6 +270,7 @@ static inline bool visit(struct pass *p, struct walk *wk, int32_t pos)
 	s->visited[wk->nvis++] = slot;
 	sched__scan_one(p, slot);
 	s->pend_compact[pos].quota_seq = s->jobs[slot].quota_seq;
+	s->pend_compact[pos].quota_vid = s->jobs[slot].quota_vid;
 	return true;
 }
 

@@ -157,6 +157,8 @@ static int32_t pend_lower_bound(const struct drv_sched *s, int32_t slot)
 	return lo;
 }
 
+_Static_assert(sizeof(struct pend_compact) == 64, "a compact entry is one cache line");
+
 void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 {
 	const struct sched_job *j = &s->jobs[s->pend[pos]];
@@ -177,6 +179,7 @@ void sched__pend_compact_fill(struct drv_sched *s, int32_t pos)
 			   (int8_t)DRV_MIN(j->key_policy, 127) : 0;
 	h->dur = j->dur;
 	h->quota_seq = j->quota_seq;
+	h->quota_vid = j->quota_vid;
 	s->pblk[(s->pend_off + pos) >> SCHED_PBLK_SHIFT].valid = false;
 	s->pend_gen++;
 }
@@ -295,13 +298,18 @@ static int32_t pend_find(const struct drv_sched *s, int32_t slot)
 void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos = pend_find(s, slot);
-	if (pos >= 0)
-		sched__pend_compact_fill(s, pos);
+	bool fair = sched__fair_current(s);
+	if (pos < 0)
+		return;
+	sched__pend_compact_fill(s, pos);
+	if (fair)
+		sched__fair_rewritten(s, pos);
 }
 
 void sched__pend_insert(struct drv_sched *s, int32_t slot)
 {
 	int32_t pos;
+	bool fair = sched__fair_current(s);
 	s->jobs[slot].added_pass = s->pass_no;
 	if (s->keys_valid) {
 		sched__key(s, &s->jobs[slot], s->keys_at, &s->keyed_pol);
@@ -331,13 +339,17 @@ void sched__pend_insert(struct drv_sched *s, int32_t slot)
 	s->pend[pos] = slot;
 	s->npend++;
 	sched__pend_compact_fill(s, pos);
+	if (fair)
+		sched__fair_inserted(s, pos);
 }
 
 void sched__pend_remove(struct drv_sched *s, int32_t slot)
 {
-	int32_t pos = pend_find(s, slot);
+	int32_t pos = pend_find(s, slot), tenant;
+	bool fair = sched__fair_current(s);
 	if (pos < 0)
 		return;
+	tenant = s->pend_compact[pos].tenant;
 	if (pos < s->npend / 2) {
 		/* the entries before it move one up */
 		memmove(&s->pend[1], &s->pend[0], (size_t)pos * sizeof(*s->pend));
@@ -355,6 +367,8 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 		sched__pend_touch(s, pos, s->npend - 1);
 	}
 	s->npend--;
+	if (fair)
+		sched__fair_removed(s, pos, tenant);
 }
 
 /* ---- the running list, sorted by (end, id) ------------------------------- */

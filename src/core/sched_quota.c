@@ -31,6 +31,33 @@ static int64_t may_borrow(const struct drv_sched *s, const struct sched_tenant *
 	return DRV_MAX(may, 0);
 }
 
+static bool vals_eq(const struct quota_vals *a, const struct quota_vals *b)
+{
+	return a->use == b->use && a->may == b->may && a->users == b->users;
+}
+
+/* Names g's new values v: the name they had if they are among the last
+ * seen, else a new one. */
+static void name_vals(struct drv_sched *s, struct quota_sig *g, const struct quota_vals *v)
+{
+	uint32_t i;
+	for (i = 0; i < g->nseen && i < QUOTA_SEEN; i++)
+		if (vals_eq(&g->seen[i].v, v)) {
+			g->vid = g->seen[i].vid;
+			g->v = *v;
+			return;
+		}
+	if (++g->last_vid == 0) {
+		/* names ran out (2^32 changes): every held job is checked again */
+		s->quota_all_changed = ++s->quota_seq;
+		g->last_vid = 1;
+		g->nseen = 0;
+	}
+	g->vid = g->last_vid;
+	g->v = *v;
+	g->seen[g->nseen++ % QUOTA_SEEN] = (struct quota_seen){ *v, g->vid };
+}
+
 const struct quota_sig *sched__quota_sig(struct drv_sched *s, int32_t ti, int m)
 {
 	struct sched_tenant *t = &s->tenants[ti];
@@ -44,11 +71,10 @@ const struct quota_sig *sched__quota_sig(struct drv_sched *s, int32_t ti, int m)
 	v.use = sched__quota_use(t, m);
 	v.may = t->quota[m] >= 0 ? may_borrow(s, t, m) : 0;
 	v.users = t->users_changed[m];
-	if (!g->at || g->at < s->quota_all_changed || v.use != g->v.use || v.may != g->v.may ||
-	    v.users != g->v.users) {
-		g->changed = s->quota_seq;
-		g->v = v;
-	}
+	if (g->at < s->quota_all_changed)
+		g->nseen = 0; /* values under other settings name nothing now */
+	if (!g->at || g->at < s->quota_all_changed || !vals_eq(&v, &g->v))
+		name_vals(s, g, &v);
 	g->at = s->quota_seq;
 	return g;
 }

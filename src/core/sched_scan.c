@@ -319,7 +319,7 @@ void sched__scan_one(struct pass *p, int32_t slot)
 			sched__set_why(p, j, &w);
 			/* the same answer while what it read keeps its value */
 			j->quota_seq = s->quota_seq;
-			j->quota_vals = sched__quota_sig(s, j->tenant, j->quota_model)->v;
+			j->quota_vid = sched__quota_sig(s, j->tenant, j->quota_model)->vid;
 			return;
 		}
 	}
