@@ -774,6 +774,22 @@ static inline bool sched__hopeless(const struct bounds *b, const struct pend_com
 	return false;
 }
 
+/* True when no job of a tenant's rest (struct queue_rest) can start now. */
+static inline bool sched__rest_hopeless(const struct bounds *b, const struct queue_rest *a)
+{
+	int64_t w, n;
+	int32_t m;
+	if (a->gpuless || a->held || (b->preempt && a->max_prio > b->least_victim_prio))
+		return false;
+	sched__limits(b, a->min_dur <= b->short_dur, &w, &m, &n);
+	if (a->min_need != INT32_MAX && a->min_need <= w && a->min_task <= m &&
+	    a->min_full_tasks <= n)
+		return false;
+	if (a->min_frac != INT32_MAX && (w > 0 || a->min_frac <= b->part_max))
+		return false;
+	return true;
+}
+
 /* A bounded text buffer both the decision formatter and the reason
  * function append to: fput() counts what would not fit, as snprintf does. */
 struct fbuf {

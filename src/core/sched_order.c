@@ -342,14 +342,14 @@ static void fair_chains(struct drv_sched *s)
 	for (i = s->npend - 1; i >= 0; i--) {
 		const struct pend_compact *h = &s->pend_compact[i];
 		struct queue_rest a = rest_fold(h, agg[h->tenant]);
+		int32_t nx = s->fair_first[h->tenant];
 		agg[h->tenant] = a;
 		s->fair_suffix[i] = a;
-		s->fair_next[i] = s->fair_first[h->tenant];
+		s->fair_next[i] = nx;
+		if (nx >= 0)
+			s->fair_prev[nx] = i;
 		s->fair_first[h->tenant] = i;
 	}
-	for (i = 0; i < s->npend; i++)
-		if (s->fair_next[i] >= 0)
-			s->fair_prev[s->fair_next[i]] = i;
 	for (t = 0; t < nt; t++)
 		if (s->fair_first[t] >= 0)
 			s->fair_prev[s->fair_first[t]] = -1;
@@ -479,22 +479,6 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 	}
 }
 
-/* True when no job of the tenant from merge slot i on can start now. */
-static inline bool suf_skip(const struct bounds *b, const struct queue_rest *a)
-{
-	int64_t w, n;
-	int32_t m;
-	if (a->gpuless || a->held || (b->preempt && a->max_prio > b->least_victim_prio))
-		return false;
-	sched__limits(b, a->min_dur <= b->short_dur, &w, &m, &n);
-	if (a->min_need != INT32_MAX && a->min_need <= w && a->min_task <= m &&
-	    a->min_full_tasks <= n)
-		return false;
-	if (a->min_frac != INT32_MAX && (w > 0 || a->min_frac <= b->part_max))
-		return false;
-	return true;
-}
-
 /* Does tenant t's next job come before u's in the merge? Higher priority
  * first, then the lesser weighted use, then the one ahead in the queue
  * (its total order): a total order. */
@@ -548,7 +532,7 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 			 * borrows later in the pass, stays in) */
 			bool reclaims = p->reclaim_bounds && s->tenants[t].cohort >= 0 &&
 					s->tenants[t].has_quota;
-			if (!reclaims && suf_skip(drop, &fm->suf[fm->head[t]])) {
+			if (!reclaims && sched__rest_hopeless(drop, &fm->suf[fm->head[t]])) {
 				fm->act[a] = fm->act[--fm->nact];
 				*dropped = true;
 				fm->last = -1;
@@ -573,7 +557,7 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 	if (fm->head[best] < 0) {
 		fm->act[bi] = fm->act[--fm->nact];
 		fm->last = -1;
-	} else if (may_drop && suf_skip(drop, &fm->suf[fm->head[best]])) {
+	} else if (may_drop && sched__rest_hopeless(drop, &fm->suf[fm->head[best]])) {
 		fm->act[bi] = fm->act[--fm->nact];
 		*dropped = true;
 		fm->last = -1;

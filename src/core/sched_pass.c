@@ -274,6 +274,53 @@ static inline bool visit(struct pass *p, struct walk *wk, int32_t pos)
 	return true;
 }
 
+/*
+ * One tenant left in the merge (most of a long fair queue, once the others
+ * ran out or dropped out): its chain in queue order, as sched__fair_next
+ * gives it (its use orders nothing any more: no tenant comes back), with
+ * the same drops, and without the merge's bookkeeping for every job.
+ */
+static void walk_lone(struct pass *p, struct walk *wk, struct fair_merge *fm, struct bounds *b,
+		      bool may, bool fresh)
+{
+	struct drv_sched *s = p->s;
+	int32_t t = fm->act[0], head = fm->head[t];
+	bool reclaims = p->reclaim_bounds && s->tenants[t].cohort >= 0 && s->tenants[t].has_quota;
+	bool last = false;
+	while (!last) {
+		int32_t pos;
+		if (!fresh) {
+			may = skip_allowed(p, &wk->stop);
+			if (may)
+				sched__bounds_get(p, b);
+			fresh = true;
+		}
+		if (strict_stop(p))
+			break;
+		if (may && fm->swept_at != wk->nvis) {
+			/* the cluster changed since the last look */
+			fm->swept_at = wk->nvis;
+			if (!reclaims && sched__rest_hopeless(b, &fm->suf[head])) {
+				wk->skipped = true;
+				break;
+			}
+		}
+		pos = head;
+		head = fm->next[pos];
+		if (head < 0) {
+			last = true;
+		} else if (may && sched__rest_hopeless(b, &fm->suf[head])) {
+			wk->skipped = true; /* this one still takes its turn */
+			last = true;
+		}
+		if (may && sched__hopeless(b, &s->pend_compact[pos]))
+			wk->skipped = true;
+		else if (visit(p, wk, pos))
+			fresh = false;
+	}
+	fm->nact = 0;
+}
+
 /* The walk in fair-share order: the tenants' queues merged lazily. What
  * skipping may assume changes only when a job takes its turn, so the
  * bounds are taken again after a visit, not for every job passed over. */
@@ -293,6 +340,10 @@ static void walk_fair(struct pass *p, struct walk *wk)
 		}
 		if (strict_stop(p))
 			break;
+		if (fm.nact == 1) {
+			walk_lone(p, wk, &fm, &b, may, fresh);
+			break;
+		}
 		pos = sched__fair_next(p, &fm, may ? &b : NULL, wk->nvis, &wk->skipped);
 		if (pos < 0)
 			break;
