@@ -113,6 +113,7 @@ struct drv_node {
 	int64_t mem_used;
 	uint16_t *gpu_milli_used;  /* [ngpus] */
 	int32_t *gpu_mem_used;     /* [ngpus] MiB of GPU memory promised */
+	int32_t excl_tasks;        /* tasks of exclusive jobs here: no other job's task fits */
 };
 
 struct drv_vertex {
@@ -293,6 +294,11 @@ struct drv_job {
 	int32_t nnode_selector;
 	int32_t priority;
 	bool preemptible;
+	/* Whole nodes (Slurm's --exclusive): the job takes only nodes with
+	 * nothing on them, its tasks there take every GPU, CPU and MiB the
+	 * node has left, and no other job's task is placed there while it
+	 * runs. */
+	bool exclusive;
 	int64_t submit_time;   /* s */
 	int64_t time_limit;    /* s; 0 = none */
 	int64_t runtime_estimate; /* s; 0 = unknown */
@@ -365,6 +371,7 @@ int64_t drv_job_gpu_milli(const struct drv_job *j);
 struct drv_task_place {
 	int32_t node;          /* node index */
 	int16_t group;         /* task group index in the job */
+	int8_t exclusive;      /* a task of an exclusive job: keeps other jobs off the node */
 	int32_t gpu_milli;     /* per GPU in mask: 1000 for whole GPUs */
 	int32_t gpu_mem_mib;   /* per GPU in mask */
 	uint64_t gpu_mask;     /* GPU indexes on the node */

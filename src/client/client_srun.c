@@ -164,7 +164,7 @@ static const char salloc_usage_text[] =
 	"  -p, --partition=PARTS     the pools it may use\n"
 	"  -A, --account=NAME        the tenant\n"
 	"  -D, --chdir=DIR           where COMMAND and the job run\n"
-	"      --exclusive           whole nodes (warned: not acted on)\n"
+	"      --exclusive           whole nodes for a new allocation (in a job: warned)\n"
 	"  -Q, --quiet               no informational lines\n"
 	"  -v, --verbose             more of them\n";
 
@@ -1083,8 +1083,12 @@ int drv_client_cmd_srun(int argc, char **argv)
 		say(&o, "error", "invalid job id \"%s\"", jid);
 		return DRV_EXIT_USAGE;
 	}
-	if (o.nalloc && !o.quiet)
-		for (size_t i = 0; i < o.nalloc; i++)
+	for (size_t i = 0; i < o.nalloc && !o.quiet; i++)
+		if (!strcmp(o.alloc[i], "--exclusive"))
+			say(&o, "warning", "--exclusive for a step (CPUs no other step of job %llu "
+			    "shares) is not acted on: drover's steps share the job's CPUs, as "
+			    "with --overlap", job);
+		else
 			say(&o, "warning", "%s is an allocation option: not acted on for a step of "
 			    "job %llu", o.alloc[i], job);
 	/* the job's own token only for the job it belongs to */

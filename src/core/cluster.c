@@ -566,6 +566,7 @@ void drv__task_apply(struct drv_cluster *c, const struct drv_task_place *t, int 
 	n = &c->nodes[t->node];
 	n->cpu_used += sign * t->cpu_milli;
 	n->mem_used += sign * t->mem_mib;
+	n->excl_tasks += sign * t->exclusive;
 	for (m = t->gpu_mask; m; m &= m - 1) {
 		int g = __builtin_ctzll(m);
 		if (g >= n->ngpus)

@@ -139,6 +139,8 @@ static bool gang_fits(const struct ctx *x, const struct drv_vertex *v)
 		return false;
 	if (x->need_gpus == 0 && x->min_frac == 0 && v->total_nodes == 0)
 		return false; /* CPU-only job: needs some up node */
+	if (x->job->exclusive && v->free_nodes == 0)
+		return false; /* whole nodes: needs an empty one */
 	return true;
 }
 
@@ -297,6 +299,19 @@ static int32_t next_best(int32_t *base, int32_t n, int32_t i)
 
 /* ---- node level --------------------------------------------------------- */
 
+/* An exclusive job's task goes to a node it already has a task on, or to
+ * one with nothing on it (CPU, memory or any GPU). */
+static bool excl_node_ok(const struct ctx *x, int32_t ni, const struct drv_task_place *tp)
+{
+	const struct drv_node *n = &x->c->nodes[ni];
+	int32_t i;
+
+	for (i = 0; i < x->out->ntasks; i++)
+		if (x->out->tasks[i].node == ni && &x->out->tasks[i] != tp)
+			return true;
+	return n->cpu_used == 0 && n->mem_used == 0 && x->c->vertices[n->vertex].free_nodes == 1;
+}
+
 static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_task_place *tp)
 {
 	const struct drv_node *n = &x->c->nodes[ni];
@@ -307,9 +322,11 @@ static bool fit_node(const struct ctx *x, int32_t ni, int32_t gi, struct drv_tas
 	int k, got = 0, best = -1, bestfree = DRV_MILLI + 1;
 	bool fgd_chose = false;
 
-	if (n->state != DRV_NODE_UP)
+	if (n->state != DRV_NODE_UP || n->excl_tasks > 0)
 		return false;
 	if (n->cpu_milli - n->cpu_used < g->cpu_milli || n->mem_mib - n->mem_used < g->mem_mib)
+		return false;
+	if (x->job->exclusive && !excl_node_ok(x, ni, tp))
 		return false;
 	if (x->job->nnode_selector > 0 && !drv_job_node_ok(x->c, x->job, n))
 		return false;
@@ -987,6 +1004,14 @@ static void explain(const struct ctx *x, char *reason, size_t rsz)
 	make_view(x, &w);
 	if (explain_view(x, &w, reason, rsz, true) || explain_slices(x, &w, reason, rsz))
 		return;
+	if (x->job->exclusive) {
+		snprintf(reason, rsz, "needs whole nodes (exclusive) for %d tasks; %d node%s%s %s nothing on %s",
+			 (int)drv_job_tasks(x->job), (int)w.free_nodes, w.free_nodes == 1 ? "" : "s",
+			 x->pool_restricted ? " in the allowed pools" : "",
+			 w.free_nodes == 1 ? "has" : "have", w.free_nodes == 1 ? "it" : "them");
+		set_info(x, DRV_WHY_FRAGMENTED, drv_job_tasks(x->job), w.free_nodes, false);
+		return;
+	}
 	if (x->need_milli == 0) {
 		snprintf(reason, rsz, "needs %d CPU-only tasks; no %s has the CPU and memory free for them",
 			 (int)drv_job_tasks(x->job), x->req_level >= 0 ? level_word(x) : "node");
@@ -1021,6 +1046,53 @@ static void explain(const struct ctx *x, char *reason, size_t rsz)
 
 /* ---- the entry points ------------------------------------------------- */
 
+/*
+ * An exclusive job, placed: on each of its nodes one task (the first that
+ * holds whole GPUs or none) also takes what the job left free there, every
+ * GPU, CPU and MiB, and every task is marked exclusive so that no other
+ * job's task fits while it runs. The last task is marked first, so all
+ * are; without keep all are taken back again.
+ */
+static void claim_nodes(struct ctx *x, bool keep)
+{
+	struct drv_placement *out = x->out;
+	int32_t i, j;
+
+	if (x->unmarked >= 0) /* slices leave every task marked */
+		drv__task_apply(x->c, &out->tasks[x->unmarked], +1);
+	for (i = 0; i < out->ntasks; i++) {
+		struct drv_task_place *tp = &out->tasks[i];
+		const struct drv_node *n = &x->c->nodes[tp->node];
+		uint64_t all = n->ngpus >= 64 ? ~0ULL : (1ULL << n->ngpus) - 1, free = 0;
+		int k;
+
+		for (j = 0; j < i; j++)
+			if (out->tasks[j].node == tp->node && out->tasks[j].exclusive)
+				break;
+		if (j < i || (tp->gpu_mask && tp->gpu_milli != DRV_MILLI))
+			continue; /* the node has its claimer, or this one holds a share */
+		drv__task_apply(x->c, tp, -1);
+		for (k = 0; k < n->ngpus; k++)
+			if (n->gpu_milli_used[k] == 0 && n->gpu_mem_used[k] == 0)
+				free |= 1ULL << k;
+		tp->gpu_mask |= free & all;
+		if (tp->gpu_mask)
+			tp->gpu_milli = DRV_MILLI;
+		tp->cpu_milli = n->cpu_milli - n->cpu_used;
+		tp->mem_mib = n->mem_mib - n->mem_used;
+		tp->exclusive = 1;
+		drv__task_apply(x->c, tp, +1);
+	}
+	for (i = 0; i < out->ntasks; i++)
+		if (!out->tasks[i].exclusive) {
+			out->tasks[i].exclusive = 1;
+			x->c->nodes[out->tasks[i].node].excl_tasks++;
+		}
+	if (!keep)
+		for (i = out->ntasks - 1; i >= 0; i--)
+			drv__task_apply(x->c, &out->tasks[i], -1);
+}
+
 static int place(const struct drv_cluster *c, const struct drv_job *job,
 		 const struct drv_place_opts *opts, struct drv_placement *out, char *reason,
 		 size_t reasonsz, bool keep)
@@ -1032,6 +1104,7 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 	int32_t *order = order_local, *first = first_local;
 	int32_t ntasks, i, j;
 	char dummy[4];
+	bool ok;
 	int rc;
 
 	if (!reason) {
@@ -1091,7 +1164,11 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 		drv__mix_flatten(opts, &flat);
 		x.flat = &flat;
 	}
-	if (search_preferring(&x)) {
+	ok = search_preferring(&x);
+	if (ok && job->exclusive) {
+		claim_nodes(&x, keep);
+		rc = 0;
+	} else if (ok) {
 		if (keep) {
 			if (x.unmarked >= 0) /* slices leave every task marked */
 				drv__task_apply(x.c, &out->tasks[x.unmarked], +1);

@@ -541,7 +541,12 @@ int drv_sched_add_running(struct drv_sched *s, const struct drv_job *job,
 		return rc;
 	s->jobs[slot].attained = attained_gpu_s * DRV_MILLI;
 	s->jobs[slot].state = DRV_SJ_RUNNING; /* not in the pending list */
-	sched__start(s, slot, p, start_time);
+	drv_placement_copy(&s->jobs[slot].pl, p);
+	/* a placement read back (a restart) keeps other jobs off an exclusive
+	 * job's nodes as the one drv_place made did */
+	for (int32_t i = 0; i < s->jobs[slot].pl.ntasks; i++)
+		s->jobs[slot].pl.tasks[i].exclusive = job->exclusive;
+	sched__start(s, slot, &s->jobs[slot].pl, start_time);
 	return 0;
 }
 

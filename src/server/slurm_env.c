@@ -222,6 +222,11 @@ static void job_vars(struct slurm_buf *b, struct drv_server *s, const struct srv
 		if (j->tasks[k].node == node)
 			mask |= j->tasks[k].gpu_mask;
 	srv_job_slots(j, nodes, nn, slots);
+	/* an exclusive job without a task count: as many tasks as its CPUs
+	 * there hold, as Slurm counts them */
+	if (j->spec.job.exclusive && e->ntasks <= 0 && e->ntasks_per_node <= 0)
+		for (size_t x = 0; x < nn; x++)
+			slots[x] = cpus[x] / (e->cpus_per_task > 0 ? e->cpus_per_task : 1);
 	add(b, "SLURM_JOB_ID", "%llu", (unsigned long long)j->id);
 	add(b, "SLURM_JOBID", "%llu", (unsigned long long)j->id);
 	add(b, "SLURM_JOB_NAME", "%s", j->spec.job.name ? j->spec.job.name : "");

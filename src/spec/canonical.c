@@ -274,6 +274,8 @@ static void job_fields(json_t *o, const struct drv_jobspec *s)
 	json_object_set_new(o, "priority", json_integer(j->priority));
 	json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
 	json_object_set_new(o, "gangMin", json_integer(j->gang_min));
+	if (j->exclusive)
+		json_object_set_new(o, "exclusive", json_true());
 	if (j->topo_mode != DRV_TOPO_NONE || j->slice_size > 0) {
 		x = json_object();
 		json_object_set_new(x, "mode", jstr(topo_mode_name(j->topo_mode)));

@@ -477,6 +477,7 @@ static void read_job_fields(struct rd *r, const json_t *o, struct drv_jobspec *s
 	s->job.priority = (int32_t)get_int(r, o, "priority", INT32_MIN, INT32_MAX, 0);
 	s->job.preemptible = get_bool(r, o, "preemptible");
 	s->job.gang_min = (int32_t)get_int(r, o, "gangMin", 0, DRV_SPEC_MAX_TASKS, 0);
+	s->job.exclusive = get_bool(r, o, "exclusive");
 	read_topology(r, o, s);
 	s->job.regions = get_strv(r, o, "regions", &s->job.nregions);
 	{
@@ -755,7 +756,7 @@ int drv_jobspec_from_json(const json_t *o, struct drv_jobspec *s, struct drv_dia
 {
 	static const char *const keys[] = { "apiVersion", "kind", "id", "name", "tenant", "user",
 		"namespace", "source", "queue", "priorityClassName", "priority", "preemptible",
-		"gangMin", "topology", "regions", "nodeSelector", "submitTime", "timeLimit", "runtimeEstimate",
+		"gangMin", "exclusive", "topology", "regions", "nodeSelector", "submitTime", "timeLimit", "runtimeEstimate",
 		"groups", "array", "dependencies", "dependencyAny", "labels", "annotations",
 		"slurm", "kubernetes", "priorityClasses", "ignored", "warnings", NULL };
 	struct rd r = { .d = d };

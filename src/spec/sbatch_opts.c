@@ -29,7 +29,7 @@ static const struct sb_opt opts_tab[] = {
 	{ "deadline", 0, 1, O_IGNORED }, { "delay-boot", 0, 1, O_IGNORED },
 	{ "dependency", 'd', 1, O_DEPENDENCY }, { "distribution", 'm', 1, O_IGNORED },
 	{ "error", 'e', 1, O_ERROR }, { "exclude", 'x', 1, O_EXCLUDE },
-	{ "exclusive", 0, 2, O_IGNORED }, { "export", 0, 1, O_EXPORT },
+	{ "exclusive", 0, 2, O_EXCLUSIVE }, { "export", 0, 1, O_EXPORT },
 	{ "export-file", 0, 1, O_IGNORED }, { "extra", 0, 1, O_IGNORED },
 	{ "extra-node-info", 'B', 1, O_IGNORED }, { "get-user-env", 0, 2, O_IGNORED },
 	{ "gid", 0, 1, O_IGNORED }, { "gpu-bind", 0, 1, O_IGNORED }, { "gpu-freq", 0, 1, O_IGNORED },
@@ -390,6 +390,26 @@ static void opt_array(struct sb_ctx *c, const char *on, const char *v, int line,
 		       "0-15:4 or 0-99%%10", v);
 }
 
+/* --exclusive[=user|mcs|topo]: whole nodes for the job (acted on); the
+ * kinds that share nodes with some other jobs are kept and warned about. */
+static void opt_exclusive(struct sb_ctx *c, const char *v, int line, int col)
+{
+	if (!v) {
+		c->s->job.exclusive = true;
+		return;
+	}
+	if (strcmp(v, "user") && strcmp(v, "mcs") && strcmp(v, "topo")) {
+		sb_err(c, line, col, "--exclusive", "found \"%s\", expected nothing, user, mcs or topo",
+		       v);
+		return;
+	}
+	if (!c->s->ignored)
+		c->s->ignored = json_object();
+	json_object_set_new(c->s->ignored, "#SBATCH --exclusive", json_string(v));
+	drv_jobspec_warn(c->s, "#SBATCH --exclusive=%s: kept, not acted on by drover (the job "
+			 "shares its nodes as without it; plain --exclusive gives it whole nodes)", v);
+}
+
 /* Options that set one string or flag. False: o is not one of them. */
 static bool opt_plain(struct sb_ctx *c, const struct sb_opt *o, const char *v, int line, int col)
 {
@@ -458,6 +478,9 @@ static bool opt_plain(struct sb_ctx *c, const struct sb_opt *o, const char *v, i
 		return true;
 	case O_HOLD:
 		s->slurm.hold = true;   /* submitted with a user hold (CONTRACTS.md section 4) */
+		return true;
+	case O_EXCLUSIVE:
+		opt_exclusive(c, v, line, col);
 		return true;
 	default:
 		return false;

@@ -678,3 +678,68 @@ Test(place, distinct_nodes_never_share_a_node)
 	drv_placement_release(&p);
 	drv_cluster_release(&c);
 }
+
+/* Slurm's --exclusive (drv_job.exclusive): only nodes with nothing on
+ * them, every GPU, CPU and MiB of each, and no other job there after. */
+Test(place, exclusive_takes_whole_idle_nodes)
+{
+	struct drv_cluster c;
+	struct drv_job small, ex, none, ex2;
+	struct drv_placement ps, pe, pn, p2;
+	struct drv_task_group *g;
+	char buf[256];
+
+	build(&c, 1, 4, 8);
+	drv_placement_init(&ps);
+	drv_placement_init(&pe);
+	drv_placement_init(&pn);
+	drv_placement_init(&p2);
+	job1(&small, 1, 1, 0);
+	cr_assert(eq(int, place_commit(&c, &small, &ps, buf, sizeof(buf)), 0));
+	drv_placement_format(&c, &ps, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-0:0"));
+	/* two one-GPU tasks on distinct nodes, asking one CPU each */
+	drv_job_init(&ex);
+	g = drv_job_add_group(&ex, "w", 2, 1, 0);
+	g->cpu_milli = 1000;
+	g->distinct_nodes = true;
+	ex.exclusive = true;
+	cr_assert(eq(int, drv_place(&c, &ex, NULL, &pe, buf, sizeof(buf)), 0), "%s", buf);
+	cr_assert(eq(int, c.vertices[0].free_gpus, 31), "drv_place left the cluster as it was");
+	cr_assert(eq(int, c.nodes[1].excl_tasks + c.nodes[2].excl_tasks, 0));
+	cr_assert(eq(int, place_commit(&c, &ex, &pe, buf, sizeof(buf)), 0), "%s", buf);
+	drv_placement_format(&c, &pe, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-1:0,1,2,3,4,5,6,7;n0-2:0,1,2,3,4,5,6,7"), "not the used n0-0");
+	cr_assert(eq(i64, pe.tasks[0].cpu_milli, 64000));
+	cr_assert(eq(i64, pe.tasks[1].mem_mib, 512 * 1024));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	/* a task asking nothing still keeps off its nodes */
+	job1(&none, 3, 0, 0);
+	cr_assert(eq(int, drv_place(&c, &none, NULL, &pn, buf, sizeof(buf)), 0), "%s", buf);
+	for (int i = 0; i < 3; i++)
+		cr_assert(pn.tasks[i].node != pe.tasks[0].node && pn.tasks[i].node != pe.tasks[1].node,
+			  "task %d on node %d", i, pn.tasks[i].node);
+	/* one idle node is left: a second two-node exclusive job waits, saying so */
+	cr_assert(eq(int, drv_place(&c, &ex, NULL, &p2, buf, sizeof(buf)), DRV_ENOSPACE));
+	cr_assert(eq(str, buf, "needs whole nodes (exclusive) for 2 tasks; 1 node has nothing on it"));
+	/* two tasks without distinct nodes share the one idle node */
+	drv_job_init(&ex2);
+	drv_job_add_group(&ex2, "w", 2, 2, 0);
+	ex2.exclusive = true;
+	cr_assert(eq(int, drv_place(&c, &ex2, NULL, &p2, buf, sizeof(buf)), 0), "%s", buf);
+	drv_placement_format(&c, &p2, buf, sizeof(buf));
+	cr_assert(eq(str, buf, "n0-3:0,1,4,5,6,7;n0-3:2,3"));
+	drv_cluster_uncommit(&c, &pe);
+	cr_assert(eq(int, c.nodes[1].excl_tasks + c.nodes[2].excl_tasks, 0));
+	cr_assert(eq(int, c.vertices[0].free_gpus, 31));
+	cr_assert(eq(int, drv_cluster_check(&c), 0));
+	drv_job_release(&small);
+	drv_job_release(&ex);
+	drv_job_release(&ex2);
+	drv_job_release(&none);
+	drv_placement_release(&ps);
+	drv_placement_release(&pe);
+	drv_placement_release(&pn);
+	drv_placement_release(&p2);
+	drv_cluster_release(&c);
+}
