@@ -5,7 +5,8 @@
 # command line by line (an answer comes before stdin ends), and -it gives
 # the command a terminal (tty names /dev/pts/N; stty size says the
 # caller's size, then the new one after the caller's terminal is resized;
-# what is typed is read) and kubectl exits with the command's code.
+# what is typed is read) and kubectl exits with the command's code;
+# kubectl cp (tar over exec) of 2 MB to the pod and back.
 # tests/integration/ptyrun.py is the caller's terminal.
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
@@ -65,4 +66,12 @@ grep -qx '/dev/pts/[0-9]*' "$TEST_TMP/tty.txt" || fail "tty: $(cat "$TEST_TMP/tt
 grep -qx '30 100' "$TEST_TMP/tty.txt" || fail "the first size: $(cat "$TEST_TMP/tty.txt")"
 grep -qx '40 120' "$TEST_TMP/tty.txt" || fail "the size after a resize: $(cat "$TEST_TMP/tty.txt")"
 grep -qx 'got=hi' "$TEST_TMP/tty.txt" || fail "typed input: $(cat "$TEST_TMP/tty.txt")"
+
+# kubectl cp: tar through exec, both ways (2 MB, more than the pipes hold)
+head -c 2000000 /dev/urandom >"$TEST_TMP/blob"
+out=$(k cp "$TEST_TMP/blob" sleeper:/tmp/blob 2>&1) || fail "cp to the pod: $out"
+expect_eq "the copy's checksum in the pod" \
+	"$(k exec sleeper -- md5sum /tmp/blob | cut -d' ' -f1)" "$(md5sum <"$TEST_TMP/blob" | cut -d' ' -f1)"
+out=$(k cp sleeper:/tmp/blob "$TEST_TMP/back" 2>&1) || fail "cp from the pod: $out"
+cmp -s "$TEST_TMP/blob" "$TEST_TMP/back" || fail "cp from the pod: the bytes differ"
 out=$(k delete pod sleeper --grace-period=1 2>&1) || fail "delete sleeper: $out"
