@@ -364,6 +364,43 @@ int drv_ws_connect(const char *base, const char *path, const char *token, const 
 		   const char *proto, struct drv_ws **out, long *status, char *err, size_t errn);
 void drv_ws_free(struct drv_ws *w);
 
+/*
+ * Other upgrades (http_ws.c), on the same session thread: 101 with
+ * Upgrade: proto (the caller adds any other header to resp), then fn(cls,
+ * ws) where ws is a plain byte stream: drv_ws_read_raw (blocks for at
+ * least one byte; returns their count, 0 when the peer closed, DRV_EIO,
+ * also once the server stops), drv_ws_write_raw (all of it; 0 or DRV_EIO).
+ * drv_ws_fd and drv_ws_buffered (above) work on it too.
+ */
+int drv_http_resp_upgrade(struct drv_http_req *req, struct drv_http_resp *resp, const char *proto,
+			  drv_ws_fn fn, void *cls, void (*free_fn)(void *cls));
+ssize_t drv_ws_read_raw(struct drv_ws *w, void *buf, size_t n);
+int drv_ws_write_raw(struct drv_ws *w, const void *data, size_t len);
+
+/*
+ * A byte pipe through an HTTP upgrade, client side (http_tunnel.c).
+ * drv_http_tunnel_open connects to base (http or https, ca_file the CA to
+ * trust or NULL), sends GET path with the bearer token (may be NULL),
+ * Connection: Upgrade and Upgrade: proto, and on 101 gives the pipe in
+ * *out (drv_http_tunnel_close frees it). Returns 0; DRV_ECONN when base
+ * cannot be reached or does not answer within timeout_ms; DRV_ESTATE when
+ * it answers otherwise: then msg holds the error its answer gives.
+ * recv: what came (at most n bytes; 0 at the peer's end), DRV_ETIMEDOUT
+ * when nothing is there now (poll drv_http_tunnel_fd and try again; after
+ * a recv that filled buf, call again first), DRV_EIO. send: all of it,
+ * within timeout_ms. shutdown: the end of what this side sends (plain
+ * http only; over TLS a no-op). One thread at a time per tunnel.
+ */
+struct drv_http_tunnel;
+int drv_http_tunnel_open(const char *base, const char *token, const char *ca_file,
+			 const char *path, const char *proto, long timeout_ms,
+			 struct drv_http_tunnel **out, char *msg, size_t msgsz);
+int drv_http_tunnel_fd(const struct drv_http_tunnel *t);
+ssize_t drv_http_tunnel_recv(struct drv_http_tunnel *t, void *buf, size_t n);
+int drv_http_tunnel_send(struct drv_http_tunnel *t, const void *buf, size_t n, long timeout_ms);
+void drv_http_tunnel_shutdown(struct drv_http_tunnel *t);
+void drv_http_tunnel_close(struct drv_http_tunnel *t);
+
 /* ---------------------------------------------------------------------------
  * Base64 (RFC 4648, with padding; GnuTLS's, in http_tls.c): Kubernetes
  * Secrets and the agent protocol's volume files carry bytes so.

@@ -395,3 +395,34 @@ int drv_ws_read(struct drv_ws *w, int *opcode, unsigned char **data, size_t *len
 		}
 	}
 }
+
+/* A switch to another protocol than WebSocket (kubectl's plain SPDY, the
+ * agent's byte pipe): the same session thread, the bytes left raw. */
+int drv_http_resp_upgrade(struct drv_http_req *req, struct drv_http_resp *resp, const char *proto,
+			  drv_ws_fn fn, void *cls, void (*free_fn)(void *cls))
+{
+	resp->status = 101;
+	resp->ws = drv_calloc(1, sizeof(struct ws_start));
+	*(struct ws_start *)resp->ws = (struct ws_start){ req->srv, fn, cls, free_fn };
+	drv_http_resp_header(resp, "Upgrade", proto);
+	drv_http_resp_header(resp, "Connection", "Upgrade");
+	return 0;
+}
+
+ssize_t drv_ws_read_raw(struct drv_ws *w, void *buf, size_t n)
+{
+	int rc = fill(w, 1, -1);
+
+	if (rc != 0)
+		return rc == 1 ? 0 : rc;
+	if (n > w->nin)
+		n = w->nin;
+	memcpy(buf, w->in, n);
+	take(w, n);
+	return (ssize_t)n;
+}
+
+int drv_ws_write_raw(struct drv_ws *w, const void *data, size_t len)
+{
+	return write_all(w, data, len);
+}

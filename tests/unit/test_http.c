@@ -178,6 +178,29 @@ static int h_lazy(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return 0;
 }
 
+/* An upgrade to a byte pipe that echoes what comes, one read at a time,
+ * until the peer's end; a refusal when asked ?no=1. */
+static void echo_session(void *cls, struct drv_ws *w)
+{
+	char buf[4096];
+	ssize_t k;
+
+	(void)cls;
+	while ((k = drv_ws_read_raw(w, buf, sizeof(buf))) > 0)
+		if (drv_ws_write_raw(w, buf, (size_t)k) < 0)
+			break;
+}
+
+static int h_pipe(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	(void)ctx;
+	if (drv_http_req_query(req, "no")) {
+		drv_http_resp_error(resp, 409, "conflict", NULL, "nothing listens there");
+		return 0;
+	}
+	return drv_http_resp_upgrade(req, resp, "test-pipe", echo_session, NULL, NULL);
+}
+
 static atomic_int secret_calls;
 
 /* A private POST: counts the calls and the body bytes it was handed. */
@@ -219,6 +242,7 @@ static const struct drv_http_route routes[] = {
 	{ "GET", "/v1/wait", h_wait, 0 },
 	{ "GET", "/v1/lazy", h_lazy, 0 },
 	{ "GET", "/v1/keyed", h_keyed, 0 },
+	{ "GET", "/v1/pipe", h_pipe, 0 },
 	{ "*", "/v1/tree/**", h_tree, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
@@ -782,4 +806,57 @@ Test(http, a_prefix_pattern_takes_any_method_below_it)
 	cr_assert(eq(long, st, 404));
 	json_decref(reply);
 	drv_http_client_release(&c);
+}
+
+/* The bytes of t until want of them came (or 5 s passed). */
+static size_t tunnel_read(struct drv_http_tunnel *t, char *buf, size_t want)
+{
+	size_t got = 0;
+
+	for (int i = 0; i < 500 && got < want; i++) {
+		ssize_t k = drv_http_tunnel_recv(t, buf + got, want - got);
+		struct pollfd p = { drv_http_tunnel_fd(t), POLLIN, 0 };
+
+		if (k > 0)
+			got += (size_t)k;
+		else if (k == DRV_ETIMEDOUT)
+			poll(&p, 1, 10);
+		else
+			break;
+	}
+	return got;
+}
+
+Test(http, an_upgraded_tunnel_pipes_both_ways)
+{
+	struct drv_http_tunnel *t = NULL;
+	char msg[256] = "", big[100000], back[sizeof(big)];
+
+	cr_assert(eq(int, drv_http_tunnel_open(base, NULL, NULL, "/v1/pipe", "test-pipe", 5000, &t,
+					       msg, sizeof(msg)), 0), "%s", msg);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 7);
+	cr_assert(eq(int, drv_http_tunnel_send(t, "hello", 5, 5000), 0));
+	cr_assert(eq(sz, tunnel_read(t, back, 5), 5));
+	cr_assert(eq(int, memcmp(back, "hello", 5), 0));
+	cr_assert(eq(int, drv_http_tunnel_send(t, big, sizeof(big), 5000), 0));
+	cr_assert(eq(sz, tunnel_read(t, back, sizeof(big)), sizeof(big)));
+	cr_assert(eq(int, memcmp(back, big, sizeof(big)), 0));
+	drv_http_tunnel_shutdown(t);   /* the echo ends; so does the pipe */
+	cr_assert(eq(sz, tunnel_read(t, back, 1), 0));
+	drv_http_tunnel_close(t);
+}
+
+Test(http, a_refused_tunnel_says_why)
+{
+	struct drv_http_tunnel *t = NULL;
+	char msg[256] = "";
+
+	cr_assert(eq(int, drv_http_tunnel_open(base, NULL, NULL, "/v1/pipe?no=1", "test-pipe", 5000,
+					       &t, msg, sizeof(msg)), DRV_ESTATE));
+	cr_assert(eq(ptr, t, NULL));
+	cr_assert(eq(str, msg, "nothing listens there"));
+	cr_assert(eq(int, drv_http_tunnel_open("http://127.0.0.1:1", NULL, NULL, "/", "x", 2000, &t,
+					       msg, sizeof(msg)), DRV_ECONN));
+	cr_assert(strstr(msg, "cannot reach http://127.0.0.1:1") != NULL, "%s", msg);
 }
