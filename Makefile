@@ -15,7 +15,7 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
-PKGS := libfyaml jansson libmicrohttpd libcurl gnutls sqlite3 libpq
+PKGS := libfyaml jansson libmicrohttpd libcurl gnutls sqlite3 libpq zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

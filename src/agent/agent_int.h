@@ -311,6 +311,8 @@ void agent_close_job_map(struct drv_agent *a);
 void agent_note_ended(struct drv_agent *a, int64_t now_ms);
 /* agent_exec.c: GET /v1/tasks/ID/exec, a WebSocket (the caller checked the token). */
 int agent_h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx);
+/* agent_forward.c: GET /v1/tasks/ID/portforward (the caller checked the token). */
+int agent_h_portforward(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx);
 
 /* agent_container.c (mu held unless said) */
 /* At start, before the threads (mu not needed): the runtime as --runtime

@@ -19,7 +19,7 @@ const struct kube_res kube_resources[] = {
 	{ "", "v1", "namespaces", "namespace", "Namespace", false, "get,list,watch", "ns", "",
 	  "Namespace" },
 	{ "", "v1", "pods", "pod", "Pod", true,
-	  "create,delete,get,list,patch,update,watch", "po", "log,status,exec", "Pod" },
+	  "create,delete,get,list,patch,update,watch", "po", "log,status,exec,portforward", "Pod" },
 	{ "", "v1", "nodes", "node", "Node", false, "get,list,watch", "no", "status", "Node" },
 	{ "", "v1", "events", "event", "Event", true, "get,list,watch", "ev", "", "Event" },
 	{ "", "v1", "secrets", "secret", "Secret", true, "create,delete,get,list,patch,update", "",
@@ -153,6 +153,16 @@ static json_t *split_list(const char *csv)
 	return a;
 }
 
+/* The verbs of subresource tok. */
+static const char *sub_verbs(const char *tok)
+{
+	if (strcmp(tok, "log") == 0)
+		return "get";
+	if (strcmp(tok, "exec") == 0 || strcmp(tok, "portforward") == 0)
+		return "create,get";
+	return "get,patch,update";
+}
+
 static json_t *resource_list(const char *group, const char *version)
 {
 	json_t *rs = json_array();
@@ -178,9 +188,7 @@ static json_t *resource_list(const char *group, const char *version)
 			json_array_append_new(
 				rs, json_pack("{s:s,s:s,s:b,s:s,s:o}", "name", nm, "singularName", "",
 					      "namespaced", k->namespaced, "kind", k->kind, "verbs",
-					      split_list(strcmp(tok, "log") == 0 ? "get"
-							 : strcmp(tok, "exec") == 0 ? "create,get"
-									  : "get,patch,update")));
+					      split_list(sub_verbs(tok))));
 		}
 	}
 	snprintf(gv, sizeof(gv), "%s%s%s", group, *group ? "/" : "", version);
@@ -223,9 +231,7 @@ static json_t *agg_group(const char *group)
 				subs, json_pack("{s:s,s:{s:s,s:s,s:s},s:o}", "subresource", tok,
 						"responseKind", "group", k->group, "version",
 						k->version, "kind", k->kind, "verbs",
-						split_list(strcmp(tok, "log") == 0 ? "get"
-							 : strcmp(tok, "exec") == 0 ? "create,get"
-										    : "get,patch,update")));
+						split_list(sub_verbs(tok))));
 		if (json_array_size(subs))
 			json_object_set_new(e, "subresources", subs);
 		else
@@ -480,6 +486,9 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 	if ((strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0) && q.name[0] &&
 	    strcmp(q.sub, "exec") == 0)
 		return kube_exec(s, &q, r, o);
+	if ((strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0) && q.name[0] &&
+	    strcmp(q.sub, "portforward") == 0)
+		return kube_portforward(s, &q, r, o);
 	if (strcmp(m, "GET") == 0) {
 		if (q.sub[0] && strcmp(q.sub, "log") == 0)
 			return kube_logs(s, &q, r, o);

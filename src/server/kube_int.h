@@ -176,6 +176,11 @@ int kube_delete(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 /* pods/exec over WebSocket (kube_exec.c). */
 int kube_exec(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	      struct drv_http_resp *o);
+/* pods/portforward, SPDY/3.1 in WebSocket or plain (kube_forward.c). */
+int kube_portforward(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		     struct drv_http_resp *o);
+/* The SPDY/3 header-compression dictionary (*n bytes; static). */
+const unsigned char *kube_spdy_dictionary(size_t *n);
 int kube_logs(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	      struct drv_http_resp *o);
 /* JSON merge patch (RFC 7386) and strategic merge patch of target by patch. */
