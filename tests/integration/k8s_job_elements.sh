@@ -5,7 +5,8 @@
 # the pods themselves (JOB_COMPLETION_INDEX, $(VAR) in args and env, $$ escaping,
 # HOSTNAME job-INDEX); a pod that always fails runs 1 + backoffLimit times
 # and the Job fails BackoffLimitExceeded; a pod that fails once and then
-# succeeds leaves the Job succeeded with one failure counted; a Job past
+# succeeds (restartPolicy OnFailure) leaves the Job succeeded with one
+# failure counted; a Job past
 # its activeDeadlineSeconds fails DeadlineExceeded and its pod is stopped;
 # a suspended Job runs nothing until released; a restart of the server
 # keeps a Job's state; a Pod's own deadline and grace period are kept.
@@ -97,7 +98,10 @@ jf "$fid" 'j["reason"]' | grep -q '^BackoffLimitExceeded: 3 pod failures, backof
 expect_eq "element's last state" "$(jf $((fid + 1)) 'j["state"], j["exit_code"]')" "failed 3"
 
 # 3. Fails once, then succeeds: the Job succeeds with one failure counted.
-job_yaml flaky 1 1 3 NonIndexed "" 'if [ -f '"$OUT"'/flaky ]; then exit 0; fi; touch '"$OUT"'/flaky; exit 1' '[]' >flaky.yaml
+# Its pods say restartPolicy OnFailure: retried under backoffLimit as Never is.
+job_yaml flaky 1 1 3 NonIndexed "" 'if [ -f '"$OUT"'/flaky ]; then exit 0; fi; touch '"$OUT"'/flaky; exit 1' '[]' |
+	sed 's/restartPolicy: Never/restartPolicy: OnFailure/' >flaky.yaml
+grep -q 'restartPolicy: OnFailure' flaky.yaml || fail "flaky.yaml: no OnFailure"
 kid=$(submit flaky.yaml)
 wait_job "$kid" succeeded 60
 expect_eq "flaky counts" "$(jf "$kid" 'j["elements"]["succeeded"], j["elements"]["failed"]')" "1 1"

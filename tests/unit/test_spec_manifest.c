@@ -495,3 +495,37 @@ Test(spec_manifest, kueue_slices_and_their_errors)
 	cr_assert(eq(str, diag_at("metadata.annotations[\"kueue.x-k8s.io/podset-slice-size\"]")->msg,
 		     "found 2, expected a size that divides the job's 5 pods"));
 }
+
+/* imagePullPolicy and a Pod's restartPolicy take Kubernetes' three values;
+ * any other is an error at its path, and the three are kept as written. */
+Test(spec_manifest, pull_and_restart_policies_take_the_three_values_only)
+{
+	static const char *const good[] = { "Always", "IfNotPresent", "Never" };
+	static const char *const rp[] = { "Always", "OnFailure", "Never" };
+	char y[512];
+	const struct drv_diag *x;
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(y, sizeof(y),
+			 "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: %s\n"
+			 "  containers: [{name: c, image: i, imagePullPolicy: %s, command: [\"true\"]}]\n",
+			 rp[i], good[i]);
+		cr_assert(eq(int, parse(y), 0), "%s / %s", rp[i], good[i]);
+		cr_assert(eq(str, s.run[0].image_pull_policy, (char *)good[i]));
+		cr_assert(eq(str, s.run[0].restart_policy, (char *)rp[i]));
+		drv_jobspec_release(&s);
+		drv_diags_release(&d);
+		drv_jobspec_init(&s);
+		drv_diags_init(&d, "test");
+	}
+	cr_assert(eq(int, parse("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+				"  restartPolicy: Sometimes\n"
+				"  containers: [{name: c, image: i, imagePullPolicy: Maybe, command: [\"true\"]}]\n"),
+		     DRV_EPARSE));
+	x = diag_at("spec.containers[0].imagePullPolicy");
+	cr_assert(not(eq(ptr, (void *)x, NULL)));
+	cr_assert(not(eq(ptr, strstr(x->msg, "expected Always, IfNotPresent or Never"), NULL)), "%s", x->msg);
+	x = diag_at("spec.restartPolicy");
+	cr_assert(not(eq(ptr, (void *)x, NULL)));
+	cr_assert(not(eq(ptr, strstr(x->msg, "expected Always, OnFailure or Never"), NULL)), "%s", x->msg);
+}

@@ -300,3 +300,22 @@ Test(spec_sbatch, begin_times)
 	unsetenv("TZ");
 	tzset();
 }
+
+/* --input is read into the job's slurm fields, with a warning that it is
+ * not acted on; --output and --error are kept without one (the agent
+ * writes them: docs/slurm.md, "Output files"). */
+Test(spec_sbatch, input_is_kept_and_warned_output_and_error_are_not)
+{
+	int i, input_warned = 0;
+	cr_assert(eq(int, parse("#!/bin/sh\n#SBATCH -i in.txt -o out-%j.txt -e err-%j.txt\nhostname\n"), 0));
+	cr_assert(eq(str, s.slurm.input, "in.txt"));
+	cr_assert(eq(str, s.slurm.output, "out-%j.txt"));
+	cr_assert(eq(str, s.slurm.error, "err-%j.txt"));
+	for (i = 0; i < s.nwarnings; i++) {
+		if (strstr(s.warnings[i], "--input: kept, not acted on"))
+			input_warned++;
+		cr_assert(eq(ptr, strstr(s.warnings[i], "--output"), NULL), "%s", s.warnings[i]);
+		cr_assert(eq(ptr, strstr(s.warnings[i], "--error"), NULL), "%s", s.warnings[i]);
+	}
+	cr_assert(eq(int, input_warned, 1));
+}
