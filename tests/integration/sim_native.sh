@@ -12,7 +12,8 @@ cd "$TEST_TMP"
 python3 "$ROOT/tests/integration/sim_check.py" 8 mixed.csv mixed.json >/dev/null || fail "mixed replay"
 python3 - mixed.csv mixed.json <<'P' || fail "mixed outcomes"
 import csv, json, sys
-rows = {r["job"]: r for r in csv.DictReader(open(sys.argv[1]))}
+allrows = list(csv.DictReader(open(sys.argv[1])))
+rows = {r["job"]: r for r in allrows}
 s = json.load(open(sys.argv[2]))
 assert s["jobs"] == 12 and s["services"] == 2 and s["rejected"] == 4, s
 # services: still running at the end, empty end
@@ -25,7 +26,8 @@ assert all(t.startswith("a3-") for t in rows["chat-eu"]["placement"].split(";"))
 for j, why in (("pretrain", "leaf"), ("ft-llama", "node"), ("too-big", "1600"),
                ("eu-only-big", "64 GPUs under one node; the largest node has 8")):
     assert rows[j]["outcome"] == "rejected" and why in rows[j]["reason"], rows[j]
-    assert rows[j]["start_s"] == "", rows[j]
+    assert rows[j]["start_s"] == "" and rows[j]["end_s"] == "", rows[j]
+    assert sum(r["job"] == j for r in allrows) == 1, j    # never ran: one row
 # killed at its time limit
 assert rows["runaway"]["outcome"] == "timed_out", rows["runaway"]
 assert int(rows["runaway"]["end_s"]) - int(rows["runaway"]["start_s"]) == 1000
@@ -67,9 +69,11 @@ P
 "$DROVER" sim --cluster "$ROOT/examples/clusters/multicloud.yaml" --trace "$ROOT/tests/sim/elastic.csv" \
 	--grow-wait 600 --provision-delay 300 --json --jobs-out grow.csv >grow.json || fail "elastic exited $?"
 python3 "$ROOT/tests/integration/sim_check.py" 8 grow.csv grow.json >/dev/null || fail "elastic replay"
-python3 - fixed.json grow.json grow.csv <<'P' || fail "elastic growth"
+python3 - fixed.json grow.json grow.csv fixed.csv <<'P' || fail "elastic growth"
 import csv, json, sys
 fixed, grow = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+# without --grow-wait (default: never) no pool grows
+assert not [r for r in csv.DictReader(open(sys.argv[4])) if "-elastic-" in r["placement"]]
 assert grow["completed"] == 48 and grow["avg_wait_s"] < fixed["avg_wait_s"], (fixed, grow)
 new = [r for r in csv.DictReader(open(sys.argv[3])) if "-elastic-" in r["placement"]]
 assert new, "no job ran on a provisioned node"

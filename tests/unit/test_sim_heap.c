@@ -102,3 +102,28 @@ Test(sim_gen, deterministic_and_at_load)
 	cr_assert(lt(dbl, fabs(rho - 0.7), 0.7 * 0.03), "offered load %f", rho);
 	drv_sim_workload_release(&w1);
 }
+
+/* Philly's size mix on a 16-GPU cluster: no job asks for more GPUs than
+ * the cluster has (the 32- and 64-GPU sizes are left out), and the mix's
+ * larger sizes that fit still come. */
+Test(sim_gen, sizes_never_exceed_the_cluster)
+{
+	struct drv_sim_gen_opts o = { .njobs = 5000, .load = 0.7, .seed = 9,
+				      .dist = DRV_SIM_DIST_PHILLY, .node_gpus = 8,
+				      .total_gpus = 16 };
+	struct drv_sim_workload w;
+	int64_t most = 0;
+	int32_t i, g;
+
+	drv_sim_workload_init(&w);
+	cr_assert(eq(int, drv_sim_generate(&o, &w), 0));
+	for (i = 0; i < w.njobs; i++) {
+		int64_t n = 0;
+		for (g = 0; g < w.jobs[i].job.ngroups; g++)
+			n += (int64_t)w.jobs[i].job.groups[g].count * w.jobs[i].job.groups[g].gpus;
+		cr_assert(le(i64, n, 16), "job %d asks for %lld GPUs", i, (long long)n);
+		most = n > most ? n : most;
+	}
+	cr_assert(eq(i64, most, 16));
+	drv_sim_workload_release(&w);
+}
