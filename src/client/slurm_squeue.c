@@ -506,6 +506,7 @@ int drv_client_cmd_squeue(int argc, char **argv)
 	}
 	if (states) {
 		const char *words[32];
+		bool any_never = false;
 		int n;
 
 		snprintf(sbuf, sizeof(sbuf), "%s", states);
@@ -534,11 +535,13 @@ int drv_client_cmd_squeue(int argc, char **argv)
 				code = 1;
 				goto out;
 			}
-			if (never && n == 1)
-				q.never = true;
+			any_never |= never;
 			if (s)
 				q.states[q.nstates++] = s;
 		}
+		/* only states drover never shows (S, SUSPENDED): nothing matches */
+		if (any_never && !q.nstates)
+			q.never = true;
 	}
 	if (start && !q.nstates)
 		q.states[q.nstates++] = "pending";

@@ -3,7 +3,8 @@
 # scancel, sinfo, scontrol to the one binary; submit with sbatch
 # --parsable, poll `sacct -P -X -n -o JobID,State,ExitCode -j ID` and
 # `squeue -h -j ID -o %T` until done, cancel with scancel; the refusal and
-# --test-only lines; squeue's MinJobAge (min_job_age_s); sinfo, scontrol
+# --test-only lines; squeue's MinJobAge (min_job_age_s), -t S matching
+# nothing (no suspend); sinfo, scontrol
 # show hostnames and a drain and resume through scontrol update.
 . "$ROOT/tests/integration/lib.sh"
 
@@ -166,6 +167,11 @@ expect_eq "the started tasks" "$(squeue -h -t R -o %i | grep "^${aid}_" | sort |
 	"${aid}_3 ${aid}_4 ${aid}_5 ${aid}_6 "
 expect_eq "the pending rest" "$(squeue -h -t PD -o '%i %K %t %r')" "${aid}_[7-15%4] 7-15%4 PD JobArrayTaskLimit"
 expect_eq "squeue -r: a line each" "$(squeue -h -r -t PD -o %i | wc -l)" 9
+# drover never suspends: -t S and SUSPENDED are accepted and match nothing,
+# and no job shows the state S
+out=$(squeue -h -t S,SUSPENDED -o %i 2>&1); rc=$?
+expect_eq "squeue -t S,SUSPENDED" "$out:$rc" ":0"
+expect_eq "jobs in state S" "$(squeue -h -o %t | grep -c '^S$')" 0
 scancel "$aid" || fail "scancel $aid"
 gone_a() { [ -z "$(squeue -h -o %i | grep "^${aid}_")" ]; }
 wait_until 20 gone_a || fail "array $aid after scancel: $(squeue -h -o '%i %t')"

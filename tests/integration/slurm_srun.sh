@@ -2,10 +2,11 @@
 # (CONTRACTS.md section 7) as Slurm's does: -l labels, -n/-N spread, GPU
 # binding (--gpus-per-node, --gpu-bind closest, single:N, map_gpu:), the
 # worst task's exit status, --kill-on-bad-exit, -o patterns, --export,
-# stderr relayed, --container-image refused in words, a 2-node `srun true`
-# within a second; outside a job srun allocates and runs in one go and
-# salloc gives a shell in which srun uses the allocation; cancelling a job
-# and its time limit stop its steps' tasks.
+# stderr relayed, --container-image refused in words, -i and --mpi warned,
+# two steps at once sharing the GPUs, a 2-node `srun true` within a
+# second; outside a job srun allocates and runs in one go and salloc gives
+# a shell in which srun uses the allocation; cancelling a job and its time
+# limit stop its steps' tasks.
 . "$ROOT/tests/integration/lib.sh"
 
 mkdir -p "$TEST_TMP/bin"
@@ -43,6 +44,12 @@ srun --container-image=docker://ubuntu true 2>"$T/image.err"; echo "\$?" >"$T/im
 a=\$(date +%s%N)
 srun true
 echo \$(( (\$(date +%s%N) - a) / 1000000 )) >"$T/true.ms"
+srun -N 1 -i /dev/null --mpi=pmix true 2>"$T/warn.err"; echo "\$?" >"$T/warn.rc"
+a=\$(date +%s%N)
+srun -N 1 sh -c 'sleep 2; echo \$CUDA_VISIBLE_DEVICES' >"$T/ov1" &
+srun -N 1 sh -c 'sleep 2; echo \$CUDA_VISIBLE_DEVICES' >"$T/ov2"
+wait
+echo \$(( (\$(date +%s%N) - a) / 1000000 )) >"$T/ov.ms"
 EOF2
 id=$("$DROVER" submit --parsable "$T/job.sh") || fail "submit"
 wait_until 60 ended "$id" || fail "job $id still '$(state "$id")'"
@@ -66,6 +73,14 @@ expect_eq "stderr relayed" "$(cat "$T/stderr")" "to-stderr"
 [ "$(cat "$T/image.rc")" != 0 ] || fail "--container-image without a runtime succeeded"
 grep -q "no container runtime is configured" "$T/image.err" ||
 	fail "--container-image: $(cat "$T/image.err")"
+# -i and --mpi: warned, not acted on; the step still runs
+expect_eq "srun -i --mpi" "$(cat "$T/warn.rc")" 0
+grep -q -- "--input=/dev/null is not acted on" "$T/warn.err" || fail "srun -i: $(cat "$T/warn.err")"
+grep -q -- "--mpi=pmix is not acted on" "$T/warn.err" || fail "srun --mpi: $(cat "$T/warn.err")"
+# two steps at once share the job's GPUs: neither waits for the other
+expect_eq "step 1 of two at once" "$(cat "$T/ov1")" "0,1,2,3"
+expect_eq "step 2 of two at once" "$(cat "$T/ov2")" "0,1,2,3"
+[ "$(cat "$T/ov.ms")" -lt 3800 ] || fail "two 2 s steps at once took $(cat "$T/ov.ms") ms: one waited"
 ms=$(cat "$T/true.ms")
 [ "$ms" -lt 1000 ] || fail "a 2-node srun true took $ms ms (CONTRACTS.md section 7: within a second)"
 
