@@ -231,7 +231,20 @@ static int filter(struct drv_http_req *req, const struct drv_http_route *rt,
 	return 0;
 }
 
+static atomic_int moved_calls;
+
+/* 307 to the query's "to" (a standby sending a client to the leader). */
+static int h_moved(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	(void)ctx;
+	atomic_fetch_add(&moved_calls, 1);
+	drv_http_resp_header(resp, "Location", drv_http_req_query(req, "to"));
+	drv_http_resp_bytes(resp, 307, "text/plain", "moved", 5);
+	return 0;
+}
+
 static const struct drv_http_route routes[] = {
+	{ "GET", "/v1/moved", h_moved, 0 },
 	{ "POST", "/v1/things/{}", h_echo, 0 },
 	{ "GET", "/v1/things/{}", h_echo, 0 },
 	{ "GET", "/v1/private", h_echo, 1 },
@@ -859,4 +872,43 @@ Test(http, a_refused_tunnel_says_why)
 	cr_assert(eq(int, drv_http_tunnel_open("http://127.0.0.1:1", NULL, NULL, "/", "x", 2000, &t,
 					       msg, sizeof(msg)), DRV_ECONN));
 	cr_assert(strstr(msg, "cannot reach http://127.0.0.1:1") != NULL, "%s", msg);
+}
+
+/* A 307 is followed to the same scheme only (https never turns into
+ * http, nor http into https), at most 3 times; the path is kept (a standby
+ * names the leader). */
+Test(http, a_307_is_followed_to_the_same_scheme_at_most_three_times)
+{
+	static const struct drv_http_route leader_routes[] = {
+		{ "*", "/v1/**", h_tree, 0 },
+		{ NULL, NULL, NULL, 0 },
+	};
+	struct drv_http_server *leader;
+	struct drv_http_client c;
+	struct drv_http_reply r;
+	char path[512], err[256];
+	int port;
+
+	cr_assert(eq(int, drv_http_server_start("127.0.0.1:0", leader_routes, NULL, NULL, &leader,
+						 err, sizeof(err)), 0));
+	port = drv_http_server_port(leader);
+	drv_http_client_init(&c, base, NULL);
+	drv_http_reply_init(&r);
+	snprintf(path, sizeof(path), "/v1/moved?to=http://127.0.0.1:%d/v1/moved", port);
+	cr_assert(eq(int, drv_http_request(&c, "GET", path, NULL, NULL, 0, -1, &r), 0));
+	cr_assert(eq(long, r.status, 200), "followed: %ld", r.status);
+	cr_assert(not(eq(ptr, strstr(r.body, "/v1/moved"), NULL)), "%s", r.body);
+	drv_http_client_release(&c);
+	drv_http_client_init(&c, base, NULL);
+	snprintf(path, sizeof(path), "/v1/moved?to=https://127.0.0.1:%d/v1/moved", port);
+	cr_assert(eq(int, drv_http_request(&c, "GET", path, NULL, NULL, 0, -1, &r), 0));
+	cr_assert(eq(long, r.status, 307), "another scheme is not followed");
+	atomic_store(&moved_calls, 0);
+	snprintf(path, sizeof(path), "/v1/moved?to=%s/v1/moved", base);
+	cr_assert(eq(int, drv_http_request(&c, "GET", path, NULL, NULL, 0, -1, &r), 0));
+	cr_assert(eq(long, r.status, 307));
+	cr_assert(eq(int, atomic_load(&moved_calls), 4), "the first and 3 redirects");
+	drv_http_reply_release(&r);
+	drv_http_client_release(&c);
+	drv_http_server_stop(leader);
 }
