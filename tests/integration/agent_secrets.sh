@@ -3,9 +3,10 @@
 # option; a token file that group or others may read is refused (exit 2,
 # naming its mode) and the agent never starts; agents start with a 0600
 # token file and with DROVER_AGENT_TOKEN; the agent's command line, as `ps`
-# shows it, holds no token. And the files that hold secrets are their
-# owner's alone: a task's logs (0600, created so), the agent's state (0600
-# files, 0700 directories), the controller's state.db with -wal and -shm
+# shows it, holds no token, nor does a task's environment. And the files
+# that hold secrets are their owner's alone: a task's logs (0600, created
+# so), the agent's state (0600 files, 0700 directories), the controller's
+# state.db with -wal and -shm
 # (0600) in a 0700 state directory, an old 0644 state.db narrowed at
 # start; and `drover logs` still reaches the logs through the controller.
 # The agent's /v1/inventory and task logs need the cluster token (401
@@ -77,6 +78,14 @@ expect_eq "metrics open" "$(code "$AU/metrics")" 200
 expect_eq "healthz open" "$(code "$AU/healthz")" 200
 expect_eq "env-node inventory with the cluster token" \
 	"$(code "http://127.0.0.1:$PE/v1/inventory" "$CLUSTER_TOKEN")" 200
+
+# a task of the agent that read DROVER_AGENT_TOKEN does not inherit it
+printf '#!/bin/sh\n#SBATCH -w env-node\nenv >%s\n' "$TEST_TMP/env-node.env" >"$TEST_TMP/env.sh"
+je=$(submit "$TEST_TMP/env.sh")
+wait_job "$je" succeeded 30
+grep -q '^PATH=' "$TEST_TMP/env-node.env" || fail "the task's env was not written"
+grep -q -- "$CLUSTER_TOKEN" "$TEST_TMP/env-node.env" && fail "the cluster token is in a task's environment"
+grep -q '^DROVER_AGENT_TOKEN=' "$TEST_TMP/env-node.env" && fail "DROVER_AGENT_TOKEN is in a task's environment"
 
 # --- modes: a task's logs, the agent's state, the controller's store
 mode() { stat -c %a "$1"; }

@@ -789,3 +789,31 @@ Test(podman, script_passes_cdi_devices, .init = setup, .fini = teardown)
 				     "'nvidia.com/gpu=1' "), NULL)), "%s", script);
 	drv_free(script);
 }
+
+/* A task inherits only PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, TZ,
+ * TMPDIR and LD_LIBRARY_PATH from the agent: never its token, nor
+ * anything else of the agent's environment. */
+Test(launch, task_env_inherits_only_the_listed_variables)
+{
+	char *argv[] = { "true", NULL };
+	struct drv_task_spec t = { 0 };
+	char **env;
+	int i;
+
+	setenv("DROVER_AGENT_TOKEN", "cluster-secret", 1);
+	setenv("AGENT_ONLY_VAR", "x", 1);
+	setenv("TZ", "UTC", 1);
+	t.job_id = "1";
+	t.task_id = "1.0";
+	t.argv = argv;
+	env = drv_task_env(&t);
+	cr_assert(eq(str, (char *)drv_env_get(env, "TZ"), "UTC"));
+	cr_assert(not(eq(ptr, (void *)drv_env_get(env, "PATH"), NULL)));
+	cr_assert(eq(ptr, (void *)drv_env_get(env, "DROVER_AGENT_TOKEN"), NULL));
+	cr_assert(eq(ptr, (void *)drv_env_get(env, "AGENT_ONLY_VAR"), NULL));
+	for (i = 0; env[i]; i++)
+		cr_assert(eq(ptr, strstr(env[i], "cluster-secret"), NULL), "%s", env[i]);
+	drv_env_free(env);
+	unsetenv("DROVER_AGENT_TOKEN");
+	unsetenv("AGENT_ONLY_VAR");
+}
