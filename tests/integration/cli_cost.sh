@@ -1,7 +1,8 @@
 # cli_cost.sh: `drover cost` (docs/cost.md) on the shipped assumptions
 # file: the text and JSON agree with the hand-checked figures (break-even
 # month 18 against reserved, 12 against on-demand), every sensitivity row
-# has a month; a bad file exits 2 naming file:line:col and the unknown key;
+# has a month; the H200 and B200 files give docs/cost.md's table (B200
+# against spot: never); a bad file exits 2 naming file:line:col and the unknown key;
 # --from-sim takes the utilisation from a drover sim --json output.
 . "$ROOT/tests/integration/lib.sh"
 cd "$ROOT" || fail "no repository"
@@ -20,6 +21,14 @@ sed 's/^pue: 1.4 .*/pue: 1.4\npowerPrice: 0.2/' examples/cost/h100.yaml >"$TEST_
 grep -q "bad.yaml:16:1: error: powerPrice: found the unknown key 'powerPrice'" "$TEST_TMP/err" ||
 	fail "error does not name file:line:col and the key: $(cat "$TEST_TMP/err")"
 [ -s "$TEST_TMP/out" ] && fail "a bad file printed results"
+
+# docs/cost.md's table of the shipped files: H200 and B200 (spot: never)
+"$DROVER" cost --json examples/cost/h200.yaml | jq -e '.break_even_months_by_cloud ==
+	{"onDemand": 17, "reserved": 26, "spot": 43} and .monthly_onprem_usd == 183545.71' >/dev/null ||
+	fail "h200.yaml's figures: $("$DROVER" cost --json examples/cost/h200.yaml)"
+"$DROVER" cost --json examples/cost/b200.yaml | jq -e '.break_even_months_by_cloud ==
+	{"onDemand": 9, "reserved": 24, "spot": null} and .monthly_onprem_usd == 241583.36' >/dev/null ||
+	fail "b200.yaml's figures: $("$DROVER" cost --json examples/cost/b200.yaml)"
 
 # never within the horizon: cloud cheaper than power alone
 sed 's/^  reserved: 4.92/  reserved: 0.1/' examples/cost/h100.yaml >"$TEST_TMP/cheap.yaml"

@@ -10,7 +10,8 @@
 # team-a a spent budget with hold: true, its month spend is summed again
 # from the jobs, its new job is held (hold "budget", reason_code Budget)
 # while team-b's runs, the budget gauges and warning are on /metrics, and
-# a restart with a raised budget lets the held job run.
+# a restart with a raised budget lets the held job run; a job running when
+# its tenant passes the budget runs to its end.
 . "$ROOT/tests/integration/lib.sh"
 
 cat >"$TEST_TMP/cluster.yaml" <<'YAML'
@@ -151,5 +152,26 @@ start_up --cluster "$TEST_TMP/cluster.yaml"
 wait_until 30 sh -c "\"$DROVER\" get job $held -o json | grep -q '\"state\": \"succeeded\"'" ||
 	fail "held job $held did not run after the budget was raised: $(job_json "$held")"
 job_json "$held" | grep -q 'budget hold released' || fail "no release event: $(job_json "$held")"
+
+# a running job is never stopped for money: team-a's budget, $0.003 over
+# its spend, is passed while its 2-GPU job ($0.002 a second) runs 4 s
+spend=$(metrics | sed -n 's/^drover_tenant_month_spend_dollars{tenant="team-a"} //p')
+stop_up
+tenants "$(python3 -c "print('%.6f' % ($spend + 0.003))")"
+start_up --cluster "$TEST_TMP/cluster.yaml"
+rid=$("$DROVER" submit --parsable "$TEST_TMP/two.sh") || fail "submit: $rid"
+wait_until 30 sh -c "\"$DROVER\" get job $rid -o json | grep -q '\"state\": \"running\"'" ||
+	fail "team-a's job under its budget did not start: $(job_json "$rid")"
+passed() {   # the month spend has reached the budget
+	metrics | python3 -c '
+import re, sys
+t = sys.stdin.read()
+g = lambda n: float(re.search(r"^drover_tenant_%s\{tenant=\"team-a\"\} (\S+)$" % n, t, re.M).group(1))
+sys.exit(0 if g("month_spend_dollars") >= g("budget_dollars") else 1)'
+}
+wait_until 10 passed || fail "team-a's budget was not passed while job $rid ran: $(metrics | grep team-a)"
+expect_eq "job $rid once its tenant passed the budget" "$(job_json "$rid" | jq -r .state)" running
+wait_until 30 sh -c "\"$DROVER\" get job $rid -o json | grep -q '\"state\": \"succeeded\"'" ||
+	fail "job $rid did not run to its end: $(job_json "$rid")"
 stop_up
 echo "ok: budget hold: job $held held at \$$sum of \$0.005, team-b ran; released at \$100"
