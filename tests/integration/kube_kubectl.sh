@@ -3,6 +3,7 @@
 # `drover up --tls` with simulated GPUs, with nothing but the kubeconfig
 # drover up writes: discovery and version, nodes with their GPUs, apply
 # (created, unchanged, configured), a watch until the pod completes, logs,
+# namespaces always Active,
 # describe showing the pending reason of an unschedulable pod, delete,
 # explain, strict validation, server dry run, server-side apply with
 # conflicts, replace, PyTorchJob and Volcano Job,
@@ -65,6 +66,12 @@ expect_eq "exit code" "$(k get pod hello -o jsonpath='{.status.containerStatuses
 out=$(k logs hello 2>&1) || fail "logs: $out"
 echo "$out" | grep -q '^hello from GPU [0-7]$' || fail "logs: $out"
 expect_eq "logs --tail=1" "$(k logs hello --tail=1)" "bye"
+
+# namespaces: default and those jobs use, each always Active
+expect_eq "namespace default" "$(k get namespace default -o jsonpath='{.status.phase}')" Active
+phases=$(k get namespaces -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')
+[ -n "$phases" ] || fail "no namespaces listed"
+expect_eq "phases of the namespaces" "$(echo "$phases" | sort -u)" Active
 
 # An unschedulable pod is created, stays Pending, and says why
 sed 's/name: hello/name: too-big/; s/"1"/"64"/' "$TEST_TMP/pod.yaml" >"$TEST_TMP/big.yaml"
