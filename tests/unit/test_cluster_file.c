@@ -272,3 +272,29 @@ Test(cluster_file, level_labels_win_over_the_name_rules)
 	drv_cluster_release(&c);
 	drv_diags_release(&d);
 }
+
+/* The root level is always "cluster": levels below it as written, with
+ * or without a leading "cluster", and the default [pool, node]. */
+Test(cluster_file, the_root_level_is_always_cluster)
+{
+	static const char *const lv[] = { "levels: [pool, node]\n", "levels: [cluster, pool, node]\n",
+					  "" };
+	char text[512];
+	struct drv_cluster c;
+	struct drv_diags d;
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(text, sizeof(text),
+			 "kind: Cluster\nname: r\n%snodeTypes:\n"
+			 "  t: {gpus: 4, gpuModel: H100, cpu: 64, memory: 512Gi}\n"
+			 "topology:\n  - name: p\n    children:\n      - {name: n, type: t}\n",
+			 lv[i]);
+		cr_assert(eq(int, load(text, &c, &d), 0), "%s", lv[i]);
+		cr_assert(eq(int, c.nlevels, 3), "%s", lv[i]);
+		cr_assert(eq(str, c.levels[0], "cluster"), "%s", lv[i]);
+		cr_assert(eq(str, c.levels[1], "pool"));
+		cr_assert(eq(str, c.levels[2], "node"));
+		drv_cluster_release(&c);
+		drv_diags_release(&d);
+	}
+}
