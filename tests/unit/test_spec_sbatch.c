@@ -319,3 +319,14 @@ Test(spec_sbatch, input_is_kept_and_warned_output_and_error_are_not)
 	}
 	cr_assert(eq(int, input_warned, 1));
 }
+
+/* --ntasks-per-gpu is read and kept, with a warning naming it. */
+Test(spec_sbatch, ntasks_per_gpu_is_kept_and_warned)
+{
+	int i, warned = 0;
+	cr_assert(eq(int, parse("#!/bin/sh\n#SBATCH --gpus=2 --ntasks-per-gpu=2\nhostname\n"), 0));
+	for (i = 0; i < s.nwarnings; i++)
+		if (strstr(s.warnings[i], "--ntasks-per-gpu: kept, not acted on"))
+			warned++;
+	cr_assert(eq(int, warned, 1));
+}
