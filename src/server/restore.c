@@ -146,6 +146,14 @@ static void load_job_fields(struct srv_job *j, const json_t *doc, const struct d
 	j->requeues = (int32_t)drv_json_int(doc, "requeues", 0);
 	j->epoch = drv_json_int(doc, "epoch", 0);
 	j->durable_epoch = j->epoch;
+	{
+		json_t *sg = json_object_get(doc, "signal");
+
+		j->sig_seq = drv_json_int(sg, "seq", 0);
+		j->sig_num = (int32_t)drv_json_int(sg, "num", 0);
+		j->sig_to = (uint8_t)drv_json_int(sg, "to", 0);
+		j->sig_timer_epoch = drv_json_int(sg, "timer_epoch", 0);
+	}
 	j->submit_time = drv_json_int(doc, "submit_time", row->submit_time);
 	j->spec.job.submit_time = j->submit_time;
 	j->start_time = drv_json_int(doc, "start_time", 0);

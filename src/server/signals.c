@@ -7,7 +7,9 @@
  * which only grows), every assignment of the tasks it is for carries it,
  * and an agent delivers a sequence number it has not delivered yet to its
  * task once (docs/api.md). A task that starts later never sees an earlier
- * signal.
+ * signal. The signal and the attempt whose --signal timer fired are
+ * stored with the job (srv_job_store_doc), so a controller restart neither
+ * forgets a signal nor fires a timer twice.
  */
 #include "server_int.h"
 
@@ -17,6 +19,7 @@ void srv_job_signal(struct drv_server *s, struct srv_job *j, int sig, int to)
 	s->meta_dirty = true;
 	j->sig_num = sig;
 	j->sig_to = (uint8_t)to;
+	srv_job_mark(s, j);   /* kept with the job: a restart neither forgets nor resends it */
 	srv_job_bump_nodes(s, j);
 	drv_http_wake(s->http);
 }

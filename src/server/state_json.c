@@ -89,6 +89,11 @@ json_t *srv_job_store_doc(struct drv_server *s, struct srv_job *j)
 	json_object_set_new(doc, "cost_prev_micro", json_integer((json_int_t)j->cost_prev_micro));
 	json_object_set_new(doc, "cost_prev_time", json_integer((json_int_t)j->cost_prev_time));
 	json_object_set_new(doc, "budget_held", json_boolean(j->budget_held));
+	if (j->sig_seq || j->sig_timer_epoch)
+		json_object_set_new(doc, "signal",
+				    json_pack("{s:I,s:i,s:i,s:I}", "seq", (json_int_t)j->sig_seq,
+					      "num", j->sig_num, "to", j->sig_to, "timer_epoch",
+					      (json_int_t)j->sig_timer_epoch));
 	if (j->nsteps)
 		json_object_set_new(doc, "steps", steps_doc(s, j));
 	if (j->parent) {
