@@ -693,6 +693,11 @@ static int setup_slices(struct ctx *x, const struct drv_cluster *c, const struct
 		set_info(x, DRV_WHY_INVALID, x->need_gpus, 0, true);
 		return DRV_ENOSPACE;
 	}
+	if (job->slice_size <= 0) {
+		snprintf(reason, rsz, "a slice size of %d tasks (at least 1)", (int)job->slice_size);
+		set_info(x, DRV_WHY_INVALID, x->need_gpus, 0, true);
+		return DRV_ENOSPACE;
+	}
 	x->slice_size = job->slice_size;
 	for (gi = 0; gi < job->ngroups; gi++)
 		for (int32_t k = 0; k < job->groups[gi].count; k++) {
@@ -974,11 +979,13 @@ static int64_t slice_room_req(const struct ctx *x, int32_t vi, int32_t per)
 /* A sliced job that found no placement though the aggregates allowed it. */
 static bool explain_slices(const struct ctx *x, const struct view *w, char *reason, size_t rsz)
 {
-	int32_t nslices = x->ntasks / x->slice_size;
+	int32_t nslices;
 	int64_t room;
 
-	if (x->slice_level < 0 || (x->req_level >= 0 && x->slice_level <= x->req_level))
+	if (x->slice_level < 0 || x->slice_size <= 0 ||
+	    (x->req_level >= 0 && x->slice_level <= x->req_level))
 		return false;
+	nslices = x->ntasks / x->slice_size;
 	room = x->slice_gpus > 0 ? slice_room_req(x, 0, x->slice_gpus) : -1;
 	if (room >= 0 && room < nslices)
 		snprintf(reason, rsz,
