@@ -490,4 +490,7 @@ Test(proto, open_endpoints_false_round_trips_and_absent_is_open)
 	cr_assert(eq(int, drv_proto_sync_reply_decode(none, &r, &d), 0), "%s", d.err);
 	cr_assert(eq(int, r.endpoints_closed, 0));
 	drv_proto_sync_reply_release(&r);
+	json_decref(j);
+	json_decref(k);
+	json_decref(none);
 }
