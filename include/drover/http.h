@@ -330,6 +330,8 @@ json_t *drv_http_req_query_all(const struct drv_http_req *r, const char *name);
  * into *data (owned by the caller, NUL-terminated), *len and *opcode.
  * Returns 0; 1 when the peer closed; DRV_ETIMEDOUT after timeout_ms (-1:
  * none); DRV_ELIMIT past 16 MiB; DRV_EIO. drv_ws_send: one frame;
+ * drv_ws_send_channel: one binary frame of Kubernetes' channel protocol
+ * (the channel's byte, then data: exec's stdin 0, stdout 1, stderr 2, ...);
  * drv_ws_close: the close frame (code, reason), once.
  */
 struct drv_ws;
@@ -341,6 +343,7 @@ int drv_http_resp_websocket(struct drv_http_req *req, struct drv_http_resp *resp
 			    drv_ws_fn fn, void *cls, void (*free_fn)(void *cls));
 int drv_ws_read(struct drv_ws *w, int *opcode, unsigned char **data, size_t *len, int timeout_ms);
 int drv_ws_send(struct drv_ws *w, int opcode, const void *data, size_t len);
+int drv_ws_send_channel(struct drv_ws *w, int channel, const void *data, size_t len);
 int drv_ws_close(struct drv_ws *w, int code, const char *reason);
 /*
  * For a caller that polls a WebSocket beside other descriptors: its

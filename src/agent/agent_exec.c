@@ -184,16 +184,6 @@ sys:
 	return DRV_EIO;
 }
 
-static void send_chan(struct drv_ws *w, int ch, const char *p, size_t n)
-{
-	char *m = drv_malloc(n + 1);
-
-	m[0] = (char)ch;
-	memcpy(m + 1, p, n);
-	drv_ws_send(w, DRV_WS_BINARY, m, n + 1);
-	drv_free(m);
-}
-
 /* The end on channel 3 as Kubernetes' Status, then the close. */
 static void finish(struct drv_ws *w, int status, const char *error)
 {
@@ -217,7 +207,7 @@ static void finish(struct drv_ws *w, int status, const char *error)
 			       "causes", "reason", "ExitCode", "message", c);
 	}
 	t = json_dumps(st, JSON_COMPACT);
-	send_chan(w, 3, t, strlen(t));
+	drv_ws_send_channel(w, 3, t, strlen(t));
 	free(t);
 	json_decref(st);
 	drv_ws_close(w, 1000, NULL);
@@ -299,7 +289,7 @@ static bool pump(struct drv_ws *w, int fd, int ch, bool want)
 	if (r <= 0)
 		return false;
 	if (want)
-		send_chan(w, ch, buf, (size_t)r);
+		drv_ws_send_channel(w, ch, buf, (size_t)r);
 	return true;
 }
 

@@ -57,16 +57,6 @@ static char *exec_path(const char *id, const char *task, char **argv, int argc, 
 	return p;
 }
 
-static void send_chan(struct drv_ws *w, int ch, const void *p, size_t n)
-{
-	char *m = drv_malloc(n + 1);
-
-	m[0] = (char)ch;
-	memcpy(m + 1, p, n);
-	drv_ws_send(w, DRV_WS_BINARY, m, n + 1);
-	drv_free(m);
-}
-
 static void send_size(struct drv_ws *w)
 {
 	struct winsize ws;
@@ -75,7 +65,7 @@ static void send_size(struct drv_ws *w)
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
 		return;
 	snprintf(b, sizeof(b), "{\"Width\":%u,\"Height\":%u}", ws.ws_col, ws.ws_row);
-	send_chan(w, 4, b, strlen(b));
+	drv_ws_send_channel(w, 4, b, strlen(b));
 }
 
 static void write_all(int fd, const unsigned char *p, size_t n)
@@ -133,9 +123,9 @@ static int relay(const struct cli *cli, struct drv_ws *w, bool in, bool tty)
 			ssize_t r = read(STDIN_FILENO, buf, sizeof(buf));
 
 			if (r > 0) {
-				send_chan(w, 0, buf, (size_t)r);
+				drv_ws_send_channel(w, 0, buf, (size_t)r);
 			} else if (r == 0 || errno != EINTR) {
-				send_chan(w, 255, "", 1);   /* 255 0: stdin's end */
+				drv_ws_send_channel(w, 255, "", 1);   /* 255 0: stdin's end */
 				in = false;
 			}
 		}

@@ -251,6 +251,19 @@ static int write_all(struct drv_ws *w, const unsigned char *p, size_t n)
 	return 0;
 }
 
+int drv_ws_send_channel(struct drv_ws *w, int channel, const void *data, size_t len)
+{
+	char *m = drv_malloc(len + 1);
+	int rc;
+
+	m[0] = (char)channel;
+	if (len)
+		memcpy(m + 1, data, len);
+	rc = drv_ws_send(w, DRV_WS_BINARY, m, len + 1);
+	drv_free(m);
+	return rc;
+}
+
 int drv_ws_send(struct drv_ws *w, int opcode, const void *data, size_t len)
 {
 	unsigned char h[10];

@@ -48,13 +48,8 @@ static void kexec_free(void *cls)
 static void finish(struct drv_ws *w, json_t *st)
 {
 	char *t = json_dumps(st, JSON_COMPACT);
-	size_t n = strlen(t);
-	char *m = drv_malloc(n + 1);
 
-	m[0] = 3;
-	memcpy(m + 1, t, n);
-	drv_ws_send(w, DRV_WS_BINARY, m, n + 1);
-	drv_free(m);
+	drv_ws_send_channel(w, 3, t, strlen(t));
 	free(t);
 	json_decref(st);
 	drv_ws_close(w, 1000, NULL);
