@@ -182,7 +182,7 @@ int drv_client_cmd_exec(int argc, char **argv)
 	struct drv_ws *w = NULL;
 	char err[1024], *path;
 	bool raw = false;
-	long status;
+	long status = 0;
 	int code = 0;
 
 	if (cli_parse(&cli, &cmd, argc, argv, &code))
@@ -198,7 +198,7 @@ int drv_client_cmd_exec(int argc, char **argv)
 	if (drv_ws_connect(cli.conf.server, path, cli.conf.token, cli.conf.ca_file, EXEC_PROTO, &w,
 			   &status, err, sizeof(err)) != 0) {
 		cli_err(&cli, "%s", err);
-		code = DRV_EXIT_FAIL;
+		code = status >= 400 ? drv_client_status_exit(status) : DRV_EXIT_FAIL;
 		goto out;
 	}
 	if (tty && tcgetattr(STDIN_FILENO, &saved) == 0) {

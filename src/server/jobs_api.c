@@ -1373,7 +1373,11 @@ int srv_api_exec(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 				    "subprotocol v5.channel.k8s.io (drover exec)");
 	} else if (s->stopping) {
 		drv_http_resp_error(o, 503, "unavailable", NULL, "the server is stopping");
-	} else if (tmp || task >= j->ntasks || j->tasks[task].state != T_RUNNING ||
+	} else if (task >= j->ntasks) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "task: job %llu has %d task%s "
+				    "(0..%d), found %lld", (unsigned long long)j->id, j->ntasks,
+				    j->ntasks == 1 ? "" : "s", j->ntasks - 1, (long long)task);
+	} else if (tmp || j->tasks[task].state != T_RUNNING ||
 		   !s->nodes[j->tasks[task].node].agent_url) {
 		drv_http_resp_error(o, 409, "conflict", NULL, "cannot exec in task %lld of job %llu: "
 				    "it is not running (the job is %s)", (long long)task,

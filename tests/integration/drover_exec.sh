@@ -67,8 +67,10 @@ grep -qx '33 111' "$TEST_TMP/tty.txt" || fail "the size after a resize: $(cat "$
 grep -qx 'got=hi' "$TEST_TMP/tty.txt" || fail "typed input: $(cat "$TEST_TMP/tty.txt")"
 
 # refusals: a task the job lacks, a command that does not exist, no command, a finished job
-out=$(d exec "$id" --task 3 -- true 2>&1) && fail "exec in task 3 of a 1-task job: $out"
-echo "$out" | grep -q 'cannot exec in task 3 of job .*: it is not running' || fail "task 3: $out"
+rc=0
+out=$(d exec "$id" --task 5 -- true 2>&1) || rc=$?
+expect_eq "exec in task 5 of a 1-task job: exit" "$rc" 2
+echo "$out" | grep -q "task: job $id has 1 task (0..0), found 5" || fail "task 5: $out"
 out=$(d exec "$id" -- /no/such/command 2>&1) && fail "a missing command ran: $out"
 echo "$out" | grep -q 'exec /no/such/command: No such file' || fail "missing command: $out"
 rc=0
