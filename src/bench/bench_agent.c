@@ -96,36 +96,6 @@ static const struct drv_http_route ctl_routes[] = {
 	{ NULL, NULL, NULL, 0 },
 };
 
-/* utime + stime of pid in clock ticks; -1 when it is gone */
-static long long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[2048], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-	int i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	p += 2; /* fields from 3 (state) on */
-	for (i = 3; i < 14 && p; i++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	if (!p || sscanf(p, "%llu %llu", &ut, &st) != 2)
-		return -1;
-	return (long long)(ut + st);
-}
 
 static long status_kb(pid_t pid, const char *key)
 {
@@ -295,7 +265,7 @@ static int measure(struct run *R)
 {
 	double next;
 
-	R->c0 = cpu_ticks(R->pid);
+	R->c0 = bench_cpu_ticks(R->pid);
 	R->t0 = next = drv_mono_s();
 	while (drv_mono_s() - R->t0 < R->seconds) {
 		struct drv_http_reply r;
@@ -315,7 +285,7 @@ static int measure(struct run *R)
 			usleep(20000);
 	}
 	R->t1 = drv_mono_s();
-	R->c1 = cpu_ticks(R->pid);
+	R->c1 = bench_cpu_ticks(R->pid);
 	R->rss_anon = status_kb(R->pid, "RssAnon");
 	R->vm_rss = status_kb(R->pid, "VmRSS");
 	R->hwm = status_kb(R->pid, "VmHWM");

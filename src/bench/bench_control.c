@@ -634,25 +634,6 @@ static int submit_pending(struct drv_client *c, int njobs)
 
 /* --- the server's figures -------------------------------------------------------- */
 
-static long long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[2048], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	fclose(f);
-	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
-	for (int i = 2; p && i < 14; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (long long)(ut + st);
-}
 
 static void counts_max(struct bench_counts *max, pid_t pid)
 {
@@ -911,7 +892,7 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 	hb0 = metric(c, "drover_agent_heartbeats_total");
 	w->passes = -metric(c, "drover_sched_pass_seconds_count");
 	w->pass_s = -metric(c, "drover_sched_pass_seconds_sum");
-	c0 = cpu_ticks(R->server);
+	c0 = bench_cpu_ticks(R->server);
 	t0 = drv_mono_s();
 	pthread_create(&sb, NULL, submitter, &st);
 	end = drv_mono_ms() + (int64_t)(R->o.seconds * 1000);
@@ -919,7 +900,7 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 		counts_max(&R->max, R->server);
 		usleep(250000);
 	}
-	c1 = cpu_ticks(R->server);
+	c1 = bench_cpu_ticks(R->server);
 	hb1 = metric(c, "drover_agent_heartbeats_total");
 	w->passes += metric(c, "drover_sched_pass_seconds_count");
 	w->pass_s += metric(c, "drover_sched_pass_seconds_sum");

@@ -37,6 +37,10 @@ struct bench_counts {
 };
 void bench_proc_counts(pid_t pid, struct bench_counts *c);
 
+/* utime + stime of pid in clock ticks (sysconf(_SC_CLK_TCK) a second), from
+ * /proc/PID/stat; -1 when it is gone. */
+long long bench_cpu_ticks(pid_t pid);
+
 /* RLIMIT_NOFILE raised to its hard limit (simulated agents by the
  * thousand each hold a connection). */
 void bench_raise_nofile(void);

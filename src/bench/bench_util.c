@@ -114,3 +114,23 @@ void bench_remove_tree(const char *dir)
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
 }
+
+long long bench_cpu_ticks(pid_t pid)
+{
+	char path[64], buf[2048], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
+	for (int i = 2; p && i < 14; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (long long)(ut + st);
+}

@@ -24,6 +24,7 @@ assert m["clients"] == 50 and m["requests"] == 100 and m["errors"] == 0, m
 for k in ("get_p50_ms", "get_p99_ms", "post_p50_ms", "post_p99_ms"):
     assert 0 < m[k] < 60000, (k, m)
 assert m["get_p50_ms"] <= m["get_p99_ms"] and m["post_p50_ms"] <= m["post_p99_ms"], m
+assert m["server_cpu_ms"] >= 0 and m["server_cpu_ms_per_request"] >= 0, m
 l = b["latency_submit_to_running"]
 assert l["jobs"] == 10 and l["failed_submits"] == 0 and l["seen_running"] == 10, l
 assert 0 < l["min_ms"] <= l["p50_ms"] <= l["p99_ms"] <= l["max_ms"], l
