@@ -19,7 +19,7 @@ const struct kube_res kube_resources[] = {
 	{ "", "v1", "namespaces", "namespace", "Namespace", false, "get,list,watch", "ns", "",
 	  "Namespace" },
 	{ "", "v1", "pods", "pod", "Pod", true,
-	  "create,delete,get,list,patch,update,watch", "po", "log,status,exec,portforward", "Pod" },
+	  "create,delete,get,list,patch,update,watch", "po", "log,status,exec,attach,portforward", "Pod" },
 	{ "", "v1", "nodes", "node", "Node", false, "get,list,watch", "no", "status", "Node" },
 	{ "", "v1", "events", "event", "Event", true, "get,list,watch", "ev", "", "Event" },
 	{ "", "v1", "secrets", "secret", "Secret", true, "create,delete,get,list,patch,update", "",
@@ -158,7 +158,8 @@ static const char *sub_verbs(const char *tok)
 {
 	if (strcmp(tok, "log") == 0)
 		return "get";
-	if (strcmp(tok, "exec") == 0 || strcmp(tok, "portforward") == 0)
+	if (strcmp(tok, "exec") == 0 || strcmp(tok, "attach") == 0 ||
+	    strcmp(tok, "portforward") == 0)
 		return "create,get";
 	return "get,patch,update";
 }
@@ -486,6 +487,9 @@ static int resource(struct drv_server *s, struct drv_http_req *r, struct drv_htt
 	if ((strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0) && q.name[0] &&
 	    strcmp(q.sub, "exec") == 0)
 		return kube_exec(s, &q, r, o);
+	if ((strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0) && q.name[0] &&
+	    strcmp(q.sub, "attach") == 0)
+		return kube_attach(s, &q, r, o);
 	if ((strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0) && q.name[0] &&
 	    strcmp(q.sub, "portforward") == 0)
 		return kube_portforward(s, &q, r, o);

@@ -176,6 +176,9 @@ int kube_delete(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 /* pods/exec over WebSocket (kube_exec.c). */
 int kube_exec(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	      struct drv_http_resp *o);
+/* pods/attach: the task's output as it comes, over WebSocket (kube_attach.c). */
+int kube_attach(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
+		struct drv_http_resp *o);
 /* pods/portforward, SPDY/3.1 in WebSocket or plain (kube_forward.c). */
 int kube_portforward(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		     struct drv_http_resp *o);
