@@ -36,6 +36,7 @@ struct drv_http_server {
 	int nws;                       /* running */
 	bool ws_stopping;
 	struct drv_http_tls_pem tls;   /* cert NULL: plain HTTP */
+	struct http_tlsfront *front;   /* TLS done in front of libmicrohttpd */
 	const struct drv_http_route *routes;
 	drv_http_filter filter;
 	void *ctx;
@@ -151,6 +152,13 @@ bool http_defer_try(struct drv_http_req *r, bool timed_out);
 int http_tls_load(struct drv_http_tls_pem *p, const char *cert_file, const char *key_file,
 		  char *err, size_t errsz);
 void http_tls_release(struct drv_http_tls_pem *p);
+
+/* http_tlsfront.c: with a certificate, TLS is done here, in front of
+ * libmicrohttpd (which then sees plain connections on socketpairs): its
+ * own forwarding of upgraded TLS connections (0.9.75) moves 4 bytes a
+ * record. Start after libmicrohttpd (it accepts on s->fd), stop before. */
+int http_tlsfront_start(struct drv_http_server *s);
+void http_tlsfront_stop(struct drv_http_server *s);
 
 /* http_conns.c: libmicrohttpd's accept policy and connection notification */
 void http_conns_init(struct drv_http_server *s);

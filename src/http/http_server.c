@@ -733,24 +733,22 @@ static struct MHD_Daemon *start_mhd(struct drv_http_server *s)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
 			 MHD_ALLOW_UPGRADE;
-	struct MHD_OptionItem tls[] = {
-		{ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls.cert },
-		{ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key },
-		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)DRV_TLS_PRIORITIES },
+	struct MHD_OptionItem listen[] = {
+		{ MHD_OPTION_LISTEN_SOCKET, s->fd, NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
 
+	/* with TLS, the front threads accept and do TLS (http_tlsfront.c) */
 	if (s->tls.cert)
-		flags |= MHD_USE_TLS;
+		flags |= MHD_USE_NO_LISTEN_SOCKET;
 	return MHD_start_daemon(flags, 0, http_conns_accept, s, access_cb, s,
 				MHD_OPTION_NOTIFY_CONNECTION, http_conns_notify, s,
-				MHD_OPTION_LISTEN_SOCKET, s->fd,
+				MHD_OPTION_ARRAY, s->tls.cert ? listen + 1 : listen,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)DRV_HTTP_THREADS,
 				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DRV_HTTP_HEADER_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, s->conn_limit,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)DRV_HTTP_CONN_MEMORY,
-				MHD_OPTION_ARRAY, s->tls.cert ? tls : tls + 3,
 				MHD_OPTION_END);
 }
 
@@ -801,11 +799,16 @@ int drv_http_server_start_opts(const char *addr, const struct drv_http_server_op
 	s->port = port;
 	s->fd = fd;
 	s->conn_limit = connection_limit();
+	if (s->tls.cert)   /* the TCP socket and a socketpair each (http_tlsfront.c) */
+		s->conn_limit = DRV_MAX(s->conn_limit / 3, DRV_HTTP_MIN_CONNECTIONS);
 	http_conns_init(s);
-	if (http_wait_start(s) < 0 || !(s->mhd = start_mhd(s))) {
+	if (http_wait_start(s) < 0 || !(s->mhd = start_mhd(s)) ||
+	    (s->tls.cert && http_tlsfront_start(s) < 0)) {
 		snprintf(errmsg, errsz, "cannot start the HTTP%s server on %s",
 			 s->tls.cert ? "S" : "", addr);
 		http_wait_stop(s);
+		if (s->mhd)
+			MHD_stop_daemon(s->mhd);
 		http_conns_release(s);
 		close(fd);
 		server_free(s);
@@ -844,7 +847,10 @@ void drv_http_server_stop(struct drv_http_server *s)
 	 * here). MHD_stop_daemon closes the listen socket itself. */
 	http_ws_wait(s, 5000);
 	http_wait_stop(s);
+	http_tlsfront_stop(s);
 	MHD_stop_daemon(s->mhd);
+	if (s->tls.cert)
+		close(s->fd);   /* libmicrohttpd had no listen socket */
 	http_conns_release(s);
 	server_free(s);
 }

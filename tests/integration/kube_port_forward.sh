@@ -1,9 +1,11 @@
 # kube_port_forward.sh: `kubectl port-forward` with the real kubectl (1.32
 # through the Cloud SDK's dispatcher, and 1.30) against a real `drover up
 # --tls`: a pod whose command serves HTTP (python3 -m http.server) on a
-# free port of its node; kubectl port-forward to a local port, two curls
-# through it (two connections, each a pair of SPDY streams tunnelled in
-# WebSocket: 1.32 asks SPDY/3.1+portforward.k8s.io first), then the same
+# free port of its node; kubectl port-forward to a local port, a 4 MB
+# download checked by md5 (it stalled over TLS in libmicrohttpd's own
+# forwarding) and two curls through it (two connections, each a pair of
+# SPDY streams tunnelled in WebSocket: 1.32 asks
+# SPDY/3.1+portforward.k8s.io first), then the same
 # over plain SPDY (kubectl 1.32 with its WebSocket turned off, and 1.30,
 # which speaks only SPDY); a port nothing listens on, which kubectl
 # reports from the error stream; a pod that is not running.
@@ -26,7 +28,7 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: ["sh", "-c", "mkdir -p site && echo hello-from-web-pod >site/index.html && head -c 200000 /dev/urandom >site/big && exec python3 -m http.server $RPORT --bind 127.0.0.1 --directory site"]
+    command: ["sh", "-c", "mkdir -p site && echo hello-from-web-pod >site/index.html && head -c 4000000 /dev/urandom >site/big && exec python3 -m http.server $RPORT --bind 127.0.0.1 --directory site"]
 YAML
 out=$(k apply -f "$TEST_TMP/pod.yaml" 2>&1) || fail "apply: $out"
 wait_until 30 sh -c "$KUBECTL get pod web -o jsonpath='{.status.phase}' | grep -q Running" ||
@@ -60,12 +62,17 @@ two_gets() {
 	return 0
 }
 
+want=$(curl -s "http://127.0.0.1:$RPORT/big" | md5sum)
+# big_get LOCAL NAME: 4 MB in one connection through the port-forward
+# (many DATA frames, far past SPDY's 64 KiB window and TLS's buffers)
+big_get() {
+	got=$(curl -s -m 60 "http://127.0.0.1:$1/big" | md5sum)
+	expect_eq "$2: 4 MB through port-forward" "$got" "$want"
+}
+
 LPORT=$(free_port)
 forward "$LPORT" "$RPORT" ws "$KUBECTL"
-# 200 kB in one connection: many DATA frames, each a WebSocket message
-want=$(curl -s "http://127.0.0.1:$RPORT/big" | md5sum)
-got=$(curl -s -m 30 "http://127.0.0.1:$LPORT/big" | md5sum)
-expect_eq "200 kB through port-forward" "$got" "$want"
+big_get "$LPORT" ws
 two_gets "$LPORT" ws 3
 grep -q 'tunneling_dialer.*negotiated protocol: portforward.k8s.io' "$TEST_TMP/ws.out" ||
 	fail "kubectl 1.32 did not tunnel SPDY in WebSocket: $(cat "$TEST_TMP/ws.out")"
@@ -73,13 +80,15 @@ grep -q 'tunneling_dialer.*negotiated protocol: portforward.k8s.io' "$TEST_TMP/w
 # kubectl's fallback: plain SPDY (its WebSocket turned off, and kubectl 1.30)
 LPORT=$(free_port)
 forward "$LPORT" "$RPORT" spdy "$KUBECTL" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
-two_gets "$LPORT" spdy
+big_get "$LPORT" spdy
+two_gets "$LPORT" spdy 3
 grep -q 'tunneling_dialer' "$TEST_TMP/spdy.out" && fail "WebSocket off, yet: $(cat "$TEST_TMP/spdy.out")"
 K130=$(dirname "$(readlink -f "$(command -v kubectl)")")/kubectl.1.30
 if [ -x "$K130" ]; then
 	LPORT=$(free_port)
 	forward "$LPORT" "$RPORT" k130 "$K130"
-	two_gets "$LPORT" k130
+	big_get "$LPORT" k130
+	two_gets "$LPORT" k130 3
 fi
 
 # a port nothing listens on: the agent's refusal comes back on the error
