@@ -6,7 +6,8 @@
  * starts with an ADDED event per current object, as Kubernetes does.
  * Each ring event names a job or a node; the watch renders that job's (or
  * node's) objects again and sends ADDED, MODIFIED or DELETED against what
- * it has sent so far. BOOKMARK events every 5 s when asked
+ * it has sent so far; a watch from an older version is first told what was
+ * deleted since (replay_gone). BOOKMARK events every 5 s when asked
  * (allowWatchBookmarks), and the stream ends at timeoutSeconds.
  */
 #include "kube_int.h"
@@ -253,6 +254,59 @@ static void recheck_gone(struct kwatch *w)
 	}
 }
 
+/* The DELETED events a watch from the client's version rv owes for jobs
+ * with ring events after rv whose objects are gone now: the objects now
+ * cannot show them, and the watch goes on from the ring's last event.
+ * (kubectl delete --wait reads the pod, then watches from that version;
+ * a deletion that ended in between was never told, and it waited out its
+ * timeout.) Each is rendered as it was, at its job's last event. Under
+ * s->mu; the lookups may release it. */
+static void replay_gone(struct kwatch *w, int64_t rv)
+{
+	struct drv_server *s = w->s;
+	uint64_t *ids = NULL;
+	int64_t *seqs = NULL;
+	size_t n = 0;
+
+	if (!strcmp(w->q.res->type, "Node") || !strcmp(w->q.res->type, "Namespace"))
+		return;
+	for (size_t k = 0; k < s->ring_n; k++) {
+		const struct ring_event *x = &s->ring[(s->ring_start + k) % s->ring_cap];
+		size_t i;
+
+		if (x->seq <= rv || x->seq > w->since || !x->job)
+			continue;
+		for (i = 0; i < n && ids[i] != x->job; i++)
+			;
+		if (i == n) {
+			ids = drv_realloc(ids, (n + 1) * sizeof(*ids));
+			seqs = drv_realloc(seqs, (n + 1) * sizeof(*seqs));
+			ids[n++] = x->job;
+		}
+		seqs[i] = x->seq;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct srv_job *tmp = NULL, *j = srv_job_lookup(s, ids[i], &tmp);
+		json_t *objs, *o;
+		size_t k;
+
+		if (!j)
+			continue;
+		objs = kube_job_objects(s, &w->q, w->sel, j, false, seqs[i]);
+		json_array_foreach(objs, k, o) {
+			char key[600];
+
+			key_of(o, key, sizeof(key));
+			if (!json_object_get(w->known, key))
+				emit(w, "DELETED", o);
+		}
+		json_decref(objs);
+		srv_job_free(tmp);
+	}
+	drv_free(ids);
+	drv_free(seqs);
+}
+
 static ssize_t watch_read(void *cls, char *buf, size_t max)
 {
 	struct kwatch *w = cls;
@@ -364,6 +418,8 @@ int kube_watch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		json_object_set(w->known, key, x);
 	}
 	json_decref(objs);
+	if (rv > 0)
+		replay_gone(w, rv);
 	pthread_mutex_unlock(&s->mu);
 	drv_http_resp_stream(o, 200, "application/json", watch_read, w, watch_free);
 	return 0;

@@ -101,6 +101,19 @@ elif step == "versions":
     t.join()
     types = [json.loads(l)["type"] for l in out["b"].decode().splitlines() if l.strip()]
     want(types[:1] == ["ADDED"] and "DELETED" in types, "live watch: %s" % types)
+    # a watch from a version read before a deletion that has ended since
+    # (what kubectl delete --wait does) is told DELETED
+    st, h, b = call("POST", "/api/v1/namespaces/default/pods", pod("pe")); want(st == 201, "create pe: %s" % b)
+    rv2 = int(js(b)["metadata"]["resourceVersion"])
+    st, h, b = call("DELETE", "/api/v1/namespaces/default/pods/pe", {"gracePeriodSeconds": 0}); want(st == 200, "delete pe: %s" % b)
+    for _ in range(100):
+        if call("GET", "/api/v1/namespaces/default/pods/pe")[0] == 404:
+            break
+        time.sleep(0.2)
+    b = call("GET", "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=2&fieldSelector=metadata.name%%3Dpe&resourceVersion=%d" % rv2, timeout=20)[2]
+    evs = [json.loads(l) for l in b.decode().splitlines() if l.strip()]
+    want([e["type"] for e in evs] == ["DELETED"] and evs[0]["object"]["metadata"]["name"] == "pe",
+         "watch from before a finished deletion: %s" % [e["type"] for e in evs])
 elif step == "classes":
     st, h, b = call("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")
     o = js(b); want(st == 200 and {(i["metadata"]["name"], i["value"], i["preemptionPolicy"]) for i in o["items"]} ==

@@ -115,9 +115,8 @@ code=$(curl -sk -o "$TEST_TMP/plain" -w '%{http_code}' -H "Authorization: Bearer
 	"$srv/api/v1/namespaces/default/pods/web/portforward")
 expect_eq "plain POST portforward status" "$code" 400
 grep -q 'SPDY/3.1+portforward.k8s.io' "$TEST_TMP/plain" || fail "plain answer: $(cat "$TEST_TMP/plain")"
-# --wait=false, then the test waits: once in a full suite under load,
-# kubectl's own wait for the DELETED events ran past 60 s (NEEDSWORK in
-# docs/kubernetes.md); deleting is what this test checks
-out=$(k delete pod web stuck --grace-period=1 --wait=false 2>&1) || fail "delete: $out"
+# kubectl waits for both DELETED watch events (its watch starts from the
+# version it read before; a deletion that ended in between is replayed)
+out=$(k delete pod web stuck --grace-period=1 2>&1) || fail "delete: $out"
 gone() { ! k get pod web >/dev/null 2>&1 && ! k get pod stuck >/dev/null 2>&1; }
 wait_until 30 gone || fail "pods web and stuck still there after delete: $(k get pods 2>&1)"
