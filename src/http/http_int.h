@@ -61,6 +61,17 @@ struct drv_http_server {
 	bool keys_overflow;            /* too many: wake every keyed request */
 	struct drv_http_req *parked;   /* the waiter thread's own list */
 	size_t nparked;
+	/* the waiter thread's index over parked, so that a scan looks only at
+	 * the requests a wake or a deadline concerns, not at every agent's
+	 * waiting sync (12,500 of them at scale) */
+	struct drv_http_req **kbuckets; /* keyed requests by key (WAIT_BUCKETS) */
+	struct drv_http_req *unkeyed;   /* key 0: any drv_http_wake() */
+	struct drv_http_req **heap;     /* by deadline_ms, those with one */
+	size_t nheap, heapcap;
+	struct drv_http_req **visit_v;  /* a scan's list: adopted, hung up, woken, due */
+	size_t nvisit, visitcap;
+	uint64_t last_gen;              /* wake_gen at the last scan */
+	uint64_t visits;                /* scans so far */
 
 	/* the connection policy (http_conns.c) */
 	pthread_mutex_t cmu;           /* guards what follows but the atomics */
@@ -122,7 +133,13 @@ struct drv_http_req {
 	uint64_t kgen;                 /* key_gen when last looked at */
 	bool fresh;                    /* parked, not yet looked at by the waiter */
 	int sock;
-	struct drv_http_req *next;
+	struct drv_http_req *next;     /* the incoming list */
+	/* the waiter thread's index of what it holds (http_wait.c) */
+	struct drv_http_req *pnext, **pprev;   /* every parked request */
+	struct drv_http_req *knext, **kprev;   /* those of its key (or the unkeyed) */
+	uint64_t kindexed;             /* the key it is filed under */
+	size_t heap_i;                 /* its place in the deadline heap, +1; 0: none */
+	uint64_t visit;                /* the scan that last listed it */
 };
 
 /* http_ws.c: the upgrade response of resp (its switch then taken), NULL

@@ -138,6 +138,145 @@ bool http_defer_try(struct drv_http_req *r, bool timed_out)
 	return rc == 0;
 }
 
+/*
+ * The waiter thread's index over what it holds. A scan used to walk every
+ * parked request: with an agent's sync parked per node, and a scan after
+ * each park, wake and deadline, that was O(agents) a heartbeat, O(agents^2)
+ * a second. Now a scan lists only the requests something concerns: those
+ * adopted since the last one, those whose peer hung up, the unkeyed ones
+ * after a drv_http_wake(), those filed under a woken key, and those whose
+ * deadline passed (a heap); each is looked at once (its visit stamp).
+ */
+#define WAIT_BUCKET_BITS 14
+
+static struct drv_http_req **bucket_of(struct drv_http_server *s, uint64_t key)
+{
+	return &s->kbuckets[(key * 0x9e3779b97f4a7c15ull) >> (64 - WAIT_BUCKET_BITS)];
+}
+
+/* Files r under its key (r->key), or with the unkeyed. */
+static void key_link(struct drv_http_server *s, struct drv_http_req *r)
+{
+	struct drv_http_req **head = r->key ? bucket_of(s, r->key) : &s->unkeyed;
+
+	r->kindexed = r->key;
+	r->knext = *head;
+	if (*head)
+		(*head)->kprev = &r->knext;
+	*head = r;
+	r->kprev = head;
+}
+
+static void key_unlink(struct drv_http_req *r)
+{
+	if (!r->kprev)
+		return;
+	*r->kprev = r->knext;
+	if (r->knext)
+		r->knext->kprev = r->kprev;
+	r->kprev = NULL;
+	r->knext = NULL;
+}
+
+static void heap_set(struct drv_http_server *s, size_t i, struct drv_http_req *r)
+{
+	s->heap[i] = r;
+	r->heap_i = i + 1;
+}
+
+static void heap_up(struct drv_http_server *s, size_t i)
+{
+	struct drv_http_req *r = s->heap[i];
+
+	while (i > 0 && s->heap[(i - 1) / 2]->deadline_ms > r->deadline_ms) {
+		heap_set(s, i, s->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	heap_set(s, i, r);
+}
+
+static void heap_down(struct drv_http_server *s, size_t i)
+{
+	struct drv_http_req *r = s->heap[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= s->nheap)
+			break;
+		if (c + 1 < s->nheap && s->heap[c + 1]->deadline_ms < s->heap[c]->deadline_ms)
+			c++;
+		if (s->heap[c]->deadline_ms >= r->deadline_ms)
+			break;
+		heap_set(s, i, s->heap[c]);
+		i = c;
+	}
+	heap_set(s, i, r);
+}
+
+static void heap_del(struct drv_http_server *s, struct drv_http_req *r)
+{
+	size_t i = r->heap_i - 1;
+	struct drv_http_req *last = s->heap[--s->nheap];
+
+	r->heap_i = 0;
+	if (i == s->nheap)
+		return;
+	heap_set(s, i, last);
+	heap_down(s, i);
+	heap_up(s, last->heap_i - 1);
+}
+
+static void parked_add(struct drv_http_server *s, struct drv_http_req *r)
+{
+	r->pnext = s->parked;
+	if (s->parked)
+		s->parked->pprev = &r->pnext;
+	s->parked = r;
+	r->pprev = &s->parked;
+	s->nparked++;
+	key_link(s, r);
+	r->heap_i = 0;
+	if (r->deadline_ms != INT64_MAX) {
+		DRV_GROW(s->heap, s->nheap + 1, s->heapcap);
+		heap_set(s, s->nheap++, r);
+		heap_up(s, s->nheap - 1);
+	}
+}
+
+static void parked_del(struct drv_http_server *s, struct drv_http_req *r)
+{
+	*r->pprev = r->pnext;
+	if (r->pnext)
+		r->pnext->pprev = r->pprev;
+	r->pprev = NULL;
+	r->pnext = NULL;
+	s->nparked--;
+	key_unlink(r);
+	if (r->heap_i)
+		heap_del(s, r);
+}
+
+/* Lists r for the next scan, once. */
+static void visit(struct drv_http_server *s, struct drv_http_req *r)
+{
+	if (r->visit == s->visits)
+		return;
+	r->visit = s->visits;
+	DRV_GROW(s->visit_v, s->nvisit + 1, s->visitcap);
+	s->visit_v[s->nvisit++] = r;
+}
+
+/* Lists every request in the heap below i whose deadline is due. */
+static void visit_due(struct drv_http_server *s, size_t i, int64_t now)
+{
+	if (i >= s->nheap || s->heap[i]->deadline_ms > now)
+		return;
+	visit(s, s->heap[i]);
+	visit_due(s, 2 * i + 1, now);
+	visit_due(s, 2 * i + 2, now);
+}
+
 /* Takes the incoming list; watches each new socket for a hang-up. */
 static void adopt(struct drv_http_server *s)
 {
@@ -151,11 +290,11 @@ static void adopt(struct drv_http_server *s)
 		struct epoll_event ev = { .events = EPOLLRDHUP, .data.ptr = in };
 
 		next = in->next;
+		in->next = NULL;
 		if (in->sock >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, in->sock, &ev) < 0)
 			in->sock = -1;
-		in->next = s->parked;
-		s->parked = in;
-		s->nparked++;
+		parked_add(s, in);
+		visit(s, in);   /* looked at once (fresh) */
 	}
 }
 
@@ -224,29 +363,50 @@ static bool ready(struct drv_http_req *r, const struct woken *w, bool stopping, 
 	return http_defer_try(r, due);
 }
 
-/* One pass over the parked list; returns the nearest deadline left. */
+/* One pass over what the index says may be ready (all of it when
+ * stopping or when too many keys were woken); returns the nearest deadline
+ * left. */
 static int64_t scan(struct drv_http_server *s, bool stopping)
 {
-	struct drv_http_req **pp = &s->parked, *r;
-	int64_t now = drv_mono_ms(), next = INT64_MAX;
+	struct drv_http_req *r;
+	int64_t now = drv_mono_ms();
 	struct woken w;
 
 	take_woken(s, &w);
-	while ((r = *pp)) {
+	if (stopping || w.all) {
+		for (r = s->parked; r; r = r->pnext)
+			visit(s, r);
+	} else {
+		if (w.gen != s->last_gen)
+			for (r = s->unkeyed; r; r = r->knext)
+				visit(s, r);
+		for (size_t k = 0; k < w.n; k++) {
+			if (k && w.keys[k] == w.keys[k - 1])
+				continue;
+			for (r = *bucket_of(s, w.keys[k]); r; r = r->knext)
+				if (r->kindexed == w.keys[k])
+					visit(s, r);
+		}
+		visit_due(s, 0, now);
+	}
+	for (size_t k = 0; k < s->nvisit; k++) {
+		r = s->visit_v[k];
+		/* its key may change while it is looked at (drv_http_wait_on) */
+		key_unlink(r);
 		if (!ready(r, &w, stopping, now)) {
-			next = r->deadline_ms < next ? r->deadline_ms : next;
-			pp = &r->next;
+			key_link(s, r);
 			continue;
 		}
-		*pp = r->next;
-		s->nparked--;
+		parked_del(s, r);
 		if (r->sock >= 0)
 			epoll_ctl(s->epfd, EPOLL_CTL_DEL, r->sock, NULL);
-		r->next = NULL;
 		MHD_resume_connection(r->conn);
 	}
+	s->nvisit = 0;
+	s->visits++;
+	s->last_gen = w.gen;
 	drv_free(w.keys);
-	return next;
+	return s->nheap ? s->heap[0]->deadline_ms : INT64_MAX;
 }
 
 /* Waits for what epoll reports until the deadline next (INT64_MAX: none). */
@@ -273,6 +433,7 @@ static void collect(struct drv_http_server *s, int64_t next)
 
 		if (r) {
 			r->gone = true;
+			visit(s, r);
 			continue;
 		}
 		/* clear the flag before reading, so a wake after this is not lost */
@@ -307,6 +468,8 @@ int http_wait_start(struct drv_http_server *s)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
 	pthread_mutex_init(&s->inmu, NULL);
+	s->kbuckets = drv_calloc((size_t)1 << WAIT_BUCKET_BITS, sizeof(*s->kbuckets));
+	s->visits = 1;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->epfd < 0 || s->evfd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->evfd, &ev) < 0)
@@ -316,6 +479,8 @@ int http_wait_start(struct drv_http_server *s)
 	s->waiter_started = true;
 	return 0;
 fail:
+	drv_free(s->kbuckets);
+	s->kbuckets = NULL;
 	if (s->epfd >= 0)
 		close(s->epfd);
 	if (s->evfd >= 0)
@@ -335,6 +500,12 @@ void http_wait_stop(struct drv_http_server *s)
 	pthread_join(s->waiter, NULL);
 	s->waiter_started = false;
 	drv_free(s->keys);
+	drv_free(s->kbuckets);
+	drv_free(s->heap);
+	drv_free(s->visit_v);
+	s->kbuckets = NULL;
+	s->heap = NULL;
+	s->visit_v = NULL;
 	close(s->epfd);
 	close(s->evfd);
 	pthread_mutex_destroy(&s->inmu);
