@@ -56,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -121,7 +122,36 @@ struct swarm {
 	struct sim *sims;
 	int n, first;
 	struct tally t;
+	int epfd;                    /* curl's sockets (curl_multi_socket_action) */
+	long timer_ms;               /* curl's timer: -1 none */
 };
+
+/* curl's sockets go into an epoll set, so that a loop turn costs what the
+ * sockets with events cost: curl_multi_perform and curl_multi_poll walk
+ * every handle each turn, which at 1,500 agents a process made the
+ * simulator, not the controller, what a reply waited for */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *cls, void *sockp)
+{
+	struct swarm *w = cls;
+	struct epoll_event ev = { .data.fd = fd };
+
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, NULL);
+		return 0;
+	}
+	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+	if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev);
+	return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *cls)
+{
+	struct swarm *w = cls;
+
+	w->timer_ms = timeout_ms;
+	return 0;
+}
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *cls)
 {
@@ -329,6 +359,12 @@ static void swarm_init(struct swarm *w, const struct opts *o, const char *url, i
 	memset(w, 0, sizeof(*w));
 	w->o = o;
 	w->m = curl_multi_init();
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->timer_ms = -1;
+	curl_multi_setopt(w->m, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(w->m, CURLMOPT_SOCKETDATA, w);
+	curl_multi_setopt(w->m, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(w->m, CURLMOPT_TIMERDATA, w);
 	w->n = n;
 	w->first = first;
 	w->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
@@ -365,6 +401,7 @@ static void swarm_release(struct swarm *w)
 	}
 	drv_free(w->sims);
 	curl_multi_cleanup(w->m);
+	close(w->epfd);
 	curl_slist_free_all(w->hdrs);
 }
 
@@ -418,15 +455,41 @@ static struct tally swarm_run(const struct opts *o, const char *url, int proc, i
 	swarm_init(&w, o, url, proc, first, n);
 	for (int i = 0; i < n; i++)
 		send_next(&w, &w.sims[i]);
-	for (;;) {
-		struct curl_waitfd wfd = { .fd = stop_fd, .events = CURL_WAIT_POLLIN };
+	{
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = stop_fd };
 
-		curl_multi_perform(w.m, &running);
-		swarm_collect(&w);
-		swarm_retry(&w);
-		curl_multi_poll(w.m, &wfd, 1, 50, NULL);
-		if (wfd.revents)
+		epoll_ctl(w.epfd, EPOLL_CTL_ADD, stop_fd, &ev);
+	}
+	for (int64_t next_retry = 0;;) {
+		struct epoll_event evs[256];
+		int64_t now = drv_mono_ms();
+		int wait = w.timer_ms < 0 ? 50 : (int)DRV_MIN(w.timer_ms, 50), nev;
+		bool stop = false;
+
+		nev = epoll_wait(w.epfd, evs, 256, wait);
+		if (nev == 0 || (w.timer_ms >= 0 && drv_mono_ms() - now >= w.timer_ms)) {
+			w.timer_ms = -1;
+			curl_multi_socket_action(w.m, CURL_SOCKET_TIMEOUT, 0, &running);
+		}
+		for (int k = 0; k < nev; k++) {
+			int fl = (evs[k].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+				 (evs[k].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+				 (evs[k].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+
+			if (evs[k].data.fd == stop_fd) {
+				stop = true;
+				continue;
+			}
+			curl_multi_socket_action(w.m, evs[k].data.fd, fl, &running);
+		}
+		if (stop)
 			break;
+		swarm_collect(&w);
+		/* the retries are few; a walk over them 20 times a second */
+		if (drv_mono_ms() >= next_retry) {
+			swarm_retry(&w);
+			next_retry = drv_mono_ms() + 50;
+		}
 	}
 	swarm_release(&w);
 	return w.t;
