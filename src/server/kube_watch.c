@@ -6,9 +6,11 @@
  * starts with an ADDED event per current object, as Kubernetes does.
  * Each ring event names a job or a node; the watch renders that job's (or
  * node's) objects again and sends ADDED, MODIFIED or DELETED against what
- * it has sent so far; a watch from an older version is first told what was
- * deleted since (replay_gone). BOOKMARK events every 5 s when asked
- * (allowWatchBookmarks), and the stream ends at timeoutSeconds.
+ * it has sent so far; a watch from an older version is first told what
+ * changed since (MODIFIED, or ADDED for what was created since:
+ * created_after) and what was deleted since (replay_gone). BOOKMARK
+ * events every 5 s when asked (allowWatchBookmarks), and the stream ends
+ * at timeoutSeconds.
  */
 #include "kube_int.h"
 
@@ -254,6 +256,53 @@ static void recheck_gone(struct kwatch *w)
 	}
 }
 
+/* The job of a sent object: its label, or an Event's name (POD.JOBHEX
+ * followed by four hex digits); 0 for none. */
+static uint64_t obj_job(const json_t *o)
+{
+	const json_t *md = json_object_get(o, "metadata");
+	const char *id = drv_json_str(json_object_get(md, "labels"), KUBE_LABEL_JOB);
+	const char *name = drv_json_str(md, "name");
+
+	if (id)
+		return strtoull(id, NULL, 10);
+	if (drv_json_str(o, "kind") && !strcmp(drv_json_str(o, "kind"), "Event") && name &&
+	    strrchr(name, '.'))
+		return strtoull(strrchr(name, '.') + 1, NULL, 16) >> 16;
+	return 0;
+}
+
+/* The jobs created after version rv: those whose first event (from null,
+ * the submission) the ring holds after rv. A version the ring does not
+ * reach back to is answered 410 before, so none is missed. A new object,
+ * "job id" -> true. Under s->mu. */
+static json_t *created_after(struct drv_server *s, int64_t rv)
+{
+	json_t *ids = json_object();
+
+	for (size_t k = s->ring_n; k-- > 0;) {
+		const struct ring_event *x = &s->ring[(s->ring_start + k) % s->ring_cap];
+		char b[32];
+
+		if (x->seq <= rv)
+			break;
+		if (!x->job || !json_is_null(json_object_get(x->ev, "from")))
+			continue;
+		snprintf(b, sizeof(b), "%llu", (unsigned long long)x->job);
+		json_object_set_new(ids, b, json_true());
+	}
+	return ids;
+}
+
+static bool is_new(const json_t *created, const json_t *o)
+{
+	char b[32];
+	uint64_t id = obj_job(o);
+
+	snprintf(b, sizeof(b), "%llu", (unsigned long long)id);
+	return id && json_object_get(created, b);
+}
+
 /* The DELETED events a watch from the client's version rv owes for jobs
  * with ring events after rv whose objects are gone now: the objects now
  * cannot show them, and the watch goes on from the ring's last event.
@@ -261,7 +310,7 @@ static void recheck_gone(struct kwatch *w)
  * a deletion that ended in between was never told, and it waited out its
  * timeout.) Each is rendered as it was, at its job's last event. Under
  * s->mu; the lookups may release it. */
-static void replay_gone(struct kwatch *w, int64_t rv)
+static void replay_gone(struct kwatch *w, int64_t rv, const json_t *created)
 {
 	struct drv_server *s = w->s;
 	uint64_t *ids = NULL;
@@ -297,8 +346,11 @@ static void replay_gone(struct kwatch *w, int64_t rv)
 			char key[600];
 
 			key_of(o, key, sizeof(key));
-			if (!json_object_get(w->known, key))
-				emit(w, "DELETED", o);
+			if (json_object_get(w->known, key))
+				continue;
+			if (is_new(created, o))
+				emit(w, "ADDED", o);   /* created after rv too: first told */
+			emit(w, "DELETED", o);
 		}
 		json_decref(objs);
 		srv_job_free(tmp);
@@ -369,7 +421,7 @@ int kube_watch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	struct kwatch *w;
 	int64_t rv = rvs && *rvs ? strtoll(rvs, NULL, 10) : 0, tmo = 0, oldest, lrv;
 	bool bad;
-	json_t *objs;
+	json_t *objs, *created;
 	size_t i;
 	json_t *x;
 
@@ -403,8 +455,13 @@ int kube_watch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		return 0;
 	}
 	/* what the client has seen: the objects now (sent as ADDED when it gave
-	 * no version, else taken as known) */
+	 * no version, else taken as known; those changed since its version as
+	 * MODIFIED, or ADDED when created since, as Kubernetes does) */
 	objs = kube_collect(s, &w->q, w->sel, &lrv);
+	created = rv > 0 && strcmp(w->q.res->type, "Node") != 0 &&
+			  strcmp(w->q.res->type, "Namespace") != 0
+		  ? created_after(s, rv)
+		  : json_object();
 	w->since = lrv;
 	json_array_foreach(objs, i, x) {
 		char key[600];
@@ -414,12 +471,13 @@ int kube_watch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		if (rv <= 0)
 			emit(w, "ADDED", x);
 		else if (orv && strtoll(orv, NULL, 10) > rv)
-			emit(w, "MODIFIED", x);   /* changed since the client's version */
+			emit(w, is_new(created, x) ? "ADDED" : "MODIFIED", x);
 		json_object_set(w->known, key, x);
 	}
 	json_decref(objs);
 	if (rv > 0)
-		replay_gone(w, rv);
+		replay_gone(w, rv, created);
+	json_decref(created);
 	pthread_mutex_unlock(&s->mu);
 	drv_http_resp_stream(o, 200, "application/json", watch_read, w, watch_free);
 	return 0;

@@ -114,6 +114,25 @@ elif step == "versions":
     evs = [json.loads(l) for l in b.decode().splitlines() if l.strip()]
     want([e["type"] for e in evs] == ["DELETED"] and evs[0]["object"]["metadata"]["name"] == "pe",
          "watch from before a finished deletion: %s" % [e["type"] for e in evs])
+    # a watch from a list's version tells objects created after it as
+    # ADDED first (pg, and ph, gone since: ADDED then DELETED); one created
+    # before (pf) as MODIFIED, if at all
+    st, h, b = call("POST", "/api/v1/namespaces/default/pods", pod("pf")); want(st == 201, "create pf: %s" % b)
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods")
+    rv3 = int(js(b)["metadata"]["resourceVersion"])
+    for n in ("pg", "ph"):
+        st, h, b = call("POST", "/api/v1/namespaces/default/pods", pod(n)); want(st == 201, "create %s: %s" % (n, b))
+    st, h, b = call("DELETE", "/api/v1/namespaces/default/pods/ph", {"gracePeriodSeconds": 0}); want(st == 200, "delete ph: %s" % b)
+    for _ in range(100):
+        if call("GET", "/api/v1/namespaces/default/pods/ph")[0] == 404:
+            break
+        time.sleep(0.2)
+    b = call("GET", "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=2&resourceVersion=%d" % rv3, timeout=20)[2]
+    evs = [json.loads(l) for l in b.decode().splitlines() if l.strip()]
+    of = lambda n: [e["type"] for e in evs if e["type"] != "BOOKMARK" and e["object"]["metadata"]["name"] == n]
+    want(of("pg")[:1] == ["ADDED"], "watch from before a creation, pg: %s" % of("pg"))
+    want(of("ph")[:1] == ["ADDED"] and of("ph")[-1:] == ["DELETED"], "watch from before a creation, ph: %s" % of("ph"))
+    want(of("pf")[:1] in ([], ["MODIFIED"]), "watch from after a creation, pf: %s" % of("pf"))
 elif step == "classes":
     st, h, b = call("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")
     o = js(b); want(st == 200 and {(i["metadata"]["name"], i["value"], i["preemptionPolicy"]) for i in o["items"]} ==
