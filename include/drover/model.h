@@ -342,6 +342,9 @@ bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
 #define DRV_LABEL_HOST "kubernetes.io/hostname"
 #define DRV_LABEL_EXCLUDE "drover.io/exclude-node"
 #define DRV_LABEL_CONSTRAINT "drover.io/constraint"
+/* An entry keyed DRV_LABEL_INCLUDE names a node the job must have a task on
+ * (-w with a larger -N: Slurm's required nodes; the others are any nodes). */
+#define DRV_LABEL_INCLUDE "drover.io/include-node"
 /* Checks a Slurm --constraint expression: features (letters, digits and
  * _.:/=-) joined by & (and) and | (or, & binds first), grouped with () or
  * [] (Slurm's matching OR, taken as a plain or). 0, or -1 with *at the

@@ -285,6 +285,8 @@ enum drv_never_what {
 	DRV_NEVER_LEVEL = 7,     /* needs n[0] GPUs under one vertex of level; largest has n[1] */
 	DRV_NEVER_GPU_MEM = 8,   /* a task needs n[0] MiB of one GPU; the largest (model) has n[1] */
 	DRV_NEVER_NODES = 9,     /* needs n[0] nodes that meet its -w/-x/-C; n[1] do (and fit a task) */
+	DRV_NEVER_INCLUDE = 10,  /* a node it requires (DRV_LABEL_INCLUDE) is none of the cluster's
+				  * or is ruled out by its -x/-C */
 };
 
 /* RESOURCES: what a node lacks (decision field count; 0 = GPUs). */

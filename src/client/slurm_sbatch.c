@@ -94,7 +94,11 @@ static void refused(const struct drv_client_reply *r)
 	const char *code = drv_json_str(e, "code");
 	char *msg = drv_client_reply_error(r);
 
-	if (code && !strcmp(code, "unsatisfiable"))
+	if (code && !strcmp(code, "unsatisfiable") && msg &&
+	    strstr(msg, "Invalid node name specified"))
+		fprintf(stderr, "sbatch: error: Batch job submission failed: Invalid node name "
+				"specified\nsbatch: error: %s\n", msg);
+	else if (code && !strcmp(code, "unsatisfiable"))
 		fprintf(stderr, "sbatch: error: Batch job submission failed: Requested node "
 				"configuration is not available\nsbatch: error: %s\n", msg);
 	else if (r->status == 401 || r->status == 403)

@@ -232,7 +232,8 @@ bool drv_job_node_ok(const struct drv_cluster *c, const struct drv_job *j,
 		const char *key = j->node_selector[i].key, *have;
 		bool ok = false, seen = false;
 
-		if (!strcmp(key, DRV_LABEL_EXCLUDE) || !strcmp(key, DRV_LABEL_CONSTRAINT))
+		if (!strcmp(key, DRV_LABEL_EXCLUDE) || !strcmp(key, DRV_LABEL_CONSTRAINT) ||
+		    !strcmp(key, DRV_LABEL_INCLUDE))
 			continue;
 
 		for (int32_t k = 0; k < i && !seen; k++)

@@ -65,6 +65,7 @@ struct ctx {
 	int32_t slice_gpus;       /* most whole GPUs one slice takes */
 	int32_t cur_gpus, cur_max; /* the slice being placed: whole GPUs, largest task */
 	int64_t cur_milli;
+	bool include;             /* the job names nodes it must have (DRV_LABEL_INCLUDE) */
 };
 
 /* ---- placement buffers ---------------------------------------------- */
@@ -244,6 +245,62 @@ static int32_t multi_key_memo(const struct ctx *x, const struct drv_vertex *w,
 	return m->key;
 }
 
+/* Whether job names node n as one it must have (DRV_LABEL_INCLUDE). */
+static bool included(const struct drv_job *job, const struct drv_node *n)
+{
+	for (int32_t i = 0; i < job->nnode_selector; i++)
+		if (!strcmp(job->node_selector[i].key, DRV_LABEL_INCLUDE) && n->name &&
+		    !strcmp(job->node_selector[i].value, n->name))
+			return true;
+	return false;
+}
+
+/* Whether vertex vi is, or lies above, a node the job must have. */
+static bool holds_included(const struct ctx *x, int32_t vi)
+{
+	const struct drv_cluster *c = x->c;
+
+	if (c->vertices[vi].node >= 0)
+		return included(x->job, &c->nodes[c->vertices[vi].node]);
+	for (int32_t k = 0; k < c->nnodes; k++)
+		if (included(x->job, &c->nodes[k]))
+			for (int32_t v = c->nodes[k].vertex; v >= 0; v = c->vertices[v].parent)
+				if (v == vi)
+					return true;
+	return false;
+}
+
+/* The first node job must have that placement out leaves out, or NULL. */
+static const char *include_missing(const struct drv_cluster *c, const struct drv_job *job,
+				   const struct drv_placement *out)
+{
+	for (int32_t i = 0; i < job->nnode_selector; i++) {
+		const char *want = job->node_selector[i].value;
+		bool have = false;
+
+		if (strcmp(job->node_selector[i].key, DRV_LABEL_INCLUDE) != 0)
+			continue;
+		for (int32_t t = 0; t < out->ntasks && !have; t++)
+			have = out->tasks[t].node >= 0 && c->nodes[out->tasks[t].node].name &&
+			       !strcmp(c->nodes[out->tasks[t].node].name, want);
+		if (!have)
+			return want;
+	}
+	return NULL;
+}
+
+/* The nodes job must have, comma-separated, into buf. */
+static void include_list(const struct drv_job *job, char *buf, size_t sz)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int32_t i = 0; i < job->nnode_selector && n < sz; i++)
+		if (!strcmp(job->node_selector[i].key, DRV_LABEL_INCLUDE))
+			n += (size_t)snprintf(buf + n, sz - n, "%s%s", n ? "," : "",
+					      job->node_selector[i].value);
+}
+
 /*
  * Pushes v's children that pass the test onto the scratch stack with their
  * best-fit keys: ids at base[0..n), keys at base[n..2n). The caller takes
@@ -277,6 +334,8 @@ static int32_t collect(struct ctx *x, int32_t vi, const struct drv_task_group *g
 			base[n + i] = fgd_key(x, w->node, g ? g : &x->job->groups[x->order[0]]);
 		else
 			base[n + i] = g ? task_key(w, g) : gang_key(x, w);
+		if (x->include && holds_included(x, base[i]))
+			base[n + i] = INT32_MIN; /* required nodes first */
 	}
 	x->sp = base + 2 * n;
 	*basep = base;
@@ -728,6 +787,8 @@ static int setup(struct ctx *x, const struct drv_cluster *c, const struct drv_jo
 	x->req_level = -1;
 	x->pref_level = -1;
 	x->slice_level = -1;
+	for (i = 0; i < job->nnode_selector && !x->include; i++)
+		x->include = !strcmp(job->node_selector[i].key, DRV_LABEL_INCLUDE);
 	x->fgd = opts && opts->strategy == DRV_PLACE_FGD;
 	rc = drv_job_check(job, reason, rsz);
 	if (rc) {
@@ -1172,7 +1233,19 @@ static int place(const struct drv_cluster *c, const struct drv_job *job,
 		x.flat = &flat;
 	}
 	ok = search_preferring(&x);
-	if (ok && job->exclusive) {
+	if (ok && x.include && include_missing(x.c, job, out)) {
+		char names[256];
+
+		for (i = ntasks - 1; i >= 0; i--)
+			if (i != x.unmarked)
+				drv__task_apply(x.c, &out->tasks[i], -1);
+		out->ntasks = 0;
+		include_list(job, names, sizeof(names));
+		snprintf(reason, reasonsz, "waiting for required nodes %s (--nodelist) to have room",
+			 names);
+		set_info(&x, DRV_WHY_FRAGMENTED, x.need_gpus, 0, false);
+		rc = DRV_ENOSPACE;
+	} else if (ok && job->exclusive) {
 		claim_nodes(&x, keep);
 		rc = 0;
 	} else if (ok) {
@@ -1260,6 +1333,24 @@ int drv_place_check_static(const struct drv_cluster *c, const struct drv_job *jo
 	rc = setup(&x, c, job, opts, reason, reasonsz);
 	if (rc)
 		return rc;
+	/* Every node the job must have exists (Slurm refuses the job otherwise). */
+	for (i = 0; x.include && i < job->nnode_selector; i++) {
+		const char *want = job->node_selector[i].value;
+		int32_t k;
+
+		if (strcmp(job->node_selector[i].key, DRV_LABEL_INCLUDE) != 0)
+			continue;
+		for (k = 0; k < c->nnodes; k++)
+			if (c->nodes[k].name && !strcmp(c->nodes[k].name, want))
+				break;
+		if (k == c->nnodes || !drv_job_node_ok(c, job, &c->nodes[k])) {
+			snprintf(reason, reasonsz, "Invalid node name specified: %s (--nodelist) %s",
+				 want, k == c->nnodes ? "is not a node of this cluster"
+						      : "is ruled out by the job's other node rules");
+			set_info(&x, DRV_WHY_INVALID, 0, 0, true);
+			return DRV_ENOSPACE;
+		}
+	}
 	/* The view of an empty cluster: totals of the up nodes in allowed pools. */
 	memset(&w, 0, sizeof(w));
 	for (i = 0; i < c->nnodes; i++) {

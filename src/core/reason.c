@@ -365,7 +365,7 @@ static bool names_nodes(const struct drv_job *job)
 		const char *k = job->node_selector[i].key;
 
 		if (!strcmp(k, DRV_LABEL_HOST) || !strcmp(k, DRV_LABEL_EXCLUDE) ||
-		    !strcmp(k, DRV_LABEL_CONSTRAINT))
+		    !strcmp(k, DRV_LABEL_CONSTRAINT) || !strcmp(k, DRV_LABEL_INCLUDE))
 			return true;
 	}
 	return false;
@@ -376,6 +376,19 @@ static bool names_nodes(const struct drv_job *job)
 static bool nodes_never(const struct drv_cluster *c, const struct drv_job *job,
 			struct drv_sched_decision *out)
 {
+	for (int32_t i = 0; i < job->nnode_selector; i++) {
+		int32_t k;
+
+		if (strcmp(job->node_selector[i].key, DRV_LABEL_INCLUDE) != 0)
+			continue;
+		for (k = 0; k < c->nnodes; k++)
+			if (c->nodes[k].name && !strcmp(c->nodes[k].name, job->node_selector[i].value))
+				break;
+		if (k == c->nnodes || !drv_job_node_ok(c, job, &c->nodes[k])) {
+			why_set(out, DRV_NEVER_INCLUDE, -1, 0, 0);
+			return true;
+		}
+	}
 	for (int32_t g = 0; g < job->ngroups; g++) {
 		const struct drv_task_group *tg = &job->groups[g];
 		int64_t fit = 0, need = tg->distinct_nodes ? tg->count : 1;
@@ -590,6 +603,10 @@ static void fput_never(struct fbuf *f, const struct drv_cluster *c,
 			fput(f, "needs %" PRId64 " nodes it may use (its node list, exclusions and "
 			     "features: -w, -x, -C) that fit a task; the cluster has %" PRId64, d->n[0],
 			     d->n[1]);
+		break;
+	case DRV_NEVER_INCLUDE:
+		fput(f, "Invalid node name specified: a node its node list requires (-w with a "
+		     "larger -N) is not a node of the cluster, or -x/-C rule it out");
 		break;
 	case DRV_NEVER_LEVEL:
 		fput(f, "needs %" PRId64 " GPUs under one %s", d->n[0], level_name(c, d->level));

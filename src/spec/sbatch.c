@@ -448,8 +448,9 @@ static int64_t hosts_into(struct sb_ctx *c, const char *list, const char *key, c
 /*
  * -w, -x and -C: the nodes the job may use (node_selector entries the
  * placement reads, drv_job_node_ok). -w without -N asks for as many nodes
- * as it names, as sbatch does; with more, drover places only on the named
- * ones (Slurm adds others), which is said.
+ * as it names, as sbatch does; with a larger -N the named nodes are
+ * required and the placement adds others (DRV_LABEL_INCLUDE); more names
+ * than -N is refused with sbatch's words.
  */
 static void node_choice(struct sb_ctx *c)
 {
@@ -457,19 +458,31 @@ static void node_choice(struct sb_ctx *c)
 	size_t at;
 
 	if (c->nodelist) {
-		int64_t n = hosts_into(c, c->nodelist, DRV_LABEL_HOST, "--nodelist", c->nodelist_line,
-				       c->nodelist_col);
+		char **names = NULL;
+		size_t n = 0;
+		bool include = false, refused = false;
 
-		if (n > 0 && k && k->nodes <= 0)
-			k->nodes = n;
-		else if (n > 0 && k && k->nodes > n)
-			drv_jobspec_warn(c->s, "--nodelist=%s with --nodes=%lld: drover places the job "
-					 "only on the %lld nodes named", c->nodelist,
-					 (long long)k->nodes, (long long)n);
-		else if (n > 0 && k && k->nodes < n)
-			drv_jobspec_warn(c->s, "--nodelist=%s with --nodes=%lld: drover uses %lld of "
-					 "the nodes named, not all", c->nodelist,
-					 (long long)k->nodes, (long long)k->nodes);
+		if (!strchr(c->nodelist, '/') &&
+		    drv_hostlist_expand(c->nodelist, &names, &n, 4096) == 0 && n > 0) {
+			if (k && k->nodes > 0 && k->nodes < (int64_t)n) {
+				sb_err(c, c->nodelist_line, c->nodelist_col, "--nodelist",
+				       "invalid number of nodes (-N %lld-%lld): \"%s\" names %lld "
+				       "nodes, more than --nodes=%lld", (long long)n,
+				       (long long)k->nodes, c->nodelist, (long long)n,
+				       (long long)k->nodes);
+				refused = true;
+			}
+			include = k && k->nodes > (int64_t)n;
+		}
+		drv_hostlist_free(names, n);
+		if (!refused) {
+			int64_t got = hosts_into(c, c->nodelist,
+						 include ? DRV_LABEL_INCLUDE : DRV_LABEL_HOST,
+						 "--nodelist", c->nodelist_line, c->nodelist_col);
+
+			if (got > 0 && k && k->nodes <= 0)
+				k->nodes = got;
+		}
 	}
 	if (c->exclude)
 		hosts_into(c, c->exclude, DRV_LABEL_EXCLUDE, "--exclude", c->exclude_line,

@@ -1,6 +1,8 @@
 # slurm_nodes.sh: sbatch's -w/--nodelist, -x/--exclude and -C/--constraint
 # are acted on in placement (docs/job-format.md): -w places only on the
-# named nodes and, without -N, on as many nodes as it names; -x keeps the
+# named nodes and, without -N, on as many nodes as it names (with a larger
+# -N the named ones are required and others added; more names than -N is
+# refused with sbatch's words, a missing required node at submit); -x keeps the
 # job off the named nodes; -C takes node features from node labels (the
 # agent's --labels: a label's key, or KEY=VALUE), with & and | and ();
 # a job no node can take is refused at submit with Slurm's words; a
@@ -37,6 +39,9 @@ expect_eq "-C 'ib&fast'" "$(nodes_of -C 'ib&fast')" "gpu-02 1"
 expect_eq "-C 'nosuch|(ib&fast)'" "$(nodes_of -C 'nosuch|(ib&fast)')" "gpu-02 1"
 expect_eq "-N 2 -C ib" "$(nodes_of -N 2 -C ib)" "gpu-[01-02] 2"
 expect_eq "-N 2 -x gpu-02" "$(nodes_of -N 2 -x gpu-02)" "gpu-[01,03] 2"
+# -w with a larger -N: the named node is required, others are added (Slurm's rule)
+expect_eq "-N 2 -w gpu-03" "$(nodes_of -N 2 -w gpu-03)" "gpu-[01,03] 2"
+expect_eq "-N 3 -w gpu-02" "$(nodes_of -N 3 -w gpu-02)" "gpu-[01-03] 3"
 
 # no node can take it: refused at submit, as sbatch is
 refused() {   # refused WHAT SBATCH-OPTIONS...
@@ -54,6 +59,11 @@ grep -q "sbatch: error: .*no node of the cluster is one it may use (its node lis
 refused "-w gpu-09" -w gpu-09
 refused "-x gpu-[01-03]" -x 'gpu-[01-03]'
 refused "-w gpu-01 -C fast" -w gpu-01 -C fast
+if sbatch --parsable -N 2 -w gpu-09 --wrap true >"$TEST_TMP/out" 2>"$TEST_TMP/err"; then
+	fail "-N 2 -w gpu-09 was accepted: job $(cat "$TEST_TMP/out")"
+fi
+grep -q "sbatch: error: Batch job submission failed: Invalid node name specified" "$TEST_TMP/err" ||
+	fail "-N 2 -w gpu-09: $(cat "$TEST_TMP/err")"
 refused "-N 3 -C ib" -N 3 -C ib
 grep -q "needs 3 nodes it may use .*; the cluster has 2" "$TEST_TMP/err" ||
 	fail "-N 3 -C ib's reason: $(cat "$TEST_TMP/err")"
@@ -65,4 +75,7 @@ grep -q 'constraint: found "ib\*2", which does not read at "\*2"' "$TEST_TMP/err
 if sbatch -w 'gpu-[01' --wrap true 2>"$TEST_TMP/err"; then fail "-w 'gpu-[01' was accepted"; fi
 grep -q 'nodelist: found "gpu-\[01", expected a host list' "$TEST_TMP/err" ||
 	fail "-w gpu-[01: $(cat "$TEST_TMP/err")"
-echo "-w, -x and -C placed 9 jobs where they said, refused 5 that no node could take"
+# more nodes named than -N allows: sbatch's own words
+if sbatch -N 1 -w 'gpu-[01-02]' --wrap true 2>"$TEST_TMP/err"; then fail "-N1 -w 2 nodes accepted"; fi
+grep -q 'invalid number of nodes (-N 2-1)' "$TEST_TMP/err" || fail "-N1 -w gpu-[01-02]: $(cat "$TEST_TMP/err")"
+echo "-w, -x and -C placed 11 jobs where they said, refused 6 that no node could take"

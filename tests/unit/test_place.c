@@ -743,3 +743,50 @@ Test(place, exclusive_takes_whole_idle_nodes)
 	drv_placement_release(&p2);
 	drv_cluster_release(&c);
 }
+
+/* Slurm's -w with a larger -N: the named nodes are required (they would not
+ * be best-fit's choice) and others are added; a busy required node leaves
+ * the job waiting with a reason naming it; a node that does not exist is
+ * refused by the static check. */
+Test(place, slurm_include_nodes_with_more_nodes)
+{
+	struct drv_cluster c;
+	struct drv_job j, busy;
+	struct drv_placement p, q;
+	char why[256];
+	bool has12 = false;
+	int i;
+
+	build(&c, 2, 2, 8);
+	drv_placement_init(&p);
+	drv_placement_init(&q);
+	job1(&j, 2, 1, 0);
+	j.groups[0].distinct_nodes = true;
+	drv_job_add_node_label(&j, DRV_LABEL_INCLUDE, "n1-1");
+	cr_assert(eq(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0), "%s", why);
+	cr_assert(eq(int, p.ntasks, 2));
+	for (i = 0; i < p.ntasks; i++)
+		has12 |= !strcmp(c.nodes[p.tasks[i].node].name, "n1-1");
+	cr_assert(has12, "n1-1 is among the nodes");
+	cr_assert(ne(int, p.tasks[0].node, p.tasks[1].node));
+	cr_assert(eq(int, drv_place_check_static(&c, &j, NULL, why, sizeof(why)), 0), "%s", why);
+
+	/* n1-1 full: the job waits, naming it, though other nodes are free */
+	job1(&busy, 1, 8, 0);
+	drv_job_add_node_label(&busy, DRV_LABEL_HOST, "n1-1");
+	cr_assert(eq(int, drv_place_commit(&c, &busy, NULL, &q, why, sizeof(why)), 0), "%s", why);
+	cr_assert(ne(int, drv_place(&c, &j, NULL, &p, why, sizeof(why)), 0));
+	cr_assert(strstr(why, "required nodes n1-1") != NULL, "%s", why);
+	cr_assert(eq(int, p.ntasks, 0));
+	drv_job_release(&busy);
+	drv_job_release(&j);
+
+	job1(&j, 2, 1, 0);
+	drv_job_add_node_label(&j, DRV_LABEL_INCLUDE, "n9-9");
+	cr_assert(ne(int, drv_place_check_static(&c, &j, NULL, why, sizeof(why)), 0));
+	cr_assert(strstr(why, "Invalid node name specified: n9-9") != NULL, "%s", why);
+	drv_job_release(&j);
+	drv_placement_release(&p);
+	drv_placement_release(&q);
+	drv_cluster_release(&c);
+}
