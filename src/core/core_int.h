@@ -35,7 +35,6 @@ struct drv__mix_flat {
 	int32_t per[DRV_MIX_MAX];   /* GPUs a whole task takes; shares one free GPU holds */
 	int64_t cpu[DRV_MIX_MAX], mem[DRV_MIX_MAX];
 	double w[DRV_MIX_MAX];
-	double cpu_per_gpu, mem_per_gpu; /* the mix's mean CPU and memory per milli-GPU; 0 = none */
 };
 void drv__mix_flatten(const struct drv_place_opts *opts, struct drv__mix_flat *f);
 /*

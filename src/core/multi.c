@@ -209,9 +209,7 @@ void drv__mix_flatten(const struct drv_place_opts *o, struct drv__mix_flat *f)
 	const struct drv_place_mix *m = o ? o->mix : NULL;
 	int32_t i;
 
-	f->cpu_per_gpu = f->mem_per_gpu = 0;
 	if (m && m->n > 0 && m->total > 0) {
-		double g = 0, cp = 0, me = 0;
 		f->n = 0;
 		for (i = 0; i < m->n; i++) {
 			int32_t k = f->n;
@@ -224,16 +222,7 @@ void drv__mix_flatten(const struct drv_place_opts *o, struct drv__mix_flat *f)
 			f->mem[k] = m->shape[i].mem_mib;
 			f->w[k] = m->shape[i].w / m->total;
 			f->per[k] = per_of(f->milli[k]);
-			if (f->milli[k] > 0) {
-				g += f->w[k] * f->milli[k];
-				cp += f->w[k] * (double)f->cpu[k];
-				me += f->w[k] * (double)f->mem[k];
-			}
 			f->n++;
-		}
-		if (g > 0) {
-			f->cpu_per_gpu = cp / g;
-			f->mem_per_gpu = me / g;
 		}
 		return;
 	}
@@ -279,7 +268,6 @@ static double stranded(const struct nfree *s, int model, const struct drv__mix_f
 {
 	int64_t cpu = DRV_MAX(s->cpu, 0), mem = DRV_MAX(s->mem, 0);
 	int64_t gpu_left = INT64_MAX, cpu_left = INT64_MAX;
-	double lack = 0;
 	int32_t t, k;
 
 	for (t = 0; t < f->n && (gpu_left > 0 || cpu_left > 0); t++) {
@@ -304,22 +292,11 @@ static double stranded(const struct nfree *s, int model, const struct drv__mix_f
 		if (fit == INT64_MAX)
 			fit = 0; /* a shape that asks for nothing */
 		gpu_left = DRV_MIN(gpu_left, s->all - fit * m);
-		/* CPU-only tasks go to CPU-only nodes first (their leaves hold no
-		 * free GPUs): CPU beside GPUs is kept for GPU tasks */
-		if (m > 0)
-			cpu_left = DRV_MIN(cpu_left, cpu - fit * f->cpu[t]);
+		cpu_left = DRV_MIN(cpu_left, cpu - fit * f->cpu[t]);
 	}
 	if (gpu_left == INT64_MAX)
 		return 0;
-	if (cpu_left == INT64_MAX)
-		cpu_left = cpu; /* no GPU shape of the mix fits: all of it idles */
-	/* GPUs that, at the mix's CPU and memory per GPU, the node's free CPU
-	 * or memory could not feed */
-	if (f->cpu_per_gpu > 0)
-		lack = DRV_MAX(lack, (double)s->all - (double)cpu / f->cpu_per_gpu);
-	if (f->mem_per_gpu > 0)
-		lack = DRV_MAX(lack, (double)s->all - (double)mem / f->mem_per_gpu);
-	return (double)gpu_left + 0.5 * (double)cpu_left * s->gpu_per_cpu + lack;
+	return (double)gpu_left + 0.5 * (double)cpu_left * s->gpu_per_cpu;
 }
 
 /* The node after a share of milli on one GPU whose free is f0; slot is the

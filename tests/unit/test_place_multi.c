@@ -125,35 +125,6 @@ Test(place_multi, cpu_only_task_prefers_a_node_without_free_gpus)
 	drv_cluster_release(&c);
 }
 
-/* A mix of 1-GPU tasks, half asking 2 cores and half 24 (13 per GPU on
- * average): best-fit on shape alone sees a GPU with 6 cores as usable by the
- * 2-core half, the mean task could not use it. */
-Test(place_multi, gpu_task_leaves_the_cores_the_mean_task_needs)
-{
-	struct drv_cluster c;
-	struct drv_place_mix m;
-	struct drv_job j, a, b;
-	int i;
-
-	build(&c, 2, 96);
-	hold(&c, 0, 6, 66); /* n0: 2 GPUs and 30 cores free */
-	hold(&c, 1, 6, 36); /* n1: 2 GPUs and 60 cores free */
-	drv_place_mix_init(&m, 0);
-	pod(&a, 1, 2);
-	pod(&b, 1, 24);
-	for (i = 0; i < 10; i++) {
-		drv_place_mix_observe(&m, &a);
-		drv_place_mix_observe(&m, &b);
-	}
-	pod(&j, 1, 24);
-	/* n0 would keep 1 GPU beside 6 cores; n1 keeps it beside 36 */
-	cr_assert(eq(str, (char *)where(&c, &j, DRV_PLACE_MULTI, &m), "n1"));
-	drv_job_release(&a);
-	drv_job_release(&b);
-	drv_job_release(&j);
-	drv_cluster_release(&c);
-}
-
 static uint64_t rng = 88172645463325252ULL;
 static uint32_t rnd(uint32_t n)
 {
