@@ -43,22 +43,6 @@ static void kattach_free(void *cls)
 	pthread_mutex_unlock(&s->mu);
 }
 
-static void finish(struct drv_ws *w, json_t *st)
-{
-	char *t = json_dumps(st, JSON_COMPACT);
-
-	drv_ws_send_channel(w, 3, t, strlen(t));
-	free(t);
-	json_decref(st);
-	drv_ws_close(w, 1000, NULL);
-}
-
-static json_t *failure(const char *reason, int code, const char *msg)
-{
-	return json_pack("{s:{},s:s,s:s,s:s,s:i}", "metadata", "status", "Failure", "reason", reason,
-			 "message", msg, "code", code);
-}
-
 /*
  * Stream i's bytes from x->off[i] on: sent on channel i + 1 as they are
  * read (at most 1 MiB a request), or, with w NULL, only skipped (the
@@ -141,7 +125,7 @@ static void session(void *cls, struct drv_ws *w)
 			if (drain(x, &cl, i, w) < 0)
 				goto lost;
 		if (over) {
-			finish(w, json_pack("{s:{},s:s}", "metadata", "status", "Success"));
+			kube_ws_finish(w, json_pack("{s:{},s:s}", "metadata", "status", "Success"));
 			goto out;
 		}
 		rc = drv_ws_read(w, &op, &m, &len, POLL_MS);
@@ -153,16 +137,9 @@ static void session(void *cls, struct drv_ws *w)
 lost:
 	snprintf(msg, sizeof(msg), "error attaching to %s: cannot read its output from node %s's "
 		 "agent: %s", x->what, x->nodename, cl.err[0] ? cl.err : "it refused");
-	finish(w, failure("InternalError", 500, msg));
+	kube_ws_finish(w, kube_ws_failure("InternalError", 500, msg));
 out:
 	drv_http_client_release(&cl);
-}
-
-static bool flag(struct drv_http_req *r, const char *name)
-{
-	const char *v = drv_http_req_query(r, name);
-
-	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
 }
 
 int kube_attach(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
@@ -192,12 +169,12 @@ int kube_attach(struct drv_server *s, struct kube_req *q, struct drv_http_req *r
 			    (unsigned long long)j->id, srv_jstate_name(j->state));
 		goto out;
 	}
-	if (flag(r, "stdin") || flag(r, "tty")) {
+	if (kube_query_flag(r, "stdin") || kube_query_flag(r, "tty")) {
 		kube_status(o, 400, "BadRequest", NULL,
 			    "pods/attach: %s: drover keeps a task's output in files, not a live "
 			    "terminal, so attach only streams it (kubectl attach without -i and "
 			    "-t); for a command with stdin or a TTY use kubectl exec -it %s -- sh",
-			    flag(r, "stdin") ? "stdin=true" : "tty=true", q->name);
+			    kube_query_flag(r, "stdin") ? "stdin=true" : "tty=true", q->name);
 		goto out;
 	}
 	if (!proto || s->stopping) {

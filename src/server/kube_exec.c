@@ -44,8 +44,7 @@ static void kexec_free(void *cls)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* The final Status on channel 3, then the close. */
-static void finish(struct drv_ws *w, json_t *st)
+void kube_ws_finish(struct drv_ws *w, json_t *st)
 {
 	char *t = json_dumps(st, JSON_COMPACT);
 
@@ -55,7 +54,7 @@ static void finish(struct drv_ws *w, json_t *st)
 	drv_ws_close(w, 1000, NULL);
 }
 
-static json_t *failure(const char *reason, int code, const char *msg)
+json_t *kube_ws_failure(const char *reason, int code, const char *msg)
 {
 	return json_pack("{s:{},s:s,s:s,s:s,s:i}", "metadata", "status", "Failure", "reason", reason,
 			 "message", msg, "code", code);
@@ -105,7 +104,7 @@ static void relay(struct kexec *x, struct drv_ws *w, struct drv_ws *aw)
 				snprintf(msg, sizeof(msg), "error executing command in %s: the "
 					 "connection to node %s ended before the command", x->what,
 					 x->nodename);
-				finish(w, failure("InternalError", 500, msg));
+				kube_ws_finish(w, kube_ws_failure("InternalError", 500, msg));
 			} else {
 				drv_ws_close(w, 1000, NULL);
 			}
@@ -126,15 +125,16 @@ static void session(void *cls, struct drv_ws *w)
 	long status;
 
 	if (x->in && !x->v5) {
-		finish(w, failure("BadRequest", 400, "exec with stdin needs the "
-				  "v5.channel.k8s.io protocol (kubectl 1.30 or later)"));
+		kube_ws_finish(w, kube_ws_failure("BadRequest", 400,
+						  "exec with stdin needs the v5.channel.k8s.io "
+						  "protocol (kubectl 1.30 or later)"));
 		return;
 	}
 	if (drv_ws_connect(x->url, x->path, x->tok, x->s->cfg.tls_ca_file, AGENT_PROTO, &aw,
 			   &status, err, sizeof(err)) != 0) {
 		snprintf(msg, sizeof(msg), "error executing command in %s on node %s: %s", x->what,
 			 x->nodename, err);
-		finish(w, failure("InternalError", 500, msg));
+		kube_ws_finish(w, kube_ws_failure("InternalError", 500, msg));
 		return;
 	}
 	relay(x, w, aw);
@@ -150,7 +150,7 @@ static void session(void *cls, struct drv_ws *w)
 	}
 }
 
-static bool flag(struct drv_http_req *r, const char *name)
+bool kube_query_flag(struct drv_http_req *r, const char *name)
 {
 	const char *v = drv_http_req_query(r, name);
 
@@ -173,9 +173,9 @@ static char *agent_path(const char *tid, json_t *cmd, struct drv_http_req *r, bo
 		drv_free(e);
 	}
 	for (size_t i = 0; i < sizeof(flags) / sizeof(*flags); i++)
-		if (flag(r, flags[i]))
+		if (kube_query_flag(r, flags[i]))
 			drv_dynbuf_addf(&b, "&%s=true", flags[i]);
-	*in = flag(r, "stdin");
+	*in = kube_query_flag(r, "stdin");
 	p = drv_strndup(b.buf, b.len);
 	drv_dynbuf_release(&b);
 	return p;

@@ -173,6 +173,13 @@ int kube_patch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	       struct drv_http_resp *o, bool replace);
 int kube_delete(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		struct drv_http_resp *o);
+/* What exec and attach share (kube_exec.c): the final Status st (taken) on
+ * channel 3, then the close; a Failure Status; whether query flag name is
+ * "true" or "1". */
+void kube_ws_finish(struct drv_ws *w, json_t *st);
+json_t *kube_ws_failure(const char *reason, int code, const char *msg);
+bool kube_query_flag(struct drv_http_req *r, const char *name);
+
 /* pods/exec over WebSocket (kube_exec.c). */
 int kube_exec(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 	      struct drv_http_resp *o);
