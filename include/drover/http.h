@@ -33,9 +33,14 @@
  * times out). Before that, a source address may hold at most
  * DRV_HTTP_UNAUTH_PER_CLIENT unauthenticated connections
  * (drv_http_server_set_client_limit): one more is closed as it is
- * accepted, before a byte is read. Authenticated connections leave that
- * count and are bounded only by the server's connection limit, so 12,500
- * agents behind one address fit. Threads: the event threads and one
+ * accepted, before a byte is read. An authenticated connection leaves that
+ * count for its class's: connections authenticated with the cluster
+ * credential (the filter calls drv_http_req_set_cluster) may number
+ * DRV_HTTP_CLUSTER_PER_CLIENT per address, so 12,500 agents behind one
+ * address fit, and those with any other credential
+ * DRV_HTTP_USER_PER_CLIENT (drv_http_server_set_auth_limits). A request
+ * that would take its address past its class's cap is answered 429 with
+ * Retry-After and its connection closed. Threads: the event threads and one
  * waiter thread, however many requests wait.
  *
  * Admission comes before the body: once a request's headers are in, its
@@ -90,6 +95,8 @@
 #define DRV_HTTP_HEADER_TIMEOUT_S 10   /* a request's headers, in all */
 #define DRV_HTTP_BODY_TIMEOUT_S 120    /* an admitted request's body, in all */
 #define DRV_HTTP_UNAUTH_PER_CLIENT 64  /* unauthenticated connections per address */
+#define DRV_HTTP_USER_PER_CLIENT 4096  /* connections a user's token authenticated */
+#define DRV_HTTP_CLUSTER_PER_CLIENT 16384 /* connections the cluster token authenticated */
 #define DRV_HTTP_STREAM_POLL_MS 1000   /* a waiting stream is retried this often */
 #define DRV_HTTP_AGAIN 1               /* a deferred fn: not ready yet */
 
@@ -194,7 +201,15 @@ unsigned drv_http_server_connection_limit(const struct drv_http_server *s);
 /* How many unauthenticated connections one source address may hold (see
  * Limits above; default DRV_HTTP_UNAUTH_PER_CLIENT; 0 is taken as 1). */
 void drv_http_server_set_client_limit(struct drv_http_server *s, unsigned n);
-/* Connections closed so far by the policy: refused at accept (over the
+/* The caps on authenticated connections per source address: with a
+ * user's credential and with the cluster's (see Limits above; defaults
+ * DRV_HTTP_USER_PER_CLIENT and DRV_HTTP_CLUSTER_PER_CLIENT; 0 is taken as
+ * 1), and the one now in force for a class. */
+void drv_http_server_set_auth_limits(struct drv_http_server *s, unsigned user,
+				     unsigned cluster);
+unsigned drv_http_server_auth_limit(struct drv_http_server *s, bool cluster);
+/* Connections closed so far by the policy: refused (at accept, over the
+ * unauthenticated cap, or answered 429, over an authenticated one; the
  * per-address cap) and expired (past a header or body deadline). */
 void drv_http_server_conn_stats(struct drv_http_server *s, uint64_t *refused,
 				uint64_t *expired);
@@ -273,6 +288,9 @@ const struct drv_http_route *drv_http_req_route(const struct drv_http_req *r);
 /* Per-request slot for the filter to hand data to the handler (e.g. the
  * authenticated user). Not freed by the server. */
 void drv_http_req_set_user(struct drv_http_req *r, void *p);
+/* The filter took the cluster credential (an agent): the connection counts
+ * against the cluster's cap of connections per address, not a user's. */
+void drv_http_req_set_cluster(struct drv_http_req *r);
 void *drv_http_req_user(const struct drv_http_req *r);
 /*
  * Parses the body as JSON. Returns a new reference, or NULL after setting

@@ -7,9 +7,13 @@
  * one: a byte every few seconds keeps a socket for ever. So every
  * connection is tracked from libmicrohttpd's connection notification
  * (started, closed) in a struct conn of ours, its socket context:
- *   - its source address's count of unauthenticated connections, which
- *     the accept policy checks before taking a new one (over the cap the
- *     socket is closed at once, before anything is read);
+ *   - its source address's counts: connections not yet authenticated,
+ *     which the accept policy checks before taking a new one (over the cap
+ *     the socket is closed at once, before anything is read), and those a
+ *     user's token or the cluster token authenticated, each class with a
+ *     cap of its own, checked when a connection's first authenticated
+ *     request is admitted (over it the request gets 429 and the
+ *     connection is closed);
  *   - a deadline while it waits for a request's headers (counted from its
  *     start, or from the end of its last request) or for an admitted
  *     request's body. The waiter thread (http_wait.c) looks at the timed
@@ -17,8 +21,9 @@
  *     down (shutdown(2), not close: libmicrohttpd still owns the
  *     descriptor, sees the end of its stream and closes it itself).
  * A connection whose request passed the filter with a user set (the
- * caller authenticated) leaves its address's count for good and waits
- * between requests under libmicrohttpd's idle timeout only.
+ * caller authenticated) moves from its address's unauthenticated count to
+ * its class's for good and waits between requests under libmicrohttpd's
+ * idle timeout only.
  *
  * One mutex (s->cmu) guards the address table and the timed list. The
  * descriptor is shut down under it, and the closed notification (which
@@ -34,15 +39,19 @@
 
 #define CLIENT_BUCKETS 4096
 
-/* One source address with unauthenticated connections. */
+/* A connection's class, the count it is in. */
+enum { CONN_UNAUTH, CONN_USER, CONN_CLUSTER, CONN_CLASSES };
+
+/* One source address with connections, by class. */
 struct client {
 	unsigned char addr[16];
-	unsigned count;
+	unsigned count[CONN_CLASSES];
 	struct client *next;
 };
 
 struct conn {
-	struct client *client;        /* NULL once authenticated */
+	struct client *client;        /* NULL: an address of no family we count */
+	int cls;                      /* CONN_* */
 	int fd;
 	int64_t deadline_ms;          /* while in the timed list */
 	bool timed;
@@ -92,13 +101,15 @@ static struct client *client_get(struct drv_http_server *s, const unsigned char 
 	return c;
 }
 
-/* One fewer unauthenticated connection from c's address. Under cmu. */
-static void client_put(struct drv_http_server *s, struct client *c)
+/* One fewer connection of class cls from c's address. Under cmu. */
+static void client_put(struct drv_http_server *s, struct client *c, int cls)
 {
 	struct client **pp;
 
-	if (--c->count)
-		return;
+	c->count[cls]--;
+	for (int i = 0; i < CONN_CLASSES; i++)
+		if (c->count[i])
+			return;
 	for (pp = bucket(s, c->addr); *pp != c; pp = &(*pp)->next)
 		;
 	*pp = c->next;
@@ -148,7 +159,7 @@ enum MHD_Result http_conns_accept(void *cls, const struct sockaddr *addr, sockle
 		return MHD_YES;
 	pthread_mutex_lock(&s->cmu);
 	c = client_get(s, key, false);
-	ok = !c || c->count < atomic_load(&s->unauth_per_client);
+	ok = !c || c->count[CONN_UNAUTH] < atomic_load(&s->per_client[CONN_UNAUTH]);
 	if (!ok)
 		s->refused_conns++;
 	pthread_mutex_unlock(&s->cmu);
@@ -167,12 +178,13 @@ static void conn_started(struct drv_http_server *s, struct MHD_Connection *mc, v
 	pthread_mutex_lock(&s->cmu);
 	if (ai && addr_key(ai->client_addr, key)) {
 		c->client = client_get(s, key, true);
-		c->client->count++;
+		c->client->count[CONN_UNAUTH]++;
 		/* the accept policy checked the count, but two worker threads can
 		 * both pass it before either connection is counted here: the one
 		 * over the cap is shut down now (its closed notification
 		 * uncounts it), so the cap holds exactly */
-		if (c->client->count > atomic_load(&s->unauth_per_client) && c->fd >= 0) {
+		if (c->client->count[CONN_UNAUTH] > atomic_load(&s->per_client[CONN_UNAUTH]) &&
+		    c->fd >= 0) {
 			shutdown(c->fd, SHUT_RDWR);
 			s->refused_conns++;
 		}
@@ -187,7 +199,7 @@ static void conn_closed(struct drv_http_server *s, struct conn *c)
 	pthread_mutex_lock(&s->cmu);
 	untime(s, c);
 	if (c->client)
-		client_put(s, c->client);
+		client_put(s, c->client, c->cls);
 	pthread_mutex_unlock(&s->cmu);
 	drv_free(c);
 }
@@ -213,21 +225,32 @@ struct conn *http_conns_of(struct MHD_Connection *mc)
 	return ci ? ci->socket_context : NULL;
 }
 
-void http_conns_admitted(struct drv_http_server *s, struct conn *c, bool authenticated,
-			 bool body)
+bool http_conns_admitted(struct drv_http_server *s, struct conn *c, bool authenticated,
+			 bool cluster, bool body)
 {
+	int to = cluster ? CONN_CLUSTER : CONN_USER;
+
 	if (!c)
-		return;
+		return true;
 	pthread_mutex_lock(&s->cmu);
-	if (authenticated && c->client) {
-		client_put(s, c->client);
-		c->client = NULL;
+	if (authenticated && c->cls == CONN_UNAUTH && c->client) {
+		if (c->client->count[to] >= atomic_load(&s->per_client[to])) {
+			s->refused_conns++;
+			pthread_mutex_unlock(&s->cmu);
+			return false;   /* it stays unauthenticated; the caller closes it */
+		}
+		c->client->count[CONN_UNAUTH]--;
+		c->client->count[to]++;
+		c->cls = to;
+	} else if (authenticated && c->cls == CONN_UNAUTH) {
+		c->cls = to;    /* an address we do not count: no cap */
 	}
 	if (body)
 		time_for(s, c, DRV_HTTP_BODY_TIMEOUT_S);
 	else
 		untime(s, c);
 	pthread_mutex_unlock(&s->cmu);
+	return true;
 }
 
 void http_conns_body_in(struct drv_http_server *s, struct conn *c)
@@ -244,7 +267,7 @@ void http_conns_request_done(struct drv_http_server *s, struct conn *c)
 	if (!c)
 		return;
 	pthread_mutex_lock(&s->cmu);
-	if (c->client)
+	if (c->cls == CONN_UNAUTH)
 		time_for(s, c, DRV_HTTP_HEADER_TIMEOUT_S);
 	else
 		untime(s, c);
@@ -280,7 +303,9 @@ void http_conns_init(struct drv_http_server *s)
 {
 	pthread_mutex_init(&s->cmu, NULL);
 	s->clients = drv_calloc(CLIENT_BUCKETS, sizeof(*s->clients));
-	atomic_store(&s->unauth_per_client, DRV_HTTP_UNAUTH_PER_CLIENT);
+	atomic_store(&s->per_client[CONN_UNAUTH], DRV_HTTP_UNAUTH_PER_CLIENT);
+	atomic_store(&s->per_client[CONN_USER], DRV_HTTP_USER_PER_CLIENT);
+	atomic_store(&s->per_client[CONN_CLUSTER], DRV_HTTP_CLUSTER_PER_CLIENT);
 }
 
 /* After libmicrohttpd stopped: every connection was closed (and freed). */
@@ -292,7 +317,19 @@ void http_conns_release(struct drv_http_server *s)
 
 void drv_http_server_set_client_limit(struct drv_http_server *s, unsigned n)
 {
-	atomic_store(&s->unauth_per_client, n ? n : 1);
+	atomic_store(&s->per_client[CONN_UNAUTH], n ? n : 1);
+}
+
+void drv_http_server_set_auth_limits(struct drv_http_server *s, unsigned user,
+				     unsigned cluster)
+{
+	atomic_store(&s->per_client[CONN_USER], user ? user : 1);
+	atomic_store(&s->per_client[CONN_CLUSTER], cluster ? cluster : 1);
+}
+
+unsigned drv_http_server_auth_limit(struct drv_http_server *s, bool cluster)
+{
+	return atomic_load(&s->per_client[cluster ? CONN_CLUSTER : CONN_USER]);
 }
 
 void drv_http_server_conn_stats(struct drv_http_server *s, uint64_t *refused,

@@ -75,10 +75,10 @@ struct drv_http_server {
 
 	/* the connection policy (http_conns.c) */
 	pthread_mutex_t cmu;           /* guards what follows but the atomics */
-	struct client **clients;       /* addresses with unauthenticated conns */
+	struct client **clients;       /* addresses with connections */
 	struct conn *timed;            /* connections with a deadline */
 	atomic_int ntimed;
-	atomic_uint unauth_per_client;
+	atomic_uint per_client[3];     /* caps by class: unauthenticated, user, cluster */
 	uint64_t refused_conns, expired_conns;
 	int64_t next_expire_ms;        /* the waiter thread's own */
 };
@@ -113,6 +113,7 @@ struct drv_http_req {
 	char *params[DRV_HTTP_MAX_PARAMS];
 	char peer[INET6_ADDRSTRLEN];
 	void *user;
+	bool cluster;                  /* the filter took the cluster credential */
 	struct conn *conn_policy;      /* its connection's (http_conns.c) */
 
 	/* a deferred reply (drv_http_defer) */
@@ -185,9 +186,12 @@ void http_conns_notify(void *cls, struct MHD_Connection *mc, void **socket_conte
 		       enum MHD_ConnectionNotificationCode toe);
 struct conn *http_conns_of(struct MHD_Connection *mc);
 /* A request's headers passed admission; authenticated: the filter set a
- * user; body: one is announced (it must be in by DRV_HTTP_BODY_TIMEOUT_S). */
-void http_conns_admitted(struct drv_http_server *s, struct conn *c, bool authenticated,
-			 bool body);
+ * user (cluster: with the cluster credential); body: one is announced (it
+ * must be in by DRV_HTTP_BODY_TIMEOUT_S). False: its address already holds
+ * its class's cap of authenticated connections (the caller answers 429
+ * and closes the connection). */
+bool http_conns_admitted(struct drv_http_server *s, struct conn *c, bool authenticated,
+			 bool cluster, bool body);
 void http_conns_body_in(struct drv_http_server *s, struct conn *c);
 /* A request is over: an unauthenticated connection's next headers are due
  * within DRV_HTTP_HEADER_TIMEOUT_S. */

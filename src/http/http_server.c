@@ -256,6 +256,7 @@ const char *drv_http_req_method(const struct drv_http_req *r) { return r->method
 const char *drv_http_req_path(const struct drv_http_req *r) { return r->path; }
 const struct drv_http_route *drv_http_req_route(const struct drv_http_req *r) { return r->route; }
 void drv_http_req_set_user(struct drv_http_req *r, void *p) { r->user = p; }
+void drv_http_req_set_cluster(struct drv_http_req *r) { r->cluster = true; }
 void *drv_http_req_user(const struct drv_http_req *r) { return r->user; }
 const char *drv_http_req_peer(const struct drv_http_req *r) { return r->peer; }
 
@@ -622,19 +623,30 @@ static bool body_announced_too_large(const struct drv_http_req *r)
  */
 static enum MHD_Result headers_in(struct drv_http_req *r)
 {
+	bool close = false;
+
 	r->dresp.status = 200;
 	if (admit(r, &r->dresp)) {
-		http_conns_admitted(r->srv, r->conn_policy, !r->srv->filter || r->user,
-				    body_announced(r));
-		MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT,
-					  (unsigned int)DRV_HTTP_IDLE_TIMEOUT_S);
-		if (!body_announced_too_large(r))
-			return MHD_YES;
-		drv_http_resp_error(&r->dresp, 413, "too_large", NULL,
-				    "request body over %u bytes", DRV_HTTP_MAX_BODY);
+		if (!http_conns_admitted(r->srv, r->conn_policy, !r->srv->filter || r->user,
+					 r->cluster, body_announced(r))) {
+			drv_http_resp_error(&r->dresp, 429, "too_many_connections", NULL,
+					    "%s already holds %u authenticated connections to this "
+					    "server; close some or raise max_%s_connections_per_client",
+					    r->peer, drv_http_server_auth_limit(r->srv, r->cluster),
+					    r->cluster ? "cluster" : "user");
+			drv_http_resp_header(&r->dresp, "Retry-After", "1");
+			close = true;
+		} else {
+			MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+						  (unsigned int)DRV_HTTP_IDLE_TIMEOUT_S);
+			if (!body_announced_too_large(r))
+				return MHD_YES;
+			drv_http_resp_error(&r->dresp, 413, "too_large", NULL,
+					    "request body over %u bytes", DRV_HTTP_MAX_BODY);
+		}
 	}
 	r->refused = true;
-	if (body_announced(r))
+	if (close || body_announced(r))
 		drv_http_resp_header(&r->dresp, MHD_HTTP_HEADER_CONNECTION, "close");
 	return answer(r);
 }

@@ -437,7 +437,8 @@ static void check_store(struct cload *L, struct fy_node *store_at, struct fy_nod
 	"tokens, cluster_token, open_endpoints, allow_root_tasks, heartbeat_interval_s, "    \
 	"heartbeat_timeout_s, agent_lease_s, retry_limit, sched_delay_ms, default_pool, "    \
 	"default_leaf, scheduler, tenants, tls, job_retention_s, "    \
-	"task_output_max_bytes, max_unauthenticated_per_client, idempotency_ttl_s, "    \
+	"task_output_max_bytes, max_unauthenticated_per_client, "                        \
+	"max_user_connections_per_client, max_cluster_connections_per_client, idempotency_ttl_s, "    \
 	"max_array_size, kill_invalid_depend, store, store_password_file, leader_lease_s, "    \
 	"advertise_url, min_job_age_s, host_path_allow, cluster_name"
 
@@ -502,6 +503,10 @@ static void read_root(struct cload *L, struct fy_node *root)
 			read_tls(L, p);
 		} else if (strcmp(k, "max_unauthenticated_per_client") == 0) {
 			want_int(L, p, k, 1, 1000000, &c->max_unauth_per_client);
+		} else if (strcmp(k, "max_user_connections_per_client") == 0) {
+			want_int(L, p, k, 1, 1000000, &c->max_user_conns_per_client);
+		} else if (strcmp(k, "max_cluster_connections_per_client") == 0) {
+			want_int(L, p, k, 1, 1000000, &c->max_cluster_conns_per_client);
 		} else if (strcmp(k, "idempotency_ttl_s") == 0) {
 			want_int(L, p, k, 1, INT64_C(100) * 365 * 86400, &c->idempotency_ttl_s);
 		} else if (strcmp(k, "max_array_size") == 0) {
@@ -619,6 +624,8 @@ int srv_config_load(struct drv_server *s, const char *path, const struct drv_ser
 	c->retry_limit = 3;
 	c->sched_delay_ms = 10;
 	c->max_unauth_per_client = DRV_HTTP_UNAUTH_PER_CLIENT;
+	c->max_user_conns_per_client = DRV_HTTP_USER_PER_CLIENT;
+	c->max_cluster_conns_per_client = DRV_HTTP_CLUSTER_PER_CLIENT;
 	c->idempotency_ttl_s = 86400;   /* a day: longer than any client retries */
 	c->max_array_size = 1001;       /* Slurm's MaxArraySize default */
 	c->leader_lease_s = 10;         /* takeover within 15 s, well inside agent_lease_s */

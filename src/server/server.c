@@ -136,6 +136,7 @@ static int auth_filter_drover(struct drv_http_req *r, const struct drv_http_rout
 			return 1;
 		}
 		drv_http_req_set_user(r, &agent_caller);
+		drv_http_req_set_cluster(r);
 		return 0;
 	}
 	t = srv_config_find_token(&s->cfg, tok);
@@ -385,8 +386,11 @@ static int start_http(struct drv_server *s, const struct drv_server_opts *o, con
 	if (rc == DRV_EEXIST)  /* a setting that cannot work here: exit 2 */
 		snprintf(err, errsz, "listen %s: the port is taken by another process (another "
 			 "drover?); pick another with --listen or the config's listen", listen);
-	if (rc == 0)
+	if (rc == 0) {
 		drv_http_server_set_client_limit(s->http, (unsigned)s->cfg.max_unauth_per_client);
+		drv_http_server_set_auth_limits(s->http, (unsigned)s->cfg.max_user_conns_per_client,
+						(unsigned)s->cfg.max_cluster_conns_per_client);
+	}
 	if (rc == 0 && !drv_http_server_tls(s->http) && !drv_http_addr_loopback(listen))
 		drv_log(&s->log, "warning: plain HTTP on %s, which is not loopback: tokens, job "
 			"commands and environments cross the network unencrypted; set tls.cert_file "

@@ -242,6 +242,8 @@ struct srv_config {
 	int32_t retry_limit;
 	int64_t sched_delay_ms;
 	int64_t max_unauth_per_client; /* connections before authenticating, per address */
+	int64_t max_user_conns_per_client;    /* authenticated by a user's token, per address */
+	int64_t max_cluster_conns_per_client; /* by the cluster token (agents), per address */
 	int64_t idempotency_ttl_s;   /* Idempotency-Key answers kept this long (idem.c) */
 	int64_t max_array_size;      /* array task ids must be below it (Slurm's MaxArraySize) */
 	char **host_path_allow;      /* hostPath prefixes Pods may mount (default none) */
