@@ -119,6 +119,11 @@ struct drv_task_spec {
 	bool open_append;              /* else truncate */
 	bool set_umask;                /* else the agent's umask */
 	mode_t umask;
+	/* srun --pty: pty_slave (the caller's; it stays open) is the task's
+	 * stdin, stdout and stderr and its controlling terminal, instead of
+	 * /dev/null and the log files (which stay empty). */
+	bool pty;
+	int pty_slave;
 };
 
 /*

@@ -325,6 +325,13 @@ struct drv_proto_task {
 	int64_t signal;
 	int64_t signal_seq;
 	bool signal_group;
+	/* srun --pty: the task's stdin, stdout and stderr are a pseudo-terminal
+	 * of pty_rows x pty_cols (0: the kernel's default) whose other end the
+	 * agent keeps for GET /v1/tasks/ID/attach. false (absent): /dev/null
+	 * and the log files. */
+	bool pty;
+	int64_t pty_rows;
+	int64_t pty_cols;
 };
 
 /* ---------------------------------------------------------------------------

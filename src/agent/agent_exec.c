@@ -24,6 +24,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -502,5 +503,201 @@ int agent_h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx
 	drv_http_resp_websocket(req, resp, EXEC_PROTO, session, x, aexec_free);
 out:
 	json_decref(cmd);
+	return 0;
+}
+
+/* --- attach: srun --pty's terminal ------------------------------------------ */
+
+/*
+ * GET /v1/tasks/ID/attach?epoch=E: the terminal of a step task the
+ * controller started with pty (srun --pty, docs/api.md). The same frames
+ * as exec: 0 typed bytes into the terminal, 1 what the task writes, 4 a
+ * size, 3 the task's end (its exit code) once every process holding the
+ * terminal is gone and the task was reaped. The session takes the master
+ * from the task: one attach at a time, and when the peer goes the master
+ * is closed, which hangs the terminal up (SIGHUP to its session), as a
+ * closed ssh window does.
+ */
+#define ATTACH_END_WAIT_MS 30000
+
+struct attach {
+	struct drv_agent *a;
+	char id[64];
+	int64_t epoch;
+	int m;
+};
+
+static void attach_free(void *cls)
+{
+	struct attach *x = cls;
+	struct task *t;
+
+	pthread_mutex_lock(&x->a->mu);
+	t = agent_find_task(x->a, x->id, x->epoch);
+	if (t)
+		t->pty_attached = false;
+	pthread_mutex_unlock(&x->a->mu);
+	if (x->m >= 0)
+		close(x->m);
+	drv_free(x);
+}
+
+static void attach_write(int fd, const unsigned char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
+/* A message from the peer: typed bytes or a size. */
+static void attach_take(struct attach *x, const unsigned char *m, size_t len)
+{
+	struct aexec sz = { .fout = x->m };
+
+	if (len >= 1 && m[0] == 0)
+		attach_write(x->m, m + 1, len - 1);
+	else if (len >= 1 && m[0] == 4)
+		resize(&sz, m + 1, len - 1);
+}
+
+/* Relays until the terminal's last holder is gone (0) or the peer (1). */
+static int attach_relay(struct attach *x, struct drv_ws *w)
+{
+	for (;;) {
+		struct pollfd p[2] = { { x->m, POLLIN, 0 }, { drv_ws_fd(w), POLLIN, 0 } };
+
+		if (drv_ws_buffered(w))
+			p[1].revents = POLLIN;
+		else if (poll(p, 2, 1000) < 0 && errno != EINTR)
+			return 1;
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+			unsigned char *m;
+			size_t len;
+			int op, rc = drv_ws_read(w, &op, &m, &len, 100);
+
+			if (rc == 0) {
+				attach_take(x, m, len);
+				drv_free(m);
+			} else if (rc != DRV_ETIMEDOUT) {
+				return 1;
+			}
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			char buf[32768];
+			ssize_t r = read(x->m, buf, sizeof(buf));
+
+			if (r > 0)
+				drv_ws_send_channel(w, 1, buf, (size_t)r);
+			else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+				return 0;   /* EIO: no process has the terminal any more */
+		}
+	}
+}
+
+/* The task's end as a wait status, once reaped; why in err when it has
+ * none. Waits at most ATTACH_END_WAIT_MS. */
+static int attach_end(struct attach *x, int *status, char *err, size_t n)
+{
+	int64_t until = drv_mono_ms() + ATTACH_END_WAIT_MS;
+
+	for (;;) {
+		struct task *t;
+		bool done = false;
+
+		pthread_mutex_lock(&x->a->mu);
+		t = agent_find_task(x->a, x->id, x->epoch);
+		if (!t) {
+			snprintf(err, n, "task %s is gone from node %s", x->id, x->a->name);
+			done = true;
+		} else if (t->state == T_FAILED) {
+			snprintf(err, n, "%s", t->reason[0] ? t->reason : "the task failed");
+			done = true;
+		} else if (t->state != T_RUNNING) {
+			*status = t->proc.signal ? (t->proc.signal & 0x7f)
+				  : (t->proc.exit_code & 0xff) << 8;
+			done = true;
+		}
+		pthread_mutex_unlock(&x->a->mu);
+		if (done)
+			return 0;
+		if (drv_mono_ms() >= until) {
+			snprintf(err, n, "task %s closed its terminal but has not ended", x->id);
+			return 0;
+		}
+		usleep(20000);
+	}
+}
+
+static void attach_session(void *cls, struct drv_ws *w)
+{
+	struct attach *x = cls;
+	char err[600] = "";
+	int status = 0;
+
+	if (attach_relay(x, w)) {
+		close(x->m);   /* the hangup */
+		x->m = -1;
+		return;
+	}
+	attach_end(x, &status, err, sizeof(err));
+	finish(w, status, err[0] ? err : NULL);
+	for (;;) {
+		unsigned char *m;
+		size_t len;
+		int op;
+
+		if (drv_ws_read(w, &op, &m, &len, 1000) != 0)
+			break;
+		drv_free(m);
+	}
+}
+
+int agent_h_attach(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	struct drv_agent *a = ctx;
+	const char *id = drv_http_req_param(req, 0), *ep = drv_http_req_query(req, "epoch");
+	int64_t epoch = ep ? strtoll(ep, NULL, 10) : -1;
+	struct attach *x;
+	struct task *t;
+	int m = -1;
+	bool found;
+
+	if (!drv_http_req_is_websocket(req) || !drv_http_req_ws_offers(req, EXEC_PROTO)) {
+		drv_http_resp_error(resp, 400, "invalid", NULL, "attach is a WebSocket with the "
+				    "subprotocol " EXEC_PROTO);
+		return 0;
+	}
+	pthread_mutex_lock(&a->mu);
+	t = agent_valid_task_id(id) ? agent_find_task(a, id, epoch) : NULL;
+	found = t != NULL;
+	if (t && t->pty_master >= 0 && !t->pty_attached) {
+		m = t->pty_master;
+		t->pty_master = -1;
+		t->pty_attached = true;
+	}
+	pthread_mutex_unlock(&a->mu);
+	if (!found) {
+		drv_http_resp_error(resp, 404, "not_found", NULL, "no task %s on node %s (not "
+				    "started yet?)", id ? id : "", a->name);
+		return 0;
+	}
+	if (m < 0) {
+		drv_http_resp_error(resp, 409, "conflict", NULL, "task %s on node %s has no "
+				    "terminal, or one is attached already", id, a->name);
+		return 0;
+	}
+	x = drv_calloc(1, sizeof(*x));
+	x->a = a;
+	snprintf(x->id, sizeof(x->id), "%s", id);
+	x->epoch = epoch;
+	x->m = m;
+	drv_http_resp_websocket(req, resp, EXEC_PROTO, attach_session, x, attach_free);
 	return 0;
 }

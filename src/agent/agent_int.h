@@ -124,6 +124,8 @@ struct task {
 	bool requeue;           /* failed: the node's prolog failed (the report's "requeue") */
 	bool hook_wait;         /* its end report waits for the job's epilog (agent_hooks.c) */
 	char drain[320];        /* the report's "drain": a prolog or epilog failed; "" none */
+	int pty_master;         /* srun --pty: the terminal's master side; -1 none */
+	bool pty_attached;      /* an attach (agent_exec.c) has it */
 };
 
 /* A job's prolog or epilog on this node (agent_hooks.c). */
@@ -311,6 +313,10 @@ void agent_close_job_map(struct drv_agent *a);
 void agent_note_ended(struct drv_agent *a, int64_t now_ms);
 /* agent_exec.c: GET /v1/tasks/ID/exec, a WebSocket (the caller checked the token). */
 int agent_h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx);
+/* GET /v1/tasks/ID/attach: srun --pty's terminal (agent_exec.c). */
+int agent_h_attach(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx);
+/* Closes t's terminal master unless an attach holds it. Caller holds a->mu. */
+void agent_task_pty_close(struct task *t);
 /* agent_forward.c: GET /v1/tasks/ID/portforward (the caller checked the token). */
 int agent_h_portforward(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx);
 

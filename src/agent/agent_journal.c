@@ -196,6 +196,7 @@ static struct task *parse_start(struct drv_agent *a, const char *line)
 	t->use.cpu_us = t->use.mem_max_bytes = -1;
 	t->gpu_milli = 1000;   /* NEEDSWORK: the journal does not keep the share */
 	t->proc.pidfd = -1;
+	t->pty_master = -1;   /* a terminal does not outlive the agent that held it */
 	t->proc.exit_code = -1;
 	snprintf(t->id, sizeof(t->id), "%s", id);
 	snprintf(t->job_id, sizeof(t->job_id), "%s", job);

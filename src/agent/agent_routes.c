@@ -210,6 +210,14 @@ static int h_exec(struct drv_http_req *req, struct drv_http_resp *resp, void *ct
 	return agent_h_exec(req, resp, ctx);
 }
 
+/* srun --pty's terminal of a step task (agent_exec.c), with the cluster token. */
+static int h_attach(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
+{
+	if (!cluster_token_ok(ctx, req, resp, "attaching to a task needs the cluster token"))
+		return 0;
+	return agent_h_attach(req, resp, ctx);
+}
+
 /* A byte pipe to a task's port (agent_forward.c), with the cluster token. */
 static int h_portforward(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)
 {
@@ -244,6 +252,7 @@ const struct drv_http_route agent_http_routes[] = {
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
 	{ "GET", "/v1/tasks/{}/exec", h_exec, 0 },
+	{ "GET", "/v1/tasks/{}/attach", h_attach, 0 },
 	{ "GET", "/v1/tasks/{}/portforward", h_portforward, 0 },
 	{ NULL, NULL, NULL, 0 },
 };
@@ -253,6 +262,7 @@ const struct drv_http_route agent_private_routes[] = {
 	{ "GET", "/healthz", h_healthz, 0 },
 	{ "GET", "/v1/tasks/{}/logs", h_logs, 0 },
 	{ "GET", "/v1/tasks/{}/exec", h_exec, 0 },
+	{ "GET", "/v1/tasks/{}/attach", h_attach, 0 },
 	{ "GET", "/v1/tasks/{}/portforward", h_portforward, 0 },
 	{ NULL, NULL, NULL, 0 },
 };

@@ -12,8 +12,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pty.h>
 #include <pwd.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +91,7 @@ static struct task *task_add(struct drv_agent *a, const struct drv_proto_task *j
 	struct task *t = drv_calloc(1, sizeof(*t));
 
 	t->proc.pidfd = -1;
+	t->pty_master = -1;
 	t->proc.cpu_us = t->proc.mem_peak_bytes = -1;
 	t->use.cpu_us = t->use.mem_max_bytes = -1;
 	t->gpu_milli = j->gpu_milli > 0 && j->gpu_milli < 1000 ? (int32_t)j->gpu_milli : 1000;
@@ -540,6 +543,37 @@ static int task_journal(struct drv_agent *a, struct task *t, const struct drv_pr
 	return 0;
 }
 
+/* srun --pty: a terminal of the size asked for, the slave for the task,
+ * the master kept for GET /v1/tasks/ID/attach. -1 after failing it. */
+static int task_pty(struct task *t, const struct drv_proto_task *j, struct drv_task_spec *s)
+{
+	struct winsize ws = { .ws_row = (unsigned short)j->pty_rows,
+			      .ws_col = (unsigned short)j->pty_cols };
+	int m, sl;
+
+	if (j->runtime && !strcmp(j->runtime, "podman")) {
+		fail_task(t, "--pty: a terminal for a container task is not supported");
+		return -1;
+	}
+	if (openpty(&m, &sl, NULL, NULL, ws.ws_row && ws.ws_col ? &ws : NULL) < 0) {
+		fail_task(t, "--pty: openpty: %s", strerror(errno));
+		return -1;
+	}
+	fcntl(m, F_SETFD, FD_CLOEXEC);
+	fcntl(sl, F_SETFD, FD_CLOEXEC);
+	t->pty_master = m;
+	s->pty = true;
+	s->pty_slave = sl;
+	return 0;
+}
+
+void agent_task_pty_close(struct task *t)
+{
+	if (t->pty_master >= 0 && !t->pty_attached)
+		close(t->pty_master);
+	t->pty_master = -1;
+}
+
 /* Starts the task the controller describes in j. Caller holds a->mu. */
 static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 {
@@ -564,8 +598,11 @@ static void start_task(struct drv_agent *a, const struct drv_proto_task *j)
 	if (j->runtime && !strcmp(j->runtime, "podman") &&
 	    agent_container_prepare(a, t, j, &s, &script) < 0)
 		goto out;
+	if (j->pty && task_pty(t, j, &s) < 0)
+		goto out;
 	if (drv_proc_start(&t->proc, &s, &a->cg, drv_mono_ms()) < 0) {
 		fail_task(t, "%s", t->proc.error);
+		agent_task_pty_close(t);
 		goto out;
 	}
 	task_started(a, t, j);
@@ -573,6 +610,8 @@ out:
 	if (t->state == T_FAILED)
 		drv_log(&a->log, "task %s (epoch %lld) failed to start: %s", t->id, (long long)t->epoch,
 		      t->reason);
+	if (s.pty)
+		close(s.pty_slave);   /* the task has it */
 	drv_free(argv);
 	strv_free(envv);
 	drv_free(rank_addrs);
@@ -679,7 +718,9 @@ void agent_apply_desired(struct drv_agent *a)
 	/* forget finished tasks the controller no longer lists and that owe nothing */
 	for (k = 0; k < a->ntasks;) {
 		struct task *t = a->tasks[k];
-		if (!t->listed && t->state != T_RUNNING && !t->rep_running && !t->rep_end) {
+		if (!t->listed && t->state != T_RUNNING && !t->rep_running && !t->rep_end &&
+		    !t->pty_attached) {
+			agent_task_pty_close(t);
 			drv_free(t);
 			a->tasks[k] = a->tasks[--a->ntasks];
 			continue;

@@ -41,6 +41,7 @@
 #include <sched.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
@@ -309,6 +310,11 @@ static int child_main(void *arg)
 		sigaction(sig, &sa, NULL);
 	sigemptyset(&none);
 	if (setsid() < 0) {
+		a->stage = STAGE_SETSID;
+		goto fail;
+	}
+	/* srun --pty: the terminal is the new session's */
+	if (t->pty && ioctl(a->devnull, TIOCSCTTY, 0) < 0) {
 		a->stage = STAGE_SETSID;
 		goto fail;
 	}
@@ -649,6 +655,8 @@ int drv_proc_start(struct drv_proc *p, const struct drv_task_spec *t,
 									       : log_dir,
 				  .argv = argv, .env = env, .out = f.out, .errfd = f.err,
 				  .devnull = f.devnull, .procs = f.procs, .t = t };
+	if (t->pty)
+		ca.out = ca.errfd = ca.devnull = t->pty_slave;
 	pid = task_clone(&ca);
 	if (pid < 0) {
 		snprintf(p->error, sizeof(p->error), "clone: %s", strerror(ca.err));

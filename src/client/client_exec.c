@@ -84,7 +84,7 @@ static void write_all(int fd, const unsigned char *p, size_t n)
 
 /* The exit code a Status (channel 3) says; its message to stderr when
  * it is no exit code. */
-static int status_code(const struct cli *cli, const unsigned char *p, size_t n)
+static int status_code(const char *who, const unsigned char *p, size_t n)
 {
 	json_t *o = json_loadb((const char *)p, n, 0, NULL);
 	const char *st = drv_json_str(o, "status"), *reason = drv_json_str(o, "reason");
@@ -96,13 +96,12 @@ static int status_code(const struct cli *cli, const unsigned char *p, size_t n)
 	else if (reason && strcmp(reason, "NonZeroExitCode") == 0 && drv_json_str(c, "message"))
 		code = atoi(drv_json_str(c, "message"));
 	else
-		cli_err(cli, "%s", drv_json_str(o, "message") ?: "the command failed");
+		fprintf(stderr, "%s: %s\n", who, drv_json_str(o, "message") ?: "the command failed");
 	json_decref(o);
 	return code;
 }
 
-/* Relays until the server closes; the command's exit code. */
-static int relay(const struct cli *cli, struct drv_ws *w, bool in, bool tty)
+int drv_client_ws_relay(const char *who, struct drv_ws *w, bool in, bool tty)
 {
 	int code = -1;
 
@@ -143,15 +142,28 @@ static int relay(const struct cli *cli, struct drv_ws *w, bool in, bool tty)
 			else if (len && m[0] == 2)
 				write_all(STDERR_FILENO, m + 1, len - 1);
 			else if (len && m[0] == 3)
-				code = status_code(cli, m + 1, len - 1);
+				code = status_code(who, m + 1, len - 1);
 			drv_free(m);
 		}
 	}
 	if (code < 0) {
-		cli_err(cli, "the connection to the server ended before the command did");
+		fprintf(stderr, "%s: the connection to the server ended before the command did\n",
+			who);
 		code = DRV_EXIT_FAIL;
 	}
 	return code;
+}
+
+bool drv_client_tty_raw(struct termios *saved)
+{
+	struct termios t;
+
+	if (tcgetattr(STDIN_FILENO, saved) != 0)
+		return false;
+	t = *saved;
+	cfmakeraw(&t);
+	signal(SIGWINCH, on_winch);
+	return tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
 }
 
 int drv_client_cmd_exec(int argc, char **argv)
@@ -201,14 +213,8 @@ int drv_client_cmd_exec(int argc, char **argv)
 		code = status >= 400 ? drv_client_status_exit(status) : DRV_EXIT_FAIL;
 		goto out;
 	}
-	if (tty && tcgetattr(STDIN_FILENO, &saved) == 0) {
-		struct termios t = saved;
-
-		cfmakeraw(&t);
-		raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
-		signal(SIGWINCH, on_winch);
-	}
-	code = relay(&cli, w, in, tty);
+	raw = tty && drv_client_tty_raw(&saved);
+	code = drv_client_ws_relay(cli.cmd, w, in, tty);
 	if (raw)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	drv_ws_close(w, 1000, NULL);

@@ -117,4 +117,17 @@ long long job_elapsed(const json_t *job, long long now);
 /* Short state as squeue prints it (PD, R, CD, F, CA, S, PR) for -o table. */
 const char *job_state_short(const char *state);
 
+/* ---- exec's and srun --pty's WebSocket (client_exec.c) ---- */
+
+struct drv_ws;
+struct termios;
+/* Relays w (v5.channel.k8s.io frames) to our stdout/stderr, and our stdin
+ * to it with in; with tty our terminal's size goes too (and again on
+ * SIGWINCH, once drv_client_tty_raw set the handler). Returns the remote
+ * command's exit code, 1 when it could not run (said as "WHO: why"). */
+int drv_client_ws_relay(const char *who, struct drv_ws *w, bool in, bool tty);
+/* Puts our stdin's terminal in raw mode, the old settings in *saved
+ * (restore with tcsetattr); false when it is none. */
+bool drv_client_tty_raw(struct termios *saved);
+
 #endif

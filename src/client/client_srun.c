@@ -24,6 +24,7 @@
 #include "drover/common.h"
 #include "drover/dynbuf.h"
 #include "drover/hostlist.h"
+#include "drover/http.h"
 #include "drover/json.h"
 #include "drover/spec.h"
 
@@ -35,7 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,7 +49,7 @@ struct srun {
 	const char *prog;          /* "srun" or "salloc" */
 	long long ntasks, nodes, tpn, cpt, gpt, gpn, het_group;
 	const char *gpu_bind, *output, *error, *input, *export_, *container_image, *jobid;
-	const char *chdir_;
+	const char *chdir_, *nodelist;
 	bool label, unbuffered, kill_on_bad_exit, overlap, pty, quiet;
 	/* allocation-only options (outside a job): #SBATCH lines */
 	char **alloc;
@@ -85,6 +88,7 @@ enum {
 	OPT_HELP,
 };
 
+
 static const struct option long_opts[] = {
 	{ "ntasks", required_argument, NULL, 'n' },
 	{ "nodes", required_argument, NULL, 'N' },
@@ -105,6 +109,7 @@ static const struct option long_opts[] = {
 	{ "jobid", required_argument, NULL, OPT_JOBID },
 	{ "overlap", no_argument, NULL, OPT_OVERLAP },
 	{ "pty", no_argument, NULL, OPT_PTY },
+	{ "nodelist", required_argument, NULL, 'w' },
 	{ "job-name", required_argument, NULL, 'J' },
 	{ "time", required_argument, NULL, 't' },
 	{ "partition", required_argument, NULL, 'p' },
@@ -143,6 +148,8 @@ static const char usage_text[] =
 	"      --container-image=IMG run in a container (needs a container runtime)\n"
 	"      --jobid=ID            a step of job ID (from outside it)\n"
 	"      --overlap             share the job's resources with other steps (always)\n"
+	"      --pty                 task 0 on a terminal: ours, relayed (input, size, ^C)\n"
+	"  -w, --nodelist=HOSTS      the step's nodes among the job's (outside one: the job's)\n"
 	"  -J, -t, -p, -A, -G, --gres, --mem, -D: allocation options outside a job\n";
 
 static const char salloc_usage_text[] =
@@ -213,6 +220,7 @@ static int one_opt(struct srun *o, int c, const char *v)
 	case OPT_JOBID: o->jobid = v; return 0;
 	case OPT_OVERLAP: o->overlap = true; return 0;
 	case OPT_PTY: o->pty = true; return 0;
+	case 'w': o->nodelist = v; return 0;
 	case 'D': o->chdir_ = v; add_alloc(o, "chdir", v); return 0;
 	case 'J': add_alloc(o, "job-name", v); return 0;
 	case 't': add_alloc(o, "time", v); return 0;
@@ -241,7 +249,7 @@ static int parse(struct srun *o, int argc, char **argv)
 	o->gpt = o->gpn = o->het_group = -1;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+n:N:c:luo:e:i:KJ:t:p:A:G:D:Qvh", long_opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "+n:N:c:luo:e:i:KJ:t:p:A:G:D:Qvhw:", long_opts, NULL)) !=
 	       -1) {
 		if (c == OPT_HELP || c == 'h') {   /* Slurm's srun takes -h too */
 			fputs(strcmp(o->prog, "salloc") ? usage_text : salloc_usage_text, stdout);
@@ -687,11 +695,119 @@ static char *step_body(struct srun *o)
 		json_object_set_new(b, "gpu_bind", json_string(o->gpu_bind));
 	if (o->kill_on_bad_exit)
 		json_object_set_new(b, "kill_on_bad_exit", json_true());
+	if (o->nodelist)
+		json_object_set_new(b, "nodelist", json_string(o->nodelist));
+	if (o->pty) {
+		struct winsize ws;
+
+		json_object_set_new(b, "pty", json_true());
+		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+			json_object_set_new(b, "pty_rows", json_integer(ws.ws_row));
+			json_object_set_new(b, "pty_cols", json_integer(ws.ws_col));
+		}
+	}
 	if (o->container_image)
 		json_object_set_new(b, "container_image", json_string(o->container_image));
 	text = json_dumps(b, JSON_COMPACT);
 	json_decref(b);
 	return text;
+}
+
+/* Slurm's srun first confirms the allocation: an unknown job, or one that
+ * is over, is said in its words (exit 1). 0 when job runs (or may). */
+static int confirm_job(struct conn *k, const struct srun *o, unsigned long long job)
+{
+	struct drv_client_reply rep;
+	char path[64];
+	const char *st;
+	int rc;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%llu", job);
+	rc = call(k, "GET", path, NULL, &rep, true);
+	if (rc == 404) {
+		say(o, "error", "Unable to confirm allocation for job %llu: Invalid job id specified",
+		    job);
+	} else if (rc == 0) {
+		st = drv_json_str(rep.json, "state");
+		rc = st && strcmp(st, "running") && strcmp(st, "pending") &&
+		     strcmp(st, "scheduled") && strcmp(st, "preempted");
+		if (rc)
+			say(o, "error", "Slurm job %llu has expired", job);
+		drv_client_reply_release(&rep);
+		if (!rc)
+			return 0;
+	} else {
+		return 0;   /* the step's own request says what is wrong */
+	}
+	say(o, "", "Check SLURM_JOB_ID environment variable. Expired or invalid job %llu", job);
+	return -1;
+}
+
+/* Waits for step sid to end (its other tasks run without a terminal and
+ * their output is not relayed, as Slurm's --pty sends it to /dev/null). */
+static int wait_step(struct conn *k, const struct srun *o, unsigned long long job, int sid)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%llu/steps/%d", job, sid);
+	for (long nap = 20;; nap = nap < 200 ? nap * 2 : 200) {
+		struct drv_client_reply rep;
+		const char *state;
+		int rc;
+
+		if (call(k, "GET", path, NULL, &rep, false) != 0)
+			return DRV_EXIT_FAIL;
+		state = drv_json_str(rep.json, "state");
+		if (state && strcmp(state, "running") != 0) {
+			rc = step_status(o, rep.json);
+			drv_client_reply_release(&rep);
+			return rc;
+		}
+		drv_client_reply_release(&rep);
+		nap_ms(nap);
+	}
+}
+
+static struct termios pty_saved;
+static volatile sig_atomic_t pty_raw;
+
+/* SIGTERM or SIGHUP while our terminal is raw: back to cooked, then the
+ * default end (closing the connection hangs the step's terminal up). */
+static void on_pty_signal(int sig)
+{
+	if (pty_raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &pty_saved);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* srun --pty: our terminal is task 0's (GET .../steps/S/attach), raw while
+ * it runs; then the step's status as for any step. */
+static int run_pty(struct conn *k, const struct srun *o, unsigned long long job, int sid)
+{
+	struct drv_ws *w = NULL;
+	char path[128], err[1024];
+	long status = 0;
+	int code;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%llu/steps/%d/attach", job, sid);
+	if (drv_ws_connect(k->conf.server, path, k->conf.token, k->conf.ca_file,
+			   "v5.channel.k8s.io", &w, &status, err, sizeof(err)) != 0) {
+		say(o, "error", "step %llu.%d: %s", job, sid, err);
+		return DRV_EXIT_FAIL;
+	}
+	signal(SIGINT, SIG_IGN);   /* ^C is a byte for the remote terminal */
+	signal(SIGTERM, on_pty_signal);
+	signal(SIGHUP, on_pty_signal);
+	pty_raw = drv_client_tty_raw(&pty_saved);
+	code = drv_client_ws_relay("srun: error", w, true, true);
+	if (pty_raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &pty_saved);
+	pty_raw = 0;
+	drv_ws_close(w, 1000, NULL);
+	drv_ws_free(w);
+	(void)code;   /* task 0's; the step's status below counts every task */
+	return wait_step(k, o, job, sid);
 }
 
 static int run_step(struct srun *o, unsigned long long job, bool job_token)
@@ -703,6 +819,10 @@ static int run_step(struct srun *o, unsigned long long job, bool job_token)
 
 	if (conn_open(&k, o, job_token) < 0)
 		return DRV_EXIT_USAGE;
+	if (confirm_job(&k, o, job) < 0) {
+		conn_close(&k);
+		return DRV_EXIT_FAIL;
+	}
 	body = step_body(o);
 	snprintf(path, sizeof(path), "/v1/jobs/%llu/steps", job);
 	rc = call(&k, "POST", path, body, &rep, false);
@@ -713,7 +833,7 @@ static int run_step(struct srun *o, unsigned long long job, bool job_token)
 		return rc == 400 ? DRV_EXIT_USAGE : DRV_EXIT_FAIL;
 	}
 	sid = (int)drv_json_int(rep.json, "step", 0);
-	rc = follow(&k, o, job, sid, rep.json);
+	rc = o->pty ? run_pty(&k, o, job, sid) : follow(&k, o, job, sid, rep.json);
 	drv_client_reply_release(&rep);
 	conn_close(&k);
 	return rc;
@@ -798,6 +918,11 @@ static char *alloc_script(const struct srun *o, bool salloc)
 		/* the batch step runs where srun/salloc ran, as in Slurm */
 		drv_dynbuf_addstr(&b, "#SBATCH");
 		sopt_word(&b, "chdir", cwd);
+		drv_dynbuf_addstr(&b, "\n");
+	}
+	if (o->nodelist) {
+		drv_dynbuf_addstr(&b, "#SBATCH");
+		sopt_word(&b, "nodelist", o->nodelist);
 		drv_dynbuf_addstr(&b, "\n");
 	}
 	for (size_t i = 0; i < o->nalloc; i++) {
@@ -923,7 +1048,8 @@ static int alloc_and_run(struct srun *o)
 		return DRV_EXIT_USAGE;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	id = submit_alloc(&k, o, false);
+	/* --pty: an allocation that holds (salloc's), then our step on it */
+	id = submit_alloc(&k, o, o->pty);
 	if (!id)
 		goto out;
 	w = wait_running(&k, o, id, &job);
@@ -933,6 +1059,11 @@ static int alloc_and_run(struct srun *o)
 		goto out;
 	}
 	json_decref(job);
+	if (o->pty) {
+		rc = run_step(o, id, false);
+		cancel_job(&k, id);
+		goto out;
+	}
 	/* the batch script starts step 0 at once */
 	for (long nap = 20;; nap = nap < 200 ? nap * 2 : 200) {
 		struct drv_client_reply rep;
@@ -1066,10 +1197,10 @@ int drv_client_cmd_srun(int argc, char **argv)
 		say(&o, "fatal", "No command given to execute.");
 		return DRV_EXIT_USAGE;
 	}
-	if (o.pty) {
-		say(&o, "error", "--pty: drover cannot relay a terminal yet; run the command "
-		    "without --pty (its output is relayed, its input is not)");
-		return DRV_EXIT_USAGE;
+	if (o.pty && !isatty(STDIN_FILENO)) {   /* Slurm's srun carries on without */
+		say(&o, "error", "ioctl(TIOCGWINSZ): Inappropriate ioctl for device");
+		say(&o, "error", "Not using a pseudo-terminal, disregarding --pty option");
+		o.pty = false;
 	}
 	if (o.input)
 		say(&o, "warning", "--input=%s is not acted on: a step's tasks read nothing on "

@@ -335,7 +335,7 @@ static const char *const task_keys[] = { "task_id", "job_id", "job_name", "epoch
 	"local_world_size", "node_rank", "nnodes", "master_addr", "master_port", "peers",
 	"time_limit_s", "grace_s", "output_max_bytes", "command_len", "pull_policy", "mounts", "shm_mib", "host_ipc",
 	"run_as_uid", "run_as_gid", "run_as_non_root", "stdout_file", "stderr_file", "open_append",
-	"umask", "signal", "signal_seq", "signal_group", NULL };
+	"umask", "signal", "signal_seq", "signal_group", "pty", "pty_rows", "pty_cols", NULL };
 
 static const char *const mount_keys[] = { "name", "type", "host_path", "container_path",
 	"sub_path", "read_only", "memory", "size_mib", NULL };
@@ -486,6 +486,13 @@ static void task_where(struct proto_rd *r, const json_t *o, struct drv_proto_tas
 	if (t->signal < 0 || t->signal > 64)
 		proto_fail_at(r, "signal", "%lld: expected a signal number 1..64",
 			      (long long)t->signal);
+	proto_get_bool(r, o, "pty", false, &t->pty);
+	proto_get_int(r, o, "pty_rows", false, &t->pty_rows);
+	proto_get_int(r, o, "pty_cols", false, &t->pty_cols);
+	if (t->pty_rows < 0 || t->pty_rows > 65535)
+		proto_fail_at(r, "pty_rows", "%lld: expected 0..65535", (long long)t->pty_rows);
+	if (t->pty_cols < 0 || t->pty_cols > 65535)
+		proto_fail_at(r, "pty_cols", "%lld: expected 0..65535", (long long)t->pty_cols);
 }
 
 void proto_item_task(struct proto_rd *r, const json_t *o, void *el)
@@ -604,6 +611,11 @@ json_t *drv_proto_task_encode(const struct drv_proto_task *t)
 		proto_put_int(o, "signal_seq", t->signal_seq);
 		if (t->signal_group)
 			json_object_set_new(o, "signal_group", json_true());
+	}
+	if (t->pty) {
+		json_object_set_new(o, "pty", json_true());
+		proto_put_int(o, "pty_rows", t->pty_rows);
+		proto_put_int(o, "pty_cols", t->pty_cols);
 	}
 	return o;
 }

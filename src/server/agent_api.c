@@ -858,6 +858,11 @@ static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_
 		a->signal_group = true;
 	}
 	a->grace_s = run && run->termination_grace_s >= 0 ? run->termination_grace_s : 30;
+	if (st->pty && rank == 0) {   /* srun --pty: task 0's terminal */
+		a->pty = true;
+		a->pty_rows = st->pty_rows;
+		a->pty_cols = st->pty_cols;
+	}
 }
 
 static void assignment_release(struct drv_proto_task *a)

@@ -15,10 +15,13 @@
  */
 #include "kube_int.h"
 
+#include "drover/clock.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define AGENT_PROTO "v5.channel.k8s.io"
 
@@ -27,6 +30,7 @@ struct kexec {
 	char *url, *tok, *path;   /* path: the agent's exec, with its query */
 	char nodename[256], what[320];
 	bool v5, in;
+	int64_t retry_ms;         /* the agent's 404 (task not there yet) retried this long */
 };
 
 static void kexec_free(void *cls)
@@ -130,8 +134,15 @@ static void session(void *cls, struct drv_ws *w)
 						  "protocol (kubectl 1.30 or later)"));
 		return;
 	}
-	if (drv_ws_connect(x->url, x->path, x->tok, x->s->cfg.tls_ca_file, AGENT_PROTO, &aw,
-			   &status, err, sizeof(err)) != 0) {
+	for (int64_t until = drv_mono_ms() + x->retry_ms;;) {
+		status = 0;
+		if (drv_ws_connect(x->url, x->path, x->tok, x->s->cfg.tls_ca_file, AGENT_PROTO, &aw,
+				   &status, err, sizeof(err)) == 0 || status != 404 ||
+		    drv_mono_ms() >= until)
+			break;
+		usleep(50000);   /* the agent's next assignment starts it */
+	}
+	if (!aw) {
 		snprintf(msg, sizeof(msg), "error executing command in %s on node %s: %s", x->what,
 			 x->nodename, err);
 		kube_ws_finish(w, kube_ws_failure("InternalError", 500, msg));
@@ -190,23 +201,35 @@ const char *srv_exec_proto(struct drv_http_req *r)
 	       : NULL;
 }
 
-void srv_exec_answer(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
-		     const struct srv_job *j, int32_t rk, const char *what, json_t *cmd)
+void srv_agent_ws_answer(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+			 int32_t node, const char *what, char *path, bool in, int64_t retry_ms)
 {
 	struct kexec *x = drv_calloc(1, sizeof(*x));
 	const char *proto = srv_exec_proto(r);
-	char tid[64];
 
 	x->s = s;
-	x->url = drv_strdup(s->nodes[j->tasks[rk].node].agent_url);
+	x->url = drv_strdup(s->nodes[node].agent_url);
 	x->tok = s->cfg.cluster_token ? drv_strdup(s->cfg.cluster_token) : NULL;
-	snprintf(x->nodename, sizeof(x->nodename), "%s", s->nodes[j->tasks[rk].node].name);
+	snprintf(x->nodename, sizeof(x->nodename), "%s", s->nodes[node].name);
 	snprintf(x->what, sizeof(x->what), "%s", what);
-	snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, rk);
-	x->path = agent_path(tid, cmd, r, &x->in);
+	x->path = path;
+	x->in = in;
+	x->retry_ms = retry_ms;
 	x->v5 = strcmp(proto, "v5.channel.k8s.io") == 0;
 	s->nfetches++;   /* srv_logs_drain waits for it too */
 	drv_http_resp_websocket(r, o, proto, session, x, kexec_free);
+}
+
+void srv_exec_answer(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+		     const struct srv_job *j, int32_t rk, const char *what, json_t *cmd)
+{
+	char tid[64];
+	bool in;
+	char *path;
+
+	snprintf(tid, sizeof(tid), "%llu.%d", (unsigned long long)j->id, rk);
+	path = agent_path(tid, cmd, r, &in);
+	srv_agent_ws_answer(s, r, o, j->tasks[rk].node, what, path, in, 0);
 }
 
 int kube_exec(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,

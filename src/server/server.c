@@ -45,6 +45,7 @@ const struct drv_http_route srv_routes[] = {
 	{ "GET", "/v1/jobs/{}/steps", srv_api_steps, ROUTE_USER | ROUTE_JOB },
 	{ "GET", "/v1/jobs/{}/steps/{}", srv_api_step, ROUTE_USER | ROUTE_JOB },
 	{ "POST", "/v1/jobs/{}/steps/{}/cancel", srv_api_step_cancel, ROUTE_USER | ROUTE_JOB },
+	{ "GET", "/v1/jobs/{}/steps/{}/attach", srv_api_step_attach, ROUTE_USER | ROUTE_JOB },
 	{ "POST", "/v1/apply", srv_api_apply, ROUTE_USER },
 	{ "GET", "/v1/queue", srv_api_queue, ROUTE_USER },
 	{ "GET", "/v1/nodes", srv_api_nodes, ROUTE_USER },

@@ -168,6 +168,8 @@ struct srv_step {
 	int32_t cpus_per_task;     /* srun -c; 0 = not given */
 	char *container_image;
 	bool kill_on_bad_exit;
+	bool pty;                  /* srun --pty: task 0 on a terminal (not kept) */
+	int32_t pty_rows, pty_cols;
 	char *stop_reason;         /* set: its tasks not ended must stop */
 	bool done;                 /* every task ended */
 	int64_t start_time, end_time;
@@ -836,6 +838,7 @@ int srv_api_step_create(struct drv_http_req *r, struct drv_http_resp *o, void *c
 int srv_api_steps(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_step(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 int srv_api_step_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
+int srv_api_step_attach(struct drv_http_req *r, struct drv_http_resp *o, void *ctx);
 
 /* --- nodes.c: nodes and the cluster --- */
 int srv_cluster_setup(struct drv_server *s, const char *cluster_file, char *err, size_t errsz);
@@ -1008,6 +1011,11 @@ void srv_logs_drain(struct drv_server *s);
 const char *srv_exec_proto(struct drv_http_req *r);
 void srv_exec_answer(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
 		     const struct srv_job *j, int32_t rk, const char *what, json_t *cmd);
+/* The same relay to any WebSocket route of node's agent: path (taken) with
+ * its query; in: the client sends stdin (v5 only); an agent's 404 (the
+ * task not started there yet) is retried for retry_ms. Under s->mu. */
+void srv_agent_ws_answer(struct drv_server *s, struct drv_http_req *r, struct drv_http_resp *o,
+			 int32_t node, const char *what, char *path, bool in, int64_t retry_ms);
 
 /* --- jobs_api.c / nodes_api.c / agent_api.c / watch.c --- */
 extern const struct drv_http_route srv_routes[];

@@ -18,6 +18,8 @@
  */
 #include "server_int.h"
 
+#include "drover/hostlist.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,7 +209,10 @@ static json_t *step_json(struct drv_server *s, const struct srv_job *j, const st
 struct step_req {
 	int64_t ntasks, nodes, tpn, cpt, gpt, gpn, het_group;
 	const char *gpu_bind;
+	const char *nodelist;     /* srun -w: the step's nodes among the job's */
 	bool kill_on_bad_exit;
+	bool pty;
+	int64_t pty_rows, pty_cols;
 };
 
 struct layout {
@@ -262,6 +267,43 @@ static int alloc_nodes(struct drv_server *s, const struct srv_job *j, int64_t g,
 	return 0;
 }
 
+/* srun -w: only the nodes of L the list names, in the job's order. */
+static int keep_listed(struct drv_server *s, const struct srv_job *j, const char *list,
+		       struct layout *L, struct drv_http_resp *o)
+{
+	char **names = NULL;
+	size_t nn = 0, k = 0;
+	int rc = 0;
+
+	if (drv_hostlist_expand(list, &names, &nn, SRV_MAX_JOB_NODES) < 0 || !nn) {
+		drv_hostlist_free(names, nn);
+		return bad(o, "nodelist: found \"%s\", expected a host list (node-[1-4],x)", list);
+	}
+	for (size_t i = 0; i < nn && !rc; i++) {
+		bool in = false;
+
+		for (size_t x = 0; x < L->nn; x++)
+			in |= !strcmp(s->nodes[L->nodes[x]].name, names[i]);
+		if (!in)
+			rc = bad(o, "nodelist: node %s is not one of job %llu's nodes", names[i],
+				 (unsigned long long)j->id);
+	}
+	for (size_t x = 0; x < L->nn && !rc; x++) {
+		bool in = false;
+
+		for (size_t i = 0; i < nn; i++)
+			in |= !strcmp(s->nodes[L->nodes[x]].name, names[i]);
+		if (in) {
+			L->nodes[k] = L->nodes[x];
+			L->mask[k++] = L->mask[x];
+		}
+	}
+	if (!rc)
+		L->nn = k;
+	drv_hostlist_free(names, nn);
+	return rc;
+}
+
 /* srun's defaults inside an allocation, then the task count of each node. */
 static int lay_out(struct drv_server *s, const struct srv_job *j, const struct step_req *q,
 		   struct layout *L, struct drv_http_resp *o)
@@ -269,7 +311,8 @@ static int lay_out(struct drv_server *s, const struct srv_job *j, const struct s
 	int slots[SRV_MAX_JOB_NODES];
 	int64_t n = q->ntasks, N = q->nodes;
 
-	if (alloc_nodes(s, j, q->het_group, L, o) < 0)
+	if (alloc_nodes(s, j, q->het_group, L, o) < 0 ||
+	    (q->nodelist && keep_listed(s, j, q->nodelist, L, o) < 0))
 		return -1;
 	if (N > (int64_t)L->nn)
 		return bad(o, "nodes: found %lld, expected at most %zu (the job's nodes)", (long long)N,
@@ -460,6 +503,19 @@ static int read_req(const json_t *b, struct step_req *q, struct drv_http_resp *o
 	if (v && !json_is_boolean(v))
 		return bad(o, "kill_on_bad_exit: expected true or false");
 	q->kill_on_bad_exit = v && json_is_true(v);
+	v = json_object_get(b, "nodelist");
+	if (v && !json_is_null(v) && (!json_is_string(v) || !*json_string_value(v)))
+		return bad(o, "nodelist: expected a host list (a string)");
+	q->nodelist = v && json_is_string(v) ? json_string_value(v) : NULL;
+	v = json_object_get(b, "pty");
+	if (v && !json_is_boolean(v))
+		return bad(o, "pty: expected true or false");
+	q->pty = v && json_is_true(v);
+	if (get_count(b, "pty_rows", 0, 0, &q->pty_rows, o) < 0 ||
+	    get_count(b, "pty_cols", 0, 0, &q->pty_cols, o) < 0)
+		return -1;
+	if (q->pty_rows > 65535 || q->pty_cols > 65535)
+		return bad(o, "pty_rows, pty_cols: expected at most 65535");
 	return 0;
 }
 
@@ -602,6 +658,9 @@ int srv_api_step_create(struct drv_http_req *r, struct drv_http_resp *o, void *c
 		goto out;
 	st->id = j->nsteps ? j->steps[j->nsteps - 1]->id + 1 : 0;
 	st->kill_on_bad_exit = q.kill_on_bad_exit;
+	st->pty = q.pty;
+	st->pty_rows = (int32_t)q.pty_rows;
+	st->pty_cols = (int32_t)q.pty_cols;
 	st->cpus_per_task = (int32_t)q.cpt;
 	st->start_time = drv_wall_s();
 	DRV_GROW(j->steps, (size_t)j->nsteps + 1, j->stepcap);
@@ -694,6 +753,54 @@ int srv_api_step_cancel(struct drv_http_req *r, struct drv_http_resp *o, void *c
 		}
 		drv_http_resp_json(o, 200, step_json(s, j, st));
 	}
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/*
+ * GET /v1/jobs/ID/steps/S/attach: the terminal of task 0 of a step made
+ * with pty (srun --pty), a WebSocket with exec's frames (v5.channel.k8s.io:
+ * 0 typed bytes, 1 output, 4 the size, 3 the end with the exit code),
+ * relayed to the agent's GET /v1/tasks/TASK/attach on the task's node. The
+ * step is made before its task starts there, so the agent's "not there
+ * yet" is retried for a while.
+ */
+int srv_api_step_attach(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
+{
+	struct drv_server *s = ctx;
+	struct srv_job *j;
+	struct srv_step *st;
+	struct srv_task *t;
+	char what[96], *path;
+	size_t n;
+
+	pthread_mutex_lock(&s->mu);
+	st = route_step(s, r, o, &j, NULL);
+	if (!st)
+		goto out;
+	t = &st->tasks[0];
+	if (!srv_exec_proto(r) || strcmp(srv_exec_proto(r), "v5.channel.k8s.io")) {
+		drv_http_resp_error(o, 400, "invalid", NULL, "attach is a WebSocket with the "
+				    "subprotocol v5.channel.k8s.io (srun --pty)");
+	} else if (!st->pty) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "step %llu.%d has no terminal (it "
+				    "was not made with pty: srun --pty)", (unsigned long long)j->id,
+				    st->id);
+	} else if (t->ended || st->stop_reason || !s->nodes[t->node].agent_url) {
+		drv_http_resp_error(o, 409, "conflict", NULL, "step %llu.%d: task 0 is %s",
+				    (unsigned long long)j->id, st->id,
+				    t->ended ? srv_tstate_name(t->state) : "stopping");
+	} else if (s->stopping) {
+		drv_http_resp_error(o, 503, "unavailable", NULL, "the server is stopping");
+	} else {
+		n = 96;
+		path = drv_malloc(n);
+		snprintf(path, n, "/v1/tasks/%llu.s%d.0/attach?epoch=%lld",
+			 (unsigned long long)j->id, st->id, (long long)j->epoch);
+		snprintf(what, sizeof(what), "step %llu.%d", (unsigned long long)j->id, st->id);
+		srv_agent_ws_answer(s, r, o, t->node, what, path, true, 30000);
+	}
+out:
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pty.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -816,4 +818,42 @@ Test(launch, task_env_inherits_only_the_listed_variables)
 	drv_env_free(env);
 	unsetenv("DROVER_AGENT_TOKEN");
 	unsetenv("AGENT_ONLY_VAR");
+}
+
+/* srun --pty: the terminal is the task's stdin, stdout and stderr and its
+ * controlling terminal (of the size it was made with); the log files stay
+ * empty. */
+Test(launch, pty_task_gets_the_terminal)
+{
+	char *argv[] = { "sh", "-c", "tty; stty size; ps -o tty= -p $$; echo to-err >&2", NULL };
+	struct winsize ws = { .ws_row = 21, .ws_col = 77 };
+	struct drv_task_spec t = { 0 };
+	struct drv_proc p;
+	char buf[4096] = "", *out, name[64];
+	size_t n = 0;
+	ssize_t r;
+	int m, s;
+
+	cr_assert(eq(int, openpty(&m, &s, NULL, NULL, &ws), 0), "openpty: %s", strerror(errno));
+	t.task_id = "9.s0.0";
+	t.argv = argv;
+	t.log_dir = dir;
+	t.pty = true;
+	t.pty_slave = s;
+	cr_assert(eq(int, drv_proc_start(&p, &t, NULL, drv_mono_ms()), 0), "%s", p.error);
+	close(s);
+	while (n < sizeof(buf) - 1 && (r = read(m, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;   /* EIO once the task, the terminal's last holder, is gone */
+	buf[n] = '\0';
+	close(m);
+	run(&p);
+	cr_assert(eq(int, p.exit_code, 0));
+	cr_assert(not(eq(ptr, strstr(buf, "/dev/pts/"), NULL)), "tty: %s", buf);
+	cr_assert(not(eq(ptr, strstr(buf, "21 77\r\n"), NULL)), "the size: %s", buf);
+	snprintf(name, sizeof(name), "\npts/%d\r", atoi(strstr(buf, "/dev/pts/") + 9));
+	cr_assert(not(eq(ptr, strstr(buf, name), NULL)), "its controlling terminal: %s", buf);
+	cr_assert(not(eq(ptr, strstr(buf, "to-err"), NULL)), "stderr too: %s", buf);
+	out = slurp(p.stdout_path);
+	cr_assert(eq(str, out, ""), "the log file stays empty");
+	free(out);
 }

@@ -66,7 +66,7 @@ static const char *full_task =
 	" \"time_limit_s\": 3600, \"grace_s\": 30, \"output_max_bytes\": 1048576,"
 	" \"stdout_file\": \"/h/slurm-42.out\", \"stderr_file\": \"/h/e-42.log\","
 	" \"open_append\": true, \"umask\": 18, \"signal\": 10, \"signal_seq\": 77,"
-	" \"signal_group\": true}";
+	" \"signal_group\": true, \"pty\": true, \"pty_rows\": 40, \"pty_cols\": 120}";
 
 Test(proto, sync_reply_round_trip_with_every_assignment_field)
 {
@@ -116,6 +116,9 @@ Test(proto, sync_reply_round_trip_with_every_assignment_field)
 	cr_assert(eq(i64, r.tasks[0].signal, 10));
 	cr_assert(eq(i64, r.tasks[0].signal_seq, 77));
 	cr_assert(r.tasks[0].signal_group);
+	cr_assert(r.tasks[0].pty);
+	cr_assert(eq(i64, r.tasks[0].pty_rows, 40));
+	cr_assert(eq(i64, r.tasks[0].pty_cols, 120));
 	cr_assert(eq(sz, r.tasks[0].nvolumes, 2));
 	cr_assert(r.tasks[0].volumes[0].secret && r.tasks[0].volumes[0].read_only);
 	cr_assert(eq(str, (char *)r.tasks[0].volumes[0].files[0].data, "aGk="));
