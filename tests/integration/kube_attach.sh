@@ -7,10 +7,7 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
 
-need_kubectl
-start_up --tls
-export KUBECONFIG="$XDG_CONFIG_HOME/drover/kubeconfig"
-k() { timeout 60 $KUBECTL "$@"; }
+kube_up
 
 cat >"$TEST_TMP/pod.yaml" <<YAML
 apiVersion: v1

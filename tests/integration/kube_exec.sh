@@ -9,10 +9,7 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
 
-need_kubectl
-start_up --tls
-export KUBECONFIG="$XDG_CONFIG_HOME/drover/kubeconfig"
-k() { timeout 60 $KUBECTL "$@"; }
+kube_up
 
 k create secret generic tok --from-literal=value=s3cr3t-v >/dev/null || fail "create secret"
 cat >"$TEST_TMP/pod.yaml" <<'YAML'

@@ -8,10 +8,7 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
 
-need_kubectl
-start_up --tls
-export KUBECONFIG="$XDG_CONFIG_HOME/drover/kubeconfig"
-k() { timeout 60 $KUBECTL "$@"; }
+kube_up
 # how many of the Job's pods are in phase $1
 phase_n() { k get pods -o jsonpath='{range .items[*]}{.metadata.name} {.status.phase}{"\n"}{end}' |
 	grep -Ec "^sweep-[0-9]+ $1\$"; }

@@ -11,13 +11,10 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
 
-need_kubectl
-start_up --tls
-export KUBECONFIG="$XDG_CONFIG_HOME/drover/kubeconfig"
+kube_up
 [ -f "$KUBECONFIG" ] || fail "drover up wrote no kubeconfig at $KUBECONFIG: $(cat "$TEST_TMP/up.out")"
 expect_eq "kubeconfig mode" "$(stat -c %a "$KUBECONFIG")" 600
 grep -q "kubeconfig written to $KUBECONFIG" "$TEST_TMP/up.out" || fail "drover up does not say where the kubeconfig is"
-k() { timeout 60 $KUBECTL "$@"; }
 
 out=$(k version 2>&1) || fail "kubectl version: $out"
 echo "$out" | grep -q 'Server Version: v1.32.0+drover-' || fail "kubectl version: $out"

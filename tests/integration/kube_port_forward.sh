@@ -12,10 +12,7 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
 
-need_kubectl
-start_up --tls
-export KUBECONFIG="$XDG_CONFIG_HOME/drover/kubeconfig"
-k() { timeout 60 $KUBECTL "$@"; }
+kube_up
 
 RPORT=$(free_port)
 cat >"$TEST_TMP/pod.yaml" <<YAML

@@ -11,10 +11,7 @@
 . "$ROOT/tests/integration/lib.sh"
 . "$ROOT/tests/integration/kubelib.shlib"
 
-need_kubectl
-start_up --tls
-export KUBECONFIG="$XDG_CONFIG_HOME/drover/kubeconfig"
-k() { timeout 60 $KUBECTL "$@"; }
+kube_up
 
 out=$(k create secret generic hf --from-literal=token=hf_s3cr3t_Value --from-literal=user=ana 2>&1) ||
 	fail "create secret: $out"
