@@ -25,11 +25,16 @@ ALL_CFLAGS := -std=gnu11 $(WARN) -Iinclude $(PKG_CFLAGS) $(CFLAGS) -D_GNU_SOURCE
 	-include drover/banned.h -fno-omit-frame-pointer
 LIBS := $(PKG_LIBS) -lm -ldl -lpthread
 # The light binaries (src/lite/): drover-slurm, the Slurm faces tools call
-# once per job, and drover-shim, each task's parent. Linked --as-needed,
-# each loads only the libraries its code calls (libcurl's; libc only), not
-# libpq's, SQLite's and libmicrohttpd's: a process start costs less.
-LITE_LIBS := -Wl,--as-needed $(LIBS)
+# once per job, and drover-shim, each task's parent. Linked --as-needed and
+# without libcurl, each loads only the libraries its code calls (jansson's
+# and libfyaml's; libc only), not libpq's, SQLite's, libmicrohttpd's or
+# libcurl's: a process start costs less. drover-slurm talks plain http
+# itself (src/http/http_plain.c) and loads libcurl (CURL_SONAME, the
+# library -lcurl names here) only for https:// (src/lite/curl_dl.c).
+LITE_LIBS := -Wl,--as-needed $(filter-out -lcurl,$(LIBS))
 LITE := drover-slurm drover-shim
+CURL_SONAME := $(shell objdump -p $$(pkg-config --variable=libdir libcurl)/libcurl.so \
+	2>/dev/null | awk '/SONAME/ { print $$2 }')
 
 # The first goal: plain `make` builds ./drover.
 all: drover
@@ -64,7 +69,9 @@ build/$(1)/libdrover.a: $$($(1)_OBJ)
 build/$(1)/drover: $$($(1)_CMD_OBJ) build/$(1)/libdrover.a
 	$$(CC) $(2) -o $$@ $$($(1)_CMD_OBJ) build/$(1)/libdrover.a $$(LIBS)
 build/$(1)/drover-%: build/$(1)/src/lite/%_main.o build/$(1)/libdrover.a
-	$$(CC) $(2) -o $$@ $$< build/$(1)/libdrover.a $$(LITE_LIBS)
+	$$(CC) $(2) -o $$@ $$(filter %.o,$$^) build/$(1)/libdrover.a $$(LITE_LIBS)
+build/$(1)/drover-slurm: build/$(1)/src/lite/curl_dl.o
+build/$(1)/src/lite/curl_dl.o: ALL_CFLAGS += -DDRV_CURL_SONAME='"$(or $(CURL_SONAME),libcurl.so.4)"'
 build/$(1)/unit-tests: $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a | $(NVML_STANDIN)
 	$$(CC) $(2) -o $$@ $$($(1)_UNIT_OBJ) build/$(1)/libdrover.a $$(LIBS) -lcriterion
 -include $$($(1)_OBJ:.o=.d) $$($(1)_CMD_OBJ:.o=.d) $$($(1)_UNIT_OBJ:.o=.d) \

@@ -496,6 +496,18 @@ void drv_http_client_set_ca(struct drv_http_client *c, const char *ca_file);
 void drv_http_client_set_header(struct drv_http_client *c, const char *line);
 
 /*
+ * For the whole process, from its start (before any request): on, every
+ * request to an http:// URL goes through drover's own small HTTP/1.1
+ * client (http_plain.c: one connection a request, Content-Length and
+ * chunked replies) rather than libcurl, with the same headers, timeouts,
+ * caps, failover and errors in the same words; https:// URLs and SSE
+ * streams still use libcurl. The light binaries turn it on, so that a
+ * face called over plain http never loads libcurl's 30 libraries
+ * (docs/architecture.md, "Light builds"). Off by default.
+ */
+void drv_http_client_plain(bool on);
+
+/*
  * From any thread: the request in flight on c fails at once with
  * DRV_ECONN (its connection is shut down); when none is in flight, the
  * next one does, without sending anything. Lets a thread waiting in a

@@ -7,8 +7,14 @@
  *
  * Transport errors become one line for a person: "cannot reach drover at
  * http://127.0.0.1:8080: connection refused".
+ *
+ * libcurl is set up on a client's first request that needs it: in a
+ * process that has turned on drv_http_client_plain, requests to http://
+ * URLs go through http_plain.c instead and never touch it (the light
+ * binaries then load libcurl only for https://, src/lite/curl_dl.c).
  */
 #include "drover/http.h"
+#include "http_int.h"
 
 #include "drover/dynbuf.h"
 
@@ -70,7 +76,6 @@ static void use_base(struct drv_http_client *c, const char *url, size_t n)
 
 void drv_http_client_init(struct drv_http_client *c, const char *base, const char *token)
 {
-	pthread_once(&curl_once, curl_global);
 	memset(c, 0, sizeof(*c));
 	split_bases(c, base ? base : "http://127.0.0.1:8080");
 	c->base = drv_strdup(c->bases[0]);
@@ -78,11 +83,22 @@ void drv_http_client_init(struct drv_http_client *c, const char *base, const cha
 	c->timeout_ms = 30000;
 	c->connect_timeout_ms = 5000;
 	c->sockfd = -1;
+}
+
+/* The client's libcurl handle, made on first use: 0, or DRV_ECONN with
+ * c->err saying why there is none (in a light binary: libcurl could not
+ * be loaded; curl_easy_strerror then says what the loader said). */
+static int need_curl(struct drv_http_client *c)
+{
+	if (c->curl)
+		return 0;
+	pthread_once(&curl_once, curl_global);
 	c->curl = curl_easy_init();
-	if (!c->curl) {
-		fprintf(stderr, "drover: curl_easy_init failed\n");
-		abort();
-	}
+	if (c->curl)
+		return 0;
+	snprintf(c->err, sizeof(c->err), "cannot reach drover at %s: %s", c->base,
+		 curl_easy_strerror(CURLE_FAILED_INIT));
+	return DRV_ECONN;
 }
 
 void drv_http_client_release(struct drv_http_client *c)
@@ -309,30 +325,39 @@ static int xfer_cb(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t u
 /* Guards every client's sockfd, busy and intr (taken briefly, rarely). */
 static pthread_mutex_t sock_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static curl_socket_t open_cb(void *cls, curlsocktype purpose, struct curl_sockaddr *addr)
+int drv_http_client_socket(struct drv_http_client *c, int family, int type, int protocol)
 {
-	struct drv_http_client *c = cls;
-	curl_socket_t fd = CURL_SOCKET_BAD;
+	int fd = -1;
 
-	(void)purpose;
 	pthread_mutex_lock(&sock_mu);
 	if (!c->intr) {
-		fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+		fd = socket(family, type | SOCK_CLOEXEC, protocol);
 		c->sockfd = fd;
 	}
 	pthread_mutex_unlock(&sock_mu);
 	return fd;
 }
 
-static int close_cb(void *cls, curl_socket_t fd)
+int drv_http_client_close(struct drv_http_client *c, int fd)
 {
-	struct drv_http_client *c = cls;
-
 	pthread_mutex_lock(&sock_mu);
 	if (c->sockfd == fd)
 		c->sockfd = -1;
 	pthread_mutex_unlock(&sock_mu);
 	return close(fd);
+}
+
+static curl_socket_t open_cb(void *cls, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	int fd = drv_http_client_socket(cls, addr->family, addr->socktype, addr->protocol);
+
+	(void)purpose;
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static int close_cb(void *cls, curl_socket_t fd)
+{
+	return drv_http_client_close(cls, fd);
 }
 
 void drv_http_client_interrupt(struct drv_http_client *c)
@@ -433,7 +458,7 @@ static void setup(struct drv_http_client *c, const char *method, const char *pat
 
 static int request_once(struct drv_http_client *c, const char *method, const char *path,
 			const char *ctype, const void *body, size_t len, long timeout_ms,
-			struct drv_http_reply *out, CURLcode *ccp);
+			struct drv_http_reply *out, bool *noconn);
 
 /* The origin ("https://host:port") of a 307's Location, if the client may
  * follow it: same scheme as now. */
@@ -460,12 +485,12 @@ int drv_http_request(struct drv_http_client *c, const char *method, const char *
 	int tried = 1, redirects = 0, rc;
 
 	for (;;) {
-		CURLcode cc = CURLE_OK;
+		bool noconn = false;
 		char loc[1024];
 
-		rc = request_once(c, method, path, ctype, body, len, timeout_ms, out, &cc);
+		rc = request_once(c, method, path, ctype, body, len, timeout_ms, out, &noconn);
 		if (c->nbases > 1 && tried < c->nbases &&
-		    ((rc < 0 && cc == CURLE_COULDNT_CONNECT) || (rc == 0 && no_leader(out)))) {
+		    ((rc < 0 && noconn) || (rc == 0 && no_leader(out)))) {
 			c->cur = (c->cur + 1) % c->nbases;
 			use_base(c, c->bases[c->cur], strlen(c->bases[c->cur]));
 			tried++;
@@ -487,10 +512,9 @@ int drv_http_request(struct drv_http_client *c, const char *method, const char *
 
 static int request_once(struct drv_http_client *c, const char *method, const char *path,
 			const char *ctype, const void *body, size_t len, long timeout_ms,
-			struct drv_http_reply *out, CURLcode *ccp)
+			struct drv_http_reply *out, bool *noconn)
 {
-	struct curl_slist *h = make_headers(c, body || strcmp(method, "GET") ? ctype : NULL, NULL,
-					    body ? len : 0);
+	struct curl_slist *h = NULL;
 	struct drv_dynbuf b = DRV_DYNBUF_INIT(DRV_HTTP_MAX_REPLY);
 	struct drv_dynbuf hb = DRV_DYNBUF_INIT(MAX_HEADERS);
 	CURLcode cc;
@@ -500,6 +524,15 @@ static int request_once(struct drv_http_client *c, const char *method, const cha
 	rc = request_begin(c);
 	if (rc < 0)
 		goto out;
+	if (drv_http_plain_wanted(c)) {
+		rc = drv_http_plain_request(c, method, path,
+					    body || strcmp(method, "GET") ? ctype : NULL, body,
+					    body ? len : 0, timeout_ms, out, noconn);
+		goto out;
+	}
+	if ((rc = need_curl(c)) < 0)
+		goto out;
+	h = make_headers(c, body || strcmp(method, "GET") ? ctype : NULL, NULL, body ? len : 0);
 	setup(c, method, path, timeout_ms, h);
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
 		curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
@@ -513,7 +546,7 @@ static int request_once(struct drv_http_client *c, const char *method, const cha
 	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_cb);
 	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &hb);
 	cc = curl_easy_perform(c->curl);
-	*ccp = cc;
+	*noconn = cc == CURLE_COULDNT_CONNECT;
 	if (cc != CURLE_OK) {
 		rc = transport_error(c, cc);
 		drv_dynbuf_release(&b);
@@ -656,11 +689,14 @@ int drv_http_sse(struct drv_http_client *c, const char *path, long timeout_ms,
 		 int (*fn)(const char *event, const char *id, const char *data, void *cls),
 		 void *cls)
 {
-	struct curl_slist *h = make_headers(c, NULL, "text/event-stream", 0);
+	struct curl_slist *h;
 	struct sse s;
 	CURLcode cc;
 	int rc = 0;
 
+	if ((rc = need_curl(c)) < 0)
+		return rc;
+	h = make_headers(c, NULL, "text/event-stream", 0);
 	memset(&s, 0, sizeof(s));
 	drv_dynbuf_init(&s.line, MAX_SSE_LINE);
 	drv_dynbuf_init(&s.data, DRV_HTTP_MAX_REPLY);

@@ -204,4 +204,24 @@ void http_conns_expire(struct drv_http_server *s, int64_t now);
 /* http_server.c */
 void http_resp_release(struct drv_http_resp *resp);
 
+/* --- the client (http_client.c, http_plain.c) --- */
+
+/* A socket for c's request (SOCK_CLOEXEC added), noted so that
+ * drv_http_client_interrupt can shut it down; -1 when an interrupt is
+ * owed (or socket() fails). Closed with drv_http_client_close. */
+int drv_http_client_socket(struct drv_http_client *c, int family, int type, int protocol);
+int drv_http_client_close(struct drv_http_client *c, int fd);
+/* Whether c's next request goes through http_plain.c: plain HTTP was
+ * asked for (drv_http_client_plain) and c->base is an http:// URL. */
+bool drv_http_plain_wanted(const struct drv_http_client *c);
+/*
+ * One request over plain HTTP/1.1 on a connection of its own, as
+ * request_once does it with libcurl: the same headers, timeouts, caps and
+ * errors in the same words (c->err). *noconn is set when no connection
+ * could be made (the caller then tries the next controller).
+ */
+int drv_http_plain_request(struct drv_http_client *c, const char *method, const char *path,
+			   const char *ctype, const void *body, size_t len, long timeout_ms,
+			   struct drv_http_reply *out, bool *noconn);
+
 #endif

@@ -1,10 +1,12 @@
 /*
  * slurm_main.c: drover-slurm, the Slurm faces that tools call once per job
  * (sbatch, squeue, sacct, scancel, sinfo, scontrol) as a binary of their
- * own. It holds the client's code only, so it links libcurl and libc
- * where drover links libpq, SQLite, libmicrohttpd and GnuTLS besides: a
- * process start costs a third less, which is what a tool submitting one
- * job a process waits for. `make install` points these faces' links at
+ * own. It holds the client's code only and is linked without libcurl:
+ * plain http:// goes through drover's own HTTP/1.1 client
+ * (drv_http_client_plain), https:// through libcurl loaded then
+ * (curl_dl.c). A process start loads jansson, libfyaml and libc where
+ * drover loads 39 libraries, which is what a tool submitting one job a
+ * process waits for (docs/architecture.md, "Light builds"). `make install` points these faces' links at
  * it (srun and salloc stay on drover); `drover sbatch` and a link named
  * sbatch to drover still work and answer the same.
  *
@@ -13,6 +15,7 @@
  */
 #include "drover/client.h"
 #include "drover/common.h"
+#include "drover/http.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +43,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	base = base ? base + 1 : argc > 0 ? argv[0] : "";
+	drv_http_client_plain(true);
 	if ((rc = run(base, argc, argv)) >= 0)
 		return rc;
 	if (argc > 1 && (rc = run(argv[1], argc - 1, argv + 1)) >= 0)

@@ -5,7 +5,8 @@
 # output comes back through the controller, which fetched it from the agent
 # over https. Refused, each with a line a person can act on: a client
 # trusting another CA, a client trusting only the system's CAs, plain
-# http:// to the TLS port, an agent trusting another CA (it never joins).
+# http:// to the TLS port, an agent trusting another CA (it never joins);
+# the same through the Slurm faces' light binary (drover-slurm).
 # Plain HTTP bound beyond loopback is said in a warning by the server and
 # the agent. A real Prometheus with the shipped scrape configuration
 # (deploy/prometheus) scrapes both over https, the agent found through the
@@ -88,6 +89,21 @@ out=$("$DROVER" queue --server "http://127.0.0.1:$SERVER_PORT" 2>&1) && fail "pl
 case $out in *"if it serves TLS, use an https:// URL"*) ;;
 *) fail "http to https: $out" ;; esac
 "$DROVER" queue --tls-ca "$TLS/ca.pem" >/dev/null || fail "--tls-ca was not used"
+# the Slurm faces' light binary: https through the libcurl it loads then
+# (src/lite/curl_dl.c), plain http through its own client, with the same
+# checks and words
+faces=$(dirname "$DROVER")/drover-slurm
+if [ -x "$faces" ]; then
+	id=$("$faces" sbatch --parsable -o /dev/null --wrap true) || fail "drover-slurm sbatch over https"
+	"$faces" squeue -h -j "$id" -o %i >/dev/null || fail "drover-slurm squeue over https"
+	out=$(DROVER_CA_FILE="$OTHER/ca.pem" "$faces" squeue 2>&1) && fail "drover-slurm: another CA was accepted"
+	case $out in *"certificate is not trusted by the CA in $OTHER/ca.pem"*) ;;
+	*) fail "drover-slurm, another CA: $out" ;; esac
+	out=$("$faces" squeue --server "http://127.0.0.1:$SERVER_PORT" 2>&1) &&
+		fail "drover-slurm: plain http to the TLS port answered"
+	case $out in *"if it serves TLS, use an https:// URL"*) ;;
+	*) fail "drover-slurm, http to https: $out" ;; esac
+fi
 
 # an agent that trusts another CA never joins, and says why; its plain
 # listener on every interface is said in a warning

@@ -5,7 +5,14 @@
  * Events, the message a person sees when nothing listens, and deferred
  * replies: answered on a wake, at their deadline, freed when the client
  * goes away, and many of them waiting on a bounded number of threads.
+ *
+ * test_http_plain.c runs every test here again as suite http_plain, with
+ * the client's own plain HTTP/1.1 path on (drv_http_client_plain): the
+ * same requests must get the same answers and errors.
  */
+#ifndef HTTP_PLAIN
+#define HTTP_PLAIN false
+#endif
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <arpa/inet.h>
@@ -267,6 +274,7 @@ static void start(void)
 {
 	char err[256];
 
+	drv_http_client_plain(HTTP_PLAIN);
 	cr_assert(eq(int, drv_http_server_start("127.0.0.1:0", routes, filter, NULL, &srv, err,
 						 sizeof(err)), 0));
 	snprintf(base, sizeof(base), "http://127.0.0.1:%d", drv_http_server_port(srv));
