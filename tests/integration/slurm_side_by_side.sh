@@ -5,11 +5,18 @@
 # state words, sbatch --parsable and --test-only lines, the refusal line,
 # squeue's and scancel's answers for unknown ids, scontrol show hostnames,
 # and the non-GPU SLURM_* variables a batch step and an srun step's tasks
-# see (names and values, the job id and submit host aside).
+# see (names and values, the job id and submit host aside). Last, the
+# guard: the sbatch face submits at least as many jobs a second as Slurm's.
 # Skipped, saying why, only where Slurm cannot start here.
 . "$ROOT/tests/integration/lib.sh"
 
 SL=${DROVER_SLURM_LOCAL:-$ROOT/../shared/bench/slurm/slurm-local}
+# (a git worktree elsewhere: beside the main checkout, whose .git it shares)
+if [ ! -x "$SL" ] && [ -z "${DROVER_SLURM_LOCAL:-}" ]; then
+	_common=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)
+	[ -n "$_common" ] && [ -x "$(dirname "$_common")/../shared/bench/slurm/slurm-local" ] &&
+		SL=$(dirname "$_common")/../shared/bench/slurm/slurm-local
+fi
 [ -x "$SL" ] || skip "no slurm-local at $SL (set DROVER_SLURM_LOCAL)"
 command -v slurmctld >/dev/null && command -v munged >/dev/null ||
 	skip "Debian's Slurm is not installed (scripts/install-deps installs slurmctld slurmd slurm-client munge)"
@@ -150,9 +157,11 @@ echo "set by Slurm, not by drover (not compared): $only"
 
 # Guard: the sbatch face submits at least as many jobs a second as Slurm's
 # sbatch here, one process a job as tools call it (40 each, `true` jobs).
-# Each side is measured twice, alternating, and its better run counts: the
-# machine is shared, and one run of either can lose half its speed to a
-# neighbour's burst.
+# Each side is measured three times, alternating, and its best run counts:
+# the machine is shared, and one run of either can lose half its speed to
+# a neighbour's burst. drover-slurm meets it by loading no libcurl for
+# plain http (docs/architecture.md, "Light builds and libcurl"): 2026-12-02
+# here, slurm 6-7/s and drover 16-18/s at a load of 13-17.
 rate() {   # rate SYS: jobs per second of 40 sbatch processes
 	t0=$(date +%s.%N)
 	for _ in $(seq 40); do $1 sbatch -o /dev/null --wrap true >/dev/null || fail "$1 sbatch"; done
@@ -160,18 +169,15 @@ rate() {   # rate SYS: jobs per second of 40 sbatch processes
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", 40 / (b - a) }'
 }
 best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
-r_real=$(rate real) r_ours=$(rate ours)
-r_real=$(best "$r_real" "$(rate real)") r_ours=$(best "$r_ours" "$(rate ours)")
-echo "sbatch jobs/s (best of 2): slurm $r_real, drover $r_ours"
-# NEEDSWORK: not met yet. 2026-12-02 here: slurm 40-88/s, drover 19-31/s with
-# drover-slurm and drover-shim (drover alone: 20/s beside slurm's 50-66/s). What is
-# left is mostly libcurl's start: a program that only links Debian's libcurl (31
-# libraries come with it: GnuTLS, Kerberos, LDAP, libssh2...) and POSTs once takes
-# 4.6 ms of CPU, Slurm's whole sbatch 3.0 ms, drover-slurm 6.7 ms; and the daemons'
-# CPU for a `true` job, 9 ms here beside slurm's 6. Enforced with
-# DROVER_SBATCH_GUARD=1 until these are cheaper.
-if [ "${DROVER_SBATCH_GUARD:-0}" = 1 ]; then
+r_real=0 r_ours=0
+for _ in 1 2 3; do
+	r_real=$(best "$r_real" "$(rate real)") r_ours=$(best "$r_ours" "$(rate ours)")
+done
+echo "sbatch jobs/s (best of 3): slurm $r_real, drover $r_ours ($faces)"
+if ldd "$faces" 2>/dev/null | grep -q 'libasan'; then
+	echo "the sbatch rate guard is not enforced for a sanitizer build ($faces)"
+else
 	awk -v a="$r_ours" -v b="$r_real" 'BEGIN { exit !(a >= b) }' ||
-		fail "the sbatch face submits $r_ours jobs/s, Slurm's sbatch $r_real"
+		fail "the sbatch face submits $r_ours jobs/s, Slurm's sbatch $r_real (best of 3 runs of 40 each; issue 16's guard: at least as many)"
 fi
 echo "ok: drover's Slurm faces and Slurm 22.05 print the same for what tools parse"
