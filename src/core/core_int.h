@@ -35,6 +35,7 @@ struct drv__mix_flat {
 	int32_t per[DRV_MIX_MAX];   /* GPUs a whole task takes; shares one free GPU holds */
 	int64_t cpu[DRV_MIX_MAX], mem[DRV_MIX_MAX];
 	double w[DRV_MIX_MAX];
+	double cpu_per_gpu, mem_per_gpu, gpu_per_cpu; /* the mix's means over GPU shapes; 0 = none */
 };
 void drv__mix_flatten(const struct drv_place_opts *opts, struct drv__mix_flat *f);
 /*

@@ -14,13 +14,20 @@
  *     shape that leaves least (a node with 3 free GPUs and 4 free cores
  *     strands 3 GPUs when every common shape asks 8 cores or more);
  *   - CPU, at half weight: the free CPU left over likewise (CPU-only shapes
- *     included), valued at the node's GPUs per CPU: idle CPU beside taken
- *     GPUs is capacity lost too, if less dear.
+ *     included), valued at the mix's GPUs per CPU (the node's own when the
+ *     mix asks no CPU): idle CPU beside taken GPUs is capacity lost too, if
+ *     less dear, and one price on every node keeps it from deciding where
+ *     a share goes;
+ *   - the free GPUs the node's free CPU or memory could not feed at the
+ *     mix's mean CPU and memory per GPU (the best shape may ask less than
+ *     most tasks do).
  *
  * A task goes to the node, and a share to the GPU, whose stranding it
- * raises least; ties go to the node with fewer free GPUs (best fit), which
- * keeps whole nodes whole and CPU-only tasks on nodes whose GPUs are
- * taken. Minimum over shapes, not FGD's mean: a GPU that some common task
+ * raises least; ties go to best fit (fewer free GPUs; for a share the
+ * fullest GPU that holds it), which keeps whole nodes whole and CPU-only
+ * tasks on nodes whose GPUs are taken. A share never opens a fresh GPU
+ * while a partly used one holds it (place.c's multi_key does the same
+ * across nodes): two half-GPU jobs share one GPU, whatever the score. Minimum over shapes, not FGD's mean: a GPU that some common task
  * can still use is not lost, and the mean let the big shapes (for which
  * every partly used node's GPUs are "lost" anyway) outweigh the CPU that
  * the small ones need, so it chose as best-fit does.
@@ -209,7 +216,9 @@ void drv__mix_flatten(const struct drv_place_opts *o, struct drv__mix_flat *f)
 	const struct drv_place_mix *m = o ? o->mix : NULL;
 	int32_t i;
 
+	f->cpu_per_gpu = f->mem_per_gpu = f->gpu_per_cpu = 0;
 	if (m && m->n > 0 && m->total > 0) {
+		double g = 0, cp = 0, me = 0;
 		f->n = 0;
 		for (i = 0; i < m->n; i++) {
 			int32_t k = f->n;
@@ -222,7 +231,17 @@ void drv__mix_flatten(const struct drv_place_opts *o, struct drv__mix_flat *f)
 			f->mem[k] = m->shape[i].mem_mib;
 			f->w[k] = m->shape[i].w / m->total;
 			f->per[k] = per_of(f->milli[k]);
+			if (f->milli[k] > 0) {
+				g += f->w[k] * f->milli[k];
+				cp += f->w[k] * (double)f->cpu[k];
+				me += f->w[k] * (double)f->mem[k];
+			}
 			f->n++;
+		}
+		if (g > 0) {
+			f->cpu_per_gpu = cp / g;
+			f->mem_per_gpu = me / g;
+			f->gpu_per_cpu = cp > 0 ? g / cp : 0;
 		}
 		return;
 	}
@@ -268,6 +287,10 @@ static double stranded(const struct nfree *s, int model, const struct drv__mix_f
 {
 	int64_t cpu = DRV_MAX(s->cpu, 0), mem = DRV_MAX(s->mem, 0);
 	int64_t gpu_left = INT64_MAX, cpu_left = INT64_MAX;
+	/* idle CPU is worth the GPUs the mix's tasks would feed with it (the
+	 * node's own GPUs per CPU when the mix asks no CPU): one price on every
+	 * node, so it never outweighs where a share fits best */
+	double gpc = f->gpu_per_cpu > 0 ? f->gpu_per_cpu : s->gpu_per_cpu, lack = 0;
 	int32_t t, k;
 
 	for (t = 0; t < f->n && (gpu_left > 0 || cpu_left > 0); t++) {
@@ -296,7 +319,11 @@ static double stranded(const struct nfree *s, int model, const struct drv__mix_f
 	}
 	if (gpu_left == INT64_MAX)
 		return 0;
-	return (double)gpu_left + 0.5 * (double)cpu_left * s->gpu_per_cpu;
+	if (f->cpu_per_gpu > 0)
+		lack = DRV_MAX(lack, (double)s->all - (double)cpu / f->cpu_per_gpu);
+	if (f->mem_per_gpu > 0)
+		lack = DRV_MAX(lack, (double)s->all - (double)mem / f->mem_per_gpu);
+	return (double)gpu_left + 0.5 * (double)cpu_left * gpc + lack;
 }
 
 /* The node after a share of milli on one GPU whose free is f0; slot is the
@@ -318,6 +345,7 @@ double drv__multi_delta(const struct drv_node *n, const struct drv_task_group *g
 	struct nfree s, t;
 	double before, after, bestd = 0;
 	int32_t k, best = -1, bestfree = 0, seen[DRV_MAX_NODE_GPUS], nseen = 0;
+	bool shared = false;
 
 	if (gpu)
 		*gpu = -1;
@@ -335,9 +363,12 @@ double drv__multi_delta(const struct drv_node *n, const struct drv_task_group *g
 	}
 	if (g->gpu_milli <= 0 || g->gpus > 0)
 		return stranded(&s, n->model, f) - before;
+	/* a share never opens a fresh GPU while a shared one holds it */
+	for (k = 0; k < n->ngpus && !shared; k++)
+		shared = n->gpu_milli_used[k] > 0 && DRV_MILLI - n->gpu_milli_used[k] >= g->gpu_milli;
 	for (k = 0; k < n->ngpus; k++) {
 		int32_t f0 = DRV_MILLI - n->gpu_milli_used[k], slot = -1, i;
-		if (f0 < g->gpu_milli)
+		if (f0 < g->gpu_milli || (shared && f0 == DRV_MILLI))
 			continue;
 		/* GPUs with as much free score alike: only the first is scored */
 		for (i = 0; i < nseen && seen[i] != f0; i++)

@@ -205,19 +205,41 @@ static int32_t fgd_key(const struct ctx *x, int32_t ni, const struct drv_task_gr
 	return (int32_t)(d * 64.0 + (d < 0 ? -0.5 : 0.5));
 }
 
+/* Best fit among nodes for one task: fewer free GPUs; for a share, the
+ * node whose fullest GPU that still holds it is fullest, before any node
+ * where it would open a fresh GPU (as task_key orders subtrees). */
+static int32_t node_fit_key(const struct drv_vertex *w, const struct drv_node *n,
+			    const struct drv_task_group *g)
+{
+	int32_t k, best = DRV_MILLI;
+
+	if (g->gpus > 0 || g->gpu_milli <= 0)
+		return DRV_MIN(w->free_gpus, 1023);
+	for (k = 0; k < n->ngpus; k++) {
+		int32_t f = DRV_MILLI - n->gpu_milli_used[k];
+		if (f < DRV_MILLI && f >= g->gpu_milli && f < best)
+			best = f;
+	}
+	return best < DRV_MILLI ? best : DRV_MILLI + DRV_MIN(w->free_gpus, 1023);
+}
+
 /* multi's key for a node: the rise in expected stranding (a quarter
- * milli-GPU per step), then fewer free GPUs (best fit) on ties. */
+ * milli-GPU per step), then best fit (node_fit_key) on ties. */
 static int32_t multi_key(const struct ctx *x, const struct drv_vertex *w,
 			 const struct drv_task_group *g)
 {
-	double d = drv__multi_delta(&x->c->nodes[w->node], g, x->flat, NULL);
+	const struct drv_node *n = &x->c->nodes[w->node];
+	double d = drv__multi_delta(n, g, x->flat, NULL);
 	int64_t q;
+	int32_t k;
 
 	if (d > 1e12)
 		return INT32_MAX;
 	q = (int64_t)llround(d * 4.0);
-	q = DRV_MAX(DRV_MIN(q, (1 << 23) - 1), -(1 << 23));
-	return (int32_t)(q * 128 + DRV_MIN(w->free_gpus, 127));
+	q = DRV_MAX(DRV_MIN(q, (1 << 18) - 1), -(1 << 18));
+	k = node_fit_key(w, n, g);
+	return (int32_t)((g->gpus == 0 && g->gpu_milli > 0 && k >= DRV_MILLI ? 1 << 30 : 0) +
+			 q * 2048 + k);
 }
 
 /* The key of the last empty node scored in one collect(): empty nodes of
