@@ -272,6 +272,9 @@ enum drv_sched_reason {
 	DRV_REASON_USER_JOBS = 11,  /* its user runs max_running jobs: n[0] running, n[1] limit */
 	DRV_REASON_USER_GPUS = 12,  /* its user's GPUs: n[0] need, n[1] held, n[2] limit (milli) */
 	DRV_REASON_USER_SUBMIT = 13,/* its user has max_submitted jobs ahead: n[0] limit */
+	DRV_REASON_REQ_NODE = 14,   /* nodes it names (-w) are down or draining: n[0..2] the
+				     * first (node indexes, -1 none), n[3] how many; count 1
+				     * when one it requires is among them */
 };
 
 /* NEVER and NODE_DOWN: what never fits (decision field count). */
@@ -442,7 +445,9 @@ size_t drv_sched_reason_text(const struct drv_cluster *c, const struct drv_sched
  *   it never can (a task larger than any node in GPUs, CPU or memory, a GPU
  *   model the cluster lacks, more GPUs than the cluster or a vertex of its
  *   required level holds, no pool its regions allow); DRV_REASON_NODE_DOWN
- *   when it can only once down or draining nodes are up again. w is filled
+ *   when it can only once down or draining nodes are up again;
+ *   DRV_REASON_REQ_NODE (Slurm's ReqNodeNotAvail) when those are nodes it
+ *   names (-w: one it requires, or too few of those it may use are up). w is filled
  *   as a PENDING decision with that reason (job = job->id). A capacity
  *   built from no node and no elastic pool says 0 to everything
  *   (drv_capacity_empty). Necessary conditions only: a job it passes may

@@ -754,9 +754,13 @@ static int show_job(struct cli *cli, const char *id)
 	nl(&f);
 	kv(&f, "JobState", sl_state_name(st, sl_job_completing(j)));
 	{
-		const char *code = drv_json_str(j, "reason_code");
+		char why[1200];
 
-		kv(&f, "Reason", st && !strcmp(st, "pending") && code ? code : "None");
+		/* Slurm writes the description's spaces as _ here */
+		sl_job_reason(j, why, sizeof(why));
+		for (char *p = why; *p; p++)
+			*p = *p == ' ' ? '_' : *p;
+		kv(&f, "Reason", st && !strcmp(st, "pending") ? why : "None");
 	}
 	kv(&f, "Dependency", "(null)");
 	nl(&f);

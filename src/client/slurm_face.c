@@ -262,6 +262,31 @@ const char *sl_job_id(const json_t *job, char *buf, size_t n)
 	return buf;
 }
 
+const char *sl_job_reason(const json_t *job, char *buf, size_t n)
+{
+	const char *code = drv_json_str(job, "reason_code");
+	const char *why = drv_json_str(job, "reason");
+	const char *names[64];
+	char list[1024], *p, *save = NULL;
+	size_t k = 0, len;
+
+	if (!code || !*code)
+		code = "None";
+	snprintf(buf, n, "%s", code);
+	/* the reason function's text for it starts with UnavailableNodes:a,b */
+	if (strcmp(code, "ReqNodeNotAvail") || !why || strncmp(why, "UnavailableNodes:", 17))
+		return buf;
+	len = strcspn(why + 17, ": ");
+	snprintf(list, sizeof(list), "%.*s", (int)DRV_MIN(len, sizeof(list) - 1), why + 17);
+	for (p = strtok_r(list, ",", &save); p && k < DRV_ARRAY_SIZE(names);
+	     p = strtok_r(NULL, ",", &save))
+		names[k++] = p;
+	len = (size_t)snprintf(buf, n, "%s, UnavailableNodes:", code);
+	if (len < n)
+		drv_hostlist_compress(names, k, buf + len, n - len);
+	return buf;
+}
+
 const char *sl_job_nodelist(const json_t *job, char *buf, size_t n)
 {
 	char flat[4096];

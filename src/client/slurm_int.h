@@ -58,6 +58,10 @@ void sl_time(int64_t t, const char *unknown_word, char *buf, size_t n);
  * "YYYY-MM-DD[THH:MM[:SS]]", "HH:MM[:SS]" (today), "MMDDYY". -1 when bad. */
 int64_t sl_parse_when(const char *s, int64_t now);
 
+/* A pending job's reason as squeue's %R and scontrol's Reason= show it:
+ * its reason_code, and for ReqNodeNotAvail Slurm's ", UnavailableNodes:LIST"
+ * (compressed) from the reason text, which starts with it (src/core/reason.c). */
+const char *sl_job_reason(const json_t *job, char *buf, size_t n);
 /* A job's id as Slurm writes it: "42", or "7_3" for element 3 of array 7. */
 const char *sl_job_id(const json_t *job, char *buf, size_t n);
 /* The node list of a job, hostlist-compressed ("gpu-[01-02]"); "" when none. */

@@ -143,10 +143,10 @@ static void value(const json_t *job, const char *f, int64_t now, char *buf, size
 
 		snprintf(buf, n, "%s", pending(job) && code ? code : "None");
 	} else if (!strcmp(f, "reason_list")) {
-		const char *code = drv_json_str(job, "reason_code");
+		char why[1200];
 
 		if (pending(job))
-			snprintf(buf, n, "(%s)", code && strcmp(code, "None") ? code : "None");
+			snprintf(buf, n, "(%s)", sl_job_reason(job, why, sizeof(why)));
 		else
 			sl_job_nodelist(job, buf, n);
 	} else if (!strcmp(f, "nodelist")) {

@@ -371,6 +371,70 @@ static bool names_nodes(const struct drv_job *job)
 	return false;
 }
 
+/* Whether too few of the nodes the job may use (only those up, with
+ * up_only) can take a task of group tg: one node, or count of them for
+ * distinct nodes; *fit and *need say how many. */
+static bool too_few_nodes(const struct drv_cluster *c, const struct drv_job *job,
+			  const struct drv_task_group *tg, bool up_only, int64_t *fit, int64_t *need)
+{
+	*fit = 0;
+	*need = tg->distinct_nodes ? tg->count : 1;
+	for (int32_t i = 0; i < c->nnodes && *fit < *need; i++) {
+		const struct drv_node *n = &c->nodes[i];
+
+		if ((up_only && n->state != DRV_NODE_UP) || !drv_job_node_ok(c, job, n) ||
+		    n->ngpus < tg->gpus || n->cpu_milli < tg->cpu_milli || n->mem_mib < tg->mem_mib ||
+		    (tg->model >= 0 && (tg->gpus > 0 || tg->gpu_milli > 0) && n->model != tg->model))
+			continue;
+		(*fit)++;
+	}
+	return *fit < *need;
+}
+
+/* Whether job names node n with key (a node-selector entry's value). */
+static bool named(const struct drv_job *job, const char *key, const struct drv_node *n)
+{
+	for (int32_t i = 0; n->name && i < job->nnode_selector; i++)
+		if (!strcmp(job->node_selector[i].key, key) &&
+		    !strcmp(job->node_selector[i].value, n->name))
+			return true;
+	return false;
+}
+
+/* Slurm's ReqNodeNotAvail: nodes the job names (-w: required ones,
+ * DRV_LABEL_INCLUDE, or the only ones it may use, DRV_LABEL_HOST) are down
+ * or draining, and it cannot run without them: a required one among them,
+ * or too few of the named nodes up. True with w's n[] and count set. */
+static bool req_nodes_down(const struct drv_cluster *c, const struct drv_job *job,
+			   struct drv_sched_decision *w)
+{
+	bool required = false, host = false, short_up = false;
+	int64_t nd = 0, fit, need;
+
+	for (int32_t k = 0; k < c->nnodes; k++) {
+		const struct drv_node *n = &c->nodes[k];
+		bool inc = named(job, DRV_LABEL_INCLUDE, n), hst = named(job, DRV_LABEL_HOST, n);
+
+		host |= hst;
+		if ((!inc && !hst) || n->state == DRV_NODE_UP)
+			continue;
+		required |= inc;
+		if (nd < 3)
+			w->n[nd] = k;
+		nd++;
+	}
+	for (int32_t g = 0; host && !required && nd && g < job->ngroups && !short_up; g++)
+		short_up = too_few_nodes(c, job, &job->groups[g], true, &fit, &need);
+	if (!nd || (!required && !short_up))
+		return false;
+	for (int64_t i = nd; i < 3; i++)
+		w->n[i] = -1;
+	w->n[3] = nd;
+	w->node = (int32_t)w->n[0];
+	w->count = required;
+	return true;
+}
+
 /* True (and why) when too few of the nodes the job may use can take a
  * task of one of its groups (one node; count of them for distinct nodes). */
 static bool nodes_never(const struct drv_cluster *c, const struct drv_job *job,
@@ -390,20 +454,9 @@ static bool nodes_never(const struct drv_cluster *c, const struct drv_job *job,
 		}
 	}
 	for (int32_t g = 0; g < job->ngroups; g++) {
-		const struct drv_task_group *tg = &job->groups[g];
-		int64_t fit = 0, need = tg->distinct_nodes ? tg->count : 1;
+		int64_t fit, need;
 
-		for (int32_t i = 0; i < c->nnodes && fit < need; i++) {
-			const struct drv_node *n = &c->nodes[i];
-
-			if (!drv_job_node_ok(c, job, n) || n->ngpus < tg->gpus ||
-			    n->cpu_milli < tg->cpu_milli || n->mem_mib < tg->mem_mib ||
-			    (tg->model >= 0 && (tg->gpus > 0 || tg->gpu_milli > 0) &&
-			     n->model != tg->model))
-				continue;
-			fit++;
-		}
-		if (fit < need) {
+		if (too_few_nodes(c, job, &job->groups[g], false, &fit, &need)) {
 			why_set(out, DRV_NEVER_NODES, -1, need, fit);
 			return true;
 		}
@@ -435,6 +488,10 @@ int drv_capacity_check(const struct drv_capacity *cap, const struct drv_cluster 
 		w->reason = DRV_REASON_NEVER;
 		return DRV_REASON_NEVER;
 	}
+	if (cap->ndown > 0 && names_nodes(job) && req_nodes_down(c, job, w)) {
+		w->reason = DRV_REASON_REQ_NODE;
+		return DRV_REASON_REQ_NODE;
+	}
 	if (cap->ndown > 0 && view_never(&cap->v[1], c, job, ok, w)) {
 		w->reason = DRV_REASON_NODE_DOWN;
 		w->node = cap->down[0];
@@ -463,6 +520,7 @@ static const char *const codes[] = {
 	[DRV_REASON_USER_JOBS] = "QOSMaxJobsPerUserLimit",
 	[DRV_REASON_USER_GPUS] = "QOSMaxGRESPerUser",
 	[DRV_REASON_USER_SUBMIT] = "QOSMaxSubmitJobPerUserLimit",
+	[DRV_REASON_REQ_NODE] = "ReqNodeNotAvail",
 };
 
 const char *drv_sched_reason_code(const struct drv_sched_decision *d)
@@ -631,6 +689,21 @@ static void fput_down(struct fbuf *f, const struct drv_cluster *c,
 		fput(f, " and %" PRId64 " more", d->n[3] - 1);
 }
 
+/* ReqNodeNotAvail: Slurm's "UnavailableNodes:a,b" first (squeue's %R
+ * shows that part), then why in drover's words. */
+static void fput_req_node(struct fbuf *f, const struct drv_cluster *c,
+			  const struct drv_sched_decision *d)
+{
+	fput(f, "UnavailableNodes:");
+	for (int i = 0; i < 3 && d->n[i] >= 0; i++)
+		fput(f, "%s%s", i ? "," : "",
+		     c && d->n[i] < c->nnodes && c->nodes[d->n[i]].name ? c->nodes[d->n[i]].name : "?");
+	if (d->n[3] > 3)
+		fput(f, " and %" PRId64 " more", d->n[3] - 3);
+	fput(f, d->count ? ": a node it requires (-w/--nodelist) is down or draining"
+			 : ": too few of the nodes it may use (-w/--nodelist) are up");
+}
+
 static void fput_no_preempt(struct fbuf *f, const struct drv_sched_decision *d)
 {
 	if (d->flags & DRV_DEC_NO_VICTIMS)
@@ -710,6 +783,9 @@ static void fput_reason(struct fbuf *f, const struct drv_cluster *c,
 		break;
 	case DRV_REASON_NODE_DOWN:
 		fput_down(f, c, d);
+		break;
+	case DRV_REASON_REQ_NODE:
+		fput_req_node(f, c, d);
 		break;
 	case DRV_REASON_RESERVATION:
 		fput(f, "would delay job %" PRIu64 ", whose reservation starts ", (uint64_t)d->n[0]);

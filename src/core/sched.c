@@ -266,6 +266,7 @@ static void derive(struct drv_sched *s, struct sched_job *j)
 	switch (drv_capacity_check(s->cap, c, job, &j->never_why)) {
 	case DRV_REASON_NEVER:
 	case DRV_REASON_NODE_DOWN:
+	case DRV_REASON_REQ_NODE:
 		j->never = true;
 		break;
 	default:

@@ -6,12 +6,14 @@
 # job off the named nodes; -C takes node features from node labels (the
 # agent's --labels: a label's key, or KEY=VALUE), with & and | and ();
 # a job no node can take is refused at submit with Slurm's words; a
-# malformed -C or -w is an error naming the text.
+# malformed -C or -w is an error naming the text. A job waiting for a
+# required node shows Slurm's reason: Resources while the node is busy,
+# ReqNodeNotAvail, UnavailableNodes:NAME while it is drained.
 . "$ROOT/tests/integration/lib.sh"
 
 bin=$TEST_TMP/slurm-bin
 mkdir -p "$bin"
-for n in sbatch sacct; do ln -s "$DROVER" "$bin/$n"; done
+for n in sbatch sacct squeue scontrol scancel; do ln -s "$DROVER" "$bin/$n"; done
 PATH=$bin:$PATH
 export PATH
 start_server
@@ -79,3 +81,31 @@ grep -q 'nodelist: found "gpu-\[01", expected a host list' "$TEST_TMP/err" ||
 if sbatch -N 1 -w 'gpu-[01-02]' --wrap true 2>"$TEST_TMP/err"; then fail "-N1 -w 2 nodes accepted"; fi
 grep -q 'invalid number of nodes (-N 2-1)' "$TEST_TMP/err" || fail "-N1 -w gpu-[01-02]: $(cat "$TEST_TMP/err")"
 echo "-w, -x and -C placed 11 jobs where they said, refused 6 that no node could take"
+
+# waiting for a required node: busy is Resources, drained is ReqNodeNotAvail
+sq() { squeue -h -j "$1" -o "$2"; }
+hog=$(sbatch --parsable -w gpu-03 --gpus=2 --wrap 'sleep 300') || fail "sbatch hog"
+wait_until 30 sh -c "[ \"\$(squeue -h -j $hog -o %T)\" = RUNNING ]" || fail "the hog did not run"
+busy=$(sbatch --parsable -N 2 -w gpu-03 --gpus-per-node=1 --wrap true) || fail "sbatch busy"
+wait_until 30 sh -c "[ \"\$(squeue -h -j $busy -o %r)\" = Resources ]" ||
+	fail "a busy required node: $(sq "$busy" '%T %r %R')"
+expect_eq "squeue %R, required node busy" "$(sq "$busy" %R)" "(Resources)"
+scontrol update nodename=gpu-02 state=drain reason=maintenance || fail "drain gpu-02"
+down=$(sbatch --parsable -N 2 -w gpu-02 --wrap true) || fail "sbatch down"
+only=$(sbatch --parsable -w gpu-02 --wrap true) || fail "sbatch only"
+wait_until 30 sh -c "[ \"\$(squeue -h -j $down -o %r)\" = ReqNodeNotAvail ]" ||
+	fail "a drained required node: $(sq "$down" '%T %r %R')"
+expect_eq "squeue %R, required node drained" "$(sq "$down" %R)" \
+	"(ReqNodeNotAvail, UnavailableNodes:gpu-02)"
+expect_eq "squeue %R, the only node it may use drained" "$(sq "$only" '%r %R')" \
+	"ReqNodeNotAvail (ReqNodeNotAvail, UnavailableNodes:gpu-02)"
+scontrol show job "$down" | grep -q ' Reason=ReqNodeNotAvail,_UnavailableNodes:gpu-02 ' ||
+	fail "scontrol show job's Reason: $(scontrol show job "$down")"
+"$DROVER" get job "$down" -o json | jq -r .reason | grep -qx \
+	'UnavailableNodes:gpu-02: a node it requires (-w/--nodelist) is down or draining' ||
+	fail "drover's reason: $("$DROVER" get job "$down" -o json | jq -r .reason)"
+scontrol update nodename=gpu-02 state=resume || fail "resume gpu-02"
+wait_until 30 done_ok "$down" || fail "job $down after gpu-02 came back: $(acct "$down")"
+wait_until 30 done_ok "$only" || fail "job $only after gpu-02 came back: $(acct "$only")"
+scancel "$hog" || fail "scancel the hog"
+wait_until 30 done_ok "$busy" || fail "job $busy after the hog went: $(acct "$busy")"

@@ -119,6 +119,61 @@ Test(reason, down_nodes_count_and_are_named)
 	drv_cluster_release(&c);
 }
 
+/* Slurm's ReqNodeNotAvail: a node the job requires (-w with a larger -N)
+ * or the only nodes it may use (-w) down or draining; code and text from
+ * the one function, the text led by Slurm's UnavailableNodes:LIST. */
+Test(reason, required_nodes_down_are_req_node_not_avail)
+{
+	struct drv_sched_decision d;
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_task_group *g;
+	char buf[256];
+
+	build(&c);
+	drv_cluster_set_node_state(&c, 1, DRV_NODE_DRAINING);
+	/* -N 2 -w b: b is required; a and c could take the rest */
+	drv_job_init(&j);
+	g = drv_job_add_group(&j, "t", 2, 1, 0);
+	g->distinct_nodes = true;
+	drv_job_add_node_label(&j, DRV_LABEL_INCLUDE, "b");
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), DRV_REASON_REQ_NODE));
+	cr_assert(eq(str, buf, "UnavailableNodes:b: a node it requires (-w/--nodelist) is down "
+			       "or draining"));
+	d = (struct drv_sched_decision){ .reason = DRV_REASON_REQ_NODE };
+	cr_assert(eq(str, (char *)drv_sched_reason_code(&d), "ReqNodeNotAvail"));
+	drv_job_release(&j);
+
+	/* -w a,b (one task on each): b is one of the only two it may use */
+	drv_job_init(&j);
+	g = drv_job_add_group(&j, "t", 2, 1, 0);
+	g->distinct_nodes = true;
+	drv_job_add_node_label(&j, DRV_LABEL_HOST, "a");
+	drv_job_add_node_label(&j, DRV_LABEL_HOST, "b");
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), DRV_REASON_REQ_NODE));
+	cr_assert(eq(str, buf, "UnavailableNodes:b: too few of the nodes it may use "
+			       "(-w/--nodelist) are up"));
+	drv_job_release(&j);
+
+	/* -w b,c with one task: c is up, the job may run there: no verdict */
+	drv_job_init(&j);
+	drv_job_add_group(&j, "t", 1, 1, 0);
+	drv_job_add_node_label(&j, DRV_LABEL_HOST, "b");
+	drv_job_add_node_label(&j, DRV_LABEL_HOST, "c");
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), 0));
+	drv_job_release(&j);
+
+	/* the required node up again: it only waits for room (Resources, in the pass) */
+	drv_cluster_set_node_state(&c, 1, DRV_NODE_UP);
+	drv_job_init(&j);
+	g = drv_job_add_group(&j, "t", 2, 1, 0);
+	g->distinct_nodes = true;
+	drv_job_add_node_label(&j, DRV_LABEL_INCLUDE, "b");
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), 0));
+	drv_job_release(&j);
+	drv_cluster_release(&c);
+}
+
 Test(reason, empty_cluster_refuses_nothing)
 {
 	struct drv_cluster c;
