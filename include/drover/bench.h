@@ -16,6 +16,7 @@ int drv_bench_agent(int argc, char **argv);
 int drv_bench_agents(int argc, char **argv);
 int drv_bench_control(int argc, char **argv);
 int drv_bench_soak(int argc, char **argv);
+int drv_bench_sbatch(int argc, char **argv);
 
 /* The choices of every --placement option (drover place, sim, bench place
  * and pack): bestfit, fgd, multi, with best-fit as an alias; the values are

@@ -24,6 +24,7 @@ static const struct {
 	{ "agents", drv_bench_agents, "many agents' sync exchanges against one server" },
 	{ "control", drv_bench_control, "12,500 simulated agents and jobs flowing on one controller" },
 	{ "soak", drv_bench_soak, "exactly-once under controller and agent SIGKILLs: lost, twice, stuck" },
+	{ "sbatch", drv_bench_sbatch, "sbatch processes a second: drover-slurm beside Slurm's sbatch" },
 };
 
 const char *cmd_bench_words(void)
