@@ -753,6 +753,7 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->visited);
 	drv_free(s->run);
 	drv_free(s->run_compact);
+	drv_free(s->las_elig);
 	drv_free(s->run_add);
 	drv_free(s->run_add_compact);
 	drv_free(s->classes);

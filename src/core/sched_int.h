@@ -221,6 +221,7 @@ struct run_compact {
 	int64_t start;
 	int64_t need_milli;
 	uint64_t id;
+	int64_t las_next;       /* when its LAS queue next grows (INT64_MIN: unknown) */
 	int32_t slot, prio, las_queue, place_model, pool, tenant;
 	bool ok;                /* running (not terminating) and preemptible */
 };
@@ -296,6 +297,16 @@ struct drv_sched {
 	 * priority, and the highest LAS queue among those of that priority;
 	 * a preemption search whose job is above neither finds no victim by
 	 * priority or LAS without scanning (recomputed when dirty) */
+	/* bumped whenever run_compact's entries move or are refilled: an index
+	 * into it taken at one generation is good while it lasts */
+	uint64_t run_gen;
+	/* LAS: the indices into run_compact of the possible victims past their
+	 * minimum run time at las_elig_now, as of run_gen las_elig_gen */
+	int32_t *las_elig;
+	int32_t nlas_elig;
+	size_t las_elig_cap;
+	uint64_t las_elig_gen;
+	int64_t las_elig_now;
 	struct {
 		bool dirty;
 		int32_t least_prio; /* INT32_MAX: no possible victim */

@@ -57,29 +57,52 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Running jobs' LAS queues as of now, once a pass. */
+/* When a job running since start with attained (milli-GPU-seconds before
+ * it) on need milli-GPUs leaves LAS queue q for the next: the first second
+ * at which its attained service reaches the queue's end (T_INF: q is the
+ * last queue, or it holds no GPU). */
+static int64_t las_next_change(const struct drv_sched_policy *pol, int32_t q, int64_t start,
+			       int64_t attained, int64_t need)
+{
+	int64_t end, left;
+	if (q >= pol->nlas || need <= 0)
+		return T_INF;
+	end = pol->las_threshold[q] * DRV_MILLI;
+	left = end - attained;
+	return left <= 0 ? start : start + (left + need - 1) / need;
+}
+
+/* Running jobs' LAS queues as of now, once a pass. A job's queue only
+ * grows while it runs, at a time known in advance (las_next in its compact
+ * entry), so only the jobs whose queue changed since are recomputed. */
 void sched__las_queues_now(struct pass *p)
 {
 	struct drv_sched *s = p->s;
-	int32_t i;
-	p->las_least_prio = INT32_MAX;
-	p->las_most_queue = INT32_MIN;
+	const struct drv_sched_policy *pol = p->pol;
+	const int64_t now = p->now, min_run = pol->min_run_s;
+	int32_t i, least = INT32_MAX, most = INT32_MIN;
 	sched__run_sync(s);
 	for (i = 0; i < s->nrun; i++) {
-		struct sched_job *v = &s->jobs[s->run[i]];
-		const struct run_compact *h = &s->run_compact[i];
-		v->las_queue =
-			sched__las_queue(p->pol, v->attained + (p->now - v->start) * v->need_milli);
-		s->run_compact[i].las_queue = v->las_queue;
-		if (!h->ok || p->now - h->start < p->pol->min_run_s)
+		struct run_compact *h = &s->run_compact[i];
+		if (now >= h->las_next) {
+			struct sched_job *v = &s->jobs[h->slot];
+			int64_t att = v->attained + (now - v->start) * v->need_milli;
+			v->las_queue = sched__las_queue(pol, att);
+			h->las_queue = v->las_queue;
+			h->las_next = las_next_change(pol, v->las_queue, v->start, v->attained,
+						      v->need_milli);
+		}
+		if (!h->ok || now - h->start < min_run)
 			continue;
-		if (h->prio < p->las_least_prio) {
-			p->las_least_prio = h->prio;
-			p->las_most_queue = v->las_queue;
-		} else if (h->prio == p->las_least_prio && v->las_queue > p->las_most_queue) {
-			p->las_most_queue = v->las_queue;
+		if (h->prio < least) {
+			least = h->prio;
+			most = h->las_queue;
+		} else if (h->prio == least && h->las_queue > most) {
+			most = h->las_queue;
 		}
 	}
+	p->las_least_prio = least;
+	p->las_most_queue = most;
 	p->las_queues_done = true;
 	s->victim_bounds.dirty = true;
 }
@@ -258,26 +281,86 @@ static bool victim_for(struct pass *p, struct sched_job *j, const struct run_com
 	return *reclaim;
 }
 
+/* LAS: the running jobs that may be victims by age (ok, past the minimum
+ * run time), as indices into run_compact; made once for a run list and a
+ * time, then read by every search until either changes. */
+static void las_eligible(struct pass *p)
+{
+	struct drv_sched *s = p->s;
+	const int64_t now = p->now, min_run = p->pol->min_run_s;
+	int32_t i, n = 0;
+	if (s->las_elig_gen == s->run_gen && s->las_elig_now == now && s->las_elig)
+		return;
+	DRV_GROW(s->las_elig, (size_t)s->nrun + 1, s->las_elig_cap);
+	for (i = 0; i < s->nrun; i++) {
+		const struct run_compact *h = &s->run_compact[i];
+		if (h->ok && now - h->start >= min_run)
+			s->las_elig[n++] = i;
+	}
+	s->nlas_elig = n;
+	s->las_elig_gen = s->run_gen;
+	s->las_elig_now = now;
+}
+
 /* The possible victims for slot into cands (room: the milli-GPUs they
- * hold); returns how many. */
+ * hold); returns how many. The common refusals (of a priority or LAS queue
+ * that cannot be a victim, younger than the minimum run) are decided here
+ * from locals, as victim_for would decide them, so that the scan over
+ * every running job reads little besides its compact entries. */
 static int32_t collect_victims(struct pass *p, int32_t slot, int quota_rc, int32_t jq,
 			       struct victim_cand *cands, int64_t *room)
 {
 	struct drv_sched *s = p->s;
 	struct sched_job *j = &s->jobs[slot];
+	const int64_t now = p->now, min_run = p->pol->min_run_s;
+	const int32_t jprio = j->prio, n = s->nrun;
+	const bool las = p->pol->order == DRV_ORDER_LAS;
+	const bool no_reclaim = quota_rc != 0 || s->tenants[j->tenant].cohort < 0;
+	const struct run_compact *rc = s->run_compact;
+	int64_t until = j->preempt_memo.until;
 	int32_t i, nc = 0;
-	for (i = 0; i < s->nrun; i++) {
-		const struct run_compact *v = &s->run_compact[i];
+	if (las) {
+		/* only those past the minimum run can be victims; the memo's
+		 * until, which the young would lower, is never read under LAS
+		 * (memo_says_fails) */
+		las_eligible(p);
+		for (i = 0; i < s->nlas_elig; i++) {
+			const struct run_compact *v = &rc[s->las_elig[i]];
+			bool reclaim;
+			if (v->slot == slot || (no_reclaim && v->prio > jprio) ||
+			    !victim_for(p, j, v, quota_rc, jq, &reclaim))
+				continue;
+			cands[nc].slot = v->slot;
+			cands[nc].prio = reclaim ? INT32_MIN : v->prio;
+			cands[nc].reclaim_only = reclaim;
+			cands[nc].lost = (now - v->start) * v->need_milli;
+			*room += v->need_milli;
+			nc++;
+		}
+		return nc;
+	}
+	for (i = 0; i < n; i++) {
+		const struct run_compact *v = &rc[i];
 		bool reclaim;
-		if (!v->ok || v->slot == slot || !victim_for(p, j, v, quota_rc, jq, &reclaim))
+		if (!v->ok || v->slot == slot)
+			continue;
+		if (no_reclaim && (v->prio > jprio || (v->prio == jprio && !las)))
+			continue; /* neither a priority, a LAS nor a reclaim victim */
+		if (now - v->start < min_run) {
+			if (v->start + min_run < until)
+				until = v->start + min_run;
+			continue;
+		}
+		if (!victim_for(p, j, v, quota_rc, jq, &reclaim))
 			continue;
 		cands[nc].slot = v->slot;
 		cands[nc].prio = reclaim ? INT32_MIN : v->prio;
 		cands[nc].reclaim_only = reclaim;
-		cands[nc].lost = (p->now - v->start) * v->need_milli;
+		cands[nc].lost = (now - v->start) * v->need_milli;
 		*room += v->need_milli;
 		nc++;
 	}
+	j->preempt_memo.until = until;
 	return nc;
 }
 

@@ -404,6 +404,7 @@ static void run_compact_of(const struct drv_sched *s, int32_t slot, struct run_c
 	h->slot = slot;
 	h->prio = j->prio;
 	h->las_queue = j->las_queue;
+	h->las_next = INT64_MIN;   /* sched__las_queues_now computes it */
 	h->place_model = j->place_model;
 	h->pool = j->pool;
 	h->tenant = j->tenant;
@@ -422,6 +423,7 @@ void sched__run_compact_rebuild(struct drv_sched *s)
 	for (i = 0; i < s->nrun; i++)
 		run_compact_fill(s, i);
 	s->victim_bounds.dirty = true;
+	s->run_gen++;
 }
 
 /* Merges one entry into the summary of possible victims. */
@@ -517,6 +519,7 @@ void sched__run_flush(struct drv_sched *s)
 	}
 	s->nrun += k;
 	s->nrun_add = 0;
+	s->run_gen++;
 }
 
 void sched__run_remove(struct drv_sched *s, int32_t slot)
@@ -539,4 +542,5 @@ void sched__run_remove(struct drv_sched *s, int32_t slot)
 		(size_t)(s->nrun - pos - 1) * sizeof(*s->run_compact));
 	s->nrun--;
 	s->victim_bounds.dirty = true;
+	s->run_gen++;
 }

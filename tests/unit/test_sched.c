@@ -794,6 +794,49 @@ Test(sched_preempt, las_victim_moves_up_a_queue)
 	drv_cluster_release(&c);
 }
 
+/*
+ * A running job's LAS queue is recomputed only when it can have changed (at
+ * the second its attained service reaches its queue's end, worked out in
+ * advance): 8 GPUs reach 96 GPU-s at exactly 12 s, so the pass at 11 s
+ * still sees the first queue and the pass at 12 s the second (ceil, not
+ * floor + 1), with passes before it that used the time worked out.
+ */
+Test(sched_preempt, las_queue_changes_at_the_exact_second)
+{
+	struct drv_cluster c;
+	struct drv_sched *s;
+	struct drv_sched_policy pol;
+	struct drv_sched_decisions d;
+	struct drv_job a, b;
+
+	one_node(&c);
+	s = drv_sched_new(&c);
+	drv_sched_policy_default(&pol);
+	pol.order = DRV_ORDER_LAS;
+	pol.preemption = true;
+	pol.las_threshold[0] = 96;
+	pol.las_threshold[1] = 10000;
+	drv_sched_decisions_init(&d);
+	mkjob(&a, 1, 8, 0, true, 0);
+	mkjob(&b, 2, 8, 0, true, 5);
+
+	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), 0));
+	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
+	cr_assert(eq(int, drv_sched_submit(s, &b, NULL), 0));
+	for (int t = 5; t <= 11; t++) {
+		cr_assert(ge(int, drv_sched_pass(s, t, &pol, &d), 0));
+		cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "%d GPU-s at %d s", 8 * t, t);
+	}
+	cr_assert(ge(int, drv_sched_pass(s, 12, &pol, &d), 0));
+	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "96 GPU-s at 12 s: a higher queue");
+
+	drv_sched_free(s);
+	drv_sched_decisions_release(&d);
+	drv_job_release(&a);
+	drv_job_release(&b);
+	drv_cluster_release(&c);
+}
+
 /* ---- backfill: the earliest reservation after galloping ----------------- */
 
 /*
