@@ -65,6 +65,8 @@ struct opts {
 	int nodes, gpus;
 	int serial, clients, concurrent, batch, batch_size, procs, latency, workload;
 	int restart_jobs, many;
+	int failovers, leader_lease;   /* --failovers N, --leader-lease S (PostgreSQL) */
+	bool own_pg;                   /* --store postgres: a PostgreSQL of the bench's own */
 	bool slurm;
 	const char *slurm_local;
 	bool keep;
@@ -72,6 +74,8 @@ struct opts {
 };
 
 static const char *store_url, *store_pw;
+static struct bench_pg own_pg;   /* --store postgres: started here, stopped on the way out */
+static volatile pid_t own_pg_pid;  /* its postmaster, for the signal handler */
 
 static pid_t children[MAX_CHILDREN];
 static int nchildren;
@@ -119,6 +123,8 @@ static void on_signal(int sig)
 	for (i = 0; i < nchildren; i++)
 		if (children[i] > 0)
 			kill(-children[i], SIGKILL);
+	if (own_pg_pid > 0)
+		kill(own_pg_pid, SIGQUIT);   /* PostgreSQL's immediate shutdown */
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -231,28 +237,20 @@ static int call_json(struct drv_client *c, const char *method, const char *path,
  * database (its schema dropped and made again), as each SQLite one does. */
 static int empty_database(void)
 {
-	const char *keys[] = { "dbname", "password", NULL }, *vals[] = { store_url, NULL, NULL };
-	char *pw = NULL, err[512];
-	PGconn *c;
+	char err[512];
+	PGconn *c = bench_pg_connect(store_url, store_pw, err, sizeof(err));
 	PGresult *r;
 	int rc = 0;
 
-	if (store_pw && drv_secret_file_read(store_pw, &pw, err, sizeof(err)) < 0) {
-		fprintf(stderr, "bench api: --store-password-file: %s\n", err);
+	if (!c) {
+		fprintf(stderr, "bench api: cannot empty the database: %s\n", err);
 		return -1;
 	}
-	vals[1] = pw;
-	if (!pw)
-		keys[1] = NULL;
-	c = PQconnectdbParams(keys, vals, 1);
-	drv_free(pw);
-	r = PQstatus(c) == CONNECTION_OK
-		    ? PQexec(c, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
-			     "CREATE SCHEMA public")
-		    : NULL;
-	if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+	r = PQexec(c, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; "
+		      "CREATE SCHEMA public");
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		fprintf(stderr, "bench api: cannot empty the database: %s\n",
-			r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+			PQresultErrorMessage(r));
 		rc = -1;
 	}
 	PQclear(r);
@@ -260,26 +258,23 @@ static int empty_database(void)
 	return rc;
 }
 
-static int start_server(struct server *s, const char *name)
+/*
+ * The config NAME.yaml (and its tenants file) in the working directory,
+ * its path in cfg; extra is appended (YAML lines, or ""). On PostgreSQL
+ * the database is emptied first: each config starts on an empty state.
+ */
+static int server_config(const char *name, const char *extra, char *cfg, size_t cfgsz)
 {
-	char cfg[600], log[600], listen[64], text[1024];
-	struct drv_client *c;
-	double deadline;
-	int ok = 0;
+	char text[1400], path[600];
 
-	memset(s, 0, sizeof(*s));
-	s->port = bench_free_port();
-	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
-	snprintf(s->state, sizeof(s->state), "%s/%s", tmpdir, name);
-	mkdir(s->state, 0700);
-	snprintf(cfg, sizeof(cfg), "%s/%s.yaml", tmpdir, name);
+	snprintf(cfg, cfgsz, "%s/%s.yaml", tmpdir, name);
 	/* the submits go as a plain user whom the tenants file lets use the
 	 * default tenant and one class: the authorization check runs */
 	snprintf(text, sizeof(text),
 		 "tokens:\n  - token: \"%s\"\n    user: bench\n    admin: true\n"
 		 "  - token: \"%s\"\n    user: benchuser\n"
-		 "cluster_token: \"%s\"\nallow_root_tasks: true\ntenants: %s-tenants.yaml\n",
-		 TOKEN, USER_TOKEN, CLUSTER_TOKEN, name);
+		 "cluster_token: \"%s\"\nallow_root_tasks: true\ntenants: %s-tenants.yaml\n%s",
+		 TOKEN, USER_TOKEN, CLUSTER_TOKEN, name, extra);
 	if (store_url) {
 		size_t n = strlen(text);
 
@@ -293,16 +288,29 @@ static int start_server(struct server *s, const char *name)
 	}
 	if (write_file(cfg, text))
 		return DRV_EIO;
-	snprintf(log, sizeof(log), "%s/%s-tenants.yaml", tmpdir, name);
-	if (write_file(log, "kind: Tenants\npriorityClasses:\n  normal: {value: 0}\n"
-			    "tenants:\n  default:\n    users: [bench, benchuser]\n"
-			    "    allowedClasses: [normal]\n"))
-		return DRV_EIO;
+	snprintf(path, sizeof(path), "%s/%s-tenants.yaml", tmpdir, name);
+	return write_file(path, "kind: Tenants\npriorityClasses:\n  normal: {value: 0}\n"
+				"tenants:\n  default:\n    users: [bench, benchuser]\n"
+				"    allowedClasses: [normal]\n");
+}
+
+/* Starts 'drover server' on s->port with config cfg, state directory and
+ * log named name, and waits (30 s) for /healthz 200. */
+static int launch(struct server *s, const char *name, const char *cfg)
+{
+	char log[600], listen[64];
+	struct drv_client *c;
+	double deadline;
+	int ok = 0;
+
+	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
+	snprintf(s->state, sizeof(s->state), "%s/%s", tmpdir, name);
+	mkdir(s->state, 0700);
 	snprintf(log, sizeof(log), "%s/%s.log", tmpdir, name);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
 	{
 		char *argv[] = { self, "server", "--listen", listen, "--state", s->state,
-				 "--config", cfg, NULL };
+				 "--config", (char *)cfg, NULL };
 		s->pid = spawn(argv, log);
 	}
 	if (s->pid < 0)
@@ -329,6 +337,17 @@ static int start_server(struct server *s, const char *name)
 		return DRV_EIO;
 	}
 	return 0;
+}
+
+static int start_server(struct server *s, const char *name)
+{
+	char cfg[600];
+
+	memset(s, 0, sizeof(*s));
+	s->port = bench_free_port();
+	if (server_config(name, "", cfg, sizeof(cfg)))
+		return DRV_EIO;
+	return launch(s, name, cfg);
 }
 
 static int start_agents(const struct server *s, int n, const char *spec)
@@ -887,10 +906,15 @@ static int parse(int argc, char **argv, struct opts *o)
 		DRV_OPT_INT(0, "restart-jobs", &o->restart_jobs, 0, INT32_MAX, "N",
 			    "jobs in the state of the restart figure, 0 skips it (default 1000000)"),
 		DRV_OPT_STRING(0, "store", &o->store, "URL",
-			       "the server's store: sqlite (default) or postgres://USER@HOST:PORT/DB, "
-			       "emptied before each server starts"),
+			       "the server's store: sqlite (default), postgres (a PostgreSQL 15 the "
+			       "bench starts: initdb as the postgres user, needs root) or "
+			       "postgres://USER@HOST:PORT/DB, emptied before each server starts"),
 		DRV_OPT_STRING(0, "store-password-file", &o->store_pw, "FILE",
 			       "its password (mode 0600; default PGPASSFILE or ~/.pgpass)"),
+		DRV_OPT_INT(0, "failovers", &o->failovers, 0, 1000, "N",
+			    "PostgreSQL: leader SIGKILLs timed, 0 skips them (default 20)"),
+		DRV_OPT_INT(0, "leader-lease", &o->leader_lease, 1, 30, "S",
+			    "PostgreSQL: the two controllers' leader_lease_s (default 2)"),
 		DRV_OPT_GROUP("Slurm beside it"),
 		DRV_OPT_FLAG(0, "no-slurm", &no_slurm, "skip the Slurm half"),
 		DRV_OPT_STRING(0, "slurm-local", &o->slurm_local, "PATH",
@@ -906,8 +930,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			 "       [--latency N] [--workload N (at most 520)] [--many-clients N]\n"
 			 "       [--restart-jobs N] "
 			 "[--no-slurm] [--slurm-local PATH]\n"
-			 "       [--store sqlite|postgres://USER@HOST:PORT/DB [--store-password-file FILE]] "
-			 "[--keep]",
+			 "       [--store sqlite|postgres|postgres://USER@HOST:PORT/DB "
+			 "[--store-password-file FILE]]\n"
+			 "       [--failovers N] [--leader-lease S] [--keep]",
 		.about = "Durable submits per second and submit-to-running latency, against a "
 			 "server and fake-GPU agents this binary starts, and Slurm beside it.",
 		.options = table,
@@ -917,7 +942,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .nodes = 16, .gpus = 8, .serial = 1000, .clients = 32,
 			    .concurrent = 3200, .batch = 10000, .batch_size = 1000, .procs = 200,
 			    .latency = 300, .workload = 520, .slurm = true, .restart_jobs = 1000000,
-			    .many = 1000,
+			    .many = 1000, .failovers = 20, .leader_lease = 2,
 			    .slurm_local = "../shared/bench/slurm/slurm-local" };
 	if (getenv("DROVER_SLURM_LOCAL"))
 		o->slurm_local = getenv("DROVER_SLURM_LOCAL");
@@ -928,9 +953,10 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (rc < 0)
 		return rc;
 	o->slurm = !no_slurm;
-	if (o->store && strcmp(o->store, "sqlite")) {
+	o->own_pg = o->store && !strcmp(o->store, "postgres");
+	if (o->store && strcmp(o->store, "sqlite") && !o->own_pg) {
 		if (!drv_store_is_pg_url(o->store)) {
-			fprintf(stderr, "drover bench api: --store %s: expected sqlite or "
+			fprintf(stderr, "drover bench api: --store %s: expected sqlite, postgres or "
 				"postgres://USER@HOST:PORT/DB\n", o->store);
 			return DRV_EINVAL;
 		}
@@ -1457,6 +1483,145 @@ out:
 	return rc;
 }
 
+/* ---- failover: two controllers on one PostgreSQL ---- */
+
+/* SIGKILLs pid's process group and reaps it. */
+static void kill_now(pid_t pid)
+{
+	kill(-pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < nchildren; i++)
+		if (children[i] == pid)
+			children[i] = 0;
+}
+
+/* Whether the server at c answers /healthz 200 as the serving leader
+ * (role "leader", status "ok": not still loading the state). */
+static bool leads(struct drv_client *c)
+{
+	struct drv_client_reply r;
+	char err[256];
+	bool yes = false;
+
+	if (drv_client_call(c, "GET", "/healthz", NULL, NULL, 0, 1000, &r, err, sizeof(err)))
+		return false;
+	if (r.status == 200) {
+		const char *role = json_string_value(json_object_get(r.json, "role"));
+		const char *st = json_string_value(json_object_get(r.json, "status"));
+
+		yes = role && st && !strcmp(role, "leader") && !strcmp(st, "ok");
+	}
+	drv_client_reply_release(&r);
+	return yes;
+}
+
+/* One durable submit answered 201 by c. */
+static bool submits(struct drv_client *c, const char *pod)
+{
+	struct drv_client_reply r;
+	char err[256];
+	bool yes;
+
+	if (drv_client_call(c, "POST", "/v1/jobs", "application/yaml", pod, strlen(pod), 2000, &r,
+			    err, sizeof(err)))
+		return false;
+	yes = r.status == 201;
+	drv_client_reply_release(&r);
+	return yes;
+}
+
+/* Polls every 10 ms until ok(c) or deadline (mono s); the time, or -1. */
+static double poll_until(struct drv_client *c, bool (*ok)(struct drv_client *, const char *),
+			 const char *arg, double deadline)
+{
+	while (drv_mono_s() < deadline) {
+		if (ok(c, arg))
+			return drv_mono_s();
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+static bool leads_(struct drv_client *c, const char *unused)
+{
+	(void)unused;
+	return leads(c);
+}
+
+static json_t *failover_json(double *lead, double *sub, int n, int want, int lease_s)
+{
+	qsort(lead, (size_t)n, sizeof(double), cmp_double);
+	qsort(sub, (size_t)n, sizeof(double), cmp_double);
+	return json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:s}", "failovers", want, "measured", n,
+		"leader_lease_s", lease_s, "failover_p50_s", pct(sub, n, 0.50), "failover_p99_s",
+		pct(sub, n, 0.99), "failover_max_s", n ? sub[n - 1] : 0.0, "leader_p50_s",
+		pct(lead, n, 0.50), "leader_p99_s", pct(lead, n, 0.99), "how",
+		"two 'drover server's on one PostgreSQL; the leader SIGKILLed, then the time until "
+		"the standby answers /healthz 200 as leader (\"status\": \"ok\") (leader_*) and a "
+		"durable POST /v1/jobs to it answers 201 (failover_*); the killed one is started "
+		"again as the standby before the next kill (over 20, p99 is the largest)");
+}
+
+/*
+ * Two controllers (leader_lease_s lease_s) on the run's PostgreSQL; n
+ * times the leader SIGKILLed and timed until the standby leads and takes
+ * a submit, the killed one started again (as the standby) each time.
+ */
+static json_t *measure_failover(struct run *R, int n, int lease_s)
+{
+	struct server s[2] = { { 0 } };
+	struct drv_client *c[2];
+	char cfg[600], extra[64], name[2][16] = { "ha-a", "ha-b" };
+	double *lead = drv_calloc((size_t)n, sizeof(double)), *sub = drv_calloc((size_t)n, sizeof(double));
+	int k = 0, l = 0;
+	json_t *out = NULL;
+
+	snprintf(extra, sizeof(extra), "leader_lease_s: %d\n", lease_s);
+	s[0].port = bench_free_port();
+	s[1].port = bench_free_port();
+	if (server_config("ha", extra, cfg, sizeof(cfg)) || launch(&s[0], name[0], cfg))
+		return json_pack("{s:s}", "error", "the first controller did not start");
+	c[0] = client_for(s[0].url);
+	c[1] = NULL;
+	if (poll_until(c[0], leads_, NULL, drv_mono_s() + 30) < 0 || launch(&s[1], name[1], cfg)) {
+		out = json_pack("{s:s}", "error", "the controllers did not come up, one leading");
+		goto out;
+	}
+	c[1] = client_for(s[1].url);
+	for (k = 0; k < n; k++) {
+		int sb = 1 - l;
+		double t0, t1, t2;
+
+		kill_now(s[l].pid);
+		t0 = drv_mono_s();
+		t1 = poll_until(c[sb], leads_, NULL, t0 + 60);
+		t2 = t1 < 0 ? -1 : poll_until(c[sb], submits, R->pod, t0 + 60);
+		if (t2 < 0) {
+			fprintf(stderr, "bench api: failover %d: the standby did not lead and take a "
+					"submit in 60 s (logs in %s)\n", k + 1, tmpdir);
+			break;
+		}
+		lead[k] = t1 - t0;
+		sub[k] = t2 - t0;
+		fprintf(stderr, "bench api: failover %d: leads after %.2f s, submit after %.2f s\n",
+			k + 1, lead[k], sub[k]);
+		if (launch(&s[l], name[l], cfg))
+			break;
+		l = sb;
+	}
+	out = failover_json(lead, sub, k, n, lease_s);
+out:
+	for (int i = 0; i < 2; i++) {
+		if (c[i])
+			drv_client_free(c[i]);
+		if (s[i].pid > 0)
+			stop_child(s[i].pid);
+	}
+	drv_free(lead);
+	drv_free(sub);
+	return out;
+}
+
 /* Slurm on the same workload, and the workload's description. */
 static void measure_slurm(struct run *R)
 {
@@ -1471,20 +1636,55 @@ static void measure_slurm(struct run *R)
 		"nodes", R->o.nodes, "gpus_per_node", R->o.gpus));
 }
 
-/* 4. From SIGKILL to answering again with a million jobs in the state. */
+/* 4. PostgreSQL: failover time, two controllers, the leader SIGKILLed. */
+static void measure_failovers(struct run *R)
+{
+	if (!store_url || !R->o.failovers)
+		return;
+	fprintf(stderr, "bench api: %d failovers, leader_lease_s %d\n", R->o.failovers,
+		R->o.leader_lease);
+	json_object_set_new(R->out, "failover",
+			    measure_failover(R, R->o.failovers, R->o.leader_lease));
+}
+
+/* A PostgreSQL of the bench's own for --store postgres; 0, or -1 (said why). */
+static int start_own_pg(void)
+{
+	char err[600], pidfile[200];
+	FILE *f;
+
+	if (bench_pg_start(&own_pg, tmpdir, err, sizeof(err))) {
+		fprintf(stderr, "bench api: --store postgres: %s\n", err);
+		return -1;
+	}
+	snprintf(pidfile, sizeof(pidfile), "%s/data/postmaster.pid", own_pg.dir);
+	f = fopen(pidfile, "r");
+	if (f) {
+		int pid = 0;
+
+		if (fscanf(f, "%d", &pid) == 1)
+			own_pg_pid = pid;
+		fclose(f);
+	}
+	store_url = own_pg.url;
+	store_pw = own_pg.password_file;
+	fprintf(stderr, "bench api: PostgreSQL started at %s (%s)\n", store_url, own_pg.dir);
+	return 0;
+}
+
+/* 5. From SIGKILL to answering again with a million jobs in the state. */
 static void measure_restart(struct run *R)
 {
 	json_t *r;
 
 	if (!R->o.restart_jobs)
 		return;
-	if (store_url) {
-		/* NEEDSWORK: the restart figure builds a SQLite state; not yet on PostgreSQL */
+	if (store_url && empty_database()) {
 		json_object_set_new(R->out, "restart_1m_jobs", json_pack("{s:s}", "error",
-			"not measured on PostgreSQL yet (the figure writes a SQLite state)"));
+			"cannot empty the database"));
 		return;
 	}
-	r = bench_restart(self, tmpdir, R->o.restart_jobs);
+	r = bench_restart(self, tmpdir, R->o.restart_jobs, store_url, store_pw);
 	json_object_set_new(R->out, "restart_1m_jobs_s", json_is_number(json_object_get(r, "seconds"))
 				    ? json_incref(json_object_get(r, "seconds")) : json_null());
 	json_object_set_new(R->out, "restart_1m_jobs", r);
@@ -1518,6 +1718,10 @@ static void print_result(struct run *R)
 
 	json_object_set_new(R->out, "bench", json_string("api"));
 	json_object_set_new(R->out, "store", json_string(store_url ? "postgres" : "sqlite"));
+	if (own_pg.url[0])
+		json_object_set_new(R->out, "postgres", json_string(
+			"PostgreSQL 15 started by the bench (initdb, pg_ctl as postgres), loopback, "
+			"fsync and synchronous_commit on"));
 	json_object_set_new(R->out, "durable_submits", R->submit);
 	R->submit = NULL;
 	json_object_set_new(R->out, "workload", R->wl);
@@ -1543,6 +1747,8 @@ static void run_release(struct run *R, int rc)
 			drv_free(R->files[i]);
 		drv_free(R->files);
 	}
+	bench_pg_stop(&own_pg);
+	own_pg_pid = 0;
 	if (!R->o.keep && rc == 0) {
 		char cmd[400];
 
@@ -1566,6 +1772,10 @@ int drv_bench_api(int argc, char **argv)
 		return drv_opts_exit(rc);
 	if (make_workdir() < 0)
 		return DRV_EXIT_FAIL;
+	if (o.own_pg && start_own_pg()) {
+		bench_pg_stop(&own_pg);
+		return DRV_EXIT_FAIL;
+	}
 	R.o = o;
 	R.out = json_object();
 	R.submit = json_object();
@@ -1573,6 +1783,7 @@ int drv_bench_api(int argc, char **argv)
 	rc = DRV_EXIT_FAIL;
 	if (write_workload(&R) == 0 && measure_submits(&R) == 0 && measure_cluster(&R) == 0) {
 		measure_slurm(&R);
+		measure_failovers(&R);
 		measure_restart(&R);
 		print_result(&R);
 		rc = 0;

@@ -14,12 +14,14 @@
 #include "drover/client.h"
 #include "drover/clock.h"
 #include "drover/common.h"
+#include "drover/dynbuf.h"
 #include "drover/spec.h"
 #include "drover/store.h"
 #include "bench_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,31 +99,197 @@ static int put_one(struct drv_store *st, json_t *spec, uint64_t id, bool live, i
 	return rc;
 }
 
-/* state.db in dir with n jobs, every hundredth pending (the newest is finished). */
-static int write_state(const char *dir, int n, char *err, size_t errsz)
+/* A CSV field: quoted, its quotes doubled. */
+static void csv_text(struct drv_dynbuf *b, const char *v)
 {
-	char path[700];
-	struct drv_store *st;
-	json_t *spec = pod_spec();
-	int64_t t0 = drv_wall_s() - n / 100 - 3600;
+	const char *q;
+
+	drv_dynbuf_add(b, "\"", 1);
+	while ((q = strchr(v, '"'))) {
+		drv_dynbuf_add(b, v, (size_t)(q - v) + 1);
+		drv_dynbuf_add(b, "\"", 1);
+		v = q + 1;
+	}
+	drv_dynbuf_addstr(b, v);
+	drv_dynbuf_add(b, "\"", 1);
+}
+
+/* Sends b to the COPY in progress on c once it holds more than a chunk
+ * (or always, when force); 0 or -1. */
+static int copy_send(PGconn *c, struct drv_dynbuf *b, bool force)
+{
+	if (!force && b->len < (1 << 20))
+		return 0;
+	if (b->len && PQputCopyData(c, b->buf, (int)b->len) != 1)
+		return -1;
+	drv_dynbuf_reset(b);
+	return 0;
+}
+
+/* Runs the COPY statement sql for rows lo..hi; row(i, buf) writes row i's
+ * CSV line. */
+static int copy_rows(PGconn *c, const char *sql, int lo, int hi,
+		     void (*row)(int i, struct drv_dynbuf *b, void *cls), void *cls, char *err,
+		     size_t errsz)
+{
+	struct drv_dynbuf b = DRV_DYNBUF_INIT(64 << 20);
+	PGresult *r = PQexec(c, sql);
+	int rc = PQresultStatus(r) == PGRES_COPY_IN ? 0 : -1;
+
+	if (rc)
+		snprintf(err, errsz, "%s: %s", sql, PQresultErrorMessage(r));
+	PQclear(r);
+	for (int i = lo; rc == 0 && i <= hi; i++) {
+		row(i, &b, cls);
+		rc = copy_send(c, &b, false);
+	}
+	if (rc == 0)
+		rc = copy_send(c, &b, true);
+	if (PQputCopyEnd(c, rc ? "the bench gave up" : NULL) != 1)
+		rc = -1;
+	r = PQgetResult(c);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		snprintf(err, errsz, "%s: %s", sql, PQresultErrorMessage(r));
+		rc = -1;
+	}
+	PQclear(r);
+	while ((r = PQgetResult(c)))
+		PQclear(r);
+	drv_dynbuf_release(&b);
+	return rc;
+}
+
+struct rows {
+	json_t *spec;
+	int64_t t0;
+};
+
+static bool live_at(int i) { return i % 100 == 1; }
+
+/* The jobs table's row of job i, as put_job writes it. */
+static void job_row(int i, struct drv_dynbuf *b, void *cls)
+{
+	struct rows *R = cls;
+	int64_t t = R->t0 + i / 100;
+	bool live = live_at(i);
+	char *doc = job_doc(R->spec, (uint64_t)i, live, t);
+
+	drv_dynbuf_addf(b, "%d,bench-train,bench,default,%s,%" PRId64 ",", i,
+			live ? "pending" : "succeeded", t);
+	csv_text(b, doc);
+	drv_dynbuf_addf(b, ",%" PRId64 ",%d\n", live ? 0 : t + 61, live ? 0 : 1);
+	free(doc);
+}
+
+/* The acct row of job i (finished jobs only; an empty line skipped by the caller). */
+static void acct_row(int i, struct drv_dynbuf *b, void *cls)
+{
+	struct rows *R = cls;
+	int64_t t = R->t0 + i / 100;
+
+	if (live_at(i))
+		return;
+	drv_dynbuf_addf(b, "%d,1,bench-train,bench,default,default,succeeded,%" PRId64 ",%" PRId64
+			",%" PRId64 ",0,60000,41667\n", i, t, t + 1, t + 61);
+}
+
+/* Runs sql on c; 0, or -1 with the reason in err. */
+static int exec_ok(PGconn *c, const char *sql, char *err, size_t errsz)
+{
+	PGresult *r = PQexec(c, sql);
+	int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -1;
+
+	if (rc)
+		snprintf(err, errsz, "%.60s: %s", sql, PQresultErrorMessage(r));
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * PostgreSQL: the schema made by opening the store (its migrations), then
+ * write_state's rows with COPY, in one transaction. The store's pipelined
+ * put_job and put_acct took 191 s for the million; COPY with the tables'
+ * triggers on was slower still: each row's trigger updates the one row
+ * of done_counts (or acct_month), and within one transaction each update
+ * walks the versions made before it. So the triggers are off for the
+ * COPY and the two summaries are filled once from the rows, as the
+ * triggers would have left them. The columns and the month expression are
+ * the store's (store_pg.c: schema, MONTH_OF); a change there shows here as
+ * a failed COPY or a wrong month cost.
+ */
+static int write_state_pg(const char *url, const char *pw, int n, struct rows *R, char *err,
+			  size_t errsz)
+{
+	static const char *const before[] = {
+		"BEGIN", "ALTER TABLE jobs DISABLE TRIGGER jobs_count",
+		"ALTER TABLE acct DISABLE TRIGGER acct_month", NULL };
+	static const char *const after[] = {
+		"INSERT INTO done_counts SELECT state, COUNT(*) FROM jobs WHERE done = 1"
+		" GROUP BY state ON CONFLICT (state) DO UPDATE SET n = done_counts.n + EXCLUDED.n",
+		"INSERT INTO acct_month SELECT CAST(extract(epoch FROM date_trunc('month',"
+		" to_timestamp(end_time) AT TIME ZONE 'UTC')) AS BIGINT), tenant, SUM(cost_micro)"
+		" FROM acct GROUP BY 1, 2 ON CONFLICT (month, tenant)"
+		" DO UPDATE SET micro = acct_month.micro + EXCLUDED.micro",
+		"ALTER TABLE jobs ENABLE TRIGGER jobs_count",
+		"ALTER TABLE acct ENABLE TRIGGER acct_month", "COMMIT", "VACUUM (ANALYZE) jobs, acct", NULL };
+	struct drv_store *st = NULL;
+	PGconn *c;
 	int rc;
 
-	if (!spec) {
+	rc = drv_store_open_pg(url, pw, &st, err, errsz);
+	drv_store_close(st);
+	if (rc < 0)
+		return rc;
+	c = bench_pg_connect(url, pw, err, errsz);
+	if (!c)
+		return DRV_EIO;
+	for (int i = 0; rc == 0 && before[i]; i++)
+		rc = exec_ok(c, before[i], err, errsz);
+	if (rc == 0)
+		rc = copy_rows(c, "COPY jobs(id,name,uname,tenant,state,submit_time,doc,end_time,"
+				  "done) FROM STDIN (FORMAT csv)", 1, n, job_row, R, err, errsz);
+	if (rc == 0)
+		rc = copy_rows(c, "COPY acct(job,attempt,name,uname,tenant,pool,state,submit_time,"
+				  "start_time,end_time,exit_code,gpu_milli_s,cost_micro)"
+				  " FROM STDIN (FORMAT csv)", 1, n, acct_row, R, err, errsz);
+	for (int i = 0; rc == 0 && after[i]; i++)
+		rc = exec_ok(c, after[i], err, errsz);
+	PQfinish(c);   /* a failure above: the transaction is rolled back */
+	return rc < 0 ? DRV_EIO : 0;
+}
+
+/* The state of n jobs, every hundredth pending (the newest is finished):
+ * in dir/state.db through the store API in one transaction, or on
+ * PostgreSQL (url) with COPY. */
+static int write_state(const char *dir, int n, const char *url, const char *pw, char *err,
+		       size_t errsz)
+{
+	char path[700];
+	struct drv_store *st = NULL;
+	struct rows R = { pod_spec(), drv_wall_s() - n / 100 - 3600 };
+	int rc;
+
+	if (!R.spec) {
 		snprintf(err, errsz, "cannot make the Pod's canonical spec");
 		return DRV_EINVAL;
+	}
+	if (url) {
+		rc = write_state_pg(url, pw, n, &R, err, errsz);
+		json_decref(R.spec);
+		return rc;
 	}
 	snprintf(path, sizeof(path), "%s/state.db", dir);
 	rc = drv_store_open_sqlite(path, &st, err, errsz);
 	if (rc == 0)
 		rc = drv_store_begin(st);
 	for (int i = 1; rc == 0 && i <= n; i++)
-		rc = put_one(st, spec, (uint64_t)i, i % 100 == 1, t0 + i / 100);
+		rc = put_one(st, R.spec, (uint64_t)i, live_at(i), R.t0 + i / 100);
 	if (rc == 0)
 		rc = drv_store_commit(st);
-	if (rc < 0)
+	if (rc < 0 && st)
 		snprintf(err, errsz, "%s", st->err);
 	drv_store_close(st);
-	json_decref(spec);
+	json_decref(R.spec);
 	return rc;
 }
 
@@ -175,9 +343,10 @@ static double until_ready(struct drv_client *c, const char *path, double t0, dou
 	return -1;
 }
 
-json_t *bench_restart(const char *self, const char *tmp, int njobs)
+json_t *bench_restart(const char *self, const char *tmp, int njobs, const char *url,
+		      const char *pw)
 {
-	char dir[600], cfg[700], path[64], err[512], url[64];
+	char dir[600], cfg[700], path[64], err[512], base[64];
 	struct drv_client_conf cc = { .token = RTOKEN };
 	struct drv_client *c;
 	int port = bench_free_port();
@@ -193,16 +362,20 @@ json_t *bench_restart(const char *self, const char *tmp, int njobs)
 		return json_pack("{s:s}", "error", "cannot write the config");
 	fchmod(fileno(f), 0600);   /* it holds a token */
 	fprintf(f, "tokens:\n  - token: \"%s\"\n    user: bench\n    admin: true\n", RTOKEN);
+	if (url)
+		fprintf(f, "store: \"%s\"\n", url);
+	if (url && pw)
+		fprintf(f, "store_password_file: \"%s\"\n", pw);
 	fclose(f);
 	fprintf(stderr, "bench api: writing a state of %d jobs\n", njobs);
 	t0 = drv_mono_s();
-	if (write_state(dir, njobs, err, sizeof(err)) < 0)
+	if (write_state(dir, njobs, url, pw, err, sizeof(err)) < 0)
 		return json_pack("{s:s}", "error", err);
 	fprintf(stderr, "bench api: state written in %.1f s; restart from SIGKILL\n",
 		drv_mono_s() - t0);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	snprintf(base, sizeof(base), "http://127.0.0.1:%d", port);
 	snprintf(path, sizeof(path), "/v1/jobs/%d", njobs);
-	cc.server = url;
+	cc.server = base;
 	c = drv_client_new(&cc);
 	t0 = drv_mono_s();
 	pid = start(self, dir, cfg, port);

@@ -17,6 +17,8 @@
 
 #include "bench_int.h"
 #include "drover/bench.h"
+#include "drover/common.h"
+#include "drover/fsutil.h"
 #include "drover/model.h"
 
 const struct drv_opt_choice drv_place_choices[] = {
@@ -133,4 +135,25 @@ long long bench_cpu_ticks(pid_t pid)
 	if (!p || sscanf(p, " %llu %llu", &ut, &st) != 2)
 		return -1;
 	return (long long)(ut + st);
+}
+
+PGconn *bench_pg_connect(const char *url, const char *pw_file, char *err, size_t errsz)
+{
+	const char *keys[] = { "dbname", "password", NULL }, *vals[] = { url, NULL, NULL };
+	char *pw = NULL;
+	PGconn *c;
+
+	if (pw_file && drv_secret_file_read(pw_file, &pw, err, errsz) < 0)
+		return NULL;
+	vals[1] = pw;
+	if (!pw)
+		keys[1] = NULL;
+	c = PQconnectdbParams(keys, vals, 1);
+	drv_free(pw);
+	if (PQstatus(c) != CONNECTION_OK) {
+		snprintf(err, errsz, "%s", PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
 }
