@@ -306,6 +306,8 @@ enum drv_short_what {
 #define DRV_DEC_SPOT 0x8u        /* START: in a spot pool */
 #define DRV_DEC_NO_VICTIMS 0x10u /* PENDING: preemption is on and no victim set helps */
 #define DRV_DEC_CLASS_NEVER 0x20u /* PENDING: preemption is on but its class is Never */
+#define DRV_DEC_REQ_NODE 0x40u   /* PENDING (RESOURCES/TOPOLOGY): node is the first node
+				  * it requires (-w with a larger -N), up but without room */
 
 /*
  * One decision. Fields by kind (unused ones are 0 / -1 / NULL):

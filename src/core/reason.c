@@ -704,8 +704,13 @@ static void fput_req_node(struct fbuf *f, const struct drv_cluster *c,
 			 : ": too few of the nodes it may use (-w/--nodelist) are up");
 }
 
-static void fput_no_preempt(struct fbuf *f, const struct drv_sched_decision *d)
+static void fput_no_preempt(struct fbuf *f, const struct drv_cluster *c,
+			    const struct drv_sched_decision *d)
 {
+	if (d->flags & DRV_DEC_REQ_NODE)
+		fput(f, "; it requires node %s (-w/--nodelist)",
+		     c && d->node >= 0 && d->node < c->nnodes && c->nodes[d->node].name
+		     ? c->nodes[d->node].name : "?");
 	if (d->flags & DRV_DEC_NO_VICTIMS)
 		fput(f, "; no preemption frees enough");
 	if (d->flags & DRV_DEC_CLASS_NEVER)
@@ -713,7 +718,8 @@ static void fput_no_preempt(struct fbuf *f, const struct drv_sched_decision *d)
 }
 
 /* Resources: GPUs (count 0), or what a node lacks beside them. */
-static void fput_resources(struct fbuf *f, const struct drv_sched_decision *d)
+static void fput_resources(struct fbuf *f, const struct drv_cluster *c,
+			   const struct drv_sched_decision *d)
 {
 	switch (d->count) {
 	case DRV_SHORT_CPU:
@@ -742,7 +748,7 @@ static void fput_resources(struct fbuf *f, const struct drv_sched_decision *d)
 			fput(f, ", at most %" PRId64 " on one node", d->n[3] < 0 ? 0 : d->n[3]);
 		break;
 	}
-	fput_no_preempt(f, d);
+	fput_no_preempt(f, c, d);
 }
 
 static void fput_quota(struct fbuf *f, const struct drv_sched_decision *d)
@@ -763,7 +769,7 @@ static void fput_reason(struct fbuf *f, const struct drv_cluster *c,
 {
 	switch (d->reason) {
 	case DRV_REASON_RESOURCES:
-		fput_resources(f, d);
+		fput_resources(f, c, d);
 		break;
 	case DRV_REASON_TOPOLOGY:
 		fput(f, "needs ");
@@ -773,7 +779,7 @@ static void fput_reason(struct fbuf *f, const struct drv_cluster *c,
 		fput(f, " within one %s; ", level_name(c, d->level));
 		fput_gpus(f, d->n[1]);
 		fput(f, " free in all, not together");
-		fput_no_preempt(f, d);
+		fput_no_preempt(f, c, d);
 		break;
 	case DRV_REASON_QUOTA:
 		fput_quota(f, d);

@@ -74,6 +74,23 @@ static bool cpu_mem_why(const struct drv_sched *s, const struct sched_job *j,
 	return true;
 }
 
+/* A job that requires nodes (-w with a larger -N) waits for their room:
+ * the first of them goes into the reason (Slurm says Resources here too). */
+static void req_node_why(const struct drv_cluster *c, const struct drv_job *job,
+			 struct drv_sched_decision *w)
+{
+	for (int32_t i = 0; i < job->nnode_selector; i++) {
+		if (strcmp(job->node_selector[i].key, DRV_LABEL_INCLUDE) != 0)
+			continue;
+		for (int32_t k = 0; k < c->nnodes; k++)
+			if (c->nodes[k].name && !strcmp(c->nodes[k].name, job->node_selector[i].value)) {
+				w->node = k;
+				w->flags |= DRV_DEC_REQ_NODE;
+				return;
+			}
+	}
+}
+
 static void resources_why(struct pass *p, const struct sched_job *j, const struct place_fail *f,
 			  struct drv_sched_decision *w)
 {
@@ -96,6 +113,7 @@ static void resources_why(struct pass *p, const struct sched_job *j, const struc
 	}
 	if (f->topology)
 		w->n[2] = w->n[3] = 0;
+	req_node_why(p->s->c, j->job, w);
 	/* It would fit now if reserved GPUs were free: say so. */
 	if (p->s->nresv > 0 && p->blocked_gpus > 0 && p->exact_left > 0 && fits_with_blocked(p, j) &&
 	    (p->exact_left--, fits_unblocked(p, j))) {

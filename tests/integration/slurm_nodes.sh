@@ -90,6 +90,8 @@ busy=$(sbatch --parsable -N 2 -w gpu-03 --gpus-per-node=1 --wrap true) || fail "
 wait_until 30 sh -c "[ \"\$(squeue -h -j $busy -o %r)\" = Resources ]" ||
 	fail "a busy required node: $(sq "$busy" '%T %r %R')"
 expect_eq "squeue %R, required node busy" "$(sq "$busy" %R)" "(Resources)"
+"$DROVER" get job "$busy" -o json | jq -r .reason | grep -q '; it requires node gpu-03 (-w/--nodelist)$' ||
+	fail "drover's reason, required node busy: $("$DROVER" get job "$busy" -o json | jq -r .reason)"
 scontrol update nodename=gpu-02 state=drain reason=maintenance || fail "drain gpu-02"
 down=$(sbatch --parsable -N 2 -w gpu-02 --wrap true) || fail "sbatch down"
 only=$(sbatch --parsable -w gpu-02 --wrap true) || fail "sbatch only"
