@@ -281,6 +281,16 @@ static bool victim_for(struct pass *p, struct sched_job *j, const struct run_com
 	return *reclaim;
 }
 
+static inline void add_cand(struct victim_cand *c, const struct run_compact *v, bool reclaim,
+			    int64_t now, int64_t *room)
+{
+	c->slot = v->slot;
+	c->prio = reclaim ? INT32_MIN : v->prio;
+	c->reclaim_only = reclaim;
+	c->lost = (now - v->start) * v->need_milli;
+	*room += v->need_milli;
+}
+
 /* LAS: the running jobs that may be victims by age (ok, past the minimum
  * run time), as indices into run_compact; made once for a run list and a
  * time, then read by every search until either changes. */
@@ -330,12 +340,7 @@ static int32_t collect_victims(struct pass *p, int32_t slot, int quota_rc, int32
 			if (v->slot == slot || (no_reclaim && v->prio > jprio) ||
 			    !victim_for(p, j, v, quota_rc, jq, &reclaim))
 				continue;
-			cands[nc].slot = v->slot;
-			cands[nc].prio = reclaim ? INT32_MIN : v->prio;
-			cands[nc].reclaim_only = reclaim;
-			cands[nc].lost = (now - v->start) * v->need_milli;
-			*room += v->need_milli;
-			nc++;
+			add_cand(&cands[nc++], v, reclaim, now, room);
 		}
 		return nc;
 	}
@@ -353,12 +358,7 @@ static int32_t collect_victims(struct pass *p, int32_t slot, int quota_rc, int32
 		}
 		if (!victim_for(p, j, v, quota_rc, jq, &reclaim))
 			continue;
-		cands[nc].slot = v->slot;
-		cands[nc].prio = reclaim ? INT32_MIN : v->prio;
-		cands[nc].reclaim_only = reclaim;
-		cands[nc].lost = (now - v->start) * v->need_milli;
-		*room += v->need_milli;
-		nc++;
+		add_cand(&cands[nc++], v, reclaim, now, room);
 	}
 	j->preempt_memo.until = until;
 	return nc;

@@ -753,11 +753,11 @@ Test(sched_preempt, victim_started_after_a_failed_search)
 }
 
 /*
- * Under LAS a running job moves to a higher queue as it attains service;
- * a search that found it in the same queue as the waiting job must not be
- * remembered once it moved: the waiting job then preempts it.
+ * One 8-GPU job runs from 0 s under LAS with preemption, its first queue
+ * ending at end_gpu_s GPU-seconds; a second 8-GPU job waits from 5 s. The
+ * passes at times[i] must preempt for it want[i] times.
  */
-Test(sched_preempt, las_victim_moves_up_a_queue)
+static void las_crossing(int64_t end_gpu_s, const int64_t *times, const int *want, int n)
 {
 	struct drv_cluster c;
 	struct drv_sched *s;
@@ -770,7 +770,7 @@ Test(sched_preempt, las_victim_moves_up_a_queue)
 	drv_sched_policy_default(&pol);
 	pol.order = DRV_ORDER_LAS;
 	pol.preemption = true;
-	pol.las_threshold[0] = 100; /* GPU-s: 8 GPUs cross it after 12.5 s */
+	pol.las_threshold[0] = end_gpu_s;
 	pol.las_threshold[1] = 10000;
 	drv_sched_decisions_init(&d);
 	mkjob(&a, 1, 8, 0, true, 0);
@@ -780,12 +780,12 @@ Test(sched_preempt, las_victim_moves_up_a_queue)
 	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
 	cr_assert(eq(int, count_kind(&d, DRV_DEC_START, 1), 1));
 	cr_assert(eq(int, drv_sched_submit(s, &b, NULL), 0));
-	cr_assert(ge(int, drv_sched_pass(s, 5, &pol, &d), 0));
-	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "40 GPU-s: the same queue");
-	cr_assert(ge(int, drv_sched_pass(s, 10, &pol, &d), 0));
-	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "80 GPU-s: the same queue");
-	cr_assert(ge(int, drv_sched_pass(s, 13, &pol, &d), 0));
-	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "104 GPU-s: a higher queue");
+	for (int i = 0; i < n; i++) {
+		cr_assert(ge(int, drv_sched_pass(s, times[i], &pol, &d), 0));
+		cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), want[i]),
+			  "%lld GPU-s at %lld s (queue end %lld)", (long long)(8 * times[i]),
+			  (long long)times[i], (long long)end_gpu_s);
+	}
 
 	drv_sched_free(s);
 	drv_sched_decisions_release(&d);
@@ -795,46 +795,30 @@ Test(sched_preempt, las_victim_moves_up_a_queue)
 }
 
 /*
+ * Under LAS a running job moves to a higher queue as it attains service;
+ * a search that found it in the same queue as the waiting job must not be
+ * remembered once it moved: the waiting job then preempts it (8 GPUs pass
+ * 100 GPU-s after 12.5 s).
+ */
+Test(sched_preempt, las_victim_moves_up_a_queue)
+{
+	static const int64_t t[] = { 5, 10, 13 };
+	static const int want[] = { 0, 0, 1 };
+	las_crossing(100, t, want, 3);
+}
+
+/*
  * A running job's LAS queue is recomputed only when it can have changed (at
  * the second its attained service reaches its queue's end, worked out in
- * advance): 8 GPUs reach 96 GPU-s at exactly 12 s, so the pass at 11 s
- * still sees the first queue and the pass at 12 s the second (ceil, not
- * floor + 1), with passes before it that used the time worked out.
+ * advance): 8 GPUs reach 96 GPU-s at exactly 12 s, so the passes up to
+ * 11 s still see the first queue and the pass at 12 s the second (ceil,
+ * not floor + 1), after passes that used the time worked out.
  */
 Test(sched_preempt, las_queue_changes_at_the_exact_second)
 {
-	struct drv_cluster c;
-	struct drv_sched *s;
-	struct drv_sched_policy pol;
-	struct drv_sched_decisions d;
-	struct drv_job a, b;
-
-	one_node(&c);
-	s = drv_sched_new(&c);
-	drv_sched_policy_default(&pol);
-	pol.order = DRV_ORDER_LAS;
-	pol.preemption = true;
-	pol.las_threshold[0] = 96;
-	pol.las_threshold[1] = 10000;
-	drv_sched_decisions_init(&d);
-	mkjob(&a, 1, 8, 0, true, 0);
-	mkjob(&b, 2, 8, 0, true, 5);
-
-	cr_assert(eq(int, drv_sched_submit(s, &a, NULL), 0));
-	cr_assert(ge(int, drv_sched_pass(s, 0, &pol, &d), 0));
-	cr_assert(eq(int, drv_sched_submit(s, &b, NULL), 0));
-	for (int t = 5; t <= 11; t++) {
-		cr_assert(ge(int, drv_sched_pass(s, t, &pol, &d), 0));
-		cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 0), "%d GPU-s at %d s", 8 * t, t);
-	}
-	cr_assert(ge(int, drv_sched_pass(s, 12, &pol, &d), 0));
-	cr_assert(eq(int, count_kind(&d, DRV_DEC_PREEMPT, 2), 1), "96 GPU-s at 12 s: a higher queue");
-
-	drv_sched_free(s);
-	drv_sched_decisions_release(&d);
-	drv_job_release(&a);
-	drv_job_release(&b);
-	drv_cluster_release(&c);
+	static const int64_t t[] = { 5, 6, 7, 8, 9, 10, 11, 12 };
+	static const int want[] = { 0, 0, 0, 0, 0, 0, 0, 1 };
+	las_crossing(96, t, want, 8);
 }
 
 /* ---- backfill: the earliest reservation after galloping ----------------- */
