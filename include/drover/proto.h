@@ -53,8 +53,19 @@
 
 #include "drover/common.h"
 
-/* 1: register + one sync exchange per agent. */
-#define DRV_PROTO_VERSION 1
+/*
+ * The versions (docs/ha.md, "Rolling upgrade"):
+ *   1: register + one sync exchange per agent; the controller refuses an
+ *      agent more than one version apart (409).
+ *   2: the register answer names the controller's version ("protocol";
+ *      absent: 1), and the agent refuses, in turn, a controller more than
+ *      one apart: the check is made on both sides. A version 1 peer
+ *      ignores the key (unknown keys are ignored).
+ * DRV_PROTO_MIN is the oldest version there is: an agent below it is
+ * refused as one too far apart.
+ */
+#define DRV_PROTO_VERSION 2
+#define DRV_PROTO_MIN 1
 
 /* ---------------------------------------------------------------------------
  * Decoding context
@@ -390,6 +401,9 @@ struct drv_proto_registered {
 	const char *pool;
 	struct drv_proto_kv *labels;
 	size_t nlabels;
+	/* The controller's protocol version (2 and later send it); 0 (absent):
+	 * a version 1 controller. */
+	int64_t protocol;
 	json_t *doc;
 };
 
@@ -478,10 +492,24 @@ json_t *drv_proto_kv_encode(const struct drv_proto_kv *kv, size_t n);
 const char *drv_proto_task_state_name(enum drv_proto_task_state s);
 
 /*
- * Whether an agent speaking protocol `theirs` may talk to this build:
- * at most one version apart. Returns 0, or DRV_EPERM with msg set to
- * "agent speaks protocol 3; this controller speaks 1 (at most one apart)".
+ * The version this process speaks: DRV_PROTO_VERSION, or the environment's
+ * DROVER_PROTO_VERSION (DRV_PROTO_MIN..DRV_PROTO_VERSION), which makes a
+ * controller or agent speak an older version exactly as that release did
+ * (tests/integration/rolling_upgrade.sh plays the older release so). A
+ * value out of range or not a number: DRV_EINVAL, msg saying so.
  */
+int drv_proto_speaks(char *msg, size_t msgsz);
+
+/*
+ * Whether a peer speaking protocol `theirs` may talk to this process,
+ * speaking `ours`: at most one version apart, and not below DRV_PROTO_MIN.
+ * `peer` and `self` name the two sides ("agent", "controller"). Returns 0,
+ * or DRV_EPERM with msg set to "agent speaks protocol 4; this controller
+ * speaks 2 (at most one apart)".
+ */
+int drv_proto_versions_check(int64_t ours, int64_t theirs, const char *peer, const char *self,
+			     char *msg, size_t msgsz);
+/* The controller's check of an agent, speaking DRV_PROTO_VERSION. */
 int drv_proto_version_check(int64_t theirs, char *msg, size_t msgsz);
 
 #endif

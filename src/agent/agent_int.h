@@ -213,6 +213,7 @@ struct drv_agent {
 	int64_t version;        /* of the task set applied */
 	bool need_register;
 	int heartbeat_s;
+	int proto;              /* the agent protocol spoken (drv_proto_speaks) */
 	struct drv_http_client ctl; /* the syncer's connection to the controller */
 	bool sync_waiting;      /* the sync in flight waits at the controller */
 	bool interrupted;       /* ... and was cut short (agent_kick_sync) */

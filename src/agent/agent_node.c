@@ -180,6 +180,7 @@ static void reg_msg(struct drv_agent *a, struct reg_msg *r)
 {
 	memset(r, 0, sizeof(*r));
 	drv_proto_register_init(&r->m);
+	r->m.protocol = a->proto;
 	r->m.name = a->name;
 	r->m.hostname = a->hostname;
 	r->m.address = a->address;

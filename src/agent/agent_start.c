@@ -394,7 +394,8 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 		return DRV_EINVAL;
 	}
 	a = agent_new(cfg);
-	rc = open_state_dir(a, cfg->state_dir, err, errsz);
+	a->proto = drv_proto_speaks(err, errsz);
+	rc = a->proto < 0 ? a->proto : open_state_dir(a, cfg->state_dir, err, errsz);
 	if (rc == 0)
 		rc = lock_state_dir(a, err, errsz);
 	if (rc == 0)
@@ -412,6 +413,9 @@ int drv_agent_start(const struct drv_agent_config *cfg, struct drv_agent **out, 
 		rc = start_listener(a, err, errsz);
 	if (rc < 0)
 		goto fail;
+	if (a->proto != DRV_PROTO_VERSION)
+		drv_log(&a->log, "speaks agent protocol %d (DROVER_PROTO_VERSION; this build: %d)",
+			a->proto, DRV_PROTO_VERSION);
 	drv_log(&a->log, "node %s: %d GPUs (%s%s%s), %d HCAs%s%s, address %s%s%s%s%s", a->name,
 		a->gpus.ngpus, a->backend, a->gpus.ngpus ? ", " : "",
 		a->gpus.ngpus ? a->gpus.gpus[0].name : "", a->hcas.nhcas,

@@ -40,6 +40,21 @@ static int register_refused(struct drv_agent *a, long status, json_t *reply)
 	return status == 401 || status == 400 || status == 409 ? DRV_EPERM : DRV_EIO;
 }
 
+/* Protocol 2 on: the agent checks the controller's version as the
+ * controller checks the agent's (absent: a version 1 controller). Version
+ * 1 made no such check. 0, or DRV_EPERM (ok released). */
+static int controller_version_ok(struct drv_agent *a, struct drv_proto_registered *ok)
+{
+	char msg[200];
+
+	if (a->proto < 2 || drv_proto_versions_check(a->proto, ok->protocol ? ok->protocol : 1,
+						     "controller", "agent", msg, sizeof(msg)) == 0)
+		return 0;
+	drv_log(&a->log, "register refused by this agent: %s", msg);
+	drv_proto_registered_release(ok);
+	return DRV_EPERM;
+}
+
 /* Registers (again). 0, or DRV_EPERM/DRV_EIO (refused), DRV_ECONN (unreachable). */
 static int do_register(struct drv_agent *a)
 {
@@ -63,6 +78,8 @@ static int do_register(struct drv_agent *a)
 		rc = DRV_EIO;
 	}
 	json_decref(reply);
+	if (rc == 0)
+		rc = controller_version_ok(a, &ok);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&a->mu);

@@ -5,6 +5,8 @@
  * they are made of: proto_read.c, proto_parts.c.
  */
 #include "proto_int.h"
+#include <errno.h>
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -229,7 +231,7 @@ static bool closed_endpoints(struct proto_rd *r, const json_t *j)
 
 static const char *const registered_keys[] = { "node", "session", "heartbeat_interval_s",
 	"heartbeat_timeout_s", "agent_lease_s", "allow_root_tasks", "open_endpoints", "pool", "labels",
-	NULL };
+	"protocol", NULL };
 
 void drv_proto_registered_init(struct drv_proto_registered *m)
 {
@@ -260,6 +262,7 @@ int drv_proto_registered_decode(json_t *j, struct drv_proto_registered *m,
 		m->endpoints_closed = closed_endpoints(&r, j);
 		proto_get_str(&r, j, "pool", false, &m->pool);
 		proto_get_kv(&r, j, "labels", &m->labels, &m->nlabels);
+		proto_get_int(&r, j, "protocol", false, &m->protocol);
 		proto_unknown_keys(&r, j, registered_keys);
 	}
 	return proto_finish(&r, j, &m->doc, registered_release_, m);
@@ -280,6 +283,8 @@ json_t *drv_proto_registered_encode(const struct drv_proto_registered *m)
 		json_object_set_new(o, "open_endpoints", json_false());
 	proto_put_str(o, "pool", m->pool);
 	json_object_set_new(o, "labels", drv_proto_kv_encode(m->labels, m->nlabels));
+	if (m->protocol > 0)
+		proto_put_int(o, "protocol", m->protocol);
 	return o;
 }
 
@@ -427,12 +432,36 @@ void drv_proto_sync_reply_release(struct drv_proto_sync_reply *m)
 
 /* --- versions -------------------------------------------------------------------------- */
 
-int drv_proto_version_check(int64_t theirs, char *msg, size_t msgsz)
+int drv_proto_versions_check(int64_t ours, int64_t theirs, const char *peer, const char *self,
+			     char *msg, size_t msgsz)
 {
-	if (theirs >= DRV_PROTO_VERSION - 1 && theirs <= DRV_PROTO_VERSION + 1)
+	if (theirs >= DRV_PROTO_MIN && theirs >= ours - 1 && theirs <= ours + 1)
 		return 0;
-	snprintf(msg, msgsz, "agent speaks protocol %lld; this controller speaks %d (at most one "
-		 "apart)", (long long)theirs, DRV_PROTO_VERSION);
+	snprintf(msg, msgsz, "%s speaks protocol %lld; this %s speaks %lld (at most one apart)",
+		 peer, (long long)theirs, self, (long long)ours);
 	return DRV_EPERM;
 }
 
+int drv_proto_version_check(int64_t theirs, char *msg, size_t msgsz)
+{
+	return drv_proto_versions_check(DRV_PROTO_VERSION, theirs, "agent", "controller", msg,
+					msgsz);
+}
+
+int drv_proto_speaks(char *msg, size_t msgsz)
+{
+	const char *v = getenv("DROVER_PROTO_VERSION");
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return DRV_PROTO_VERSION;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end || n < DRV_PROTO_MIN || n > DRV_PROTO_VERSION) {
+		snprintf(msg, msgsz, "DROVER_PROTO_VERSION: \"%s\": expected a protocol version "
+			 "from %d to %d", v, DRV_PROTO_MIN, DRV_PROTO_VERSION);
+		return DRV_EINVAL;
+	}
+	return (int)n;
+}

@@ -138,7 +138,8 @@ static int inventory_model(const struct drv_proto_register *m, struct drv_http_r
 }
 
 /* What can be refused before looking at the cluster; the model or -2. */
-static int register_check(const struct drv_proto_register *m, struct drv_http_resp *o)
+static int register_check(const struct drv_server *s, const struct drv_proto_register *m,
+			  struct drv_http_resp *o)
 {
 	char msg[200];
 
@@ -148,7 +149,8 @@ static int register_check(const struct drv_proto_register *m, struct drv_http_re
 				    m->name);
 		return -2;
 	}
-	if (drv_proto_version_check(m->protocol, msg, sizeof(msg)) < 0) {
+	if (drv_proto_versions_check(s->proto, m->protocol, "agent", "controller", msg,
+				     sizeof(msg)) < 0) {
 		drv_http_resp_error(o, 409, "conflict", NULL, "node %s: %s", m->name, msg);
 		return -2;
 	}
@@ -240,6 +242,7 @@ static json_t *registered_reply(struct drv_server *s, int32_t i)
 	a.allow_root_tasks = s->cfg.allow_root_tasks;
 	a.endpoints_closed = !s->cfg.open_endpoints;
 	a.pool = pool >= 0 ? s->cluster.pools[pool].name : NULL;
+	a.protocol = s->proto >= 2 ? s->proto : 0;   /* version 1 did not say */
 	o = drv_proto_registered_encode(&a);
 	json_object_set(o, "labels", s->nodes[i].labels ? s->nodes[i].labels : json_object());
 	return o;
@@ -310,7 +313,7 @@ int srv_agent_register(struct drv_http_req *r, struct drv_http_resp *o, void *ct
 
 	if (read_message(s, r, o, decode_register, &m) < 0)
 		return 0;
-	model = register_check(&m, o);
+	model = register_check(s, &m, o);
 	if (model < -1)
 		goto out;
 	pthread_mutex_lock(&s->mu);

@@ -239,11 +239,12 @@ int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 
 	(void)r;
 	if (__atomic_load_n(&s->role, __ATOMIC_ACQUIRE) == SRV_ROLE_STANDBY) {
-		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "status", "ok", "version",
+		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:i}", "status", "ok", "version",
 				      "0.1.0", "store", "postgres", "role", "standby", "term",
 				      (json_int_t)__atomic_load_n(&s->term, __ATOMIC_ACQUIRE),
 				      "uptime_s",
-				      (json_int_t)((drv_mono_ms() - s->started_ms) / 1000));
+				      (json_int_t)((drv_mono_ms() - s->started_ms) / 1000),
+				      "agent_protocol", s->proto);
 
 		pthread_mutex_lock(&s->ha_mu);
 		if (s->leader_url[0] && strcmp(s->leader_url, s->advertise))
@@ -268,13 +269,14 @@ int srv_api_healthz(struct drv_http_req *r, struct drv_http_resp *o, void *ctx)
 				    s->store->err);
 		return 0;
 	}
-	drv_http_resp_json(o, 200, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "status", "ok",
+	drv_http_resp_json(o, 200, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:i}", "status", "ok",
 					     "version", "0.1.0", "store",
 					     s->store_url ? "postgres" : "sqlite", "role",
 					     srv_role_name(s), "term",
 					     (json_int_t)__atomic_load_n(&s->term, __ATOMIC_ACQUIRE),
 					     "uptime_s",
-					     (json_int_t)((drv_mono_ms() - s->started_ms) / 1000)));
+					     (json_int_t)((drv_mono_ms() - s->started_ms) / 1000),
+					     "agent_protocol", s->proto));
 	return 0;
 }
 

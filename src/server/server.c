@@ -417,6 +417,11 @@ int drv_server_start(const struct drv_server_opts *o, struct drv_server **out, c
 		rc = DRV_EINVAL;
 		goto fail;
 	}
+	s->proto = drv_proto_speaks(err, errsz);
+	if (s->proto < 0) {
+		rc = s->proto;
+		goto fail;
+	}
 	rc = load_config(s, o, listen, err, errsz);
 	if (rc == 0)
 		rc = srv_job_key_load(s, err, errsz);

@@ -406,6 +406,7 @@ struct drv_server {
 	uint64_t idem_gen;        /* +1 whenever an entry on disk leaves idem[] */
 	int64_t last_idem_purge_ms;
 	int loading;              /* 1 until the state is loaded (atomic): /healthz says 503 */
+	int proto;                /* the agent protocol spoken (drv_proto_speaks) */
 
 	/* High availability on PostgreSQL (ha.c, docs/ha.md) */
 	int role;                 /* SRV_ROLE_* (atomic) */

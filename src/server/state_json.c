@@ -515,5 +515,9 @@ json_t *srv_node_api_json(struct drv_server *s, int32_t i)
 	json_object_set_new(o, "backend", drv_json_str(n->inventory, "backend")
 					      ? json_string(drv_json_str(n->inventory, "backend"))
 					      : json_null());
+	/* which agents a rolling upgrade has reached (docs/ha.md) */
+	json_object_set_new(o, "agent_protocol", json_is_integer(json_object_get(n->inventory,
+								 "protocol"))
+			    ? json_incref(json_object_get(n->inventory, "protocol")) : json_null());
 	return o;
 }

@@ -68,9 +68,9 @@ expect("placed on the one registered 8-GPU node", (j["state"], j["nodelist"]), (
 # The protocol's types (include/drover/proto.h): a version more than one apart is
 # refused naming both, a missing required key or a wrong type names its path, an
 # unknown key is ignored (and logged once).
-st, b = call("POST", "/v1/agent/register", {"name": "old-box", "protocol": 3})
-expect("protocol 3", (st, b["error"]["message"]),
-       (409, "node old-box: agent speaks protocol 3; this controller speaks 1 (at most one apart)"))
+st, b = call("POST", "/v1/agent/register", {"name": "old-box", "protocol": 4})
+expect("protocol 4", (st, b["error"]["message"]),
+       (409, "node old-box: agent speaks protocol 4; this controller speaks 2 (at most one apart)"))
 st, b = call("POST", "/v1/agent/register", {"name": "old-box"})
 expect("no protocol", (st, b["error"]["message"]), (400, "protocol: missing (expected an integer)"))
 st, b = call("POST", "/v1/agent/register", {"name": "old-box", "protocol": 1,

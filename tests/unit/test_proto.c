@@ -221,7 +221,7 @@ Test(proto, register_and_registered_round_trip)
 		" \"running\": [{\"task_id\": \"42.0\", \"epoch\": 7, \"pid\": 12345}]}";
 	const char *ans = "{\"node\": \"node-a\", \"session\": 31, \"heartbeat_interval_s\": 5,"
 			  " \"heartbeat_timeout_s\": 30, \"agent_lease_s\": 60, \"allow_root_tasks\": true,"
-			  " \"pool\": \"default\", \"labels\": {\"zone\": \"a\"}}";
+			  " \"pool\": \"default\", \"labels\": {\"zone\": \"a\"}, \"protocol\": 2}";
 	struct drv_proto_register m;
 	struct drv_proto_registered ok;
 	struct drv_proto_dec d = quiet();
@@ -240,6 +240,7 @@ Test(proto, register_and_registered_round_trip)
 	drv_proto_register_release(&m);
 	cr_assert(eq(int, drv_proto_registered_decode(k, &ok, &d), 0), "%s", d.err);
 	cr_assert(eq(i64, ok.agent_lease_s, 60));
+	cr_assert(eq(i64, ok.protocol, 2));
 	cr_assert(ok.allow_root_tasks);
 	a = dump(drv_proto_registered_encode(&ok));
 	b = dump(json_incref(k));
@@ -456,6 +457,47 @@ Test(proto, versions_at_most_one_apart)
 	snprintf(last_line, sizeof(last_line), "agent speaks protocol %d; this controller speaks %d "
 		 "(at most one apart)", DRV_PROTO_VERSION + 2, DRV_PROTO_VERSION);
 	cr_assert(eq(str, msg, last_line));
+}
+
+/* Version 1 is the floor: nothing below it exists. The agent's side (2 on)
+ * names the controller; a version 1 controller's answer has no
+ * "protocol" (it reads as 0, which the agent takes for 1). */
+Test(proto, versions_have_a_floor_and_both_sides_check)
+{
+	struct drv_proto_registered ok;
+	struct drv_proto_dec d = quiet();
+	json_t *j = parse("{\"node\": \"n\", \"session\": 1}");
+	char msg[200];
+
+	cr_assert(eq(int, DRV_PROTO_VERSION, 2));
+	cr_assert(eq(int, drv_proto_versions_check(1, 0, "agent", "controller", msg, sizeof(msg)),
+		     DRV_EPERM));
+	cr_assert(eq(str, msg, "agent speaks protocol 0; this controller speaks 1 (at most one apart)"));
+	cr_assert(eq(int, drv_proto_versions_check(2, 1, "controller", "agent", msg, sizeof(msg)), 0));
+	cr_assert(eq(int, drv_proto_versions_check(2, 4, "controller", "agent", msg, sizeof(msg)),
+		     DRV_EPERM));
+	cr_assert(eq(str, msg, "controller speaks protocol 4; this agent speaks 2 (at most one apart)"));
+	cr_assert(eq(int, drv_proto_registered_decode(j, &ok, &d), 0), "%s", d.err);
+	cr_assert(eq(i64, ok.protocol, 0));
+	drv_proto_registered_release(&ok);
+	json_decref(j);
+}
+
+/* DROVER_PROTO_VERSION makes a build speak an older version, within range. */
+Test(proto, speaks_an_older_version_when_told)
+{
+	char msg[200] = "";
+
+	unsetenv("DROVER_PROTO_VERSION");
+	cr_assert(eq(int, drv_proto_speaks(msg, sizeof(msg)), DRV_PROTO_VERSION));
+	setenv("DROVER_PROTO_VERSION", "1", 1);
+	cr_assert(eq(int, drv_proto_speaks(msg, sizeof(msg)), 1));
+	setenv("DROVER_PROTO_VERSION", "3", 1);
+	cr_assert(eq(int, drv_proto_speaks(msg, sizeof(msg)), DRV_EINVAL));
+	cr_assert(eq(str, msg, "DROVER_PROTO_VERSION: \"3\": expected a protocol version from 1 to 2"));
+	setenv("DROVER_PROTO_VERSION", "1x", 1);
+	cr_assert(eq(int, drv_proto_speaks(msg, sizeof(msg)), DRV_EINVAL));
+	unsetenv("DROVER_PROTO_VERSION");
 }
 
 /* open_endpoints: false travels in the register answer and every sync
