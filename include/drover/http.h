@@ -99,6 +99,7 @@
 #define DRV_HTTP_CLUSTER_PER_CLIENT 16384 /* connections the cluster token authenticated */
 #define DRV_HTTP_STREAM_POLL_MS 1000   /* a waiting stream is retried this often */
 #define DRV_HTTP_AGAIN 1               /* a deferred fn: not ready yet */
+#define DRV_HTTP_DEADLINE_ROUND_MS 20  /* deadlines are served on this grid */
 
 struct drv_http_req;   /* opaque: valid during the handler call only */
 
@@ -208,6 +209,19 @@ void drv_http_server_set_client_limit(struct drv_http_server *s, unsigned n);
 void drv_http_server_set_auth_limits(struct drv_http_server *s, unsigned user,
 				     unsigned cluster);
 unsigned drv_http_server_auth_limit(struct drv_http_server *s, bool cluster);
+/*
+ * Deferred replies resumed so far (resumed) and the waiter's rounds that
+ * resumed any (rounds). Deadlines are served on a grid of
+ * DRV_HTTP_DEADLINE_ROUND_MS of the monotonic clock: a request whose
+ * deadline passed is answered at the next multiple, up to that much late,
+ * with every other one due by then, in one round. Each round costs every
+ * event thread a walk over all of its suspended connections
+ * (libmicrohttpd 0.9.75 looks at each one after any resume), so 12,500
+ * agents' syncs timing out one at a time were 2,500 walks over ~3,000
+ * connections a second. A request that is woken (its key, a wake) or new
+ * is looked at at once.
+ */
+void drv_http_server_wait_stats(struct drv_http_server *s, uint64_t *rounds, uint64_t *resumed);
 /* Connections closed so far by the policy: refused (at accept, over the
  * unauthenticated cap, or answered 429, over an authenticated one; the
  * per-address cap) and expired (past a header or body deadline). */

@@ -72,6 +72,8 @@ struct drv_http_server {
 	size_t nvisit, visitcap;
 	uint64_t last_gen;              /* wake_gen at the last scan */
 	uint64_t visits;                /* scans so far */
+	atomic_uint_fast64_t resume_rounds; /* scans that resumed something */
+	atomic_uint_fast64_t resumed;       /* connections resumed */
 
 	/* the connection policy (http_conns.c) */
 	pthread_mutex_t cmu;           /* guards what follows but the atomics */

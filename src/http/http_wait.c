@@ -13,7 +13,10 @@
  * newly parked ones otherwise), resumes the connections whose reply is
  * ready, whose stream may have more, whose deadline passed or whose peer
  * went away; libmicrohttpd then calls the access callback or the stream
- * reader again on an event thread, which sends the reply.
+ * reader again on an event thread, which sends the reply. Deadlines are
+ * served on a grid (DRV_HTTP_DEADLINE_ROUND_MS, include/drover/http.h):
+ * each resume costs the event thread a walk over its suspended
+ * connections, so those due together go in one round.
  *
  * Parking goes through a small locked list (incoming) that the waiter
  * thread takes whole; its own list is touched by no one else, so a
@@ -371,6 +374,7 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 	struct drv_http_req *r;
 	int64_t now = drv_mono_ms();
 	struct woken w;
+	uint64_t resumed = 0;
 
 	take_woken(s, &w);
 	if (stopping || w.all) {
@@ -387,7 +391,9 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 				if (r->kindexed == w.keys[k])
 					visit(s, r);
 		}
-		visit_due(s, 0, now);
+		/* the deadlines of the grid's last point, not those due since:
+		 * a wake between points (a poke, a hang-up) serves none */
+		visit_due(s, 0, now / DRV_HTTP_DEADLINE_ROUND_MS * DRV_HTTP_DEADLINE_ROUND_MS);
 	}
 	for (size_t k = 0; k < s->nvisit; k++) {
 		r = s->visit_v[k];
@@ -401,6 +407,11 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 		if (r->sock >= 0)
 			epoll_ctl(s->epfd, EPOLL_CTL_DEL, r->sock, NULL);
 		MHD_resume_connection(r->conn);
+		resumed++;
+	}
+	if (resumed) {
+		atomic_fetch_add(&s->resume_rounds, 1);
+		atomic_fetch_add(&s->resumed, resumed);
 	}
 	s->nvisit = 0;
 	s->visits++;
@@ -409,15 +420,34 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 	return s->nheap ? s->heap[0]->deadline_ms : INT64_MAX;
 }
 
-/* Waits for what epoll reports until the deadline next (INT64_MAX: none). */
+void drv_http_server_wait_stats(struct drv_http_server *s, uint64_t *rounds, uint64_t *resumed)
+{
+	*rounds = atomic_load(&s->resume_rounds);
+	*resumed = atomic_load(&s->resumed);
+}
+
+/* A deadline's round: the next multiple of DRV_HTTP_DEADLINE_ROUND_MS
+ * (include/drover/http.h says why). */
+static int64_t deadline_round(int64_t ms)
+{
+	const int64_t g = DRV_HTTP_DEADLINE_ROUND_MS;
+
+	return ms == INT64_MAX ? ms : (ms + g - 1) / g * g;
+}
+
+/* Waits for what epoll reports until the deadline next (INT64_MAX: none),
+ * on the deadline grid. */
 static void collect(struct drv_http_server *s, int64_t next)
 {
 	struct epoll_event evs[64];
 	int64_t now = drv_mono_ms();
 	/* connections with a deadline are looked at about once a second */
 	int64_t most = http_conns_timed(s) ? 1000 : 60000;
-	int64_t left = next == INT64_MAX ? most : DRV_MIN(DRV_MAX(0, next - now), most);
+	int64_t left;
 	int n;
+
+	next = deadline_round(next);
+	left = next == INT64_MAX ? most : DRV_MIN(DRV_MAX(0, next - now), most);
 
 	/* under inmu, so a request parked from now on sees when we wake */
 	pthread_mutex_lock(&s->inmu);
