@@ -751,6 +751,8 @@ void srv_task_ended(struct drv_server *s, struct srv_job *j, int32_t rank);
 void srv_steps_free(struct srv_job *j);
 void srv_steps_stop(struct drv_server *s, struct srv_job *j, const char *why);
 bool srv_steps_ended(const struct srv_job *j);
+/* The job's steps as its API JSON lists them ("steps"; docs/api.md). */
+json_t *srv_steps_summary(const struct srv_job *j);
 void srv_steps_node_lost(struct drv_server *s, struct srv_job *j, int32_t node, const char *why);
 /* An #SBATCH job's batch task: the first rank on the first of its nodes in
  * Slurm's order (the batch host), which runs the script; -1 for a job of

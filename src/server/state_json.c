@@ -211,6 +211,8 @@ static void slurm_fields(struct drv_server *s, struct srv_job *j, json_t *o, int
 	json_object_set_new(o, "batch_step", json_boolean(j->spec.format == DRV_FMT_SBATCH ||
 						(j->spec.kind && !strcmp(j->spec.kind, "BatchScript"))));
 	json_object_set_new(o, "completing", json_boolean(srv_jstate_final(j->state) && j->holding));
+	if (j->nsteps)
+		json_object_set_new(o, "steps", srv_steps_summary(j));
 }
 
 json_t *srv_job_api_json(struct drv_server *s, struct srv_job *j, bool detail)

@@ -203,6 +203,45 @@ static json_t *step_json(struct drv_server *s, const struct srv_job *j, const st
 			 st->stop_reason ? st->stop_reason : "");
 }
 
+/* A step in a job's own JSON (what sacct's ID.N lines read): its name
+ * (its command's), state, the worst task's exit code and signal, as
+ * Slurm's step ExitCode is, and its times. */
+static json_t *step_summary(const struct srv_step *st)
+{
+	const char *name = st->nargv > 0 && st->argv[0] ? st->argv[0] : "", *sl;
+	int code = 0, sig = 0;
+	bool any = false;
+
+	if ((sl = strrchr(name, '/')))
+		name = sl + 1;
+	for (int32_t r = 0; r < st->ntasks; r++) {
+		const struct srv_task *t = &st->tasks[r];
+
+		if (!t->ended)
+			continue;
+		any |= t->exit_code >= 0 || t->signal;
+		if (t->exit_code > code)
+			code = t->exit_code;
+		if (t->signal && !sig)
+			sig = t->signal;
+	}
+	return json_pack("{s:i,s:s,s:s,s:o,s:i,s:i,s:i,s:o,s:o,s:s}", "step", st->id, "name", name,
+			 "state", step_state(st), "exit_code",
+			 st->done && any ? json_integer(code) : json_null(), "signal", sig, "ntasks",
+			 st->ntasks, "nnodes", st->nnodes, "start_time",
+			 srv_json_time(st->start_time), "end_time", srv_json_time(st->end_time),
+			 "reason", st->stop_reason ? st->stop_reason : "");
+}
+
+json_t *srv_steps_summary(const struct srv_job *j)
+{
+	json_t *a = json_array();
+
+	for (int32_t k = 0; k < j->nsteps; k++)
+		json_array_append_new(a, step_summary(j->steps[k]));
+	return a;
+}
+
 /* --- the layout ----------------------------------------------------------- */
 
 /* What POST /v1/jobs/ID/steps asks (0 / -1 / NULL: not given). */

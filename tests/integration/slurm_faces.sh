@@ -64,6 +64,25 @@ expect_eq "sacct steps" "$(sacct -P -n -o JobID,JobName,State -j "$id")" \
 	"$id|okjob|COMPLETED
 $id.batch|batch|COMPLETED"
 
+# its srun steps too, as ID.N lines with the command's name and the worst
+# task's ExitCode (they were missing: the job's JSON had no steps)
+cat >"$TEST_TMP/steps.sh" <<'EOF'
+#!/bin/sh
+#SBATCH -J stepjob
+#SBATCH -t 5
+srun true
+srun sh -c 'exit 3' || true
+echo done
+EOF
+sid=$(sbatch --parsable "$TEST_TMP/steps.sh") || fail "sbatch --parsable steps.sh"
+steps_done() { [ "$(acct "$sid")" = "$sid|COMPLETED|0:0" ]; }
+wait_until 30 steps_done || fail "sacct -j $sid: '$(acct "$sid")'"
+expect_eq "sacct srun steps" "$(sacct -P -n -o JobID,JobName,State,ExitCode -j "$sid")" \
+	"$sid|stepjob|COMPLETED|0:0
+$sid.batch|batch|COMPLETED|0:0
+$sid.0|true|COMPLETED|0:0
+$sid.1|sh|FAILED|3:0"
+
 # sacct's default layout, as Slurm 22.05 prints it (sacct(1): the default fields
 # JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode; JobID left in 12, the
 # rest right in 10 and 8, each followed by a space): a fixture, slurm-local has
