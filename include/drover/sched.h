@@ -290,6 +290,7 @@ enum drv_never_what {
 	DRV_NEVER_NODES = 9,     /* needs n[0] nodes that meet its -w/-x/-C; n[1] do (and fit a task) */
 	DRV_NEVER_INCLUDE = 10,  /* a node it requires (DRV_LABEL_INCLUDE) is none of the cluster's
 				  * or is ruled out by its -x/-C */
+	DRV_NEVER_DISTINCT = 11, /* needs n[0] distinct nodes that fit a task (-N); n[1] do */
 };
 
 /* RESOURCES: what a node lacks (decision field count; 0 = GPUs). */

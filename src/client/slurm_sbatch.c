@@ -98,6 +98,10 @@ static void refused(const struct drv_client_reply *r)
 	    strstr(msg, "Invalid node name specified"))
 		fprintf(stderr, "sbatch: error: Batch job submission failed: Invalid node name "
 				"specified\nsbatch: error: %s\n", msg);
+	else if (code && !strcmp(code, "unsatisfiable") && msg &&
+		 strstr(msg, "distinct nodes that fit a task"))
+		fprintf(stderr, "sbatch: error: Batch job submission failed: Node count "
+				"specification invalid\nsbatch: error: %s\n", msg);
 	else if (code && !strcmp(code, "unsatisfiable"))
 		fprintf(stderr, "sbatch: error: Batch job submission failed: Requested node "
 				"configuration is not available\nsbatch: error: %s\n", msg);

@@ -464,6 +464,34 @@ static bool nodes_never(const struct drv_cluster *c, const struct drv_job *job,
 	return false;
 }
 
+/* Whether an allowed pool may still grow (elastic, below its maxNodes):
+ * then the nodes it will have are not known one by one. */
+static bool may_grow(const struct drv_cluster *c, const bool *ok)
+{
+	for (int32_t p = 0; p < c->npools && p < DRV_MAX_POOLS; p++)
+		if (ok[p] && c->pools[p].elastic && c->pools[p].max_nodes > 0)
+			return true;
+	return false;
+}
+
+/* True (and why) when a group that wants its tasks on distinct nodes (-N,
+ * --ntasks-per-node) has more tasks than the cluster has nodes that fit
+ * one, every node counted whatever its state. */
+static bool distinct_never(const struct drv_cluster *c, const struct drv_job *job,
+			   struct drv_sched_decision *out)
+{
+	for (int32_t g = 0; g < job->ngroups; g++) {
+		int64_t fit, need;
+
+		if (job->groups[g].distinct_nodes && job->groups[g].count > 1 &&
+		    too_few_nodes(c, job, &job->groups[g], false, &fit, &need)) {
+			why_set(out, DRV_NEVER_DISTINCT, -1, need, fit);
+			return true;
+		}
+	}
+	return false;
+}
+
 int drv_capacity_check(const struct drv_capacity *cap, const struct drv_cluster *c,
 		       const struct drv_job *job, struct drv_sched_decision *w)
 {
@@ -484,7 +512,8 @@ int drv_capacity_check(const struct drv_capacity *cap, const struct drv_cluster 
 		why_set(w, DRV_NEVER_POOLS, -1, job->nregions > 0, 0);
 		return DRV_REASON_NEVER;
 	}
-	if (view_never(&cap->v[0], c, job, ok, w) || (names_nodes(job) && nodes_never(c, job, w))) {
+	if (view_never(&cap->v[0], c, job, ok, w) || (names_nodes(job) && nodes_never(c, job, w)) ||
+	    (!names_nodes(job) && !may_grow(c, ok) && distinct_never(c, job, w))) {
 		w->reason = DRV_REASON_NEVER;
 		return DRV_REASON_NEVER;
 	}
@@ -661,6 +690,10 @@ static void fput_never(struct fbuf *f, const struct drv_cluster *c,
 			fput(f, "needs %" PRId64 " nodes it may use (its node list, exclusions and "
 			     "features: -w, -x, -C) that fit a task; the cluster has %" PRId64, d->n[0],
 			     d->n[1]);
+		break;
+	case DRV_NEVER_DISTINCT:
+		fput(f, "needs %" PRId64 " distinct nodes that fit a task; the cluster has %" PRId64,
+		     d->n[0], d->n[1]);
 		break;
 	case DRV_NEVER_INCLUDE:
 		fput(f, "Invalid node name specified: a node its node list requires (-w with a "

@@ -135,6 +135,10 @@ expect_eq "refusal exit" "$rc" 1
 expect_eq "refusal line" "$(echo "$out" | head -1)" \
 	"sbatch: error: Batch job submission failed: Requested node configuration is not available"
 echo "$out" | sed -n 2p | grep -q '^sbatch: error: .*CPU' || fail "refusal reason: $out"
+# more nodes than the cluster has (two): Slurm's words for a node count
+out=$(sbatch -N 3 --wrap true 2>&1); rc=$?
+expect_eq "sbatch -N 3 on two nodes" "$out:$rc" "sbatch: error: Batch job submission failed: Node count specification invalid
+sbatch: error: needs 3 distinct nodes that fit a task; the cluster has 2:1"
 
 # ---- --test-only: checked, nothing stored
 out=$(sbatch --test-only --wrap true 2>&1) || fail "--test-only: $out"

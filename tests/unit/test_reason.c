@@ -215,6 +215,50 @@ Test(reason, elastic_pool_counts_at_max_nodes)
 	drv_cluster_release(&c);
 }
 
+/* -N 4 with no GPU (sbatch -N 4 --wrap true) on a cluster of three
+ * nodes: never (it used to wait for Resources for ever); -N 3 fits, and a
+ * node down still counts. An elastic pool that may grow refuses nothing of
+ * the kind: its nodes are not there yet. */
+Test(reason, distinct_nodes_beyond_the_cluster_never_fit)
+{
+	static const char *const lv[] = { "cluster", "pool", "node" };
+	struct drv_pool p = { .name = "cloud", .elastic = true, .max_nodes = 8 };
+	struct drv_cluster c;
+	struct drv_job j;
+	struct drv_task_group *g;
+	char buf[160];
+	int pv;
+
+	build(&c);
+	drv_job_init(&j);
+	g = drv_job_add_group(&j, "t", 4, 0, 0);
+	g->distinct_nodes = true;
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), DRV_REASON_NEVER));
+	cr_assert(eq(str, buf, "needs 4 distinct nodes that fit a task; the cluster has 3"));
+	g->count = 3;
+	drv_cluster_set_node_state(&c, 2, DRV_NODE_DOWN);
+	cr_assert(ne(int, check(&c, &j, buf, sizeof(buf)), DRV_REASON_NEVER), "%s", buf);
+	/* tasks too big for node c: only a and b fit one */
+	g->cpu_milli = 4000;
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), DRV_REASON_NEVER));
+	cr_assert(eq(str, buf, "needs 3 distinct nodes that fit a task; the cluster has 2"));
+	drv_job_release(&j);
+	drv_cluster_release(&c);
+
+	drv_cluster_init(&c, "t");
+	drv_cluster_set_levels(&c, lv, 3);
+	pv = drv_cluster_add_vertex(&c, 0, "cloud");
+	p.vertex = pv;
+	drv_cluster_add_pool(&c, &p);
+	drv_cluster_add_node(&c, pv, "n0", drv_gpu_model_find("H100"), 8, 0, 0);
+	drv_job_init(&j);
+	g = drv_job_add_group(&j, "t", 4, 0, 0);
+	g->distinct_nodes = true;
+	cr_assert(eq(int, check(&c, &j, buf, sizeof(buf)), 0), "%s", buf);
+	drv_job_release(&j);
+	drv_cluster_release(&c);
+}
+
 Test(reason, codes_and_durations)
 {
 	struct drv_sched_decision d;
