@@ -33,6 +33,8 @@
 #   on_exit CMD              the cleanup runs CMD (a string, eval'd)
 #   remove_on_exit PATH      the cleanup removes PATH (for files outside TEST_TMP)
 #   free_port                a TCP port on 127.0.0.1 that nothing listens on now
+#   drover_links NAME...     links NAME -> $DROVER in $TEST_TMP/bin, first on PATH
+#                            (drover dispatches on its name: srun, salloc...)
 #
 # Tokens: one set, used by every server a test starts (agentsim.py's defaults)
 #   ADMIN_TOKEN=ops-t (user ops, admin)  ALICE_TOKEN=alice-t  BOB_TOKEN=bob-t
@@ -197,6 +199,13 @@ _lib_cleanup() {
 }
 trap _lib_cleanup EXIT
 trap 'exit 1' INT TERM
+
+drover_links() {
+	mkdir -p "$TEST_TMP/bin"
+	for _n; do ln -sf "$DROVER" "$TEST_TMP/bin/$_n"; done
+	case ":$PATH:" in *":$TEST_TMP/bin:"*) ;; *) PATH="$TEST_TMP/bin:$PATH" ;; esac
+	export PATH
+}
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'

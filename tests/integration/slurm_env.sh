@@ -7,10 +7,7 @@
 # Kubernetes job sees no SLURM_ variable.
 . "$ROOT/tests/integration/lib.sh"
 
-mkdir -p "$TEST_TMP/bin"
-ln -s "$DROVER" "$TEST_TMP/bin/srun"
-PATH="$TEST_TMP/bin:$PATH"
-export PATH
+drover_links srun
 # 16 CPUs a node, so that 4 tasks of one CPU fit on each
 cat >"$TEST_TMP/cluster.yaml" <<YAML
 kind: Cluster

@@ -6,10 +6,7 @@
 # component the job does not have is refused with the components named.
 . "$ROOT/tests/integration/lib.sh"
 
-mkdir -p "$TEST_TMP/bin"
-ln -s "$DROVER" "$TEST_TMP/bin/srun"
-PATH="$TEST_TMP/bin:$PATH"
-export PATH
+drover_links srun
 start_server
 start_agent gpu-01 2xH100
 start_agent gpu-02 4xH100

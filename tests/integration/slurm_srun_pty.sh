@@ -10,11 +10,7 @@
 # answered in Slurm's words, exit 1.
 . "$ROOT/tests/integration/lib.sh"
 
-mkdir -p "$TEST_TMP/bin"
-ln -s "$DROVER" "$TEST_TMP/bin/srun"
-ln -s "$DROVER" "$TEST_TMP/bin/salloc"
-PATH="$TEST_TMP/bin:$PATH"
-export PATH
+drover_links srun salloc
 start_server
 start_agent gpu-01 4xH100
 start_agent gpu-02 4xH100
