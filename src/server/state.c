@@ -677,9 +677,17 @@ void srv_job_released(struct drv_server *s, struct srv_job *j)
 			j->requeue_quiet = false;   /* already recorded as pending */
 		else
 			srv_job_transition(s, j, J_PENDING, why);
-	} else if (j->in_sched) {
-		drv_sched_finish(s->sched, j->id, now);
-		j->in_sched = false;
+	} else {
+		if (j->in_sched) {
+			drv_sched_finish(s->sched, j->id, now);
+			j->in_sched = false;
+		}
+		/* completing ends (CONTRACTS.md: CG to its final state in squeue,
+		 * a deleted pod gone): a change every face shows, so an event a
+		 * watch from an earlier version is told of */
+		if (srv_jstate_final(j->state))
+			srv_queue_event(s, "job", j, NULL, srv_jstate_name(j->state),
+					srv_jstate_name(j->state), "completing ended: every task is gone");
 	}
 	srv_job_mark(s, j);
 	srv_sched_kick(s);

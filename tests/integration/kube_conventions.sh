@@ -114,6 +114,26 @@ elif step == "versions":
     evs = [json.loads(l) for l in b.decode().splitlines() if l.strip()]
     want([e["type"] for e in evs] == ["DELETED"] and evs[0]["object"]["metadata"]["name"] == "pe",
          "watch from before a finished deletion: %s" % [e["type"] for e in evs])
+    # kubectl delete --wait lists the terminating pod, then watches from
+    # the list's version; its tasks ending in between (completing ends)
+    # is a change the watch is told: DELETED
+    p = pod("pt"); p["spec"]["containers"][0]["command"] = ["sh", "-c", "trap 'sleep 3; exit 0' TERM; while :; do sleep 0.1; done"]
+    st, h, b = call("POST", "/api/v1/namespaces/default/pods", p); want(st == 201, "create pt: %s" % b)
+    for _ in range(150):
+        if js(call("GET", "/api/v1/namespaces/default/pods/pt")[2]).get("status", {}).get("phase") == "Running":
+            break
+        time.sleep(0.2)
+    st, h, b = call("DELETE", "/api/v1/namespaces/default/pods/pt", {"gracePeriodSeconds": 20}); want(st == 200, "delete pt: %s" % b)
+    st, h, b = call("GET", "/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dpt")
+    o = js(b); rv4 = int(o["metadata"]["resourceVersion"])
+    want(len(o["items"]) == 1 and o["items"][0]["metadata"].get("deletionTimestamp"), "pt terminating after delete: %s" % b)
+    for _ in range(150):
+        if call("GET", "/api/v1/namespaces/default/pods/pt")[0] == 404:
+            break
+        time.sleep(0.2)
+    b = call("GET", "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=2&fieldSelector=metadata.name%%3Dpt&resourceVersion=%d" % rv4, timeout=20)[2]
+    evs = [json.loads(l) for l in b.decode().splitlines() if l.strip()]
+    want([e["type"] for e in evs] == ["DELETED"], "watch from a terminating pod's list, its tasks ended since: %s" % [e["type"] for e in evs])
     # a watch from a list's version tells objects created after it as
     # ADDED first (pg, and ph, gone since: ADDED then DELETED); one created
     # before (pf) as MODIFIED, if at all
