@@ -76,6 +76,7 @@ static void batch_add_job(struct drv_server *s, struct wbatch *b, struct srv_job
 	w = &b->jobs[b->njobs++];
 	w->id = j->id;
 	w->epoch = j->epoch;
+	w->ver = j->ver;
 	w->name = drv_strdup(j->spec.job.name ? j->spec.job.name : "");
 	w->user = drv_strdup(j->spec.job.user ? j->spec.job.user : "");
 	w->tenant = drv_strdup(j->spec.job.tenant ? j->spec.job.tenant : "default");
@@ -346,6 +347,8 @@ void *srv_commit_main(void *arg)
 
 					if (j && j->epoch == b->jobs[i].epoch)
 						j->durable_epoch = j->epoch;
+					if (j && b->jobs[i].ver > j->durable_ver)
+						j->durable_ver = b->jobs[i].ver;
 					if (j && b->jobs[i].done)
 						srv_job_evict(s, j);
 				}

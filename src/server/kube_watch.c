@@ -29,7 +29,14 @@ struct kwatch {
 	bool bookmarks, headers_sent, done;
 	int64_t last_out_ms, deadline_ms;
 	int64_t ttl_check_ms;  /* monotonic: when finished objects were last looked at */
+	int64_t rv;            /* the client's version (0: none) */
+	uint64_t *unsettled;   /* jobs whose state shown at the start was not on disk yet */
+	size_t nunsettled, ucap;
 };
+
+static bool settled(struct drv_server *s, uint64_t id);
+static bool unsettled_has(const struct kwatch *w, uint64_t id);
+static void settle(struct kwatch *w, uint64_t id);
 
 static void key_of(const json_t *o, char *k, size_t n)
 {
@@ -186,8 +193,12 @@ static void catch_up(struct kwatch *w)
 			snprintf(node, sizeof(node), "%s", drv_json_str(e->ev, "node"));
 		w->since = seq;
 		/* the lookups below may release s->mu: e is not used after them */
-		if (job && strcmp(kind, "Node") != 0 && strcmp(kind, "Namespace") != 0)
-			job_changed(w, job, seq);
+		if (job && strcmp(kind, "Node") != 0 && strcmp(kind, "Namespace") != 0) {
+			if (!unsettled_has(w, job))
+				job_changed(w, job, seq);
+			else if (settled(s, job))
+				settle(w, job);
+		}
 		else if (!job && node[0] && strcmp(kind, "Node") == 0)
 			node_changed(w, node, seq);
 	}
@@ -303,6 +314,109 @@ static bool is_new(const json_t *created, const json_t *o)
 	return id && json_object_get(created, b);
 }
 
+/* Whether job id's objects, as rendered now, show only what is on disk:
+ * then the ring holds every event of what they show. */
+static bool settled(struct drv_server *s, uint64_t id)
+{
+	const struct srv_job *j = srv_job_get(s, id);
+
+	return !j || j->durable_ver == j->ver;
+}
+
+static bool unsettled_has(const struct kwatch *w, uint64_t id)
+{
+	for (size_t i = 0; i < w->nunsettled; i++)
+		if (w->unsettled[i] == id)
+			return true;
+	return false;
+}
+
+/* Whether the ring holds job id's submission after version rv. */
+static bool created_since(struct drv_server *s, int64_t rv, uint64_t id)
+{
+	for (size_t k = s->ring_n; k-- > 0;) {
+		const struct ring_event *x = &s->ring[(s->ring_start + k) % s->ring_cap];
+
+		if (x->seq <= rv)
+			break;
+		if (x->job == id && json_is_null(json_object_get(x->ev, "from")))
+			return true;
+	}
+	return false;
+}
+
+/* A job left out at the start (its state then was not on disk, so the
+ * ring could not yet tell the client's version from now) is on disk now:
+ * what the client may have had of it at its version is told against what
+ * is there now, as at the start of a watch from that version: MODIFIED
+ * (ADDED when created since) for what is there, DELETED for what it had
+ * that is gone (a deleted pod whose tasks ended meanwhile). Under s->mu;
+ * the lookups may release it. */
+static void settle(struct kwatch *w, uint64_t id)
+{
+	struct drv_server *s = w->s;
+	struct srv_job *tmp = NULL, *j;
+	bool deleted, fresh;
+	json_t *now, *was, *o;
+	size_t k;
+
+	for (k = 0; k < w->nunsettled && w->unsettled[k] != id; k++)
+		;
+	if (k == w->nunsettled)
+		return;
+	w->unsettled[k] = w->unsettled[--w->nunsettled];
+	deleted = kube_job_deleted(s, id);
+	j = srv_job_lookup(s, id, &tmp);
+	if (!j)
+		return;
+	fresh = created_since(s, w->rv, id);
+	now = kube_job_objects(s, &w->q, w->sel, j, deleted, w->since);
+	was = kube_job_objects(s, &w->q, w->sel, j, false, w->since);
+	json_array_foreach(now, k, o) {
+		char key[600];
+		json_t *prev;
+
+		key_of(o, key, sizeof(key));
+		prev = json_object_get(w->known, key);
+		if (prev && json_equal(prev, o))
+			continue;
+		emit(w, prev ? "MODIFIED" : fresh ? "ADDED" : "MODIFIED", o);
+		json_object_set(w->known, key, o);
+	}
+	json_array_foreach(was, k, o) {
+		char key[600];
+		bool there = false;
+		size_t i;
+		json_t *x;
+
+		key_of(o, key, sizeof(key));
+		if (json_object_get(w->known, key))
+			continue;
+		json_array_foreach(now, i, x) {
+			char kx[600];
+
+			key_of(x, kx, sizeof(kx));
+			there |= strcmp(kx, key) == 0;
+		}
+		if (there)
+			continue;
+		if (fresh)
+			emit(w, "ADDED", o);
+		emit(w, "DELETED", o);
+	}
+	json_decref(now);
+	json_decref(was);
+	srv_job_free(tmp);
+}
+
+/* Settles the jobs left out at the start that are on disk now. */
+static void settle_all(struct kwatch *w)
+{
+	for (size_t i = w->nunsettled; i-- > 0;)
+		if (i < w->nunsettled && settled(w->s, w->unsettled[i]))
+			settle(w, w->unsettled[i]);
+}
+
 /* The DELETED events a watch from the client's version rv owes for jobs
  * with ring events after rv whose objects are gone now: the objects now
  * cannot show them, and the watch goes on from the ring's last event.
@@ -323,7 +437,7 @@ static void replay_gone(struct kwatch *w, int64_t rv, const json_t *created)
 		const struct ring_event *x = &s->ring[(s->ring_start + k) % s->ring_cap];
 		size_t i;
 
-		if (x->seq <= rv || x->seq > w->since || !x->job)
+		if (x->seq <= rv || x->seq > w->since || !x->job || unsettled_has(w, x->job))
 			continue;
 		for (i = 0; i < n && ids[i] != x->job; i++)
 			;
@@ -375,6 +489,7 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
 			return -1;
 		}
 		catch_up(w);
+		settle_all(w);
 		recheck_gone(w);
 		if (w->olen == 0 && w->bookmarks && drv_mono_ms() - w->last_out_ms >= 5000) {
 			char av[96];
@@ -409,6 +524,7 @@ static void watch_free(void *cls)
 
 	kube_sel_free(w->sel);
 	json_decref(w->known);
+	drv_free(w->unsettled);
 	drv_free(w->out);
 	drv_free(w);
 }
@@ -463,11 +579,24 @@ int kube_watch(struct drv_server *s, struct kube_req *q, struct drv_http_req *r,
 		  ? created_after(s, rv)
 		  : json_object();
 	w->since = lrv;
+	w->rv = rv;
+	/* jobs whose state rendered now is not on disk yet (so not in the
+	 * ring): what changed of them since rv cannot be told yet; they are
+	 * told once on disk (settle) */
+	if (rv > 0 && strcmp(w->q.res->type, "Node") != 0 &&
+	    strcmp(w->q.res->type, "Namespace") != 0)
+		for (uint64_t id = 1; id <= s->njobs; id++)
+			if (!settled(s, id)) {
+				DRV_GROW(w->unsettled, w->nunsettled + 1, w->ucap);
+				w->unsettled[w->nunsettled++] = id;
+			}
 	json_array_foreach(objs, i, x) {
 		char key[600];
 		const char *orv = drv_json_str(json_object_get(x, "metadata"), "resourceVersion");
 
 		key_of(x, key, sizeof(key));
+		if (rv > 0 && unsettled_has(w, obj_job(x)))
+			continue;
 		if (rv <= 0)
 			emit(w, "ADDED", x);
 		else if (orv && strtoll(orv, NULL, 10) > rv)

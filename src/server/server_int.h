@@ -126,6 +126,7 @@ struct srv_job {
 				    * (kube_config.c) */
 	bool dirty;
 	uint64_t ver;              /* bumped by every srv_job_mark */
+	uint64_t durable_ver;      /* the ver last on disk (commit.c): below ver, unsettled */
 	struct srv_api_memo *memo; /* its list form's text while it holds (state_json.c) */
 	/* parents and elements (elements.c); all zero for other jobs */
 	struct srv_parent *par;    /* set: j is a parent */
@@ -300,6 +301,7 @@ struct pend_event {
 struct wjob {
 	uint64_t id;
 	int64_t epoch;
+	uint64_t ver;              /* the job's ver when written */
 	char *name, *user, *tenant, *doc;
 	const char *state;
 	int64_t submit_time;

@@ -73,6 +73,7 @@ static int f_begin(struct drv_store *s)
 
 static int f_commit(struct drv_store *s)
 {
+	maybe_slow(s, "commit");
 	if (should_fail(s, "commit", true)) {
 		INNER(s)->ops->rollback(INNER(s));
 		return FERR(s);

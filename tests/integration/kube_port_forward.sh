@@ -114,6 +114,7 @@ expect_eq "plain POST portforward status" "$code" 400
 grep -q 'SPDY/3.1+portforward.k8s.io' "$TEST_TMP/plain" || fail "plain answer: $(cat "$TEST_TMP/plain")"
 # kubectl waits for both DELETED watch events (its watch starts from the
 # version it read before; a deletion that ended in between is replayed)
-out=$(k delete pod web stuck --grace-period=1 2>&1) || fail "delete: $out"
+k -v=6 delete pod web stuck --grace-period=1 >"$TEST_TMP/delete.out" 2>&1 ||
+	fail "delete: $(grep -v 'Config loaded' "$TEST_TMP/delete.out" | cut -c1-300 | tail -20)"
 gone() { ! k get pod web >/dev/null 2>&1 && ! k get pod stuck >/dev/null 2>&1; }
 wait_until 30 gone || fail "pods web and stuck still there after delete: $(k get pods 2>&1)"
