@@ -691,6 +691,7 @@ int drv_sched_set_pool_template(struct drv_sched *s, int32_t pool, int model, in
 struct drv_sched *drv_sched_new(struct drv_cluster *c)
 {
 	struct drv_sched *s = drv_calloc(1, sizeof(*s));
+	drv_seqtree_init(&s->fair_seq);
 	int p;
 	s->c = c;
 	for (p = 0; p < SCHED_MAX_POOLS; p++)
@@ -770,6 +771,9 @@ void drv_sched_free(struct drv_sched *s)
 	drv_free(s->fair_first);
 	drv_free(s->fair_next);
 	drv_free(s->fair_prev);
+	drv_free(s->fair_own);
+	drv_free(s->fair_at);
+	drv_seqtree_release(&s->fair_seq);
 	drv_free(s->el_tenant);
 	drv_free(s->may_reclaim);
 	for (int32_t u = 0; u < s->nusers; u++)

@@ -16,6 +16,7 @@
 #define DROVER_SCHED_INT_H
 
 #include "drover/sched.h"
+#include "drover/seqtree.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -369,13 +370,21 @@ struct drv_sched {
 	int32_t *scratch_slots2;
 	size_t scratch_slots2_cap;
 	/* the fair merge's chains as of pend_gen == fair_gen - 1 with
-	 * fair_nt tenants (sched__fair_setup): per tenant its first queue
-	 * position, per position the next of its tenant and what the rest of
-	 * the tenant's queue from it needs */
-	struct queue_rest *fair_suffix;
-	size_t fair_suffix_cap;
-	int32_t *fair_first, *fair_next, *fair_prev;
-	size_t fair_first_cap, fair_next_cap, fair_prev_cap;
+	 * fair_nt tenants (sched__fair_setup), by job slot, so that an entry
+	 * coming or going moves nothing else: per tenant its first slot in
+	 * queue order, per slot the next and previous of its tenant, what the
+	 * job asks alone (fair_own) and what the rest of its tenant's queue
+	 * from it needs (fair_suffix). A slot's queue position: fair_at
+	 * while fair_at_ok (as the chains were built, until an entry comes
+	 * or goes), else fair_seq, the queue's slots in order (O(log n);
+	 * built at the first entry that comes or goes after the chains were:
+	 * a full pass does without it) */
+	struct queue_rest *fair_suffix, *fair_own;
+	size_t fair_suffix_cap, fair_own_cap;
+	int32_t *fair_first, *fair_next, *fair_prev, *fair_at;
+	size_t fair_first_cap, fair_next_cap, fair_prev_cap, fair_at_cap;
+	struct drv_seqtree fair_seq;
+	bool fair_at_ok, fair_seq_ok;
 	uint64_t fair_gen;
 	int32_t fair_nt;
 	uint64_t pend_gen; /* moves whenever s->pend or its compact copy is written */
@@ -461,12 +470,14 @@ const struct pend_block *sched__pend_block(struct drv_sched *s, int32_t pos);
 void sched__pend_compact_refresh(struct drv_sched *s, int32_t slot);
 void sched__pend_insert(struct drv_sched *s, int32_t slot);
 /* sched_order.c: the fair merge's chains kept current as one entry is
- * inserted at queue position pos, removed from it (its tenant given), or
- * rewritten in place, when they were current before (sched__fair_current);
- * else they are built again at the next fair pass. */
+ * inserted at queue position pos, job slot's entry removed (after the
+ * queue lost it; its tenant given), or the entry at pos rewritten in place, when they were
+ * current before (sched__fair_current); else they are built again at the
+ * next fair pass. O(log n) each, but for the walk back to the inserted
+ * entry's predecessor of its tenant. */
 bool sched__fair_current(const struct drv_sched *s);
 void sched__fair_inserted(struct drv_sched *s, int32_t pos);
-void sched__fair_removed(struct drv_sched *s, int32_t pos, int32_t tenant);
+void sched__fair_removed(struct drv_sched *s, int32_t slot, int32_t tenant);
 void sched__fair_rewritten(struct drv_sched *s, int32_t pos);
 void sched__pend_remove(struct drv_sched *s, int32_t slot);
 
@@ -705,14 +716,14 @@ struct queue_rest {
 	bool held;                       /* a preemptor holding its placement */
 };
 
-/* The fair merge's state: head and act over s->scratch_slots2, the rest
- * the queue's per-tenant chains (s->fair_*), kept while the queue is. */
+/* The fair merge's state: head, hpos and act over s->scratch_slots2, the
+ * rest the queue's per-tenant chains (s->fair_*), kept while the queue is. */
 struct fair_merge {
-	/* per tenant t: head[t] the queue position of its next job (-1: none
-	 * left), then next[head[t]] and so on in queue order; act[0 .. nact)
-	 * the tenants still merging; suf[i] what the rest of the tenant's
-	 * queue from position i on needs */
-	int32_t *head, *act, *next;
+	/* per tenant t: head[t] the job slot of its next job (-1: none
+	 * left) and hpos[t] its queue position, then next[head[t]] and so on
+	 * in queue order; act[0 .. nact) the tenants still merging; suf[j]
+	 * what the rest of the tenant's queue from slot j on needs */
+	int32_t *head, *hpos, *act, *next;
 	struct queue_rest *suf;
 	int32_t nact;
 	int32_t swept_at;   /* visits when the active tenants were last checked */
@@ -730,6 +741,26 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm);
  * *dropped: jobs were left out. */
 int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bounds *drop, int32_t visits,
 			 bool *dropped);
+/* The queue position of a pending job slot while the chains are current
+ * (O(1) until an entry came or went since they were built, then O(log n)
+ * by the tree of the queue's slots). */
+int32_t sched__fair_pos(const struct drv_sched *s, int32_t slot);
+/* How far past a chain's entry its next is looked for in the queue itself
+ * before the tree is asked: 16 slots, one cache line. */
+#define SCHED_FAIR_NEAR 16
+/* The same for a slot known to sit after queue position from: a chain's
+ * next usually sits a few entries on (on Philly with the tenants file, 2.8
+ * entries on average), so those are looked at first. */
+static inline int32_t sched__fair_pos_after(const struct drv_sched *s, int32_t slot, int32_t from)
+{
+	int32_t k, end = DRV_MIN(s->npend, from + 1 + SCHED_FAIR_NEAR);
+	if (s->fair_at_ok)
+		return s->fair_at[slot];
+	for (k = from + 1; k < end; k++)
+		if (s->pend[k] == slot)
+			return k;
+	return sched__fair_pos(s, slot);
+}
 
 /* sched_scan.c: one pending job's turn. */
 void sched__scan_one(struct pass *p, int32_t slot);

@@ -284,8 +284,12 @@ void sched__rekey(struct pass *p)
  * cluster as it was when the pass began (nothing in a pass frees more) drops
  * out of the merge at once; the order of the others does not depend on it.
  */
-/* Per tenant its queue as a chain of positions (both ways), and what the
- * rest of each chain needs from each position on. */
+/* Per tenant its queue as a chain of job slots (both ways), and what the
+ * rest of each chain needs from each slot on. By slot, not by queue
+ * position: an entry coming or going relinks its neighbours and moves
+ * nothing else, where chains of positions had every position past it
+ * shifted. A slot's position, where the merge needs it, comes from
+ * s->fair_seq (seqtree.h). */
 
 static const struct queue_rest REST_NONE = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX, INT32_MIN,
 					     T_INF, false, false };
@@ -312,6 +316,22 @@ static inline struct queue_rest rest_fold(const struct pend_compact *h, struct q
 	return a;
 }
 
+/* What the rest of a chain needs from an entry on: what the entry asks
+ * alone (rest_fold of it onto REST_NONE) joined with what the rest after
+ * it needs; the same as rest_fold of the entry onto that rest. */
+static inline struct queue_rest rest_join(struct queue_rest a, const struct queue_rest *b)
+{
+	a.min_need = DRV_MIN(a.min_need, b->min_need);
+	a.min_task = DRV_MIN(a.min_task, b->min_task);
+	a.min_full_tasks = DRV_MIN(a.min_full_tasks, b->min_full_tasks);
+	a.min_frac = DRV_MIN(a.min_frac, b->min_frac);
+	a.max_prio = DRV_MAX(a.max_prio, b->max_prio);
+	a.min_dur = DRV_MIN(a.min_dur, b->min_dur);
+	a.gpuless |= b->gpuless;
+	a.held |= b->held;
+	return a;
+}
+
 static bool rest_eq(const struct queue_rest *a, const struct queue_rest *b)
 {
 	return a->min_need == b->min_need && a->min_task == b->min_task &&
@@ -320,12 +340,16 @@ static bool rest_eq(const struct queue_rest *a, const struct queue_rest *b)
 	       a->gpuless == b->gpuless && a->held == b->held;
 }
 
+/* Room by job slot, and per tenant (the suffix buffer's tail after the
+ * slots holds fair_chains's per-tenant rest so far). */
 static void fair_grow(struct drv_sched *s)
 {
-	size_t n = (size_t)s->npend + 1;
+	size_t n = (size_t)s->njobs + 1;
 	DRV_GROW(s->fair_first, (size_t)s->ntenants + 1, s->fair_first_cap);
 	DRV_GROW(s->fair_next, n, s->fair_next_cap);
 	DRV_GROW(s->fair_prev, n, s->fair_prev_cap);
+	DRV_GROW(s->fair_own, n, s->fair_own_cap);
+	DRV_GROW(s->fair_at, n, s->fair_at_cap);
 	DRV_GROW(s->fair_suffix, n + (size_t)s->ntenants, s->fair_suffix_cap);
 }
 
@@ -334,25 +358,30 @@ static void fair_chains(struct drv_sched *s)
 	int32_t nt = s->ntenants, i, t;
 	struct queue_rest *agg;
 	fair_grow(s);
-	agg = s->fair_suffix + s->npend; /* per tenant, the rest so far */
+	agg = s->fair_suffix + s->njobs; /* per tenant, the rest so far */
 	for (t = 0; t < nt; t++) {
 		s->fair_first[t] = -1;
 		agg[t] = REST_NONE;
 	}
 	for (i = s->npend - 1; i >= 0; i--) {
 		const struct pend_compact *h = &s->pend_compact[i];
-		struct queue_rest a = rest_fold(h, agg[h->tenant]);
-		int32_t nx = s->fair_first[h->tenant];
+		int32_t slot = s->pend[i], nx = s->fair_first[h->tenant];
+		struct queue_rest own = rest_fold(h, REST_NONE);
+		struct queue_rest a = rest_join(own, &agg[h->tenant]);
 		agg[h->tenant] = a;
-		s->fair_suffix[i] = a;
-		s->fair_next[i] = nx;
+		s->fair_own[slot] = own;
+		s->fair_suffix[slot] = a;
+		s->fair_next[slot] = nx;
 		if (nx >= 0)
-			s->fair_prev[nx] = i;
-		s->fair_first[h->tenant] = i;
+			s->fair_prev[nx] = slot;
+		s->fair_first[h->tenant] = slot;
+		s->fair_at[slot] = i;
 	}
 	for (t = 0; t < nt; t++)
 		if (s->fair_first[t] >= 0)
 			s->fair_prev[s->fair_first[t]] = -1;
+	s->fair_at_ok = true;
+	s->fair_seq_ok = false;
 	s->fair_nt = nt;
 	s->fair_gen = s->pend_gen + 1;
 }
@@ -362,95 +391,85 @@ bool sched__fair_current(const struct drv_sched *s)
 	return s->fair_gen == s->pend_gen + 1 && s->fair_nt == s->ntenants;
 }
 
-/* The rest from pos on, and back along its chain until one is as it was
+int32_t sched__fair_pos(const struct drv_sched *s, int32_t slot)
+{
+	return s->fair_at_ok ? s->fair_at[slot] : drv_seqtree_pos(&s->fair_seq, slot);
+}
+
+/* The queue gained or lost an entry: positions come from the tree from now
+ * on, built (from the queue as it is now) at the first such change. False
+ * when it was built now, with the change in it. */
+static bool fair_seq_follows(struct drv_sched *s)
+{
+	s->fair_at_ok = false;
+	if (s->fair_seq_ok)
+		return true;
+	drv_seqtree_build(&s->fair_seq, s->pend, s->npend);
+	s->fair_seq_ok = true;
+	return false;
+}
+
+/* The rest from slot on, and back along its chain until one is as it was
  * (those before it depend on nothing else). */
-static void refold_back(struct drv_sched *s, int32_t pos)
+static void refold_back(struct drv_sched *s, int32_t slot)
 {
-	while (pos >= 0) {
-		int32_t nx = s->fair_next[pos];
-		struct queue_rest a = rest_fold(&s->pend_compact[pos],
-						nx >= 0 ? s->fair_suffix[nx] : REST_NONE);
-		if (rest_eq(&a, &s->fair_suffix[pos]))
+	while (slot >= 0) {
+		int32_t nx = s->fair_next[slot];
+		struct queue_rest a = nx >= 0 ? rest_join(s->fair_own[slot], &s->fair_suffix[nx]) :
+						s->fair_own[slot];
+		if (rest_eq(&a, &s->fair_suffix[slot]))
 			break;
-		s->fair_suffix[pos] = a;
-		pos = s->fair_prev[pos];
+		s->fair_suffix[slot] = a;
+		slot = s->fair_prev[slot];
 	}
-}
-
-typedef int32_t v8i32 __attribute__((vector_size(32)));
-
-/* Adds d to every value of a[0..n) at or past from (-1, none, stays), eight
- * at a time: an arrival or a start shifts the positions of a long queue. */
-static void shift_values(int32_t *a, int32_t n, int32_t from, int32_t d)
-{
-	v8i32 f = (v8i32){ 0 } + from, dv = (v8i32){ 0 } + d;
-	int32_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		v8i32 v;
-		memcpy(&v, a + i, sizeof(v));
-		v += (v >= f) & dv; /* a true comparison is all ones */
-		memcpy(a + i, &v, sizeof(v));
-	}
-	for (; i < n; i++)
-		a[i] += a[i] >= from ? d : 0;
-}
-
-/* Every position stored at or past from moves by d (+1, -1). */
-static void shift_positions(struct drv_sched *s, int32_t from, int32_t d)
-{
-	shift_values(s->fair_next, s->npend, from, d);
-	shift_values(s->fair_prev, s->npend, from, d);
-	shift_values(s->fair_first, s->fair_nt, from, d);
 }
 
 void sched__fair_inserted(struct drv_sched *s, int32_t pos)
 {
-	int32_t n = s->npend, t = s->pend_compact[pos].tenant, pred, succ;
-	size_t tail = (size_t)(n - 1 - pos);
+	const struct pend_compact *h = &s->pend_compact[pos];
+	int32_t slot = s->pend[pos], t = h->tenant, k, pred, succ;
 	fair_grow(s);
-	memmove(&s->fair_next[pos + 1], &s->fair_next[pos], tail * sizeof(*s->fair_next));
-	memmove(&s->fair_prev[pos + 1], &s->fair_prev[pos], tail * sizeof(*s->fair_prev));
-	memmove(&s->fair_suffix[pos + 1], &s->fair_suffix[pos], tail * sizeof(*s->fair_suffix));
-	s->fair_next[pos] = s->fair_prev[pos] = -1; /* (set below) */
-	shift_positions(s, pos, 1);
-	for (pred = pos - 1; pred >= 0 && s->pend_compact[pred].tenant != t; pred--)
+	for (k = pos - 1; k >= 0 && s->pend_compact[k].tenant != t; k--)
 		;
+	pred = k >= 0 ? s->pend[k] : -1;
 	succ = pred >= 0 ? s->fair_next[pred] : s->fair_first[t];
-	s->fair_next[pos] = succ;
-	s->fair_prev[pos] = pred;
+	s->fair_next[slot] = succ;
+	s->fair_prev[slot] = pred;
 	if (succ >= 0)
-		s->fair_prev[succ] = pos;
+		s->fair_prev[succ] = slot;
 	if (pred >= 0)
-		s->fair_next[pred] = pos;
+		s->fair_next[pred] = slot;
 	else
-		s->fair_first[t] = pos;
-	s->fair_suffix[pos] = rest_fold(&s->pend_compact[pos],
-					succ >= 0 ? s->fair_suffix[succ] : REST_NONE);
+		s->fair_first[t] = slot;
+	s->fair_own[slot] = rest_fold(h, REST_NONE);
+	s->fair_suffix[slot] = succ >= 0 ? rest_join(s->fair_own[slot], &s->fair_suffix[succ]) :
+					   s->fair_own[slot];
+	if (fair_seq_follows(s))
+		drv_seqtree_insert(&s->fair_seq, slot, pos);
 	refold_back(s, pred);
 	s->fair_gen = s->pend_gen + 1;
 }
 
-void sched__fair_removed(struct drv_sched *s, int32_t pos, int32_t tenant)
+void sched__fair_removed(struct drv_sched *s, int32_t slot, int32_t tenant)
 {
-	int32_t n = s->npend, pred = s->fair_prev[pos], succ = s->fair_next[pos];
-	size_t tail = (size_t)(n - pos);
+	int32_t pred = s->fair_prev[slot], succ = s->fair_next[slot];
 	if (pred >= 0)
 		s->fair_next[pred] = succ;
 	else
 		s->fair_first[tenant] = succ;
 	if (succ >= 0)
 		s->fair_prev[succ] = pred;
-	memmove(&s->fair_next[pos], &s->fair_next[pos + 1], tail * sizeof(*s->fair_next));
-	memmove(&s->fair_prev[pos], &s->fair_prev[pos + 1], tail * sizeof(*s->fair_prev));
-	memmove(&s->fair_suffix[pos], &s->fair_suffix[pos + 1], tail * sizeof(*s->fair_suffix));
-	shift_positions(s, pos + 1, -1);
+	if (fair_seq_follows(s))
+		drv_seqtree_remove(&s->fair_seq, slot);
 	refold_back(s, pred);
 	s->fair_gen = s->pend_gen + 1;
 }
 
 void sched__fair_rewritten(struct drv_sched *s, int32_t pos)
 {
-	refold_back(s, pos);
+	int32_t slot = s->pend[pos];
+	s->fair_own[slot] = rest_fold(&s->pend_compact[pos], REST_NONE);
+	refold_back(s, slot);
 	s->fair_gen = s->pend_gen + 1;
 }
 
@@ -462,9 +481,10 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 	 * come and go: most passes reuse them */
 	if (!sched__fair_current(s))
 		fair_chains(s);
-	DRV_GROW(s->scratch_slots2, 2 * (size_t)nt + 2, s->scratch_slots2_cap);
+	DRV_GROW(s->scratch_slots2, 3 * (size_t)nt + 3, s->scratch_slots2_cap);
 	fm->head = s->scratch_slots2;
-	fm->act = s->scratch_slots2 + nt + 1;
+	fm->hpos = s->scratch_slots2 + nt + 1;
+	fm->act = s->scratch_slots2 + 2 * (nt + 1);
 	fm->next = s->fair_next;
 	fm->suf = s->fair_suffix;
 	fm->nact = 0;
@@ -472,6 +492,7 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 	fm->last = -1;
 	for (i = 0; i < nt; i++) {
 		fm->head[i] = s->fair_first[i];
+		fm->hpos[i] = fm->head[i] >= 0 ? sched__fair_pos(s, fm->head[i]) : -1;
 		sched__hist_advance(s, &s->tenants[i], p->now);
 		s->tenants[i].fair_use = s->tenants[i].usage_all + sched__hist_milli(s, &s->tenants[i]);
 		if (fm->head[i] >= 0)
@@ -485,7 +506,7 @@ void sched__fair_setup(struct pass *p, struct fair_merge *fm)
 static inline bool fair_before(const struct drv_sched *s, const struct fair_merge *fm, int32_t t,
 			       int32_t u)
 {
-	int32_t ht = fm->head[t], hu = fm->head[u];
+	int32_t ht = fm->hpos[t], hu = fm->hpos[u];
 	int64_t kt = s->pend_compact[ht].key_prio, ku = s->pend_compact[hu].key_prio;
 	__int128 x, y;
 	if (kt != ku)
@@ -549,8 +570,8 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 	} else {
 		best = fair_first_two(s, fm, &bi);
 	}
-	pos = fm->head[best];
-	fm->head[best] = fm->next[pos];
+	pos = fm->hpos[best];
+	fm->head[best] = fm->next[fm->head[best]];
 	s->tenants[best].fair_use += s->pend_compact[pos].need_milli;
 	fm->last = best;
 	fm->last_i = bi;
@@ -561,6 +582,8 @@ int32_t sched__fair_next(struct pass *p, struct fair_merge *fm, const struct bou
 		fm->act[bi] = fm->act[--fm->nact];
 		*dropped = true;
 		fm->last = -1;
+	} else {
+		fm->hpos[best] = sched__fair_pos_after(s, fm->head[best], pos);
 	}
 	return pos;
 }

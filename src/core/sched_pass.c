@@ -284,7 +284,7 @@ static void walk_lone(struct pass *p, struct walk *wk, struct fair_merge *fm, st
 		      bool may, bool fresh)
 {
 	struct drv_sched *s = p->s;
-	int32_t t = fm->act[0], head = fm->head[t];
+	int32_t t = fm->act[0], head = fm->head[t], hpos = fm->hpos[t];
 	bool reclaims = p->reclaim_bounds && s->tenants[t].cohort >= 0 && s->tenants[t].has_quota;
 	bool last = false;
 	while (!last) {
@@ -305,13 +305,15 @@ static void walk_lone(struct pass *p, struct walk *wk, struct fair_merge *fm, st
 				break;
 			}
 		}
-		pos = head;
-		head = fm->next[pos];
+		pos = hpos;
+		head = fm->next[head];
 		if (head < 0) {
 			last = true;
 		} else if (may && sched__rest_hopeless(b, &fm->suf[head])) {
 			wk->skipped = true; /* this one still takes its turn */
 			last = true;
+		} else {
+			hpos = sched__fair_pos_after(s, head, pos);
 		}
 		if (may && sched__hopeless(b, &s->pend_compact[pos]))
 			wk->skipped = true;

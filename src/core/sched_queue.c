@@ -368,7 +368,7 @@ void sched__pend_remove(struct drv_sched *s, int32_t slot)
 	}
 	s->npend--;
 	if (fair)
-		sched__fair_removed(s, pos, tenant);
+		sched__fair_removed(s, slot, tenant);
 }
 
 /* ---- the running list, sorted by (end, id) ------------------------------- */
