@@ -48,6 +48,13 @@ int drv_file_write_durable(const char *path, mode_t mode, int (*fn)(FILE *f, voi
 			   void *arg);
 
 /*
+ * write(2) until all n bytes of buf are written, again after EINTR (a
+ * blocking fd; a pipe, a pty, a socket). Returns 0, or DRV_EIO when a
+ * write fails (errno says why) or writes nothing.
+ */
+int drv_fd_write_all(int fd, const void *buf, size_t n);
+
+/*
  * Reads a secret (a token) from path, CONTRACTS.md §6: the file must be a
  * regular file that neither group nor others may read or write (mode 0600,
  * 0400 or stricter), else it is refused unread. Trailing whitespace and the

@@ -13,6 +13,7 @@
  * one, and passes on its size); stderr is then the terminal too. The
  * command is killed when the peer goes away; no other time limit.
  */
+#include "drover/fsutil.h"
 #include "drover/clock.h"
 #include "drover/dynbuf.h"
 #include "agent_int.h"
@@ -542,27 +543,13 @@ static void attach_free(void *cls)
 	drv_free(x);
 }
 
-static void attach_write(int fd, const unsigned char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return;
-		p += k;
-		n -= (size_t)k;
-	}
-}
-
 /* A message from the peer: typed bytes or a size. */
 static void attach_take(struct attach *x, const unsigned char *m, size_t len)
 {
 	struct aexec sz = { .fout = x->m };
 
 	if (len >= 1 && m[0] == 0)
-		attach_write(x->m, m + 1, len - 1);
+		(void)drv_fd_write_all(x->m, m + 1, len - 1);
 	else if (len >= 1 && m[0] == 4)
 		resize(&sz, m + 1, len - 1);
 }

@@ -386,19 +386,6 @@ static void relays_parent(struct shim *sh)
 	}
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;   /* a full disk: the output is lost, the task goes on */
-		p += w;
-		n -= (size_t)w;
-	}
-}
 
 /* n bytes of the task's output: into the file while under the cap; past
  * it, the line saying so (the agent's cut writes the same one). */
@@ -411,14 +398,14 @@ static void relay_put(struct shim *sh, struct relay *r, const char *p, size_t n)
 
 	if (r->capped)
 		return;
-	write_all(r->fd, p, k);
+	(void)drv_fd_write_all(r->fd, p, k);   /* a full disk: the output is lost, the task goes on */
 	r->written += (int64_t)k;
 	if (k == n)
 		return;
 	m = snprintf(mark, sizeof(mark), "\n[drover: output capped at %lld bytes "
 		     "(task_output_max_bytes); later output is dropped]\n",
 		     (long long)sh->output_max);
-	write_all(r->fd, mark, (size_t)m);
+	(void)drv_fd_write_all(r->fd, mark, (size_t)m);
 	r->capped = true;
 }
 

@@ -204,3 +204,23 @@ int drv_secret_file_read(const char *path, char **out, char *err, size_t errsz)
 	*out = drv_strndup(buf, (size_t)n);
 	return 0;
 }
+
+int drv_fd_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return DRV_EIO;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}

@@ -11,6 +11,7 @@
  */
 #include "client_int.h"
 
+#include "drover/fsutil.h"
 #include "drover/dynbuf.h"
 #include "drover/http.h"
 
@@ -66,20 +67,6 @@ static void send_size(struct drv_ws *w)
 		return;
 	snprintf(b, sizeof(b), "{\"Width\":%u,\"Height\":%u}", ws.ws_col, ws.ws_row);
 	drv_ws_send_channel(w, 4, b, strlen(b));
-}
-
-static void write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return;
-		p += k;
-		n -= (size_t)k;
-	}
 }
 
 /* The exit code a Status (channel 3) says; its message to stderr when
@@ -138,9 +125,9 @@ int drv_client_ws_relay(const char *who, struct drv_ws *w, bool in, bool tty)
 			if (rc != 0)
 				break;
 			if (len && m[0] == 1)
-				write_all(STDOUT_FILENO, m + 1, len - 1);
+				(void)drv_fd_write_all(STDOUT_FILENO, m + 1, len - 1);
 			else if (len && m[0] == 2)
-				write_all(STDERR_FILENO, m + 1, len - 1);
+				(void)drv_fd_write_all(STDERR_FILENO, m + 1, len - 1);
 			else if (len && m[0] == 3)
 				code = status_code(who, m + 1, len - 1);
 			drv_free(m);

@@ -7,6 +7,7 @@
  * handler must not wait), which libmicrohttpd hands the socket once the
  * 101 answer is out; drv_http_server_stop waits for running sessions.
  */
+#include "drover/fsutil.h"
 #include "drover/clock.h"
 #include "http_int.h"
 
@@ -234,20 +235,9 @@ static void take(struct drv_ws *w, size_t n)
 
 static int write_all(struct drv_ws *w, const unsigned char *p, size_t n)
 {
-	int fd = w->fd;
-
 	if (w->curl)
 		return http_wsc_write(w, p, n);
-	while (n) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return DRV_EIO;
-		p += k;
-		n -= (size_t)k;
-	}
+	return drv_fd_write_all(w->fd, p, n);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 /*
  * test_base.c: layer 0 (src/base/): the capped dynbuf (growth, the cap
  * leaves the buffer as it was), the whole-file reader (cap, missing file),
- * mkdir -p, the atomic writer, the clocks (and a pthread deadline), RFC
+ * mkdir -p, the atomic writer, the write-everything loop, the clocks (and a pthread deadline), RFC
  * 3339 both ways, the log line, and the JSON getters (missing key, wrong
  * type).
  */
@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "drover/clock.h"
@@ -205,6 +207,58 @@ Test(fsutil, write_atomic_replaces_or_keeps)
 }
 
 /* --- clock -------------------------------------------------------------- */
+
+/* All of a write larger than a pipe's buffer arrives, read meanwhile by a
+ * child that sends back its count and sum; a pipe whose reader is gone is
+ * DRV_EIO with errno EPIPE. */
+Test(fsutil, fd_write_all_writes_everything_or_says_eio)
+{
+	enum { N = 256 * 1024 };
+	char *buf = malloc(N);
+	unsigned long long want = 0, got[2] = { 0, 0 };
+	int fds[2], back[2];
+	pid_t pid;
+
+	for (size_t i = 0; i < N; i++) {
+		buf[i] = (char)(i * 7 + 3);
+		want += (unsigned char)buf[i];
+	}
+	cr_assert(eq(int, pipe(fds), 0));
+	cr_assert(eq(int, pipe(back), 0));
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		unsigned long long r[2] = { 0, 0 };
+		unsigned char b[4096];
+		ssize_t k;
+
+		close(fds[1]);
+		close(back[0]);
+		while ((k = read(fds[0], b, sizeof(b))) > 0) {
+			r[0] += (unsigned long long)k;
+			for (ssize_t i = 0; i < k; i++)
+				r[1] += b[i];
+		}
+		_exit(drv_fd_write_all(back[1], r, sizeof(r)) == 0 ? 0 : 1);
+	}
+	close(fds[0]);
+	close(back[1]);
+	cr_assert(eq(int, drv_fd_write_all(fds[1], buf, N), 0));
+	close(fds[1]);
+	cr_assert(eq(long, (long)read(back[0], got, sizeof(got)), (long)sizeof(got)));
+	close(back[0]);
+	waitpid(pid, NULL, 0);
+	cr_assert(eq(u64, got[0], (unsigned long long)N));
+	cr_assert(eq(u64, got[1], want));
+
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert(eq(int, pipe(fds), 0));
+	close(fds[0]);
+	cr_assert(eq(int, drv_fd_write_all(fds[1], buf, 10), DRV_EIO));
+	cr_assert(eq(int, errno, EPIPE));
+	close(fds[1]);
+	free(buf);
+}
 
 Test(clock, monotonic_agrees_and_moves_forward)
 {
