@@ -186,7 +186,8 @@ sys:
 	return DRV_EIO;
 }
 
-/* The end on channel 3 as Kubernetes' Status, then the close. */
+/* The end on channel 3 as Kubernetes' Status, then the close, and the
+ * peer's close awaited briefly (what it sends meanwhile is dropped). */
 static void finish(struct drv_ws *w, int status, const char *error)
 {
 	char msg[512], c[32];
@@ -213,6 +214,15 @@ static void finish(struct drv_ws *w, int status, const char *error)
 	free(t);
 	json_decref(st);
 	drv_ws_close(w, 1000, NULL);
+	for (;;) {
+		unsigned char *m;
+		size_t len;
+		int op;
+
+		if (drv_ws_read(w, &op, &m, &len, 1000) != 0)
+			break;
+		drv_free(m);
+	}
 }
 
 static void resize(struct aexec *x, const unsigned char *p, size_t n)
@@ -390,16 +400,6 @@ static void session(void *cls, struct drv_ws *w)
 	if (rc)
 		return;
 	finish(w, status, why[0] ? why : NULL);
-	/* the peer's close, briefly */
-	for (;;) {
-		unsigned char *m;
-		size_t len;
-		int op;
-
-		if (drv_ws_read(w, &op, &m, &len, 1000) != 0)
-			break;
-		drv_free(m);
-	}
 }
 
 static bool flag(struct drv_http_req *r, const char *name)
@@ -635,15 +635,6 @@ static void attach_session(void *cls, struct drv_ws *w)
 	}
 	attach_end(x, &status, err, sizeof(err));
 	finish(w, status, err[0] ? err : NULL);
-	for (;;) {
-		unsigned char *m;
-		size_t len;
-		int op;
-
-		if (drv_ws_read(w, &op, &m, &len, 1000) != 0)
-			break;
-		drv_free(m);
-	}
 }
 
 int agent_h_attach(struct drv_http_req *req, struct drv_http_resp *resp, void *ctx)

@@ -139,13 +139,10 @@ static pid_t spawn(char *const argv[], const char *log)
 		return -1;
 	}
 	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int fd;
+
 		setpgid(0, 0);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
+		bench_child_output(log);
 		fd = open("/dev/null", O_RDONLY);
 		if (fd >= 0) {
 			dup2(fd, 0);

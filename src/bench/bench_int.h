@@ -43,6 +43,10 @@ void bench_proc_counts(pid_t pid, struct bench_counts *c);
  * /proc/PID/stat; -1 when it is gone. */
 long long bench_cpu_ticks(pid_t pid);
 
+/* In a forked child before exec: stdout and stderr appended to log (made
+ * 0644 when missing); left as they were when log cannot be opened. */
+void bench_child_output(const char *log);
+
 /* RLIMIT_NOFILE raised to its hard limit (simulated agents by the
  * thousand each hold a connection). */
 void bench_raise_nofile(void);

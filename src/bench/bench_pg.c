@@ -35,13 +35,7 @@ static int as_postgres(char *const cmd[], const char *log)
 	argv[n] = NULL;
 	pid = fork();
 	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
+		bench_child_output(log);
 		execvp(argv[0], argv);
 		_exit(127);
 	}

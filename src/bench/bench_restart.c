@@ -302,13 +302,7 @@ static pid_t start(const char *self, const char *dir, const char *cfg, int port)
 	snprintf(log, sizeof(log), "%s.log", dir);
 	pid = fork();
 	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-			close(fd);
-		}
+		bench_child_output(log);
 		execl(self, self, "server", "--listen", listen, "--state", dir, "--config", cfg,
 		      (char *)NULL);
 		_exit(127);

@@ -117,6 +117,17 @@ void bench_remove_tree(const char *dir)
 		waitpid(pid, NULL, 0);
 }
 
+void bench_child_output(const char *log)
+{
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+}
+
 long long bench_cpu_ticks(pid_t pid)
 {
 	char path[64], buf[2048], *p;
