@@ -168,6 +168,10 @@ void srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
 	 * the store has more: ids up to the last one read are settled */
 	p.q.done = 1;
 	p.q.limit = q->limit + 1;
+	/* a job whose final record is written while the store is read (mu
+	 * released) is not in the rows; it must still be in memory for the
+	 * walk below: its eviction waits for the walk's end */
+	s->page_readers++;
 	if (store_read(s, read_page, &p, err, sizeof(err)) < 0)
 		drv_log(&s->log, "listing jobs: cannot read the store: %s", err);
 	bound = p.rs.n == (size_t)p.q.limit ? p.rs.v[p.rs.n - 1].r.id : s->njobs;
@@ -196,6 +200,8 @@ void srv_jobs_page(struct drv_server *s, const struct drv_store_job_query *q,
 		*last = bound;
 	}
 	rows_release(&p.rs);
+	if (--s->page_readers == 0 && s->nevict_later)
+		srv_job_evict_deferred(s);
 }
 
 /* --- retention ----------------------------------------------------------- */

@@ -13,7 +13,8 @@
  *
  * DROVER_STORE_FAULT=OP:AFTER in the environment wraps the store in the
  * fault backend and arms it (tests break a real server's writes this way);
- * DROVER_STORE_SLOW=OP:MS makes OP sleep first (tests watch a slow load).
+ * DROVER_STORE_SLOW=OP:MS makes OP sleep first (tests watch a slow load;
+ * list_jobs and get_job, the reads, slow the read connection).
  */
 #include "server_int.h"
 #include "kube_int.h"
@@ -259,9 +260,13 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 			snprintf(err, errsz, "DROVER_STORE_SLOW=%s: expected OP:MS", slow);
 			return DRV_EINVAL;
 		}
-		drv_store_fault_wrap(s->store, &w);
-		s->store = w;
-		drv_store_fault_slow(s->store, op, ms);
+		/* reads go to the read connection, the rest to the writer's */
+		struct drv_store **sp = strcmp(op, "list_jobs") && strcmp(op, "get_job") ?
+					&s->store : &s->rstore;
+
+		drv_store_fault_wrap(*sp, &w);
+		*sp = w;
+		drv_store_fault_slow(w, op, ms);
 		drv_log(&s->log, "slow store armed: %s sleeps %d ms first", op, ms);
 	}
 	if (pthread_create(&s->commit_thread, NULL, srv_commit_main, s) != 0) {
@@ -538,6 +543,7 @@ void drv_server_stop(struct drv_server *s)
 	for (uint64_t i = 0; i < s->njobs; i++)
 		srv_job_free(s->jobs[i]);
 	drv_free(s->jobs);
+	drv_free(s->evict_later);
 	for (int32_t i = 0; i < s->nnodes; i++) {
 		struct srv_node *n = &s->nodes[i];
 

@@ -400,6 +400,12 @@ struct drv_server {
 	int32_t *dirty_nodes;     /* indexes of the nodes to write (srv_node_mark) */
 	size_t ndirty_nodes, dncap;
 	int64_t done_counts[J_NSTATES];   /* finished jobs in the store only, by state */
+	/* listings reading the store with mu released (srv_jobs_page): while
+	 * any does, evictions wait in evict_later, so a job that is neither in
+	 * the rows read nor in memory any more cannot drop out of a page */
+	int page_readers;
+	uint64_t *evict_later;
+	size_t nevict_later, evict_later_cap;
 	struct wacct *acct_pend;  /* accounting rows for the next flush */
 	size_t nacct, acctcap;
 	int64_t last_purge_ms;
@@ -767,8 +773,11 @@ void srv_job_requeue_node_down(struct drv_server *s, struct srv_job *j, const ch
 			       const char *why);
 void srv_ring_push(struct drv_server *s, int64_t seq, uint64_t job, const char *user, json_t *ev);
 /* A finished job whose final record is on disk leaves memory (the
- * committer calls it); reads of it then go to the store (jobs_store.c). */
+ * committer calls it); reads of it then go to the store (jobs_store.c).
+ * While a listing reads the store unlocked it is put off to the end of
+ * the last such read (srv_job_evict_deferred). */
 void srv_job_evict(struct drv_server *s, struct srv_job *j);
+void srv_job_evict_deferred(struct drv_server *s);
 /* Accounting: the row of j's attempt ending now (or, for a running one,
  * as if it ended at `now`) into a (strings borrowed from j and the cluster). */
 /* efficiency.c: the job's efficiency (seff: GPU utilisation and memory

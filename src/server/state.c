@@ -860,9 +860,27 @@ void srv_job_evict(struct drv_server *s, struct srv_job *j)
 	if (!srv_jstate_final(j->state) || j->holding || j->dirty || j->in_sched ||
 	    srv_job_get(s, j->id) != j)
 		return;
+	if (s->page_readers > 0) {
+		DRV_GROW(s->evict_later, s->nevict_later + 1, s->evict_later_cap);
+		s->evict_later[s->nevict_later++] = j->id;
+		return;
+	}
 	s->jobs[j->id - 1] = NULL;
 	s->done_counts[j->state]++;
 	srv_job_free(j);
+}
+
+void srv_job_evict_deferred(struct drv_server *s)
+{
+	size_t n = s->nevict_later;
+
+	s->nevict_later = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct srv_job *j = srv_job_get(s, s->evict_later[i]);
+
+		if (j)
+			srv_job_evict(s, j);   /* checked again: it may be held anew */
+	}
 }
 
 /* --- accounting rows ----------------------------------------------------- */

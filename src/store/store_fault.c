@@ -162,17 +162,29 @@ static int f_load_live_jobs(struct drv_store *s,
 static int f_get_job(struct drv_store *s, uint64_t id,
 		     int (*fn)(const struct drv_store_job *, void *), void *cls)
 {
+	int rc;
+
 	if (should_fail(s, "get_job", false))
 		return FERR(s);
-	return copy_err(s, INNER(s)->ops->get_job(INNER(s), id, fn, cls));
+	/* a slow read sleeps after reading: what it returns is as of its
+	 * start, as a long read transaction's snapshot is */
+	rc = copy_err(s, INNER(s)->ops->get_job(INNER(s), id, fn, cls));
+	maybe_slow(s, "get_job");
+	return rc;
 }
 
 static int f_list_jobs(struct drv_store *s, const struct drv_store_job_query *q,
 		       int (*fn)(const struct drv_store_job *, void *), void *cls)
 {
+	int rc;
+
 	if (should_fail(s, "list_jobs", false))
 		return FERR(s);
-	return copy_err(s, INNER(s)->ops->list_jobs(INNER(s), q, fn, cls));
+	/* a slow read sleeps after reading: what it returns is as of its
+	 * start, as a long read transaction's snapshot is */
+	rc = copy_err(s, INNER(s)->ops->list_jobs(INNER(s), q, fn, cls));
+	maybe_slow(s, "list_jobs");
+	return rc;
 }
 
 static int f_count_done(struct drv_store *s, int (*fn)(const char *, int64_t, void *), void *cls)
