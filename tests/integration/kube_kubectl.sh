@@ -40,7 +40,7 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: ["sh", "-c", "echo hello from GPU $CUDA_VISIBLE_DEVICES; sleep 3; echo bye"]
+    command: ["sh", "-c", "echo hello from GPU $CUDA_VISIBLE_DEVICES; sleep 8; echo bye"]
     resources:
       limits: {nvidia.com/gpu: "1"}
 YAML
