@@ -254,20 +254,21 @@ static int open_store(struct drv_server *s, char *err, size_t errsz)
 	if (slow && *slow) {
 		char op[32] = "";
 		int ms = 0;
-		struct drv_store *w;
+		struct drv_store *w, **sp;
+		bool read;
 
 		if (sscanf(slow, "%31[^:]:%d", op, &ms) != 2) {
 			snprintf(err, errsz, "DROVER_STORE_SLOW=%s: expected OP:MS", slow);
 			return DRV_EINVAL;
 		}
 		/* reads go to the read connection, the rest to the writer's */
-		struct drv_store **sp = strcmp(op, "list_jobs") && strcmp(op, "get_job") ?
-					&s->store : &s->rstore;
-
+		read = !strcmp(op, "list_jobs") || !strcmp(op, "get_job");
+		sp = read ? &s->rstore : &s->store;
 		drv_store_fault_wrap(*sp, &w);
 		*sp = w;
 		drv_store_fault_slow(w, op, ms);
-		drv_log(&s->log, "slow store armed: %s sleeps %d ms first", op, ms);
+		drv_log(&s->log, "slow store armed: %s sleeps %d ms %s", op, ms,
+			read ? "after reading" : "first");
 	}
 	if (pthread_create(&s->commit_thread, NULL, srv_commit_main, s) != 0) {
 		snprintf(err, errsz, "cannot start the store thread");
