@@ -17,8 +17,9 @@
  *                  tasks' own lines: a task started twice in one attempt
  *   stuck          answered jobs not finished --timeout s after the last
  *                  submit
- *   succeeded, failed (with up to 5 reasons), requeued (jobs that ran
- *   under more than one epoch), seconds, and the kills done.
+ *   succeeded, failed (with up to 5 reasons), stuck_jobs (up to 5 stuck
+ *   jobs: state, reason and nodes, to tell where they sat), requeued
+ *   (jobs that ran under more than one epoch), seconds, and the kills done.
  *
  * It exits 0 when lost, started_twice and stuck are 0 and no job failed.
  */
@@ -271,7 +272,7 @@ static int submit_all(struct soak *S)
 
 struct tally {
 	int lost, stuck, succeeded, failed;
-	json_t *reasons;
+	json_t *reasons, *stuck_jobs;
 };
 
 /* Every job, by pages, into states (index: id). */
@@ -309,6 +310,13 @@ static bool final_state(const char *st)
 	       strcmp(st, "preempted");
 }
 
+static void tally_release(struct tally *t)
+{
+	json_decref(t->reasons);
+	json_decref(t->stuck_jobs);
+	t->reasons = t->stuck_jobs = NULL;
+}
+
 /* Counts the answered jobs by where they are; 1 when all are final. */
 static int tally(struct soak *S, struct tally *t)
 {
@@ -316,8 +324,9 @@ static int tally(struct soak *S, struct tally *t)
 
 	memset(t, 0, sizeof(*t));
 	t->reasons = json_array();
+	t->stuck_jobs = json_array();
 	if (read_states(S, &states) < 0) {
-		json_decref(t->reasons);
+		tally_release(t);
 		return DRV_EIO;
 	}
 	for (size_t k = 0; k < S->nanswered; k++) {
@@ -330,8 +339,14 @@ static int tally(struct soak *S, struct tally *t)
 		st = json_string_value(json_object_get(j, "state"));
 		if (!j)
 			t->lost++;
-		else if (!final_state(st))
-			t->stuck++;
+		else if (!final_state(st)) {
+			if (t->stuck++ < 5)
+				json_array_append_new(t->stuck_jobs, json_sprintf(
+					"job %s %s, attempt %lld, on '%s': %s", id, st ? st : "?",
+					(long long)json_integer_value(json_object_get(j, "attempt")),
+					json_string_value(json_object_get(j, "nodelist")),
+					json_string_value(json_object_get(j, "reason"))));
+		}
 		else if (!strcmp(st, "succeeded"))
 			t->succeeded++;
 		else if (t->failed++ < 5)
@@ -466,13 +481,14 @@ static json_t *result(struct soak *S, const struct tally *t, double seconds)
 
 	count_starts(S, &twice, &requeued, &lines);
 	return json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:O,"
-			 " s:i, s:f, s:b}",
+			 " s:O, s:i, s:f, s:b}",
 			 "mode", S->up ? "up" : "server+agents", "jobs", S->jobs,
 			 "answered", (int)S->nanswered, "lost", t->lost, "started_twice", twice,
 			 "stuck", t->stuck, "succeeded", t->succeeded, "failed", t->failed,
 			 "requeued", requeued, "task_starts", lines,
 			 "controller_kills", S->ckills_done, "agent_kills", S->akills_done,
 			 "agents", S->up ? 1 : S->nagents, "failed_reasons", t->reasons,
+			 "stuck_jobs", t->stuck_jobs,
 			 "lease_s", S->lease_s, "seconds", seconds,
 			 "ok", !t->lost && !twice && !t->stuck && !t->failed);
 }
@@ -497,8 +513,7 @@ int drv_bench_soak(int argc, char **argv)
 
 		if (r == 1 || drv_mono_s() > end)
 			break;
-		json_decref(t.reasons);
-		t.reasons = NULL;
+		tally_release(&t);
 		sleep_ms(r < 0 ? 200 : 1000);
 	}
 	if (rc < 0) {
@@ -508,7 +523,7 @@ int drv_bench_soak(int argc, char **argv)
 		return DRV_EXIT_FAIL;
 	}
 	out = result(&S, &t, drv_mono_s() - t0);
-	json_decref(t.reasons);
+	tally_release(&t);
 	rc = json_is_true(json_object_get(out, "ok")) ? DRV_EXIT_OK : DRV_EXIT_FAIL;
 	if (rc)
 		S.keep = true;

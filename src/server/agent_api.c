@@ -215,7 +215,7 @@ static void open_session(struct drv_server *s, int32_t i, const struct drv_proto
 	n->last_reply_ms = n->last_hb_ms;
 	n->last_hb_wall = drv_wall_s();
 	n->lease_wait = false;
-	n->version = (uint64_t)drv_wall_s() * 1000 + (n->version % 1000) + 1;
+	srv_node_fresh_version(s, i);   /* not one the agent may hold */
 	json_decref(n->inventory);
 	n->inventory = drv_proto_register_encode(m);
 	json_object_del(n->inventory, "running");

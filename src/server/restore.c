@@ -58,6 +58,7 @@ static int load_node(const struct drv_store_node *row, void *cls)
 		n->inventory = json_incref(inv);
 	}
 	n->session = drv_json_int(doc, "session", 0);
+	srv_node_fresh_version(s, i);   /* its agent may hold the last life's */
 	n->ever_registered = drv_json_bool(doc, "ever_registered", 0);
 	n->admin_drain = drv_json_bool(doc, "admin_drain", 0);
 	srv_set_str(&n->address, drv_json_str(doc, "address"));

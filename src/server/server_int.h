@@ -626,6 +626,7 @@ void srv_active_add(struct drv_server *s, uint64_t id);
 void srv_active_remove(struct drv_server *s, uint64_t id);
 /* Node's desired state changed: its version moves and its agent's waiting
  * sync is woken (SRV_KEY_NODE). */
+void srv_node_fresh_version(struct drv_server *s, int32_t i);
 void srv_node_bump(struct drv_server *s, int32_t node);
 void srv_job_bump_nodes(struct drv_server *s, struct srv_job *j);
 

@@ -291,6 +291,25 @@ void srv_active_remove(struct drv_server *s, uint64_t id)
 	}
 }
 
+/*
+ * A desired-state version for node i that no earlier session or life of
+ * the controller handed out: the wall clock in microseconds, or one more
+ * than now if that is not ahead. An agent keeps the version it last got
+ * across a controller restart (its session is restored); a restored node
+ * that started again at 0 could reach that same number while its task
+ * set differed, and the agent, told "unchanged", never got the tasks
+ * placed on it (bench soak: 8 jobs scheduled, never started). One life
+ * bumps a node far less than once a microsecond, so the next life's
+ * first version is above every one of the last. Caller holds s->mu.
+ */
+void srv_node_fresh_version(struct drv_server *s, int32_t i)
+{
+	struct timespec now = drv_realtime_after_ms(0);
+	uint64_t us = (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
+
+	s->nodes[i].version = DRV_MAX(s->nodes[i].version + 1, us);
+}
+
 void srv_node_bump(struct drv_server *s, int32_t node)
 {
 	if (node >= 0 && node < s->nnodes) {
