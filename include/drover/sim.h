@@ -300,6 +300,47 @@ void drv_sim_result_release(struct drv_sim_result *r);
 int drv_sim_run(struct drv_cluster *c, struct drv_sim_workload *w,
 		const struct drv_sim_opts *o, struct drv_sim_result *r);
 
+/*
+ * GPUs lost to NVLink-domain packing over [from, to) of a finished run
+ * (src/sim/packing.c). Replays w's submits and r's runs on c's nodes (c is
+ * only read: its nodes, their GPUs and NVLink domains) and sums, over time:
+ *
+ *   lost: at an instant when a job that requires one NVLink domain is
+ *     pending, the free GPUs F would hold the smallest such job (s GPUs)
+ *     and no single domain has s free GPUs, all F free GPUs (an upper
+ *     bound on what a better packing could have started then);
+ *   idle_wait: free GPUs at any instant when such a job is pending
+ *     (packing and queue order together: a backfill reservation's hold
+ *     counts here, not in lost);
+ *   repack_lost: lost, only at instants when a packing exists of what
+ *     runs (a domain-bound run whole, any other task by task) with that
+ *     smallest job beside it (an exact search, bounded): some other
+ *     placement would have started it. Where none exists (gangs that together cannot share
+ *     the domains otherwise; a rack being drained for a whole-rack gang)
+ *     the idle GPUs are the price of gangs, not of packing;
+ *   alloc: GPUs with anything on them.
+ *
+ * GPU-seconds; lost_gpu_s / gpu_s is the share lost. Rejected jobs are
+ * never pending; a requeued run (preempted) makes its job pending again.
+ * Returns 0, or DRV_EINVAL when to < from or the run had node failures
+ * (the replay assumes every node up).
+ */
+struct drv_sim_packing {
+	int64_t from, to;          /* the window, s */
+	int64_t events;            /* distinct event instants inside it */
+	double gpu_s;              /* the cluster's GPUs x (to - from) */
+	double alloc_gpu_s;
+	double idle_wait_gpu_s;
+	double lost_gpu_s;
+	double repack_lost_gpu_s;  /* lost, at instants a repacking exists */
+	int64_t repack_undecided;  /* lost instants whose search ran out of steps
+				    * (not in repack_lost_gpu_s) */
+};
+
+int drv_sim_packing_loss(const struct drv_cluster *c, const struct drv_sim_workload *w,
+			 const struct drv_sim_result *r, int64_t from, int64_t to,
+			 struct drv_sim_packing *out);
+
 /* ---------------------------------------------------------------------------
  * Outputs.
  */

@@ -24,7 +24,7 @@
  * "small_p99_us","large_p99_us","fail_p99_us","leaf_kept_share"}, ...],
  * "nvl72":{...}} (small: gangs <= 64 GPUs; large: 256 and 1024, null where
  * none ran). leaf_kept_share and "nvl72" measure topology quality, not
- * time (see topo_leaf_room and nvl72_fill below). --compare runs a
+ * time (see topo_leaf_room, nvl72_fill and nvl72_steady below). --compare runs a
  * fractional-heavy stream under best-fit and FGD on the same jobs and
  * reports how much each could place.
  */
@@ -33,8 +33,11 @@
 #include "drover/common.h"
 #include "drover/model.h"
 #include "drover/options.h"
+#include "drover/sched.h"
+#include "drover/sim.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stddef.h>
 #include <jansson.h>
@@ -452,10 +455,114 @@ static int nvl72_fill(enum drv_place_strategy strat)
 	return lost;
 }
 
+/*
+ * The steady state of the same cluster, as a user of a running NVL72
+ * cluster sees it: NVL_STEADY_JOBS gangs of the fill's tray mix (each
+ * requiring one NVLink domain) arrive as a Poisson stream whose offered load
+ * (GPU-seconds of work per second, over the cluster's GPUs) is
+ * NVL_STEADY_LOAD, each running for an exponential time (mean one hour)
+ * that the scheduler is told as its estimate. drover's simulator replays
+ * them: its scheduling pass (fifo, EASY backfill, the given placement) at
+ * every event, releases at every end. Measured by drv_sim_packing_loss
+ * (sim.h) from the tenth arrival to the last, so that neither the empty
+ * start nor the drain after the stream ends counts: GPUs lost to packing
+ * are the free GPUs at instants when the smallest waiting gang would fit
+ * the free total but no single rack.
+ */
+#define NVL_STEADY_JOBS 10000
+#define NVL_STEADY_LOAD 1.05
+
+static char nvl_group[] = "w";
+
+static void nvl72_workload(struct drv_sim_workload *w, uint64_t seed, int32_t njobs, double load)
+{
+	static const int trays[] = { 1, 2, 4, 8, 9, 16, 18 };
+	static const double share[] = { 1, 1, 2, 2, 2, 2, 4 };
+	struct drv_rng r;
+	double work = 0, t = 0, gap;
+	int32_t i, tenant = drv_sim_tenant(w, "nvl72");
+	char name[24];
+
+	drv_rng_seed(&r, seed);
+	DRV_GROW(w->jobs, (size_t)njobs, w->cap);
+	for (i = 0; i < njobs; i++) {
+		struct drv_sim_job *sj = &w->jobs[w->njobs++];
+		struct drv_job *j = &sj->job;
+		double u = drv_rng_unit(&r) * 14, acc = 0;
+		int k;
+		for (k = 0; k < 6 && u > acc + share[k]; k++)
+			acc += share[k];
+		memset(sj, 0, sizeof(*sj));
+		sj->pclass = -1;
+		sj->tenant = tenant;
+		snprintf(name, sizeof(name), "nvl%d", i + 1);
+		j->name = drv_strdup(name);
+		j->id = (uint64_t)i + 1;
+		j->tenant = w->tenants[tenant];
+		/* the workload's own groups (names static), as its readers make them */
+		j->groups = drv_calloc(1, sizeof(*j->groups));
+		j->ngroups = 1;
+		j->groups[0].name = nvl_group;
+		j->groups[0].model = -1;
+		j->groups[0].count = trays[k];
+		j->groups[0].gpus = NVL_GPUS;
+		drv_job_set_topology(j, DRV_TOPO_REQUIRED, "nvlink-domain");
+		sj->duration = (int64_t)llround(drv_rng_exp(&r, 3600));
+		if (sj->duration < 1)
+			sj->duration = 1;
+		j->runtime_estimate = sj->duration;
+		work += (double)sj->duration * trays[k] * NVL_GPUS;
+	}
+	/* arrivals: mean gap so that the offered load is exactly load */
+	gap = work / (load * NVL_RACKS * NVL_TRAYS * NVL_GPUS) / njobs;
+	for (i = 0; i < njobs; i++) {
+		w->jobs[i].job.submit_time = (int64_t)floor(t);
+		t += drv_rng_exp(&r, gap);
+	}
+}
+
+struct nvl_steady {
+	struct drv_sim_packing pk;
+	int64_t jobs;
+	double load;
+};
+
+static int nvl72_steady(enum drv_place_strategy strat, uint64_t seed, int32_t njobs, double load,
+			struct nvl_steady *out)
+{
+	struct drv_cluster c;
+	struct drv_sim_workload w;
+	struct drv_sim_result r;
+	struct drv_sched_policy pol;
+	struct drv_sim_opts o;
+	int rc;
+
+	build_nvl72(&c);
+	drv_sim_workload_init(&w);
+	drv_sim_result_init(&r);
+	nvl72_workload(&w, seed, njobs, load);
+	drv_sched_policy_default(&pol);
+	pol.place = strat;
+	memset(&o, 0, sizeof(o));
+	o.policy = &pol;
+	o.seed = seed;
+	rc = drv_sim_run(&c, &w, &o, &r);
+	if (rc == 0)
+		rc = drv_sim_packing_loss(&c, &w, &r, w.jobs[njobs / 10].job.submit_time,
+					  w.jobs[njobs - 1].job.submit_time, &out->pk);
+	out->jobs = njobs;
+	out->load = load;
+	drv_sim_result_release(&r);
+	drv_sim_workload_release(&w);
+	drv_cluster_release(&c);
+	return rc;
+}
+
 /* "nvl72": the mean over rounds fills of the share of GPUs lost. */
-static json_t *nvl72_report(enum drv_place_strategy strat, int rounds)
+static json_t *nvl72_report(enum drv_place_strategy strat, int rounds, uint64_t seed)
 {
 	json_t *o = json_object();
+	struct nvl_steady st;
 	long lost = 0;
 	int i;
 	for (i = 0; i < rounds; i++)
@@ -464,6 +571,20 @@ static json_t *nvl72_report(enum drv_place_strategy strat, int rounds)
 	json_object_set_new(o, "rounds", json_integer(rounds));
 	json_object_set_new(o, "gpus_lost_share",
 			    json_real((double)lost / ((double)rounds * NVL_RACKS * NVL_TRAYS * NVL_GPUS)));
+	if (nvl72_steady(strat, seed, NVL_STEADY_JOBS, NVL_STEADY_LOAD, &st) != 0) {
+		fprintf(stderr, "bench place: the NVL72 steady-state run failed\n");
+		return o;
+	}
+	json_object_set_new(o, "steady_jobs", json_integer(st.jobs));
+	json_object_set_new(o, "steady_load", json_real(st.load));
+	json_object_set_new(o, "steady_events", json_integer(st.pk.events));
+	json_object_set_new(o, "steady_alloc", json_real(st.pk.alloc_gpu_s / st.pk.gpu_s));
+	json_object_set_new(o, "steady_idle_waiting_share",
+			    json_real(st.pk.idle_wait_gpu_s / st.pk.gpu_s));
+	json_object_set_new(o, "steady_gpus_lost_share", json_real(st.pk.lost_gpu_s / st.pk.gpu_s));
+	json_object_set_new(o, "steady_repack_lost_share",
+			    json_real(st.pk.repack_lost_gpu_s / st.pk.gpu_s));
+	json_object_set_new(o, "steady_repack_undecided", json_integer(st.pk.repack_undecided));
 	return o;
 }
 
@@ -675,7 +796,7 @@ int drv_bench_place(int argc, char **argv)
 		}
 		json_object_set_new(root, "results", arr);
 		rng = seed;
-		json_object_set_new(root, "nvl72", nvl72_report(strat, 100));
+		json_object_set_new(root, "nvl72", nvl72_report(strat, 100, seed));
 	}
 	txt = json_dumps(root, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8) |
 				       (json ? 0 : JSON_INDENT(2)));

@@ -92,7 +92,16 @@ assert r[0]["large_p99_us"] is None and r[2]["large_p99_us"] is not None
 for x in r:
     assert x["leaf_kept_share"] == 1.0, x
 n = json.load(open("b.json"))["nvl72"]
-assert set(n) == {"gpus", "rounds", "gpus_lost_share"} and n["gpus"] == 288, n
+assert set(n) == {"gpus", "rounds", "gpus_lost_share", "steady_jobs", "steady_load",
+                  "steady_events", "steady_alloc", "steady_idle_waiting_share",
+                  "steady_gpus_lost_share", "steady_repack_lost_share",
+                  "steady_repack_undecided"} and n["gpus"] == 288, n
 assert 0 <= n["gpus_lost_share"] <= 1, n
+# the steady state: many thousands of events, a busy cluster, and the
+# shares nested as defined (repack-recoverable within lost within idle)
+assert n["steady_jobs"] == 10000 and n["steady_events"] > 10000, n
+assert 0.9 < n["steady_alloc"] <= 1, n
+assert 0 <= n["steady_repack_lost_share"] <= n["steady_gpus_lost_share"] <= n["steady_idle_waiting_share"] <= 1, n
+assert n["steady_repack_lost_share"] <= 0.01 and n["steady_repack_undecided"] == 0, n
 PY
 echo "core_place: ok"
