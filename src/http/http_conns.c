@@ -143,8 +143,12 @@ static void time_for(struct drv_http_server *s, struct conn *c, unsigned secs)
 		s->timed->prev = c;
 	s->timed = c;
 	c->timed = true;
-	if (atomic_fetch_add(&s->ntimed, 1) == 0 && s->waiter_started)
-		http_wait_poke(s);   /* it may sleep a minute: now it must look each second */
+	/* it may sleep a minute: now it must look each second. Only then:
+	 * with agents syncing, the count goes 0 -> 1 with most requests, and
+	 * a poke each was a waiter thread's wake-up per request */
+	if (atomic_fetch_add(&s->ntimed, 1) == 0 && s->waiter_started &&
+	    atomic_load(&s->sleeps_to) > c->deadline_ms - (int64_t)secs * 1000 + 1000)
+		http_wait_poke(s);
 }
 
 enum MHD_Result http_conns_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)

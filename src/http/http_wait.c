@@ -374,7 +374,7 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 	struct drv_http_req *r;
 	int64_t now = drv_mono_ms();
 	struct woken w;
-	uint64_t resumed = 0;
+	size_t resumed = 0;
 
 	take_woken(s, &w);
 	if (stopping || w.all) {
@@ -395,6 +395,9 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 		 * a wake between points (a poke, a hang-up) serves none */
 		visit_due(s, 0, now / DRV_HTTP_DEADLINE_ROUND_MS * DRV_HTTP_DEADLINE_ROUND_MS);
 	}
+	/* first every reply of the round, then the resumes back to back:
+	 * resumed one by one between replies, an event thread woken by the
+	 * first walked its suspended list again for each later one */
 	for (size_t k = 0; k < s->nvisit; k++) {
 		r = s->visit_v[k];
 		/* its key may change while it is looked at (drv_http_wait_on) */
@@ -406,9 +409,10 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 		parked_del(s, r);
 		if (r->sock >= 0)
 			epoll_ctl(s->epfd, EPOLL_CTL_DEL, r->sock, NULL);
-		MHD_resume_connection(r->conn);
-		resumed++;
+		s->visit_v[resumed++] = r;
 	}
+	for (size_t k = 0; k < resumed; k++)
+		MHD_resume_connection(s->visit_v[k]->conn);
 	if (resumed) {
 		atomic_fetch_add(&s->resume_rounds, 1);
 		atomic_fetch_add(&s->resumed, resumed);
@@ -441,13 +445,11 @@ static void collect(struct drv_http_server *s, int64_t next)
 {
 	struct epoll_event evs[64];
 	int64_t now = drv_mono_ms();
-	/* connections with a deadline are looked at about once a second */
-	int64_t most = http_conns_timed(s) ? 1000 : 60000;
 	int64_t left;
 	int n;
 
 	next = deadline_round(next);
-	left = next == INT64_MAX ? most : DRV_MIN(DRV_MAX(0, next - now), most);
+	left = next == INT64_MAX ? 60000 : DRV_MIN(DRV_MAX(0, next - now), 60000);
 
 	/* under inmu, so a request parked from now on sees when we wake */
 	pthread_mutex_lock(&s->inmu);
@@ -455,6 +457,13 @@ static void collect(struct drv_http_server *s, int64_t next)
 		left = 0;
 	atomic_store(&s->sleeps_to, now + left);
 	pthread_mutex_unlock(&s->inmu);
+	/* connections with a deadline are looked at about once a second.
+	 * Read after the store above: a connection timed from now on either
+	 * is counted here or sees the long sleep and pokes (time_for) */
+	if (left > 1000 && http_conns_timed(s)) {
+		left = 1000;
+		atomic_store(&s->sleeps_to, now + left);
+	}
 	n = epoll_wait(s->epfd, evs, 64, (int)left);
 
 	for (int i = 0; i < n; i++) {

@@ -7,8 +7,11 @@
  * sched_dirty; the loop runs one pass sched_delay_ms after the first such
  * change, so a burst of 10,000 submits costs a handful of passes, and
  * never sooner after the last pass than that pass took (passes hold the
- * big lock at most half the time). A pass also runs every 5 s while jobs
- * wait (reservations, aging).
+ * big lock at most half the time). A change that comes after a quiet
+ * spell (no pass for sched_delay_ms) is passed at once: it has no burst to
+ * wait for, and a lone submit should not wait out a window nobody shares;
+ * what follows it within the window is batched as before. A pass also
+ * runs every 5 s while jobs wait (reservations, aging).
  *
  * Decisions are applied in memory, flushed to the store, and only then
  * announced to agents (node versions bumped): written before acted on.
@@ -177,6 +180,16 @@ static int64_t idem_purge_every_ms(const struct drv_server *s)
 	return DRV_MAX(1000, DRV_MIN(600000, s->cfg.idempotency_ttl_s * 100));
 }
 
+/* When the pending change is passed (see the top of this file). */
+static int64_t pass_due_ms(const struct drv_server *s)
+{
+	int64_t at = s->dirty_since_ms;
+
+	if (at < s->last_pass_end_ms + s->cfg.sched_delay_ms)
+		at += s->cfg.sched_delay_ms;   /* passes are recent: a burst */
+	return DRV_MAX(at, s->last_pass_end_ms + s->last_pass_ms);
+}
+
 void *srv_loop_main(void *arg)
 {
 	struct drv_server *s = arg;
@@ -190,8 +203,7 @@ void *srv_loop_main(void *arg)
 		/* at least as long between passes as the last one took: a pass
 		 * holds s->mu, and during a storm of changes (12,500 agents
 		 * registering) back-to-back passes would starve every handler */
-		if (s->sched_dirty && now >= s->dirty_since_ms + s->cfg.sched_delay_ms &&
-		    now >= s->last_pass_end_ms + s->last_pass_ms) {
+		if (s->sched_dirty && now >= pass_due_ms(s)) {
 			run_pass(s);
 			s->last_periodic_pass_ms = now;
 		} else if (!s->sched_dirty && drv_sched_pending_count(s->sched) > 0 &&
@@ -218,8 +230,7 @@ void *srv_loop_main(void *arg)
 		if (srv_flush(s) == 0 && s->nannounce)
 			announce(s);
 		if (s->sched_dirty)
-			wake = DRV_MIN(wake, DRV_MAX(s->dirty_since_ms + s->cfg.sched_delay_ms,
-						     s->last_pass_end_ms + s->last_pass_ms));
+			wake = DRV_MIN(wake, pass_due_ms(s));
 		now = drv_mono_ms();
 		if (wake > now) {
 			ts = drv_realtime_after_ms(wake - now);
