@@ -28,6 +28,9 @@
  *                            drover_agent_heartbeats_total (/metrics)
  *   submit_to_running_p99_ms from sending a submit to its job's transition
  *                            to running arriving on GET /v1/watch (p50 too)
+ *   legs_ms                  p50 and p99 of its legs: the submit answered,
+ *                            sent to seen scheduled on the watch, seen
+ *                            scheduled to seen running
  *   cpu_percent              the server's CPU time (utime + stime of
  *                            /proc/PID/stat) over the window, 100 = a core
  *   rss_mb                   the server's VmRSS at most (sampled 4 a second)
@@ -715,23 +718,30 @@ struct stream {
 	const struct opts *o;
 	pthread_mutex_t mu;
 	long long *ids;
-	double *sent, *ran;          /* per submit: when sent, when seen running (0) */
+	double *sent, *acked;        /* per submit: when sent, when answered */
+	double *sched, *ran;         /* when seen scheduled, running (0: not yet) */
 	size_t n, cap;
-	long long *seen;             /* jobs seen going to running, in order */
+	long long *seen;             /* jobs seen going to scheduled or running, in order */
 	double *seen_at;             /* when */
+	bool *seen_run;              /* to running (else to scheduled) */
 	size_t nseen, seencap;
 	long failed;
 	volatile int stop_submit, stop_watch;
 };
 
-/* Each submit's time running, from the watch's sightings: a job may be
- * seen running before its submit's answer is read. Caller locks. */
+/* Each submit's times scheduled and running, from the watch's sightings:
+ * a job may be seen before its submit's answer is read. Caller locks. */
 static void match(struct stream *st)
 {
 	for (size_t i = 0; i < st->n; i++)
-		for (size_t k = 0; !st->ran[i] && k < st->nseen; k++)
-			if (st->seen[k] == st->ids[i])
+		for (size_t k = 0; !st->ran[i] && k < st->nseen; k++) {
+			if (st->seen[k] != st->ids[i])
+				continue;
+			if (st->seen_run[k])
 				st->ran[i] = st->seen_at[k];
+			else if (!st->sched[i])
+				st->sched[i] = st->seen_at[k];
+		}
 }
 
 static void *watcher(void *p)
@@ -764,14 +774,17 @@ static void *watcher(void *p)
 		json_array_foreach(json_object_get(r.json, "items"), i, e) {
 			const char *to = json_string_value(json_object_get(e, "to"));
 
-			if (!to || strcmp(to, "running"))
+			if (!to || (strcmp(to, "running") && strcmp(to, "scheduled")))
 				continue;
 			if (st->nseen == st->seencap) {
 				DRV_GROW(st->seen, st->nseen + 1, st->seencap);
 				st->seen_at = drv_realloc(st->seen_at,
 							  st->seencap * sizeof(*st->seen_at));
+				st->seen_run = drv_realloc(st->seen_run,
+							   st->seencap * sizeof(*st->seen_run));
 			}
 			st->seen[st->nseen] = drv_json_int(e, "job", 0);
+			st->seen_run[st->nseen] = strcmp(to, "running") == 0;
 			st->seen_at[st->nseen++] = t;
 		}
 		pthread_mutex_unlock(&st->mu);
@@ -795,7 +808,7 @@ static void *submitter(void *p)
 		bodies[g] = pod("stream", 1 << g, NULL);
 	for (long i = 0; !st->stop_submit; i++) {
 		struct drv_client_reply r;
-		double sent, wait;
+		double sent, acked, wait;
 		long long id;
 
 		next += 1.0 / st->o->rate;
@@ -803,14 +816,19 @@ static void *submitter(void *p)
 		if (call(c, "POST", "/v1/jobs", "application/yaml", bodies[i % 4], 30000, &r) < 0) {
 			st->failed++;
 		} else {
+			acked = drv_mono_s();
 			id = drv_json_int(r.json, "id", 0);
 			drv_client_reply_release(&r);
 			pthread_mutex_lock(&st->mu);
 			DRV_GROW(st->ids, st->n + 1, st->cap);
 			st->sent = drv_realloc(st->sent, st->cap * sizeof(*st->sent));
+			st->acked = drv_realloc(st->acked, st->cap * sizeof(*st->acked));
+			st->sched = drv_realloc(st->sched, st->cap * sizeof(*st->sched));
 			st->ran = drv_realloc(st->ran, st->cap * sizeof(*st->ran));
 			st->ids[st->n] = id;
 			st->sent[st->n] = sent;
+			st->acked[st->n] = acked;
+			st->sched[st->n] = 0;
 			st->ran[st->n++] = 0;
 			pthread_mutex_unlock(&st->mu);
 		}
@@ -939,7 +957,25 @@ struct window {
 	size_t submits, ran;
 	long failed;
 	double p50, p99, max;
+	/* where the time went, p50 and p99 of each leg: the submit's answer,
+	 * sent to seen scheduled, seen scheduled to seen running */
+	double ack[2], to_sched[2], sched_run[2];
 };
+
+/* p50 and p99 of to[i] - from[i] in ms over the submits that have both. */
+static void leg(const double *from, const double *to, size_t n, double out[2])
+{
+	double *v = drv_calloc(n + 1, sizeof(*v));
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (from[i] > 0 && to[i] > 0)
+			v[m++] = (to[i] - from[i]) * 1000.0;
+	qsort(v, m, sizeof(*v), cmp_double);
+	out[0] = pct(v, m, 0.50);
+	out[1] = pct(v, m, 0.99);
+	drv_free(v);
+}
 
 static void measure(struct run *R, struct drv_client *c, struct window *w)
 {
@@ -999,12 +1035,18 @@ static void measure(struct run *R, struct drv_client *c, struct window *w)
 	w->p50 = pct(lat, w->ran, 0.50);
 	w->p99 = pct(lat, w->ran, 0.99);
 	w->max = w->ran ? lat[w->ran - 1] : 0;
+	leg(st.sent, st.acked, st.n, w->ack);
+	leg(st.sent, st.sched, st.n, w->to_sched);
+	leg(st.sched, st.ran, st.n, w->sched_run);
 	drv_free(lat);
 	drv_free(st.ids);
 	drv_free(st.sent);
+	drv_free(st.acked);
+	drv_free(st.sched);
 	drv_free(st.ran);
 	drv_free(st.seen);
 	drv_free(st.seen_at);
+	drv_free(st.seen_run);
 	pthread_mutex_destroy(&st.mu);
 }
 
@@ -1045,7 +1087,11 @@ static bool print_result(const struct run *R, const struct window *w, const stru
 	       "\"heartbeats_per_s\":%.1f,\"heartbeats_expected_per_s\":%.1f,"
 	       "\"submit_rate\":%d,\"submits\":%zu,\"failed_submits\":%ld,\"ran\":%zu,"
 	       "\"submit_to_running_p50_ms\":%.1f,\"submit_to_running_p99_ms\":%.1f,"
-	       "\"submit_to_running_max_ms\":%.1f,\"cpu_percent\":%.1f,\"rss_mb\":%.1f,"
+	       "\"submit_to_running_max_ms\":%.1f,"
+	       "\"legs_ms\":{\"answered_p50\":%.1f,\"answered_p99\":%.1f,"
+	       "\"scheduled_p50\":%.1f,\"scheduled_p99\":%.1f,"
+	       "\"scheduled_to_running_p50\":%.1f,\"scheduled_to_running_p99\":%.1f},"
+	       "\"cpu_percent\":%.1f,\"rss_mb\":%.1f,"
 	       "\"server\":{\"threads_max\":%ld,\"fds_max\":%ld,\"passes\":%.0f,"
 	       "\"pass_mean_ms\":%.1f},"
 	       "\"agents_side\":{\"registered\":%ld,\"syncs\":%ld,\"tasks_started\":%ld,"
@@ -1055,7 +1101,8 @@ static bool print_result(const struct run *R, const struct window *w, const stru
 	       R->o.agents, R->o.gpus, (long long)R->o.agents * R->o.gpus, R->spines, R->leaves,
 	       R->o.agents, R->o.procs, R->o.addrs, R->register_s, pending, w->seconds, hb_s,
 	       R->o.agents / 5.0, R->o.rate, w->submits, w->failed, w->ran, w->p50, w->p99,
-	       w->max, cpu, rss, R->max.threads, R->max.fds, w->passes,
+	       w->max, w->ack[0], w->ack[1], w->to_sched[0], w->to_sched[1], w->sched_run[0],
+	       w->sched_run[1], cpu, rss, R->max.threads, R->max.fds, w->passes,
 	       w->passes > 0 ? 1000.0 * w->pass_s / w->passes : 0.0, t->registered, t->syncs,
 	       t->started, t->ended, t->gone, t->errors, pass ? "true" : "false");
 	return ok;
