@@ -28,12 +28,15 @@ assert a["tasks_started"] >= b["submits"] and a["tasks_ended"] > 0, a
 assert b["pending"] == 300, b
 assert b["submit_to_running_p50_ms"] <= b["submit_to_running_p99_ms"], b
 assert 0 < b["rss_mb"] < 1024, b
-# the legs: every submit is answered, seen scheduled, then seen running,
-# so no leg's percentile is above the whole path's
+# the legs: each submit is sent, then seen scheduled, then seen running
+# (one watch stream, in order), so neither leg of that path is above the
+# whole path's; its answer may be read before or after it is seen
+# scheduled, so the answer's leg is only checked for being there
 l = b["legs_ms"]
 for k in ("answered", "scheduled", "scheduled_to_running"):
     assert 0 < l[k + "_p50"] <= l[k + "_p99"], (k, l)
+for k in ("scheduled", "scheduled_to_running"):
     assert l[k + "_p99"] <= b["submit_to_running_max_ms"] + 0.1, (k, l, b)
-assert l["answered_p50"] <= l["scheduled_p50"] <= b["submit_to_running_p50_ms"], (l, b)
+assert l["scheduled_p50"] <= b["submit_to_running_p50_ms"] + 0.1, (l, b)
 PY
 echo "ok: 200 simulated agents heartbeat, streamed jobs run, 300 stay pending"
