@@ -790,7 +790,11 @@ Test(http, deadlines_due_together_are_served_in_few_rounds)
 	enum { N = 40 };
 	int fds[N];
 	uint64_t rounds0, resumed0, rounds, resumed;
-	int64_t first = drv_mono_ms() + 300;
+	int started0 = atomic_load(&waits_started);
+	/* far enough ahead that all N are parked before the first is due on
+	 * a loaded machine: one parked after its deadline is answered when
+	 * it is adopted, in a round of its own */
+	int64_t first = drv_mono_ms() + 1500;
 
 	drv_http_server_set_client_limit(srv, N + 64);
 	drv_http_server_wait_stats(srv, &rounds0, &resumed0);
@@ -801,6 +805,9 @@ Test(http, deadlines_due_together_are_served_in_few_rounds)
 			 (long long)(first + i / 2));
 		fds[i] = connect_and_ask(drv_http_server_port(srv), req);
 	}
+	wait_for(&waits_started, started0 + N, 10000);
+	cr_assert(lt(i64, drv_mono_ms(), first),
+		  "the %d requests reached their handler only after the first deadline", N);
 	for (int i = 0; i < N; i++) {
 		expect_reply(fds[i], "timed out");
 		cr_assert(ge(i64, drv_mono_ms(), first + i / 2));
