@@ -636,25 +636,32 @@ static inline void cap_inputs(struct cap_walk *w, const int64_t *v, size_t n)
 	w->pos += n * sizeof(*v);
 }
 
+/* Whether the walk must go on: a copy takes everything, a comparison
+ * stops at the first difference. */
+static inline bool cap_more(const struct cap_walk *w)
+{
+	return w->out || w->same;
+}
+
 /* Every field of the cluster that drv_capacity_build reads, in order. */
 static void capacity_inputs(const struct drv_cluster *c, struct cap_walk *w)
 {
 	int64_t head[3] = { c->nnodes, c->npools, c->nvertices };
 
 	cap_inputs(w, head, 3);
-	for (int32_t i = 0; i < c->nnodes && w->same; i++) {
+	for (int32_t i = 0; i < c->nnodes && cap_more(w); i++) {
 		const struct drv_node *n = &c->nodes[i];
 		int64_t v[7] = { n->pool, n->model, n->ngpus, n->cpu_milli, n->mem_mib, n->state,
 				 n->vertex };
 
 		cap_inputs(w, v, 7);
 	}
-	for (int32_t i = 0; i < c->nvertices && w->same; i++) {
+	for (int32_t i = 0; i < c->nvertices && cap_more(w); i++) {
 		int64_t v[2] = { c->vertices[i].parent, c->vertices[i].level };
 
 		cap_inputs(w, v, 2);
 	}
-	for (int32_t p = 0; p < c->npools && w->same; p++) {
+	for (int32_t p = 0; p < c->npools && cap_more(w); p++) {
 		int64_t v[2] = { c->pools[p].elastic, c->pools[p].max_nodes };
 
 		cap_inputs(w, v, 2);
