@@ -385,6 +385,7 @@ struct drv_server {
 	struct drv_sched *sched;
 	struct drv_capacity *capacity; /* submit-time refusal (srv_capacity_refresh) */
 	struct drv_dynbuf cap_inputs;  /* what it was built from */
+	uint64_t capacity_builds;      /* times it was (re)built */
 	struct drv_sched_decisions dec;
 	int32_t default_leaf_vertex;
 	int32_t default_pool_index;

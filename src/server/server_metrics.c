@@ -208,6 +208,10 @@ static void counters(struct drv_server *s, struct drv_prom *w)
 			(double)s->passes);
 	drv_prom_metric(w, "drover_preemptions_total", "counter", "Jobs preempted.", NULL,
 			(double)s->preemptions);
+	drv_prom_metric(w, "drover_capacity_builds_total", "counter",
+			"Builds of the tables that tell a job that can never run; one per change "
+			"of the cluster's nodes, pools or topology seen by a submit.", NULL,
+			(double)s->capacity_builds);
 	drv_prom_family(w, "drover_job_transitions_total", "counter",
 			"Job state transitions by new state.");
 	for (int k = 0; k < J_NSTATES; k++)

@@ -689,6 +689,7 @@ void srv_capacity_refresh(struct drv_server *s)
 	if (!s->capacity)
 		s->capacity = drv_capacity_new();
 	drv_capacity_build(s->capacity, &s->cluster, NULL, NULL);
+	s->capacity_builds++;
 	drv_dynbuf_release(&s->cap_inputs);
 	s->cap_inputs = in;
 }
