@@ -628,7 +628,8 @@ static inline void cap_inputs(struct cap_walk *w, const int64_t *v, size_t n)
 		int64_t was;
 
 		memcpy(&was, w->old->buf + w->pos + k * sizeof(was), sizeof(was));
-		w->same = w->same && was == v[k];
+		if (was != v[k])
+			w->same = false;
 	}
 	w->pos += n * sizeof(*v);
 }
