@@ -628,8 +628,7 @@ static inline void cap_inputs(struct cap_walk *w, const int64_t *v, size_t n)
 		int64_t was;
 
 		memcpy(&was, w->old->buf + w->pos + k * sizeof(was), sizeof(was));
-		if (was != v[k])
-			w->same = false;
+		w->same = w->same && was == v[k];
 	}
 	w->pos += n * sizeof(*v);
 }
