@@ -616,6 +616,8 @@ struct cap_walk {
 /* n inputs at once (inlined: n is a constant at each call). */
 static inline void cap_inputs(struct cap_walk *w, const int64_t *v, size_t n)
 {
+	const char *o = w->old ? w->old->buf + w->pos : NULL;
+
 	if (w->out) {
 		drv_dynbuf_add(w->out, v, n * sizeof(*v));
 		return;
@@ -627,8 +629,9 @@ static inline void cap_inputs(struct cap_walk *w, const int64_t *v, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		int64_t was;
 
-		memcpy(&was, w->old->buf + w->pos + k * sizeof(was), sizeof(was));
-		w->same = w->same && was == v[k];
+		memcpy(&was, o + k * sizeof(was), sizeof(was));
+		if (was != v[k])
+			w->same = false;
 	}
 	w->pos += n * sizeof(*v);
 }
