@@ -25,8 +25,10 @@ O=$TEST_TMP/out
 start_line="echo \"\$DROVER_JOB_ID \$DROVER_TASK_ID \$DROVER_EPOCH \$DROVER_NODE\" >>$O/starts"
 # leaves at SIGTERM, saying so
 polite=$(submit_job polite 30 "$start_line; trap 'echo \"\$DROVER_JOB_ID \$DROVER_EPOCH\" >>$O/polite-term; exit 143' TERM; while :; do sleep 0.1; done")
-# notes SIGTERM and goes on, writing the time every 0.1 s until SIGKILL
-stubborn=$(submit_job stubborn 2 "$start_line; trap 'date +%s.%N >$O/stubborn-term-\$DROVER_EPOCH' TERM; while :; do date +%s.%N >$O/stubborn-alive-\$DROVER_EPOCH; sleep 0.1; done")
+# notes SIGTERM and goes on, writing the time every 0.1 s until SIGKILL;
+# each time by rename, so that a SIGKILL between the shell's truncation and
+# date's write cannot leave the file empty
+stubborn=$(submit_job stubborn 2 "$start_line; trap 'date +%s.%N >$O/stubborn-term-\$DROVER_EPOCH' TERM; while :; do date +%s.%N >$O/alive.tmp && mv -f $O/alive.tmp $O/stubborn-alive-\$DROVER_EPOCH; sleep 0.1; done")
 wait_job "$polite" running 30
 wait_job "$stubborn" running 30
 wait_until 10 sh -c "[ \$(cat $O/starts 2>/dev/null | wc -l) -eq 2 ]" || fail "the tasks did not start"
