@@ -324,9 +324,13 @@ static void run(const struct wl *w, const struct stream *s, enum drv_place_strat
 	double t0;
 	size_t i;
 	int k = 0;
+	bool dbg = getenv("DROVER_BENCH_DEBUG") != NULL;
+	char *whole_node = NULL; /* (debug) nodes whose GPUs one pod took, all of them */
 
 	w->build(&c);
 	total = total_milli(&c);
+	if (dbg)
+		whole_node = drv_calloc((size_t)c.nnodes, 1);
 	drv_place_mix_init(&mix, half_life);
 	o.mix = &mix;
 	drv_placement_init(&pl);
@@ -348,10 +352,13 @@ static void run(const struct wl *w, const struct stream *s, enum drv_place_strat
 		g->mem_mib = p->mem;
 		j.id = i + 1;
 		drv_place_mix_observe(&mix, &j);
-		if (drv_place_commit(&c, &j, &o, &pl, NULL, 0) == 0)
+		if (drv_place_commit(&c, &j, &o, &pl, NULL, 0) == 0) {
 			used += pod_milli(p);
+			if (whole_node && p->gpus > 0 && p->gpus == c.nodes[pl.tasks[0].node].ngpus)
+				whole_node[pl.tasks[0].node] = 1;
+		}
 	}
-	if (getenv("DROVER_BENCH_DEBUG")) {
+	if (dbg) {
 		/* where the free capacity is left: GPUs by free milli, nodes by free CPU */
 		int64_t hist[6] = { 0 }, cpu0 = 0, strand = 0;
 		int32_t ni, k2;
@@ -371,7 +378,35 @@ static void run(const struct wl *w, const struct stream *s, enum drv_place_strat
 			drv_place_strategy_name(strat), (long long)hist[0], (long long)hist[1],
 			(long long)hist[2], (long long)hist[3], (long long)hist[4], (long long)cpu0,
 			(long long)strand);
+		/* the GPU nodes no pod took whole: the share of their GPUs and CPU
+		 * in use, and the cores per GPU of what they hold (with fewer CPU
+		 * per GPU than that, the CPU bounds the GPUs they can use) */
+		{
+			int64_t wn = 0, on = 0, og = 0, ou = 0, oc = 0, ocu = 0;
+			for (ni = 0; ni < c.nnodes; ni++) {
+				const struct drv_node *n = &c.nodes[ni];
+				if (n->ngpus == 0)
+					continue;
+				if (whole_node[ni]) {
+					wn++;
+					continue;
+				}
+				on++;
+				og += (int64_t)n->ngpus * DRV_MILLI;
+				for (k2 = 0; k2 < n->ngpus; k2++)
+					ou += n->gpu_milli_used[k2];
+				oc += n->cpu_milli;
+				ocu += n->cpu_used;
+			}
+			if (on > 0 && ou > 0)
+				fprintf(stderr, "    GPU nodes one pod took whole: %lld; the other %lld: "
+					"GPUs used %.4f, CPU used %.4f, cores per GPU used %.2f "
+					"(the nodes have %.2f)\n", (long long)wn, (long long)on,
+					(double)ou / (double)og, (double)ocu / (double)oc,
+					(double)ocu / (double)ou, (double)oc / (double)og);
+		}
 	}
+	free(whole_node);
 	if (drv_cluster_check(&c))
 		fprintf(stderr, "bench pack: aggregates drifted (%s, %s)\n", w->name,
 			drv_place_strategy_name(strat));
