@@ -616,8 +616,6 @@ struct cap_walk {
 /* n inputs at once (inlined: n is a constant at each call). */
 static inline void cap_inputs(struct cap_walk *w, const int64_t *v, size_t n)
 {
-	const char *o = w->old ? w->old->buf + w->pos : NULL;
-
 	if (w->out) {
 		drv_dynbuf_add(w->out, v, n * sizeof(*v));
 		return;
@@ -629,7 +627,7 @@ static inline void cap_inputs(struct cap_walk *w, const int64_t *v, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		int64_t was;
 
-		memcpy(&was, o + k * sizeof(was), sizeof(was));
+		memcpy(&was, w->old->buf + w->pos + k * sizeof(was), sizeof(was));
 		if (was != v[k])
 			w->same = false;
 	}
