@@ -411,12 +411,15 @@ static int64_t scan(struct drv_http_server *s, bool stopping)
 			epoll_ctl(s->epfd, EPOLL_CTL_DEL, r->sock, NULL);
 		s->visit_v[resumed++] = r;
 	}
-	for (size_t k = 0; k < resumed; k++)
-		MHD_resume_connection(s->visit_v[k]->conn);
+	/* counted before the resumes: once a connection is resumed its reply
+	 * may reach the client before this thread runs again, and the stats
+	 * must not be behind what a client has seen */
 	if (resumed) {
 		atomic_fetch_add(&s->resume_rounds, 1);
 		atomic_fetch_add(&s->resumed, resumed);
 	}
+	for (size_t k = 0; k < resumed; k++)
+		MHD_resume_connection(s->visit_v[k]->conn);
 	s->nvisit = 0;
 	s->visits++;
 	s->last_gen = w.gen;
