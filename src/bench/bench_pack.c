@@ -310,6 +310,38 @@ static void generate(const struct wl *w, uint64_t seed, const struct drv_cluster
 	}
 }
 
+/*
+ * (debug) The GPU nodes no pod took whole (whole_node[i] set): the share
+ * of their GPUs and CPU in use, and the cores per GPU of what they hold
+ * (with fewer CPU per GPU than that, the CPU bounds the GPUs they can use).
+ */
+static void report_whole_nodes(const struct drv_cluster *c, const char *whole_node)
+{
+	int64_t wn = 0, on = 0, og = 0, ou = 0, oc = 0, ocu = 0;
+
+	for (int32_t ni = 0; ni < c->nnodes; ni++) {
+		const struct drv_node *n = &c->nodes[ni];
+		if (n->ngpus == 0)
+			continue;
+		if (whole_node[ni]) {
+			wn++;
+			continue;
+		}
+		on++;
+		og += (int64_t)n->ngpus * DRV_MILLI;
+		for (int32_t k = 0; k < n->ngpus; k++)
+			ou += n->gpu_milli_used[k];
+		oc += n->cpu_milli;
+		ocu += n->cpu_used;
+	}
+	if (on > 0 && ou > 0)
+		fprintf(stderr, "    GPU nodes one pod took whole: %lld; the other %lld: "
+			"GPUs used %.4f, CPU used %.4f, cores per GPU used %.2f "
+			"(the nodes have %.2f)\n", (long long)wn, (long long)on,
+			(double)ou / (double)og, (double)ocu / (double)oc,
+			(double)ocu / (double)ou, (double)oc / (double)og);
+}
+
 /* One strategy over one stream: alloc and ms at each level, added in. */
 static void run(const struct wl *w, const struct stream *s, enum drv_place_strategy strat,
 		int32_t half_life, double *alloc, double *ms)
@@ -378,33 +410,7 @@ static void run(const struct wl *w, const struct stream *s, enum drv_place_strat
 			drv_place_strategy_name(strat), (long long)hist[0], (long long)hist[1],
 			(long long)hist[2], (long long)hist[3], (long long)hist[4], (long long)cpu0,
 			(long long)strand);
-		/* the GPU nodes no pod took whole: the share of their GPUs and CPU
-		 * in use, and the cores per GPU of what they hold (with fewer CPU
-		 * per GPU than that, the CPU bounds the GPUs they can use) */
-		{
-			int64_t wn = 0, on = 0, og = 0, ou = 0, oc = 0, ocu = 0;
-			for (ni = 0; ni < c.nnodes; ni++) {
-				const struct drv_node *n = &c.nodes[ni];
-				if (n->ngpus == 0)
-					continue;
-				if (whole_node[ni]) {
-					wn++;
-					continue;
-				}
-				on++;
-				og += (int64_t)n->ngpus * DRV_MILLI;
-				for (k2 = 0; k2 < n->ngpus; k2++)
-					ou += n->gpu_milli_used[k2];
-				oc += n->cpu_milli;
-				ocu += n->cpu_used;
-			}
-			if (on > 0 && ou > 0)
-				fprintf(stderr, "    GPU nodes one pod took whole: %lld; the other %lld: "
-					"GPUs used %.4f, CPU used %.4f, cores per GPU used %.2f "
-					"(the nodes have %.2f)\n", (long long)wn, (long long)on,
-					(double)ou / (double)og, (double)ocu / (double)oc,
-					(double)ocu / (double)ou, (double)oc / (double)og);
-		}
+		report_whole_nodes(&c, whole_node);
 	}
 	free(whole_node);
 	if (drv_cluster_check(&c))
