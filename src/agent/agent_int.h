@@ -356,6 +356,12 @@ struct drv_proto_usage *agent_usage_msg(const struct task *t);
 /* The share of GPU g's readings that task t's job has: its gpu_milli over
  * the sum of the running tasks' on g (1 when it is alone). mu held. */
 double agent_gpu_share(const struct drv_agent *a, const struct task *t, int g);
+/* A task's gpu_milli from what the controller or the journal said: a
+ * share below a whole GPU as it is, anything else a whole GPU (1000). */
+static inline int32_t agent_share_milli(long long milli)
+{
+	return milli > 0 && milli < 1000 ? (int32_t)milli : 1000;
+}
 
 /* --- agent_clean.c: task directories removed after --task-retention --- */
 void agent_clean_task_dirs(struct drv_agent *a, int64_t now_ms);  /* mu held */

@@ -5,13 +5,17 @@
  *
  * STATE/journal (mode 0600) holds one line per event:
  *   start TASK_ID EPOCH LAUNCH JOB_ID GRACE_MS DEADLINE_MS STARTED_MS GPUS OUTPUT_MAX
+ *         GPU_MILLI
  *     written and fdatasync'd before the task's shim is started
  *     (DEADLINE_MS: the time limit on CLOCK_MONOTONIC, 0 none; STARTED_MS
  *     the same clock, which is the machine's, not the process's; GPUS
  *     "0,1" or "-"; LAUNCH unique to this launch: the shim's files are
  *     named by "EPOCH-LAUNCH"; OUTPUT_MAX the output cap in bytes,
  *     task_output_max_bytes, 0 none, so an adopted task stays capped; a
- *     line of an older agent without it reads as 0);
+ *     line of an older agent without it reads as 0; GPU_MILLI its share
+ *     of each of its GPUs, 1000 whole, so that an adopted task's metrics
+ *     and usage split a shared GPU as before the restart; a line without
+ *     it reads as 1000 until the controller's list says otherwise);
  *   end TASK_ID EPOCH
  *     once the controller has acknowledged the task's end (not synced:
  *     lost, it costs one more report, which the controller ignores).
@@ -83,10 +87,10 @@ static void start_line(const struct task *t, char *line, size_t n)
 	char gpus[DRV_GPU_MAX * 4 + 2];
 
 	gpus_text(t, gpus, sizeof(gpus));
-	snprintf(line, n, "start %s %lld %lld %s %lld %lld %lld %s %lld\n", t->id,
+	snprintf(line, n, "start %s %lld %lld %s %lld %lld %lld %s %lld %d\n", t->id,
 		 (long long)t->epoch, (long long)t->launch, t->job_id, (long long)t->grace_ms,
 		 (long long)t->deadline_ms, (long long)t->started_ms, gpus,
-		 (long long)t->output_max);
+		 (long long)t->output_max, (int)t->gpu_milli);
 }
 
 static int append(struct drv_agent *a, const char *line, bool sync)
@@ -182,19 +186,19 @@ void agent_journal_end(struct drv_agent *a, struct task *t)
 static struct task *parse_start(struct drv_agent *a, const char *line)
 {
 	char id[64], job[32], gpus[DRV_GPU_MAX * 4 + 2];
-	long long epoch, launch, grace, deadline, started, output_max = 0;
+	long long epoch, launch, grace, deadline, started, output_max = 0, milli = 1000;
 	struct task *t;
 	char *p, *end;
 	int n;
 
 	_Static_assert(sizeof(gpus) == 257 + 1, "the %257s below fills gpus");
-	n = sscanf(line, "start %63s %lld %lld %31s %lld %lld %lld %257s %lld", id, &epoch, &launch,
-		   job, &grace, &deadline, &started, gpus, &output_max);
+	n = sscanf(line, "start %63s %lld %lld %31s %lld %lld %lld %257s %lld %lld", id, &epoch,
+		   &launch, job, &grace, &deadline, &started, gpus, &output_max, &milli);
 	if (n < 8 || !agent_valid_task_id(id))
 		return NULL;
 	t = drv_calloc(1, sizeof(*t));
 	t->use.cpu_us = t->use.mem_max_bytes = -1;
-	t->gpu_milli = 1000;   /* NEEDSWORK: the journal does not keep the share */
+	t->gpu_milli = agent_share_milli(milli);
 	t->proc.pidfd = -1;
 	t->pty_master = -1;   /* a terminal does not outlive the agent that held it */
 	t->proc.exit_code = -1;

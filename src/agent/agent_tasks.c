@@ -94,7 +94,7 @@ static struct task *task_add(struct drv_agent *a, const struct drv_proto_task *j
 	t->pty_master = -1;
 	t->proc.cpu_us = t->proc.mem_peak_bytes = -1;
 	t->use.cpu_us = t->use.mem_max_bytes = -1;
-	t->gpu_milli = j->gpu_milli > 0 && j->gpu_milli < 1000 ? (int32_t)j->gpu_milli : 1000;
+	t->gpu_milli = agent_share_milli(j->gpu_milli);
 	snprintf(t->id, sizeof(t->id), "%s", j->task_id);
 	t->epoch = j->epoch;
 	snprintf(t->job_id, sizeof(t->job_id), "%lld", (long long)j->job_id);
@@ -665,6 +665,8 @@ static void apply_one(struct drv_agent *a, const struct drv_proto_task *j)
 	t = agent_find_task(a, j->task_id, j->epoch);
 	if (t) {
 		t->listed = true;
+		/* the controller's share stands (an older agent's journal had none) */
+		t->gpu_milli = agent_share_milli(j->gpu_milli);
 		signal_task(a, t, j);
 	}
 	if (j->stop) {

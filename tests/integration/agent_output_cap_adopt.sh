@@ -33,7 +33,7 @@ pod_yaml loud 1 "touch $TEST_TMP/out/started; $release_wait; head -c 100000 /dev
 id=$(submit "$TEST_TMP/loud.yaml")
 wait_job "$id" running 60
 wait_until 10 test -e "$TEST_TMP/out/started" || fail "the task did not start"
-grep -q " 4096\$" "$TEST_TMP/agent-node-a/journal" ||
+grep -q " 4096 1000\$" "$TEST_TMP/agent-node-a/journal" ||
 	fail "the journal's start line does not keep the cap: $(cat "$TEST_TMP/agent-node-a/journal")"
 stop_agent node-a KILL
 start_agent node-a
