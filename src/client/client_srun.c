@@ -49,6 +49,7 @@ struct srun {
 	const char *prog;          /* "srun" or "salloc" */
 	long long ntasks, nodes, tpn, cpt, gpt, gpn, het_group;
 	const char *gpu_bind, *output, *error, *input, *export_, *container_image, *jobid;
+	const char *container_mounts, *container_workdir;
 	const char *chdir_, *nodelist;
 	bool label, unbuffered, kill_on_bad_exit, overlap, pty, quiet;
 	/* allocation-only options (outside a job): #SBATCH lines */
@@ -84,7 +85,7 @@ static void add_alloc(struct srun *o, const char *name, const char *val)
 
 enum {
 	OPT_TPN = 256, OPT_GPT, OPT_GPN, OPT_GPU_BIND, OPT_KOBE, OPT_EXPORT, OPT_HET, OPT_IMAGE,
-	OPT_JOBID, OPT_OVERLAP, OPT_PTY, OPT_GRES, OPT_MEM, OPT_EXCLUSIVE, OPT_MPI, OPT_IGNORED,
+	OPT_MOUNTS, OPT_WORKDIR, OPT_JOBID, OPT_OVERLAP, OPT_PTY, OPT_GRES, OPT_MEM, OPT_EXCLUSIVE, OPT_MPI, OPT_IGNORED,
 	OPT_HELP,
 };
 
@@ -106,6 +107,8 @@ static const struct option long_opts[] = {
 	{ "export", required_argument, NULL, OPT_EXPORT },
 	{ "het-group", required_argument, NULL, OPT_HET },
 	{ "container-image", required_argument, NULL, OPT_IMAGE },
+	{ "container-mounts", required_argument, NULL, OPT_MOUNTS },
+	{ "container-workdir", required_argument, NULL, OPT_WORKDIR },
 	{ "jobid", required_argument, NULL, OPT_JOBID },
 	{ "overlap", no_argument, NULL, OPT_OVERLAP },
 	{ "pty", no_argument, NULL, OPT_PTY },
@@ -145,7 +148,10 @@ static const char usage_text[] =
 	"  -K, --kill-on-bad-exit    stop every task when one exits non-zero\n"
 	"      --export=ALL|NONE|VARS  the environment the tasks get (default ALL)\n"
 	"      --het-group=N         the component of a heterogeneous job\n"
-	"      --container-image=IMG run in a container (needs a container runtime)\n"
+	"      --container-image=IMG run in a container of [REGISTRY#]IMAGE[:TAG] (pyxis'\n"
+	"                            form; needs nodes whose agents run podman)\n"
+	"      --container-mounts=SRC[:DST[:ro]][,...]  bind mounts (under host_path_allow)\n"
+	"      --container-workdir=DIR  the container's working directory (default: the image's)\n"
 	"      --jobid=ID            a step of job ID (from outside it)\n"
 	"      --overlap             share the job's resources with other steps (always)\n"
 	"      --pty                 task 0 on a terminal: ours, relayed (input, size, ^C)\n"
@@ -217,6 +223,8 @@ static int one_opt(struct srun *o, int c, const char *v)
 	case 'K': o->kill_on_bad_exit = !v || strcmp(v, "0") != 0; return 0;
 	case OPT_EXPORT: o->export_ = v; return 0;
 	case OPT_IMAGE: o->container_image = v; return 0;
+	case OPT_MOUNTS: o->container_mounts = v; return 0;
+	case OPT_WORKDIR: o->container_workdir = v; return 0;
 	case OPT_JOBID: o->jobid = v; return 0;
 	case OPT_OVERLAP: o->overlap = true; return 0;
 	case OPT_PTY: o->pty = true; return 0;
@@ -708,6 +716,10 @@ static char *step_body(struct srun *o)
 	}
 	if (o->container_image)
 		json_object_set_new(b, "container_image", json_string(o->container_image));
+	if (o->container_mounts)
+		json_object_set_new(b, "container_mounts", json_string(o->container_mounts));
+	if (o->container_workdir)
+		json_object_set_new(b, "container_workdir", json_string(o->container_workdir));
 	text = json_dumps(b, JSON_COMPACT);
 	json_decref(b);
 	return text;
@@ -948,6 +960,10 @@ static char *alloc_script(const struct srun *o, bool salloc)
 			sopt_word(&b, "export", o->export_);
 		if (o->container_image)
 			sopt_word(&b, "container-image", o->container_image);
+		if (o->container_mounts)
+			sopt_word(&b, "container-mounts", o->container_mounts);
+		if (o->container_workdir)
+			sopt_word(&b, "container-workdir", o->container_workdir);
 		if (o->ntasks)
 			opt_word(&b, "ntasks", o->ntasks);
 		sh_word(&b, "--");

@@ -828,8 +828,25 @@ static void step_assignment(struct drv_server *s, struct srv_job *j, struct srv_
 		a->argv[a->nargv++] = st->argv[k];
 	a->workdir = st->cwd ? st->cwd : run ? run->working_dir : NULL;
 	a->env = drv_calloc((size_t)st->nenv + 1, sizeof(*a->env));
-	for (int32_t k = 0; k < st->nenv; k++)
+	for (int32_t k = 0; k < st->nenv; k++) {
+		/* in a container the image's PATH stands, as under pyxis */
+		if (st->container_image && !strcmp(st->env[k].name, "PATH"))
+			continue;
 		a->env[a->nenv++] = (struct drv_proto_kv){ st->env[k].name, st->env[k].value };
+	}
+	if (st->container_image) {   /* srun --container-image: argv is the command */
+		a->image = st->container_image;
+		a->runtime = "podman";
+		a->pull_policy = "IfNotPresent";
+		a->command_len = st->nargv;
+		a->workdir = st->container_workdir;   /* NULL: the image's */
+		a->mounts = drv_calloc((size_t)st->nmounts + 1, sizeof(*a->mounts));
+		for (int32_t k = 0; k < st->nmounts; k++)
+			a->mounts[a->nmounts++] = (struct drv_proto_mount){
+				.name = "container-mount", .type = "hostPath",
+				.host_path = st->mounts[k].src, .container_path = st->mounts[k].dst,
+				.read_only = st->mounts[k].read_only };
+	}
 	a->gpus = drv_calloc(64, sizeof(*a->gpus));
 	for (int g = 0; g < 64; g++)
 		if (t->gpu_mask & (1ull << g))

@@ -232,7 +232,7 @@ static int own_job(struct drv_server *s, struct caller *c, struct drv_jobspec *s
 }
 
 /* Whether path is dir or below it. */
-static bool under(const char *path, const char *dir)
+bool srv_path_under(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 
@@ -307,7 +307,7 @@ static int container_refused(struct drv_server *s, bool admin, const char *user,
 				ok = false;
 			} else {
 				for (size_t i = 0; i < s->cfg.nhost_path_allow && !ok; i++)
-					ok = under(m->host_path, s->cfg.host_path_allow[i]);
+					ok = srv_path_under(m->host_path, s->cfg.host_path_allow[i]);
 			}
 			if (!ok) {
 				drv_http_resp_error(resp, 403, "forbidden", NULL,

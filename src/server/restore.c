@@ -236,6 +236,25 @@ static void load_steps(struct drv_server *s, struct srv_job *j, const json_t *a,
 				st->env[st->nenv++] = (struct drv_env){ drv_strdup(n), drv_strdup(val), NULL };
 		}
 		st->cwd = drv_json_str(x, "cwd") ? drv_strdup(drv_json_str(x, "cwd")) : NULL;
+		if (drv_json_str(x, "container_image")) {
+			const json_t *ms = json_object_get(x, "container_mounts"), *m;
+			size_t q;
+
+			st->container_image = drv_strdup(drv_json_str(x, "container_image"));
+			if (drv_json_str(x, "container_workdir"))
+				st->container_workdir = drv_strdup(drv_json_str(x, "container_workdir"));
+			json_array_foreach(ms, q, m) {
+				const char *src = json_string_value(json_array_get(m, 0));
+				const char *dst = json_string_value(json_array_get(m, 1));
+
+				if (!src || !dst)
+					continue;
+				DRV_GROW(st->mounts, (size_t)st->nmounts + 1, st->mountcap);
+				st->mounts[st->nmounts++] = (struct srv_step_mount){
+					drv_strdup(src), drv_strdup(dst),
+					json_is_true(json_array_get(m, 2)) };
+			}
+		}
 		st->cpus_per_task = (int32_t)drv_json_int(x, "cpus_per_task", 0);
 		st->kill_on_bad_exit = drv_json_bool(x, "kill_on_bad_exit", 0);
 		st->stop_reason = drv_json_str(x, "stop_reason")

@@ -148,6 +148,12 @@ struct srv_job {
 	size_t stepcap;
 };
 
+/* A bind mount of a container step (srun --container-mounts SRC:DST[:ro]). */
+struct srv_step_mount {
+	char *src, *dst;
+	bool read_only;
+};
+
 /*
  * A job step (CONTRACTS.md section 7): tasks srun started inside job j's
  * allocation, on the job's nodes and GPUs. Its tasks are assignments like
@@ -167,7 +173,11 @@ struct srv_step {
 	int32_t nenv;
 	char *cwd;
 	int32_t cpus_per_task;     /* srun -c; 0 = not given */
-	char *container_image;
+	char *container_image;     /* srun --container-image, as podman names it; NULL: host */
+	char *container_workdir;   /* --container-workdir; NULL: the image's */
+	struct srv_step_mount *mounts;   /* --container-mounts */
+	int32_t nmounts;
+	size_t mountcap;
 	bool kill_on_bad_exit;
 	bool pty;                  /* srun --pty: task 0 on a terminal (not kept) */
 	int32_t pty_rows, pty_cols;
@@ -688,6 +698,8 @@ void srv_budget_release(struct drv_server *s);
  */
 #define SRV_RUNTIME_LABEL "drover.io/runtime"
 bool srv_run_needs_container(const struct drv_task_run *run);
+/* Is path dir or below it (dir "/" holds everything)? */
+bool srv_path_under(const char *path, const char *dir);
 /* Jobs held for a runtime go to the scheduler once a node offers one. s->mu held. */
 void srv_runtime_release(struct drv_server *s);
 /* Node i registered with labels: its runtime label is the agent's (a

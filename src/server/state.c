@@ -110,6 +110,12 @@ static void step_free(struct srv_step *st)
 	drv_free(st->env);
 	drv_free(st->cwd);
 	drv_free(st->container_image);
+	drv_free(st->container_workdir);
+	for (int32_t k = 0; k < st->nmounts; k++) {
+		drv_free(st->mounts[k].src);
+		drv_free(st->mounts[k].dst);
+	}
+	drv_free(st->mounts);
 	drv_free(st->stop_reason);
 	drv_free(st);
 }

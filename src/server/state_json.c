@@ -57,14 +57,29 @@ static json_t *steps_doc(struct drv_server *s, const struct srv_job *j)
 		for (int32_t x = 0; x < st->nenv; x++)
 			json_array_append_new(env, json_pack("[s,s]", st->env[x].name,
 							     st->env[x].value));
+		json_t *doc;
+
 		json_array_append_new(
-			a, json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:s*,s:i,s:b,s:s*,s:b,s:I,s:I}",
+			a, doc = json_pack("{s:i,s:i,s:o,s:o,s:o,s:o,s:o,s:s*,s:i,s:b,s:s*,s:b,s:I,s:I}",
 				     "id", st->id, "nnodes", st->nnodes, "tasks", tasks, "local",
 				     local, "node_id", nodeid, "argv", argv, "env", env, "cwd",
 				     st->cwd, "cpus_per_task", st->cpus_per_task, "kill_on_bad_exit",
 				     st->kill_on_bad_exit, "stop_reason", st->stop_reason, "done",
 				     st->done, "start_time", (json_int_t)st->start_time, "end_time",
 				     (json_int_t)st->end_time));
+		if (st->container_image) {
+			json_t *m = json_array();
+
+			for (int32_t x = 0; x < st->nmounts; x++)
+				json_array_append_new(m, json_pack("[s,s,b]", st->mounts[x].src,
+								   st->mounts[x].dst,
+								   st->mounts[x].read_only));
+			json_object_set_new(doc, "container_image", json_string(st->container_image));
+			if (st->container_workdir)
+				json_object_set_new(doc, "container_workdir",
+						    json_string(st->container_workdir));
+			json_object_set_new(doc, "container_mounts", m);
+		}
 	}
 	return a;
 }

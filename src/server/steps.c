@@ -196,11 +196,12 @@ static json_t *step_json(struct drv_server *s, const struct srv_job *j, const st
 		json_object_set_new(o, "reason", json_string(t->reason ? t->reason : ""));
 		json_array_append_new(tasks, o);
 	}
-	return json_pack("{s:I,s:i,s:s,s:i,s:i,s:o,s:o,s:o,s:s}", "job", (json_int_t)j->id,
+	return json_pack("{s:I,s:i,s:s,s:i,s:i,s:o,s:o,s:o,s:s,s:s*}", "job", (json_int_t)j->id,
 			 "step", st->id, "state", step_state(st), "ntasks", st->ntasks, "nnodes",
 			 st->nnodes, "start_time", srv_json_time(st->start_time), "end_time",
 			 srv_json_time(st->end_time), "tasks", tasks, "stop_reason",
-			 st->stop_reason ? st->stop_reason : "");
+			 st->stop_reason ? st->stop_reason : "", "container_image",
+			 st->container_image);
 }
 
 /* A step in a job's own JSON (what sacct's ID.N lines read): its name
@@ -605,14 +606,187 @@ static int read_run(const json_t *b, struct srv_step *st, struct drv_http_resp *
 	if (v && !json_is_null(v) && (!json_is_string(v) || json_string_value(v)[0] != '/'))
 		return bad(o, "cwd: expected an absolute path");
 	st->cwd = v && json_is_string(v) ? drv_strdup(json_string_value(v)) : NULL;
-	v = json_object_get(b, "container_image");
-	if (v && !json_is_null(v)) {
-		/* NEEDSWORK: hand it to the node's container runtime once agents have one */
-		drv_http_resp_error(o, 400, "unsupported", NULL,
-				    "container_image: no container runtime is configured on this "
-				    "cluster's nodes (their agents run host processes only); run the "
-				    "step without --container-image");
-		return -1;
+	return 0;
+}
+
+/* --- container steps (pyxis' srun options) --------------------------------- */
+
+/*
+ * pyxis names an image [USER@][REGISTRY#]IMAGE[:TAG]; podman wants
+ * REGISTRY/IMAGE, and an image without a registry is Docker Hub's, as
+ * enroot and docker read it (ubuntu:22.04 is docker.io/library/ubuntu:22.04).
+ * The USER@ of a registry's credentials is dropped: the node's podman
+ * holds them; so is enroot's docker:// in front. NULL and *why set when
+ * it is no image name.
+ */
+static char *image_name(const char *in, const char **why)
+{
+	const char *hash, *at, *slash;
+	char *out;
+
+	*why = NULL;
+	if (!strncmp(in, "docker://", 9))   /* enroot's URI form */
+		in += 9;
+	hash = strchr(in, '#');
+	if (in[0] == '/' || in[0] == '.' || strstr(in, ".sqsh")) {
+		*why = "expected an image of a registry ([REGISTRY#]IMAGE[:TAG]); squashfs files "
+		       "are not supported";
+		return NULL;
+	}
+	if (hash) {
+		at = memchr(in, '@', (size_t)(hash - in));
+		if (at)
+			in = at + 1;
+		if (in == hash || !hash[1] || strchr(hash + 1, '#')) {
+			*why = "expected REGISTRY#IMAGE[:TAG]";
+			return NULL;
+		}
+		out = drv_strdup(in);
+		out[hash - in] = '/';
+		return out;
+	}
+	for (const char *p = in; *p; p++)
+		if (*p <= ' ' || *p == '\\' || *p == '\'' || *p == '"') {
+			*why = "expected an image name (no spaces or quotes)";
+			return NULL;
+		}
+	if (!*in) {
+		*why = "expected an image name";
+		return NULL;
+	}
+	slash = strchr(in, '/');
+	if (slash && (memchr(in, '.', (size_t)(slash - in)) || memchr(in, ':', (size_t)(slash - in)) ||
+		      !strncmp(in, "localhost/", 10)))
+		return drv_strdup(in);   /* a registry host first */
+	{
+		size_t n = strlen(in) + sizeof("docker.io/library/");
+
+		out = drv_malloc(n);
+		snprintf(out, n, "docker.io/%s%s", slash ? "" : "library/", in);
+	}
+	return out;
+}
+
+/* An absolute path without a ".." component. */
+static bool clean_path(const char *p)
+{
+	if (p[0] != '/')
+		return false;
+	for (const char *c = p; (c = strstr(c, "..")) != NULL; c += 2)
+		if (c[-1] == '/' && (c[2] == '/' || c[2] == '\0'))
+			return false;
+	return true;
+}
+
+/* --container-mounts SRC[:DST[:FLAGS]][,...]: FLAGS ro or rw (pyxis joins
+ * flags with +). Each SRC under the server's host_path_allow. */
+static int read_mounts(struct drv_server *s, const char *text, struct srv_step *st,
+		       struct drv_http_resp *o)
+{
+	char *copy = drv_strdup(text), *save = NULL, *item;
+	int rc = 0;
+
+	for (item = strtok_r(copy, ",", &save); item && rc == 0; item = strtok_r(NULL, ",", &save)) {
+		char *dst = strchr(item, ':'), *flags = NULL;
+		bool ro = false, ok = false;
+
+		if (dst) {
+			*dst++ = '\0';
+			flags = strchr(dst, ':');
+			if (flags)
+				*flags++ = '\0';
+		}
+		if (!dst || !*dst)
+			dst = item;
+		if (!clean_path(item) || !clean_path(dst)) {
+			rc = bad(o, "container_mounts: '%s': expected SRC[:DST[:ro|rw]] with absolute "
+				 "paths and no '..'", item);
+			break;
+		}
+		for (char *f = flags, *fs = NULL, *w = f ? strtok_r(f, "+", &fs) : NULL; w;
+		     w = strtok_r(NULL, "+", &fs)) {
+			if (!strcmp(w, "ro")) {
+				ro = true;
+			} else if (strcmp(w, "rw")) {
+				rc = bad(o, "container_mounts: %s: flag '%s' is not supported; expected ro "
+					 "or rw", item, w);
+				break;
+			}
+		}
+		if (rc)
+			break;
+		for (size_t i = 0; i < s->cfg.nhost_path_allow && !ok; i++)
+			ok = srv_path_under(item, s->cfg.host_path_allow[i]);
+		if (!ok) {
+			drv_http_resp_error(o, 403, "forbidden", NULL,
+					    "container_mounts: %s is not under the server's "
+					    "host_path_allow (%s)", item, s->cfg.nhost_path_allow
+					    ? "see GET /v1/config" : "none allowed");
+			rc = -1;
+			break;
+		}
+		DRV_GROW(st->mounts, (size_t)st->nmounts + 1, st->mountcap);
+		st->mounts[st->nmounts++] = (struct srv_step_mount){ drv_strdup(item), drv_strdup(dst),
+								     ro };
+	}
+	drv_free(copy);
+	return rc;
+}
+
+static int read_container(struct drv_server *s, const json_t *b, struct srv_step *st,
+			  struct drv_http_resp *o)
+{
+	const json_t *img = json_object_get(b, "container_image");
+	const json_t *mnt = json_object_get(b, "container_mounts");
+	const json_t *wd = json_object_get(b, "container_workdir");
+	const char *why;
+
+	if (img && json_is_null(img))
+		img = NULL;
+	if (mnt && json_is_null(mnt))
+		mnt = NULL;
+	if (wd && json_is_null(wd))
+		wd = NULL;
+	if (!img) {
+		if (mnt || wd)
+			return bad(o, "%s: needs container_image (the step runs on the host)",
+				   mnt ? "container_mounts" : "container_workdir");
+		return 0;
+	}
+	if (!json_is_string(img))
+		return bad(o, "container_image: expected a string");
+	if (json_is_true(json_object_get(b, "pty")))
+		return bad(o, "pty: a container step gets no terminal; drop --pty or "
+			   "--container-image");
+	st->container_image = image_name(json_string_value(img), &why);
+	if (!st->container_image)
+		return bad(o, "container_image: '%s': %s", json_string_value(img), why);
+	if (wd && (!json_is_string(wd) || !clean_path(json_string_value(wd))))
+		return bad(o, "container_workdir: expected an absolute path");
+	st->container_workdir = wd ? drv_strdup(json_string_value(wd)) : NULL;
+	if (mnt && !json_is_string(mnt))
+		return bad(o, "container_mounts: expected a string, SRC[:DST[:ro]][,...]");
+	return mnt ? read_mounts(s, json_string_value(mnt), st, o) : 0;
+}
+
+/* A container step runs only where the agent runs podman. */
+static int container_nodes(struct drv_server *s, const struct srv_step *st, struct drv_http_resp *o)
+{
+	for (int32_t k = 0; st->container_image && k < st->ntasks; k++) {
+		const struct drv_node *n = &s->cluster.nodes[st->tasks[k].node];
+		bool podman = false;
+
+		for (int32_t l = 0; l < n->nlabels && !podman; l++)
+			podman = !strcmp(n->labels[l].key, SRV_RUNTIME_LABEL) &&
+				 !strcmp(n->labels[l].value, "podman");
+		if (!podman) {
+			drv_http_resp_error(o, 400, "unsupported", NULL,
+					    "container_image: node %s runs no container runtime (its "
+					    "agent runs --runtime host); run the step without "
+					    "--container-image, or on nodes whose agents run --runtime "
+					    "podman", n->name);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -692,8 +866,9 @@ int srv_api_step_create(struct drv_http_req *r, struct drv_http_resp *o, void *c
 		goto out;
 	}
 	st = drv_calloc(1, sizeof(*st));
-	if (read_req(b, &q, o) < 0 || read_run(b, st, o) < 0 || lay_out(s, j, &q, &L, o) < 0 ||
-	    step_tasks(s, j, &q, &L, st, o) < 0)
+	if (read_req(b, &q, o) < 0 || read_run(b, st, o) < 0 || read_container(s, b, st, o) < 0 ||
+	    lay_out(s, j, &q, &L, o) < 0 || step_tasks(s, j, &q, &L, st, o) < 0 ||
+	    container_nodes(s, st, o) < 0)
 		goto out;
 	st->id = j->nsteps ? j->steps[j->nsteps - 1]->id + 1 : 0;
 	st->kill_on_bad_exit = q.kill_on_bad_exit;

@@ -67,7 +67,7 @@ expect_eq "--export=NONE" "$(cat "$T/export.none")" "[]"
 expect_eq "--export=ALL,BAZ=qux" "$(cat "$T/export.set")" "[qux]"
 expect_eq "stderr relayed" "$(cat "$T/stderr")" "to-stderr"
 [ "$(cat "$T/image.rc")" != 0 ] || fail "--container-image without a runtime succeeded"
-grep -q "no container runtime is configured" "$T/image.err" ||
+grep -q "container_image: node gpu-0[12] runs no container runtime (its agent runs --runtime host)" "$T/image.err" ||
 	fail "--container-image: $(cat "$T/image.err")"
 # -i and --mpi: warned, not acted on; the step still runs
 expect_eq "srun -i --mpi" "$(cat "$T/warn.rc")" 0
