@@ -609,7 +609,13 @@ const struct sb_opt *sb_find_long(struct sb_ctx *c, const char *name, size_t len
 	}
 	if (n == 1)
 		return hit;
-	if (n == 0)
+	if (n == 0 && len > 10 && !strncmp(name, "container-", 10))
+		/* pyxis': drover runs the batch script itself on the host */
+		sb_err(c, line, col, NULL, "found pyxis' option \"--%.*s\" on the batch script, "
+		       "expected it on srun: the script runs on the host, and "
+		       "`srun --%.*s ...` runs a step in a container", (int)DRV_MIN(len, 64), name,
+		       (int)DRV_MIN(len, 64), name);
+	else if (n == 0)
 		sb_err(c, line, col, NULL, "found unknown option \"--%.*s\", expected an sbatch option",
 		       (int)DRV_MIN(len, 64), name);
 	else

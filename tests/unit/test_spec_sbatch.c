@@ -231,6 +231,22 @@ Test(spec_sbatch, errors_name_line_and_column)
 	cr_assert(eq(int, d.v[2].line, 3));
 }
 
+/* pyxis' options belong on srun: the script itself runs on the host */
+Test(spec_sbatch, pyxis_options_point_at_srun)
+{
+	const char *t = "#!/bin/sh\n"
+			"#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.01-py3\n"
+			"srun python train.py\n";
+
+	cr_assert(eq(int, parse(t), DRV_EPARSE));
+	cr_assert(eq(int, d.nerrors, 1));
+	cr_assert(eq(int, d.v[0].line, 2));
+	cr_assert(eq(int, d.v[0].col, 9));
+	cr_assert(eq(str, d.v[0].msg, "found pyxis' option \"--container-image\" on the batch "
+		     "script, expected it on srun: the script runs on the host, and `srun "
+		     "--container-image ...` runs a step in a container"));
+}
+
 Test(spec_sbatch, limits)
 {
 	size_t n = DRV_SPEC_MAX_STRING + 100, i;
