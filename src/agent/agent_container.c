@@ -267,20 +267,47 @@ static bool host_only(const char *kv, char *const *job_env)
 	return false;
 }
 
-/* The container's environment: drover's and the job's, in order. */
+/* Does the job's own env name NAME? */
+static bool job_sets(char *const *job_env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char *const *e = job_env; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return true;
+	return false;
+}
+
+/*
+ * The container's environment: drover's and the job's, in order. A
+ * container sees only the GPUs passed to it, which CUDA counts from 0
+ * there (GPU 3 of the node is the container's device 0), so
+ * CUDA_VISIBLE_DEVICES names 0..n-1 unless the job's env sets it;
+ * NVIDIA_VISIBLE_DEVICES keeps the node's indexes (which GPUs they are).
+ */
 static char **container_env(const struct drv_task_spec *s)
 {
 	char **all = drv_task_env(s), **out;
 	size_t n = 0, k = 0;
+	bool renumber = s->ngpus > 0 && !job_sets(s->env, "CUDA_VISIBLE_DEVICES");
 
 	while (all[n])
 		n++;
 	out = drv_calloc(n + 1, sizeof(*out));
 	for (size_t i = 0; i < n; i++) {
-		if (host_only(all[i], s->env))
+		if (host_only(all[i], s->env)) {
 			drv_free(all[i]);
-		else
+		} else if (renumber && !strncmp(all[i], "CUDA_VISIBLE_DEVICES=", 21)) {
+			char v[DRV_GPU_MAX * 4 + 32];
+			size_t len = (size_t)snprintf(v, sizeof(v), "CUDA_VISIBLE_DEVICES=");
+
+			for (int g = 0; g < s->ngpus && len < sizeof(v); g++)
+				len += (size_t)snprintf(v + len, sizeof(v) - len, "%s%d", g ? "," : "", g);
+			drv_free(all[i]);
+			out[k++] = drv_strdup(v);
+		} else {
 			out[k++] = all[i];
+		}
 	}
 	drv_free(all);
 	return out;

@@ -38,6 +38,8 @@ cat >"$T/job.sh" <<EOF2
 #!/bin/sh
 #SBATCH -J boxed
 #SBATCH -n 2
+#SBATCH --gpus-per-node=2
+srun -n 1 --gpu-bind=map_gpu:1 --container-image=$img sh -c 'echo "\$CUDA_VISIBLE_DEVICES \${DROVER_FAKE_GPU_0:+0}\${DROVER_FAKE_GPU_1:+1}"' >"$T/gpus"
 srun -n 1 --container-image=$img cat /etc/marker >"$T/marker"
 srun -n 1 --container-image='localhost#steps:1' cat /etc/marker >"$T/marker.hash"
 srun -n 2 --container-image=$img sh -c 'echo \$SLURM_PROCID' | sort >"$T/ranks"
@@ -57,6 +59,10 @@ EOF2
 id=$("$DROVER" submit --parsable "$T/job.sh") || fail "submit"
 wait_job "$id" succeeded 120
 
+# GPU 1 of the node, passed as its CDI device, is the container's only
+# GPU: CUDA counts it as 0 there (before, CUDA_VISIBLE_DEVICES=1 named a
+# device the container does not have)
+expect_eq "the step's GPU in its container, and which of the node's it is" "$(cat "$T/gpus")" "0 1"
 expect_eq "the step ran in the image" "$(cat "$T/marker")" "from the image"
 expect_eq "pyxis' REGISTRY#IMAGE form" "$(cat "$T/marker.hash")" "from the image"
 expect_eq "one container a task" "$(tr '\n' ' ' <"$T/ranks")" "0 1 "
@@ -87,5 +93,5 @@ start_server
 expect_eq "the step's image after a controller restart" \
 	"$(steps | jq -r '.items[0].container_image')" "localhost/steps:1"
 expect_eq "steps with the image, after the restart" \
-	"$(steps | jq -r '[.items[] | select(.container_image == "localhost/steps:1")] | length')" 6
+	"$(steps | jq -r '[.items[] | select(.container_image == "localhost/steps:1")] | length')" 7
 echo "ok: container steps run in the image, with srun's environment and the mounts allowed"
