@@ -18,13 +18,9 @@
 podman_setup
 names() { podman_t ps -a --format '{{.Names}}' | sort | tr '\n' ' '; }
 
-rootfs="$TEST_TMP/rootfs"
-mkdir -p "$rootfs/bin" "$rootfs/ctl"
-cp "$bb" "$rootfs/bin/busybox"
-for c in sh sleep echo; do ln -s busybox "$rootfs/bin/$c"; done
-tar -C "$rootfs" -cf "$TEST_TMP/rootfs.tar" .
-podman_t import "$TEST_TMP/rootfs.tar" localhost/adopt:1 >"$TEST_TMP/import.log" 2>&1 ||
-	{ cat "$TEST_TMP/import.log" >&2; fail "podman import failed"; }
+busybox_rootfs sh sleep echo
+mkdir -p "$rootfs/ctl"
+rootfs_import localhost/adopt:1
 
 mkdir -p "$TEST_TMP/ctl"
 # the lease outlasts a restart on a loaded machine (cp_agent_lease.sh tests expiry)
@@ -96,8 +92,7 @@ wait_until 20 sh -c "! podman --runtime runc --cgroup-manager cgroupfs --root '$
 # --- image GC: past --image-gc-percent of the store's disk, unused images go,
 # the one a container (the other node's, still running) uses stays
 # (another image: its own config, so its own id)
-podman_t import --change 'CMD ["/bin/sleep", "1"]' "$TEST_TMP/rootfs.tar" localhost/unused:2 \
-	>>"$TEST_TMP/import.log" 2>&1 || fail "podman import"
+rootfs_import localhost/unused:2 --change 'CMD ["/bin/sleep", "1"]'
 [ "$(podman_t image inspect --format '{{.Id}}' localhost/unused:2)" != \
 	"$(podman_t image inspect --format '{{.Id}}' localhost/adopt:1)" ] || fail "the unused image is the used one"
 stop_agent adopt-node

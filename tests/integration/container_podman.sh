@@ -21,10 +21,8 @@
 podman_setup docker-registry
 
 # --- the image: busybox-static, an entrypoint that shows where it runs ------
-rootfs="$TEST_TMP/rootfs"
-mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/work"
-cp "$bb" "$rootfs/bin/busybox"
-for c in sh echo cat env sort grep id sleep head tr printf pwd df touch ls; do ln -s busybox "$rootfs/bin/$c"; done
+busybox_rootfs sh echo cat env sort grep id sleep head tr printf pwd df touch ls
+mkdir -p "$rootfs/etc" "$rootfs/work"
 echo "busybox-static test image" >"$rootfs/etc/drover-test-image"
 cat >"$rootfs/entry.sh" <<'EOF'
 #!/bin/sh
@@ -34,10 +32,7 @@ echo "uid: $(id -u) cwd: $(pwd)"
 env | sort
 EOF
 chmod +x "$rootfs/entry.sh"
-tar -C "$rootfs" -cf "$TEST_TMP/rootfs.tar" .
-podman_t import --change 'ENTRYPOINT ["/entry.sh"]' --change 'CMD ["the-image-cmd"]' \
-	"$TEST_TMP/rootfs.tar" localhost/drover-test:1 >"$TEST_TMP/import.log" 2>&1 ||
-	{ cat "$TEST_TMP/import.log" >&2; fail "podman import failed"; }
+rootfs_import localhost/drover-test:1 --change 'ENTRYPOINT ["/entry.sh"]' --change 'CMD ["the-image-cmd"]'
 
 # --- a registry on loopback, holding it under the seed's name -------------------
 REG_PORT=$(free_port)

@@ -11,14 +11,8 @@
 . "$ROOT/tests/integration/podman.shlib"
 podman_setup docker-registry
 
-rootfs="$TEST_TMP/rootfs"
-mkdir -p "$rootfs/bin"
-cp "$bb" "$rootfs/bin/busybox"
-for c in sh echo; do ln -s busybox "$rootfs/bin/$c"; done
-tar -C "$rootfs" -cf "$TEST_TMP/rootfs.tar" .
-podman_t import --change 'CMD ["/bin/echo", "ran from the private registry"]' \
-	"$TEST_TMP/rootfs.tar" localhost/private:1 >"$TEST_TMP/import.log" 2>&1 ||
-	{ cat "$TEST_TMP/import.log" >&2; fail "podman import failed"; }
+busybox_rootfs sh echo
+rootfs_import localhost/private:1 --change 'CMD ["/bin/echo", "ran from the private registry"]'
 
 # --- a registry that wants a password ------------------------------------------
 REG_PORT=$(free_port)

@@ -18,16 +18,11 @@
 . "$ROOT/tests/integration/podman.shlib"
 podman_setup
 
-rootfs="$TEST_TMP/rootfs"
-mkdir -p "$rootfs/bin" "$rootfs/tmp"
-cp "$bb" "$rootfs/bin/busybox"
-for c in sh id cat readlink echo; do ln -s busybox "$rootfs/bin/$c"; done
+busybox_rootfs sh id cat readlink echo
+mkdir -p "$rootfs/tmp"
 chmod 1777 "$rootfs/tmp"
-tar -C "$rootfs" -cf "$TEST_TMP/rootfs.tar" .
-podman_t import --change 'CMD ["/bin/id"]' "$TEST_TMP/rootfs.tar" localhost/as-root:1 \
-	>"$TEST_TMP/import.log" 2>&1 || { cat "$TEST_TMP/import.log" >&2; fail "podman import failed"; }
-podman_t import --change 'CMD ["/bin/id"]' --change 'USER 1000' "$TEST_TMP/rootfs.tar" \
-	localhost/as-1000:1 >>"$TEST_TMP/import.log" 2>&1 || fail "podman import failed"
+rootfs_import localhost/as-root:1 --change 'CMD ["/bin/id"]'
+rootfs_import localhost/as-1000:1 --change 'CMD ["/bin/id"]' --change 'USER 1000'
 
 # uid 1234 passes through to its task's directory, as under a real state dir
 chmod 711 "$TEST_TMP"

@@ -15,14 +15,10 @@
 . "$ROOT/tests/integration/podman.shlib"
 podman_setup
 
-rootfs="$TEST_TMP/rootfs"
-mkdir -p "$rootfs/bin" "$rootfs/etc"
-cp "$bb" "$rootfs/bin/busybox"
-for c in sh cat echo pwd sort; do ln -s busybox "$rootfs/bin/$c"; done
+busybox_rootfs sh cat echo pwd sort
+mkdir -p "$rootfs/etc"
 echo "from the image" >"$rootfs/etc/marker"
-tar -C "$rootfs" -cf "$TEST_TMP/rootfs.tar" .
-podman_t import "$TEST_TMP/rootfs.tar" localhost/steps:1 >"$TEST_TMP/import.log" 2>&1 ||
-	{ cat "$TEST_TMP/import.log" >&2; fail "podman import failed"; }
+rootfs_import localhost/steps:1
 
 T=$TEST_TMP
 mkdir -p "$T/share"
