@@ -698,6 +698,9 @@ void srv_budget_release(struct drv_server *s);
  */
 #define SRV_RUNTIME_LABEL "drover.io/runtime"
 bool srv_run_needs_container(const struct drv_task_run *run);
+/* srun --container-image's name (pyxis' [USER@][REGISTRY#]IMAGE[:TAG]) as
+ * podman names it (steps.c); NULL and *why when it is none. Caller frees. */
+char *srv_step_image_name(const char *in, const char **why);
 /* Is path dir or below it (dir "/" holds everything)? */
 bool srv_path_under(const char *path, const char *dir);
 /* Jobs held for a runtime go to the scheduler once a node offers one. s->mu held. */

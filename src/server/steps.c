@@ -619,7 +619,7 @@ static int read_run(const json_t *b, struct srv_step *st, struct drv_http_resp *
  * holds them; so is enroot's docker:// in front. NULL and *why set when
  * it is no image name.
  */
-static char *image_name(const char *in, const char **why)
+char *srv_step_image_name(const char *in, const char **why)
 {
 	const char *hash, *at, *slash;
 	char *out;
@@ -758,7 +758,7 @@ static int read_container(struct drv_server *s, const json_t *b, struct srv_step
 	if (json_is_true(json_object_get(b, "pty")))
 		return bad(o, "pty: a container step gets no terminal; drop --pty or "
 			   "--container-image");
-	st->container_image = image_name(json_string_value(img), &why);
+	st->container_image = srv_step_image_name(json_string_value(img), &why);
 	if (!st->container_image)
 		return bad(o, "container_image: '%s': %s", json_string_value(img), why);
 	if (wd && (!json_is_string(wd) || !clean_path(json_string_value(wd))))

@@ -426,3 +426,33 @@ Test(server_config, idempotency_ttl_is_checked)
 	cr_assert(ne(ptr, strstr(err, "c.yaml:1:20: error: idempotency_ttl_s: found '0', expected an integer from 1 to 3153600000"),
 		     NULL), "%s", err);
 }
+
+/* srun --container-image names as pyxis users write them, as podman reads them */
+Test(server_config, step_image_names_as_pyxis_writes_them)
+{
+	static const char *const cases[][2] = {
+		{ "ubuntu:22.04", "docker.io/library/ubuntu:22.04" },
+		{ "pytorch/pytorch:2.4", "docker.io/pytorch/pytorch:2.4" },
+		{ "nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3" },
+		{ "alice@nvcr.io#nvidia/pytorch:24.01-py3", "nvcr.io/nvidia/pytorch:24.01-py3" },
+		{ "docker://ubuntu", "docker.io/library/ubuntu" },
+		{ "registry.local:5000/team/img:1", "registry.local:5000/team/img:1" },
+		{ "localhost/steps:1", "localhost/steps:1" },
+		{ "localhost#steps:1", "localhost/steps:1" },
+	};
+	static const char *const bad[] = { "/shared/images/pytorch.sqsh", "./img.sqsh", "", "a b",
+					   "nvcr.io#", "#img", "a#b#c" };
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = srv_step_image_name(cases[i][0], &why);
+
+		cr_assert(not(eq(ptr, got, NULL)), "%s: %s", cases[i][0], why);
+		cr_assert(eq(str, got, (char *)cases[i][1]), "%s", cases[i][0]);
+		drv_free(got);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert(eq(ptr, srv_step_image_name(bad[i], &why), NULL), "%s", bad[i]);
+		cr_assert(not(eq(ptr, (void *)why, NULL)));
+	}
+}
