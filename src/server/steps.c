@@ -628,6 +628,14 @@ char *srv_step_image_name(const char *in, const char **why)
 	if (!strncmp(in, "docker://", 9))   /* enroot's URI form */
 		in += 9;
 	hash = strchr(in, '#');
+	/* no control characters, spaces or quotes: the name goes into the
+	 * agent's podman script (quoted, and in its comment line) */
+	for (const char *p = in; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '\\' || *p == '\'' ||
+		    *p == '"') {
+			*why = "expected an image name (no spaces, quotes or control characters)";
+			return NULL;
+		}
 	if (in[0] == '/' || in[0] == '.' || strstr(in, ".sqsh")) {
 		*why = "expected an image of a registry ([REGISTRY#]IMAGE[:TAG]); squashfs files "
 		       "are not supported";
@@ -645,11 +653,6 @@ char *srv_step_image_name(const char *in, const char **why)
 		out[hash - in] = '/';
 		return out;
 	}
-	for (const char *p = in; *p; p++)
-		if (*p <= ' ' || *p == '\\' || *p == '\'' || *p == '"') {
-			*why = "expected an image name (no spaces or quotes)";
-			return NULL;
-		}
 	if (!*in) {
 		*why = "expected an image name";
 		return NULL;
@@ -667,11 +670,14 @@ char *srv_step_image_name(const char *in, const char **why)
 	return out;
 }
 
-/* An absolute path without a ".." component. */
+/* An absolute path without a ".." component or a control character. */
 static bool clean_path(const char *p)
 {
 	if (p[0] != '/')
 		return false;
+	for (const char *c = p; *c; c++)
+		if ((unsigned char)*c < ' ' || *c == 0x7f)
+			return false;
 	for (const char *c = p; (c = strstr(c, "..")) != NULL; c += 2)
 		if (c[-1] == '/' && (c[2] == '/' || c[2] == '\0'))
 			return false;

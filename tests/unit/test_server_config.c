@@ -441,7 +441,8 @@ Test(server_config, step_image_names_as_pyxis_writes_them)
 		{ "localhost#steps:1", "localhost/steps:1" },
 	};
 	static const char *const bad[] = { "/shared/images/pytorch.sqsh", "./img.sqsh", "", "a b",
-					   "nvcr.io#", "#img", "a#b#c" };
+					   "nvcr.io#", "#img", "a#b#c", "nvcr.io#x\nrm -rf /", "nvcr.io#x y",
+					   "q\x7f", "nvcr.io#'x'" };
 	const char *why;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
