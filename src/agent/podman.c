@@ -285,6 +285,16 @@ int drv_podman_script(const struct drv_podman_conf *pc, const struct drv_contain
 	int rc;
 
 	*out = NULL;
+	/* the name goes into the script's comment line too: a newline there
+	 * would start a command of its own (the controller refuses such names;
+	 * this holds whatever sent it) */
+	for (const char *p = cs->image; p && *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f) {
+			snprintf(err, errsz, "the image name has a control character (0x%02x): "
+				 "not a name podman can pull", (unsigned)(unsigned char)*p);
+			drv_free(g);
+			return DRV_EINVAL;
+		}
 	rc = write_env_file(cs, err, errsz);
 	if (rc < 0) {
 		drv_free(g);

@@ -307,6 +307,17 @@ static void read_group(struct rd *r, const json_t *go, struct drv_jobspec *s)
 	g->mem_mib = get_int(r, go, "memMiB", 0, INT64_MAX / 2, 0);
 	run->container = get_str(r, go, "container", false);
 	run->image = get_str(r, go, "image", false);
+	for (const char *p = run->image; p && *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "%s (0x%02x) at byte %d",
+				 *p == ' ' ? "a space" : "a control character",
+				 (unsigned)(unsigned char)*p, (int)(p - run->image) + 1);
+			rd_err(r, "image", "found %s, expected an image reference such as "
+			       "registry/name:tag", what);
+			break;
+		}
 	run->command = get_strv(r, go, "command", &run->ncommand);
 	run->args = get_strv(r, go, "args", &run->nargs);
 	env = json_object_get(go, "env");

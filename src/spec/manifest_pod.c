@@ -280,6 +280,15 @@ static void read_container(struct mf_ctx *c, struct drv_jobspec *s, int g, struc
 	if ((n = mf_field(cn, "image"))) {
 		mf_join(fp, sizeof(fp), path, "image");
 		r->image = mf_str(c, n, fp);
+		/* kubelet: InvalidImageName; here refused before anything runs */
+		for (const char *p = r->image; p && *p; p++)
+			if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+				mf_err(c, n, fp, "found %s (0x%02x) at byte %d of the image, expected "
+				       "an image reference such as registry/name:tag",
+				       *p == ' ' ? "a space" : "a control character",
+				       (unsigned)(unsigned char)*p, (int)(p - r->image) + 1);
+				break;
+			}
 	} else {
 		mf_join(fp, sizeof(fp), path, "image");
 		mf_err(c, cn, fp, "found nothing, expected a container image");

@@ -707,6 +707,13 @@ Test(podman, script_keeps_env_values_off_the_command_line, .init = setup)
 	env[1] = "BAD=a\nb";
 	cr_assert(eq(int, drv_podman_script(&pc, &cs, &script, err, sizeof(err)), DRV_EINVAL));
 	cr_assert(strstr(err, "BAD") != NULL, "%s", err);
+	/* an image name is in the script's comment line: a newline would end
+	 * the comment and start a command */
+	env[1] = "RANK=0";
+	cs.image = "img:1\ntouch /tmp/drover-pwned;#";
+	cr_assert(eq(int, drv_podman_script(&pc, &cs, &script, err, sizeof(err)), DRV_EINVAL));
+	cr_assert(eq(ptr, script, NULL));
+	cr_assert(strstr(err, "control character (0x0a)") != NULL, "%s", err);
 }
 
 /* --- CDI names for a container's GPUs (src/agent/cdi.c) ------------------- */

@@ -529,3 +529,19 @@ Test(spec_manifest, pull_and_restart_policies_take_the_three_values_only)
 	cr_assert(not(eq(ptr, (void *)x, NULL)));
 	cr_assert(not(eq(ptr, strstr(x->msg, "expected Always, OnFailure or Never"), NULL)), "%s", x->msg);
 }
+
+/* An image with a newline would have reached the agent's podman script;
+ * kubelet calls such a name InvalidImageName: refused, at its place. */
+Test(spec_manifest, image_with_a_control_character_is_refused)
+{
+	const char *t = "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n"
+			"  containers:\n  - name: m\n    image: \"busybox\\ntouch /tmp/x;#\"\n";
+	const struct drv_diag *e;
+
+	cr_assert(eq(int, parse(t), DRV_EPARSE));
+	e = diag_at("spec.containers[0].image");
+	cr_assert(not(eq(ptr, (void *)e, NULL)));
+	cr_assert(eq(int, e->line, 7));
+	cr_assert(eq(str, e->msg, "found a control character (0x0a) at byte 8 of the image, "
+		     "expected an image reference such as registry/name:tag"));
+}
