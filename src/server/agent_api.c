@@ -275,11 +275,9 @@ static void report_running(struct drv_server *s, struct srv_job *j, struct srv_t
  */
 static void reconcile(struct drv_server *s, int32_t i, const struct drv_proto_register *m)
 {
-	size_t nids = s->nactive;
-	uint64_t *ids = drv_calloc(nids + 1, sizeof(*ids));
+	size_t nids;
+	uint64_t *ids = srv_active_copy(s, &nids);
 
-	if (nids)   /* s->active may be NULL then: memcpy from NULL is undefined */
-		memcpy(ids, s->active, nids * sizeof(*ids));
 	for (size_t k = 0; k < nids; k++) {
 		struct srv_job *j = srv_job_get(s, ids[k]);
 		const char *lost = NULL;

@@ -290,10 +290,9 @@ static void each_job_on_node(struct drv_server *s, int32_t i,
 			     void (*fn)(struct drv_server *, struct srv_job *, int32_t, const char *),
 			     const char *why)
 {
-	size_t nids = s->nactive;
-	uint64_t *ids = drv_calloc(nids + 1, sizeof(*ids));
+	size_t nids;
+	uint64_t *ids = srv_active_copy(s, &nids);
 
-	memcpy(ids, s->active, nids * sizeof(*ids));
 	for (size_t k = 0; k < nids; k++) {
 		struct srv_job *j = srv_job_get(s, ids[k]);
 
@@ -314,11 +313,10 @@ static void each_job_on_node(struct drv_server *s, int32_t i,
  */
 void srv_node_stop_jobs(struct drv_server *s, int32_t i, const char *why, json_t *ids)
 {
-	size_t nids = s->nactive;
-	uint64_t *list = drv_calloc(nids + 1, sizeof(*list));
+	size_t nids;
+	uint64_t *list = srv_active_copy(s, &nids);
 	char reason[640], now[700];
 
-	memcpy(list, s->active, nids * sizeof(*list));
 	snprintf(reason, sizeof(reason), "stopped because node %s was %s", s->nodes[i].name, why);
 	snprintf(now, sizeof(now), "its tasks are stopping because node %s was %s; it goes back "
 		 "to the queue once they are gone", s->nodes[i].name, why);

@@ -635,6 +635,7 @@ void srv_job_transition(struct drv_server *s, struct srv_job *j, enum jstate to,
 			const char *reason);
 void srv_active_add(struct drv_server *s, uint64_t id);
 void srv_active_remove(struct drv_server *s, uint64_t id);
+uint64_t *srv_active_copy(const struct drv_server *s, size_t *n);
 /* Node's desired state changed: its version moves and its agent's waiting
  * sync is woken (SRV_KEY_NODE). */
 void srv_node_fresh_version(struct drv_server *s, int32_t i);

@@ -285,6 +285,22 @@ void srv_active_add(struct drv_server *s, uint64_t id)
 	s->active[s->nactive++] = id;
 }
 
+/*
+ * A copy of the active list, for a walk whose steps may add to it or take
+ * from it (a requeue, a stop). Never NULL; the caller frees it. s->active
+ * is NULL until the first job runs, and memcpy from NULL is undefined
+ * even for 0 bytes (UBSan stopped a server whose node timed out then).
+ */
+uint64_t *srv_active_copy(const struct drv_server *s, size_t *n)
+{
+	uint64_t *ids = drv_calloc(s->nactive + 1, sizeof(*ids));
+
+	if (s->nactive)
+		memcpy(ids, s->active, s->nactive * sizeof(*ids));
+	*n = s->nactive;
+	return ids;
+}
+
 void srv_active_remove(struct drv_server *s, uint64_t id)
 {
 	for (size_t i = 0; i < s->nactive; i++) {
